@@ -1,0 +1,10 @@
+// Each subcommand of the qinfer CLI registers itself on the root app.
+// Subcommands are thin frontends over the runtime layer.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace qinfer::cli {
+
+void add_generate_command(CLI::App& app);
+
+}  // namespace qinfer::cli

@@ -1,0 +1,26 @@
+// qinfer: run Qwen3 language models from a Hugging Face checkpoint directory.
+#include <cstdio>
+#include <exception>
+
+#include "commands.h"
+#include "util/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "qinfer: a C++ inference engine for Qwen3 models, loading Hugging Face checkpoints as downloaded"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Print help for every subcommand");
+  qinfer::cli::add_generate_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const qinfer::Error& e) {
+    std::fprintf(stderr, "qinfer: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "qinfer: internal error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds (if needed) and runs the whole test suite with CTest.
+#   scripts/test.sh                 Release build in build/
+#   BUILD=build-asan SANITIZE=ON scripts/test.sh   the same suite under ASan+UBSan
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+SANITIZE=${SANITIZE:-OFF}
+TYPE=Release; [ "$SANITIZE" = ON ] && TYPE=RelWithDebInfo
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=$TYPE -DQINFER_SANITIZE="$SANITIZE" >/dev/null
+cmake --build "$BUILD" -j"$(nproc)"
+cd "$BUILD" && ctest --output-on-failure -j"$(nproc)" "$@"

@@ -1,0 +1,34 @@
+// A read-only memory map of a whole file. Weights stay in the page cache and
+// are read in place, so resident memory is about the file size.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace qinfer {
+
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path);  // throws Error naming the path
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  void release();
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Whole file as a string (small text files: JSON configs, tokenizer.json).
+std::string read_text_file(const std::string& path);
+bool file_exists(const std::string& path);
+
+}  // namespace qinfer
