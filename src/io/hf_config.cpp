@@ -1,0 +1,152 @@
+#include "io/hf_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "util/error.h"
+#include "util/mapped_file.h"
+
+namespace qinfer {
+
+using nlohmann::json;
+
+namespace {
+
+json parse_object(const std::string& text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail(origin, ": not valid JSON: ", e.what());
+  }
+  if (!j.is_object()) fail(origin, ": expected a JSON object");
+  return j;
+}
+
+// Reads key into *out when present and not null; a wrong type is an error naming the key.
+template <class T>
+void read_key(const json& j, const char* key, T* out, const std::string& origin) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return;
+  try {
+    if constexpr (std::is_same_v<T, bool>) {
+      if (!it->is_boolean()) throw json::type_error::create(302, "expected a boolean", nullptr);
+    } else if constexpr (std::is_integral_v<T>) {
+      if (!it->is_number_integer()) throw json::type_error::create(302, "expected an integer", nullptr);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      if (!it->is_number()) throw json::type_error::create(302, "expected a number", nullptr);
+    }
+    *out = it->get<T>();
+  } catch (const json::exception&) {
+    fail(origin, ": field '", key, "' has the wrong type (", it->type_name(), ")");
+  }
+}
+
+template <class T>
+void read_opt(const json& j, const char* key, std::optional<T>* out, const std::string& origin) {
+  T v{};
+  if (j.contains(key) && !j[key].is_null()) {
+    read_key(j, key, &v, origin);
+    *out = v;
+  }
+}
+
+std::vector<int32_t> read_ids(const json& j, const char* key, const std::string& origin) {
+  std::vector<int32_t> ids;
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return ids;
+  auto one = [&](const json& v) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)
+      fail(origin, ": field '", key, "' must be a token id or a list of token ids");
+    ids.push_back(v.get<int32_t>());
+  };
+  if (it->is_array()) {
+    for (const json& v : *it) one(v);
+  } else {
+    one(*it);
+  }
+  return ids;
+}
+
+void require_positive(int64_t v, const char* key, const std::string& origin) {
+  if (v <= 0) fail(origin, ": field '", key, "' must be positive, got ", v);
+}
+
+}  // namespace
+
+Qwen3Config parse_qwen3_config(const std::string& text, const std::string& origin) {
+  const json j = parse_object(text, origin);
+  std::string arch;
+  if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
+      j["architectures"][0].is_string())
+    arch = j["architectures"][0].get<std::string>();
+  if (arch != "Qwen3ForCausalLM")
+    fail(origin, ": architecture '", arch.empty() ? std::string("(none)") : arch,
+         "' is not supported; qinfer runs Qwen3ForCausalLM checkpoints");
+
+  Qwen3Config c;
+  read_key(j, "vocab_size", &c.vocab_size, origin);
+  read_key(j, "hidden_size", &c.hidden_size, origin);
+  read_key(j, "intermediate_size", &c.intermediate_size, origin);
+  read_key(j, "num_hidden_layers", &c.num_hidden_layers, origin);
+  read_key(j, "num_attention_heads", &c.num_attention_heads, origin);
+  c.num_key_value_heads = c.num_attention_heads;  // transformers: None -> num_attention_heads
+  read_key(j, "num_key_value_heads", &c.num_key_value_heads, origin);
+  read_key(j, "head_dim", &c.head_dim, origin);
+  read_key(j, "max_position_embeddings", &c.max_position_embeddings, origin);
+  read_key(j, "rms_norm_eps", &c.rms_norm_eps, origin);
+  read_key(j, "rope_theta", &c.rope_theta, origin);
+  read_key(j, "tie_word_embeddings", &c.tie_word_embeddings, origin);
+  c.eos_token_ids = read_ids(j, "eos_token_id", origin);
+
+  require_positive(c.vocab_size, "vocab_size", origin);
+  require_positive(c.hidden_size, "hidden_size", origin);
+  require_positive(c.intermediate_size, "intermediate_size", origin);
+  require_positive(c.num_hidden_layers, "num_hidden_layers", origin);
+  require_positive(c.num_attention_heads, "num_attention_heads", origin);
+  require_positive(c.num_key_value_heads, "num_key_value_heads", origin);
+  require_positive(c.head_dim, "head_dim", origin);
+  require_positive(c.max_position_embeddings, "max_position_embeddings", origin);
+  if (c.head_dim % 2) fail(origin, ": head_dim must be even for rotary embeddings, got ", c.head_dim);
+  if (c.num_attention_heads % c.num_key_value_heads)
+    fail(origin, ": num_attention_heads (", c.num_attention_heads, ") is not a multiple of num_key_value_heads (",
+         c.num_key_value_heads, ")");
+  if (!(c.rms_norm_eps > 0)) fail(origin, ": rms_norm_eps must be positive");
+  if (!(c.rope_theta > 0)) fail(origin, ": rope_theta must be positive");
+
+  bool attention_bias = false, use_sliding_window = false;
+  std::string act = "silu";
+  read_key(j, "attention_bias", &attention_bias, origin);
+  read_key(j, "use_sliding_window", &use_sliding_window, origin);
+  read_key(j, "hidden_act", &act, origin);
+  if (attention_bias) fail(origin, ": attention_bias=true is not supported (Qwen3 has no attention biases)");
+  if (use_sliding_window) fail(origin, ": use_sliding_window=true is not supported");
+  if (act != "silu") fail(origin, ": hidden_act '", act, "' is not supported (only silu)");
+  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
+    fail(origin, ": rope_scaling is not supported yet (", j["rope_scaling"].dump(), ")");
+  return c;
+}
+
+Qwen3Config load_qwen3_config(const std::string& path) {
+  if (!file_exists(path)) fail(path, ": config.json not found: not a Hugging Face checkpoint directory?");
+  return parse_qwen3_config(read_text_file(path), path);
+}
+
+GenerationConfig parse_generation_config(const std::string& text, const std::string& origin) {
+  const json j = parse_object(text, origin);
+  GenerationConfig g;
+  g.eos_token_ids = read_ids(j, "eos_token_id", origin);
+  read_opt(j, "do_sample", &g.do_sample, origin);
+  read_opt(j, "temperature", &g.temperature, origin);
+  read_opt(j, "top_p", &g.top_p, origin);
+  read_opt(j, "min_p", &g.min_p, origin);
+  read_opt(j, "repetition_penalty", &g.repetition_penalty, origin);
+  read_opt(j, "top_k", &g.top_k, origin);
+  return g;
+}
+
+GenerationConfig load_generation_config(const std::string& path) {
+  if (!file_exists(path)) return {};
+  return parse_generation_config(read_text_file(path), path);
+}
+
+}  // namespace qinfer

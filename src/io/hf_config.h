@@ -1,0 +1,42 @@
+// config.json and generation_config.json with transformers' semantics: a key
+// that is absent takes Qwen3Config's default.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qinfer {
+
+struct Qwen3Config {
+  int64_t vocab_size = 151936;
+  int64_t hidden_size = 4096;
+  int64_t intermediate_size = 22016;
+  int64_t num_hidden_layers = 32;
+  int64_t num_attention_heads = 32;
+  int64_t num_key_value_heads = 32;
+  int64_t head_dim = 128;
+  int64_t max_position_embeddings = 32768;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  bool tie_word_embeddings = false;
+  std::vector<int32_t> eos_token_ids;  // config.json's eos_token_id (a number or a list)
+};
+
+// Parses config.json; refuses other architectures and features qinfer does
+// not implement (attention bias, rope scaling, sliding window, non-SiLU).
+Qwen3Config load_qwen3_config(const std::string& config_json_path);
+Qwen3Config parse_qwen3_config(const std::string& json_text, const std::string& origin);
+
+struct GenerationConfig {
+  std::vector<int32_t> eos_token_ids;
+  std::optional<bool> do_sample;
+  std::optional<float> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int> top_k;
+};
+
+// generation_config.json when present (an empty config otherwise).
+GenerationConfig load_generation_config(const std::string& path);
+GenerationConfig parse_generation_config(const std::string& json_text, const std::string& origin);
+
+}  // namespace qinfer

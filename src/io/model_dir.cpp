@@ -1,0 +1,87 @@
+#include "io/model_dir.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <string_view>
+#include <vector>
+
+#include "util/error.h"
+#include "util/mapped_file.h"
+
+namespace qinfer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> hub_cache_roots() {
+  std::vector<std::string> roots;
+  auto add = [&](const std::string& p) {
+    for (const auto& r : roots)
+      if (r == p) return;
+    roots.push_back(p);
+  };
+  if (const char* c = std::getenv("HF_HUB_CACHE"); c && *c) add(c);
+  if (const char* h = std::getenv("HF_HOME"); h && *h) add(std::string(h) + "/hub");
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) add(std::string(x) + "/huggingface/hub");
+  if (const char* home = std::getenv("HOME"); home && *home) add(std::string(home) + "/.cache/huggingface/hub");
+  return roots;
+}
+
+bool is_hub_id(std::string_view s) {
+  const size_t slash = s.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == s.size()) return false;
+  if (s.find('/', slash + 1) != std::string_view::npos) return false;
+  for (char ch : s)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' || ch == '/')) return false;
+  return s.find("..") == std::string_view::npos;
+}
+
+// The snapshot directory of one cached repo, or "" when it has none with a config.json.
+std::string find_snapshot(const fs::path& repo) {
+  std::error_code ec;
+  const fs::path ref = repo / "refs" / "main";
+  if (file_exists(ref.string())) {
+    std::string rev = read_text_file(ref.string());
+    while (!rev.empty() && std::isspace(static_cast<unsigned char>(rev.back()))) rev.pop_back();
+    const fs::path snap = repo / "snapshots" / rev;
+    if (!rev.empty() && file_exists((snap / "config.json").string())) return snap.string();
+  }
+  // No usable refs/main: take the most recently written snapshot that has a config.json.
+  fs::path best;
+  fs::file_time_type best_time{};
+  for (const auto& e : fs::directory_iterator(repo / "snapshots", ec)) {
+    if (!file_exists((e.path() / "config.json").string())) continue;
+    const auto t = fs::last_write_time(e.path(), ec);
+    if (best.empty() || t > best_time) {
+      best = e.path();
+      best_time = t;
+    }
+  }
+  return best.string();
+}
+
+}  // namespace
+
+std::string resolve_model_dir(const std::string& model_arg) {
+  std::error_code ec;
+  if (fs::is_directory(model_arg, ec)) return model_arg;
+  if (!is_hub_id(model_arg))
+    fail("model '", model_arg, "' is neither a directory nor a Hugging Face hub id like Qwen/Qwen3-0.6B");
+
+  std::string repo_dir = "models--" + model_arg;
+  repo_dir.replace(repo_dir.find('/'), 1, "--");
+  std::string looked;
+  for (const std::string& root : hub_cache_roots()) {
+    const fs::path repo = fs::path(root) / repo_dir;
+    looked += "\n  " + (repo / "snapshots").string();
+    if (!fs::is_directory(repo / "snapshots", ec)) continue;
+    std::string snap = find_snapshot(repo);
+    if (!snap.empty()) return snap;
+  }
+  fail("model '", model_arg, "' is not a directory and was not found in the Hugging Face cache; looked in:", looked,
+       "\nDownload it with:  huggingface-cli download ", model_arg,
+       "\n(or pass the path of a checkpoint directory holding config.json, model.safetensors and tokenizer.json)");
+}
+
+}  // namespace qinfer

@@ -1,0 +1,85 @@
+// Element types of stored weights and their exact widening to f32.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+namespace qinfer {
+
+enum class DType : uint8_t { F32, F16, BF16 };
+
+inline size_t dtype_size(DType t) { return t == DType::F32 ? 4 : 2; }
+
+inline std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "F32";
+    case DType::F16: return "F16";
+    case DType::BF16: return "BF16";
+  }
+  return "?";
+}
+
+inline float bf16_to_f32(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// IEEE half -> float, exact for every value including subnormals, inf and NaN.
+inline float f16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;
+  } else {  // subnormal: normalise
+    exp = 113;
+    while ((mant & 0x400) == 0) {
+      mant <<= 1;
+      --exp;
+    }
+    bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Round-to-nearest-even f32 -> bf16 (used to write test checkpoints).
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);  // NaN
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+// Element i of a row stored as `t`, widened to f32.
+inline float load_as_f32(const void* data, DType t, size_t i) {
+  switch (t) {
+    case DType::F32: {
+      float f;
+      std::memcpy(&f, static_cast<const uint8_t*>(data) + 4 * i, 4);
+      return f;
+    }
+    case DType::F16: {
+      uint16_t h;
+      std::memcpy(&h, static_cast<const uint8_t*>(data) + 2 * i, 2);
+      return f16_to_f32(h);
+    }
+    case DType::BF16: {
+      uint16_t h;
+      std::memcpy(&h, static_cast<const uint8_t*>(data) + 2 * i, 2);
+      return bf16_to_f32(h);
+    }
+  }
+  return 0.0f;
+}
+
+}  // namespace qinfer

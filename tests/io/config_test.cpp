@@ -1,0 +1,109 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "io/hf_config.h"
+#include "io/model_dir.h"
+#include "test_util.h"
+#include "util/error.h"
+
+using namespace qinfer;
+
+namespace {
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(HfConfig, TinyFixture) {
+  Qwen3Config c = load_qwen3_config(test::data_path("models/tiny/config.json"));
+  EXPECT_EQ(c.hidden_size, 64);
+  EXPECT_EQ(c.head_dim, 32);  // from config, not hidden/heads (16)
+  EXPECT_EQ(c.num_key_value_heads, 2);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1e6);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{151645});
+}
+
+TEST(HfConfig, DefaultsFollowTransformers) {
+  Qwen3Config c = parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"num_attention_heads":8})", "t");
+  EXPECT_EQ(c.num_key_value_heads, 8);  // absent -> num_attention_heads
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.vocab_size, 151936);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 10000.0);
+  EXPECT_FALSE(c.tie_word_embeddings);
+}
+
+TEST(HfConfig, RefusesOtherArchitectures) {
+  EXPECT_NE(error_of([] { parse_qwen3_config(R"({"architectures":["LlamaForCausalLM"]})", "c.json"); })
+                .find("architecture 'LlamaForCausalLM' is not supported"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_qwen3_config(R"({})", "c.json"); }).find("'(none)'"), std::string::npos);
+}
+
+TEST(HfConfig, RefusesBadValues) {
+  EXPECT_NE(error_of([] { parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"hidden_size":"x"})", "c"); })
+                .find("field 'hidden_size' has the wrong type"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"num_attention_heads":6,"num_key_value_heads":4})", "c");
+            }).find("not a multiple"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"rope_scaling":{"type":"yarn"}})", "c"); })
+                .find("rope_scaling"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_qwen3_config("{", "c.json"); }).find("c.json: not valid JSON"), std::string::npos);
+}
+
+TEST(HfConfig, MissingConfigJson) {
+  EXPECT_NE(error_of([] { load_qwen3_config("/nonexistent/config.json"); }).find("config.json not found"),
+            std::string::npos);
+}
+
+TEST(GenerationConfig, EosListOrNumber) {
+  GenerationConfig g = load_generation_config(test::data_path("models/tiny/generation_config.json"));
+  EXPECT_EQ(g.eos_token_ids, (std::vector<int32_t>{151645, 151643}));
+  EXPECT_FLOAT_EQ(*g.temperature, 0.6f);
+  EXPECT_EQ(*g.top_k, 20);
+  EXPECT_FLOAT_EQ(*g.top_p, 0.95f);
+  GenerationConfig one = parse_generation_config(R"({"eos_token_id": 7})", "g");
+  EXPECT_EQ(one.eos_token_ids, std::vector<int32_t>{7});
+  EXPECT_FALSE(one.temperature.has_value());
+  EXPECT_TRUE(load_generation_config("/nonexistent/generation_config.json").eos_token_ids.empty());
+}
+
+TEST(ModelDir, DirectoryIsTakenAsIs) {
+  EXPECT_EQ(resolve_model_dir(test::data_path("models/tiny")), test::data_path("models/tiny"));
+}
+
+TEST(ModelDir, HubIdResolvedThroughRefsMain) {
+  test::ScratchDir cache("hf");
+  namespace fs = std::filesystem;
+  const fs::path repo = fs::path(cache.path()) / "models--Qwen--Qwen3-0.6B";
+  fs::create_directories(repo / "refs");
+  fs::create_directories(repo / "snapshots" / "abc123");
+  fs::create_directories(repo / "snapshots" / "old999");
+  std::ofstream(repo / "refs" / "main") << "abc123\n";
+  std::ofstream(repo / "snapshots" / "abc123" / "config.json") << "{}";
+  std::ofstream(repo / "snapshots" / "old999" / "config.json") << "{}";
+  setenv("HF_HUB_CACHE", cache.path().c_str(), 1);
+  EXPECT_EQ(resolve_model_dir("Qwen/Qwen3-0.6B"), (repo / "snapshots" / "abc123").string());
+  unsetenv("HF_HUB_CACHE");
+}
+
+TEST(ModelDir, NotFoundListsWhereItLooked) {
+  test::ScratchDir home("home");
+  setenv("HF_HOME", home.path().c_str(), 1);
+  const std::string msg = error_of([] { resolve_model_dir("Qwen/Qwen3-Nonexistent"); });
+  unsetenv("HF_HOME");
+  EXPECT_NE(msg.find(home.path() + "/hub/models--Qwen--Qwen3-Nonexistent/snapshots"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("huggingface-cli download Qwen/Qwen3-Nonexistent"), std::string::npos) << msg;
+  EXPECT_NE(error_of([] { resolve_model_dir("no-such-dir"); }).find("neither a directory"), std::string::npos);
+}
