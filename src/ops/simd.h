@@ -1,0 +1,23 @@
+// SIMD building blocks, written once with Highway and dispatched at run time
+// to the best target of the CPU (AVX2 here, AVX-512 or NEON elsewhere).
+#pragma once
+#include <cstddef>
+
+#include "util/dtype.h"
+
+namespace qinfer::simd {
+
+// dst[i] = src[i] widened to f32, for i < n.
+void widen_f32(const void* src, DType t, size_t n, float* dst);
+
+float dot(const float* a, const float* b, size_t n);
+
+// y[i] += a * x[i]
+void axpy(float a, const float* x, float* y, size_t n);
+
+// y[i * ldy + j] = dot(x row i, w row j), i < nx, j < nw: the matmul micro-kernel
+// over f32 rows of length k.
+void dot_tile(const float* x, size_t nx, size_t ldx, const float* w, size_t nw, size_t ldw, size_t k, float* y,
+              size_t ldy);
+
+}  // namespace qinfer::simd

@@ -1,0 +1,165 @@
+// Every kernel against its plain scalar version, at odd sizes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ops/matmul.h"
+#include "ops/ops.h"
+#include "ops/ops_ref.h"
+#include "ops/simd.h"
+
+using namespace qinfer;
+
+namespace {
+
+std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// The raw bytes of `v` stored as dtype t (rounded to bf16 / f16 where needed).
+std::vector<uint8_t> store_as(const std::vector<float>& v, DType t) {
+  std::vector<uint8_t> out(v.size() * dtype_size(t));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t == DType::F32) {
+      std::memcpy(&out[4 * i], &v[i], 4);
+    } else if (t == DType::BF16) {
+      uint16_t h = f32_to_bf16(v[i]);
+      std::memcpy(&out[2 * i], &h, 2);
+    } else {
+      _Float16 h = static_cast<_Float16>(v[i]);
+      std::memcpy(&out[2 * i], &h, 2);
+    }
+  }
+  return out;
+}
+
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, float tol, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_NEAR(a[i], b[i], tol * (1.0f + std::fabs(b[i]))) << what << " at " << i;
+}
+
+}  // namespace
+
+TEST(Dtype, F16WideningIsExactForAllBitPatterns) {
+  for (uint32_t bits = 0; bits < 65536; ++bits) {
+    const uint16_t h = static_cast<uint16_t>(bits);
+    _Float16 native;
+    std::memcpy(&native, &h, 2);
+    const float want = static_cast<float>(native);
+    const float got = f16_to_f32(h);
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(got)) << bits;
+    } else {
+      ASSERT_EQ(got, want) << bits;
+    }
+  }
+}
+
+TEST(Simd, WidenMatchesScalarOnAllDtypes) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16})
+    for (size_t n : {1u, 7u, 8u, 17u, 100u}) {
+      auto bytes = store_as(randn(n, 3 + n), t);
+      std::vector<float> got(n);
+      simd::widen_f32(bytes.data(), t, n, got.data());
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], load_as_f32(bytes.data(), t, i)) << dtype_name(t) << " " << i;
+    }
+}
+
+TEST(Simd, DotAndAxpy) {
+  for (size_t n : {1u, 5u, 16u, 31u, 129u}) {
+    auto a = randn(n, 1), b = randn(n, 2);
+    double want = 0;
+    for (size_t i = 0; i < n; ++i) want += static_cast<double>(a[i]) * b[i];
+    EXPECT_NEAR(simd::dot(a.data(), b.data(), n), want, 1e-4 * (1 + std::fabs(want)));
+    auto y = b;
+    simd::axpy(0.5f, a.data(), y.data(), n);
+    for (size_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(y[i], b[i] + 0.5f * a[i]);
+  }
+}
+
+class MatmulTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(MatmulTest, MatchesScalarAtOddSizes) {
+  ThreadPool pool(2);
+  const DType t = GetParam();
+  for (int64_t n : {1, 2, 3, 7, 70})
+    for (int64_t rows : {1, 5, 13, 67})
+      for (int64_t cols : {1, 9, 33, 130}) {
+        auto wbytes = store_as(randn(rows * cols, rows * 131 + cols), t);
+        WeightMatrix w{t, wbytes.data(), rows, cols};
+        auto x = randn(n * cols, 7 + n);
+        std::vector<float> got(n * rows), want(n * rows);
+        matmul(x.data(), n, w, got.data(), pool);
+        matmul_ref(x.data(), n, w, want.data());
+        expect_close(got, want, 2e-5f, "matmul " + std::string(dtype_name(t)) + " n=" + std::to_string(n) +
+                                           " rows=" + std::to_string(rows) + " cols=" + std::to_string(cols));
+      }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDtypes, MatmulTest, ::testing::Values(DType::F32, DType::F16, DType::BF16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST(Ops, RmsNorm) {
+  for (int64_t dim : {1, 7, 24, 129}) {
+    auto x = randn(3 * dim, 11, 3.0f), w = randn(dim, 12);
+    std::vector<float> got(x.size()), want(x.size());
+    rmsnorm(x.data(), w.data(), 3, dim, 1e-6f, got.data());
+    ref::rmsnorm(x.data(), w.data(), 3, dim, 1e-6f, want.data());
+    expect_close(got, want, 1e-5f, "rmsnorm dim=" + std::to_string(dim));
+    rmsnorm(x.data(), w.data(), 3, dim, 1e-6f, x.data());  // in place
+    expect_close(x, want, 1e-5f, "rmsnorm in place");
+  }
+}
+
+TEST(Ops, RopeAtLaterPositions) {
+  const int64_t hd = 24, heads = 3, n = 4;
+  const int32_t pos[n] = {0, 1, 37, 1000};
+  std::vector<float> inv(hd / 2);
+  rope_inv_freq(1e6, hd, inv.data());
+  auto x = randn(n * heads * hd, 5);
+  auto want = x;
+  rope(x.data(), n, heads, hd, pos, inv.data());
+  ref::rope(want.data(), n, heads, hd, pos, 1e6);
+  expect_close(x, want, 2e-5f, "rope");
+  auto orig = randn(n * heads * hd, 5);
+  for (int64_t i = 0; i < heads * hd; ++i) ASSERT_EQ(x[i], orig[i]) << "position 0 must be the identity";
+  bool moved = false;
+  for (int64_t i = 3 * heads * hd; i < 4 * heads * hd; ++i) moved |= std::fabs(x[i] - orig[i]) > 1e-3f;
+  EXPECT_TRUE(moved) << "position 1000 must rotate";
+}
+
+TEST(Ops, SiluMulAndSoftmax) {
+  auto g = randn(37, 1, 4.0f), u = randn(37, 2);
+  std::vector<float> got(37), want(37);
+  silu_mul(g.data(), u.data(), 37, got.data());
+  ref::silu_mul(g.data(), u.data(), 37, want.data());
+  expect_close(got, want, 1e-6f, "silu_mul");
+
+  std::vector<float> s = {1e4f, -1e4f, 0.0f, 9999.0f, 3.0f}, sr = s;
+  softmax(s.data(), 5);
+  ref::softmax(sr.data(), 5);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(std::isfinite(s[i]));
+    ASSERT_NEAR(s[i], sr[i], 1e-6f);
+  }
+}
+
+TEST(Ops, AttentionGqaCausalWithOffset) {
+  ThreadPool pool(2);
+  for (auto [n_heads, n_kv, hd] : {std::tuple{4, 2, 24}, std::tuple{6, 1, 7}, std::tuple{3, 3, 16}})
+    for (auto [n, pos0] : {std::pair{1, 0}, std::pair{5, 0}, std::pair{1, 40}, std::pair{3, 17}}) {
+      const int64_t total = pos0 + n;
+      auto q = randn(n * n_heads * hd, 1), k = randn(total * n_kv * hd, 2), v = randn(total * n_kv * hd, 3);
+      std::vector<float> got(q.size()), want(q.size());
+      attention(q.data(), n, pos0, k.data(), v.data(), {n_heads, n_kv, hd}, got.data(), pool);
+      ref::attention(q.data(), n, pos0, k.data(), v.data(), n_heads, n_kv, hd, want.data());
+      expect_close(got, want, 2e-5f, "attention");
+    }
+}
