@@ -1,0 +1,122 @@
+// The forward pass against transformers' Qwen3ForCausalLM: golden logits,
+// greedy paths, and KV-cache decode against full recompute.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "model/qwen3.h"
+#include "test_util.h"
+
+using namespace qinfer;
+using nlohmann::json;
+
+namespace {
+
+int32_t argmax(std::span<const float> v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());  // first index on ties
+}
+
+struct Golden {
+  json meta;
+  std::vector<float> logits;  // [prompts, vocab]
+};
+
+Golden load_golden(const std::string& name) {
+  Golden g;
+  std::ifstream in(test::data_path("golden/" + name + ".json"));
+  g.meta = json::parse(in);
+  std::ifstream lf(test::data_path("golden/" + name + ".logits.f32"), std::ios::binary);
+  const size_t count = g.meta["prompts"].size() * g.meta["vocab_size"].get<size_t>();
+  g.logits.resize(count);
+  lf.read(reinterpret_cast<char*>(g.logits.data()), static_cast<std::streamsize>(count * 4));
+  EXPECT_TRUE(lf.good());
+  return g;
+}
+
+class GoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenTest, LastPositionLogitsWithin1e4) {
+  const Golden g = load_golden(GetParam());
+  auto model = Qwen3Model::load(test::data_path("models/" + GetParam()));
+  ThreadPool pool(2);
+  ForwardState st;
+  const size_t V = g.meta["vocab_size"].get<size_t>();
+  float worst = 0;
+  for (size_t p = 0; p < g.meta["prompts"].size(); ++p) {
+    const auto ids = g.meta["prompts"][p]["ids"].get<std::vector<int32_t>>();
+    KvCache cache = model->make_cache(static_cast<int64_t>(ids.size()));
+    auto logits = forward(*model, ids, 0, cache, st, pool);
+    ASSERT_EQ(logits.size(), V);
+    float max_diff = 0;
+    for (size_t i = 0; i < V; ++i) max_diff = std::max(max_diff, std::fabs(logits[i] - g.logits[p * V + i]));
+    EXPECT_LE(max_diff, 1e-4f) << "prompt " << p;
+    worst = std::max(worst, max_diff);
+  }
+  std::printf("[ %s ] max |dlogit| over 5 prompts: %.3g\n", GetParam().c_str(), worst);
+}
+
+TEST_P(GoldenTest, GreedyTokensWithKvCache) {
+  const Golden g = load_golden(GetParam());
+  auto model = Qwen3Model::load(test::data_path("models/" + GetParam()));
+  ThreadPool pool(2);
+  ForwardState st;
+  for (const json& prompt : g.meta["prompts"]) {
+    auto ids = prompt["ids"].get<std::vector<int32_t>>();
+    const auto want = prompt["greedy"].get<std::vector<int32_t>>();
+    const size_t must_match = prompt["tokens_before_margin_below"]["0.001"].get<size_t>();
+    KvCache cache = model->make_cache(static_cast<int64_t>(ids.size() + want.size()));
+    std::vector<int32_t> got;
+    int32_t next = argmax(forward(*model, ids, 0, cache, st, pool));
+    for (size_t step = 0; step < want.size(); ++step) {
+      got.push_back(next);
+      const int32_t tok = next;
+      next = argmax(forward(*model, std::span(&tok, 1), static_cast<int64_t>(ids.size() + step), cache, st, pool));
+    }
+    for (size_t i = 0; i < must_match; ++i) ASSERT_EQ(got[i], want[i]) << prompt["text"] << " step " << i;
+  }
+}
+
+// Decoding one token at a time through the cache must equal recomputing the
+// whole sequence, at positions well past 0 (RoPE is the identity at 0).
+TEST_P(GoldenTest, KvCacheDecodeEqualsFullRecompute) {
+  auto model = Qwen3Model::load(test::data_path("models/" + GetParam()));
+  ThreadPool pool(2);
+  ForwardState st;
+  std::vector<int32_t> seq;
+  for (int i = 0; i < 40; ++i) seq.push_back((i * 7919 + 13) % 151000);
+  KvCache cache = model->make_cache(40);
+  forward(*model, std::span(seq).first(20), 0, cache, st, pool);  // prefill 20
+  for (int64_t pos = 20; pos < 40; ++pos) {
+    auto step_span = forward(*model, std::span(&seq[pos], 1), pos, cache, st, pool);
+    const std::vector<float> step(step_span.begin(), step_span.end());
+    if (pos % 6 != 3 && pos != 39) continue;
+    KvCache fresh = model->make_cache(pos + 1);
+    ForwardState st2;
+    auto full = forward(*model, std::span(seq).first(pos + 1), 0, fresh, st2, pool);
+    float max_diff = 0;
+    for (size_t i = 0; i < full.size(); ++i) max_diff = std::max(max_diff, std::fabs(full[i] - step[i]));
+    EXPECT_LE(max_diff, 1e-5f) << "position " << pos;
+  }
+}
+
+TEST_P(GoldenTest, AllLogitsMatchPerPositionRuns) {
+  auto model = Qwen3Model::load(test::data_path("models/" + GetParam()));
+  ThreadPool pool(1);
+  ForwardState st;
+  const std::vector<int32_t> ids = {785, 6722, 315, 9625, 374};
+  KvCache cache = model->make_cache(5);
+  auto all_span = forward(*model, ids, 0, cache, st, pool, true);
+  const std::vector<float> all(all_span.begin(), all_span.end());
+  const size_t V = static_cast<size_t>(model->config().vocab_size);
+  ASSERT_EQ(all.size(), 5 * V);
+  KvCache c2 = model->make_cache(3);
+  auto three = forward(*model, std::span(ids).first(3), 0, c2, st, pool);
+  for (size_t i = 0; i < V; ++i) ASSERT_NEAR(all[2 * V + i], three[i], 1e-5f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::Values("tiny", "tiny2"));
+
+}  // namespace

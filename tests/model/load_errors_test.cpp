@@ -1,0 +1,118 @@
+// A checkpoint that does not match its config is refused with a message naming the problem.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "io/safetensors_writer.h"
+#include "model/qwen3.h"
+#include "test_util.h"
+#include "util/error.h"
+
+using namespace qinfer;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A minimal valid Qwen3 checkpoint (1 layer, tiny shapes, f32 zeros) in dir.
+const char* kConfig = R"({"architectures":["Qwen3ForCausalLM"],"vocab_size":10,"hidden_size":8,"intermediate_size":12,
+  "num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,"head_dim":4,"tie_word_embeddings":true})";
+
+std::vector<TensorData> tiny_tensors() {
+  auto t = [](std::string name, std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (auto d : shape) n *= d;
+    return TensorData{std::move(name), DType::F32, std::move(shape), std::vector<uint8_t>(n * 4)};
+  };
+  const std::string p = "model.layers.0.";
+  return {t("model.embed_tokens.weight", {10, 8}),        t(p + "input_layernorm.weight", {8}),
+          t(p + "self_attn.q_proj.weight", {8, 8}),       t(p + "self_attn.k_proj.weight", {4, 8}),
+          t(p + "self_attn.v_proj.weight", {4, 8}),       t(p + "self_attn.o_proj.weight", {8, 8}),
+          t(p + "self_attn.q_norm.weight", {4}),          t(p + "self_attn.k_norm.weight", {4}),
+          t(p + "post_attention_layernorm.weight", {8}),  t(p + "mlp.gate_proj.weight", {12, 8}),
+          t(p + "mlp.up_proj.weight", {12, 8}),           t(p + "mlp.down_proj.weight", {8, 12}),
+          t("model.norm.weight", {8})};
+}
+
+std::string load_error(const std::string& dir) {
+  try {
+    Qwen3Model::load(dir);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(ModelLoad, MinimalCheckpointLoads) {
+  test::ScratchDir d("m");
+  std::ofstream(d.file("config.json")) << kConfig;
+  write_safetensors(d.file("model.safetensors"), tiny_tensors());
+  auto m = Qwen3Model::load(d.path());
+  EXPECT_EQ(m->config().hidden_size, 8);
+}
+
+TEST(ModelLoad, MissingTensor) {
+  test::ScratchDir d("m");
+  std::ofstream(d.file("config.json")) << kConfig;
+  auto ts = tiny_tensors();
+  ts.erase(ts.begin() + 3);  // k_proj
+  write_safetensors(d.file("model.safetensors"), ts);
+  EXPECT_NE(load_error(d.path()).find("missing tensor 'model.layers.0.self_attn.k_proj.weight'"), std::string::npos)
+      << load_error(d.path());
+}
+
+TEST(ModelLoad, WrongShape) {
+  test::ScratchDir d("m");
+  std::ofstream(d.file("config.json")) << kConfig;
+  auto ts = tiny_tensors();
+  ts[9].shape = {8, 12};  // gate_proj transposed
+  write_safetensors(d.file("model.safetensors"), ts);
+  EXPECT_NE(load_error(d.path()).find("'model.layers.0.mlp.gate_proj.weight' has shape [8, 12], the config implies [12, 8]"),
+            std::string::npos)
+      << load_error(d.path());
+}
+
+TEST(ModelLoad, UntiedNeedsLmHead) {
+  test::ScratchDir d("m");
+  std::string cfg = kConfig;
+  cfg.replace(cfg.find("\"tie_word_embeddings\":true"), 26, "\"tie_word_embeddings\":false");
+  std::ofstream(d.file("config.json")) << cfg;
+  write_safetensors(d.file("model.safetensors"), tiny_tensors());
+  EXPECT_NE(load_error(d.path()).find("missing tensor 'lm_head.weight'"), std::string::npos) << load_error(d.path());
+}
+
+TEST(ModelLoad, UnknownArchitecture) {
+  test::ScratchDir d("m");
+  std::string cfg = kConfig;
+  cfg.replace(cfg.find("Qwen3ForCausalLM"), 16, "MistralForCausalLM");
+  std::ofstream(d.file("config.json")) << cfg;
+  write_safetensors(d.file("model.safetensors"), tiny_tensors());
+  EXPECT_NE(load_error(d.path()).find("architecture 'MistralForCausalLM' is not supported"), std::string::npos);
+}
+
+TEST(ModelLoad, MissingConfigJson) {
+  test::ScratchDir d("m");
+  write_safetensors(d.file("model.safetensors"), tiny_tensors());
+  EXPECT_NE(load_error(d.path()).find("config.json not found"), std::string::npos) << load_error(d.path());
+}
+
+TEST(ModelLoad, TokenOutsideVocabularyIsAnError) {
+  test::ScratchDir d("m");
+  std::ofstream(d.file("config.json")) << kConfig;
+  write_safetensors(d.file("model.safetensors"), tiny_tensors());
+  auto m = Qwen3Model::load(d.path());
+  ThreadPool pool(1);
+  ForwardState st;
+  KvCache cache = m->make_cache(4);
+  const int32_t bad = 10;
+  try {
+    forward(*m, std::span(&bad, 1), 0, cache, st, pool);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("token id 10 is outside the vocabulary"), std::string::npos);
+  }
+  const int32_t ok[2] = {1, 2};
+  EXPECT_THROW(forward(*m, ok, 3, cache, st, pool), Error);  // positions beyond the cache
+}
