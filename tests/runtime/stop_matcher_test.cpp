@@ -1,0 +1,171 @@
+#include "runtime/stop_matcher.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "util/error.h"
+
+namespace qinfer {
+namespace {
+
+struct Streamed {
+  std::vector<std::string> emits;  // one per push
+  std::string text;                // everything emitted, flush included
+  bool stopped = false;
+};
+
+Streamed stream(std::vector<std::string> stops, const std::vector<std::string>& pieces) {
+  StopMatcher matcher(std::move(stops));
+  Streamed out;
+  for (const std::string& piece : pieces) {
+    StopMatcher::Result r = matcher.push(piece);
+    out.emits.push_back(r.emit);
+    out.text += r.emit;
+    out.stopped = r.stopped;
+  }
+  out.text += matcher.flush();
+  return out;
+}
+
+std::vector<std::string> bytes_of(const std::string& text) {
+  std::vector<std::string> pieces;
+  for (char c : text) pieces.push_back(std::string(1, c));
+  return pieces;
+}
+
+// Independent definition: the text before the stop string that ends first
+// (the longest if several end at the same byte), or all of it.
+std::string reference_output(const std::string& text, const std::vector<std::string>& stops,
+                             bool* stopped) {
+  for (size_t end = 1; end <= text.size(); ++end) {
+    const std::string* longest = nullptr;
+    for (const std::string& s : stops)
+      if (s.size() <= end && text.compare(end - s.size(), s.size(), s) == 0 &&
+          (!longest || s.size() > longest->size()))
+        longest = &s;
+    if (longest) {
+      *stopped = true;
+      return text.substr(0, end - longest->size());
+    }
+  }
+  *stopped = false;
+  return text;
+}
+
+TEST(StopMatcher, NoStopsPassesEveryPieceThrough) {
+  Streamed out = stream({}, {"Hello", ", ", "world", "<"});
+  EXPECT_EQ(out.emits, (std::vector<std::string>{"Hello", ", ", "world", "<"}));
+  EXPECT_EQ(out.text, "Hello, world<");
+  EXPECT_FALSE(out.stopped);
+}
+
+TEST(StopMatcher, StopSplitOverManyPiecesIsNotEmitted) {
+  Streamed out = stream({"</end>"}, bytes_of("Hello</end>World"));
+  EXPECT_TRUE(out.stopped);
+  EXPECT_EQ(out.text, "Hello");
+  // Nothing of the stop string ever left the matcher.
+  for (size_t i = 5; i < out.emits.size(); ++i) EXPECT_EQ(out.emits[i], "") << i;
+}
+
+TEST(StopMatcher, HoldsBackOnlyWhatCouldStartAStop) {
+  StopMatcher m({"</s>"});
+  EXPECT_EQ(m.push("Hel").emit, "Hel");
+  EXPECT_EQ(m.push("lo <").emit, "lo ");
+  EXPECT_EQ(m.push("/").emit, "");
+  StopMatcher::Result r = m.push("x>");  // "</x>" is no stop: all released
+  EXPECT_EQ(r.emit, "</x>");
+  EXPECT_FALSE(r.stopped);
+  EXPECT_EQ(m.push("a</").emit, "a");
+  EXPECT_EQ(m.flush(), "</");  // end of generation releases the rest
+  EXPECT_EQ(m.flush(), "");
+}
+
+TEST(StopMatcher, RepeatedPrefixCharacters) {
+  Streamed out = stream({"aab"}, {"a", "a", "a", "b", "c"});
+  EXPECT_EQ(out.emits, (std::vector<std::string>{"", "", "a", "", ""}));
+  EXPECT_TRUE(out.stopped);
+  EXPECT_EQ(out.text, "a");
+}
+
+TEST(StopMatcher, StopAtTheVeryStart) {
+  Streamed out = stream({"###"}, {"###", "after"});
+  EXPECT_TRUE(out.stopped);
+  EXPECT_EQ(out.text, "");
+  Streamed split = stream({"###"}, {"#", "##x"});
+  EXPECT_TRUE(split.stopped);
+  EXPECT_EQ(split.text, "");
+}
+
+TEST(StopMatcher, StopInsideOnePiece) {
+  StopMatcher m({"\n\n"});
+  StopMatcher::Result r = m.push("line one\n\nline two");
+  EXPECT_TRUE(r.stopped);
+  EXPECT_EQ(r.emit, "line one");
+  // Once stopped, nothing more comes out.
+  r = m.push("more");
+  EXPECT_TRUE(r.stopped);
+  EXPECT_EQ(r.emit, "");
+  EXPECT_EQ(m.flush(), "");
+  EXPECT_TRUE(m.stopped());
+}
+
+TEST(StopMatcher, OverlappingCandidates) {
+  // "ab" completes before "abc" could.
+  EXPECT_EQ(stream({"abc", "ab"}, bytes_of("xabcx")).text, "x");
+  EXPECT_EQ(stream({"ab", "abc"}, {"xabcx"}).text, "x");
+  // The stop that ends first wins even if another began earlier.
+  EXPECT_EQ(stream({"abcd", "bc"}, {"abcd"}).text, "a");
+  EXPECT_EQ(stream({"abcd", "bc"}, {"ab", "cd"}).text, "a");
+  // Both end at the same byte: the longer one is removed.
+  EXPECT_EQ(stream({"c", "abc"}, {"xabc"}).text, "x");
+  EXPECT_EQ(stream({"c", "abc"}, bytes_of("xabc")).text, "x");
+  // A held-back prefix of one stop turns out to be the start of another.
+  Streamed out = stream({"abx", "bc"}, {"a", "b", "c"});
+  EXPECT_EQ(out.text, "a");
+  EXPECT_TRUE(out.stopped);
+}
+
+TEST(StopMatcher, MultibyteUtf8) {
+  const std::string text = "答えは４２です。終わり残り";
+  // Split into single bytes: pieces cut through characters.
+  Streamed out = stream({"終わり"}, bytes_of(text));
+  EXPECT_TRUE(out.stopped);
+  EXPECT_EQ(out.text, "答えは４２です。");
+  // ぜ is E3 81 9C and す is E3 81 99: the first two bytes of す are held
+  // back as a possible ぜ, then released whole.
+  Streamed other = stream({"ぜ"}, {"で", "\xE3\x81", "\x99。"});
+  EXPECT_FALSE(other.stopped);
+  EXPECT_EQ(other.emits, (std::vector<std::string>{"で", "", "す。"}));
+  EXPECT_EQ(other.text, "です。");
+}
+
+TEST(StopMatcher, EmptyStopStringIsAnError) {
+  EXPECT_THROW(StopMatcher({"ok", ""}), Error);
+}
+
+TEST(StopMatcher, ResultDoesNotDependOnHowTheTextIsSplit) {
+  const std::vector<std::string> stops = {"ab", "abc", "bca", "cc", "cabab"};
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string text;
+    size_t length = rng() % 12;
+    for (size_t i = 0; i < length; ++i) text += "abcx"[rng() % 4];
+    std::vector<std::string> pieces;
+    for (size_t pos = 0; pos < text.size();) {
+      size_t n = std::min<size_t>(text.size() - pos, rng() % 4);  // empty pieces too
+      pieces.push_back(text.substr(pos, n));
+      pos += n;
+    }
+    bool want_stopped = false;
+    std::string want = reference_output(text, stops, &want_stopped);
+    Streamed got = stream(stops, pieces);
+    ASSERT_EQ(got.text, want) << "text " << text << ", trial " << trial;
+    ASSERT_EQ(got.stopped, want_stopped) << "text " << text;
+  }
+}
+
+}  // namespace
+}  // namespace qinfer
