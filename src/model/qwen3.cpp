@@ -75,8 +75,9 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir) {
   return m;
 }
 
-KvCache Qwen3Model::make_cache(int64_t capacity) const {
-  return KvCache(config_.num_hidden_layers, config_.num_key_value_heads, config_.head_dim, capacity);
+KvCache Qwen3Model::make_cache() const {
+  return KvCache(config_.num_hidden_layers, config_.num_key_value_heads, config_.head_dim,
+                 config_.max_position_embeddings);
 }
 
 std::span<const float> forward(const Qwen3Model& model, std::span<const int32_t> tokens, int64_t pos0, KvCache& cache,
@@ -88,11 +89,10 @@ std::span<const float> forward(const Qwen3Model& model, std::span<const int32_t>
                 I = c.intermediate_size, V = c.vocab_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
   if (n == 0) fail("forward: no tokens");
-  if (pos0 + n > cache.capacity())
-    fail("forward: positions up to ", pos0 + n, " exceed the KV cache capacity of ", cache.capacity(), " tokens");
   for (int32_t t : tokens)
     if (t < 0 || t >= V) fail("token id ", t, " is outside the vocabulary [0, ", V, ")");
 
+  cache.ensure(pos0 + n);
   s.x.resize(n * H);
   s.h.resize(n * H);
   s.q.resize(n * nh * hd);

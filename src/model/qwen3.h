@@ -39,7 +39,7 @@ class Qwen3Model {
   const std::vector<float>& rope_inv_freq() const { return rope_inv_freq_; }
   size_t weight_bytes() const { return weight_bytes_; }
 
-  KvCache make_cache(int64_t capacity) const;
+  KvCache make_cache() const;  // sized for the model's context length, grown on use
 
  private:
   Qwen3Config config_;
@@ -58,6 +58,7 @@ struct ForwardState {
 
 // Runs tokens at positions pos0 .. pos0+n-1 through the model, appending their
 // keys/values to `cache` (which must already hold positions [0, pos0)).
+// Error when a token is outside the vocabulary or the context length is exceeded.
 // Returns the logits of the last position (vocab_size floats, in state.logits),
 // or of every position when all_logits is set ([n, vocab_size]).
 std::span<const float> forward(const Qwen3Model& model, std::span<const int32_t> tokens, int64_t pos0, KvCache& cache,

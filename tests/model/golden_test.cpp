@@ -47,7 +47,7 @@ TEST_P(GoldenTest, LastPositionLogitsWithin1e4) {
   float worst = 0;
   for (size_t p = 0; p < g.meta["prompts"].size(); ++p) {
     const auto ids = g.meta["prompts"][p]["ids"].get<std::vector<int32_t>>();
-    KvCache cache = model->make_cache(static_cast<int64_t>(ids.size()));
+    KvCache cache = model->make_cache();
     auto logits = forward(*model, ids, 0, cache, st, pool);
     ASSERT_EQ(logits.size(), V);
     float max_diff = 0;
@@ -67,7 +67,7 @@ TEST_P(GoldenTest, GreedyTokensWithKvCache) {
     auto ids = prompt["ids"].get<std::vector<int32_t>>();
     const auto want = prompt["greedy"].get<std::vector<int32_t>>();
     const size_t must_match = prompt["tokens_before_margin_below"]["0.001"].get<size_t>();
-    KvCache cache = model->make_cache(static_cast<int64_t>(ids.size() + want.size()));
+    KvCache cache = model->make_cache();
     std::vector<int32_t> got;
     int32_t next = argmax(forward(*model, ids, 0, cache, st, pool));
     for (size_t step = 0; step < want.size(); ++step) {
@@ -87,13 +87,13 @@ TEST_P(GoldenTest, KvCacheDecodeEqualsFullRecompute) {
   ForwardState st;
   std::vector<int32_t> seq;
   for (int i = 0; i < 40; ++i) seq.push_back((i * 7919 + 13) % 151000);
-  KvCache cache = model->make_cache(40);
+  KvCache cache = model->make_cache();
   forward(*model, std::span(seq).first(20), 0, cache, st, pool);  // prefill 20
   for (int64_t pos = 20; pos < 40; ++pos) {
     auto step_span = forward(*model, std::span(&seq[pos], 1), pos, cache, st, pool);
     const std::vector<float> step(step_span.begin(), step_span.end());
     if (pos % 6 != 3 && pos != 39) continue;
-    KvCache fresh = model->make_cache(pos + 1);
+    KvCache fresh = model->make_cache();
     ForwardState st2;
     auto full = forward(*model, std::span(seq).first(pos + 1), 0, fresh, st2, pool);
     float max_diff = 0;
@@ -107,12 +107,12 @@ TEST_P(GoldenTest, AllLogitsMatchPerPositionRuns) {
   ThreadPool pool(1);
   ForwardState st;
   const std::vector<int32_t> ids = {785, 6722, 315, 9625, 374};
-  KvCache cache = model->make_cache(5);
+  KvCache cache = model->make_cache();
   auto all_span = forward(*model, ids, 0, cache, st, pool, true);
   const std::vector<float> all(all_span.begin(), all_span.end());
   const size_t V = static_cast<size_t>(model->config().vocab_size);
   ASSERT_EQ(all.size(), 5 * V);
-  KvCache c2 = model->make_cache(3);
+  KvCache c2 = model->make_cache();
   auto three = forward(*model, std::span(ids).first(3), 0, c2, st, pool);
   for (size_t i = 0; i < V; ++i) ASSERT_NEAR(all[2 * V + i], three[i], 1e-5f);
 }
