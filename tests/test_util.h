@@ -1,12 +1,35 @@
 // Helpers shared by the tests: fixture paths and scratch directories.
 #pragma once
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 namespace qinfer::test {
 
 inline std::string data_path(const std::string& rel) { return std::string(QINFER_TEST_DATA) + "/" + rel; }
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout (and stderr when merged)
+};
+
+// Runs a shell command line, capturing its stdout. Add " 2>&1" to capture stderr too.
+inline CommandResult run_command(const std::string& cmd) {
+  CommandResult r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, got);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+inline std::string qinfer_binary() { return QINFER_BINARY; }
 
 // A fresh directory under the temp dir, removed when the object dies.
 class ScratchDir {

@@ -1,0 +1,64 @@
+#include "runtime/generator.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+#include "util/timer.h"
+
+namespace qinfer {
+
+const char* stop_reason_name(StopReason r) {
+  switch (r) {
+    case StopReason::Eos: return "eos";
+    case StopReason::MaxTokens: return "max_tokens";
+    case StopReason::ContextFull: return "context_full";
+    case StopReason::Callback: return "stopped";
+  }
+  return "?";
+}
+
+Session::Session(const Qwen3Model& model, ThreadPool& pool) : model_(model), pool_(pool), cache_(model.make_cache()) {}
+
+GenerationResult Session::generate(std::span<const int32_t> prompt, const GenerationOptions& opts,
+                                   const OnToken& on_token) {
+  if (prompt.empty()) fail("the prompt is empty: at least one token is needed");
+  const int64_t context = model_.config().max_position_embeddings;
+  if (static_cast<int64_t>(prompt.size()) >= context)
+    fail("the prompt has ", prompt.size(), " tokens but the context length is ", context,
+         " tokens: nothing can be generated");
+
+  GenerationResult r;
+  r.prompt_tokens = static_cast<int64_t>(prompt.size());
+  // Reuse the cached prefix, keeping at least one prompt token to run for fresh logits.
+  size_t keep = 0;
+  while (keep < tokens_.size() && keep + 1 < prompt.size() && tokens_[keep] == prompt[keep]) ++keep;
+  r.reused_tokens = static_cast<int64_t>(keep);
+  tokens_.assign(prompt.begin(), prompt.end());
+
+  Sampler sampler(opts.sampling, static_cast<size_t>(model_.config().vocab_size));
+  Timer timer;
+  auto logits = forward(model_, prompt.subspan(keep), static_cast<int64_t>(keep), cache_, state_, pool_);
+  prompt_logits_.assign(logits.begin(), logits.end());
+  r.prefill_s = timer.seconds();
+  timer.reset();
+
+  std::vector<float> scratch;
+  for (;;) {
+    scratch.assign(logits.begin(), logits.end());
+    const int32_t next = sampler.sample(scratch, tokens_, prompt.size());
+    r.ids.push_back(next);
+    const bool is_eos = !opts.ignore_eos && std::find(opts.eos_ids.begin(), opts.eos_ids.end(), next) != opts.eos_ids.end();
+    const bool keep_going = on_token ? on_token(next) : true;
+    if (is_eos) { r.reason = StopReason::Eos; break; }
+    if (!keep_going) { r.reason = StopReason::Callback; break; }
+    if (static_cast<int64_t>(r.ids.size()) >= opts.max_new_tokens) { r.reason = StopReason::MaxTokens; break; }
+    if (static_cast<int64_t>(tokens_.size()) + 1 > context) { r.reason = StopReason::ContextFull; break; }
+    logits = forward(model_, std::span(&next, 1), static_cast<int64_t>(tokens_.size()), cache_, state_, pool_);
+    tokens_.push_back(next);
+  }
+  // The last sampled token has no keys/values yet; it is not part of the cached sequence.
+  r.decode_s = timer.seconds();
+  return r;
+}
+
+}  // namespace qinfer

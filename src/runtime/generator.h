@@ -1,0 +1,62 @@
+// The generation loop every frontend shares: prefill the prompt in one batched
+// forward, then sample and decode one token at a time through the KV cache.
+// Frontends (CLI, chat, server, tests) observe and steer it through a callback.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/qwen3.h"
+#include "runtime/sampler.h"
+
+namespace qinfer {
+
+struct GenerationOptions {
+  int64_t max_new_tokens = 128;
+  SamplingParams sampling;
+  std::vector<int32_t> eos_ids;  // stop after emitting any of these
+  bool ignore_eos = false;
+};
+
+enum class StopReason { Eos, MaxTokens, ContextFull, Callback };
+const char* stop_reason_name(StopReason r);
+
+struct GenerationResult {
+  std::vector<int32_t> ids;  // generated tokens (an eos that stopped generation included)
+  StopReason reason = StopReason::MaxTokens;
+  int64_t prompt_tokens = 0;
+  int64_t reused_tokens = 0;  // prompt tokens whose keys/values were already cached
+  double prefill_s = 0, decode_s = 0;
+  double prefill_tok_s() const { return prefill_s > 0 ? (prompt_tokens - reused_tokens) / prefill_s : 0; }
+  double decode_tok_s() const { return decode_s > 0 && ids.size() > 1 ? (ids.size() - 1) / decode_s : 0; }
+};
+
+// Called with each new token; return false to stop (stop string, Ctrl-C, client gone).
+using OnToken = std::function<bool(int32_t id)>;
+
+// One sequence with its KV cache. Successive generate() calls reuse the cached
+// keys/values of the longest common prefix (a chat's earlier turns).
+class Session {
+ public:
+  Session(const Qwen3Model& model, ThreadPool& pool);
+
+  GenerationResult generate(std::span<const int32_t> prompt, const GenerationOptions& opts, const OnToken& on_token);
+
+  // Logits of the last prompt position of the latest generate() (before sampling).
+  std::span<const float> prompt_logits() const { return prompt_logits_; }
+  // Every token whose keys/values are in the cache, in order.
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  void reset() { tokens_.clear(); }
+
+ private:
+  const Qwen3Model& model_;
+  ThreadPool& pool_;
+  KvCache cache_;
+  ForwardState state_;
+  std::vector<int32_t> tokens_;
+  std::vector<float> prompt_logits_;
+};
+
+}  // namespace qinfer
