@@ -1,0 +1,41 @@
+// Added tokens (<|im_start|>, <think>, ...) are cut out of the raw text before
+// anything else, as Hugging Face's AddedVocabulary does: the leftmost
+// occurrence wins, the longest token among those starting there, matched
+// case-sensitively anywhere, inside words too.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qinfer {
+
+struct AddedToken {
+  std::string content;
+  int32_t id;
+  bool special;  // skipped by decode(skip_special_tokens); not matched when special text is not allowed
+};
+
+class AddedTokenMatcher {
+ public:
+  AddedTokenMatcher() = default;
+  explicit AddedTokenMatcher(const std::vector<AddedToken>& tokens);  // contents must not be empty
+
+  struct Match {
+    size_t begin, end;
+    int32_t id;
+  };
+  std::optional<Match> find(std::string_view text, size_t from) const;
+
+ private:
+  struct Candidate {
+    std::string content;
+    int32_t id;
+  };
+  std::array<bool, 256> is_first_byte_{};
+  std::array<std::vector<Candidate>, 256> by_first_byte_;  // longest first
+};
+
+}  // namespace qinfer

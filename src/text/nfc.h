@@ -1,0 +1,20 @@
+// The NFC normalizer of Hugging Face tokenizers, quirks included: HF composes
+// with the Unicode 9.0 tables of the `unicode-normalization-alignments` crate,
+// so a mark assigned later (U+1AC1, U+0C3C, ...) is a plain starter to it and
+// neither reorders nor composes. ICU's NFC restricted to [:age=9.0:]
+// (FilteredNormalizer2: code points outside the set are copied and split the
+// text) reproduces exactly that.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace qinfer {
+
+// True when `text` (valid UTF-8) holds only code points that NFC leaves alone
+// whatever follows them, so nfc(text) == text without calling ICU.
+bool nfc_quick_yes(std::string_view text);
+
+// `text` (valid UTF-8) in HF's NFC.
+std::string nfc(std::string_view text);
+
+}  // namespace qinfer

@@ -1,0 +1,174 @@
+#include "text/tokenizer.h"
+
+#include <array>
+#include <mutex>
+
+#include "text/byte_level.h"
+#include "text/nfc.h"
+#include "text/pretokenizer.h"
+#include "text/tokenizer_json.h"
+#include "text/utf8.h"
+#include "util/error.h"
+#include "util/mapped_file.h"
+
+namespace qinfer {
+
+struct Tokenizer::SharedCache {
+  std::mutex mutex;
+  BpeCache cache;
+};
+
+Tokenizer Tokenizer::from_file(const std::string& tokenizer_json_path) {
+  const std::string text = read_text_file(tokenizer_json_path);
+  return Tokenizer(parse_tokenizer_json(text, tokenizer_json_path), tokenizer_json_path);
+}
+
+Tokenizer Tokenizer::from_json(std::string_view json_text) {
+  return Tokenizer(parse_tokenizer_json(json_text, "tokenizer.json"), "tokenizer.json");
+}
+
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
+Tokenizer::~Tokenizer() = default;
+
+Tokenizer::Tokenizer(const TokenizerJson& spec, const std::string& origin)
+    : id_of_piece_(spec.vocab.size() + spec.added_tokens.size()),
+      nfc_(spec.nfc),
+      cache_(std::make_unique<SharedCache>()) {
+  int32_t max_id = -1;
+  for (const auto& [token, id] : spec.vocab) max_id = std::max(max_id, id);
+  for (const AddedToken& t : spec.added_tokens) max_id = std::max(max_id, t.id);
+  kind_.assign(max_id + 1, kNone);
+  std::vector<std::string_view> piece_of(max_id + 1);
+
+  for (const auto& [token, id] : spec.vocab) {
+    if (kind_[id] != kNone) fail(origin, ": model.vocab gives id ", id, " to both \"", piece_of[id], "\" and \"", token, "\"");
+    if (!id_of_piece_.insert(token, id)) fail(origin, ": model.vocab lists \"", token, "\" twice");
+    kind_[id] = kVocab;
+    piece_of[id] = token;
+  }
+
+  std::array<int32_t, 256> byte_ids;
+  for (int b = 0; b < 256; ++b) {
+    const std::string piece = byte_level::from_bytes(std::string(1, static_cast<char>(b)));
+    const int32_t* id = id_of_piece_.find(piece);
+    if (id == nullptr) fail(origin, ": model.vocab has no token for byte 0x", std::hex, b, " (\"", piece, "\")");
+    byte_ids[b] = *id;
+  }
+
+  std::vector<BpeMerge> merges;
+  merges.reserve(spec.merges.size());
+  for (size_t rank = 0; rank < spec.merges.size(); ++rank) {
+    const auto& [left, right] = spec.merges[rank];
+    const auto id_of = [&](const std::string& piece) {
+      const int32_t* id = id_of_piece_.find(piece);
+      if (id == nullptr) fail(origin, ": model.merges[", rank, "]: \"", piece, "\" is not in model.vocab");
+      return *id;
+    };
+    merges.push_back({id_of(left), id_of(right), id_of(left + right)});
+  }
+  bpe_ = BpeModel(byte_ids, merges);
+
+  std::vector<AddedToken> plain;
+  for (const AddedToken& t : spec.added_tokens) {
+    const int32_t* existing = id_of_piece_.find(t.content);
+    if ((existing && *existing != t.id) || (kind_[t.id] != kNone && piece_of[t.id] != t.content))
+      fail(origin, ": added token \"", t.content, "\" with id ", t.id, " clashes with \"", piece_of[t.id],
+           "\" (ids of added tokens must agree with model.vocab)");
+    id_of_piece_.insert(t.content, t.id);
+    kind_[t.id] = t.special ? kSpecial : kAdded;
+    piece_of[t.id] = t.content;
+    if (!t.special) plain.push_back(t);
+  }
+  added_ = AddedTokenMatcher(spec.added_tokens);
+  added_plain_ = AddedTokenMatcher(plain);
+
+  // Per id: its string, and the bytes it decodes to. HF's ByteLevel decoder
+  // maps a token through the byte-level alphabet when every character is in
+  // it, and takes the token's own UTF-8 otherwise.
+  piece_offsets_.reserve(kind_.size() + 1);
+  byte_offsets_.reserve(kind_.size() + 1);
+  piece_offsets_.push_back(0);
+  byte_offsets_.push_back(0);
+  for (size_t id = 0; id < kind_.size(); ++id) {
+    pieces_.append(piece_of[id]);
+    const auto bytes = byte_level::to_bytes(piece_of[id]);
+    bytes_.append(bytes ? std::string_view(*bytes) : piece_of[id]);
+    piece_offsets_.push_back(static_cast<uint32_t>(pieces_.size()));
+    byte_offsets_.push_back(static_cast<uint32_t>(bytes_.size()));
+  }
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool allow_special) const {
+  if (const size_t bad = utf8::first_invalid(text); bad != std::string_view::npos)
+    fail("tokenizer: the text to encode is not valid UTF-8 at byte offset ", bad);
+  std::vector<int32_t> ids;
+  ids.reserve(text.size() / 3 + 4);
+  std::unique_lock lock(cache_->mutex, std::try_to_lock);
+  BpeCache* cache = lock.owns_lock() ? &cache_->cache : nullptr;
+  const AddedTokenMatcher& added = allow_special ? added_ : added_plain_;
+  for (size_t pos = 0; pos < text.size();) {
+    const auto match = added.find(text, pos);
+    const size_t stretch_end = match ? match->begin : text.size();
+    if (stretch_end > pos) encode_stretch(text.substr(pos, stretch_end - pos), ids, cache);
+    if (!match) break;
+    ids.push_back(match->id);
+    pos = match->end;
+  }
+  return ids;
+}
+
+void Tokenizer::encode_stretch(std::string_view text, std::vector<int32_t>& ids, BpeCache* cache) const {
+  std::string normalized;
+  if (nfc_ && !nfc_quick_yes(text)) {
+    normalized = nfc(text);
+    text = normalized;
+  }
+  for_each_qwen2_piece(text, [&](std::string_view word) {
+    if (word.size() > 1 && cache != nullptr) {
+      const auto hit = cache->find(word);
+      if (!hit.empty()) {
+        ids.insert(ids.end(), hit.begin(), hit.end());
+        return;
+      }
+    }
+    const size_t first = ids.size();
+    bpe_.encode_word(word, ids);
+    if (word.size() > 1 && cache != nullptr) cache->insert(word, std::span<const int32_t>(ids).subspan(first));
+  });
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
+  std::string bytes;
+  for (const int32_t id : ids)
+    if (!(skip_special_tokens && is_special(id))) bytes.append(token_bytes(id));
+  std::string text;
+  text.reserve(bytes.size());
+  utf8::append_lossy(text, bytes);
+  return text;
+}
+
+std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
+  const int32_t* id = id_of_piece_.find(token);
+  return id ? std::optional<int32_t>(*id) : std::nullopt;
+}
+
+bool Tokenizer::names_token(int32_t id) const {
+  return id >= 0 && static_cast<size_t>(id) < kind_.size() && kind_[id] != kNone;
+}
+
+bool Tokenizer::is_special(int32_t id) const { return names_token(id) && kind_[id] == kSpecial; }
+
+std::string_view Tokenizer::slice(const std::string& arena, const std::vector<uint32_t>& offsets, int32_t id) {
+  return std::string_view(arena).substr(offsets[id], offsets[id + 1] - offsets[id]);
+}
+
+std::string Tokenizer::id_to_piece(int32_t id) const {
+  return names_token(id) ? std::string(slice(pieces_, piece_offsets_, id)) : std::string();
+}
+
+std::string_view Tokenizer::token_bytes(int32_t id) const {
+  return names_token(id) ? slice(bytes_, byte_offsets_, id) : std::string_view();
+}
+
+}  // namespace qinfer

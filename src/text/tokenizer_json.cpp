@@ -1,0 +1,214 @@
+#include "text/tokenizer_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include "text/json_reader.h"
+#include "text/pretokenizer.h"
+#include "util/error.h"
+
+namespace qinfer {
+namespace {
+
+using nlohmann::json;
+
+// Ids index dense tables; no real vocabulary comes near this bound.
+constexpr int64_t kMaxId = 1 << 24;
+
+// The small parts of tokenizer.json, checked as DOM values.
+class Checker {
+ public:
+  explicit Checker(std::string origin) : origin_(std::move(origin)) {}
+
+  json parse(std::string_view raw, std::string_view where) const {
+    try {
+      return json::parse(raw);
+    } catch (const json::exception& e) {
+      fail(origin_, ": ", where, ": ", e.what());
+    }
+  }
+
+  [[noreturn]] void unsupported(std::string_view where, const json& value, std::string_view why) const {
+    fail(origin_, ": ", where, " = ", value.dump(), " is not supported (", why, ")");
+  }
+
+  std::string type_of(const json& v, std::string_view where) const {
+    if (!v.is_object() || !v.contains("type") || !v["type"].is_string())
+      fail(origin_, ": ", where, " has no \"type\": ", v.dump());
+    return v["type"].get<std::string>();
+  }
+
+  // A member that must be absent or have one of the given values.
+  void require(const json& obj, const char* member, std::initializer_list<json> allowed, std::string_view where,
+               std::string_view why) const {
+    if (!obj.is_object() || !obj.contains(member)) return;
+    for (const json& a : allowed)
+      if (obj[member] == a) return;
+    unsupported(std::string(where) + "." + member, obj[member], why);
+  }
+
+  bool normalizer(const json& v) const {
+    if (v.is_null()) return false;
+    if (type_of(v, "normalizer") != "NFC")
+      unsupported("normalizer", v, "qinfer implements the NFC normalizer only");
+    return true;
+  }
+
+  void pre_tokenizer(const json& v) const {
+    const char* why = "qinfer implements the Qwen2 pre-tokenizer: Sequence [Split(Qwen2 regex, Isolated), "
+                      "ByteLevel(add_prefix_space=false, use_regex=false)]";
+    if (v.is_null() || type_of(v, "pre_tokenizer") != "Sequence" || !v.contains("pretokenizers") ||
+        !v["pretokenizers"].is_array() || v["pretokenizers"].size() != 2)
+      unsupported("pre_tokenizer", v, why);
+    const json& split = v["pretokenizers"][0];
+    const json& byte_level = v["pretokenizers"][1];
+    if (type_of(split, "pre_tokenizer.pretokenizers[0]") != "Split")
+      unsupported("pre_tokenizer.pretokenizers[0]", split, why);
+    const json& pattern = split.value("pattern", json());
+    if (!pattern.is_object() || pattern.value("Regex", json()) != json(kQwen2PreTokenizerRegex))
+      unsupported("pre_tokenizer.pretokenizers[0].pattern", pattern, why);
+    if (split.value("behavior", json()) != "Isolated")
+      unsupported("pre_tokenizer.pretokenizers[0].behavior", split.value("behavior", json()), why);
+    require(split, "invert", {false}, "pre_tokenizer.pretokenizers[0]", why);
+    if (type_of(byte_level, "pre_tokenizer.pretokenizers[1]") != "ByteLevel")
+      unsupported("pre_tokenizer.pretokenizers[1]", byte_level, why);
+    require(byte_level, "add_prefix_space", {false}, "pre_tokenizer.pretokenizers[1]", why);
+    require(byte_level, "use_regex", {false}, "pre_tokenizer.pretokenizers[1]", why);
+  }
+
+  void decoder(const json& v) const {
+    if (v.is_null() || type_of(v, "decoder") != "ByteLevel")
+      unsupported("decoder", v, "qinfer implements the ByteLevel decoder only");
+  }
+
+  void post_processor(const json& v) const {
+    // ByteLevel only adjusts offsets; processors that add tokens would change the ids.
+    if (!v.is_null() && type_of(v, "post_processor") != "ByteLevel")
+      unsupported("post_processor", v, "qinfer adds no tokens after encoding; ByteLevel or null only");
+  }
+
+  void absent(const json& v, std::string_view where) const {
+    if (!v.is_null()) unsupported(where, v, "qinfer neither truncates nor pads inside the tokenizer");
+  }
+
+  std::vector<AddedToken> added_tokens(const json& v) const {
+    if (!v.is_array()) fail(origin_, ": added_tokens is not an array");
+    std::vector<AddedToken> tokens;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const json& t = v[i];
+      const std::string where = "added_tokens[" + std::to_string(i) + "]";
+      if (!t.is_object() || !t.contains("id") || !t["id"].is_number_unsigned() || !t.contains("content") ||
+          !t["content"].is_string() || t["content"].get_ref<const std::string&>().empty())
+        fail(origin_, ": ", where, " needs a non-negative \"id\" and a non-empty \"content\": ", t.dump());
+      for (const char* flag : {"single_word", "lstrip", "rstrip", "normalized"})
+        require(t, flag, {false}, where, "qinfer matches added tokens verbatim in the raw text");
+      tokens.push_back({t["content"].get<std::string>(), checked_id(t["id"].get<uint64_t>(), where),
+                        t.value("special", false)});
+    }
+    return tokens;
+  }
+
+  void model_member(const std::string& key, const json& v) const {
+    const std::string where = "model." + key;
+    const char* why = "qinfer implements plain byte-level BPE";
+    if (key == "type") {
+      if (v != "BPE") unsupported(where, v, "qinfer implements the BPE model only");
+    } else if (key == "dropout" || key == "unk_token") {
+      // unk_token is never used: every byte has a token (checked when building the tokenizer).
+      if (key == "dropout" && !v.is_null()) unsupported(where, v, why);
+    } else if (key == "continuing_subword_prefix" || key == "end_of_word_suffix") {
+      if (!v.is_null() && v != "") unsupported(where, v, why);
+    } else if (key == "byte_fallback" || key == "ignore_merges") {
+      if (v != false) unsupported(where, v, why);
+    } else if (key != "fuse_unk") {  // fuse_unk only matters with an unknown token
+      unsupported(where, v, "unknown member of the BPE model");
+    }
+  }
+
+  int32_t checked_id(int64_t id, std::string_view where) const {
+    if (id < 0 || id >= kMaxId) fail(origin_, ": ", where, ": id ", id, " is out of range [0, ", kMaxId, ")");
+    return static_cast<int32_t>(id);
+  }
+
+  const std::string& origin() const { return origin_; }
+
+ private:
+  std::string origin_;
+};
+
+void read_vocab(JsonReader& r, TokenizerJson& out) {
+  out.vocab.reserve(200000);
+  for (bool more = r.enter('{', '}'); more; more = r.more('}')) {
+    std::string token = r.key();
+    const size_t at = r.offset();
+    const int64_t id = r.integer();
+    if (id < 0 || id >= kMaxId) r.error_at(at, "model.vocab: the id of \"" + token + "\" is out of range");
+    out.vocab.emplace_back(std::move(token), static_cast<int32_t>(id));
+  }
+}
+
+void read_merges(JsonReader& r, TokenizerJson& out) {
+  out.merges.reserve(200000);
+  std::string scratch;
+  for (bool more = r.enter('[', ']'); more; more = r.more(']')) {
+    if (r.peek() == '"') {  // "left right"
+      const size_t at = r.offset();
+      const std::string_view merge = r.string(scratch);
+      const size_t space = merge.find(' ');
+      if (space == std::string_view::npos || merge.find(' ', space + 1) != std::string_view::npos)
+        r.error_at(at, "model.merges: \"" + std::string(merge) + "\" is not two tokens separated by one space");
+      out.merges.emplace_back(std::string(merge.substr(0, space)), std::string(merge.substr(space + 1)));
+    } else {  // ["left", "right"]
+      if (!r.enter('[', ']')) r.error("empty merge pair");
+      std::string left(r.string(scratch));
+      if (!r.more(']')) r.error("merge pair with one element");
+      std::string right(r.string(scratch));
+      if (r.more(']')) r.error("merge pair with more than two elements");
+      out.merges.emplace_back(std::move(left), std::move(right));
+    }
+  }
+}
+
+}  // namespace
+
+TokenizerJson parse_tokenizer_json(std::string_view text, const std::string& origin) {
+  JsonReader r(text, origin);
+  const Checker check(origin);
+  TokenizerJson out;
+  bool has_model = false, has_pre_tokenizer = false, has_decoder = false;
+  for (bool more = r.enter('{', '}'); more; more = r.more('}')) {
+    const std::string key = r.key();
+    if (key == "model") {
+      has_model = true;
+      for (bool in_model = r.enter('{', '}'); in_model; in_model = r.more('}')) {
+        const std::string member = r.key();
+        if (member == "vocab") read_vocab(r, out);
+        else if (member == "merges") read_merges(r, out);
+        else check.model_member(member, check.parse(r.raw_value(), "model." + member));
+      }
+      continue;
+    }
+    const json value = check.parse(r.raw_value(), key);
+    if (key == "normalizer") {
+      out.nfc = check.normalizer(value);
+    } else if (key == "pre_tokenizer") {
+      check.pre_tokenizer(value);
+      has_pre_tokenizer = true;
+    } else if (key == "decoder") {
+      check.decoder(value);
+      has_decoder = true;
+    } else if (key == "post_processor") {
+      check.post_processor(value);
+    } else if (key == "truncation" || key == "padding") {
+      check.absent(value, key);
+    } else if (key == "added_tokens") {
+      out.added_tokens = check.added_tokens(value);
+    }  // "version" and members HF ignores
+  }
+  r.end();
+  if (!has_model) fail(origin, ": no \"model\"");
+  if (!has_pre_tokenizer) fail(origin, ": no \"pre_tokenizer\" (qinfer implements the Qwen2 pre-tokenizer only)");
+  if (!has_decoder) fail(origin, ": no \"decoder\" (qinfer implements the ByteLevel decoder only)");
+  return out;
+}
+
+}  // namespace qinfer

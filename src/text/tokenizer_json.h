@@ -1,0 +1,28 @@
+// Reading a Hugging Face tokenizer.json into plain data, refusing every
+// component qinfer does not implement exactly (with a message naming it):
+// what is accepted is byte-level BPE as Qwen2/Qwen3 use it: an optional NFC
+// normalizer, the pre-tokenizer Sequence [Split(Qwen2 regex, Isolated),
+// ByteLevel(add_prefix_space=false, use_regex=false)], the ByteLevel decoder,
+// and added tokens without lstrip/rstrip/single_word/normalized.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "text/added_tokens.h"
+
+namespace qinfer {
+
+struct TokenizerJson {
+  std::vector<std::pair<std::string, int32_t>> vocab;       // byte-level token string, id
+  std::vector<std::pair<std::string, std::string>> merges;  // in rank order
+  std::vector<AddedToken> added_tokens;
+  bool nfc = false;
+};
+
+// `origin` names the text in error messages (the file path).
+TokenizerJson parse_tokenizer_json(std::string_view text, const std::string& origin);
+
+}  // namespace qinfer
