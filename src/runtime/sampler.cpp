@@ -1,4 +1,11 @@
-#include "runtime/sampler.h"
+// The passes over the whole vocabulary are Highway kernels, compiled once
+// per SIMD target (this file is included again for each) and dispatched at
+// run time; the selection logic below them is plain C++.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "runtime/sampler.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
 
 #include <algorithm>
 #include <bit>
@@ -6,10 +13,178 @@
 #include <cmath>
 #include <limits>
 
+HWY_BEFORE_NAMESPACE();
+namespace qinfer::sampler_kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// x[i] = NaN ? -inf : min(x[i], FLT_MAX); returns the largest.
+float SanitizeMax(float* x, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  const auto neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  const auto largest = hn::Set(d, FLT_MAX);
+  auto max0 = neg_inf, max1 = neg_inf;
+  size_t i = 0;
+  auto sanitize = [&](size_t at) {
+    auto v = hn::LoadU(d, x + at);
+    v = hn::IfThenElse(hn::IsNaN(v), neg_inf, hn::Min(v, largest));
+    hn::StoreU(v, d, x + at);
+    return v;
+  };
+  for (; i + 2 * N <= n; i += 2 * N) {
+    max0 = hn::Max(max0, sanitize(i));
+    max1 = hn::Max(max1, sanitize(i + N));
+  }
+  float max = hn::GetLane(hn::MaxOfLanes(d, hn::Max(max0, max1)));
+  for (; i < n; ++i) {
+    x[i] = std::isnan(x[i]) ? -std::numeric_limits<float>::infinity() : std::min(x[i], FLT_MAX);
+    max = std::max(max, x[i]);
+  }
+  return max;
+}
+
+// The first i in [begin, n) with x[i] >= threshold, or n.
+size_t FindFirstAtLeast(const float* x, size_t begin, size_t n, float threshold) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  const auto t = hn::Set(d, threshold);
+  size_t i = begin;
+  for (; i + N <= n; i += N) {
+    intptr_t lane = hn::FindFirstTrue(d, hn::Ge(hn::LoadU(d, x + i), t));
+    if (lane >= 0) return i + size_t(lane);
+  }
+  for (; i < n; ++i)
+    if (x[i] >= threshold) return i;
+  return n;
+}
+
+// out[i] = min(exp((x[i] - max) / temperature), 1), x may be out; returns
+// whether some out[i] is 0 (-inf logits, underflow).
+bool ExpWeights(const float* x, size_t n, float max, float temperature, float* out) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  const auto vmax = hn::Set(d, max), vt = hn::Set(d, temperature);
+  const auto zero = hn::Zero(d), one = hn::Set(d, 1.0f);
+  auto zeros_seen = hn::Zero(d);
+  size_t i = 0;
+  // The min guards the invariant weight <= 1 against rounding of exp(0).
+  for (; i + N <= n; i += N) {
+    auto w = hn::Min(hn::Exp(d, hn::Div(hn::Sub(hn::LoadU(d, x + i), vmax), vt)), one);
+    zeros_seen = hn::Or(zeros_seen, hn::VecFromMask(d, hn::Eq(w, zero)));
+    hn::StoreU(w, d, out + i);
+  }
+  bool any_zero = !hn::AllFalse(d, hn::MaskFromVec(zeros_seen));
+  for (; i < n; ++i) {
+    out[i] = std::min(std::exp((x[i] - max) / temperature), 1.0f);
+    any_zero |= out[i] == 0;
+  }
+  return any_zero;
+}
+
+// Sum of the w[i] >= threshold, accumulated in double.
+double MassAtLeast(const float* w, size_t n, float threshold) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;  // as many floats as dd has doubles
+  const size_t N = hn::Lanes(dd);
+  const auto t = hn::Set(df, threshold);
+  auto sum0 = hn::Zero(dd), sum1 = hn::Zero(dd);
+  auto masked = [&](size_t at) {
+    auto v = hn::LoadU(df, w + at);
+    return hn::PromoteTo(dd, hn::IfThenElseZero(hn::Ge(v, t), v));
+  };
+  size_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    sum0 = hn::Add(sum0, masked(i));
+    sum1 = hn::Add(sum1, masked(i + N));
+  }
+  double sum = hn::GetLane(hn::SumOfLanes(dd, hn::Add(sum0, sum1)));
+  for (; i < n; ++i)
+    if (w[i] >= threshold) sum += w[i];
+  return sum;
+}
+
+// Moves the pairs (ids[i], w[i]) with w[i] >= threshold to the front, in
+// order; returns how many there are. (Highway 1.0.3's Compress copies a
+// 1 KiB table per call, so the lanes are moved one by one from a bit mask;
+// vectors kept whole, the common case, are moved whole.)
+size_t KeepAtLeast(int32_t* ids, float* w, size_t n, float threshold) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const size_t N = hn::Lanes(df);
+  static_assert(hn::MaxLanes(df) <= 64, "mask bits must fit a uint64_t");
+  const uint64_t all_lanes = N == 64 ? ~uint64_t{0} : (uint64_t{1} << N) - 1;
+  const auto t = hn::Set(df, threshold);
+  size_t kept = 0, i = 0;
+  // kept <= i: every write lands on a lane already read.
+  for (; i + N <= n; i += N) {
+    const auto vw = hn::LoadU(df, w + i);
+    uint8_t mask_bytes[8] = {};
+    hn::StoreMaskBits(df, hn::Ge(vw, t), mask_bytes);
+    uint64_t bits = 0;
+    for (size_t b = 0; b < (N + 7) / 8; ++b) bits |= uint64_t{mask_bytes[b]} << (8 * b);
+    if (bits == all_lanes) {
+      if (kept != i) {
+        hn::StoreU(hn::LoadU(di, ids + i), di, ids + kept);
+        hn::StoreU(vw, df, w + kept);
+      }
+      kept += N;
+      continue;
+    }
+    for (; bits != 0; bits &= bits - 1) {
+      size_t lane = size_t(std::countr_zero(bits));
+      ids[kept] = ids[i + lane];
+      w[kept++] = w[i + lane];
+    }
+  }
+  for (; i < n; ++i) {
+    if (w[i] >= threshold) {
+      ids[kept] = ids[i];
+      w[kept++] = w[i];
+    }
+  }
+  return kept;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace qinfer::sampler_kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "runtime/sampler.h"
+
+#include <numeric>
+
 #include "util/error.h"
 
 namespace qinfer {
+namespace sampler_kernels {
+HWY_EXPORT(SanitizeMax);
+HWY_EXPORT(FindFirstAtLeast);
+HWY_EXPORT(ExpWeights);
+HWY_EXPORT(MassAtLeast);
+HWY_EXPORT(KeepAtLeast);
 namespace {
+
+float sanitize_max(std::span<float> x) {
+  return HWY_DYNAMIC_DISPATCH(SanitizeMax)(x.data(), x.size());
+}
+size_t find_first_at_least(std::span<const float> x, size_t begin, float threshold) {
+  return HWY_DYNAMIC_DISPATCH(FindFirstAtLeast)(x.data(), begin, x.size(), threshold);
+}
+bool exp_weights(std::span<const float> x, float max, float temperature, float* out) {
+  return HWY_DYNAMIC_DISPATCH(ExpWeights)(x.data(), x.size(), max, temperature, out);
+}
+double mass_at_least(std::span<const float> w, float threshold) {
+  return HWY_DYNAMIC_DISPATCH(MassAtLeast)(w.data(), w.size(), threshold);
+}
+double sum_weights(std::span<const float> w) { return mass_at_least(w, 0.0f); }
+
+}  // namespace
+}  // namespace sampler_kernels
+
+namespace {
+using namespace sampler_kernels;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -70,14 +245,20 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
   if (params_.temperature == 0) return argmax;
   select_candidates(logits, logits[argmax]);
 
-  const std::vector<float>& weights = candidates_.weights;
-  double total = 0;
-  for (float w : weights) total += w;
+  std::span<const float> weights = candidates_.weights;
   // 53 random bits -> uniform in [0, 1), the same on every platform (unlike
   // std::uniform_real_distribution).
-  double u = double(rng_() >> 11) * 0x1.0p-53 * total;
+  double u = double(rng_() >> 11) * 0x1.0p-53 * sum_weights(weights);
+  // Skip whole blocks by their sums, then walk the block holding u.
+  constexpr size_t kBlock = 256;
   double cumulative = 0;
-  for (size_t i = 0; i < weights.size(); ++i) {
+  size_t i = 0;
+  for (; i + kBlock <= weights.size(); i += kBlock) {
+    double block = sum_weights(weights.subspan(i, kBlock));
+    if (u < cumulative + block) break;
+    cumulative += block;
+  }
+  for (; i < weights.size(); ++i) {
     cumulative += weights[i];
     if (u < cumulative) return candidates_.ids[i];
   }
@@ -91,8 +272,7 @@ std::vector<TokenProb> Sampler::distribution(std::span<float> logits,
   if (params_.temperature == 0) return {{argmax, 1.0}};
   select_candidates(logits, logits[argmax]);
 
-  double total = 0;
-  for (float w : candidates_.weights) total += w;
+  double total = sum_weights(candidates_.weights);
   std::vector<TokenProb> probs;
   probs.reserve(candidates_.ids.size());
   for (size_t i = 0; i < candidates_.ids.size(); ++i)
@@ -114,12 +294,11 @@ int32_t Sampler::prepare_logits(std::span<float> logits, std::span<const int32_t
 
   // NaN (also inf - inf from a bias) can't be ordered: it counts as -inf.
   // +inf becomes the largest float so that max - logit stays finite.
-  for (float& l : logits) l = std::isnan(l) ? kNegInf : std::min(l, FLT_MAX);
-  auto max_it = std::max_element(logits.begin(), logits.end());  // first of equals
-  if (*max_it == kNegInf)
+  float max = sanitize_max(logits);
+  if (max == kNegInf)
     fail("sampler: no token has a finite logit after penalties and logit bias (all are -inf "
          "or NaN)");
-  return int32_t(max_it - logits.begin());
+  return int32_t(find_first_at_least(logits, 0, max));
 }
 
 void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> history,
@@ -154,50 +333,53 @@ void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> 
 }
 
 void Sampler::select_candidates(std::span<const float> logits, float max_logit) {
-  candidates_.ids.clear();
-  candidates_.weights.clear();
-  if (top_k_on_)
-    keep_top_k(logits, max_logit);
-  else
-    keep_all(logits, max_logit);
+  std::vector<int32_t>& ids = candidates_.ids;
+  std::vector<float>& weights = candidates_.weights;
+  bool any_zero;
+  if (top_k_on_) {
+    keep_top_k(logits);
+    any_zero = exp_weights(weights, max_logit, params_.temperature, weights.data());
+  } else {
+    ids.resize(logits.size());
+    std::iota(ids.begin(), ids.end(), 0);
+    weights.resize(logits.size());
+    any_zero = exp_weights(logits, max_logit, params_.temperature, weights.data());
+  }
+  // -inf logits and weights that underflow have probability 0.
+  if (any_zero) keep_weights_at_least(std::numeric_limits<float>::denorm_min());
   keep_top_p();
-  keep_min_p();
+  // p >= min_p * p_max  <=>  weight >= min_p, as the top token weighs 1 and
+  // survives top-k and top-p.
+  if (params_.min_p > 0) keep_weights_at_least(params_.min_p);
 }
 
-void Sampler::keep_top_k(std::span<const float> logits, float max_logit) {
-  // A heap of the best k so far with the worst at the front: one comparison
-  // per token, a heap update only for the few that beat the front.
+void Sampler::keep_top_k(std::span<const float> logits) {
+  // A heap of the best k so far with the worst at the front. A SIMD scan
+  // jumps to the next token that beats the front (a later id never wins a
+  // tie); with typical logits only a few hundred do.
   size_t k = size_t(params_.top_k);
   auto& heap = ranked_;
   heap.clear();
-  for (size_t i = 0; i < logits.size(); ++i) {
-    float l = logits[i];
-    if (heap.size() < k) {
-      if (l == kNegInf) continue;
-      heap.push_back({l, int32_t(i)});
-      std::push_heap(heap.begin(), heap.end(), ranks_before);
-    } else if (l > heap.front().first) {  // a later id never wins a tie
+  size_t i = 0;
+  for (; i < logits.size() && heap.size() < k; ++i)
+    if (logits[i] != kNegInf) heap.push_back({logits[i], int32_t(i)});
+  std::make_heap(heap.begin(), heap.end(), ranks_before);
+  auto next_better = [&](size_t from) {
+    float worst = heap.front().first;
+    return find_first_at_least(logits, from, std::nextafter(worst, -kNegInf));
+  };
+  if (heap.size() == k) {
+    for (i = next_better(i); i < logits.size(); i = next_better(i + 1)) {
       std::pop_heap(heap.begin(), heap.end(), ranks_before);
-      heap.back() = {l, int32_t(i)};
+      heap.back() = {logits[i], int32_t(i)};
       std::push_heap(heap.begin(), heap.end(), ranks_before);
     }
   }
-  for (const auto& [l, id] : heap) {
-    float w = std::exp((l - max_logit) / params_.temperature);
-    if (w > 0) {
-      candidates_.ids.push_back(id);
-      candidates_.weights.push_back(w);
-    }
-  }
-}
-
-void Sampler::keep_all(std::span<const float> logits, float max_logit) {
-  for (size_t i = 0; i < logits.size(); ++i) {
-    float w = std::exp((logits[i] - max_logit) / params_.temperature);
-    if (w > 0) {
-      candidates_.ids.push_back(int32_t(i));
-      candidates_.weights.push_back(w);
-    }
+  candidates_.ids.clear();
+  candidates_.weights.clear();
+  for (const auto& [logit, id] : heap) {
+    candidates_.ids.push_back(id);
+    candidates_.weights.push_back(logit);  // turned into a weight by the caller
   }
 }
 
@@ -205,15 +387,23 @@ void Sampler::keep_top_p() {
   if (params_.top_p >= 1) return;
   std::vector<int32_t>& ids = candidates_.ids;
   std::vector<float>& weights = candidates_.weights;
-  double total = 0;
-  std::fill(bucket_mass_.begin(), bucket_mass_.end(), 0.0);
-  for (float w : weights) {
-    total += w;
-    bucket_mass_[bucket_of(w)] += w;
+  double total = sum_weights(weights);
+  double target = double(params_.top_p) * total;
+
+  // Cheap SIMD passes first narrow the candidates to the weights above the
+  // largest threshold 16^-j whose mass reaches the target: the kept prefix
+  // lies above it. The margin covers rounding in the sums.
+  for (float threshold = 1.0f / 16; threshold >= 0x1p-32f; threshold /= 16) {
+    if (mass_at_least(weights, threshold) >= target + 1e-5 * total) {
+      keep_weights_at_least(threshold);
+      break;
+    }
   }
+
+  std::fill(bucket_mass_.begin(), bucket_mass_.end(), 0.0);
+  for (float w : weights) bucket_mass_[bucket_of(w)] += w;
   // The kept prefix of the sorted distribution is: every bucket before the
   // one where the cumulative mass reaches top_p, and the head of that one.
-  double target = double(params_.top_p) * total;
   double kept_mass = 0;
   size_t crossing = 0;
   while (crossing + 1 < kBucketCount && kept_mass + bucket_mass_[crossing] < target)
@@ -224,13 +414,10 @@ void Sampler::keep_top_p() {
   size_t kept = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
     size_t bucket = bucket_of(weights[i]);
-    if (bucket < crossing) {
-      ids[kept] = ids[i];
-      weights[kept] = weights[i];
-      ++kept;
-    } else if (bucket == crossing) {
-      in_crossing.push_back({weights[i], ids[i]});
-    }
+    if (bucket == crossing) in_crossing.push_back({weights[i], ids[i]});
+    ids[kept] = ids[i];
+    weights[kept] = weights[i];
+    kept += bucket < crossing;
   }
   ids.resize(kept);
   weights.resize(kept);
@@ -243,22 +430,14 @@ void Sampler::keep_top_p() {
   }
 }
 
-void Sampler::keep_min_p() {
-  if (params_.min_p <= 0) return;
-  // p >= min_p * p_max  <=>  weight >= min_p, as the top token weighs 1 and
-  // survives top-k and top-p.
+void Sampler::keep_weights_at_least(float threshold) {
   std::vector<int32_t>& ids = candidates_.ids;
   std::vector<float>& weights = candidates_.weights;
-  size_t kept = 0;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    if (weights[i] >= params_.min_p) {
-      ids[kept] = ids[i];
-      weights[kept] = weights[i];
-      ++kept;
-    }
-  }
+  size_t kept =
+      HWY_DYNAMIC_DISPATCH(KeepAtLeast)(ids.data(), weights.data(), weights.size(), threshold);
   ids.resize(kept);
   weights.resize(kept);
 }
 
 }  // namespace qinfer
+#endif  // HWY_ONCE

@@ -73,10 +73,9 @@ class Sampler {
   // Fills candidates_ from the prepared logits: top-k, softmax weights,
   // top-p, min-p.
   void select_candidates(std::span<const float> logits, float max_logit);
-  void keep_top_k(std::span<const float> logits, float max_logit);
-  void keep_all(std::span<const float> logits, float max_logit);
+  void keep_top_k(std::span<const float> logits);
   void keep_top_p();
-  void keep_min_p();
+  void keep_weights_at_least(float threshold);
 
   SamplingParams params_;
   size_t vocab_size_;
