@@ -1,0 +1,411 @@
+#include "text/jinja/pystring.h"
+
+#include <locale.h>
+#include <wctype.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace qinfer::jinja {
+
+namespace {
+
+// Length of the UTF-8 sequence that starts with byte b (1 for stray bytes).
+size_t sequence_length(unsigned char b) {
+  if (b < 0x80) return 1;
+  if ((b >> 5) == 0x6) return 2;
+  if ((b >> 4) == 0xE) return 3;
+  if ((b >> 3) == 0x1E) return 4;
+  return 1;
+}
+
+// glibc's C.UTF-8 locale carries the Unicode simple case mappings, so case
+// changes of non-ASCII letters match Python's for all but the few special
+// casings (e.g. 'ß'.upper() is 'SS' in Python, 'ß' here).
+locale_t utf8_locale() {
+  static locale_t loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(0));
+  return loc;
+}
+
+char32_t to_upper(char32_t c) {
+  if (c < 0x80) return (c >= 'a' && c <= 'z') ? c - 32 : c;
+  locale_t loc = utf8_locale();
+  return loc ? static_cast<char32_t>(towupper_l(static_cast<wint_t>(c), loc)) : c;
+}
+
+char32_t to_lower(char32_t c) {
+  if (c < 0x80) return (c >= 'A' && c <= 'Z') ? c + 32 : c;
+  locale_t loc = utf8_locale();
+  return loc ? static_cast<char32_t>(towlower_l(static_cast<wint_t>(c), loc)) : c;
+}
+
+template <class F>
+std::string map_code_points(std::string_view s, F f) {
+  std::string out;
+  out.reserve(s.size());
+  for (char32_t c : decode_utf8(s)) append_utf8(out, f(c));
+  return out;
+}
+
+bool is_line_break(char32_t c) {
+  return c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x1C || c == 0x1D ||
+         c == 0x1E || c == 0x85 || c == 0x2028 || c == 0x2029;
+}
+
+}  // namespace
+
+std::u32string decode_utf8(std::string_view s) {
+  std::u32string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    auto b = static_cast<unsigned char>(s[i]);
+    size_t n = sequence_length(b);
+    if (i + n > s.size()) n = 1;
+    char32_t c = n == 1 ? b : (b & (0x7F >> n));
+    for (size_t k = 1; k < n; ++k) c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    out.push_back(c);
+    i += n;
+  }
+  return out;
+}
+
+void append_utf8(std::string& out, char32_t c) {
+  if (c < 0x80) {
+    out += static_cast<char>(c);
+  } else if (c < 0x800) {
+    out += static_cast<char>(0xC0 | (c >> 6));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else if (c < 0x10000) {
+    out += static_cast<char>(0xE0 | (c >> 12));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (c >> 18));
+    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  }
+}
+
+std::string encode_utf8(std::u32string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char32_t c : s) append_utf8(out, c);
+  return out;
+}
+
+size_t count_code_points(std::string_view s) {
+  size_t n = 0;
+  for (char ch : s) n += (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
+  return n;
+}
+
+std::optional<size_t> utf8_error_offset(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    auto b = static_cast<unsigned char>(s[i]);
+    size_t n = sequence_length(b);
+    if (b >= 0x80 && (n == 1 || b == 0xC0 || b == 0xC1 || b > 0xF4)) return i;
+    if (i + n > s.size()) return i;
+    char32_t c = n == 1 ? b : (b & (0x7F >> n));
+    for (size_t k = 1; k < n; ++k) {
+      auto cont = static_cast<unsigned char>(s[i + k]);
+      if ((cont & 0xC0) != 0x80) return i;
+      c = (c << 6) | (cont & 0x3F);
+    }
+    bool overlong = (n == 3 && c < 0x800) || (n == 4 && c < 0x10000);
+    if (overlong || (c >= 0xD800 && c <= 0xDFFF) || c > 0x10FFFF) return i;
+    i += n;
+  }
+  return std::nullopt;
+}
+
+bool is_py_space(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
+         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
+         c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+// Python's str.isprintable() for the code points a template is likely to meet:
+// controls, separators other than ' ', format characters, private use and
+// noncharacters are not printable. Unassigned code points count as printable
+// here (Python would escape them): knowing them needs the full Unicode tables.
+bool is_py_printable(char32_t c) {
+  if (c < 0x20 || (c >= 0x7F && c <= 0xA0) || c == 0xAD) return false;
+  if (c < 0x100) return true;
+  if (c == 0x1680 || (c >= 0x2000 && c <= 0x200F) || (c >= 0x2028 && c <= 0x202F) ||
+      (c >= 0x205F && c <= 0x206F) || c == 0x3000)
+    return false;
+  if ((c >= 0x600 && c <= 0x605) || c == 0x61C || c == 0x6DD || c == 0x70F || c == 0x8E2 ||
+      c == 0x180E || c == 0xFEFF || (c >= 0xFFF9 && c <= 0xFFFB))
+    return false;
+  if ((c >= 0xD800 && c <= 0xF8FF) || (c >= 0xFDD0 && c <= 0xFDEF) || (c & 0xFFFE) == 0xFFFE)
+    return false;
+  if (c == 0x110BD || c == 0x110CD || (c >= 0x13430 && c <= 0x1343F) ||
+      (c >= 0x1BCA0 && c <= 0x1BCA3) || (c >= 0x1D173 && c <= 0x1D17A) || c == 0xE0001 ||
+      (c >= 0xE0020 && c <= 0xE007F) || c >= 0xF0000)
+    return false;
+  return true;
+}
+
+std::string py_strip(std::string_view s, const std::optional<std::string>& chars, bool left,
+                     bool right) {
+  std::u32string cs = decode_utf8(s);
+  std::u32string set = chars ? decode_utf8(*chars) : std::u32string();
+  auto strippable = [&](char32_t c) {
+    return chars ? set.find(c) != std::u32string::npos : is_py_space(c);
+  };
+  size_t begin = 0, end = cs.size();
+  if (left)
+    while (begin < end && strippable(cs[begin])) ++begin;
+  if (right)
+    while (end > begin && strippable(cs[end - 1])) --end;
+  return encode_utf8(std::u32string_view(cs).substr(begin, end - begin));
+}
+
+std::vector<std::string> py_split(std::string_view s, const std::optional<std::string>& sep,
+                                  int64_t maxsplit, bool from_right) {
+  std::vector<std::string> parts;
+  if (sep) {
+    // Byte search is exact for valid UTF-8: a separator can only match at a
+    // character boundary.
+    if (from_right) {
+      size_t end = s.size();
+      while (maxsplit != 0) {
+        size_t at = end >= sep->size() ? s.rfind(*sep, end - sep->size()) : std::string_view::npos;
+        if (at == std::string_view::npos) break;
+        parts.emplace_back(s.substr(at + sep->size(), end - at - sep->size()));
+        end = at;
+        --maxsplit;
+      }
+      parts.emplace_back(s.substr(0, end));
+      return {parts.rbegin(), parts.rend()};
+    }
+    size_t begin = 0;
+    while (maxsplit != 0) {
+      size_t at = s.find(*sep, begin);
+      if (at == std::string_view::npos) break;
+      parts.emplace_back(s.substr(begin, at - begin));
+      begin = at + sep->size();
+      --maxsplit;
+    }
+    parts.emplace_back(s.substr(begin));
+    return parts;
+  }
+  // Whitespace runs: no empty parts, leading/trailing whitespace ignored.
+  std::u32string cs = decode_utf8(s);
+  if (from_right) {
+    int64_t i = static_cast<int64_t>(cs.size());
+    while (true) {
+      while (i > 0 && is_py_space(cs[i - 1])) --i;
+      if (i == 0) break;
+      if (maxsplit == 0) {
+        parts.push_back(encode_utf8(std::u32string_view(cs).substr(0, i)));
+        break;
+      }
+      int64_t end = i;
+      while (i > 0 && !is_py_space(cs[i - 1])) --i;
+      parts.push_back(encode_utf8(std::u32string_view(cs).substr(i, end - i)));
+      --maxsplit;
+    }
+    return {parts.rbegin(), parts.rend()};
+  }
+  size_t i = 0;
+  while (true) {
+    while (i < cs.size() && is_py_space(cs[i])) ++i;
+    if (i == cs.size()) break;
+    if (maxsplit == 0) {
+      size_t end = cs.size();
+      while (end > i && is_py_space(cs[end - 1])) --end;
+      parts.push_back(encode_utf8(std::u32string_view(cs).substr(i, end - i)));
+      break;
+    }
+    size_t begin = i;
+    while (i < cs.size() && !is_py_space(cs[i])) ++i;
+    parts.push_back(encode_utf8(std::u32string_view(cs).substr(begin, i - begin)));
+    --maxsplit;
+  }
+  return parts;
+}
+
+std::vector<std::string> py_splitlines(std::string_view s, bool keepends) {
+  std::u32string cs = decode_utf8(s);
+  std::vector<std::string> lines;
+  size_t begin = 0, i = 0;
+  while (i < cs.size()) {
+    if (!is_line_break(cs[i])) {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    i += (cs[i] == '\r' && i + 1 < cs.size() && cs[i + 1] == '\n') ? 2 : 1;
+    lines.push_back(encode_utf8(std::u32string_view(cs).substr(begin, (keepends ? i : end) - begin)));
+    begin = i;
+  }
+  if (begin < cs.size()) lines.push_back(encode_utf8(std::u32string_view(cs).substr(begin)));
+  return lines;
+}
+
+std::string py_replace(std::string_view s, std::string_view old, std::string_view replacement,
+                       int64_t count) {
+  std::string out;
+  if (old.empty()) {
+    // Python inserts the replacement between characters and at both ends.
+    std::u32string cs = decode_utf8(s);
+    for (size_t i = 0; i <= cs.size(); ++i) {
+      if (count != 0) {
+        out += replacement;
+        --count;
+      }
+      if (i < cs.size()) append_utf8(out, cs[i]);
+    }
+    return out;
+  }
+  size_t begin = 0;
+  while (count != 0) {
+    size_t at = s.find(old, begin);
+    if (at == std::string_view::npos) break;
+    out.append(s.substr(begin, at - begin));
+    out.append(replacement);
+    begin = at + old.size();
+    --count;
+  }
+  out.append(s.substr(begin));
+  return out;
+}
+
+std::string py_upper(std::string_view s) { return map_code_points(s, to_upper); }
+std::string py_lower(std::string_view s) { return map_code_points(s, to_lower); }
+
+std::string py_capitalize(std::string_view s) {
+  bool first = true;
+  return map_code_points(s, [&](char32_t c) {
+    char32_t r = first ? to_upper(c) : to_lower(c);
+    first = false;
+    return r;
+  });
+}
+
+std::string py_title(std::string_view s) {
+  bool previous_is_letter = false;
+  return map_code_points(s, [&](char32_t c) {
+    char32_t r = previous_is_letter ? to_lower(c) : to_upper(c);
+    previous_is_letter = is_py_alpha(c);
+    return r;
+  });
+}
+
+bool is_py_alpha(char32_t c) {
+  if (c < 0x80) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  locale_t loc = utf8_locale();
+  return loc && iswalpha_l(static_cast<wint_t>(c), loc);
+}
+
+bool is_py_digit(char32_t c) { return c >= '0' && c <= '9'; }
+
+bool is_py_lower(char32_t c) { return to_upper(c) != c; }
+bool is_py_upper(char32_t c) { return to_lower(c) != c; }
+
+std::string jinja_title(std::string_view s) {
+  bool word_start = true;
+  return map_code_points(s, [&](char32_t c) {
+    bool separator = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || is_py_space(c);
+    char32_t r = separator ? c : (word_start ? to_upper(c) : to_lower(c));
+    word_start = separator;
+    return r;
+  });
+}
+
+std::string py_float_repr(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
+  // Shortest round-trip digits, the same digits Python's repr picks.
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific);
+  std::string_view sci(buf, res.ptr - buf);
+  std::string out;
+  if (sci.front() == '-') {
+    out += '-';
+    sci.remove_prefix(1);
+  }
+  size_t e_at = sci.find('e');
+  std::string digits;
+  for (char c : sci.substr(0, e_at))
+    if (c != '.') digits += c;
+  int exponent = std::stoi(std::string(sci.substr(e_at + 1)));
+  int decpt = exponent + 1;  // the value is 0.<digits> * 10^decpt
+  int ndigits = static_cast<int>(digits.size());
+  if (decpt <= -4 || decpt > 16) {
+    out += digits[0];
+    if (ndigits > 1) out.append(".").append(digits, 1);
+    char exp_buf[16];
+    std::snprintf(exp_buf, sizeof exp_buf, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+    return out.append(exp_buf);
+  }
+  if (decpt <= 0) {
+    out.append("0.").append(static_cast<size_t>(-decpt), '0').append(digits);
+  } else if (decpt >= ndigits) {
+    out.append(digits).append(static_cast<size_t>(decpt - ndigits), '0').append(".0");
+  } else {
+    out.append(digits, 0, static_cast<size_t>(decpt)).append(".").append(digits, static_cast<size_t>(decpt));
+  }
+  return out;
+}
+
+std::string py_str_repr(std::string_view s) {
+  bool has_single = s.find('\'') != std::string_view::npos;
+  bool has_double = s.find('"') != std::string_view::npos;
+  char quote = (has_single && !has_double) ? '"' : '\'';
+  std::string out(1, quote);
+  for (char32_t c : decode_utf8(s)) {
+    if (c == static_cast<char32_t>(quote) || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (is_py_printable(c)) {
+      append_utf8(out, c);
+    } else {
+      char buf[16];
+      if (c < 0x100)
+        std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(c));
+      else if (c < 0x10000)
+        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+      else
+        std::snprintf(buf, sizeof buf, "\\U%08x", static_cast<unsigned>(c));
+      out += buf;
+    }
+  }
+  out += quote;
+  return out;
+}
+
+SliceBounds slice_bounds(std::optional<int64_t> start, std::optional<int64_t> stop,
+                         std::optional<int64_t> step, int64_t length) {
+  SliceBounds b{0, 0, step.value_or(1)};
+  bool backwards = b.step < 0;
+  int64_t lower = backwards ? -1 : 0;
+  int64_t upper = backwards ? length - 1 : length;
+  auto clamp = [&](std::optional<int64_t> v, int64_t if_missing) {
+    if (!v) return if_missing;
+    int64_t i = *v < 0 ? *v + length : *v;
+    return i < lower ? lower : (i > upper ? upper : i);
+  };
+  b.start = clamp(start, backwards ? upper : lower);
+  b.stop = clamp(stop, backwards ? lower : upper);
+  return b;
+}
+
+std::vector<int64_t> SliceBounds::indices() const {
+  std::vector<int64_t> out;
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.push_back(i);
+  return out;
+}
+
+}  // namespace qinfer::jinja
