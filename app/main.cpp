@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
   qinfer::cli::add_generate_command(app);
   qinfer::cli::add_make_test_model_command(app);
+  qinfer::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -58,7 +58,12 @@ void ThreadPool::run(const std::function<void(int)>& fn) {
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
   fn(0);
-  while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
+  // Workers finish within microseconds unless the OS descheduled one (an
+  // oversubscribed machine): then give the core away instead of spinning.
+  for (int i = 0; pending_.load(std::memory_order_acquire) != 0; ++i) {
+    if (i < kSpinIterations) cpu_relax();
+    else std::this_thread::yield();
+  }
 }
 
 void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) {

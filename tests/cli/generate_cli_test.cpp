@@ -102,3 +102,25 @@ TEST(GenerateCli, HelpSaysWhatItDoes) {
   EXPECT_NE(r.output.find("--prompt-ids"), std::string::npos);
   EXPECT_NE(r.output.find("--logits-out"), std::string::npos);
 }
+
+TEST(BenchCli, JsonReportsSpeedAndRoofline) {
+  const auto r = run_command(bin() + " bench -m " + data_path("models/tiny") + " -p 16 -n 4 --reps 3 -t 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json j = json::parse(r.output);
+  for (const char* key : {"pp_tok_s", "tg_tok_s", "roofline_pct", "probe_gb_s", "load_s", "peak_rss_mib"})
+    EXPECT_GT(j.at(key).get<double>(), 0) << key;
+  EXPECT_LE(j["tg_tok_s_min"].get<double>(), j["tg_tok_s"].get<double>());
+  EXPECT_GE(j["tg_tok_s_max"].get<double>(), j["tg_tok_s"].get<double>());
+}
+
+TEST(MakeTestModelCli, WritesALoadableCheckpoint) {
+  qinfer::test::ScratchDir dir("mtm");
+  auto r = run_command(bin() + " make-test-model --preset tiny --dtype f16 --seed 7 --out " + dir.path() + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_command(bin() + " generate -m " + dir.path() + " --prompt-ids 1,2,3 -n 3 --temp 0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json::parse(r.output)["ids"].size(), 3u);
+  r = run_command(bin() + " make-test-model --preset huge --out " + dir.path() + " 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("unknown preset 'huge'"), std::string::npos) << r.output;
+}
