@@ -1,0 +1,204 @@
+// Differential tests against Hugging Face tokenizers itself (its official
+// Node binding, bench/hf_tokenizers/hf_tokenize.js): random text (fixed seed,
+// bounded count) encoded by both, random id sequences decoded by both, and
+// every code point's pre-tokenizer class. They need node and the npm package
+// `tokenizers`; the package is installed into <build dir>/hf_tokenizers when
+// missing. Without either, the tests are skipped with the reason.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "../../bench/hf_tokenizers/hf_reference.h"
+#include "text/byte_level.h"
+#include "text/pretokenizer.h"
+#include "text/utf8.h"
+#include "text_fixtures.h"
+
+using namespace qinfer;
+using nlohmann::json;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const hf::Reference* hf_reference(std::string& why_not) {
+  static const auto found = [] {
+    const fs::path source_dir = fs::path(QINFER_TEST_DATA).parent_path().parent_path();
+    const fs::path build_dir = fs::read_symlink("/proc/self/exe").parent_path();
+    return hf::Reference::find(source_dir, build_dir / "hf_tokenizers");
+  }();
+  if (const auto* ref = std::get_if<hf::Reference>(&found)) return ref;
+  why_not = std::get<std::string>(found);
+  return nullptr;
+}
+
+#define REQUIRE_HF_REFERENCE(ref)                                                                     \
+  std::string why_not;                                                                                \
+  const hf::Reference* ref = hf_reference(why_not);                                                   \
+  if (ref == nullptr) GTEST_SKIP() << "SKIPPED: no Hugging Face tokenizers reference: " << why_not
+
+// Runs `mode` of hf_tokenize.js on one JSON object per input line.
+std::vector<json> run_hf(const hf::Reference& ref, const std::string& mode, const std::vector<json>& inputs) {
+  test::ScratchDir dir("hf-diff");
+  const std::string in_path = dir.file("in.jsonl");
+  {
+    std::ofstream in(in_path);
+    for (const json& j : inputs) in << j.dump() << "\n";
+  }
+  std::vector<json> out;
+  for (const std::string& line : ref.run(mode, {test::data_path("tokenizer.json")}, in_path))
+    out.push_back(json::parse(line));
+  if (out.size() != inputs.size()) throw std::runtime_error("hf_tokenize.js answered " + std::to_string(out.size()) +
+                                                            " lines for " + std::to_string(inputs.size()));
+  return out;
+}
+
+std::string utf8_of(char32_t cp) {
+  std::string s;
+  utf8::append_code_point(s, cp);
+  return s;
+}
+
+bool is_surrogate(char32_t cp) { return cp >= 0xD800 && cp <= 0xDFFF; }
+
+// Text built from atoms that exercise each stage: added tokens and fragments
+// of them, whitespace HF does and does not count as \s, contractions, NFC
+// (composing pairs, Hangul, marks newer than Unicode 9), many scripts, emoji,
+// and arbitrary code points from every plane.
+class RandomText {
+ public:
+  explicit RandomText(uint32_t seed) : rng_(seed) {}
+
+  std::string next() {
+    std::string text;
+    for (size_t k = std::uniform_int_distribution<size_t>(1, 40)(rng_); k > 0; --k) {
+      switch (std::uniform_int_distribution<int>(0, 9)(rng_)) {
+        case 0: text += any_code_point(0x10FFFF); break;
+        case 1: text += any_code_point(0xFFFF); break;
+        case 2: text += combining_mark(); break;
+        default: text += kAtoms[std::uniform_int_distribution<size_t>(0, std::size(kAtoms) - 1)(rng_)];
+      }
+    }
+    return text;
+  }
+
+ private:
+  std::string any_code_point(char32_t max) {
+    char32_t cp;
+    do cp = std::uniform_int_distribution<char32_t>(1, max)(rng_);
+    while (is_surrogate(cp));
+    return utf8_of(cp);
+  }
+  std::string combining_mark() {
+    static constexpr std::pair<char32_t, char32_t> kBlocks[] = {
+        {0x0300, 0x036F}, {0x1AB0, 0x1AFF}, {0x1DC0, 0x1DFF}, {0x20D0, 0x20FF}, {0x0C00, 0x0C7F}, {0x0890, 0x08FF}};
+    const auto& [lo, hi] = kBlocks[std::uniform_int_distribution<size_t>(0, std::size(kBlocks) - 1)(rng_)];
+    return utf8_of(std::uniform_int_distribution<char32_t>(lo, hi)(rng_));
+  }
+
+  static constexpr const char* kAtoms[] = {
+      "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>", "<tool_call>", "</tool_response>",
+      "<|fim_prefix|>", "<|im_", "|>", "<", "<|", "<|im_start|", "<<|im_end|>>", "<|vision_pad|>",
+      " ", "  ", "   ", "\t", "\n", "\n\n", "\r\n", "\r", "\v", "\f", "\u0085", "\u00a0", "\u3000", "\u2028",
+      "\u2009", "\ufeff", "\u200b", "\u180e",
+      "'s", "'T", "'re", "'VE", "'m", "'LL", "'d", "'", "'\u017f", "'\u212a",
+      "e\u0301", "a\u0308", "A\u030a", "\u212b", "\u1e9b\u0323", "\u0344", "\u1100\u1161\u11a8", "\uac00\u11a8",
+      "o\u0328\u0304", "\u0958", "\u1ac1\u0323", "\u0c15\u0c4d\u0c3c", "\u1df8\u0316", "\u0898",
+      "hello", "World", "the", " quick", "don", "IT", "x", "Z", "naïve", "über", "café",
+      "0", "7", "2024", "3.14", "1,000", "\u0663", "\u2167", "\u00bd", "\uff11",
+      ".", ",", "!", "?", "...", "--", "(", ")", "{", "}", "[]", "\"", "#", "$", "%", "&", "*", "/", "\\", "_", "=",
+      "日本語", "中文", "한국어", "Русский", "العربية", "हिन्दी", "ไทย", "ελληνικά", "עברית", "ქართული",
+      "😀", "👍🏽", "👨‍👩‍👧", "🇫🇷", "\U0001FAE9", "\U0002EBF0", "\U000323B0", "\x01", "\x7f", "\u00ad",
+  };
+  std::mt19937 rng_;
+};
+
+}  // namespace
+
+TEST(HfDifferential, EncodeRandomText) {
+  REQUIRE_HF_REFERENCE(ref);
+  const Tokenizer& tok = test::qwen3_tokenizer();
+  RandomText gen(1234567);
+  std::vector<json> inputs;
+  std::vector<std::string> texts;
+  for (int i = 0; i < 3000; ++i) {
+    texts.push_back(gen.next());
+    inputs.push_back({{"text", texts.back()}});
+  }
+  const auto expected = run_hf(*ref, "encode", inputs);
+  size_t same = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const auto ids = tok.encode(texts[i]);
+    if (json(ids) == expected[i]["ids"]) ++same;
+    else ADD_FAILURE() << json(texts[i]).dump() << "\n  ours " << json(ids).dump() << "\n  HF   " << expected[i]["ids"].dump();
+  }
+  EXPECT_EQ(same, texts.size());
+}
+
+TEST(HfDifferential, DecodeRandomIds) {
+  REQUIRE_HF_REFERENCE(ref);
+  const Tokenizer& tok = test::qwen3_tokenizer();
+  // Single-byte tokens make ill-formed and cut-off UTF-8; added and special
+  // tokens, ordinary tokens, and ids past the vocabulary (up to the 151,936
+  // embedding rows) that name nothing.
+  std::vector<int32_t> byte_tokens;
+  for (int b = 0x80; b < 0x100; ++b)
+    byte_tokens.push_back(*tok.token_to_id(byte_level::from_bytes(std::string(1, char(b)))));
+  std::mt19937 rng(7654321);
+  const auto uniform = [&](int32_t lo, int32_t hi) { return std::uniform_int_distribution<int32_t>(lo, hi)(rng); };
+  std::vector<std::vector<int32_t>> sequences;
+  std::vector<json> inputs;
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<int32_t> ids;
+    for (int k = uniform(1, 24); k > 0; --k) {
+      switch (uniform(0, 5)) {
+        case 0: case 1: ids.push_back(byte_tokens[uniform(0, int32_t(byte_tokens.size()) - 1)]); break;
+        case 2: ids.push_back(uniform(151643, 151668)); break;
+        case 3: ids.push_back(uniform(151669, 151935)); break;
+        default: ids.push_back(uniform(0, 151642));
+      }
+    }
+    sequences.push_back(ids);
+    inputs.push_back({{"ids", ids}});
+  }
+  const auto expected = run_hf(*ref, "decode", inputs);
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    ASSERT_EQ(tok.decode(sequences[i]), expected[i]["text"].get<std::string>()) << json(sequences[i]).dump();
+    ASSERT_EQ(tok.decode(sequences[i], true), expected[i]["text_skip_special"].get<std::string>())
+        << json(sequences[i]).dump();
+  }
+}
+
+// Every code point in the context "a" c c "b", which HF's pre-tokenizer
+// splits differently for letters, numbers, whitespace and the rest: our
+// class tables (generated from HF) and split logic, re-checked exhaustively.
+TEST(HfDifferential, PreTokenizerOnEveryCodePoint) {
+  REQUIRE_HF_REFERENCE(ref);
+  std::vector<json> inputs;
+  std::vector<std::string> texts;
+  std::string text;
+  for (char32_t cp = 0; cp <= 0x10FFFF; ++cp) {
+    if (is_surrogate(cp)) continue;
+    const std::string c = utf8_of(cp);
+    text += "a" + c + c + "b";
+    if ((cp & 0xFFF) == 0xFFF) {
+      inputs.push_back({{"text", text}});
+      texts.push_back(std::move(text));
+      text.clear();
+    }
+  }
+  const auto expected = run_hf(*ref, "pretokenize", inputs);
+  for (size_t i = 0; i < texts.size(); ++i) {
+    std::vector<std::string> ours;
+    for_each_qwen2_piece(texts[i], [&](std::string_view piece) { ours.push_back(byte_level::from_bytes(piece)); });
+    const auto theirs = expected[i]["pieces"].get<std::vector<std::string>>();
+    size_t k = 0;
+    while (k < ours.size() && k < theirs.size() && ours[k] == theirs[k]) ++k;
+    ASSERT_TRUE(k == ours.size() && k == theirs.size())
+        << "code points U+" << std::hex << i * 0x1000 << "..U+" << i * 0x1000 + 0xFFF << ": piece " << std::dec << k
+        << " is " << json(k < ours.size() ? ours[k] : "").dump() << ", HF has "
+        << json(k < theirs.size() ? theirs[k] : "").dump();
+  }
+}
