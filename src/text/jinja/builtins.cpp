@@ -1084,13 +1084,9 @@ bool t_sameas(Context&, const Value& v, CallArgs& a) {
 }
 bool t_escaped(Context&, const Value&, CallArgs& a) { Params("escaped", a, {}); return false; }
 bool t_in(Context&, const Value& v, CallArgs& a) { Params p("in", a, {"seq"}); return contains(p.required(0), v); }
-Int integral_arg(const Value& v, const char* test) {
-  if (v.is_undefined()) v.fail_undefined();
-  if (!v.is_integral()) eval_fail("the '", test, "' test needs an integer, not ", v.type_name());
-  return v.integral();
-}
-bool t_odd(Context&, const Value& v, CallArgs& a) { Params("odd", a, {}); return integral_arg(v, "odd") % 2 != 0; }
-bool t_even(Context&, const Value& v, CallArgs& a) { Params("even", a, {}); return integral_arg(v, "even") % 2 == 0; }
+// jinja2: value % 2 == 1 (so 1.5 is neither odd nor even).
+bool t_odd(Context&, const Value& v, CallArgs& a) { Params("odd", a, {}); return equals(binary_op(BinaryOp::Mod, v, Value(2)), Value(1)); }
+bool t_even(Context&, const Value& v, CallArgs& a) { Params("even", a, {}); return equals(binary_op(BinaryOp::Mod, v, Value(2)), Value(0)); }
 bool t_divisibleby(Context&, const Value& v, CallArgs& a) {
   Params p("divisibleby", a, {"num"});
   Value r = binary_op(BinaryOp::Mod, v, p.required(0));
@@ -1299,7 +1295,7 @@ Value binary_op(BinaryOp op, const Value& a, const Value& b) {
       fail_operands("*", a, b);
     case BinaryOp::Div:
       if (!numbers) fail_operands("/", a, b);
-      if (b.number() == 0.0) eval_fail("division by zero");
+      if (b.number() == 0.0) eval_fail(ints ? "division by zero" : "float division by zero");
       return a.number() / b.number();
     case BinaryOp::FloorDiv:
       if (!numbers) fail_operands("//", a, b);
@@ -1318,7 +1314,7 @@ Value binary_op(BinaryOp op, const Value& a, const Value& b) {
       if (!numbers) fail_operands("%", a, b);
       if (ints) {
         Int x = a.integral(), y = b.integral();
-        if (y == 0) eval_fail("integer division or modulo by zero");
+        if (y == 0) eval_fail("integer modulo by zero");
         if (y == -1) return 0;
         Int m = x % y;
         if (m != 0 && ((m < 0) != (y < 0))) m += y;

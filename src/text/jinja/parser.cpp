@@ -248,10 +248,15 @@ class Parser {
     return stmt;
   }
 
+  // {% print a, b %} prints a then b.
   StmtPtr parse_print() {
     const Token& opener = next();
-    ExprPtr e = parse_tuple(false, true, {}, false);
-    return std::make_unique<OutputStmt>(opener.offset, std::move(e));
+    ExprPtr printed = parse_expression(true);
+    while (skip_operator(",")) {
+      size_t offset = cur().offset;
+      printed = std::make_unique<BinaryExpr>(offset, BinaryOp::Concat, std::move(printed), parse_expression(true));
+    }
+    return std::make_unique<OutputStmt>(opener.offset, std::move(printed));
   }
 
   // ---- assignment targets ----

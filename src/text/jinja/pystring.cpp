@@ -40,12 +40,56 @@ char32_t to_lower(char32_t c) {
   return loc ? static_cast<char32_t>(towlower_l(static_cast<wint_t>(c), loc)) : c;
 }
 
-template <class F>
-std::string map_code_points(std::string_view s, F f) {
-  std::string out;
-  out.reserve(s.size());
-  for (char32_t c : decode_utf8(s)) append_utf8(out, f(c));
-  return out;
+// Python's full case mappings where one character becomes several (the
+// SpecialCasing.txt entries a template may meet): upper and title forms.
+struct SpecialCase {
+  char32_t c;
+  const char* upper;
+  const char* title;
+};
+constexpr SpecialCase kSpecialCases[] = {
+    {0x00DF, "SS", "Ss"},   {0xFB00, "FF", "Ff"},   {0xFB01, "FI", "Fi"},
+    {0xFB02, "FL", "Fl"},   {0xFB03, "FFI", "Ffi"}, {0xFB04, "FFL", "Ffl"},
+    {0xFB05, "ST", "St"},   {0xFB06, "ST", "St"},   {0x0149, "\u02BCN", "\u02BCN"},
+    {0x01F0, "J\u030C", "J\u030C"},               {0x0587, "\u0535\u0552", "\u0535\u0582"},
+};
+
+const SpecialCase* special_case(char32_t c) {
+  for (const SpecialCase& s : kSpecialCases)
+    if (s.c == c) return &s;
+  return nullptr;
+}
+
+void append_upper(std::string& out, char32_t c) {
+  if (const SpecialCase* s = special_case(c)) out += s->upper;
+  else append_utf8(out, to_upper(c));
+}
+
+// Title case differs from upper case for the Latin digraphs (ǆ -> ǅ).
+void append_title(std::string& out, char32_t c) {
+  if (const SpecialCase* s = special_case(c)) {
+    out += s->title;
+    return;
+  }
+  if (c >= 0x01C4 && c <= 0x01CC) c = 0x01C5 + 3 * ((c - 0x01C4) / 3);
+  else if (c >= 0x01F1 && c <= 0x01F3) c = 0x01F2;
+  else c = to_upper(c);
+  append_utf8(out, c);
+}
+
+// Lower-cases cs[i]: İ becomes i + combining dot, and a capital sigma ending
+// a word becomes final sigma, as Python does.
+void append_lower(std::string& out, const std::u32string& cs, size_t i) {
+  char32_t c = cs[i];
+  if (c == 0x0130) {
+    out += "i\u0307";
+  } else if (c == 0x03A3) {
+    bool after_letter = i > 0 && is_py_alpha(cs[i - 1]);
+    bool before_letter = i + 1 < cs.size() && is_py_alpha(cs[i + 1]);
+    append_utf8(out, after_letter && !before_letter ? 0x03C2 : 0x03C3);
+  } else {
+    append_utf8(out, to_lower(c));
+  }
 }
 
 bool is_line_break(char32_t c) {
@@ -276,25 +320,37 @@ std::string py_replace(std::string_view s, std::string_view old, std::string_vie
   return out;
 }
 
-std::string py_upper(std::string_view s) { return map_code_points(s, to_upper); }
-std::string py_lower(std::string_view s) { return map_code_points(s, to_lower); }
+std::string py_upper(std::string_view s) {
+  std::string out;
+  for (char32_t c : decode_utf8(s)) append_upper(out, c);
+  return out;
+}
+
+std::string py_lower(std::string_view s) {
+  std::u32string cs = decode_utf8(s);
+  std::string out;
+  for (size_t i = 0; i < cs.size(); ++i) append_lower(out, cs, i);
+  return out;
+}
 
 std::string py_capitalize(std::string_view s) {
-  bool first = true;
-  return map_code_points(s, [&](char32_t c) {
-    char32_t r = first ? to_upper(c) : to_lower(c);
-    first = false;
-    return r;
-  });
+  std::u32string cs = decode_utf8(s);
+  std::string out;
+  for (size_t i = 0; i < cs.size(); ++i) {
+    if (i == 0) append_title(out, cs[i]);
+    else append_lower(out, cs, i);
+  }
+  return out;
 }
 
 std::string py_title(std::string_view s) {
-  bool previous_is_letter = false;
-  return map_code_points(s, [&](char32_t c) {
-    char32_t r = previous_is_letter ? to_lower(c) : to_upper(c);
-    previous_is_letter = is_py_alpha(c);
-    return r;
-  });
+  std::u32string cs = decode_utf8(s);
+  std::string out;
+  for (size_t i = 0; i < cs.size(); ++i) {
+    if (i > 0 && is_py_alpha(cs[i - 1])) append_lower(out, cs, i);
+    else append_title(out, cs[i]);
+  }
+  return out;
 }
 
 bool is_py_alpha(char32_t c) {
@@ -308,14 +364,20 @@ bool is_py_digit(char32_t c) { return c >= '0' && c <= '9'; }
 bool is_py_lower(char32_t c) { return to_upper(c) != c; }
 bool is_py_upper(char32_t c) { return to_lower(c) != c; }
 
+// item[0].upper() + item[1:].lower() for each word, as jinja2's do_title.
 std::string jinja_title(std::string_view s) {
+  std::u32string cs = decode_utf8(s);
+  std::string out;
   bool word_start = true;
-  return map_code_points(s, [&](char32_t c) {
+  for (size_t i = 0; i < cs.size(); ++i) {
+    char32_t c = cs[i];
     bool separator = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || is_py_space(c);
-    char32_t r = separator ? c : (word_start ? to_upper(c) : to_lower(c));
+    if (separator) append_utf8(out, c);
+    else if (word_start) append_upper(out, c);
+    else append_lower(out, cs, i);
     word_start = separator;
-    return r;
-  });
+  }
+  return out;
 }
 
 std::string py_float_repr(double x) {

@@ -150,10 +150,35 @@ std::string repr(const Value& v) {
   return "<function " + v.as_function().name + ">";
 }
 
+namespace {
+
+// Python compares int with float exactly (2**64 != float(2**64 + 1)).
+int compare_numbers(const Value& a, const Value& b) {
+  if (a.is_integral() && b.is_integral()) return (a.integral() > b.integral()) - (a.integral() < b.integral());
+  if (a.is_float() && b.is_float()) return (a.as_float() > b.as_float()) - (a.as_float() < b.as_float());
+  bool flipped = a.is_float();
+  Int i = flipped ? b.integral() : a.integral();
+  double f = flipped ? a.as_float() : b.as_float();
+  int c;
+  if (f >= 0x1p127) {
+    c = -1;
+  } else if (f < -0x1p127) {
+    c = 1;
+  } else {
+    double whole = std::trunc(f);
+    auto fi = static_cast<Int>(whole);
+    c = i < fi ? -1 : i > fi ? 1 : (f > whole ? -1 : f < whole ? 1 : 0);
+  }
+  return flipped ? -c : c;
+}
+
+}  // namespace
+
 bool equals(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) {
-    if (a.is_integral() && b.is_integral()) return a.integral() == b.integral();
-    return a.number() == b.number();
+    if (a.is_float() && std::isnan(a.as_float())) return false;
+    if (b.is_float() && std::isnan(b.as_float())) return false;
+    return compare_numbers(a, b) == 0;
   }
   if (a.is_undefined() || b.is_undefined()) return a.is_undefined() && b.is_undefined();
   if (a.is_none() || b.is_none()) return a.is_none() && b.is_none();
@@ -182,13 +207,7 @@ bool equals(const Value& a, const Value& b) {
 }
 
 int compare(const Value& a, const Value& b) {
-  if (a.is_number() && b.is_number()) {
-    if (a.is_integral() && b.is_integral()) {
-      return a.integral() < b.integral() ? -1 : (a.integral() > b.integral() ? 1 : 0);
-    }
-    double x = a.number(), y = b.number();
-    return x < y ? -1 : (x > y ? 1 : 0);
-  }
+  if (a.is_number() && b.is_number()) return compare_numbers(a, b);
   // UTF-8 byte order is code point order, which is how Python orders str.
   if (a.is_string() && b.is_string()) {
     int c = a.as_string().compare(b.as_string());
