@@ -392,9 +392,9 @@ void Sampler::keep_top_p() {
 
   // Cheap SIMD passes first narrow the candidates to the weights above the
   // largest threshold 16^-j whose mass reaches the target: the kept prefix
-  // lies above it. The margin covers rounding in the sums.
+  // lies above it. The margin covers rounding in the double sums.
   for (float threshold = 1.0f / 16; threshold >= 0x1p-32f; threshold /= 16) {
-    if (mass_at_least(weights, threshold) >= target + 1e-5 * total) {
+    if (mass_at_least(weights, threshold) >= target + 1e-9 * total) {
       keep_weights_at_least(threshold);
       break;
     }

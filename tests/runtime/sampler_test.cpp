@@ -223,8 +223,7 @@ TEST(Sampler, DrawnFrequenciesMatchTheTarget) {
                    Config{0.6f, 4, 0.95f, 0.05f}}) {
     SCOPED_TRACE(testing::Message() << "T " << c.temperature << " top_k " << c.top_k << " top_p "
                                     << c.top_p << " min_p " << c.min_p);
-    std::vector<double> target =
-        reference_probs(kLogits, c.temperature, c.top_k, c.top_p, c.min_p);
+    std::vector<double> target = reference_probs(kLogits, c.temperature, c.top_k, c.top_p, c.min_p);
     SamplingParams params = make_params(c.temperature, c.top_k, c.top_p, c.min_p);
     expect_probs_near(distribution_of(params, kLogits), target);
     expect_draws_follow(params, kLogits, target, 20000);
@@ -258,8 +257,27 @@ TEST(Sampler, LargeVocabularyMatchesTheReference) {
         reference_probs(logits, c.temperature, c.top_k, c.top_p, c.min_p));
   }
   // Qwen3's defaults: draws follow the 20-token target.
-  expect_draws_follow(make_params(0.6f, 20, 0.95f), logits, reference_probs(logits, 0.6, 20, 0.95),
-                      20000);
+  expect_draws_follow(make_params(0.6f, 20, 0.95f), logits,
+                      reference_probs(logits, 0.6f, 20, 0.95f), 20000);
+}
+
+TEST(Sampler, TopPPrefixReachingFarDownTheTail) {
+  // One token of weight 1 and 3000 of weight e^-23 (below every narrowing
+  // threshold): top_p just below 1 needs hundreds of tail tokens.
+  std::vector<float> logits(3001, -23.0f);
+  logits[1234] = 0.0f;
+  for (float top_p : {0.99999994f, 0.9999999f, 0.5f}) {
+    SCOPED_TRACE(top_p);
+    expect_probs_near(distribution_of(make_params(1.0f, 0, top_p), logits),
+                      reference_probs(logits, 1.0f, 0, top_p));
+  }
+}
+
+TEST(Sampler, TopKTiesGoToTheLowerIds) {
+  const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 2.0f, 2.0f, 0.0f, 2.0f};
+  expect_probs_near(distribution_of(make_params(1.0f, 3), logits), reference_probs(logits, 1.0f, 3));
+  EXPECT_EQ(support_of(draw_counts(make_params(1.0f, 3), logits, 3000)),
+            (std::vector<int>{1, 2, 3}));
 }
 
 TEST(Sampler, TopKZeroOrAtLeastVocabularyMeansOff) {
@@ -278,10 +296,10 @@ TEST(Sampler, MinPKeepsTokensWithinAFactorOfTheTop) {
   EXPECT_EQ(support_of(draw_counts(make_params(1.0f, 0, 1.0f, 0.2f), kLogits, 5000)),
             (std::vector<int>{0, 1, 2}));
   expect_probs_near(distribution_of(make_params(1.0f, 0, 1.0f, 0.2f), kLogits),
-                    reference_probs(kLogits, 1.0, 0, 1.0, 0.2));
+                    reference_probs(kLogits, 1.0f, 0, 1.0f, 0.2f));
   // min_p applies after top-p: its p_max is the top token either way.
   expect_probs_near(distribution_of(make_params(2.0f, 0, 0.8f, 0.5f), kLogits),
-                    reference_probs(kLogits, 2.0, 0, 0.8, 0.5));
+                    reference_probs(kLogits, 2.0f, 0, 0.8f, 0.5f));
 }
 
 TEST(Sampler, RepetitionPenaltyHuggingFaceSemantics) {
@@ -304,16 +322,16 @@ TEST(Sampler, PresenceAndFrequencyPenaltiesCountGeneratedTokensOnly) {
   SamplingParams params = make_params(1.0f);
   params.presence_penalty = 0.5f;
   params.frequency_penalty = 0.25f;
-  // Prompt {1, 1}: not penalized. Generated {0, 2, 0}.
-  const std::vector<int32_t> history = {1, 1, 0, 2, 0};
+  // Prompt {1, 1, 0}: not counted. Generated {0, 2, 0}.
+  const std::vector<int32_t> history = {1, 1, 0, 0, 2, 0};
   std::vector<float> penalized = {2.0f - 0.5f - 2 * 0.25f, 1.0f, 0.5f - 0.5f - 0.25f, 0.0f,
                                   -1.0f};
-  expect_probs_near(distribution_of(params, kLogits, history, 2), reference_probs(penalized, 1.0));
+  expect_probs_near(distribution_of(params, kLogits, history, 3), reference_probs(penalized, 1.0));
 
   // With the repetition penalty too: it goes first and covers the prompt.
   params.repetition_penalty = 2.0f;
   penalized = {2.0f / 2 - 0.5f - 2 * 0.25f, 1.0f / 2, 0.5f / 2 - 0.5f - 0.25f, 0.0f, -1.0f};
-  expect_probs_near(distribution_of(params, kLogits, history, 2), reference_probs(penalized, 1.0));
+  expect_probs_near(distribution_of(params, kLogits, history, 3), reference_probs(penalized, 1.0));
 }
 
 TEST(Sampler, LogitBiasAddsAndMinusInfinityBans) {
@@ -343,7 +361,7 @@ TEST(Sampler, ExtremeLogitsStayFinite) {
                       std::numeric_limits<float>::lowest()}) {
     std::vector<float> equal(5, value);
     expect_probs_near(distribution_of(make_params(0.7f, 0, 0.9f), equal),
-                      reference_probs({0, 0, 0, 0, 0}, 0.7, 0, 0.9));
+                      reference_probs({0, 0, 0, 0, 0}, 0.7f, 0, 0.9f));
   }
 }
 
