@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   qinfer::cli::add_generate_command(app);
   qinfer::cli::add_make_test_model_command(app);
   qinfer::cli::add_bench_command(app);
+  qinfer::cli::add_tokenize_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,114 @@
+// qinfer tokenize: the model's tokenizer on its own. One text as an argument
+// prints its ids and pieces; --jsonl and --decode filter JSON Lines on stdin
+// (one output line per input line, in order) for scripts and diffing
+// against Hugging Face tokenizers.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "io/model_dir.h"
+#include "text/tokenizer.h"
+#include "util/error.h"
+
+namespace qinfer::cli {
+
+namespace {
+
+using nlohmann::json;
+
+struct TokenizeArgs {
+  std::string model;
+  std::string text;
+  bool jsonl = false;
+  bool decode = false;
+  bool plain_special = false;
+  bool skip_special = false;
+};
+
+// MODEL is a checkpoint directory / hub id, or a tokenizer.json itself.
+Tokenizer load_tokenizer(const std::string& model) {
+  if (std::filesystem::is_regular_file(model)) return Tokenizer::from_file(model);
+  const std::string path = resolve_model_dir(model) + "/tokenizer.json";
+  if (!std::filesystem::exists(path)) fail(path, ": no tokenizer.json in the model directory");
+  return Tokenizer::from_file(path);
+}
+
+void print_line(const json& j) {
+  std::printf("%s\n", j.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+  std::fflush(stdout);
+}
+
+// Calls on_record for each JSON object read from stdin, one per line (blank lines skipped).
+template <class OnRecord>
+void for_each_stdin_record(const char* field, OnRecord on_record) {
+  size_t line_no = 0;
+  for (std::string line; std::getline(std::cin, line);) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json record;
+    try {
+      record = json::parse(line);
+    } catch (const json::exception& e) {
+      fail("stdin line ", line_no, ": not JSON: ", e.what());
+    }
+    if (!record.is_object() || !record.contains(field))
+      fail("stdin line ", line_no, ": expected an object with \"", field, "\"");
+    try {
+      on_record(record[field]);
+    } catch (const json::exception& e) {
+      fail("stdin line ", line_no, ": \"", field, "\": ", e.what());
+    } catch (const Error& e) {
+      fail("stdin line ", line_no, ": ", e.what());
+    }
+  }
+}
+
+void print_tokens(const Tokenizer& tok, const std::vector<int32_t>& ids) {
+  std::printf("%zu tokens: %s\n", ids.size(), json(ids).dump().c_str());
+  for (int32_t id : ids) {
+    const json text = std::string(tok.token_bytes(id));  // a byte token may be part of a character: shown as U+FFFD
+    std::printf("%d\t%s\t%s\n", id, tok.id_to_piece(id).c_str(),
+                text.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+  }
+}
+
+void run_tokenize(const TokenizeArgs& a) {
+  const int modes = int(!a.text.empty()) + int(a.jsonl) + int(a.decode);
+  if (modes != 1) fail("give exactly one of: TEXT, --jsonl, --decode");
+  const Tokenizer tok = load_tokenizer(a.model);
+  if (a.jsonl) {
+    for_each_stdin_record("text", [&](const json& text) {
+      print_line({{"ids", tok.encode(text.get<std::string>(), !a.plain_special)}});
+    });
+  } else if (a.decode) {
+    for_each_stdin_record("ids", [&](const json& ids) {
+      print_line({{"text", tok.decode(ids.get<std::vector<int32_t>>(), a.skip_special)}});
+    });
+  } else {
+    print_tokens(tok, tok.encode(a.text, !a.plain_special));
+  }
+}
+
+}  // namespace
+
+void add_tokenize_command(CLI::App& app) {
+  auto a = std::make_shared<TokenizeArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "tokenize",
+      "Encode text with the model's tokenizer.json and print ids and pieces; or, with --jsonl / --decode, "
+      "turn {\"text\": ...} lines on stdin into {\"ids\": [...]} lines and back");
+  cmd->add_option("-m,--model", a->model,
+                  "Checkpoint directory, hub id (Qwen/Qwen3-0.6B) in the HF cache, or a tokenizer.json")
+      ->required();
+  cmd->add_option("text", a->text, "Text to encode: prints the ids, then one line per token: id, piece, text");
+  cmd->add_flag("--jsonl", a->jsonl, "Read {\"text\": ...} lines on stdin, write {\"ids\": [...]} lines");
+  cmd->add_flag("--decode", a->decode, "Read {\"ids\": [...]} lines on stdin, write {\"text\": ...} lines");
+  cmd->add_flag("--no-special", a->plain_special,
+                "Encode the text of special tokens (<|im_start|>, ...) as plain text, for untrusted input");
+  cmd->add_flag("--skip-special", a->skip_special, "With --decode: leave out special tokens");
+  cmd->callback([a] { run_tokenize(*a); });
+}
+
+}  // namespace qinfer::cli

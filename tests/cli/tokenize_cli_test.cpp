@@ -1,0 +1,90 @@
+// `qinfer tokenize` through the built binary, against the HF fixtures.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_util.h"
+
+using nlohmann::json;
+using qinfer::test::data_path;
+using qinfer::test::run_command;
+
+namespace {
+
+std::string tokenize_cmd(const std::string& args) {
+  return qinfer::test::qinfer_binary() + " tokenize -m " + data_path("models/tiny") + " " + args;
+}
+
+// Corpus records spread over the file (prose, code, whitespace, NFC, special tokens, a long document).
+std::vector<json> some_corpus_records() {
+  std::ifstream in(data_path("tokenizer/corpus.jsonl"));
+  std::vector<json> picked;
+  size_t n = 0;
+  for (std::string line; std::getline(in, line); ++n)
+    if (n % 97 == 0 || json::parse(line)["cat"] == "special") picked.push_back(json::parse(line));
+  return picked;
+}
+
+std::vector<json> output_lines(const std::string& output) {
+  std::vector<json> lines;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
+  return lines;
+}
+
+}  // namespace
+
+TEST(TokenizeCli, JsonlEncodesLikeHf) {
+  qinfer::test::ScratchDir dir("tok-cli");
+  const auto records = some_corpus_records();
+  ASSERT_GT(records.size(), 50u);
+  {
+    std::ofstream in(dir.file("in.jsonl"));
+    for (const json& r : records) in << json{{"text", r["text"]}}.dump() << "\n";
+  }
+  const auto r = run_command(tokenize_cmd("--jsonl < " + dir.file("in.jsonl")));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto lines = output_lines(r.output);
+  ASSERT_EQ(lines.size(), records.size());
+  for (size_t i = 0; i < records.size(); ++i) EXPECT_EQ(lines[i]["ids"], records[i]["ids"]) << records[i]["text"];
+}
+
+TEST(TokenizeCli, DecodeWritesTextLines) {
+  qinfer::test::ScratchDir dir("tok-cli");
+  const auto records = some_corpus_records();
+  {
+    std::ofstream in(dir.file("in.jsonl"));
+    for (const json& r : records) in << json{{"ids", r["ids"]}}.dump() << "\n";
+  }
+  for (bool skip : {false, true}) {
+    const auto r = run_command(tokenize_cmd(std::string(skip ? "--skip-special " : "") + "--decode < " +
+                                            dir.file("in.jsonl")));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto lines = output_lines(r.output);
+    ASSERT_EQ(lines.size(), records.size());
+    for (size_t i = 0; i < records.size(); ++i) {
+      const json& want = skip ? records[i].value("decoded_skip_special", records[i]["decoded"]) : records[i]["decoded"];
+      EXPECT_EQ(lines[i]["text"], want) << records[i]["text"];
+    }
+  }
+}
+
+TEST(TokenizeCli, TextPrintsIdsAndPieces) {
+  const auto r = run_command(tokenize_cmd("'The capital of France is' 2>&1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("5 tokens: [785,6722,315,9625,374]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("6722\t\xC4\xA0" "capital\t\" capital\""), std::string::npos) << r.output;
+}
+
+TEST(TokenizeCli, BadInputIsAnErrorNamingTheLine) {
+  qinfer::test::ScratchDir dir("tok-cli");
+  std::ofstream(dir.file("in.jsonl")) << "{\"text\": \"ok\"}\n{\"txt\": \"oops\"}\n";
+  const auto r = run_command(tokenize_cmd("--jsonl < " + dir.file("in.jsonl") + " 2>&1"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("stdin line 2"), std::string::npos) << r.output;
+  const auto none = run_command(tokenize_cmd("2>&1"));
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.output.find("exactly one of"), std::string::npos) << none.output;
+}
