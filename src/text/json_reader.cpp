@@ -7,12 +7,7 @@
 
 namespace qinfer {
 
-JsonReader::JsonReader(std::string_view text, std::string origin) : text_(text), origin_(std::move(origin)) {
-  if (size_t bad = utf8::first_invalid(text); bad != std::string_view::npos) {
-    pos_ = bad;
-    error("invalid UTF-8");
-  }
-}
+JsonReader::JsonReader(std::string_view text, std::string origin) : text_(text), origin_(std::move(origin)) {}
 
 void JsonReader::error_at(size_t offset, std::string_view what) const { fail(origin_, ": byte ", offset, ": ", what); }
 
@@ -77,10 +72,20 @@ std::string_view JsonReader::string(std::string& scratch) {
       unescape(scratch);
       return scratch;
     }
-    if (static_cast<unsigned char>(c) < 0x20) error("control character in string");
-    ++pos_;
+    pos_ += char_length();
   }
   error("unterminated string");
+}
+
+// Length of the character at pos_ inside a string: outside strings only
+// ASCII is valid JSON, so checking strings checks all the UTF-8.
+size_t JsonReader::char_length() const {
+  const auto c = static_cast<unsigned char>(text_[pos_]);
+  if (c < 0x20) error("control character in string");
+  if (c < 0x80) return 1;
+  const utf8::Step st = utf8::step(text_, pos_);
+  if (st.kind != utf8::Step::kChar) error("invalid UTF-8");
+  return st.len;
 }
 
 char32_t JsonReader::hex4() {
@@ -105,10 +110,10 @@ void JsonReader::unescape(std::string& out) {
       ++pos_;
       return;
     }
-    if (static_cast<unsigned char>(c) < 0x20) error("control character in string");
     if (c != '\\') {
-      out += c;
-      ++pos_;
+      const size_t len = char_length();
+      out.append(text_.substr(pos_, len));
+      pos_ += len;
       continue;
     }
     if (++pos_ >= text_.size()) break;

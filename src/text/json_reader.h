@@ -36,6 +36,7 @@ class JsonReader {
 
  private:
   void skip_space();
+  size_t char_length() const;
   void expect(char c);
   void unescape(std::string& out);
   char32_t hex4();

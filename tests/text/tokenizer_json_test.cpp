@@ -1,0 +1,137 @@
+// Loading tokenizer.json: both merge forms, and a clear refusal, naming the
+// component, of everything qinfer does not implement exactly.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "text/byte_level.h"
+#include "text/pretokenizer.h"
+#include "text/tokenizer.h"
+#include "util/error.h"
+
+using namespace qinfer;
+using nlohmann::json;
+
+namespace {
+
+std::string bl(std::string_view bytes) { return byte_level::from_bytes(bytes); }
+
+// A small byte-level BPE tokenizer in HF's format: the 256 byte tokens, then
+// "he" (256), "ll" (257), "hell" (258), "aa" (259), " w" (260), and <|end|> (261).
+json tiny_tokenizer(bool merges_as_pairs) {
+  json vocab = json::object();
+  for (int b = 0; b < 256; ++b) vocab[bl(std::string(1, char(b)))] = b;
+  const std::vector<std::pair<std::string, std::string>> merges = {{"h", "e"}, {"l", "l"}, {"he", "ll"}, {"a", "a"},
+                                                                   {" ", "w"}};
+  json merge_list = json::array();
+  int id = 256;
+  for (const auto& [l, r] : merges) {
+    vocab[bl(l + r)] = id++;
+    merge_list.push_back(merges_as_pairs ? json::array({bl(l), bl(r)}) : json(bl(l) + " " + bl(r)));
+  }
+  return {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens",
+       {{{"id", 261}, {"content", "<|end|>"}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
+         {"normalized", false}, {"special", true}}}},
+      {"normalizer", {{"type", "NFC"}}},
+      {"pre_tokenizer",
+       {{"type", "Sequence"},
+        {"pretokenizers",
+         {{{"type", "Split"}, {"pattern", {{"Regex", kQwen2PreTokenizerRegex}}}, {"behavior", "Isolated"}, {"invert", false}},
+          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}}}}},
+      {"post_processor", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}},
+      {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}},
+      {"model",
+       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", ""},
+        {"end_of_word_suffix", ""}, {"fuse_unk", false}, {"byte_fallback", false}, {"ignore_merges", false},
+        {"vocab", vocab}, {"merges", merge_list}}},
+  };
+}
+
+std::string load_error(std::string_view text) {
+  try {
+    Tokenizer::from_json(text);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(loaded without error)";
+}
+
+}  // namespace
+
+TEST(TokenizerJson, BothMergeFormsEncodeAlike) {
+  for (bool pairs : {false, true}) {
+    const Tokenizer tok = Tokenizer::from_json(tiny_tokenizer(pairs).dump());
+    EXPECT_EQ(tok.encode("hello world"), (std::vector<int32_t>{258, 'o', 260, 'o', 'r', 'l', 'd'})) << pairs;
+    EXPECT_EQ(tok.encode("aaa<|end|>aaaa"), (std::vector<int32_t>{259, 'a', 261, 259, 259})) << pairs;  // leftmost first
+    EXPECT_EQ(tok.decode(tok.encode("hello<|end|>")), "hello<|end|>");
+    EXPECT_EQ(tok.decode(tok.encode("hello<|end|>"), true), "hello");
+    EXPECT_EQ(tok.vocab_size(), 262u);
+  }
+}
+
+TEST(TokenizerJson, RefusesWhatItDoesNotImplement) {
+  struct Case {
+    const char* name;
+    std::function<void(json&)> change;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {"normalizer", [](json& j) { j["normalizer"] = {{"type", "NFKC"}}; }, "normalizer"},
+      {"regex", [](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\s+"; },
+       "pre_tokenizer.pretokenizers[0].pattern"},
+      {"split behavior", [](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed"; }, "behavior"},
+      {"byte-level regex", [](json& j) { j["pre_tokenizer"]["pretokenizers"][1]["use_regex"] = true; }, "use_regex"},
+      {"prefix space", [](json& j) { j["pre_tokenizer"]["pretokenizers"][1]["add_prefix_space"] = true; },
+       "add_prefix_space"},
+      {"no pre-tokenizer", [](json& j) { j.erase("pre_tokenizer"); }, "pre_tokenizer"},
+      {"null pre-tokenizer", [](json& j) { j["pre_tokenizer"] = nullptr; }, "pre_tokenizer"},
+      {"decoder", [](json& j) { j["decoder"] = {{"type", "WordPiece"}}; }, "decoder"},
+      {"post-processor", [](json& j) { j["post_processor"] = {{"type", "TemplateProcessing"}}; }, "post_processor"},
+      {"truncation", [](json& j) { j["truncation"] = {{"max_length", 8}}; }, "truncation"},
+      {"model type", [](json& j) { j["model"]["type"] = "Unigram"; }, "model.type"},
+      {"dropout", [](json& j) { j["model"]["dropout"] = 0.1; }, "model.dropout"},
+      {"byte fallback", [](json& j) { j["model"]["byte_fallback"] = true; }, "model.byte_fallback"},
+      {"ignore merges", [](json& j) { j["model"]["ignore_merges"] = true; }, "model.ignore_merges"},
+      {"subword prefix", [](json& j) { j["model"]["continuing_subword_prefix"] = "##"; },
+       "model.continuing_subword_prefix"},
+      {"lstrip", [](json& j) { j["added_tokens"][0]["lstrip"] = true; }, "added_tokens[0].lstrip"},
+      {"normalized", [](json& j) { j["added_tokens"][0]["normalized"] = true; }, "added_tokens[0].normalized"},
+      {"empty added token", [](json& j) { j["added_tokens"][0]["content"] = ""; }, "added_tokens[0]"},
+      {"added id clash", [](json& j) { j["added_tokens"][0]["id"] = 256; }, "clashes"},
+      {"unknown merge token", [](json& j) { j["model"]["merges"][0] = "x\xC4\xA0y q"; }, "model.merges[0]"},
+      {"merge of three", [](json& j) { j["model"]["merges"][1] = "a b c"; }, "not two tokens"},
+      {"merge pair of one", [](json& j) { j["model"]["merges"][1] = json::array({"a"}); }, "one element"},
+      {"missing byte", [](json& j) { j["model"]["vocab"].erase(bl("\n")); }, "no token for byte 0xa"},
+      {"duplicate id", [](json& j) { j["model"]["vocab"]["zz"] = 5; }, "gives id 5"},
+      {"negative id", [](json& j) { j["model"]["vocab"]["zz"] = -1; }, "out of range"},
+  };
+  for (const Case& c : cases) {
+    json spec = tiny_tokenizer(false);
+    c.change(spec);
+    const std::string error = load_error(spec.dump());
+    EXPECT_NE(error.find(c.message), std::string::npos) << c.name << ": " << error;
+  }
+}
+
+TEST(TokenizerJson, MalformedJsonNamesTheByteOffset) {
+  const std::string text = tiny_tokenizer(false).dump();
+  EXPECT_NE(load_error(text.substr(0, text.size() / 2)).find("byte "), std::string::npos);
+  EXPECT_NE(load_error(R"({"model": {"vocab": {"a": 1,}}})").find("byte 28"), std::string::npos)
+      << load_error(R"({"model": {"vocab": {"a": 1,}}})");
+  EXPECT_NE(load_error("{\"model\": {\"vocab\": {\"\xFF\": 1}}}").find("invalid UTF-8"), std::string::npos);
+  EXPECT_NE(load_error("[]").find("expected '{'"), std::string::npos);
+  EXPECT_NE(load_error("{\"model\": {\"vocab\": {\"a\": 1.5}}}").find("integer"), std::string::npos);
+}
+
+TEST(TokenizerJson, FromFileNamesThePath) {
+  try {
+    Tokenizer::from_file("/nonexistent/tokenizer.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/tokenizer.json"), std::string::npos) << e.what();
+  }
+}
