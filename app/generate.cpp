@@ -1,15 +1,14 @@
-// qinfer generate: one prompt in, generated tokens out (streamed), with timing.
+// qinfer generate: one prompt in, generated text out (streamed), with timing.
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "io/hf_config.h"
-#include "io/model_dir.h"
-#include "model/qwen3.h"
-#include "runtime/generator.h"
+#include "sampling_options.h"
+#include "runtime/model_bundle.h"
+#include "runtime/text_generation.h"
 #include "util/error.h"
-#include "util/timer.h"
+#include "util/mapped_file.h"
 
 namespace qinfer::cli {
 
@@ -17,16 +16,14 @@ namespace {
 
 struct GenerateArgs {
   std::string model;
-  std::string prompt_ids;
+  std::string prompt, prompt_file, prompt_ids;
   int64_t max_new_tokens = 128;
   int threads = 0;
   bool ignore_eos = false;
   bool json = false;
   std::string logits_out;
-  std::optional<float> temperature, top_p, min_p, repeat_penalty;
-  std::optional<int> top_k;
-  float presence_penalty = 0, frequency_penalty = 0;
-  uint64_t seed = 0;
+  std::vector<std::string> stops;
+  SamplingOverrides sampling;
 };
 
 std::vector<int32_t> parse_ids(const std::string& s) {
@@ -49,21 +46,6 @@ std::vector<int32_t> parse_ids(const std::string& s) {
   return ids;
 }
 
-// generation_config.json's defaults, overridden by what the user passed.
-SamplingParams sampling_params(const GenerateArgs& a, const GenerationConfig& g) {
-  SamplingParams p;
-  const bool sample = g.do_sample.value_or(true);
-  p.temperature = a.temperature.value_or(sample ? g.temperature.value_or(1.0f) : 0.0f);
-  p.top_k = a.top_k.value_or(g.top_k.value_or(0));
-  p.top_p = a.top_p.value_or(g.top_p.value_or(1.0f));
-  p.min_p = a.min_p.value_or(g.min_p.value_or(0.0f));
-  p.repetition_penalty = a.repeat_penalty.value_or(g.repetition_penalty.value_or(1.0f));
-  p.presence_penalty = a.presence_penalty;
-  p.frequency_penalty = a.frequency_penalty;
-  p.seed = a.seed;
-  return p;
-}
-
 void write_logits(const std::string& path, std::span<const float> logits) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) fail(path, ": cannot create the logits file");
@@ -72,55 +54,74 @@ void write_logits(const std::string& path, std::span<const float> logits) {
 }
 
 void run_generate(const GenerateArgs& a) {
-  const std::string dir = resolve_model_dir(a.model);
-  Timer load_timer;
-  auto model = Qwen3Model::load(dir);
-  const GenerationConfig gen = load_generation_config(dir + "/generation_config.json");
-  const double load_s = load_timer.seconds();
-
-  const std::vector<int32_t> prompt = parse_ids(a.prompt_ids);
-  if (prompt.empty()) fail("no prompt: pass --prompt-ids");
-  const int64_t context = model->config().max_position_embeddings;
+  const int given = !a.prompt.empty() + !a.prompt_file.empty() + !a.prompt_ids.empty();
+  if (given != 1) fail("pass exactly one of -p/--prompt, --prompt-file, --prompt-ids");
   if (a.max_new_tokens < 1) fail("-n must be at least 1");
+  const ModelBundle bundle = load_model_bundle(a.model);
+
+  std::vector<int32_t> prompt;
+  if (!a.prompt_ids.empty()) {
+    prompt = parse_ids(a.prompt_ids);
+  } else {
+    const std::string text = a.prompt_file.empty() ? a.prompt : read_text_file(a.prompt_file);
+    prompt = bundle.require_tokenizer().encode(text);
+  }
+  if (prompt.empty()) fail("the prompt encodes to no tokens");
+  const int64_t context = bundle.model->config().max_position_embeddings;
   if (static_cast<int64_t>(prompt.size()) + a.max_new_tokens > context)
     fail("the prompt (", prompt.size(), " tokens) plus -n ", a.max_new_tokens, " exceeds the context length of ",
          context, " tokens; use -n ", std::max<int64_t>(0, context - static_cast<int64_t>(prompt.size())), " or less");
 
   GenerationOptions opts;
   opts.max_new_tokens = a.max_new_tokens;
-  opts.sampling = sampling_params(a, gen);
-  opts.eos_ids = gen.eos_token_ids.empty() ? model->config().eos_token_ids : gen.eos_token_ids;
+  opts.sampling = a.sampling.apply(bundle.default_sampling());
+  opts.eos_ids = bundle.eos_ids();
   opts.ignore_eos = a.ignore_eos;
 
   ThreadPool pool(a.threads);
-  Session session(*model, pool);
-  auto on_token = [&](int32_t id) {
-    if (!a.json) {
-      std::printf("%d ", id);
-      std::fflush(stdout);
-    }
-    return true;
-  };
-  const GenerationResult r = session.generate(prompt, opts, on_token);
+  Session session(*bundle.model, pool);
+  GenerationResult r;
+  std::string text;
+  const char* finish;
+  if (bundle.tokenizer) {
+    const TextGenerationResult t = generate_text(session, *bundle.tokenizer, prompt, opts, a.stops, [&](std::string_view piece) {
+      if (!a.json) {
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+      }
+      return true;
+    });
+    r = t.gen;
+    text = t.text;
+    finish = t.finish_reason();
+  } else {
+    if (!a.stops.empty()) fail("--stop needs the tokenizer (tokenizer.json) to see text");
+    r = session.generate(prompt, opts, [&](int32_t id) {
+      if (!a.json) std::printf("%d ", id), std::fflush(stdout);
+      return true;
+    });
+    finish = stop_reason_name(r.reason);
+  }
   if (!a.logits_out.empty()) write_logits(a.logits_out, session.prompt_logits());
 
   if (a.json) {
-    nlohmann::json j = {{"prompt_ids", prompt},
-                        {"ids", r.ids},
-                        {"stop_reason", stop_reason_name(r.reason)},
-                        {"prompt_tokens", r.prompt_tokens},
-                        {"generated_tokens", r.ids.size()},
-                        {"load_s", load_s},
-                        {"prefill_s", r.prefill_s},
-                        {"decode_s", r.decode_s},
-                        {"prefill_tok_s", r.prefill_tok_s()},
-                        {"decode_tok_s", r.decode_tok_s()},
-                        {"threads", pool.size()}};
-    std::printf("%s\n", j.dump().c_str());
+    nlohmann::ordered_json j = {{"prompt_ids", prompt},
+                                {"ids", r.ids},
+                                {"finish_reason", finish},
+                                {"prompt_tokens", r.prompt_tokens},
+                                {"generated_tokens", r.ids.size()},
+                                {"load_s", bundle.load_s},
+                                {"prefill_s", r.prefill_s},
+                                {"decode_s", r.decode_s},
+                                {"prefill_tok_s", r.prefill_tok_s()},
+                                {"decode_tok_s", r.decode_tok_s()},
+                                {"threads", pool.size()}};
+    if (bundle.tokenizer) j["text"] = text;
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");
-    std::fprintf(stderr, "[%zu tokens, %s; prefill %.1f tok/s, decode %.1f tok/s, load %.2f s]\n", r.ids.size(),
-                 stop_reason_name(r.reason), r.prefill_tok_s(), r.decode_tok_s(), load_s);
+    std::fprintf(stderr, "[%zu tokens, %s; prefill %.1f tok/s, decode %.1f tok/s, load %.2f s]\n", r.ids.size(), finish,
+                 r.prefill_tok_s(), r.decode_tok_s(), bundle.load_s);
   }
 }
 
@@ -128,21 +129,17 @@ void run_generate(const GenerateArgs& a) {
 
 void add_generate_command(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
-  CLI::App* cmd = app.add_subcommand("generate", "Generate a continuation of a prompt, streaming tokens as they come");
+  CLI::App* cmd = app.add_subcommand("generate", "Generate a continuation of a prompt, streaming text as it comes");
   cmd->add_option("-m,--model", a->model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")->required();
+  cmd->add_option("-p,--prompt", a->prompt, "Prompt text (encoded with the model's tokenizer, special tokens allowed)");
+  cmd->add_option("--prompt-file", a->prompt_file, "Read the prompt text from this file");
   cmd->add_option("--prompt-ids", a->prompt_ids, "Prompt as comma-separated token ids, e.g. 785,6722,315");
   cmd->add_option("-n,--max-tokens", a->max_new_tokens, "Maximum number of tokens to generate")->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "Threads (default: all hardware threads)");
-  cmd->add_option("--temp", a->temperature, "Temperature; 0 = greedy (default: generation_config.json)");
-  cmd->add_option("--top-k", a->top_k, "Keep the k most likely tokens; 0 = off");
-  cmd->add_option("--top-p", a->top_p, "Nucleus sampling threshold; 1 = off");
-  cmd->add_option("--min-p", a->min_p, "Drop tokens below min_p * p(most likely); 0 = off");
-  cmd->add_option("--repeat-penalty", a->repeat_penalty, "Repetition penalty (HF semantics); 1 = off");
-  cmd->add_option("--presence-penalty", a->presence_penalty, "Presence penalty (OpenAI semantics)");
-  cmd->add_option("--frequency-penalty", a->frequency_penalty, "Frequency penalty (OpenAI semantics)");
-  cmd->add_option("--seed", a->seed, "Random seed for sampling")->capture_default_str();
+  cmd->add_option("--stop", a->stops, "Stop when this text appears (not printed); may be repeated");
+  a->sampling.add_options(cmd);
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at end-of-sequence tokens");
-  cmd->add_flag("--json", a->json, "Print one JSON object: prompt_ids, ids, text, stop_reason, timing");
+  cmd->add_flag("--json", a->json, "Print one JSON object: prompt_ids, ids, text, finish_reason, timing");
   cmd->add_option("--logits-out", a->logits_out, "Write the last prompt position's logits (f32 little-endian) here");
   cmd->callback([a] { run_generate(*a); });
 }

@@ -62,11 +62,11 @@ TEST(GenerateCli, StopsAtEosUnlessIgnored) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   json out = json::parse(r.output);
   EXPECT_EQ(out["ids"], json::array({first}));
-  EXPECT_EQ(out["stop_reason"], "eos");
+  EXPECT_EQ(out["finish_reason"], "stop");
   r = run_command(base + " --ignore-eos");
   out = json::parse(r.output);
   EXPECT_EQ(out["ids"].size(), 5u);
-  EXPECT_EQ(out["stop_reason"], "max_tokens");
+  EXPECT_EQ(out["finish_reason"], "length");
 }
 
 TEST(GenerateCli, ClearErrors) {
@@ -123,4 +123,30 @@ TEST(MakeTestModelCli, WritesALoadableCheckpoint) {
   r = run_command(bin() + " make-test-model --preset huge --out " + dir.path() + " 2>&1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("unknown preset 'huge'"), std::string::npos) << r.output;
+}
+
+TEST(GenerateCli, TextPromptJsonHasTextWithoutPromptAndHonoursStop) {
+  const std::string base = bin() + " generate -m " + data_path("models/tiny") + " --temp 0 -n 10 --json";
+  auto r = run_command(base + " -p 'The capital of France is'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json full = json::parse(r.output);
+  EXPECT_EQ(full["prompt_ids"], json::array({785, 6722, 315, 9625, 374}));
+  const std::string text = full["text"];
+  ASSERT_GT(text.size(), 6u);
+  EXPECT_EQ(text.find("The capital"), std::string::npos);  // generated text only
+  // Stop at a string taken from the middle of the generated text.
+  const std::string stop = text.substr(3, 3);
+  r = run_command(base + " -p 'The capital of France is' --stop '" + stop + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json stopped = json::parse(r.output);
+  EXPECT_EQ(stopped["text"], text.substr(0, text.find(stop)));
+  EXPECT_EQ(stopped["finish_reason"], "stop");
+
+  qinfer::test::ScratchDir dir("pf");
+  std::ofstream(dir.file("p.txt")) << "The capital of France is";
+  r = run_command(base + " --prompt-file " + dir.file("p.txt"));
+  EXPECT_EQ(json::parse(r.output)["ids"], full["ids"]);
+  r = run_command(base + " -p x --prompt-ids 1 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("exactly one of"), std::string::npos) << r.output;
 }

@@ -1,0 +1,49 @@
+#include "runtime/model_bundle.h"
+
+#include "io/model_dir.h"
+#include "util/error.h"
+#include "util/mapped_file.h"
+#include "util/timer.h"
+
+namespace qinfer {
+
+ModelBundle load_model_bundle(const std::string& model_arg) {
+  Timer t;
+  ModelBundle b;
+  b.dir = resolve_model_dir(model_arg);
+  b.model = Qwen3Model::load(b.dir);
+  b.generation = load_generation_config(b.dir + "/generation_config.json");
+  if (file_exists(b.dir + "/tokenizer.json")) b.tokenizer = Tokenizer::from_file(b.dir + "/tokenizer.json");
+  const std::string tc = b.dir + "/tokenizer_config.json";
+  if (file_exists(tc) && read_text_file(tc).find("\"chat_template\"") != std::string::npos)
+    b.chat_template = ChatTemplate::from_tokenizer_config(tc);
+  b.load_s = t.seconds();
+  return b;
+}
+
+const Tokenizer& ModelBundle::require_tokenizer() const {
+  if (!tokenizer) fail(dir, "/tokenizer.json not found: text prompts need the tokenizer (use --prompt-ids without it)");
+  return *tokenizer;
+}
+
+const ChatTemplate& ModelBundle::require_chat_template() const {
+  if (!chat_template) fail(dir, "/tokenizer_config.json has no chat_template: this model cannot be chatted with");
+  return *chat_template;
+}
+
+std::vector<int32_t> ModelBundle::eos_ids() const {
+  return generation.eos_token_ids.empty() ? model->config().eos_token_ids : generation.eos_token_ids;
+}
+
+SamplingParams ModelBundle::default_sampling() const {
+  SamplingParams p;
+  const GenerationConfig& g = generation;
+  p.temperature = g.do_sample.value_or(true) ? g.temperature.value_or(1.0f) : 0.0f;
+  p.top_k = g.top_k.value_or(0);
+  p.top_p = g.top_p.value_or(1.0f);
+  p.min_p = g.min_p.value_or(0.0f);
+  p.repetition_penalty = g.repetition_penalty.value_or(1.0f);
+  return p;
+}
+
+}  // namespace qinfer

@@ -1,0 +1,35 @@
+// Everything a frontend needs from a checkpoint directory: the model, its
+// tokenizer and chat template when present, and generation_config defaults.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "io/hf_config.h"
+#include "model/qwen3.h"
+#include "runtime/sampler.h"
+#include "text/jinja/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace qinfer {
+
+struct ModelBundle {
+  std::string dir;
+  std::unique_ptr<Qwen3Model> model;
+  std::optional<Tokenizer> tokenizer;         // when tokenizer.json exists
+  std::optional<ChatTemplate> chat_template;  // when tokenizer_config.json has one
+  GenerationConfig generation;
+  double load_s = 0;
+
+  const Tokenizer& require_tokenizer() const;  // Error naming the missing file
+  const ChatTemplate& require_chat_template() const;
+  // generation_config eos ids, else config.json's.
+  std::vector<int32_t> eos_ids() const;
+  // Sampling defaults from generation_config.json (do_sample=false -> greedy).
+  SamplingParams default_sampling() const;
+};
+
+// Resolves model_arg (directory or hub id in the HF cache) and loads it.
+ModelBundle load_model_bundle(const std::string& model_arg);
+
+}  // namespace qinfer

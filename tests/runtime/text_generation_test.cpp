@@ -1,0 +1,112 @@
+// Generation as text: streaming pieces, stop strings split across tokens, eos.
+#include "runtime/text_generation.h"
+
+#include <gtest/gtest.h>
+
+#include "runtime/model_bundle.h"
+#include "test_util.h"
+
+using namespace qinfer;
+
+namespace {
+
+struct Fixture {
+  ModelBundle bundle = load_model_bundle(test::data_path("models/tiny"));
+  ThreadPool pool{2};
+  std::vector<int32_t> prompt = bundle.tokenizer->encode("The capital of France is");
+  GenerationOptions greedy(int64_t n) const {
+    GenerationOptions o;
+    o.max_new_tokens = n;
+    o.sampling.temperature = 0;
+    o.eos_ids = bundle.eos_ids();
+    return o;
+  }
+};
+
+}  // namespace
+
+TEST(TextGeneration, StreamedPiecesConcatenateToTheDecodedIds) {
+  Fixture f;
+  Session s(*f.bundle.model, f.pool);
+  std::string streamed;
+  int pieces = 0;
+  auto r = generate_text(s, *f.bundle.tokenizer, f.prompt, f.greedy(16), {}, [&](std::string_view p) {
+    streamed += p;
+    ++pieces;
+    return true;
+  });
+  EXPECT_EQ(r.gen.ids.size(), 16u);
+  EXPECT_EQ(streamed, r.text);
+  EXPECT_EQ(r.text, f.bundle.tokenizer->decode(r.gen.ids, true));
+  EXPECT_GT(pieces, 4);
+  EXPECT_STREQ(r.finish_reason(), "length");
+}
+
+TEST(TextGeneration, StopStringAcrossTokenBoundaryIsDetectedAndNotEmitted) {
+  Fixture f;
+  Session s(*f.bundle.model, f.pool);
+  const auto full = generate_text(s, *f.bundle.tokenizer, f.prompt, f.greedy(16), {}, nullptr);
+  // A stop string made of the last 2 bytes of token 3's text and the first 2 of token 4's.
+  const std::string upto3 = f.bundle.tokenizer->decode(std::span(full.gen.ids).first(3), true);
+  const std::string upto4 = f.bundle.tokenizer->decode(std::span(full.gen.ids).first(4), true);
+  ASSERT_GE(upto4.size(), upto3.size() + 2);
+  ASSERT_EQ(full.text.compare(0, upto4.size(), upto4), 0);
+  const std::string stop = full.text.substr(upto3.size() - 2, 4);
+  const size_t at = full.text.find(stop);
+
+  std::string streamed;
+  const auto r = generate_text(s, *f.bundle.tokenizer, f.prompt, f.greedy(16), {"never-appears", stop},
+                               [&](std::string_view p) {
+                                 streamed += p;
+                                 return true;
+                               });
+  EXPECT_TRUE(r.stopped_by_string);
+  EXPECT_STREQ(r.finish_reason(), "stop");
+  EXPECT_EQ(r.text, full.text.substr(0, at));
+  EXPECT_EQ(streamed, r.text);
+  EXPECT_LT(r.gen.ids.size(), full.gen.ids.size());
+}
+
+TEST(TextGeneration, CancelFromCallbackStopsGeneration) {
+  Fixture f;
+  Session s(*f.bundle.model, f.pool);
+  int calls = 0;
+  const auto r = generate_text(s, *f.bundle.tokenizer, f.prompt, f.greedy(32), {}, [&](std::string_view) {
+    return ++calls < 3;
+  });
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_STREQ(r.finish_reason(), "cancelled");
+  EXPECT_LT(r.gen.ids.size(), 32u);
+}
+
+TEST(TextGeneration, EosStopsAndIsNotShown) {
+  Fixture f;
+  Session s(*f.bundle.model, f.pool);
+  const auto full = generate_text(s, *f.bundle.tokenizer, f.prompt, f.greedy(8), {}, nullptr);
+  GenerationOptions o = f.greedy(8);
+  o.eos_ids = {full.gen.ids[2]};  // pretend the third token ends the sequence
+  const auto r = generate_text(s, *f.bundle.tokenizer, f.prompt, o, {}, nullptr);
+  EXPECT_EQ(r.gen.ids.size(), 3u);
+  EXPECT_EQ(r.gen.reason, StopReason::Eos);
+  EXPECT_STREQ(r.finish_reason(), "stop");
+}
+
+TEST(Session, SecondTurnReusesTheCachedPrefixAndMatchesAFreshSession) {
+  Fixture f;
+  Session chat(*f.bundle.model, f.pool);
+  const auto first = chat.generate(f.prompt, f.greedy(6), nullptr);
+  std::vector<int32_t> turn2 = f.prompt;
+  turn2.insert(turn2.end(), first.ids.begin(), first.ids.end());
+  for (int32_t id : f.bundle.tokenizer->encode(" And Spain?")) turn2.push_back(id);
+  const auto second = chat.generate(turn2, f.greedy(6), nullptr);
+  EXPECT_EQ(second.reused_tokens, static_cast<int64_t>(f.prompt.size() + first.ids.size() - 1));
+  Session fresh(*f.bundle.model, f.pool);
+  const auto want = fresh.generate(turn2, f.greedy(6), nullptr);
+  EXPECT_EQ(second.ids, want.ids);
+  ASSERT_EQ(chat.prompt_logits().size(), fresh.prompt_logits().size());
+  for (size_t i = 0; i < want.ids.size(); ++i) EXPECT_EQ(second.ids[i], want.ids[i]);
+  float max_diff = 0;
+  for (size_t i = 0; i < chat.prompt_logits().size(); ++i)
+    max_diff = std::max(max_diff, std::fabs(chat.prompt_logits()[i] - fresh.prompt_logits()[i]));
+  EXPECT_LE(max_diff, 1e-4f);
+}
