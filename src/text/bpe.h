@@ -57,7 +57,7 @@ class BpeCache {
   struct Ids {
     uint32_t offset, count;
   };
-  StringTable<Ids> table_{kMaxEntries};
+  StringTable<Ids> table_;  // grows as needed: a small table stays in cache
   std::vector<int32_t> ids_;
 };
 

@@ -3,7 +3,9 @@
 // quirks, and streaming decode == whole decode.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <iostream>
+#include <thread>
 
 #include "text/detokenizer.h"
 #include "text_fixtures.h"
@@ -160,4 +162,23 @@ TEST(Tokenizer, SpecialTextAsPlainText) {
     for (int32_t id : plain) EXPECT_FALSE(tok.is_special(id)) << text;
   }
   EXPECT_EQ(tok.encode("<think>", false), std::vector<int32_t>{151667});  // special: false still matches
+}
+
+// The word cache serves one encode call at a time; calls that find it busy
+// run without it. Either way the ids must be exact.
+TEST(Tokenizer, ConcurrentEncodeIsExact) {
+  const Tokenizer& tok = test::qwen3_tokenizer();
+  const auto records = test::read_jsonl(test::data_path("tokenizer/corpus.jsonl"));
+  std::atomic<size_t> wrong{0}, done{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (size_t i = t % 2; i < records.size(); i += 2) {  // two threads on each half
+        if (tok.encode(records[i]["text"].get<std::string>()) != records[i]["ids"].get<std::vector<int32_t>>()) ++wrong;
+        ++done;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0u);
+  EXPECT_EQ(done.load(), records.size() * 2);
 }
