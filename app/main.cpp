@@ -11,9 +11,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
   qinfer::cli::add_generate_command(app);
+  qinfer::cli::add_chat_command(app);
   qinfer::cli::add_make_test_model_command(app);
   qinfer::cli::add_bench_command(app);
   qinfer::cli::add_tokenize_command(app);
+  qinfer::cli::add_template_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -25,14 +25,19 @@ cmake --build build -j"$(nproc)"
 
 [ "${1:-}" = "--no-run" ] && exit 0
 
-if ./build/qinfer generate -m Qwen/Qwen3-0.6B --help >/dev/null 2>&1 && ./build/qinfer resolve -m Qwen/Qwen3-0.6B >/dev/null 2>&1; then
-  ./build/qinfer generate -m Qwen/Qwen3-0.6B -p "The capital of France is" -n 32 --temp 0
+err=$(mktemp)
+if ./build/qinfer generate -m Qwen/Qwen3-0.6B -p "The capital of France is" -n 32 --temp 0 2>"$err"; then
+  cat "$err" >&2
+elif grep -q "not found in the Hugging Face cache" "$err"; then
+  echo
+  echo "Qwen/Qwen3-0.6B is not in the Hugging Face cache, so this runs the tiny checkpoint shipped in"
+  echo "tests/data/models/tiny instead. Its weights are RANDOM: the text is gibberish and only shows the"
+  echo "pipeline works. For the real model:  huggingface-cli download Qwen/Qwen3-0.6B"
+  echo "then:  ./build/qinfer generate -m Qwen/Qwen3-0.6B -p \"The capital of France is\""
+  echo
+  ./build/qinfer generate -m tests/data/models/tiny -p "The capital of France is" -n 24 --temp 0
 else
-  echo
-  echo "Qwen/Qwen3-0.6B is not in the Hugging Face cache; running the tiny checkpoint shipped in"
-  echo "tests/data/models/tiny instead. Its weights are RANDOM, so the text is gibberish: this only"
-  echo "shows the pipeline works. For real output: huggingface-cli download Qwen/Qwen3-0.6B"
-  echo "then run: ./build/qinfer generate -m Qwen/Qwen3-0.6B -p \"The capital of France is\""
-  echo
-  ./build/qinfer generate -m tests/data/models/tiny --prompt-ids 785,6722,315,9625,374 -n 16 --temp 0 --json
+  cat "$err" >&2
+  exit 1
 fi
+rm -f "$err"

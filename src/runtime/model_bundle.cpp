@@ -15,8 +15,9 @@ ModelBundle load_model_bundle(const std::string& model_arg) {
   b.generation = load_generation_config(b.dir + "/generation_config.json");
   if (file_exists(b.dir + "/tokenizer.json")) b.tokenizer = Tokenizer::from_file(b.dir + "/tokenizer.json");
   const std::string tc = b.dir + "/tokenizer_config.json";
-  if (file_exists(tc) && read_text_file(tc).find("\"chat_template\"") != std::string::npos)
-    b.chat_template = ChatTemplate::from_tokenizer_config(tc);
+  if (file_exists(b.dir + "/chat_template.jinja") ||
+      (file_exists(tc) && read_text_file(tc).find("\"chat_template\"") != std::string::npos))
+    b.chat_template = ChatTemplate::from_model_dir(b.dir);
   b.load_s = t.seconds();
   return b;
 }

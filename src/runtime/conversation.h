@@ -1,0 +1,54 @@
+// A multi-turn chat: the message history rendered through the model's chat
+// template into the prompt ids of the next turn. The assistant's replies are
+// kept as generated (reasoning included): the Qwen3 template itself drops the
+// reasoning of earlier turns, as the model was trained to see them.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "text/jinja/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace qinfer {
+
+class Conversation {
+ public:
+  // enable_thinking: nullopt leaves the template's default (Qwen3: thinking on).
+  Conversation(const ChatTemplate& tmpl, const Tokenizer& tok, std::string system_prompt,
+               std::optional<bool> enable_thinking);
+
+  // Adds the user's message and returns the prompt ids for the assistant's reply.
+  std::vector<int32_t> user_turn(const std::string& text);
+  void assistant_reply(const std::string& text);
+  // Drops the last user message when its reply was abandoned (error, context full).
+  void drop_last_user_turn();
+  void reset();
+
+  const nlohmann::ordered_json& messages() const { return messages_; }
+  std::string render_prompt() const;
+
+ private:
+  const ChatTemplate& template_;
+  const Tokenizer& tokenizer_;
+  std::string system_prompt_;
+  std::optional<bool> enable_thinking_;
+  nlohmann::ordered_json messages_;
+};
+
+// Splits streamed reply text into reasoning (inside <think>...</think>) and
+// answer, so a frontend can dim or hide the reasoning.
+class ThinkSplitter {
+ public:
+  struct Part {
+    std::string text;
+    bool thinking;
+  };
+  std::vector<Part> push(std::string_view piece);
+
+ private:
+  bool thinking_ = false;
+};
+
+}  // namespace qinfer
