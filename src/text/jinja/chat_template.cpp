@@ -1,5 +1,7 @@
 #include "text/jinja/chat_template.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 #include "util/mapped_file.h"
 
@@ -34,7 +36,16 @@ ChatTemplate::ChatTemplate(std::shared_ptr<const jinja::Template> default_templa
       tool_use_(std::move(tool_use_template)),
       special_tokens_(std::move(special_tokens)) {}
 
-ChatTemplate ChatTemplate::from_tokenizer_config(const std::string& path) {
+ChatTemplate ChatTemplate::from_tokenizer_config(const std::string& path) { return load(path, nullptr); }
+
+ChatTemplate ChatTemplate::from_model_dir(const std::string& model_dir) {
+  std::string config = model_dir + "/tokenizer_config.json";
+  std::string jinja = model_dir + "/chat_template.jinja";
+  if (!file_exists(config)) fail(config, ": not found (the model directory needs a tokenizer_config.json)");
+  return file_exists(jinja) ? load(config, &jinja) : load(config, nullptr);
+}
+
+ChatTemplate ChatTemplate::load(const std::string& path, const std::string* jinja_path) {
   nlohmann::ordered_json config;
   try {
     config = nlohmann::ordered_json::parse(read_text_file(path));
@@ -42,11 +53,13 @@ ChatTemplate ChatTemplate::from_tokenizer_config(const std::string& path) {
     fail(path, ": invalid JSON: ", e.what());
   }
   if (!config.is_object()) fail(path, ": expected a JSON object");
-  if (!config.contains("chat_template"))
-    fail(path, ": no \"chat_template\" field (this model has no chat template)");
-  const auto& field = config["chat_template"];
   std::shared_ptr<const jinja::Template> default_template, tool_use_template;
-  if (field.is_string()) {
+  nlohmann::ordered_json field = config.contains("chat_template") ? config["chat_template"] : nlohmann::ordered_json();
+  if (jinja_path) {
+    default_template = compile(read_text_file(*jinja_path), "chat template (" + *jinja_path + ")");
+  } else if (field.is_null()) {
+    fail(path, ": no \"chat_template\" field (this model has no chat template)");
+  } else if (field.is_string()) {
     default_template = compile(field.get<std::string>(), "chat template (" + path + ")");
   } else if (field.is_array()) {
     for (size_t i = 0; i < field.size(); ++i) {
@@ -93,6 +106,13 @@ std::string ChatTemplate::render(const ChatTemplateInput& in) const {
   variables.emplace_back("documents", jinja::Value(jinja::None{}));
   variables.emplace_back("add_generation_prompt", jinja::Value(in.add_generation_prompt));
   if (in.enable_thinking) variables.emplace_back("enable_thinking", jinja::Value(*in.enable_thinking));
+  if (!in.extra_variables.is_object())
+    fail("chat template input: extra variables must be an object, got ", in.extra_variables.type_name());
+  for (const auto& [name, value] : in.extra_variables.items()) {
+    auto same_name = [&](const auto& v) { return v.first == name; };
+    variables.erase(std::remove_if(variables.begin(), variables.end(), same_name), variables.end());
+    variables.emplace_back(name, jinja::from_json(value));
+  }
   const jinja::Template& t = (!in.tools.is_null() && tool_use_) ? *tool_use_ : *default_;
   return t.render(variables);
 }

@@ -21,6 +21,9 @@ struct ChatTemplateInput {
   nlohmann::ordered_json tools;            // null = not passed
   bool add_generation_prompt = false;
   std::optional<bool> enable_thinking;     // nullopt = not passed
+  // Further keyword arguments of apply_chat_template (e.g. "documents",
+  // "date_string"): an object whose members become template variables.
+  nlohmann::ordered_json extra_variables = nlohmann::ordered_json::object();
 };
 
 class ChatTemplate {
@@ -29,6 +32,9 @@ class ChatTemplate {
   // and "tool_use" when tools are passed, as transformers picks) and the
   // special tokens. Throws Error naming the file and field at fault.
   static ChatTemplate from_tokenizer_config(const std::string& tokenizer_config_json_path);
+  // A checkpoint directory: tokenizer_config.json, with chat_template.jinja
+  // taking precedence over its "chat_template" when present (as transformers loads it).
+  static ChatTemplate from_model_dir(const std::string& model_dir);
 
   // Empty bos/eos: the template sees them undefined (as transformers does for None).
   explicit ChatTemplate(std::string source, std::string bos_token = "", std::string eos_token = "");
@@ -37,6 +43,7 @@ class ChatTemplate {
   std::string render(const ChatTemplateInput& in) const;
 
  private:
+  static ChatTemplate load(const std::string& config_path, const std::string* jinja_path);
   ChatTemplate(std::shared_ptr<const jinja::Template> default_template,
                std::shared_ptr<const jinja::Template> tool_use_template,
                std::vector<std::pair<std::string, jinja::Value>> special_tokens);

@@ -1,0 +1,75 @@
+// qinfer template: the model's chat template on its own. Reads one JSON
+// object from stdin — {"messages": [...], "tools": [...],
+// "add_generation_prompt": true, "enable_thinking": false, ...} — and prints
+// the prompt text exactly as transformers' apply_chat_template renders it,
+// with nothing added. Other members are passed to the template as variables,
+// as apply_chat_template passes its extra keyword arguments.
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "io/model_dir.h"
+#include "text/jinja/chat_template.h"
+#include "util/error.h"
+
+namespace qinfer::cli {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+ChatTemplateInput parse_input(const std::string& text) {
+  json request;
+  try {
+    request = json::parse(text);
+  } catch (const json::exception& e) {
+    fail("stdin: not JSON: ", e.what());
+  }
+  if (!request.is_object()) fail("stdin: expected a JSON object with \"messages\"");
+  if (!request.contains("messages")) fail("stdin: missing \"messages\"");
+  ChatTemplateInput in;
+  for (auto& [key, value] : request.items()) {
+    if (key == "messages") {
+      if (!value.is_array()) fail("stdin: \"messages\" must be an array");
+      in.messages = value;
+    } else if (key == "tools") {
+      if (!value.is_null() && !value.is_array()) fail("stdin: \"tools\" must be an array or null");
+      in.tools = value;
+    } else if (key == "add_generation_prompt") {
+      if (!value.is_boolean()) fail("stdin: \"add_generation_prompt\" must be true or false");
+      in.add_generation_prompt = value.get<bool>();
+    } else if (key == "enable_thinking") {
+      if (!value.is_null() && !value.is_boolean()) fail("stdin: \"enable_thinking\" must be true, false or null");
+      if (value.is_boolean()) in.enable_thinking = value.get<bool>();
+    } else {
+      in.extra_variables[key] = value;
+    }
+  }
+  return in;
+}
+
+}  // namespace
+
+void add_template_command(CLI::App& app) {
+  auto model = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "template",
+      "Render the model's chat template for a conversation given on stdin as JSON "
+      "{\"messages\": [...], \"tools\": [...], \"add_generation_prompt\": true, \"enable_thinking\": false} "
+      "and print the prompt text exactly as transformers' apply_chat_template would (nothing added)");
+  cmd->add_option("-m,--model", *model,
+                  "Model directory with tokenizer_config.json (and chat_template.jinja, if any), or a Hugging Face hub id")
+      ->required();
+  cmd->callback([model] {
+    ChatTemplate chat_template = ChatTemplate::from_model_dir(resolve_model_dir(*model));
+    std::string request(std::istreambuf_iterator<char>(std::cin), {});
+    std::string prompt = chat_template.render(parse_input(request));
+    std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+    std::fflush(stdout);
+  });
+}
+
+}  // namespace qinfer::cli

@@ -1,0 +1,103 @@
+// `qinfer template` through the built binary: a conversation on stdin, the
+// prompt transformers renders on stdout, byte for byte.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_util.h"
+
+using json = nlohmann::ordered_json;
+using qinfer::test::data_path;
+using qinfer::test::run_command;
+
+namespace {
+
+json chat_cases() {
+  std::ifstream in(data_path("chat_template/cases.json"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return json::parse(ss.str());
+}
+
+// Runs `qinfer template -m model` with `request` written to a file piped to stdin.
+qinfer::test::CommandResult run_template(const std::string& model, const std::string& request,
+                                         const std::string& redirect = "") {
+  qinfer::test::ScratchDir dir("template-cli");
+  std::ofstream(dir.file("request.json")) << request;
+  return run_command(qinfer::test::qinfer_binary() + " template -m " + model + " < " + dir.file("request.json") +
+                     redirect);
+}
+
+json request_of(const json& c) {
+  json request = {{"messages", c["messages"]}, {"add_generation_prompt", c["add_generation_prompt"]}};
+  if (!c["tools"].is_null()) request["tools"] = c["tools"];
+  if (!c["enable_thinking"].is_null()) request["enable_thinking"] = c["enable_thinking"];
+  return request;
+}
+
+}  // namespace
+
+TEST(TemplateCli, PrintsExactlyWhatTransformersRenders) {
+  const json cases = chat_cases();
+  // Plain chat, tools with unicode and number formatting, enable_thinking=false.
+  for (const char* name : {"system + user", "tojson number formatting (Python float repr, int vs float kept)",
+                           "tools with unicode / html / escapes in schema (tojson)",
+                           "tool calls, enable_thinking=false", "unicode and CRLF content"}) {
+    SCOPED_TRACE(name);
+    const json* found = nullptr;
+    for (const auto& c : cases)
+      if (c["name"] == name) found = &c;
+    ASSERT_NE(found, nullptr);
+    const auto r = run_template(data_path("models/tiny"), request_of(*found).dump());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output, (*found)["rendered"].get<std::string>());
+  }
+}
+
+TEST(TemplateCli, ExtraMembersBecomeTemplateVariables) {
+  qinfer::test::ScratchDir dir("template-vars");
+  std::ofstream(dir.file("tokenizer_config.json"))
+      << R"({"chat_template": "{{ bos_token }}{{ greeting }} {{ messages[0].content }}", "bos_token": "<s>"})";
+  const auto r = run_template(dir.path(), R"({"messages": [{"role": "user", "content": "x"}], "greeting": "hi"})");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "<s>hi x");
+}
+
+TEST(TemplateCli, ChatTemplateJinjaFileTakesPrecedence) {
+  qinfer::test::ScratchDir dir("template-jinja");
+  std::ofstream(dir.file("tokenizer_config.json")) << R"({"chat_template": "from config", "eos_token": "</s>"})";
+  std::ofstream(dir.file("chat_template.jinja")) << "from file {{ eos_token }}\n";
+  const auto r = run_template(dir.path(), R"({"messages": []})");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "from file </s>");
+}
+
+TEST(TemplateCli, BadInputFailsWithAMessage) {
+  const std::string model = data_path("models/tiny");
+  auto fails_with = [&](const std::string& request, const std::string& message) {
+    const auto r = run_template(model, request, " 2>&1");
+    EXPECT_EQ(r.exit_code, 1) << request;
+    EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
+  };
+  fails_with("not json", "stdin: not JSON");
+  fails_with("[]", "expected a JSON object");
+  fails_with("{}", "missing \"messages\"");
+  fails_with(R"({"messages": {}})", "\"messages\" must be an array");
+  fails_with(R"({"messages": [], "tools": 1})", "\"tools\" must be an array or null");
+  fails_with(R"({"messages": [], "add_generation_prompt": "yes"})", "\"add_generation_prompt\" must be true or false");
+  // The Qwen3 template reads messages[0].role: an empty conversation is a template error with its position.
+  fails_with(R"({"messages": []})", "chat template (");
+
+  qinfer::test::ScratchDir empty("template-empty");
+  const auto r = run_template(empty.path(), R"({"messages": []})", " 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("tokenizer_config.json"), std::string::npos) << r.output;
+}
+
+TEST(TemplateCli, HelpSaysWhatItDoes) {
+  const auto r = run_command(qinfer::test::qinfer_binary() + " template --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("chat template"), std::string::npos) << r.output;
+}
