@@ -45,8 +45,8 @@ class Reference {
                                const std::string& input_file = "") const {
     std::string cmd = "NODE_PATH=" + quote(package_dir_ / "node_modules") + " node " +
                       quote(script_dir_ / "hf_tokenize.js") + " " + mode;
-    for (const std::string& a : args) cmd += " " + quote(a);
-    cmd += " <" + (input_file.empty() ? std::string("/dev/null") : quote(input_file));
+    for (const std::string& a : args) cmd.append(" ").append(quote(a));
+    cmd.append(" <").append(input_file.empty() ? std::string("/dev/null") : quote(input_file));
     FILE* pipe = ::popen(cmd.c_str(), "r");
     if (pipe == nullptr) throw std::runtime_error("cannot run " + cmd);
     std::vector<std::string> lines;
@@ -69,10 +69,7 @@ class Reference {
   Reference(std::filesystem::path script_dir, std::filesystem::path package_dir)
       : script_dir_(std::move(script_dir)), package_dir_(std::move(package_dir)) {}
   static std::string quote(const std::filesystem::path& p) {
-    std::string q(1, '\'');  // built up piecewise: GCC 12 warns falsely (-Wrestrict) on "'" + s
-    q += p.string();
-    q += '\'';
-    return q;
+    return std::string("'").append(p.string()).append("'");  // not "'" + s: GCC 12 warns falsely (-Wrestrict)
   }
 
   std::filesystem::path script_dir_;

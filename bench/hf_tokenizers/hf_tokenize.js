@@ -3,7 +3,7 @@
 //
 //   node hf_tokenize.js encode      TOKENIZER_JSON  < {"text": ...} lines   -> {"ids": [...]} lines
 //   node hf_tokenize.js decode      TOKENIZER_JSON  < {"ids": [...]} lines  -> {"text": ..., "text_skip_special": ...} lines
-//   node hf_tokenize.js pretokenize TOKENIZER_JSON  < {"text": ...} lines   -> {"pieces": [...]} lines (byte-level strings)
+//   node hf_tokenize.js pretokenize TOKENIZER_JSON  < {"text": ...} lines   -> {"piece_bytes": [...]} lines (piece lengths in bytes)
 //   node hf_tokenize.js bench       TOKENIZER_JSON CORPUS_JSONL SECONDS     -> one JSON line with MB/s
 //
 // Single-threaded on purpose (the benchmark compares one thread with one thread).
@@ -57,7 +57,8 @@ async function main() {
     await mapLines(async (r) => ({ text: await tok.decode(r.ids, false), text_skip_special: await tok.decode(r.ids, true) }));
   } else if (mode === 'pretokenize') {
     const pre = tok.getPreTokenizer();
-    await mapLines(async (r) => ({ pieces: pre.preTokenizeString(r.text).map((p) => p[0]) }));
+    // Byte-level strings have one character per byte.
+    await mapLines(async (r) => ({ piece_bytes: pre.preTokenizeString(r.text).map((p) => p[0].length) }));
   } else if (mode === 'bench') {
     console.log(JSON.stringify(await bench(tok, rest[0], Number(rest[1] || 3))));
   } else {
