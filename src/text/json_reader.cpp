@@ -47,9 +47,8 @@ bool JsonReader::more(char close) {
   error(std::string("expected ',' or '") + close + "'");
 }
 
-std::string JsonReader::key() {
-  std::string scratch;
-  std::string k(string(scratch));
+std::string_view JsonReader::key(std::string& scratch) {
+  const std::string_view k = string(scratch);
   expect(':');
   return k;
 }

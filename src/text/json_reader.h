@@ -19,7 +19,7 @@ class JsonReader {
   // Containers: for (bool more = r.enter('{', '}'); more; more = r.more('}')) { ... }
   bool enter(char open, char close);  // consumes `open`; false (and consumes `close`) when empty
   bool more(char close);              // consumes ',' (true) or `close` (false)
-  std::string key();                  // a member name and its ':'
+  std::string_view key(std::string& scratch);  // a member name (as string()) and its ':'
 
   char peek();  // the next significant character, 0 at the end
   bool null();  // consumes a `null` if one is next

@@ -135,14 +135,22 @@ class Checker {
   std::string origin_;
 };
 
+// A string of the JSON text, kept as a view: into the text, or into
+// out.unescaped when it had escapes (then `scratch` holds it).
+std::string_view keep(std::string_view s, const std::string& scratch, TokenizerJson& out) {
+  if (s.data() != scratch.data()) return s;
+  return out.unescaped.emplace_back(scratch);
+}
+
 void read_vocab(JsonReader& r, TokenizerJson& out) {
   out.vocab.reserve(200000);
+  std::string scratch;
   for (bool more = r.enter('{', '}'); more; more = r.more('}')) {
-    std::string token = r.key();
+    const std::string_view token = keep(r.key(scratch), scratch, out);
     const size_t at = r.offset();
     const int64_t id = r.integer();
-    if (id < 0 || id >= kMaxId) r.error_at(at, "model.vocab: the id of \"" + token + "\" is out of range");
-    out.vocab.emplace_back(std::move(token), static_cast<int32_t>(id));
+    if (id < 0 || id >= kMaxId) r.error_at(at, "model.vocab: the id of \"" + std::string(token) + "\" is out of range");
+    out.vocab.emplace_back(token, static_cast<int32_t>(id));
   }
 }
 
@@ -152,18 +160,18 @@ void read_merges(JsonReader& r, TokenizerJson& out) {
   for (bool more = r.enter('[', ']'); more; more = r.more(']')) {
     if (r.peek() == '"') {  // "left right"
       const size_t at = r.offset();
-      const std::string_view merge = r.string(scratch);
+      const std::string_view merge = keep(r.string(scratch), scratch, out);
       const size_t space = merge.find(' ');
       if (space == std::string_view::npos || merge.find(' ', space + 1) != std::string_view::npos)
         r.error_at(at, "model.merges: \"" + std::string(merge) + "\" is not two tokens separated by one space");
-      out.merges.emplace_back(std::string(merge.substr(0, space)), std::string(merge.substr(space + 1)));
+      out.merges.emplace_back(merge.substr(0, space), merge.substr(space + 1));
     } else {  // ["left", "right"]
       if (!r.enter('[', ']')) r.error("empty merge pair");
-      std::string left(r.string(scratch));
+      const std::string_view left = keep(r.string(scratch), scratch, out);
       if (!r.more(']')) r.error("merge pair with one element");
-      std::string right(r.string(scratch));
+      const std::string_view right = keep(r.string(scratch), scratch, out);
       if (r.more(']')) r.error("merge pair with more than two elements");
-      out.merges.emplace_back(std::move(left), std::move(right));
+      out.merges.emplace_back(left, right);
     }
   }
 }
@@ -176,11 +184,12 @@ TokenizerJson parse_tokenizer_json(std::string_view text, const std::string& ori
   TokenizerJson out;
   bool has_model = false, has_pre_tokenizer = false, has_decoder = false;
   for (bool more = r.enter('{', '}'); more; more = r.more('}')) {
-    const std::string key = r.key();
+    std::string scratch;
+    const std::string key(r.key(scratch));
     if (key == "model") {
       has_model = true;
       for (bool in_model = r.enter('{', '}'); in_model; in_model = r.more('}')) {
-        const std::string member = r.key();
+        const std::string member(r.key(scratch));
         if (member == "vocab") read_vocab(r, out);
         else if (member == "merges") read_merges(r, out);
         else check.model_member(member, check.parse(r.raw_value(), "model." + member));

@@ -6,6 +6,7 @@
 // and added tokens without lstrip/rstrip/single_word/normalized.
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -15,9 +16,12 @@
 
 namespace qinfer {
 
+// Token strings are views into the JSON text (valid while it lives), or
+// into `unescaped` for the few written with escapes.
 struct TokenizerJson {
-  std::vector<std::pair<std::string, int32_t>> vocab;       // byte-level token string, id
-  std::vector<std::pair<std::string, std::string>> merges;  // in rank order
+  std::vector<std::pair<std::string_view, int32_t>> vocab;            // byte-level token string, id
+  std::vector<std::pair<std::string_view, std::string_view>> merges;  // in rank order
+  std::deque<std::string> unescaped;                                  // stable addresses
   std::vector<AddedToken> added_tokens;
   bool nfc = false;
 };
