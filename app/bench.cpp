@@ -64,7 +64,7 @@ Stats stats(std::vector<double> v) {
 // (one row of it), plus the norms.
 double decode_bytes_per_token(const Qwen3Model& m) {
   const Qwen3Weights& w = m.weights();
-  auto bytes = [](const WeightMatrix& x) { return static_cast<double>(x.rows * x.cols * dtype_size(x.dtype)); };
+  auto bytes = [](const WeightMatrix& x) { return static_cast<double>(x.bytes()); };
   double total = bytes(w.lm_head);
   for (const Qwen3Layer& l : w.layers)
     for (const WeightMatrix* x : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})

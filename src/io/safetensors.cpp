@@ -29,6 +29,7 @@ bool parse_dtype(const std::string& s, DType* out) {
   if (s == "F32") *out = DType::F32;
   else if (s == "F16") *out = DType::F16;
   else if (s == "BF16") *out = DType::BF16;
+  else if (s == "U8") *out = DType::U8;  // packed quantized weights
   else return false;
   return true;
 }
@@ -77,7 +78,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
     TensorView t;
     t.name = name;
     const std::string dtype = e["dtype"].get<std::string>();
-    if (!parse_dtype(dtype, &t.dtype)) bad("unsupported dtype " + dtype + " (supported: BF16, F16, F32)");
+    if (!parse_dtype(dtype, &t.dtype)) bad("unsupported dtype " + dtype + " (supported: BF16, F16, F32, U8)");
 
     uint64_t numel = 1;
     for (const json& d : e["shape"]) {

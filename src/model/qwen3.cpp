@@ -25,7 +25,8 @@ struct Binder {
   WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols) {
     const TensorView& t = ck.require(name, {rows, cols});
     bytes += t.nbytes;
-    return WeightMatrix{t.dtype, aligned_data(t), rows, cols};
+    if (t.dtype == DType::U8) fail("tensor ", name, ": U8 data without a quantization scale tensor");
+    return WeightMatrix{weight_format_of(t.dtype), aligned_data(t), nullptr, rows, cols};
   }
 
   std::vector<float> vector(const std::string& name, int64_t n) {
@@ -112,9 +113,7 @@ std::span<const float> forward(const Qwen3Model& model, std::span<const int32_t>
 
     // Attention block: norm -> q/k/v -> QK-norm -> RoPE -> causal GQA -> o_proj -> residual.
     rmsnorm(s.x.data(), L.input_norm.data(), n, H, eps, s.h.data());
-    matmul(s.h.data(), n, L.q_proj, s.q.data(), pool);
-    matmul(s.h.data(), n, L.k_proj, k, pool);
-    matmul(s.h.data(), n, L.v_proj, v, pool);
+    matmul(s.h.data(), n, {{L.q_proj, s.q.data()}, {L.k_proj, k}, {L.v_proj, v}}, pool);
     rmsnorm(s.q.data(), L.q_norm.data(), n * nh, hd, eps, s.q.data());
     rmsnorm(k, L.k_norm.data(), n * nkv, hd, eps, k);
     rope(s.q.data(), n, nh, hd, s.positions.data(), model.rope_inv_freq().data());
@@ -125,8 +124,7 @@ std::span<const float> forward(const Qwen3Model& model, std::span<const int32_t>
 
     // MLP block: norm -> down(silu(gate) * up) -> residual.
     rmsnorm(s.x.data(), L.post_attention_norm.data(), n, H, eps, s.h.data());
-    matmul(s.h.data(), n, L.gate_proj, s.gate.data(), pool);
-    matmul(s.h.data(), n, L.up_proj, s.up.data(), pool);
+    matmul(s.h.data(), n, {{L.gate_proj, s.gate.data()}, {L.up_proj, s.up.data()}}, pool);
     silu_mul(s.gate.data(), s.up.data(), n * I, s.gate.data());
     matmul(s.gate.data(), n, L.down_proj, s.h.data(), pool);
     for (int64_t i = 0; i < n * H; ++i) s.x[i] += s.h[i];

@@ -3,46 +3,172 @@
 #include <algorithm>
 #include <vector>
 
+#include "ops/matmul_kernels.h"
 #include "ops/simd.h"
+#include "util/error.h"
 
 namespace qinfer {
 
 namespace {
-constexpr int64_t kRowBlock = 4;   // weight rows widened together (the micro-kernel's width)
-constexpr int64_t kXChunk = 64;    // activation rows kept hot in cache while weights stream by
+
+// Weight rows a thread claims at a time. Decode: small enough that a thread
+// the OS descheduled holds up little, large enough (64 KiB of bf16 at
+// k=1024) that claiming costs nothing. Prefill: a group stays in L2 while
+// every activation tile passes over it.
+constexpr size_t kDecodeGroupRows = 32;
+constexpr size_t kPrefillGroupRows = 16;
+
+// Per-call scratch, reused across calls by the thread that calls matmul.
+struct Scratch {
+  std::vector<float> even, odd, d;
+  std::vector<int16_t> q;
+  std::vector<int32_t> q4_bias;
+};
+
+bool any_format(std::initializer_list<MatmulTarget> targets, WeightFormat f) {
+  return std::any_of(targets.begin(), targets.end(), [f](const MatmulTarget& t) { return t.w.format == f; });
+}
+
+// The activation in every form the targets' formats need.
+kernels::Activations prepare(const float* x, size_t n, size_t k, std::initializer_list<MatmulTarget> targets,
+                             Scratch& s) {
+  kernels::Activations a;
+  a.x = x;
+  if (any_format(targets, WeightFormat::BF16)) {
+    s.even.resize(n * k / 2);
+    s.odd.resize(n * k / 2);
+    kernels::deinterleave(x, n, k, s.even.data(), s.odd.data());
+    a.even = s.even.data();
+    a.odd = s.odd.data();
+  }
+  // Quantized weights meet a quantized activation in decode only; prefill
+  // multiplies them dequantized.
+  const bool q4 = any_format(targets, WeightFormat::Q4);
+  if (n == 1 && (q4 || any_format(targets, WeightFormat::Q8))) {
+    s.q.resize(k);
+    s.d.resize(k / kQuantBlock);
+    kernels::quantize_activation(x, 1, k, s.q.data(), s.d.data());
+    a.q = s.q.data();
+    a.d = s.d.data();
+    if (q4) {
+      s.q4_bias.resize(k / kQuantBlock * kernels::bias_lanes());
+      kernels::q4_bias(s.q.data(), 1, k, s.q4_bias.data());
+      a.q4_bias = s.q4_bias.data();
+    }
+  }
+  return a;
+}
+
 }  // namespace
 
-void widen_row(const WeightMatrix& w, int64_t r, float* out) { simd::widen_f32(w.row_ptr(r), w.dtype, w.cols, out); }
+const char* weight_format_name(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::F32: return "f32";
+    case WeightFormat::F16: return "f16";
+    case WeightFormat::BF16: return "bf16";
+    case WeightFormat::Q8: return "q8";
+    case WeightFormat::Q4: return "q4";
+  }
+  return "?";
+}
 
-void matmul(const float* x, int64_t n, const WeightMatrix& w, float* y, ThreadPool& pool) {
-  const int64_t k = w.cols, m = w.rows;
-  pool.parallel_for(static_cast<size_t>(m), kRowBlock * 4, [&](size_t begin, size_t end) {
-    thread_local std::vector<float> wbuf;
-    wbuf.resize(static_cast<size_t>(kRowBlock * k));
-    for (int64_t x0 = 0; x0 < n; x0 += kXChunk) {
-      const int64_t nx = std::min(kXChunk, n - x0);
-      for (int64_t r = static_cast<int64_t>(begin); r < static_cast<int64_t>(end); r += kRowBlock) {
-        const int64_t nr = std::min<int64_t>(kRowBlock, static_cast<int64_t>(end) - r);
-        const float* wrows;
-        if (w.dtype == DType::F32) {
-          wrows = reinterpret_cast<const float*>(w.row_ptr(r));
-        } else {
-          simd::widen_f32(w.row_ptr(r), w.dtype, static_cast<size_t>(nr * k), wbuf.data());
-          wrows = wbuf.data();
-        }
-        simd::dot_tile(x + x0 * k, nx, k, wrows, nr, k, k, y + x0 * m + r, m);
+WeightFormat weight_format_of(DType t) {
+  switch (t) {
+    case DType::F32: return WeightFormat::F32;
+    case DType::F16: return WeightFormat::F16;
+    case DType::BF16: return WeightFormat::BF16;
+    case DType::U8: break;
+  }
+  fail("dtype ", dtype_name(t), " is not a float weight format");
+}
+
+DType float_dtype(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::F32: return DType::F32;
+    case WeightFormat::F16: return DType::F16;
+    case WeightFormat::BF16: return DType::BF16;
+    case WeightFormat::Q8:
+    case WeightFormat::Q4: break;
+  }
+  fail("weight format ", weight_format_name(f), " is not a float dtype");
+}
+
+size_t WeightMatrix::row_bytes() const {
+  switch (format) {
+    case WeightFormat::F32: return static_cast<size_t>(cols) * 4;
+    case WeightFormat::F16:
+    case WeightFormat::BF16: return static_cast<size_t>(cols) * 2;
+    case WeightFormat::Q8:
+    case WeightFormat::Q4: return quant_row_bytes(quant_format(), cols);
+  }
+  return 0;
+}
+
+size_t WeightMatrix::bytes() const {
+  const size_t scale_bytes = quantized() ? static_cast<size_t>(cols / kQuantBlock) * sizeof(uint16_t) : 0;
+  return static_cast<size_t>(rows) * (row_bytes() + scale_bytes);
+}
+
+void matmul(const float* x, int64_t n, std::initializer_list<MatmulTarget> targets, ThreadPool& pool) {
+  if (n <= 0 || targets.size() == 0) return;
+  const size_t k = static_cast<size_t>(targets.begin()->w.cols), rows = static_cast<size_t>(n);
+  for (const MatmulTarget& t : targets)
+    if (t.w.cols != targets.begin()->w.cols)
+      fail("matmul: targets sharing an input differ in width (", t.w.cols, " vs ", k, ")");
+  thread_local Scratch scratch;
+  const kernels::Activations a = prepare(x, rows, k, targets, scratch);
+
+  // Groups of weight rows of all targets in one index space, claimed by
+  // whichever thread is free.
+  const size_t group_rows = rows == 1 ? kDecodeGroupRows : kPrefillGroupRows;
+  std::vector<size_t> first_group;
+  size_t groups = 0;
+  for (const MatmulTarget& t : targets) {
+    first_group.push_back(groups);
+    groups += (static_cast<size_t>(t.w.rows) + group_rows - 1) / group_rows;
+  }
+  pool.parallel_for_dynamic(groups, 1, [&](size_t g0, size_t g1) {
+    thread_local std::vector<float> widened;
+    for (size_t g = g0; g < g1; ++g) {
+      const size_t ti = static_cast<size_t>(std::upper_bound(first_group.begin(), first_group.end(), g) - first_group.begin()) - 1;
+      const MatmulTarget& t = targets.begin()[ti];
+      const size_t m = static_cast<size_t>(t.w.rows);
+      const size_t r0 = (g - first_group[ti]) * group_rows, r1 = std::min(m, r0 + group_rows);
+      if (rows > 1 && t.w.quantized()) {
+        // Dequantize the group once for all activation rows.
+        widened.resize((r1 - r0) * k);
+        kernels::widen_rows(t.w, r0, r1, widened.data());
+        const WeightMatrix group{WeightFormat::F32, widened.data(), nullptr, static_cast<int64_t>(r1 - r0), t.w.cols};
+        kernels::dot_rows(group, a, 0, rows, 0, r1 - r0, t.y + r0, m);
+      } else {
+        kernels::dot_rows(t.w, a, 0, rows, r0, r1, t.y + r0, m);
       }
     }
   });
 }
 
+void matmul(const float* x, int64_t n, const WeightMatrix& w, float* y, ThreadPool& pool) {
+  matmul(x, n, {MatmulTarget{w, y}}, pool);
+}
+
+void widen_row(const WeightMatrix& w, int64_t r, float* out) {
+  if (w.quantized()) dequantize_row(w.quant_format(), w.row_ptr(r), w.row_scales(r), w.cols, out);
+  else if (w.format == WeightFormat::F32) std::copy_n(reinterpret_cast<const float*>(w.row_ptr(r)), w.cols, out);
+  else simd::widen_f32(w.row_ptr(r), float_dtype(w.format), static_cast<size_t>(w.cols), out);
+}
+
 void matmul_ref(const float* x, int64_t n, const WeightMatrix& w, float* y) {
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t r = 0; r < w.rows; ++r) {
+  std::vector<float> row(static_cast<size_t>(w.cols));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    if (w.quantized()) dequantize_row(w.quant_format(), w.row_ptr(r), w.row_scales(r), w.cols, row.data());
+    else
+      for (int64_t c = 0; c < w.cols; ++c) row[c] = load_as_f32(w.row_ptr(r), float_dtype(w.format), c);
+    for (int64_t i = 0; i < n; ++i) {
       double s = 0;
-      for (int64_t c = 0; c < w.cols; ++c) s += static_cast<double>(x[i * w.cols + c]) * load_as_f32(w.row_ptr(r), w.dtype, c);
+      for (int64_t c = 0; c < w.cols; ++c) s += static_cast<double>(x[i * w.cols + c]) * row[c];
       y[i * w.rows + r] = static_cast<float>(s);
     }
+  }
 }
 
 }  // namespace qinfer

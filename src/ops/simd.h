@@ -15,9 +15,4 @@ float dot(const float* a, const float* b, size_t n);
 // y[i] += a * x[i]
 void axpy(float a, const float* x, float* y, size_t n);
 
-// y[i * ldy + j] = dot(x row i, w row j), i < nx, j < nw: the matmul micro-kernel
-// over f32 rows of length k.
-void dot_tile(const float* x, size_t nx, size_t ldx, const float* w, size_t nw, size_t ldw, size_t k, float* y,
-              size_t ldy);
-
 }  // namespace qinfer::simd

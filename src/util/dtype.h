@@ -1,4 +1,5 @@
-// Element types of stored weights and their exact widening to f32.
+// Element types of stored tensors and their exact widening to f32. U8 holds
+// raw bytes: the packed blocks of quantized weights (see ops/quant.h).
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -6,15 +7,24 @@
 
 namespace qinfer {
 
-enum class DType : uint8_t { F32, F16, BF16 };
+enum class DType : uint8_t { F32, F16, BF16, U8 };
 
-inline size_t dtype_size(DType t) { return t == DType::F32 ? 4 : 2; }
+inline size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::F32: return 4;
+    case DType::F16:
+    case DType::BF16: return 2;
+    case DType::U8: return 1;
+  }
+  return 0;
+}
 
 inline std::string_view dtype_name(DType t) {
   switch (t) {
     case DType::F32: return "F32";
     case DType::F16: return "F16";
     case DType::BF16: return "BF16";
+    case DType::U8: return "U8";
   }
   return "?";
 }
@@ -60,6 +70,29 @@ inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
+// Round-to-nearest-even f32 -> IEEE half (overflow to inf, subnormals kept).
+inline uint16_t f32_to_f16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+  const uint32_t abs = bits & 0x7fffffffu;
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00);  // NaN
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00);  // rounds to >= 65520: inf
+  if (abs < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+    if (abs < 0x33000000u) return sign;  // below half the smallest subnormal
+    const uint32_t mant = (abs & 0x7fffff) | 0x800000;
+    const int shift = 126 - static_cast<int>(abs >> 23);  // 14 .. 24
+    uint32_t h = mant >> shift;
+    const uint32_t rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (h & 1))) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = ((abs - 0x38000000u) >> 13);  // rebias exponent 127 -> 15
+  const uint32_t rest = abs & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+
 // Element i of a row stored as `t`, widened to f32.
 inline float load_as_f32(const void* data, DType t, size_t i) {
   switch (t) {
@@ -78,6 +111,7 @@ inline float load_as_f32(const void* data, DType t, size_t i) {
       std::memcpy(&h, static_cast<const uint8_t*>(data) + 2 * i, 2);
       return bf16_to_f32(h);
     }
+    case DType::U8: return static_cast<const uint8_t*>(data)[i];
   }
   return 0.0f;
 }

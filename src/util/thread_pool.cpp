@@ -1,6 +1,7 @@
 #include "util/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -12,8 +13,23 @@ static inline void cpu_relax() {}
 namespace qinfer {
 
 namespace {
-// About 50-100 us of polling before a worker sleeps.
-constexpr int kSpinIterations = 20000;
+// How long a thread polls before it sleeps (worker) or yields (caller): longer
+// than the gap between two kernels of a forward pass, short enough that an
+// idle pool gives its cores back at once.
+constexpr auto kSpinTime = std::chrono::microseconds(50);
+
+// Polls done() with pause instructions for up to kSpinTime; true when it became true.
+template <class Done>
+bool spin_until(Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() > deadline) return done();
+  }
+}
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
@@ -32,16 +48,11 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::worker_loop(int t) {
   uint32_t seen = 0;
   for (;;) {
-    uint32_t g = generation_.load(std::memory_order_acquire);
-    for (int i = 0; g == seen && i < kSpinIterations; ++i) {
-      cpu_relax();
-      g = generation_.load(std::memory_order_acquire);
-    }
-    if (g == seen) {
+    if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
       generation_.wait(seen, std::memory_order_acquire);
       continue;
     }
-    seen = g;
+    seen = generation_.load(std::memory_order_acquire);
     if (stop_.load(std::memory_order_acquire)) return;
     (*job_)(t);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
@@ -60,10 +71,9 @@ void ThreadPool::run(const std::function<void(int)>& fn) {
   fn(0);
   // Workers finish within microseconds unless the OS descheduled one (an
   // oversubscribed machine): then give the core away instead of spinning.
-  for (int i = 0; pending_.load(std::memory_order_acquire) != 0; ++i) {
-    if (i < kSpinIterations) cpu_relax();
-    else std::this_thread::yield();
-  }
+  auto all_done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!spin_until(all_done))
+    while (!all_done()) std::this_thread::yield();
 }
 
 void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) {
@@ -80,6 +90,21 @@ void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(s
     const size_t b0 = blocks * t / nt, b1 = blocks * (t + 1) / nt;
     const size_t begin = b0 * grain, end = std::min(n, b1 * grain);
     if (begin < end) fn(begin, end);
+  });
+}
+
+void ThreadPool::parallel_for_dynamic(size_t n, size_t chunk, const std::function<void(size_t, size_t)>& fn) {
+  if (n == 0) return;
+  chunk = std::max<size_t>(chunk, 1);
+  const size_t chunks = (n + chunk - 1) / chunk;
+  if (n_threads_ == 1 || chunks == 1) {
+    fn(0, n);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  run([&](int) {
+    for (size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;)
+      fn(c * chunk, std::min(n, (c + 1) * chunk));
   });
 }
 
