@@ -30,6 +30,45 @@ void in_batches(size_t n, Prepare prepare, Finish finish) {
   }
 }
 
+// The id of each single-byte token: BPE starts every word from them.
+std::array<int32_t, 256> byte_token_ids(const StringTable<int32_t>& vocab, const std::string& origin) {
+  std::array<int32_t, 256> ids;
+  for (int b = 0; b < 256; ++b) {
+    const std::string piece = byte_level::from_bytes(std::string(1, static_cast<char>(b)));
+    const int32_t* id = vocab.find(piece);
+    if (id == nullptr) fail(origin, ": model.vocab has no token for byte 0x", std::hex, b, " (\"", piece, "\")");
+    ids[b] = *id;
+  }
+  return ids;
+}
+
+// Merges as ids: left, right and the token they make, all in the vocabulary.
+std::vector<BpeMerge> resolve_merges(const TokenizerJson& spec, const StringTable<int32_t>& vocab,
+                                     const std::string& origin) {
+  std::vector<BpeMerge> merges(spec.merges.size());
+  std::array<std::string, kBatch> joined;
+  std::array<std::array<uint64_t, 3>, kBatch> hashes;
+  const auto id_of = [&](size_t rank, std::string_view piece, uint64_t hash) {
+    const int32_t* id = vocab.find(piece, hash);
+    if (id == nullptr) fail(origin, ": model.merges[", rank, "]: \"", piece, "\" is not in model.vocab");
+    return *id;
+  };
+  in_batches(
+      spec.merges.size(),
+      [&](size_t rank, size_t slot) {
+        const auto& [left, right] = spec.merges[rank];
+        joined[slot].assign(left).append(right);
+        hashes[slot] = {vocab.hash_of(left), vocab.hash_of(right), vocab.hash_of(joined[slot])};
+        for (uint64_t h : hashes[slot]) vocab.prefetch(h);
+      },
+      [&](size_t rank, size_t slot) {
+        const auto& [left, right] = spec.merges[rank];
+        const auto& h = hashes[slot];
+        merges[rank] = {id_of(rank, left, h[0]), id_of(rank, right, h[1]), id_of(rank, joined[slot], h[2])};
+      });
+  return merges;
+}
+
 }  // namespace
 
 struct Tokenizer::SharedCache {
@@ -76,37 +115,7 @@ Tokenizer::Tokenizer(const TokenizerJson& spec, const std::string& origin)
         piece_of[id] = token;
       });
 
-  std::array<int32_t, 256> byte_ids;
-  for (int b = 0; b < 256; ++b) {
-    const std::string piece = byte_level::from_bytes(std::string(1, static_cast<char>(b)));
-    const int32_t* id = id_of_piece_.find(piece);
-    if (id == nullptr) fail(origin, ": model.vocab has no token for byte 0x", std::hex, b, " (\"", piece, "\")");
-    byte_ids[b] = *id;
-  }
-
-  std::vector<BpeMerge> merges(spec.merges.size());
-  std::array<std::string, kBatch> joined;
-  std::array<std::array<uint64_t, 3>, kBatch> merge_hashes;
-  const auto id_of = [&](size_t rank, std::string_view piece, uint64_t hash) {
-    const int32_t* id = id_of_piece_.find(piece, hash);
-    if (id == nullptr) fail(origin, ": model.merges[", rank, "]: \"", piece, "\" is not in model.vocab");
-    return *id;
-  };
-  in_batches(
-      spec.merges.size(),
-      [&](size_t rank, size_t slot) {
-        const auto& [left, right] = spec.merges[rank];
-        joined[slot].assign(left).append(right);
-        merge_hashes[slot] = {id_of_piece_.hash_of(left), id_of_piece_.hash_of(right),
-                              id_of_piece_.hash_of(joined[slot])};
-        for (uint64_t h : merge_hashes[slot]) id_of_piece_.prefetch(h);
-      },
-      [&](size_t rank, size_t slot) {
-        const auto& [left, right] = spec.merges[rank];
-        const auto& h = merge_hashes[slot];
-        merges[rank] = {id_of(rank, left, h[0]), id_of(rank, right, h[1]), id_of(rank, joined[slot], h[2])};
-      });
-  bpe_ = BpeModel(byte_ids, merges);
+  bpe_ = BpeModel(byte_token_ids(id_of_piece_, origin), resolve_merges(spec, id_of_piece_, origin));
 
   std::vector<AddedToken> plain;
   for (const AddedToken& t : spec.added_tokens) {
