@@ -3,6 +3,10 @@
 // Node and the npm package are optional: when either is missing (and cannot be
 // installed), find() says why and the caller skips its HF side.
 #pragma once
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -28,12 +32,19 @@ class Reference {
       if (fs::exists(dir / "node_modules" / "tokenizers" / "package.json")) return Reference(here, dir);
     std::error_code ec;
     fs::create_directories(install_dir, ec);
-    if (install_dir != here) fs::copy_file(here / "package.json", install_dir / "package.json",
-                                           fs::copy_options::overwrite_existing, ec);
+    // Test processes run in parallel: one installs while the others wait.
+    const int lock = ::open((install_dir / ".npm-install.lock").c_str(), O_CREAT | O_RDWR, 0644);
+    if (lock >= 0) ::flock(lock, LOCK_EX);
     const fs::path log = install_dir / "npm-install.log";
-    const std::string cmd = "timeout 180 npm install --prefix " + quote(install_dir) +
-                            " --no-audit --no-fund --fetch-retries=1 >" + quote(log) + " 2>&1";
-    if (ec || std::system(cmd.c_str()) != 0 || !fs::exists(install_dir / "node_modules" / "tokenizers"))
+    if (!fs::exists(install_dir / "node_modules" / "tokenizers" / "package.json")) {
+      if (install_dir != here)
+        fs::copy_file(here / "package.json", install_dir / "package.json", fs::copy_options::overwrite_existing, ec);
+      const std::string cmd = "timeout 180 npm install --prefix " + quote(install_dir) +
+                              " --no-audit --no-fund --fetch-retries=1 >" + quote(log) + " 2>&1";
+      if (ec || std::system(cmd.c_str()) != 0) fs::remove_all(install_dir / "node_modules", ec);
+    }
+    if (lock >= 0) ::close(lock);  // releases the lock
+    if (!fs::exists(install_dir / "node_modules" / "tokenizers" / "package.json"))
       return "`npm install` of the npm package tokenizers into " + install_dir.string() + " failed (see " +
              log.string() + ")";
     return Reference(here, install_dir);
