@@ -309,6 +309,9 @@ TEST(PyString, FloatReprMatchesPython) {
 TEST(PyString, StripAndSplitUseUnicodeWhitespace) {
   EXPECT_EQ(py_strip("\u3000\u00a0x\u2028 ", std::nullopt, true, true), "x");
   EXPECT_EQ(py_strip("\u00a0x", std::string("\n"), true, true), "\u00a0x");
+  EXPECT_EQ(py_strip("ééxéyé", std::string("é"), true, true), "xéy");
+  EXPECT_EQ(py_strip(" \t\n ", std::nullopt, true, true), "");
+  EXPECT_EQ(py_strip("\n\nab\n", std::string("\n"), false, true), "\n\nab");
   std::vector<std::string> parts = py_split(" a\u3000b  c ", std::nullopt, -1, false);
   EXPECT_EQ(parts, (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(py_split("a,b,c", std::string(","), 1, true), (std::vector<std::string>{"a,b", "c"}));

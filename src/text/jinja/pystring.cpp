@@ -196,17 +196,25 @@ bool is_py_printable(char32_t c) {
 
 std::string py_strip(std::string_view s, const std::optional<std::string>& chars, bool left,
                      bool right) {
-  std::u32string cs = decode_utf8(s);
+  // Works on the bytes at both ends only: stripping a long message must not
+  // decode all of it.
   std::u32string set = chars ? decode_utf8(*chars) : std::u32string();
   auto strippable = [&](char32_t c) {
     return chars ? set.find(c) != std::u32string::npos : is_py_space(c);
   };
-  size_t begin = 0, end = cs.size();
-  if (left)
-    while (begin < end && strippable(cs[begin])) ++begin;
-  if (right)
-    while (end > begin && strippable(cs[end - 1])) --end;
-  return encode_utf8(std::u32string_view(cs).substr(begin, end - begin));
+  size_t begin = 0, end = s.size();
+  while (left && begin < end) {
+    size_t n = std::min(sequence_length(static_cast<unsigned char>(s[begin])), end - begin);
+    if (!strippable(decode_utf8(s.substr(begin, n))[0])) break;
+    begin += n;
+  }
+  while (right && end > begin) {
+    size_t start = end - 1;
+    while (start > begin && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+    if (!strippable(decode_utf8(s.substr(start, end - start))[0])) break;
+    end = start;
+  }
+  return std::string(s.substr(begin, end - begin));
 }
 
 std::vector<std::string> py_split(std::string_view s, const std::optional<std::string>& sep,
