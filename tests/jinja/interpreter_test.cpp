@@ -103,6 +103,15 @@ TEST(Statements, SetInsideLoopDoesNotLeakButNamespaceDoes) {
   EXPECT_EQ(render("{% set a, b = [1, 2] %}{{ b }}{{ a }}"), "21");
 }
 
+// jinja2 decides scoping at compile time: a frame that assigns a name before
+// reading it starts with it undefined, even inside loops that run earlier.
+TEST(Statements, NamesAssignedBeforeReadStartUndefined) {
+  EXPECT_EQ(render("{{ x }}{% set x = 5 %}{{ x }}", {{"x", 3}}), "35");
+  EXPECT_EQ(render("{% for i in [1] %}[{{ x }}]{% endfor %}{% set x = 5 %}{{ x }}", {{"x", 3}}), "[]5");
+  EXPECT_EQ(render("{% for i in [1] %}[{{ x }}]{% endfor %}{% if true %}{% set x = 5 %}{% endif %}", {{"x", 3}}), "[3]");
+  EXPECT_EQ(render("{% macro m() %}{{ x }}{% set x = 9 %}{{ x }}{% endmacro %}{{ m() }}", {{"x", 3}}), "39");
+}
+
 TEST(Statements, SetBlockFilterBlockWith) {
   EXPECT_EQ(render("{% set x | upper %}ab{{ 1 }}{% endset %}[{{ x }}]"), "[AB1]");
   EXPECT_EQ(render("{% filter trim | upper %}  hi  {% endfilter %}"), "HI");

@@ -199,6 +199,41 @@ ms = [
 ]
 for t in ms: case("str methods", t, ctx)
 
+# ---- jinja2's compile-time scoping: a frame that assigns a name before reading it starts it undefined ----
+for t in [
+"{{ x }}{% set x = 5 %}{{ x }}",
+"{% for i in [1] %}{{ x }}{% endfor %}{% set x = 5 %}{{ x }}",
+"{% for i in range(x) %}{{ i }}{% endfor %}{% set x = 5 %}",
+"{% for i in [1] %}{% for j in range(x) %}{{ j }}{% endfor %}{% endfor %}{% set x = 5 %}",
+"{% for i in [1] %}{% for j in range(x) %}{% set x = 1 %}{{ j }}{% endfor %}{% endfor %}",
+"{% for i in [1] %}{% for j in range(x) %}{% set x = 1 %}{{ j }}{% endfor %}{% endfor %}{% set x = 5 %}",
+"{% for j in range(x) %}{% set x = 1 %}{{ j }}{% endfor %}",
+"{% for i in [1] %}{% for j in range(x) %}{{ j }}{% endfor %}{% set x = 5 %}{% endfor %}",
+"{% for i in [1] %}{{ x }}{% set x = 5 %}{% endfor %}",
+"{% for i in [1,2] %}{% for j in range(x) %}{{ j }}{% set x = 1 %}{% endfor %}|{% endfor %}",
+"{% macro m() %}{{ x }}{% endmacro %}{{ m() }}{% set x = 2 %}{{ m() }}",
+"{% macro m() %}{{ x }}{% set x = 9 %}{{ x }}{% endmacro %}{{ m() }}",
+"{% macro m() %}{% set x = 9 %}{{ x }}{% endmacro %}{{ m() }}{{ x }}",
+"{% if true %}{% set x = 1 %}{% endif %}{% for i in [1] %}{{ x }}{% endfor %}",
+"{% for i in [1] %}{{ x }}{% endfor %}{% if true %}{% set x = 1 %}{% endif %}",
+"{% for i in [1] %}{{ x }}{% endfor %}{% if false %}{% set x = 1 %}{% else %}{% set x = 2 %}{% endif %}{{ x }}",
+"{% for i in [1] %}[{{ x }}]{% set y = 1 %}{% endfor %}{% set x = 1 %}",
+"{% set x | upper %}{{ x }}{% endset %}{{ x }}",
+"{% filter upper %}{{ x }}{% set x = 'q' %}{{ x }}{% endfilter %}",
+"{% with %}{{ x }}{% set x = 'w' %}{% endwith %}{{ x }}",
+"{% with a = x %}{{ a }}{% endwith %}{% set x = 1 %}",
+"{% for i in [] %}{% else %}{{ x }}{% endfor %}{% set x = 1 %}",
+"{% for i in [] %}{% else %}{% set x = 7 %}{{ x }}{% endfor %}{{ x }}",
+"{% set ns = namespace(a=x) %}{% for i in [1] %}{{ ns.a }}{% endfor %}{% set x = 4 %}",
+"{% for i in [1] %}{% set x = x + 1 %}{{ x }}{% endfor %}",
+"{% for i in [1] %}{% set y = 1 %}{% for j in [1] %}{{ x }}{% endfor %}{% set x = 2 %}{% endfor %}",
+"{% for i in [1] %}{% for j in [1] %}{{ x }}{% endfor %}{% set x = 2 %}{% endfor %}",
+"{% macro f() %}{{ g() }}{% endmacro %}{% macro g() %}G{% endmacro %}{{ f() }}",
+"{% for i in [1] %}{{ m() }}{% endfor %}{% macro m() %}M{% endmacro %}",
+"{% set a, b = 1, x %}{{ b }}{% for i in [1] %}{{ a }}{{ x }}{% endfor %}",
+]:
+    case("scoping", t, {"x": 3})
+
 # ---- chat templates in the styles other model families use ----
 LLAMA3 = """{{- bos_token }}
 {%- if custom_tools is defined %}
@@ -350,8 +385,13 @@ for t in ["{% if x %}", "{% endif %}", "{% for x in %}{% endfor %}", "{{ 1 + }}"
           "{% macro m(a=1, b) %}{% endmacro %}", "{{ x = 1 }}", "{% if x %}{% else %}{% else %}{% endif %}", "{{ }}",
           "{% for x in y %}{% endif %}", "{{ 1 }} {% endfor %}", "{{ a.1b }}", "{{ x ! y }}", "{{ 'a' ~ }}", "{% raw %}abc",
           "{% set 1 = 2 %}", "{% set x.y.z = 1 %}", "{{ {1: 2 }}", "{{ x.(1) }}", "{{ 1 is }}", "{% for %}", "{% if %}{% endif %}",
-          "{{ f(a=1, 2) }}", "{{ 'a' 1 }}", "{% set x = 1 %}{% endset %}", "{% for x in [1] %}{% else %}{% else %}{% endfor %}"]:
+          "{{ f(a=1, 2) }}", "{{ 'a' 1 }}", "{% set x = 1 %}{% endset %}", "{% for x in [1] %}{% else %}{% else %}{% endfor %}",
+          "a{# b", "a{% raw %}b", "{{ 1 }}{%"]:
     case("syntax errors", t)
+# An opener that ends the template is accepted for comments and raw blocks.
+for t in ["a{#", "a{#-", "a  {#", "a{% raw %}", "a{#\n"]:
+    case("whitespace", t)
+
 
 
 def render(template, context):

@@ -2,6 +2,7 @@
 // renders itself (eval.cpp); a failure inside a node is reported with that
 // node's line and column.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -13,11 +14,15 @@ namespace qinfer::jinja {
 
 struct Context;
 
+using NameVisitor = std::function<void(const std::string& name)>;
+
 struct Expr {
   explicit Expr(size_t offset) : offset(offset) {}
   virtual ~Expr() = default;
   // eval() with EvalErrors turned into errors naming this node's position.
   Value evaluate(Context& ctx) const;
+  // Calls on_name for every variable the expression reads (scopes.cpp).
+  virtual void visit_names(const NameVisitor& on_name) const = 0;
 
   size_t offset;  // byte offset in the template source
 
@@ -31,18 +36,21 @@ struct ArgExprs {
   std::vector<ExprPtr> positional;
   std::vector<std::pair<std::string, ExprPtr>> keywords;
   CallArgs evaluate(Context& ctx) const;
+  void visit_names(const NameVisitor& on_name) const;
 };
 
 struct ConstExpr : Expr {
   ConstExpr(size_t offset, Value value) : Expr(offset), value(std::move(value)) {}
   Value value;
   Value eval(Context& ctx) const override;
+  void visit_names(const NameVisitor& on_name) const override;
 };
 
 struct NameExpr : Expr {
   NameExpr(size_t offset, std::string name) : Expr(offset), name(std::move(name)) {}
   std::string name;
   Value eval(Context& ctx) const override;
+  void visit_names(const NameVisitor& on_name) const override;
 };
 
 // [a, b] and (a, b)
@@ -52,12 +60,14 @@ struct ListExpr : Expr {
   std::vector<ExprPtr> items;
   bool is_tuple;
   Value eval(Context& ctx) const override;
+  void visit_names(const NameVisitor& on_name) const override;
 };
 
 struct DictExpr : Expr {
   using Expr::Expr;
   std::vector<std::pair<ExprPtr, ExprPtr>> entries;
   Value eval(Context& ctx) const override;
+  void visit_names(const NameVisitor& on_name) const override;
 };
 
 // obj.name: attribute first, then item (jinja2's getattr).
@@ -67,6 +77,7 @@ struct GetAttrExpr : Expr {
   ExprPtr object;
   std::string name;
   Value eval(Context& ctx) const override;
+  void visit_names(const NameVisitor& on_name) const override;
 };
 
 // obj[key]: item first, then attribute (jinja2's getitem).
@@ -75,6 +86,7 @@ struct GetItemExpr : Expr {
       : Expr(offset), object(std::move(object)), key(std::move(key)) {}
   ExprPtr object, key;
   Value eval(Context& ctx) const override;
+  void visit_names(const NameVisitor& on_name) const override;
 };
 
 // obj[start:stop:step], any part may be missing.
@@ -84,6 +96,7 @@ struct SliceExpr : Expr {
         step(std::move(step)) {}
   ExprPtr object, start, stop, step;
   Value eval(Context& ctx) const override;
+  void visit_names(const NameVisitor& on_name) const override;
 };
 
 struct CallExpr : Expr {
@@ -91,6 +104,7 @@ struct CallExpr : Expr {
   ExprPtr callee;
   ArgExprs args;
   Value eval(Context& ctx) const override;
+  void visit_names(const NameVisitor& on_name) const override;
 };
 
 using FilterFn = Value (*)(Context& ctx, const Value& value, CallArgs& args);
@@ -106,6 +120,7 @@ struct FilterExpr : Expr {
   FilterFn fn;
   ArgExprs args;
   Value eval(Context& ctx) const override;
+  void visit_names(const NameVisitor& on_name) const override;
   Value apply(Context& ctx, const Value& input) const;
 };
 
@@ -119,6 +134,7 @@ struct TestExpr : Expr {
   bool negated;
   ArgExprs args;
   Value eval(Context& ctx) const override;
+  void visit_names(const NameVisitor& on_name) const override;
 };
 
 enum class UnaryOp { Not, Neg, Pos };
@@ -128,6 +144,7 @@ struct UnaryExpr : Expr {
   UnaryOp op;
   ExprPtr operand;
   Value eval(Context& ctx) const override;
+  void visit_names(const NameVisitor& on_name) const override;
 };
 
 enum class BinaryOp { And, Or, Add, Sub, Mul, Div, FloorDiv, Mod, Pow, Concat };
@@ -137,6 +154,7 @@ struct BinaryExpr : Expr {
   BinaryOp op;
   ExprPtr left, right;
   Value eval(Context& ctx) const override;
+  void visit_names(const NameVisitor& on_name) const override;
 };
 
 enum class CompareOp { Eq, Ne, Lt, Le, Gt, Ge, In, NotIn };
@@ -146,6 +164,7 @@ struct CompareExpr : Expr {
   ExprPtr first;
   std::vector<std::pair<CompareOp, ExprPtr>> rest;
   Value eval(Context& ctx) const override;
+  void visit_names(const NameVisitor& on_name) const override;
 };
 
 // then if cond else otherwise (otherwise may be missing: Undefined)
@@ -154,6 +173,7 @@ struct CondExpr : Expr {
       : Expr(offset), cond(std::move(cond)), then(std::move(then)), otherwise(std::move(otherwise)) {}
   ExprPtr cond, then, otherwise;
   Value eval(Context& ctx) const override;
+  void visit_names(const NameVisitor& on_name) const override;
 };
 
 // ---- statements ----
@@ -207,12 +227,18 @@ struct Target {
   void assign(Context& ctx, const Value& value) const;
 };
 
+// The names a frame (loop body, macro body, ...) starts with as undefined,
+// shadowing any outer value: those it assigns before reading, as jinja2's
+// compile-time scoping decides (scopes.cpp).
+using ShadowedNames = std::vector<std::string>;
+
 struct ForStmt : Stmt {
   using Stmt::Stmt;
   Target target;
   ExprPtr iterable;
   ExprPtr filter;  // `for x in xs if cond`, may be null
   Body body, otherwise;
+  ShadowedNames body_shadowed, otherwise_shadowed;
   Flow render(Context& ctx, std::string& out) const override;
 };
 
@@ -229,6 +255,7 @@ struct SetBlockStmt : Stmt {
   Target target;
   std::vector<std::unique_ptr<FilterExpr>> filters;
   Body body;
+  ShadowedNames shadowed;
   Flow render(Context& ctx, std::string& out) const override;
 };
 
@@ -239,6 +266,7 @@ struct MacroStmt : Stmt {
   bool takes_varargs = false;  // the body mentions `varargs` / `kwargs`
   bool takes_kwargs = false;
   Body body;
+  ShadowedNames shadowed;
   Flow render(Context& ctx, std::string& out) const override;
 };
 
@@ -247,6 +275,7 @@ struct FilterBlockStmt : Stmt {
   using Stmt::Stmt;
   std::vector<std::unique_ptr<FilterExpr>> filters;
   Body body;
+  ShadowedNames shadowed;
   Flow render(Context& ctx, std::string& out) const override;
 };
 
@@ -255,6 +284,7 @@ struct ScopeStmt : Stmt {
   using Stmt::Stmt;
   std::vector<std::pair<Target, ExprPtr>> assignments;
   Body body;
+  ShadowedNames shadowed;
   Flow render(Context& ctx, std::string& out) const override;
 };
 
@@ -263,5 +293,9 @@ struct LoopControlStmt : Stmt {
   Flow flow;  // Break or Continue
   Flow render(Context& ctx, std::string& out) const override;
 };
+
+// Fills the ShadowedNames of every frame in the template; returns those of
+// the template's top level.
+ShadowedNames resolve_scopes(Body& body);
 
 }  // namespace qinfer::jinja

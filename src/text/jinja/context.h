@@ -28,6 +28,11 @@ struct Context {
   int call_depth = 0;  // nested macro calls, bounded to keep recursion off the C++ stack limit
 };
 
+// Starts a frame's shadowed names as undefined in its scope (see scopes.cpp).
+inline void shadow(Scope& scope, const std::vector<std::string>& names) {
+  for (const std::string& name : names) scope.set(name, Undefined{"'" + name + "' is undefined"});
+}
+
 // Makes `scope` the current scope of ctx for the lifetime of this object.
 class ScopeGuard {
  public:

@@ -319,10 +319,12 @@ Flow ForStmt::render(Context& ctx, std::string& out) const {
     ScopeGuard guard(ctx, std::make_shared<Scope>(ctx.scope));
     target.assign(ctx, items[i]);
     ctx.scope->set("loop", make_loop_object(items, i, last_changed));
+    shadow(*ctx.scope, body_shadowed);
     if (execute_body(body, ctx, out) == Flow::Break) break;
   }
   if (items.empty()) {
     ScopeGuard guard(ctx, std::make_shared<Scope>(ctx.scope));
+    shadow(*ctx.scope, otherwise_shadowed);
     execute_body(otherwise, ctx, out);
   }
   return Flow::Normal;
@@ -337,6 +339,7 @@ Flow SetBlockStmt::render(Context& ctx, std::string&) const {
   std::string text;
   {
     ScopeGuard guard(ctx, std::make_shared<Scope>(ctx.scope));
+    shadow(*ctx.scope, shadowed);
     text = render_to_string(body, ctx);
   }
   target.assign(ctx, apply_filters(filters, ctx, Value(std::move(text))));
@@ -382,6 +385,7 @@ Value call_macro(const MacroStmt& m, Context& ctx, const std::shared_ptr<Scope>&
     scope->set("varargs", Value::list(std::move(extra), true));
   }
   if (m.takes_kwargs) scope->set("kwargs", Value::dict(std::move(extra_keywords)));
+  shadow(*scope, m.shadowed);
   ++ctx.call_depth;
   struct DepthRestore {
     int& depth;
@@ -409,6 +413,7 @@ Flow FilterBlockStmt::render(Context& ctx, std::string& out) const {
   std::string text;
   {
     ScopeGuard guard(ctx, std::make_shared<Scope>(ctx.scope));
+    shadow(*ctx.scope, shadowed);
     text = render_to_string(body, ctx);
   }
   out += to_str(apply_filters(filters, ctx, Value(std::move(text))));
@@ -420,6 +425,7 @@ Flow ScopeStmt::render(Context& ctx, std::string& out) const {
   for (const auto& [target, e] : assignments) values.push_back(e->evaluate(ctx));
   ScopeGuard guard(ctx, std::make_shared<Scope>(ctx.scope));
   for (size_t i = 0; i < values.size(); ++i) assignments[i].first.assign(ctx, values[i]);
+  shadow(*ctx.scope, shadowed);
   return execute_body(body, ctx, out);
 }
 

@@ -137,6 +137,10 @@ class Lexer {
   }
 
   void lex_raw(size_t body, size_t open) {
+    if (body >= s_.size()) {  // as for comments: nothing after the opener is accepted
+      pos_ = body;
+      return;
+    }
     for (size_t p = s_.find("{%", body); p != std::string::npos; p = s_.find("{%", p + 1)) {
       size_t q = p + 2;
       char sign = (q < s_.size() && (s_[q] == '-' || s_[q] == '+')) ? s_[q] : 0;
@@ -161,6 +165,11 @@ class Lexer {
   }
 
   void lex_comment(size_t p, size_t open) {
+    // jinja2 quietly accepts an opener that ends the template.
+    if (p >= s_.size()) {
+      pos_ = p;
+      return;
+    }
     for (; p < s_.size(); ++p) {
       if (s_.compare(p, 3, "+#}") == 0) {
         finish_tag(p + 3);

@@ -30,6 +30,7 @@ class Template {
  private:
   std::unique_ptr<Source> source_;
   std::vector<std::unique_ptr<Stmt>> body_;
+  std::vector<std::string> shadowed_;  // top-level names that start undefined (scopes.cpp)
 };
 
 }  // namespace qinfer::jinja
