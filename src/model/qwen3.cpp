@@ -1,84 +1,227 @@
 #include "model/qwen3.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
 
+#include "io/safetensors_writer.h"
 #include "ops/ops.h"
+#include "ops/simd.h"
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 namespace qinfer {
 
 namespace {
 
-// Binds tensor `name` of the checkpoint as a [rows, cols] weight matrix.
+// Suffix of the scale tensor that makes a U8 tensor a quantized matrix.
+constexpr const char* kScalesSuffix = "_scales";
+
+// Calls matrix(name, w, rows, cols) and vector(name, v, n) for every tensor of
+// the model in checkpoint order; the one place that knows the tensor names.
+template <class Weights, class MatrixFn, class VectorFn>
+void for_each_tensor(const Qwen3Config& c, Weights& w, MatrixFn matrix, VectorFn vector) {
+  const int64_t H = c.hidden_size, hd = c.head_dim, q_dim = c.num_attention_heads * hd,
+                kv_dim = c.num_key_value_heads * hd, I = c.intermediate_size;
+  matrix("model.embed_tokens.weight", w.embed_tokens, c.vocab_size, H);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    auto& L = w.layers[l];
+    vector(p + "input_layernorm.weight", L.input_norm, H);
+    matrix(p + "self_attn.q_proj.weight", L.q_proj, q_dim, H);
+    matrix(p + "self_attn.k_proj.weight", L.k_proj, kv_dim, H);
+    matrix(p + "self_attn.v_proj.weight", L.v_proj, kv_dim, H);
+    matrix(p + "self_attn.o_proj.weight", L.o_proj, H, q_dim);
+    vector(p + "self_attn.q_norm.weight", L.q_norm, hd);
+    vector(p + "self_attn.k_norm.weight", L.k_norm, hd);
+    vector(p + "post_attention_layernorm.weight", L.post_attention_norm, H);
+    matrix(p + "mlp.gate_proj.weight", L.gate_proj, I, H);
+    matrix(p + "mlp.up_proj.weight", L.up_proj, I, H);
+    matrix(p + "mlp.down_proj.weight", L.down_proj, H, I);
+  }
+  vector("model.norm.weight", w.final_norm, H);
+  // Tied: the embedding matrix is the lm_head and any lm_head.weight in the file is ignored.
+  if (!c.tie_word_embeddings) matrix("lm_head.weight", w.lm_head, c.vocab_size, H);
+}
+
+// Gives the pages of a read-only file mapping back to the page cache (they
+// stop counting in this process's resident memory) once their tensor has
+// been converted; only whole pages inside [p, p + n).
+void release_pages(const void* p, size_t n) {
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+// Binds tensors of the checkpoint as weight matrices, converting them when
+// the options ask for another format.
 struct Binder {
   const Checkpoint& ck;
-  std::vector<std::vector<uint8_t>>& realigned;
+  const LoadOptions& options;
+  std::vector<std::vector<uint8_t>>& owned;
   size_t& bytes;
+  std::unique_ptr<ThreadPool> pool;  // created on the first conversion
 
-  const uint8_t* aligned_data(const TensorView& t) {
-    if (reinterpret_cast<uintptr_t>(t.data) % dtype_size(t.dtype) == 0) return t.data;
-    realigned.emplace_back(t.data, t.data + t.nbytes);
-    return realigned.back().data();
+  const uint8_t* aligned_data(const TensorView& t, size_t alignment) {
+    if (reinterpret_cast<uintptr_t>(t.data) % alignment == 0) return t.data;
+    owned.emplace_back(t.data, t.data + t.nbytes);
+    return owned.back().data();
   }
 
-  WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols) {
-    const TensorView& t = ck.require(name, {rows, cols});
-    bytes += t.nbytes;
-    if (t.dtype == DType::U8) fail("tensor ", name, ": U8 data without a quantization scale tensor");
-    return WeightMatrix{weight_format_of(t.dtype), aligned_data(t), nullptr, rows, cols};
+  // The matrix as stored: a float tensor, or U8 quants with their scales.
+  WeightMatrix stored(const std::string& name, int64_t rows, int64_t cols) {
+    const TensorView* scales = ck.find(name + kScalesSuffix);
+    if (!scales) {
+      const TensorView& t = ck.require(name, {rows, cols});
+      if (t.dtype == DType::U8) fail("tensor ", name, ": U8 data without a ", name, kScalesSuffix, " tensor");
+      return WeightMatrix{weight_format_of(t.dtype), aligned_data(t, dtype_size(t.dtype)), nullptr, rows, cols};
+    }
+    if (cols % kQuantBlock != 0)
+      fail("tensor ", name, ": quantized with ", cols, " columns, not a multiple of the block size ", kQuantBlock);
+    const TensorView* t = ck.find(name);
+    if (!t) fail("tensor ", name, " is missing (its ", kScalesSuffix, " tensor is there)");
+    if (t->dtype != DType::U8) fail("tensor ", name, ": quantized data must be U8, not ", dtype_name(t->dtype));
+    WeightFormat f;
+    if (t->shape == std::vector<int64_t>{rows, cols}) f = WeightFormat::Q8;
+    else if (t->shape == std::vector<int64_t>{rows, cols / 2}) f = WeightFormat::Q4;
+    else fail("tensor ", name, ": quantized shape ", shape_str(t->shape), " is neither Q8 ", shape_str({rows, cols}),
+              " nor Q4 ", shape_str({rows, cols / 2}));
+    const TensorView& s = ck.require(name + kScalesSuffix, {rows, cols / kQuantBlock});
+    if (s.dtype != DType::F16) fail("tensor ", name, kScalesSuffix, ": scales must be F16, not ", dtype_name(s.dtype));
+    return WeightMatrix{f, aligned_data(*t, 1), reinterpret_cast<const uint16_t*>(aligned_data(s, 2)), rows, cols};
   }
 
-  std::vector<float> vector(const std::string& name, int64_t n) {
+  // `from` re-encoded as format `to`, row by row through f32, in owned memory.
+  WeightMatrix convert(const WeightMatrix& from, WeightFormat to) {
+    WeightMatrix w{to, nullptr, nullptr, from.rows, from.cols};
+    const size_t quant_bytes = static_cast<size_t>(w.rows) * w.row_bytes();
+    std::vector<uint8_t>& buf = owned.emplace_back(w.bytes());
+    w.data = buf.data();
+    if (w.quantized()) w.scales = reinterpret_cast<const uint16_t*>(buf.data() + quant_bytes);
+    if (!pool) pool = std::make_unique<ThreadPool>(options.threads);
+    pool->parallel_for(static_cast<size_t>(w.rows), 64, [&](size_t r0, size_t r1) {
+      std::vector<float> row(static_cast<size_t>(w.cols));
+      for (size_t r = r0; r < r1; ++r) {
+        widen_row(from, static_cast<int64_t>(r), row.data());
+        uint8_t* dst = buf.data() + r * w.row_bytes();
+        if (w.quantized())
+          quantize_row(w.quant_format(), row.data(), w.cols, dst,
+                       const_cast<uint16_t*>(w.row_scales(static_cast<int64_t>(r))));
+        else
+          simd::narrow_f32(row.data(), static_cast<size_t>(w.cols), float_dtype(to), dst);
+      }
+    });
+    release_pages(from.data, static_cast<size_t>(from.rows) * from.row_bytes());
+    if (from.scales) release_pages(from.scales, static_cast<size_t>(from.rows * from.cols / kQuantBlock) * 2);
+    return w;
+  }
+
+  void matrix(const std::string& name, WeightMatrix& out, int64_t rows, int64_t cols) {
+    out = stored(name, rows, cols);
+    const std::optional<WeightFormat> to = options.weights;
+    const bool quantizable = cols % kQuantBlock == 0;
+    if (to && *to != out.format && (quantizable || (*to != WeightFormat::Q8 && *to != WeightFormat::Q4)))
+      out = convert(out, *to);
+    bytes += out.bytes();
+  }
+
+  void vector(const std::string& name, std::vector<float>& out, int64_t n) {
     const TensorView& t = ck.require(name, {n});
+    if (t.dtype == DType::U8) fail("tensor ", name, ": a norm weight cannot be U8");
     bytes += t.nbytes;
-    std::vector<float> v(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) v[i] = load_as_f32(t.data, t.dtype, i);
-    return v;
+    out.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) out[i] = load_as_f32(t.data, t.dtype, i);
   }
 };
 
 }  // namespace
 
-std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir) {
+std::optional<WeightFormat> parse_weight_format(const std::string& name) {
+  if (name == "auto") return std::nullopt;
+  for (WeightFormat f : {WeightFormat::F32, WeightFormat::F16, WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4})
+    if (name == weight_format_name(f)) return f;
+  fail("unknown weight format '", name, "' (known: auto, f32, f16, bf16, q8, q4)");
+}
+
+DType parse_kv_dtype(const std::string& name) {
+  if (name == "f32") return DType::F32;
+  if (name == "f16") return DType::F16;
+  if (name == "bf16") return DType::BF16;
+  fail("unknown KV cache type '", name, "' (known: f32, f16, bf16)");
+}
+
+std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadOptions& options) {
   auto m = std::make_unique<Qwen3Model>();
   m->config_ = load_qwen3_config(dir + "/config.json");
   m->checkpoint_ = Checkpoint::open(dir);
+  m->kv_cache_ = options.kv_cache;
   const Qwen3Config& c = m->config_;
-  const int64_t H = c.hidden_size, hd = c.head_dim, q_dim = c.num_attention_heads * hd,
-                kv_dim = c.num_key_value_heads * hd, I = c.intermediate_size;
-
-  Binder b{m->checkpoint_, m->realigned_, m->weight_bytes_};
   Qwen3Weights& w = m->weights_;
-  w.embed_tokens = b.matrix("model.embed_tokens.weight", c.vocab_size, H);
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    Qwen3Layer L;
-    L.input_norm = b.vector(p + "input_layernorm.weight", H);
-    L.q_proj = b.matrix(p + "self_attn.q_proj.weight", q_dim, H);
-    L.k_proj = b.matrix(p + "self_attn.k_proj.weight", kv_dim, H);
-    L.v_proj = b.matrix(p + "self_attn.v_proj.weight", kv_dim, H);
-    L.o_proj = b.matrix(p + "self_attn.o_proj.weight", H, q_dim);
-    L.q_norm = b.vector(p + "self_attn.q_norm.weight", hd);
-    L.k_norm = b.vector(p + "self_attn.k_norm.weight", hd);
-    L.post_attention_norm = b.vector(p + "post_attention_layernorm.weight", H);
-    L.gate_proj = b.matrix(p + "mlp.gate_proj.weight", I, H);
-    L.up_proj = b.matrix(p + "mlp.up_proj.weight", I, H);
-    L.down_proj = b.matrix(p + "mlp.down_proj.weight", H, I);
-    w.layers.push_back(std::move(L));
-  }
-  w.final_norm = b.vector("model.norm.weight", H);
-  // Tied: the embedding matrix is the lm_head and any lm_head.weight in the file is ignored.
-  w.lm_head = c.tie_word_embeddings ? w.embed_tokens : b.matrix("lm_head.weight", c.vocab_size, H);
+  w.layers.resize(static_cast<size_t>(c.num_hidden_layers));
+  Binder b{m->checkpoint_, options, m->owned_, m->weight_bytes_, nullptr};
+  for_each_tensor(
+      c, w, [&](const std::string& name, WeightMatrix& x, int64_t rows, int64_t cols) { b.matrix(name, x, rows, cols); },
+      [&](const std::string& name, std::vector<float>& v, int64_t n) { b.vector(name, v, n); });
+  if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;
 
-  m->rope_inv_freq_.resize(static_cast<size_t>(hd / 2));
-  qinfer::rope_inv_freq(c.rope_theta, hd, m->rope_inv_freq_.data());
+  m->rope_inv_freq_.resize(static_cast<size_t>(c.head_dim / 2));
+  qinfer::rope_inv_freq(c.rope_theta, c.head_dim, m->rope_inv_freq_.data());
   return m;
 }
 
 KvCache Qwen3Model::make_cache() const {
   return KvCache(config_.num_hidden_layers, config_.num_key_value_heads, config_.head_dim,
-                 config_.max_position_embeddings);
+                 config_.max_position_embeddings, kv_cache_);
+}
+
+void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir) const {
+  namespace fs = std::filesystem;
+  if (fs::exists(out_dir) && fs::equivalent(source_dir, out_dir))
+    fail(out_dir, ": the output directory is the model's own directory (its weights are mapped from there)");
+  fs::create_directories(out_dir);
+  std::vector<TensorData> tensors;
+  std::vector<std::string> formats;
+  auto bytes_of = [](const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    return std::vector<uint8_t>(b, b + n);
+  };
+  for_each_tensor(
+      config_, weights_,
+      [&](const std::string& name, const WeightMatrix& w, int64_t rows, int64_t cols) {
+        const std::string f = weight_format_name(w.format);
+        if (std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
+        const size_t data_bytes = static_cast<size_t>(rows) * w.row_bytes();
+        if (!w.quantized()) {
+          tensors.push_back({name, float_dtype(w.format), {rows, cols}, bytes_of(w.data, data_bytes)});
+          return;
+        }
+        tensors.push_back({name, DType::U8, {rows, static_cast<int64_t>(w.row_bytes())}, bytes_of(w.data, data_bytes)});
+        tensors.push_back({name + kScalesSuffix, DType::F16, {rows, cols / kQuantBlock},
+                           bytes_of(w.scales, static_cast<size_t>(rows * cols / kQuantBlock) * 2)});
+      },
+      [&](const std::string& name, const std::vector<float>& v, int64_t n) {
+        tensors.push_back({name, DType::F32, {n}, bytes_of(v.data(), v.size() * sizeof(float))});
+      });
+  write_safetensors(out_dir + "/model.safetensors", tensors);
+
+  nlohmann::ordered_json config = nlohmann::ordered_json::parse(read_text_file(source_dir + "/config.json"));
+  config["quantization_config"] = {{"quant_method", "qinfer"},
+                                   {"formats", formats},
+                                   {"block_size", kQuantBlock},
+                                   {"scales", "F16 tensor <name>_scales [rows, cols/32]"}};
+  std::ofstream out(out_dir + "/config.json", std::ios::trunc);
+  out << config.dump(2) << "\n";
+  if (!out.flush()) fail(out_dir, "/config.json: write failed");
+  for (const char* f : {"generation_config.json", "tokenizer.json", "tokenizer_config.json"})
+    if (fs::exists(source_dir + "/" + f))
+      fs::copy_file(source_dir + "/" + f, out_dir + "/" + f, fs::copy_options::overwrite_existing);
 }
 
 std::span<const float> forward(const Qwen3Model& model, std::span<const int32_t> tokens, int64_t pos0, KvCache& cache,
@@ -97,35 +240,39 @@ std::span<const float> forward(const Qwen3Model& model, std::span<const int32_t>
   s.x.resize(n * H);
   s.h.resize(n * H);
   s.q.resize(n * nh * hd);
+  s.k.resize(n * nkv * hd);
+  s.v.resize(n * nkv * hd);
   s.attn.resize(n * nh * hd);
   s.gate.resize(n * I);
   s.up.resize(n * I);
   s.positions.resize(n);
   for (int64_t t = 0; t < n; ++t) s.positions[t] = static_cast<int32_t>(pos0 + t);
+  s.rope.resize(n * hd);
+  rope_cos_sin(s.positions.data(), n, model.rope_inv_freq().data(), hd, s.rope.data());
 
   // Embedding lookup.
   for (int64_t t = 0; t < n; ++t) widen_row(w.embed_tokens, tokens[t], &s.x[t * H]);
 
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const Qwen3Layer& L = w.layers[l];
-    float* k = cache.k(l, pos0);  // this step's keys and values go straight into the cache
-    float* v = cache.v(l, pos0);
 
-    // Attention block: norm -> q/k/v -> QK-norm -> RoPE -> causal GQA -> o_proj -> residual.
+    // Attention block: norm -> q/k/v -> QK-norm -> RoPE -> (k, v into the cache)
+    // -> causal GQA over the cache -> o_proj -> residual.
     rmsnorm(s.x.data(), L.input_norm.data(), n, H, eps, s.h.data());
-    matmul(s.h.data(), n, {{L.q_proj, s.q.data()}, {L.k_proj, k}, {L.v_proj, v}}, pool);
+    matmul(s.h.data(), n, {{L.q_proj, s.q.data()}, {L.k_proj, s.k.data()}, {L.v_proj, s.v.data()}}, pool);
     rmsnorm(s.q.data(), L.q_norm.data(), n * nh, hd, eps, s.q.data());
-    rmsnorm(k, L.k_norm.data(), n * nkv, hd, eps, k);
-    rope(s.q.data(), n, nh, hd, s.positions.data(), model.rope_inv_freq().data());
-    rope(k, n, nkv, hd, s.positions.data(), model.rope_inv_freq().data());
-    attention(s.q.data(), n, pos0, cache.k(l, 0), cache.v(l, 0), {nh, nkv, hd}, s.attn.data(), pool);
+    rmsnorm(s.k.data(), L.k_norm.data(), n * nkv, hd, eps, s.k.data());
+    rope(s.q.data(), n, nh, hd, s.rope.data());
+    rope(s.k.data(), n, nkv, hd, s.rope.data());
+    cache.store(l, pos0, n, s.k.data(), s.v.data());
+    attention(s.q.data(), n, pos0, cache.keys(l), cache.values(l), cache.dtype(), {nh, nkv, hd}, s.attn.data(), pool);
     matmul(s.attn.data(), n, L.o_proj, s.h.data(), pool);
     for (int64_t i = 0; i < n * H; ++i) s.x[i] += s.h[i];
 
     // MLP block: norm -> down(silu(gate) * up) -> residual.
     rmsnorm(s.x.data(), L.post_attention_norm.data(), n, H, eps, s.h.data());
     matmul(s.h.data(), n, {{L.gate_proj, s.gate.data()}, {L.up_proj, s.up.data()}}, pool);
-    silu_mul(s.gate.data(), s.up.data(), n * I, s.gate.data());
+    silu_mul(s.gate.data(), s.up.data(), n * I, s.gate.data(), pool);
     matmul(s.gate.data(), n, L.down_proj, s.h.data(), pool);
     for (int64_t i = 0; i < n * H; ++i) s.x[i] += s.h[i];
   }

@@ -1,8 +1,9 @@
-// Qwen3ForCausalLM: config, weights read in place from the checkpoint, and one
-// forward pass written top to bottom like the paper.
+// Qwen3ForCausalLM: config, weights read in place from the checkpoint (or
+// converted once at load), and one forward pass written top to bottom.
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,38 +23,63 @@ struct Qwen3Layer {
 };
 
 struct Qwen3Weights {
-  WeightMatrix embed_tokens;  // [vocab, hidden]
+  WeightMatrix embed_tokens;  // [vocab, hidden]; rows are dequantized on lookup when quantized
   std::vector<Qwen3Layer> layers;
   std::vector<float> final_norm;
   WeightMatrix lm_head;  // the embedding matrix itself when tie_word_embeddings
 };
 
+struct LoadOptions {
+  // Convert every weight matrix to this format at load (Q8/Q4: quantize,
+  // see ops/quant.h); nullopt keeps each as stored. Matrices whose width is
+  // not a multiple of 32 stay as stored when Q8/Q4 is asked for.
+  std::optional<WeightFormat> weights;
+  DType kv_cache = DType::F32;  // F32, F16 or BF16 (see KvCache)
+  int threads = 0;              // for the conversion; <= 0: all hardware threads
+};
+
+// "bf16", "f16", "f32", "q8", "q4" (Error otherwise); "auto" is nullopt (as stored).
+std::optional<WeightFormat> parse_weight_format(const std::string& name);
+// "f32", "f16", "bf16" (Error otherwise).
+DType parse_kv_dtype(const std::string& name);
+
 class Qwen3Model {
  public:
   // Loads config.json and the safetensors weights of a checkpoint directory,
   // checking every tensor the config needs is there with the implied shape.
-  static std::unique_ptr<Qwen3Model> load(const std::string& dir);
+  // Quantized checkpoints written by save_quantized() load in place too.
+  static std::unique_ptr<Qwen3Model> load(const std::string& dir, const LoadOptions& options = {});
 
   const Qwen3Config& config() const { return config_; }
   const Qwen3Weights& weights() const { return weights_; }
   const std::vector<float>& rope_inv_freq() const { return rope_inv_freq_; }
   size_t weight_bytes() const { return weight_bytes_; }
+  DType kv_cache_dtype() const { return kv_cache_; }
 
   KvCache make_cache() const;  // sized for the model's context length, grown on use
 
+  // Writes the model as a checkpoint directory that load() maps in place:
+  // model.safetensors with every quantized matrix as a U8 tensor of its
+  // quants plus an F16 "<name>_scales" tensor, the norms as F32; config.json
+  // (copied from `source_dir`, with a quantization_config entry), and the
+  // source's generation_config.json and tokenizer files when present.
+  void save(const std::string& source_dir, const std::string& out_dir) const;
+
  private:
   Qwen3Config config_;
-  Checkpoint checkpoint_;                       // owns the mappings the weights point into
-  std::vector<std::vector<uint8_t>> realigned_;  // copies of tensors whose data was misaligned in the file
+  Checkpoint checkpoint_;                     // owns the mappings the weights point into
+  std::vector<std::vector<uint8_t>> owned_;  // converted matrices, and tensors misaligned in the file
   Qwen3Weights weights_;
   std::vector<float> rope_inv_freq_;
   size_t weight_bytes_ = 0;
+  DType kv_cache_ = DType::F32;
 };
 
 // Per-step activations, reused between calls so decode does not allocate.
 struct ForwardState {
-  std::vector<float> x, h, q, attn, gate, up, logits;
+  std::vector<float> x, h, q, k, v, attn, gate, up, logits;
   std::vector<int32_t> positions;
+  std::vector<float> rope;  // cos/sin of every position of the step
 };
 
 // Runs tokens at positions pos0 .. pos0+n-1 through the model, appending their

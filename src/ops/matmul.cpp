@@ -12,10 +12,10 @@ namespace qinfer {
 namespace {
 
 // Weight rows a thread claims at a time. Decode: small enough that a thread
-// the OS descheduled holds up little, large enough (64 KiB of bf16 at
+// the OS descheduled holds up little, large enough (128 KiB of bf16 at
 // k=1024) that claiming costs nothing. Prefill: a group stays in L2 while
 // every activation tile passes over it.
-constexpr size_t kDecodeGroupRows = 32;
+constexpr size_t kDecodeGroupRows = 64;
 constexpr size_t kPrefillGroupRows = 16;
 
 // Per-call scratch, reused across calls by the thread that calls matmul.
@@ -91,17 +91,6 @@ DType float_dtype(WeightFormat f) {
     case WeightFormat::Q4: break;
   }
   fail("weight format ", weight_format_name(f), " is not a float dtype");
-}
-
-size_t WeightMatrix::row_bytes() const {
-  switch (format) {
-    case WeightFormat::F32: return static_cast<size_t>(cols) * 4;
-    case WeightFormat::F16:
-    case WeightFormat::BF16: return static_cast<size_t>(cols) * 2;
-    case WeightFormat::Q8:
-    case WeightFormat::Q4: return quant_row_bytes(quant_format(), cols);
-  }
-  return 0;
 }
 
 size_t WeightMatrix::bytes() const {

@@ -32,7 +32,16 @@ struct WeightMatrix {
 
   bool quantized() const { return format == WeightFormat::Q8 || format == WeightFormat::Q4; }
   QuantFormat quant_format() const { return format == WeightFormat::Q8 ? QuantFormat::Q8 : QuantFormat::Q4; }
-  size_t row_bytes() const;
+  size_t row_bytes() const {
+    switch (format) {
+      case WeightFormat::F32: return static_cast<size_t>(cols) * 4;
+      case WeightFormat::F16:
+      case WeightFormat::BF16: return static_cast<size_t>(cols) * 2;
+      case WeightFormat::Q8:
+      case WeightFormat::Q4: break;
+    }
+    return quant_row_bytes(quant_format(), cols);
+  }
   const uint8_t* row_ptr(int64_t r) const { return static_cast<const uint8_t*>(data) + static_cast<size_t>(r) * row_bytes(); }
   const uint16_t* row_scales(int64_t r) const { return scales + r * (cols / kQuantBlock); }
   // Bytes a pass over the whole matrix reads (quants and scales).

@@ -49,4 +49,14 @@ void dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni,
 // Rows [r0, r1) of w as f32 (all formats), into out[(r - r0) * w.cols + c].
 void widen_rows(const WeightMatrix& w, size_t r0, size_t r1, float* out);
 
+// ---- Attention, with the same tiles. Keys and values are rows of a KV cache
+// (F32, F16 or BF16) at a stride.
+
+// s[i * lds + j] = dot(q row i, k row j) for i < nq, j < nk (rows of hd).
+void attention_scores(const float* q, size_t nq, size_t ldq, const void* k, DType kt, size_t nk, size_t ldk, size_t hd,
+                      float* s, size_t lds);
+// o[i * ldo + c] += sum over j < nv of p[i * ldp + j] * v[j * ldv + c], for i < np, c < hd.
+void attention_values(const float* p, size_t np, size_t ldp, const void* v, DType vt, size_t nv, size_t ldv, size_t hd,
+                      float* o, size_t ldo);
+
 }  // namespace qinfer::kernels

@@ -2,12 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <vector>
 
+#include "ops/matmul_kernels.h"
 #include "ops/simd.h"
 
 namespace qinfer {
+
+namespace {
+// Query positions per attention task: enough rows that a K or V row loaded
+// serves many queries, few enough that the tasks balance across threads.
+constexpr int64_t kQueryBlock = 16;
+// Elementwise work below this many elements stays on the calling thread.
+constexpr int64_t kParallelElements = 1 << 15;
+}  // namespace
 
 void rmsnorm(const float* x, const float* w, int64_t n, int64_t dim, float eps, float* out) {
   for (int64_t r = 0; r < n; ++r) {
@@ -24,69 +32,75 @@ void rope_inv_freq(double theta, int64_t hd, float* inv_freq) {
     inv_freq[i] = static_cast<float>(1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(hd)));
 }
 
-void rope(float* x, int64_t n, int64_t n_heads, int64_t hd, const int32_t* positions, const float* inv_freq) {
+void rope_cos_sin(const int32_t* positions, int64_t n, const float* inv_freq, int64_t hd, float* cs) {
   const int64_t half = hd / 2;
-  std::vector<float> cs(static_cast<size_t>(hd));
-  for (int64_t t = 0; t < n; ++t) {
-    // The angle is an f32 product, as transformers computes it; cos/sin of it are exact.
+  for (int64_t t = 0; t < n; ++t)
     for (int64_t i = 0; i < half; ++i) {
+      // The angle is an f32 product, as transformers computes it; cos/sin of it are exact.
       const float angle = static_cast<float>(positions[t]) * inv_freq[i];
-      cs[i] = static_cast<float>(std::cos(static_cast<double>(angle)));
-      cs[half + i] = static_cast<float>(std::sin(static_cast<double>(angle)));
+      cs[t * hd + i] = static_cast<float>(std::cos(static_cast<double>(angle)));
+      cs[t * hd + half + i] = static_cast<float>(std::sin(static_cast<double>(angle)));
     }
+}
+
+void rope(float* x, int64_t n, int64_t n_heads, int64_t hd, const float* cs) {
+  const int64_t half = hd / 2;
+  for (int64_t t = 0; t < n; ++t) {
+    const float* c = cs + t * hd;
+    const float* s = c + half;
     for (int64_t h = 0; h < n_heads; ++h) {
       float* v = x + (t * n_heads + h) * hd;
       for (int64_t i = 0; i < half; ++i) {
-        const float a = v[i], b = v[i + half], c = cs[i], s = cs[half + i];
-        v[i] = a * c - b * s;
-        v[i + half] = b * c + a * s;
+        const float a = v[i], b = v[i + half];
+        v[i] = a * c[i] - b * s[i];
+        v[i + half] = b * c[i] + a * s[i];
       }
     }
   }
 }
 
-void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    out[i] = g / (1.0f + std::exp(-g)) * up[i];
-  }
+void silu_mul(const float* gate, const float* up, int64_t n, float* out, ThreadPool& pool) {
+  const size_t grain = static_cast<size_t>(kParallelElements);
+  if (n < kParallelElements) return simd::silu_mul(gate, up, static_cast<size_t>(n), out);
+  pool.parallel_for(static_cast<size_t>(n), grain / 4,
+                    [&](size_t b, size_t e) { simd::silu_mul(gate + b, up + b, e - b, out + b); });
 }
 
-void softmax(float* x, int64_t n) {
-  float mx = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
-  float sum = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - mx);
-    sum += x[i];
-  }
-  const float inv = 1.0f / sum;
-  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
-}
+void softmax(float* x, int64_t n) { simd::softmax_scaled(x, static_cast<size_t>(n), 1.0f); }
 
-void attention(const float* q, int64_t n, int64_t pos0, const float* k, const float* v, const AttentionShape& s,
-               float* out, ThreadPool& pool) {
+void attention(const float* q, int64_t n, int64_t pos0, const void* k, const void* v, DType kv_type,
+               const AttentionShape& s, float* out, ThreadPool& pool) {
   const int64_t group = s.n_heads / s.n_kv, hd = s.hd, kv_stride = s.n_kv * hd;
+  const int64_t blocks = (n + kQueryBlock - 1) / kQueryBlock;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const size_t tasks = static_cast<size_t>(n * s.n_kv);
-  pool.parallel_for(tasks, 1, [&](size_t begin, size_t end) {
-    thread_local std::vector<float> scores;
-    for (size_t task = begin; task < end; ++task) {
-      const int64_t t = static_cast<int64_t>(task) / s.n_kv, kvh = static_cast<int64_t>(task) % s.n_kv;
-      const int64_t len = pos0 + t + 1;  // causal: keys 0 .. own position
-      scores.resize(static_cast<size_t>(group * len));
-      const float* qg = q + (t * s.n_heads + kvh * group) * hd;
-      for (int64_t j = 0; j < len; ++j) {
-        const float* kj = k + j * kv_stride + kvh * hd;
-        for (int64_t g = 0; g < group; ++g) scores[g * len + j] = simd::dot(qg + g * hd, kj, hd) * scale;
+  const size_t elem = dtype_size(kv_type);
+  pool.parallel_for_dynamic(static_cast<size_t>(blocks * s.n_kv), 1, [&](size_t task0, size_t task1) {
+    thread_local std::vector<float> qb, scores, ob;
+    for (size_t task = task0; task < task1; ++task) {
+      // The last query block sees the most keys: handing it out first balances the threads.
+      const int64_t kvh = static_cast<int64_t>(task) % s.n_kv;
+      const int64_t block = blocks - 1 - static_cast<int64_t>(task) / s.n_kv;
+      const int64_t t0 = block * kQueryBlock, t1 = std::min(n, t0 + kQueryBlock);
+      const int64_t rows = (t1 - t0) * group, len = pos0 + t1;  // keys 0 .. the block's last position
+      // The block's query rows (position-major, then the group's heads) gathered contiguously.
+      qb.resize(static_cast<size_t>(rows * hd));
+      for (int64_t t = t0; t < t1; ++t)
+        std::copy_n(q + (t * s.n_heads + kvh * group) * hd, group * hd, &qb[(t - t0) * group * hd]);
+      scores.resize(static_cast<size_t>(rows * len));
+      const auto* kh = static_cast<const uint8_t*>(k) + kvh * hd * elem;
+      const auto* vh = static_cast<const uint8_t*>(v) + kvh * hd * elem;
+      kernels::attention_scores(qb.data(), rows, hd, kh, kv_type, len, kv_stride, hd, scores.data(), len);
+      for (int64_t r = 0; r < rows; ++r) {
+        // Causal: query at position pos0 + t sees keys 0 .. pos0 + t; the rest weigh 0.
+        const int64_t visible = pos0 + t0 + r / group + 1;
+        float* row = &scores[r * len];
+        simd::softmax_scaled(row, static_cast<size_t>(visible), scale);
+        std::fill(row + visible, row + len, 0.0f);
       }
-      float* og = out + (t * s.n_heads + kvh * group) * hd;
-      std::fill(og, og + group * hd, 0.0f);
-      for (int64_t g = 0; g < group; ++g) softmax(&scores[g * len], len);
-      for (int64_t j = 0; j < len; ++j) {
-        const float* vj = v + j * kv_stride + kvh * hd;
-        for (int64_t g = 0; g < group; ++g) simd::axpy(scores[g * len + j], vj, og + g * hd, hd);
-      }
+      ob.assign(static_cast<size_t>(rows * hd), 0.0f);
+      kernels::attention_values(scores.data(), rows, len, vh, kv_type, len, kv_stride, hd, ob.data(), hd);
+      for (int64_t t = t0; t < t1; ++t)
+        std::copy_n(&ob[(t - t0) * group * hd], group * hd, out + (t * s.n_heads + kvh * group) * hd);
     }
   });
 }

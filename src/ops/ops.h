@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 
+#include "util/dtype.h"
 #include "util/thread_pool.h"
 
 namespace qinfer {
@@ -11,27 +12,39 @@ namespace qinfer {
 // (in place when out == x). Statistics in f32.
 void rmsnorm(const float* x, const float* w, int64_t n, int64_t dim, float eps, float* out);
 
-// Rotary embedding, rotate_half pairing (i with i + hd/2), in place on
-// x[n, n_heads, hd]; row t is at position positions[t]. inv_freq has hd/2 entries.
-void rope(float* x, int64_t n, int64_t n_heads, int64_t hd, const int32_t* positions, const float* inv_freq);
-
 // inv_freq[i] = theta^(-2i/hd), rounded to f32 as transformers does.
 void rope_inv_freq(double theta, int64_t hd, float* inv_freq);
 
-// out[i] = silu(gate[i]) * up[i]
-void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+// cos/sin of position * inv_freq for n positions: cs[t * hd + i] = cos, cs[t * hd + hd/2 + i] = sin,
+// i < hd/2. Computed once per forward pass and shared by every layer.
+void rope_cos_sin(const int32_t* positions, int64_t n, const float* inv_freq, int64_t hd, float* cs);
+
+// Rotary embedding, rotate_half pairing (i with i + hd/2), in place on
+// x[n, n_heads, hd]; row t uses cs[t * hd ...] from rope_cos_sin.
+void rope(float* x, int64_t n, int64_t n_heads, int64_t hd, const float* cs);
+
+// out[i] = silu(gate[i]) * up[i], shared out among the pool's threads.
+void silu_mul(const float* gate, const float* up, int64_t n, float* out, ThreadPool& pool);
 
 // In-place softmax of x[0..n), computed in f32 with the max subtracted.
 void softmax(float* x, int64_t n);
 
 // Causal grouped-query attention for n query rows at positions pos0 .. pos0+n-1,
-// over keys/values for positions [0, pos0+n) stored as [pos, n_kv, hd] rows.
-// q and out are [n, n_heads, hd]; query head h reads kv head h / (n_heads/n_kv).
-// Each K and V row is read once per step for all query heads of its group.
+// over keys/values for positions [0, pos0+n) stored as [pos, n_kv, hd] rows of
+// kv_type (F32, F16 or BF16). q and out are [n, n_heads, hd]; query head h
+// reads kv head h / (n_heads/n_kv).
+// Work is split into (kv head, block of query positions) tasks; a task reads
+// each K and V row once for all query heads of its group and all positions of
+// its block, with the matmul's register tiles. A query row's result does not
+// depend on the block it is computed in (decode equals prefill bit for bit).
 struct AttentionShape {
   int64_t n_heads, n_kv, hd;
 };
-void attention(const float* q, int64_t n, int64_t pos0, const float* k, const float* v, const AttentionShape& s,
-               float* out, ThreadPool& pool);
+void attention(const float* q, int64_t n, int64_t pos0, const void* k, const void* v, DType kv_type,
+               const AttentionShape& s, float* out, ThreadPool& pool);
+inline void attention(const float* q, int64_t n, int64_t pos0, const float* k, const float* v, const AttentionShape& s,
+                      float* out, ThreadPool& pool) {
+  attention(q, n, pos0, k, v, DType::F32, s, out, pool);
+}
 
 }  // namespace qinfer

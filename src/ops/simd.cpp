@@ -3,6 +3,11 @@
 #define HWY_TARGET_INCLUDE "ops/simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
 
 #include "ops/simd.h"
 
@@ -54,6 +59,76 @@ void Axpy(float a, const float* x, float* y, size_t n) {
   for (; i < n; ++i) y[i] += a * x[i];
 }
 
+void NarrowF32(const float* src, size_t n, DType t, void* dst) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  size_t i = 0;
+  if (t == DType::F16) {
+    const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+    auto* d = static_cast<hwy::float16_t*>(dst);
+    for (; i + N <= n; i += N) hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, src + i)), dh, d + i);
+    for (; i < n; ++i) {
+      const uint16_t h = f32_to_f16(src[i]);
+      std::memcpy(d + i, &h, 2);
+    }
+  } else if (t == DType::BF16) {
+    // Round to nearest even: add 0x7fff plus the lowest kept bit, keep the high half.
+    const hn::RebindToUnsigned<decltype(df)> du;
+    const hn::Rebind<uint16_t, decltype(df)> d16;
+    const hn::Rebind<int32_t, decltype(df)> di;
+    auto* d = static_cast<uint16_t*>(dst);
+    for (; i + N <= n; i += N) {
+      const auto bits = hn::BitCast(du, hn::LoadU(df, src + i));
+      const auto rounded = hn::Add(bits, hn::Add(hn::Set(du, 0x7fffu), hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u))));
+      hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, hn::ShiftRight<16>(rounded))), d16, d + i);
+    }
+    for (; i < n; ++i) d[i] = f32_to_bf16(src[i]);
+  } else {
+    std::memcpy(dst, src, n * sizeof(float));
+  }
+}
+
+void SiluMul(const float* gate, const float* up, size_t n, float* out) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  const auto one = hn::Set(df, 1.0f);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto g = hn::LoadU(df, gate + i);
+    const auto sig = hn::Div(one, hn::Add(one, hn::Exp(df, hn::Neg(g))));
+    hn::StoreU(hn::Mul(hn::Mul(g, sig), hn::LoadU(df, up + i)), df, out + i);
+  }
+  for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void SoftmaxScaled(float* x, size_t n, float scale) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  const auto vscale = hn::Set(df, scale);
+  size_t i = 0;
+  float mx = -std::numeric_limits<float>::infinity();
+  auto vmax = hn::Set(df, mx);
+  for (; i + N <= n; i += N) {
+    const auto v = hn::Mul(hn::LoadU(df, x + i), vscale);
+    hn::StoreU(v, df, x + i);
+    vmax = hn::Max(vmax, v);
+  }
+  mx = hn::GetLane(hn::MaxOfLanes(df, vmax));
+  for (; i < n; ++i) mx = std::max(mx, x[i] *= scale);
+  const auto vm = hn::Set(df, mx);
+  auto vsum = hn::Zero(df);
+  for (i = 0; i + N <= n; i += N) {
+    const auto e = hn::Exp(df, hn::Sub(hn::LoadU(df, x + i), vm));
+    hn::StoreU(e, df, x + i);
+    vsum = hn::Add(vsum, e);
+  }
+  float sum = hn::GetLane(hn::SumOfLanes(df, vsum));
+  for (; i < n; ++i) sum += (x[i] = std::exp(x[i] - mx));
+  const auto inv = hn::Set(df, 1.0f / sum);
+  for (i = 0; i + N <= n; i += N) hn::StoreU(hn::Mul(hn::LoadU(df, x + i), inv), df, x + i);
+  for (; i < n; ++i) x[i] *= 1.0f / sum;
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace qinfer::simd
 HWY_AFTER_NAMESPACE();
@@ -63,9 +138,15 @@ namespace qinfer::simd {
 HWY_EXPORT(WidenF32);
 HWY_EXPORT(Dot);
 HWY_EXPORT(Axpy);
+HWY_EXPORT(NarrowF32);
+HWY_EXPORT(SiluMul);
+HWY_EXPORT(SoftmaxScaled);
 
 void widen_f32(const void* src, DType t, size_t n, float* dst) { HWY_DYNAMIC_DISPATCH(WidenF32)(src, t, n, dst); }
 float dot(const float* a, const float* b, size_t n) { return HWY_DYNAMIC_DISPATCH(Dot)(a, b, n); }
 void axpy(float a, const float* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(Axpy)(a, x, y, n); }
+void narrow_f32(const float* src, size_t n, DType t, void* dst) { HWY_DYNAMIC_DISPATCH(NarrowF32)(src, n, t, dst); }
+void silu_mul(const float* gate, const float* up, size_t n, float* out) { HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, n, out); }
+void softmax_scaled(float* x, size_t n, float scale) { HWY_DYNAMIC_DISPATCH(SoftmaxScaled)(x, n, scale); }
 }  // namespace qinfer::simd
 #endif

@@ -15,4 +15,13 @@ float dot(const float* a, const float* b, size_t n);
 // y[i] += a * x[i]
 void axpy(float a, const float* x, float* y, size_t n);
 
+// dst[i] = src[i] rounded to nearest in t (F16, BF16; F32 copies).
+void narrow_f32(const float* src, size_t n, DType t, void* dst);
+
+// out[i] = silu(gate[i]) * up[i] (in place when out == gate).
+void silu_mul(const float* gate, const float* up, size_t n, float* out);
+
+// x = softmax(x * scale), in place, in f32 with the maximum subtracted.
+void softmax_scaled(float* x, size_t n, float scale);
+
 }  // namespace qinfer::simd
