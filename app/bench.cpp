@@ -24,6 +24,7 @@ struct BenchArgs {
   std::string model;
   int64_t prompt_tokens = 512, gen_tokens = 128;
   int threads = 0, reps = 3;
+  std::string weights = "auto", kv = "f32";
   bool json = false;
 };
 
@@ -46,7 +47,25 @@ double probe_read_gb_s(ThreadPool& pool) {
   return best;
 }
 
+// Starts a new peak-RSS measurement (Linux: writing 5 to clear_refs resets
+// the high-water mark), so the probe's buffer does not count.
+void reset_peak_rss() {
+  if (FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
+    std::fputs("5", f);
+    std::fclose(f);
+  }
+}
+
+// VmHWM: the peak resident set since the last reset_peak_rss().
 double peak_rss_mib() {
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    long kib = -1;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
+    std::fclose(f);
+    if (kib >= 0) return kib / 1024.0;
+  }
   struct rusage ru {};
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_maxrss / 1024.0;
@@ -60,9 +79,9 @@ Stats stats(std::vector<double> v) {
   return {v[v.size() / 2], v.front(), v.back()};
 }
 
-// Bytes a decode step reads: every weight matrix except the embedding table
-// (one row of it), plus the norms.
-double decode_bytes_per_token(const Qwen3Model& m) {
+// Bytes a decode step reads from weights: every weight matrix except the
+// embedding table (one row of it).
+double decode_weight_bytes(const Qwen3Model& m) {
   const Qwen3Weights& w = m.weights();
   auto bytes = [](const WeightMatrix& x) { return static_cast<double>(x.bytes()); };
   double total = bytes(w.lm_head);
@@ -72,21 +91,36 @@ double decode_bytes_per_token(const Qwen3Model& m) {
   return total;
 }
 
+std::vector<int32_t> bench_prompt(int64_t n) {
+  std::vector<int32_t> prompt(static_cast<size_t>(n));
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 13) % 150000);
+  return prompt;
+}
+
 void run_bench(const BenchArgs& a) {
   if (a.prompt_tokens < 1 || a.gen_tokens < 2 || a.reps < 1) fail("bench needs -p >= 1, -n >= 2, --reps >= 1");
   const std::string dir = resolve_model_dir(a.model);
-  Timer load_timer;
-  auto model = Qwen3Model::load(dir);
-  const double load_s = load_timer.seconds();
+  LoadOptions load_options;
+  load_options.weights = parse_weight_format(a.weights);
+  load_options.kv_cache = parse_kv_dtype(a.kv);
+  load_options.threads = a.threads;
   ThreadPool pool(a.threads);
   const double probe = probe_read_gb_s(pool);
-
-  std::vector<int32_t> prompt(static_cast<size_t>(a.prompt_tokens));
-  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 13) % 150000);
+  reset_peak_rss();
+  // Cold start: load, then the first token of a 5-token prompt (which pages
+  // in every weight once).
+  Timer load_timer;
+  auto model = Qwen3Model::load(dir, load_options);
+  const double load_s = load_timer.seconds();
   GenerationOptions opts;
-  opts.max_new_tokens = a.gen_tokens;
+  opts.max_new_tokens = 1;
   opts.sampling.temperature = 0;
   opts.ignore_eos = true;
+  Session(*model, pool).generate(bench_prompt(5), opts, nullptr);
+  const double first_token_s = load_timer.seconds();
+
+  const std::vector<int32_t> prompt = bench_prompt(a.prompt_tokens);
+  opts.max_new_tokens = a.gen_tokens;
 
   std::vector<double> pp, tg;
   for (int r = 0; r < a.reps; ++r) {
@@ -99,7 +133,16 @@ void run_bench(const BenchArgs& a) {
                    pp.back(), static_cast<long long>(a.gen_tokens), tg.back());
   }
   const Stats P = stats(pp), T = stats(tg);
-  const double gb_per_token = decode_bytes_per_token(*model) / 1e9;
+  // The memory budget of the targets: weights + the KV cache of the sequence + 150 MB.
+  const KvCache kv = model->make_cache();
+  const double kv_mib = static_cast<double>(a.prompt_tokens + a.gen_tokens) * model->config().num_hidden_layers * 2 *
+                        model->config().num_key_value_heads * model->config().head_dim * dtype_size(kv.dtype()) / 1048576.0;
+  const double weights_mib = static_cast<double>(model->weight_bytes()) / 1048576.0;
+  // A decode step also reads the KV cache: at the mean context of the decode phase.
+  const Qwen3Config& c = model->config();
+  const double kv_read = static_cast<double>(a.prompt_tokens + a.gen_tokens / 2) * c.num_hidden_layers * 2 *
+                         c.num_key_value_heads * c.head_dim * dtype_size(kv.dtype());
+  const double gb_per_token = (decode_weight_bytes(*model) + kv_read) / 1e9;
   const double tg_gb_s = T.median * gb_per_token;
   nlohmann::ordered_json j = {{"model", dir},
                               {"threads", pool.size()},
@@ -117,20 +160,30 @@ void run_bench(const BenchArgs& a) {
                               {"probe_gb_s", probe},
                               {"roofline_tok_s", probe / gb_per_token},
                               {"roofline_pct", 100.0 * tg_gb_s / probe},
+                              {"weights", a.weights},
+                              {"kv", a.kv},
                               {"load_s", load_s},
-                              {"peak_rss_mib", peak_rss_mib()}};
+                              {"first_token_s", first_token_s},
+                              {"weights_mib", weights_mib},
+                              {"kv_mib", kv_mib},
+                              {"peak_rss_mib", peak_rss_mib()},
+                              {"rss_budget_mib", weights_mib + kv_mib + 150}};
   if (a.json) {
     std::printf("%s\n", j.dump().c_str());
     return;
   }
-  std::printf("model        %s (%d threads)\n", dir.c_str(), pool.size());
+  std::printf("model        %s (%d threads, weights %s, KV cache %s)\n", dir.c_str(), pool.size(), a.weights.c_str(),
+              a.kv.c_str());
   std::printf("prefill      pp%lld  %8.1f tok/s  (min %.1f, max %.1f, %d runs)\n", static_cast<long long>(a.prompt_tokens),
               P.median, P.min, P.max, a.reps);
   std::printf("decode       tg%lld  %8.2f tok/s  (min %.2f, max %.2f)\n", static_cast<long long>(a.gen_tokens), T.median,
               T.min, T.max);
-  std::printf("bandwidth    %.2f GB/token x %.2f tok/s = %.1f GB/s; read probe %.1f GB/s -> %.0f%% of roofline (%.1f tok/s)\n",
-              gb_per_token, T.median, tg_gb_s, probe, 100.0 * tg_gb_s / probe, probe / gb_per_token);
-  std::printf("load         %.3f s, peak RSS %.0f MiB\n", load_s, peak_rss_mib());
+  std::printf("bandwidth    %.3f GB/token (weights %.3f + KV %.3f) x %.2f tok/s = %.1f GB/s; read probe %.1f GB/s -> %.0f%% of roofline (%.1f tok/s)\n",
+              gb_per_token, decode_weight_bytes(*model) / 1e9, kv_read / 1e9, T.median, tg_gb_s, probe,
+              100.0 * tg_gb_s / probe, probe / gb_per_token);
+  std::printf("load         %.3f s, first token of a 5-token prompt at %.3f s\n", load_s, first_token_s);
+  std::printf("memory       peak RSS %.0f MiB (weights %.0f + KV %.0f + 150 = %.0f MiB budget)\n", peak_rss_mib(),
+              weights_mib, kv_mib, weights_mib + kv_mib + 150);
 }
 
 }  // namespace
@@ -143,6 +196,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-n,--gen-tokens", a->gen_tokens, "Tokens decoded after the prompt")->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "Threads (default: all hardware threads)");
   cmd->add_option("--reps", a->reps, "Repetitions (median and spread are reported)")->capture_default_str();
+  cmd->add_option("--weights", a->weights, "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
+      ->capture_default_str();
+  cmd->add_option("--kv", a->kv, "KV cache type: f32, f16, bf16")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object (pp_tok_s, tg_tok_s, roofline_pct, ...)");
   cmd->callback([a] { run_bench(*a); });
 }

@@ -20,7 +20,7 @@ constexpr size_t kPrefillGroupRows = 16;
 
 // Per-call scratch, reused across calls by the thread that calls matmul.
 struct Scratch {
-  std::vector<float> even, odd, d;
+  std::vector<float> d;
   std::vector<int16_t> q;
   std::vector<int32_t> q4_bias;
 };
@@ -34,13 +34,6 @@ kernels::Activations prepare(const float* x, size_t n, size_t k, std::initialize
                              Scratch& s) {
   kernels::Activations a;
   a.x = x;
-  if (any_format(targets, WeightFormat::BF16)) {
-    s.even.resize(n * k / 2);
-    s.odd.resize(n * k / 2);
-    kernels::deinterleave(x, n, k, s.even.data(), s.odd.data());
-    a.even = s.even.data();
-    a.odd = s.odd.data();
-  }
   // Quantized weights meet a quantized activation in decode only; prefill
   // multiplies them dequantized.
   const bool q4 = any_format(targets, WeightFormat::Q4);
@@ -123,8 +116,9 @@ void matmul(const float* x, int64_t n, std::initializer_list<MatmulTarget> targe
       const MatmulTarget& t = targets.begin()[ti];
       const size_t m = static_cast<size_t>(t.w.rows);
       const size_t r0 = (g - first_group[ti]) * group_rows, r1 = std::min(m, r0 + group_rows);
-      if (rows > 1 && t.w.quantized()) {
-        // Dequantize the group once for all activation rows.
+      if (rows > 1 && t.w.format != WeightFormat::F32) {
+        // Widen (dequantize) the group once for all activation rows: the
+        // f32 tile multiplies three rows at a time.
         widened.resize((r1 - r0) * k);
         kernels::widen_rows(t.w, r0, r1, widened.data());
         const WeightMatrix group{WeightFormat::F32, widened.data(), nullptr, static_cast<int64_t>(r1 - r0), t.w.cols};

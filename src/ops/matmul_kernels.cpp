@@ -39,15 +39,6 @@ HWY_INLINE float Sum(D d, V v) {
 
 // ---------------------------------------------------------------- activation
 
-void Deinterleave(const float* x, size_t n, size_t k, float* even, float* odd) {
-  const size_t half = k / 2;
-  for (size_t r = 0; r < n; ++r)
-    for (size_t i = 0; i < half; ++i) {
-      even[r * half + i] = x[r * k + 2 * i];
-      odd[r * half + i] = x[r * k + 2 * i + 1];
-    }
-}
-
 void QuantizeActivation(const float* x, size_t n, size_t k, int16_t* q, float* d) {
   for (size_t b = 0; b < n * k / kQuantBlock; ++b) {
     const float* xb = x + b * kQuantBlock;
@@ -105,7 +96,8 @@ float TailDot(float s, const void* w, DType t, const float* x, size_t from, size
   return s;
 }
 
-// F32 and F16 rows differ only in how a vector of weights is loaded.
+// Float rows differ only in how a vector of weights is loaded (widened in
+// registers: the weights are never copied in decode).
 struct F32Rows {
   using T = float;
   static constexpr DType kType = DType::F32;
@@ -119,8 +111,6 @@ struct F16Rows {
   }
 };
 
-// bf16 widened one vector at a time (the attention's 16-bit KV cache; matmul
-// weights use the cheaper even/odd form of TileBF16).
 struct BF16Rows {
   using T = hwy::bfloat16_t;
   static constexpr DType kType = DType::BF16;
@@ -170,55 +160,6 @@ HWY_INLINE void TileFloat(const typename Rows::T* const (&p)[kW], const float* x
   finish(0, x0, a00, a01, a02, a03);
   if constexpr (R > 1) finish(1, x1, a10, a11, a12, a13);
   if constexpr (R > 2) finish(2, x2, a20, a21, a22, a23);
-}
-
-// bf16 -> f32 is a 16-bit shift, so instead of widening element by element a
-// 32-bit lane holding elements (2i, 2i+1) yields both: lane << 16 is element
-// 2i, lane & 0xffff0000 is element 2i+1. Multiplied by x's even and odd
-// halves, that is one integer op per 8 weights. R <= 2 (8 accumulators, 4
-// row vectors, 2 weight vectors).
-template <size_t R>
-HWY_INLINE void TileBF16(const uint16_t* const (&p)[kW], const Activations& a, size_t i0, size_t k, float* y,
-                         size_t ldy, size_t nr) {
-  const DF df;
-  const hn::Repartition<uint32_t, DF> du;
-  const size_t N = hn::Lanes(df), half = k / 2;
-  const auto high = hn::Set(du, 0xffff0000u);
-  const float* e0 = a.even + i0 * half;
-  const float* o0 = a.odd + i0 * half;
-  const float* e1 = R > 1 ? e0 + half : e0;
-  const float* o1 = R > 1 ? o0 + half : o0;
-  auto a00 = hn::Zero(df), a01 = hn::Zero(df), a02 = hn::Zero(df), a03 = hn::Zero(df);
-  auto a10 = hn::Zero(df), a11 = hn::Zero(df), a12 = hn::Zero(df), a13 = hn::Zero(df);
-  size_t i = 0;
-  for (; i + N <= half; i += N) {
-    auto xe0 = hn::LoadU(df, e0 + i), xo0 = hn::LoadU(df, o0 + i);
-    auto xe1 = R > 1 ? hn::LoadU(df, e1 + i) : xe0, xo1 = R > 1 ? hn::LoadU(df, o1 + i) : xo0;
-    KeepInRegister(xe0);
-    KeepInRegister(xo0);
-    if constexpr (R > 1) {
-      KeepInRegister(xe1);
-      KeepInRegister(xo1);
-    }
-    auto step = [&](const uint16_t* row, hn::Vec<DF>& c0, hn::Vec<DF>& c1) {
-      if constexpr (R == 1) hwy::Prefetch(reinterpret_cast<const uint8_t*>(row + 2 * i) + kPrefetchBytes);
-      const auto v = hn::LoadU(du, reinterpret_cast<const uint32_t*>(row + 2 * i));
-      const auto we = hn::BitCast(df, hn::ShiftLeft<16>(v)), wo = hn::BitCast(df, hn::And(v, high));
-      c0 = hn::MulAdd(wo, xo0, hn::MulAdd(we, xe0, c0));
-      if constexpr (R > 1) c1 = hn::MulAdd(wo, xo1, hn::MulAdd(we, xe1, c1));
-    };
-    step(p[0], a00, a10);
-    step(p[1], a01, a11);
-    step(p[2], a02, a12);
-    step(p[3], a03, a13);
-  }
-  auto finish = [&](size_t row, hn::Vec<DF> c0, hn::Vec<DF> c1, hn::Vec<DF> c2, hn::Vec<DF> c3) {
-    const float s[kW] = {Sum(df, c0), Sum(df, c1), Sum(df, c2), Sum(df, c3)};
-    const float* xr = a.x + (i0 + row) * k;
-    for (size_t j = 0; j < nr; ++j) y[row * ldy + j] = TailDot(s[j], p[j], DType::BF16, xr, 2 * i, k);
-  };
-  finish(0, a00, a01, a02, a03);
-  if constexpr (R > 1) finish(1, a10, a11, a12, a13);
 }
 
 // s[j][g] = scale of block b0 + g of weight row j times the activation's scale
@@ -427,9 +368,9 @@ void AttentionValues(const float* p, size_t np, size_t ldp, const void* v, DType
 
 size_t TileRows(WeightFormat f) {
   switch (f) {
-    case WeightFormat::F32:
-    case WeightFormat::F16: return 3;
-    case WeightFormat::BF16: return 2;
+    case WeightFormat::F32: return 3;
+    case WeightFormat::F16:
+    case WeightFormat::BF16:
     case WeightFormat::Q8:
     case WeightFormat::Q4: return 1;
   }
@@ -453,12 +394,9 @@ HWY_INLINE void TileOf(const WeightMatrix& w, const Activations& a, size_t i0, s
       return TileFloat<R, F16Rows>(p, a.x + i0 * k, k, k, y, ldy, nr);
     }
     case WeightFormat::BF16: {
-      if constexpr (R <= 2) {
-        const uint16_t* p[kW];
-        RowPointers(w, r, nr, p);
-        return TileBF16<R>(p, a, i0, k, y, ldy, nr);
-      }
-      break;
+      const hwy::bfloat16_t* p[kW];
+      RowPointers(w, r, nr, p);
+      return TileFloat<R, BF16Rows>(p, a.x + i0 * k, k, k, y, ldy, nr);
     }
     case WeightFormat::Q8:
       if constexpr (R == 1) return TileQuant<QuantFormat::Q8>(w, r, nr, a, i0, y);
@@ -524,7 +462,6 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace qinfer::kernels {
-HWY_EXPORT(Deinterleave);
 HWY_EXPORT(QuantizeActivation);
 HWY_EXPORT(BiasLanes);
 HWY_EXPORT(Q4Bias);
@@ -534,9 +471,6 @@ HWY_EXPORT(WidenRows);
 HWY_EXPORT(AttentionScores);
 HWY_EXPORT(AttentionValues);
 
-void deinterleave(const float* x, size_t n, size_t k, float* even, float* odd) {
-  HWY_DYNAMIC_DISPATCH(Deinterleave)(x, n, k, even, odd);
-}
 void quantize_activation(const float* x, size_t n, size_t k, int16_t* q, float* d) {
   HWY_DYNAMIC_DISPATCH(QuantizeActivation)(x, n, k, q, d);
 }

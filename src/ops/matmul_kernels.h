@@ -6,9 +6,10 @@
 // Every kernel multiplies a tile of activation rows by four weight rows at a
 // time, dot-product style: one vector accumulator per (activation row, weight
 // row), lanes running along k, reduced at the end. Each accumulator sees the
-// same sequence of operations whatever the number of activation rows, so
-// decode (one row) and prefill (many) give bit-identical results, and the
-// weights are read as stored (bf16/f16 widened in registers), never copied.
+// same sequence of operations whatever the number of activation rows and
+// whether a bf16/f16 row is widened in registers (decode, reading the weights
+// as stored) or first into an f32 group (prefill), so decode and prefill give
+// bit-identical results.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -19,16 +20,11 @@ namespace qinfer::kernels {
 
 // Activation rows [n, k] in the forms the weight formats need.
 struct Activations {
-  const float* x = nullptr;     // [n, k]: F32, F16 weights (and the scalar tails of BF16)
-  const float* even = nullptr;  // [n, k/2] x[., 0], x[., 2], ...: BF16 weights (see GemvBF16)
-  const float* odd = nullptr;   // [n, k/2] x[., 1], x[., 3], ...
+  const float* x = nullptr;     // [n, k]: float weights
   const int16_t* q = nullptr;   // [n, k] quantized: Q8, Q4 weights
   const float* d = nullptr;     // [n, k/32] scale of each block of q
   const int32_t* q4_bias = nullptr;  // [n, k/32, bias_lanes()]: -8 * (sum of each block of q), as lane partials
 };
-
-// even/odd halves of each of n rows of x (k even).
-void deinterleave(const float* x, size_t n, size_t k, float* even, float* odd);
 
 // n rows of x quantized per 32-block to int8 range (stored as int16, the width
 // the integer dot product multiplies): q = round(x / d), d = max|x| / 127.
@@ -41,8 +37,8 @@ void q4_bias(const int16_t* q, size_t n, size_t k, int32_t* bias);
 size_t tile_rows(WeightFormat f);
 
 // y[i * ldy + (r - r0)] = dot(activation row i0 + i, weight row r), for i < ni
-// and r in [r0, r1). Q8/Q4 weights need ni == 1 (decode); prefill multiplies
-// them dequantized (see dequantize_rows).
+// and r in [r0, r1). F16/BF16/Q8/Q4 weights need ni == 1 (decode); prefill
+// multiplies them widened to f32 groups (widen_rows).
 void dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
               size_t ldy);
 
