@@ -22,7 +22,6 @@ namespace {
 // Random weights of one format, with the storage they point into.
 struct Weights {
   std::vector<uint8_t> data;
-  std::vector<uint16_t> scales;
   WeightMatrix w;
 
   Weights(WeightFormat f, int64_t rows, int64_t cols) {
@@ -33,12 +32,11 @@ struct Weights {
     w.cols = cols;
     data.resize(static_cast<size_t>(rows) * w.row_bytes());
     std::vector<float> row(static_cast<size_t>(cols));
-    if (w.quantized()) scales.resize(static_cast<size_t>(rows * cols / kQuantBlock));
     for (int64_t r = 0; r < rows; ++r) {
       for (float& v : row) v = normal(rng);
       uint8_t* dst = data.data() + r * w.row_bytes();
       if (w.quantized()) {
-        quantize_row(w.quant_format(), row.data(), cols, dst, scales.data() + r * cols / kQuantBlock);
+        quantize_row(w.quant_format(), row.data(), cols, dst);
         continue;
       }
       for (int64_t c = 0; c < cols; ++c) {
@@ -48,7 +46,6 @@ struct Weights {
       }
     }
     w.data = data.data();
-    w.scales = scales.empty() ? nullptr : scales.data();
   }
 };
 

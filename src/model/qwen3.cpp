@@ -20,9 +20,6 @@ namespace qinfer {
 
 namespace {
 
-// Suffix of the scale tensor that makes a U8 tensor a quantized matrix.
-constexpr const char* kScalesSuffix = "_scales";
-
 // Calls matrix(name, w, rows, cols) and vector(name, v, n) for every tensor of
 // the model in checkpoint order; the one place that knows the tensor names.
 template <class Weights, class MatrixFn, class VectorFn>
@@ -75,51 +72,41 @@ struct Binder {
     return owned.back().data();
   }
 
-  // The matrix as stored: a float tensor, or U8 quants with their scales.
+  // The matrix as stored: a float tensor, or a U8 tensor of quantized rows
+  // (quant.h) whose width tells Q8 from Q4.
   WeightMatrix stored(const std::string& name, int64_t rows, int64_t cols) {
-    const TensorView* scales = ck.find(name + kScalesSuffix);
-    if (!scales) {
-      const TensorView& t = ck.require(name, {rows, cols});
-      if (t.dtype == DType::U8) fail("tensor ", name, ": U8 data without a ", name, kScalesSuffix, " tensor");
-      return WeightMatrix{weight_format_of(t.dtype), aligned_data(t, dtype_size(t.dtype)), nullptr, rows, cols};
-    }
-    if (cols % kQuantBlock != 0)
-      fail("tensor ", name, ": quantized with ", cols, " columns, not a multiple of the block size ", kQuantBlock);
     const TensorView* t = ck.find(name);
-    if (!t) fail("tensor ", name, " is missing (its ", kScalesSuffix, " tensor is there)");
-    if (t->dtype != DType::U8) fail("tensor ", name, ": quantized data must be U8, not ", dtype_name(t->dtype));
-    WeightFormat f;
-    if (t->shape == std::vector<int64_t>{rows, cols}) f = WeightFormat::Q8;
-    else if (t->shape == std::vector<int64_t>{rows, cols / 2}) f = WeightFormat::Q4;
-    else fail("tensor ", name, ": quantized shape ", shape_str(t->shape), " is neither Q8 ", shape_str({rows, cols}),
-              " nor Q4 ", shape_str({rows, cols / 2}));
-    const TensorView& s = ck.require(name + kScalesSuffix, {rows, cols / kQuantBlock});
-    if (s.dtype != DType::F16) fail("tensor ", name, kScalesSuffix, ": scales must be F16, not ", dtype_name(s.dtype));
-    return WeightMatrix{f, aligned_data(*t, 1), reinterpret_cast<const uint16_t*>(aligned_data(s, 2)), rows, cols};
+    if (t && t->dtype == DType::U8) {
+      const int64_t width = t->shape.size() == 2 ? t->shape[1] : -1;
+      const int64_t q8 = static_cast<int64_t>(quant_row_bytes(QuantFormat::Q8, cols)),
+                    q4 = static_cast<int64_t>(quant_row_bytes(QuantFormat::Q4, cols));
+      if (cols % kQuantBlock != 0)
+        fail("tensor ", name, ": quantized with ", cols, " columns, not a multiple of the block size ", kQuantBlock);
+      if (t->shape.size() != 2 || t->shape[0] != rows || (width != q8 && width != q4))
+        fail("tensor ", name, ": U8 shape ", shape_str(t->shape), " is neither Q8 rows ", shape_str({rows, q8}),
+             " nor Q4 rows ", shape_str({rows, q4}), " for a [", rows, ", ", cols, "] matrix");
+      return WeightMatrix{width == q8 ? WeightFormat::Q8 : WeightFormat::Q4, aligned_data(*t, 2), rows, cols};
+    }
+    const TensorView& f = ck.require(name, {rows, cols});
+    return WeightMatrix{weight_format_of(f.dtype), aligned_data(f, dtype_size(f.dtype)), rows, cols};
   }
 
   // `from` re-encoded as format `to`, row by row through f32, in owned memory.
   WeightMatrix convert(const WeightMatrix& from, WeightFormat to) {
-    WeightMatrix w{to, nullptr, nullptr, from.rows, from.cols};
-    const size_t quant_bytes = static_cast<size_t>(w.rows) * w.row_bytes();
+    WeightMatrix w{to, nullptr, from.rows, from.cols};
     std::vector<uint8_t>& buf = owned.emplace_back(w.bytes());
     w.data = buf.data();
-    if (w.quantized()) w.scales = reinterpret_cast<const uint16_t*>(buf.data() + quant_bytes);
     if (!pool) pool = std::make_unique<ThreadPool>(options.threads);
     pool->parallel_for(static_cast<size_t>(w.rows), 64, [&](size_t r0, size_t r1) {
       std::vector<float> row(static_cast<size_t>(w.cols));
       for (size_t r = r0; r < r1; ++r) {
         widen_row(from, static_cast<int64_t>(r), row.data());
         uint8_t* dst = buf.data() + r * w.row_bytes();
-        if (w.quantized())
-          quantize_row(w.quant_format(), row.data(), w.cols, dst,
-                       const_cast<uint16_t*>(w.row_scales(static_cast<int64_t>(r))));
-        else
-          simd::narrow_f32(row.data(), static_cast<size_t>(w.cols), float_dtype(to), dst);
+        if (w.quantized()) quantize_row(w.quant_format(), row.data(), w.cols, dst);
+        else simd::narrow_f32(row.data(), static_cast<size_t>(w.cols), float_dtype(to), dst);
       }
     });
-    release_pages(from.data, static_cast<size_t>(from.rows) * from.row_bytes());
-    if (from.scales) release_pages(from.scales, static_cast<size_t>(from.rows * from.cols / kQuantBlock) * 2);
+    release_pages(from.data, from.bytes());
     return w;
   }
 
@@ -197,14 +184,10 @@ void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir)
       [&](const std::string& name, const WeightMatrix& w, int64_t rows, int64_t cols) {
         const std::string f = weight_format_name(w.format);
         if (std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
-        const size_t data_bytes = static_cast<size_t>(rows) * w.row_bytes();
-        if (!w.quantized()) {
-          tensors.push_back({name, float_dtype(w.format), {rows, cols}, bytes_of(w.data, data_bytes)});
-          return;
-        }
-        tensors.push_back({name, DType::U8, {rows, static_cast<int64_t>(w.row_bytes())}, bytes_of(w.data, data_bytes)});
-        tensors.push_back({name + kScalesSuffix, DType::F16, {rows, cols / kQuantBlock},
-                           bytes_of(w.scales, static_cast<size_t>(rows * cols / kQuantBlock) * 2)});
+        if (w.quantized())
+          tensors.push_back({name, DType::U8, {rows, static_cast<int64_t>(w.row_bytes())}, bytes_of(w.data, w.bytes())});
+        else
+          tensors.push_back({name, float_dtype(w.format), {rows, cols}, bytes_of(w.data, w.bytes())});
       },
       [&](const std::string& name, const std::vector<float>& v, int64_t n) {
         tensors.push_back({name, DType::F32, {n}, bytes_of(v.data(), v.size() * sizeof(float))});
@@ -215,7 +198,7 @@ void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir)
   config["quantization_config"] = {{"quant_method", "qinfer"},
                                    {"formats", formats},
                                    {"block_size", kQuantBlock},
-                                   {"scales", "F16 tensor <name>_scales [rows, cols/32]"}};
+                                   {"layout", "U8 [rows, row bytes]: each row its quants, then one F16 scale per 32 weights"}};
   std::ofstream out(out_dir + "/config.json", std::ios::trunc);
   out << config.dump(2) << "\n";
   if (!out.flush()) fail(out_dir, "/config.json: write failed");

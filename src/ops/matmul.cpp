@@ -20,9 +20,8 @@ constexpr size_t kPrefillGroupRows = 16;
 
 // Per-call scratch, reused across calls by the thread that calls matmul.
 struct Scratch {
-  std::vector<float> d;
-  std::vector<int16_t> q;
-  std::vector<int32_t> q4_bias;
+  std::vector<float> d, q4_bias;
+  std::vector<int8_t> q;
 };
 
 bool any_format(std::initializer_list<MatmulTarget> targets, WeightFormat f) {
@@ -36,18 +35,14 @@ kernels::Activations prepare(const float* x, size_t n, size_t k, std::initialize
   a.x = x;
   // Quantized weights meet a quantized activation in decode only; prefill
   // multiplies them dequantized.
-  const bool q4 = any_format(targets, WeightFormat::Q4);
-  if (n == 1 && (q4 || any_format(targets, WeightFormat::Q8))) {
+  if (n == 1 && (any_format(targets, WeightFormat::Q4) || any_format(targets, WeightFormat::Q8))) {
     s.q.resize(k);
     s.d.resize(k / kQuantBlock);
-    kernels::quantize_activation(x, 1, k, s.q.data(), s.d.data());
+    s.q4_bias.resize(k / kQuantBlock);
+    kernels::quantize_activation(x, 1, k, s.q.data(), s.d.data(), s.q4_bias.data());
     a.q = s.q.data();
     a.d = s.d.data();
-    if (q4) {
-      s.q4_bias.resize(k / kQuantBlock * kernels::bias_lanes());
-      kernels::q4_bias(s.q.data(), 1, k, s.q4_bias.data());
-      a.q4_bias = s.q4_bias.data();
-    }
+    a.q4_bias = s.q4_bias.data();
   }
   return a;
 }
@@ -86,11 +81,6 @@ DType float_dtype(WeightFormat f) {
   fail("weight format ", weight_format_name(f), " is not a float dtype");
 }
 
-size_t WeightMatrix::bytes() const {
-  const size_t scale_bytes = quantized() ? static_cast<size_t>(cols / kQuantBlock) * sizeof(uint16_t) : 0;
-  return static_cast<size_t>(rows) * (row_bytes() + scale_bytes);
-}
-
 void matmul(const float* x, int64_t n, std::initializer_list<MatmulTarget> targets, ThreadPool& pool) {
   if (n <= 0 || targets.size() == 0) return;
   const size_t k = static_cast<size_t>(targets.begin()->w.cols), rows = static_cast<size_t>(n);
@@ -121,7 +111,7 @@ void matmul(const float* x, int64_t n, std::initializer_list<MatmulTarget> targe
         // f32 tile multiplies three rows at a time.
         widened.resize((r1 - r0) * k);
         kernels::widen_rows(t.w, r0, r1, widened.data());
-        const WeightMatrix group{WeightFormat::F32, widened.data(), nullptr, static_cast<int64_t>(r1 - r0), t.w.cols};
+        const WeightMatrix group{WeightFormat::F32, widened.data(), static_cast<int64_t>(r1 - r0), t.w.cols};
         kernels::dot_rows(group, a, 0, rows, 0, r1 - r0, t.y + r0, m);
       } else {
         kernels::dot_rows(t.w, a, 0, rows, r0, r1, t.y + r0, m);
@@ -135,7 +125,7 @@ void matmul(const float* x, int64_t n, const WeightMatrix& w, float* y, ThreadPo
 }
 
 void widen_row(const WeightMatrix& w, int64_t r, float* out) {
-  if (w.quantized()) dequantize_row(w.quant_format(), w.row_ptr(r), w.row_scales(r), w.cols, out);
+  if (w.quantized()) dequantize_row(w.quant_format(), w.row_ptr(r), w.cols, out);
   else if (w.format == WeightFormat::F32) std::copy_n(reinterpret_cast<const float*>(w.row_ptr(r)), w.cols, out);
   else simd::widen_f32(w.row_ptr(r), float_dtype(w.format), static_cast<size_t>(w.cols), out);
 }
@@ -143,7 +133,7 @@ void widen_row(const WeightMatrix& w, int64_t r, float* out) {
 void matmul_ref(const float* x, int64_t n, const WeightMatrix& w, float* y) {
   std::vector<float> row(static_cast<size_t>(w.cols));
   for (int64_t r = 0; r < w.rows; ++r) {
-    if (w.quantized()) dequantize_row(w.quant_format(), w.row_ptr(r), w.row_scales(r), w.cols, row.data());
+    if (w.quantized()) dequantize_row(w.quant_format(), w.row_ptr(r), w.cols, row.data());
     else
       for (int64_t c = 0; c < w.cols; ++c) row[c] = load_as_f32(w.row_ptr(r), float_dtype(w.format), c);
     for (int64_t i = 0; i < n; ++i) {

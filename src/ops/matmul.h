@@ -22,11 +22,10 @@ const char* weight_format_name(WeightFormat f);
 
 // A row-major [rows, cols] weight matrix: rows = output features, cols =
 // input features (the PyTorch nn.Linear layout). Float formats are rows of
-// elements; Q8/Q4 are rows of quants plus a [rows, cols/32] array of half scales.
+// elements; Q8/Q4 are quantized rows: quants, then half scales (quant.h).
 struct WeightMatrix {
   WeightFormat format = WeightFormat::F32;
   const void* data = nullptr;
-  const uint16_t* scales = nullptr;  // Q8/Q4 only
   int64_t rows = 0;
   int64_t cols = 0;
 
@@ -43,9 +42,10 @@ struct WeightMatrix {
     return quant_row_bytes(quant_format(), cols);
   }
   const uint8_t* row_ptr(int64_t r) const { return static_cast<const uint8_t*>(data) + static_cast<size_t>(r) * row_bytes(); }
-  const uint16_t* row_scales(int64_t r) const { return scales + r * (cols / kQuantBlock); }
-  // Bytes a pass over the whole matrix reads (quants and scales).
-  size_t bytes() const;
+  const uint16_t* row_scales(int64_t r) const {
+    return reinterpret_cast<const uint16_t*>(row_ptr(r) + quant_bytes(quant_format(), cols));
+  }
+  size_t bytes() const { return static_cast<size_t>(rows) * row_bytes(); }
 };
 
 // The float formats a checkpoint stores, as weight formats, and back.

@@ -30,7 +30,7 @@ constexpr size_t kW = 4;
 // Decode streams weights from memory: software prefetch this far ahead of the
 // loads (measured best among 2-12 KiB on the 2-core AVX2 machine: ~10% more
 // bandwidth than the hardware prefetchers alone).
-constexpr size_t kPrefetchBytes = 8192;
+constexpr size_t kPrefetchBytes = 12288;
 
 template <class D, class V>
 HWY_INLINE float Sum(D d, V v) {
@@ -39,30 +39,20 @@ HWY_INLINE float Sum(D d, V v) {
 
 // ---------------------------------------------------------------- activation
 
-void QuantizeActivation(const float* x, size_t n, size_t k, int16_t* q, float* d) {
+void QuantizeActivation(const float* x, size_t n, size_t k, int8_t* q, float* d, float* q4_bias) {
   for (size_t b = 0; b < n * k / kQuantBlock; ++b) {
     const float* xb = x + b * kQuantBlock;
     float amax = 0;
     for (int64_t i = 0; i < kQuantBlock; ++i) amax = std::max(amax, std::fabs(xb[i]));
     d[b] = amax / 127.0f;
     const float inv = amax > 0 ? 127.0f / amax : 0.0f;
-    for (int64_t i = 0; i < kQuantBlock; ++i)
-      q[b * kQuantBlock + i] = static_cast<int16_t>(std::clamp(std::nearbyint(xb[i] * inv), -127.0f, 127.0f));
-  }
-}
-
-size_t BiasLanes() { return hn::Lanes(D32()); }
-
-void Q4Bias(const int16_t* q, size_t n, size_t k, int32_t* bias) {
-  const D16 d16;
-  const D32 d32;
-  const size_t N16 = hn::Lanes(d16), N32 = hn::Lanes(d32);
-  const auto minus8 = hn::Set(d16, int16_t{-8});
-  for (size_t b = 0; b < n * k / kQuantBlock; ++b) {
-    auto s0 = hn::Zero(d32), s1 = hn::Zero(d32);
-    for (size_t off = 0; off < kQuantBlock; off += N16)
-      s0 = hn::ReorderWidenMulAccumulate(d32, minus8, hn::LoadU(d16, q + b * kQuantBlock + off), s0, s1);
-    hn::StoreU(hn::Add(s0, s1), d32, bias + b * N32);
+    int sum = 0;
+    for (int64_t i = 0; i < kQuantBlock; ++i) {
+      const int v = static_cast<int>(std::clamp(std::nearbyint(xb[i] * inv), -127.0f, 127.0f));
+      q[b * kQuantBlock + i] = static_cast<int8_t>(v);
+      sum += v;
+    }
+    q4_bias[b] = static_cast<float>(-8 * sum);
   }
 }
 
@@ -141,7 +131,8 @@ HWY_INLINE void TileFloat(const typename Rows::T* const (&p)[kW], const float* x
     if constexpr (R > 1) KeepInRegister(u1);
     if constexpr (R > 2) KeepInRegister(u2);
     if constexpr (R == 1)
-      for (size_t j = 0; j < kW; ++j) hwy::Prefetch(reinterpret_cast<const uint8_t*>(p[j] + i) + kPrefetchBytes);
+      if ((i * sizeof(typename Rows::T)) % 64 == 0)  // once per cache line
+        for (size_t j = 0; j < kW; ++j) hwy::Prefetch(reinterpret_cast<const uint8_t*>(p[j] + i) + kPrefetchBytes);
     auto step = [&](hn::Vec<DF> w, hn::Vec<DF>& c0, hn::Vec<DF>& c1, hn::Vec<DF>& c2) {
       KeepInRegister(w);
       c0 = hn::MulAdd(w, u0, c0);
@@ -162,94 +153,142 @@ HWY_INLINE void TileFloat(const typename Rows::T* const (&p)[kW], const float* x
   if constexpr (R > 2) finish(2, x2, a20, a21, a22, a23);
 }
 
+// Integer dot products of the quantized activation with kW weight rows, per
+// 32-block: lane partial sums (any lane layout; only their total matters).
+// A Q8 unit is one block; a Q4 unit is a pair of blocks sharing 32 bytes
+// (the even block in the low nibbles, the odd one in the high nibbles), or
+// the last block alone when the count is odd.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+// x86 (AVX2 and up): vpmaddubsw multiplies unsigned by signed bytes into
+// pairwise int16 sums, twice the work per instruction of the int16 path.
+// Q4 codes are unsigned already (the -8 is the bias); Q8 moves x's sign onto
+// the weights so |x| can be the unsigned operand. No overflow: 2 * 127 * 127
+// and 2 * 15 * 127 fit in int16.
+using BlockSums = __m256i;
+HWY_INLINE __m256i Load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+HWY_INLINE __m256i WidenPairs(__m256i pairs16) { return _mm256_madd_epi16(pairs16, _mm256_set1_epi16(1)); }
+
+template <QuantFormat kFormat>
+HWY_INLINE void UnitDot(const uint8_t* const (&p)[kW], size_t b, bool pair, const int8_t* xq, __m256i (&even)[kW],
+                        __m256i (&odd)[kW]) {
+  const __m256i x0 = Load32(xq);
+  if constexpr (kFormat == QuantFormat::Q8) {
+    const __m256i ax = _mm256_sign_epi8(x0, x0);
+    for (size_t j = 0; j < kW; ++j)
+      even[j] = WidenPairs(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(Load32(p[j] + b * kQuantBlock), x0)));
+  } else {
+    const __m256i low = _mm256_set1_epi8(15);
+    const __m256i x1 = pair ? Load32(xq + kQuantBlock) : x0;
+    for (size_t j = 0; j < kW; ++j) {
+      const __m256i codes = Load32(p[j] + b / 2 * kQuantBlock);
+      even[j] = WidenPairs(_mm256_maddubs_epi16(_mm256_and_si256(codes, low), x0));
+      if (pair) odd[j] = WidenPairs(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(codes, 4), low), x1));
+    }
+  }
+}
+HWY_INLINE hn::Vec<DF32> ToFloat(__m256i v) { return hn::Vec<DF32>{_mm256_cvtepi32_ps(v)}; }
+#else
+// Portable: bytes widened to int16, int16 x int16 -> int32 pair sums.
+using BlockSums = hn::Vec<D32>;
+template <QuantFormat kFormat>
+HWY_INLINE void UnitDot(const uint8_t* const (&p)[kW], size_t b, bool pair, const int8_t* xq,
+                        hn::Vec<D32> (&even)[kW], hn::Vec<D32> (&odd)[kW]) {
+  const D16 d16;
+  const D32 d32;
+  const hn::Rebind<int8_t, D16> d8;
+  const hn::Rebind<uint8_t, D16> du8;
+  const size_t N16 = hn::Lanes(d16);
+  for (size_t j = 0; j < kW; ++j) {
+    auto e0 = hn::Zero(d32), e1 = hn::Zero(d32), o0 = hn::Zero(d32), o1 = hn::Zero(d32);
+    for (size_t off = 0; off < kQuantBlock; off += N16) {
+      const auto x0 = hn::PromoteTo(d16, hn::LoadU(d8, xq + off));
+      if constexpr (kFormat == QuantFormat::Q8) {
+        const auto wv = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const int8_t*>(p[j] + b * kQuantBlock + off)));
+        e0 = hn::ReorderWidenMulAccumulate(d32, wv, x0, e0, e1);
+      } else {
+        const auto bytes =
+            hn::BitCast(d16, hn::PromoteTo(hn::Rebind<uint16_t, D16>(), hn::LoadU(du8, p[j] + b / 2 * kQuantBlock + off)));
+        e0 = hn::ReorderWidenMulAccumulate(d32, hn::And(bytes, hn::Set(d16, int16_t{15})), x0, e0, e1);
+        if (pair) {
+          const auto x1 = hn::PromoteTo(d16, hn::LoadU(d8, xq + kQuantBlock + off));
+          o0 = hn::ReorderWidenMulAccumulate(d32, hn::ShiftRight<4>(bytes), x1, o0, o1);
+        }
+      }
+    }
+    even[j] = hn::Add(e0, e1);
+    odd[j] = hn::Add(o0, o1);
+  }
+}
+HWY_INLINE hn::Vec<DF32> ToFloat(hn::Vec<D32> v) { return hn::ConvertTo(DF32(), v); }
+#endif
+
 // s[j][g] = scale of block b0 + g of weight row j times the activation's scale
-// of that block, for g < count (count <= Lanes(DF)).
-HWY_INLINE void BlockScales(const uint16_t* const (&sc)[kW], const float* d, size_t b0, size_t count,
-                            float (*s)[HWY_MAX_BYTES / sizeof(float)]) {
+// of that block, for g < count (count <= Lanes(DF)); with Q4, also adds
+// s * (-8 * sum of the activation block) to bias[j][g] (the zero point's share,
+// summed over lanes at the end).
+using Lanes = float[HWY_MAX_BYTES / sizeof(float)];
+HWY_INLINE void BlockScales(const uint16_t* const (&sc)[kW], const float* d, const float* q4_bias, size_t b0,
+                            size_t count, Lanes (&s)[kW], Lanes (&bias)[kW]) {
   const DF df;
   const hn::Rebind<hwy::float16_t, DF> dh;
   if (count == hn::Lanes(df)) {
     const auto dx = hn::LoadU(df, d + b0);
-    for (size_t j = 0; j < kW; ++j)
-      hn::StoreU(hn::Mul(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(sc[j] + b0))), dx), df,
-                 s[j]);
+    for (size_t j = 0; j < kW; ++j) {
+      const auto sj = hn::Mul(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(sc[j] + b0))), dx);
+      hn::Store(sj, df, s[j]);
+      if (q4_bias) hn::Store(hn::MulAdd(sj, hn::LoadU(df, q4_bias + b0), hn::Load(df, bias[j])), df, bias[j]);
+    }
     return;
   }
   for (size_t j = 0; j < kW; ++j)
-    for (size_t g = 0; g < count; ++g) s[j][g] = f16_to_f32(sc[j][b0 + g]) * d[b0 + g];
+    for (size_t g = 0; g < count; ++g) {
+      s[j][g] = f16_to_f32(sc[j][b0 + g]) * d[b0 + g];
+      if (q4_bias) bias[j][g] += s[j][g] * q4_bias[b0 + g];
+    }
 }
 
 // One quantized activation row times kW rows of Q8 or Q4 weights: per 32-block
-// an exact integer dot product (int16 x int16 -> int32 pairs), converted and
-// scaled into a float accumulator.
+// an exact integer dot product, converted and scaled into a float accumulator.
 template <QuantFormat kFormat>
 HWY_INLINE void TileQuant(const WeightMatrix& w, size_t r, size_t nr, const Activations& a, size_t i0, float* y) {
   const DF df;
-  const D16 d16;
-  const D32 d32;
   const DF32 df32;
-  const size_t N16 = hn::Lanes(d16), N32 = hn::Lanes(d32), G = hn::Lanes(df);
+  const size_t G = hn::Lanes(df);
   const size_t k = static_cast<size_t>(w.cols), blocks = k / kQuantBlock;
-  const size_t block_bytes = quant_row_bytes(kFormat, kQuantBlock);
-  const int16_t* xrow = a.q + i0 * k;
+  const int8_t* xrow = a.q + i0 * k;
   const float* drow = a.d + i0 * blocks;
+  const float* brow = kFormat == QuantFormat::Q4 ? a.q4_bias + i0 * blocks : nullptr;
   const uint8_t* p[kW];
   RowPointers(w, r, nr, p);
   const uint16_t* sc[kW];
   for (size_t j = 0; j < kW; ++j) sc[j] = w.row_scales(static_cast<int64_t>(r + std::min(j, nr - 1)));
   auto f0 = hn::Zero(df32), f1 = hn::Zero(df32), f2 = hn::Zero(df32), f3 = hn::Zero(df32);
-  HWY_ALIGN float s[kW][HWY_MAX_BYTES / sizeof(float)];
+  HWY_ALIGN Lanes s[kW], bias[kW];
+  for (Lanes& b : bias) hn::Store(hn::Zero(df), df, b);
+  auto accumulate = [&](const BlockSums (&v)[kW], size_t g) {
+    f0 = hn::MulAdd(ToFloat(v[0]), hn::Set(df32, s[0][g]), f0);
+    f1 = hn::MulAdd(ToFloat(v[1]), hn::Set(df32, s[1][g]), f1);
+    f2 = hn::MulAdd(ToFloat(v[2]), hn::Set(df32, s[2][g]), f2);
+    f3 = hn::MulAdd(ToFloat(v[3]), hn::Set(df32, s[3][g]), f3);
+  };
+  constexpr size_t kUnit = kFormat == QuantFormat::Q4 ? 2 : 1;  // G is even: units never straddle groups
+  const size_t unit_bytes = quant_bytes(kFormat, kUnit * kQuantBlock);
   for (size_t b0 = 0; b0 < blocks; b0 += G) {
     const size_t count = std::min(G, blocks - b0);
-    BlockScales(sc, drow, b0, count, s);
-    for (size_t g = 0; g < count; ++g) {
+    BlockScales(sc, drow, brow, b0, count, s, bias);
+    for (size_t g = 0; g < count; g += kUnit) {
       const size_t b = b0 + g;
-      const int16_t* xq = xrow + b * kQuantBlock;
-      if (b % (64 / block_bytes) == 0)  // once per cache line
-        for (size_t j = 0; j < kW; ++j) hwy::Prefetch(p[j] + b * block_bytes + kPrefetchBytes);
-      auto i0v = hn::Zero(d32), i1v = hn::Zero(d32), i2v = hn::Zero(d32), i3v = hn::Zero(d32);
-      auto j0v = hn::Zero(d32), j1v = hn::Zero(d32), j2v = hn::Zero(d32), j3v = hn::Zero(d32);
-      if constexpr (kFormat == QuantFormat::Q8) {
-        const hn::Rebind<int8_t, D16> d8;
-        for (size_t off = 0; off < kQuantBlock; off += N16) {
-          const auto xv = hn::LoadU(d16, xq + off);
-          const size_t at = b * block_bytes + off;
-          auto step = [&](const uint8_t* row, hn::Vec<D32>& acc, hn::Vec<D32>& acc1) {
-            const auto wv = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const int8_t*>(row + at)));
-            acc = hn::ReorderWidenMulAccumulate(d32, wv, xv, acc, acc1);
-          };
-          step(p[0], i0v, j0v);
-          step(p[1], i1v, j1v);
-          step(p[2], i2v, j2v);
-          step(p[3], i3v, j3v);
-        }
-      } else {
-        // Nibbles hold q + 8: start from -8 * sum(x) and add nibble . x.
-        const hn::Rebind<uint8_t, D16> d8;
-        i0v = i1v = i2v = i3v = hn::LoadU(d32, a.q4_bias + (i0 * blocks + b) * N32);
-        const auto low = hn::Set(d16, int16_t{15});
-        for (size_t off = 0; off < kQuantBlock / 2; off += N16) {
-          const auto xlo = hn::LoadU(d16, xq + off), xhi = hn::LoadU(d16, xq + kQuantBlock / 2 + off);
-          const size_t at = b * block_bytes + off;
-          auto step = [&](const uint8_t* row, hn::Vec<D32>& acc, hn::Vec<D32>& acc1) {
-            const auto bytes = hn::BitCast(d16, hn::PromoteTo(hn::Rebind<uint16_t, D16>(), hn::LoadU(d8, row + at)));
-            acc = hn::ReorderWidenMulAccumulate(d32, hn::And(bytes, low), xlo, acc, acc1);
-            acc = hn::ReorderWidenMulAccumulate(d32, hn::ShiftRight<4>(bytes), xhi, acc, acc1);
-          };
-          step(p[0], i0v, j0v);
-          step(p[1], i1v, j1v);
-          step(p[2], i2v, j2v);
-          step(p[3], i3v, j3v);
-        }
-      }
-      f0 = hn::MulAdd(hn::ConvertTo(df32, hn::Add(i0v, j0v)), hn::Set(df32, s[0][g]), f0);
-      f1 = hn::MulAdd(hn::ConvertTo(df32, hn::Add(i1v, j1v)), hn::Set(df32, s[1][g]), f1);
-      f2 = hn::MulAdd(hn::ConvertTo(df32, hn::Add(i2v, j2v)), hn::Set(df32, s[2][g]), f2);
-      f3 = hn::MulAdd(hn::ConvertTo(df32, hn::Add(i3v, j3v)), hn::Set(df32, s[3][g]), f3);
+      const bool pair = kUnit == 2 && g + 1 < count;
+      if ((b / kUnit * unit_bytes) % 64 == 0)  // once per cache line; the rows are one stream
+        for (size_t j = 0; j < kW; ++j) hwy::Prefetch(p[j] + b / kUnit * unit_bytes + kPrefetchBytes);
+      BlockSums even[kW], odd[kW];
+      UnitDot<kFormat>(p, b, pair, xrow + b * kQuantBlock, even, odd);
+      accumulate(even, g);
+      if (pair) accumulate(odd, g + 1);
     }
   }
   const float sums[kW] = {Sum(df32, f0), Sum(df32, f1), Sum(df32, f2), Sum(df32, f3)};
-  for (size_t j = 0; j < nr; ++j) y[j] = sums[j];
+  for (size_t j = 0; j < nr; ++j) y[j] = sums[j] + Sum(df, hn::Load(df, bias[j]));
 }
 
 // ---------------------------------------------------------------- attention
@@ -425,6 +464,30 @@ void DotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, 
   }
 }
 
+// dequantize_row (quant.h), a vector of codes at a time.
+void DequantizeRow(QuantFormat f, const uint8_t* row, size_t k, float* out) {
+  const hn::CappedTag<float, kQuantBlock> df;  // a block is a whole number of vectors
+  const hn::Rebind<int32_t, decltype(df)> di;
+  const hn::Rebind<int8_t, decltype(df)> d8;
+  const hn::Rebind<uint8_t, decltype(df)> du8;
+  const size_t N = hn::Lanes(df);
+  const auto* scales = reinterpret_cast<const uint16_t*>(row + quant_bytes(f, static_cast<int64_t>(k)));
+  for (size_t b = 0; b < k / kQuantBlock; ++b) {
+    const auto d = hn::Set(df, f16_to_f32(scales[b]));
+    float* o = out + b * kQuantBlock;
+    for (size_t i = 0; i < kQuantBlock; i += N) {
+      hn::Vec<decltype(di)> q;
+      if (f == QuantFormat::Q8) {
+        q = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(row) + b * kQuantBlock + i));
+      } else {
+        const auto bytes = hn::BitCast(di, hn::PromoteTo(hn::Rebind<uint32_t, decltype(df)>(), hn::LoadU(du8, row + b / 2 * kQuantBlock + i)));
+        q = hn::Sub(b % 2 == 0 ? hn::And(bytes, hn::Set(di, 15)) : hn::ShiftRight<4>(bytes), hn::Set(di, 8));
+      }
+      hn::StoreU(hn::Mul(d, hn::ConvertTo(df, q)), df, o + i);
+    }
+  }
+}
+
 void WidenRows(const WeightMatrix& w, size_t r0, size_t r1, float* out) {
   const DF df;
   const size_t N = hn::Lanes(df), k = static_cast<size_t>(w.cols);
@@ -450,7 +513,7 @@ void WidenRows(const WeightMatrix& w, size_t r0, size_t r1, float* out) {
       }
       case WeightFormat::Q8:
       case WeightFormat::Q4:
-        dequantize_row(w.quant_format(), row, w.row_scales(static_cast<int64_t>(r)), w.cols, o);
+        DequantizeRow(w.quant_format(), row, k, o);
         break;
     }
   }
@@ -463,19 +526,15 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace qinfer::kernels {
 HWY_EXPORT(QuantizeActivation);
-HWY_EXPORT(BiasLanes);
-HWY_EXPORT(Q4Bias);
 HWY_EXPORT(TileRows);
 HWY_EXPORT(DotRows);
 HWY_EXPORT(WidenRows);
 HWY_EXPORT(AttentionScores);
 HWY_EXPORT(AttentionValues);
 
-void quantize_activation(const float* x, size_t n, size_t k, int16_t* q, float* d) {
-  HWY_DYNAMIC_DISPATCH(QuantizeActivation)(x, n, k, q, d);
+void quantize_activation(const float* x, size_t n, size_t k, int8_t* q, float* d, float* q4_bias) {
+  HWY_DYNAMIC_DISPATCH(QuantizeActivation)(x, n, k, q, d, q4_bias);
 }
-size_t bias_lanes() { return HWY_DYNAMIC_DISPATCH(BiasLanes)(); }
-void q4_bias(const int16_t* q, size_t n, size_t k, int32_t* bias) { HWY_DYNAMIC_DISPATCH(Q4Bias)(q, n, k, bias); }
 size_t tile_rows(WeightFormat f) { return HWY_DYNAMIC_DISPATCH(TileRows)(f); }
 void dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
               size_t ldy) {

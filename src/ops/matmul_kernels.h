@@ -21,17 +21,14 @@ namespace qinfer::kernels {
 // Activation rows [n, k] in the forms the weight formats need.
 struct Activations {
   const float* x = nullptr;     // [n, k]: float weights
-  const int16_t* q = nullptr;   // [n, k] quantized: Q8, Q4 weights
+  const int8_t* q = nullptr;    // [n, k] quantized per 32-block: Q8, Q4 weights
   const float* d = nullptr;     // [n, k/32] scale of each block of q
-  const int32_t* q4_bias = nullptr;  // [n, k/32, bias_lanes()]: -8 * (sum of each block of q), as lane partials
+  const float* q4_bias = nullptr;  // [n, k/32] -8 * (sum of each block of q): Q4's zero point
 };
 
-// n rows of x quantized per 32-block to int8 range (stored as int16, the width
-// the integer dot product multiplies): q = round(x / d), d = max|x| / 127.
-void quantize_activation(const float* x, size_t n, size_t k, int16_t* q, float* d);
-// Lanes of one q4_bias entry, and the entries themselves for n rows of q.
-size_t bias_lanes();
-void q4_bias(const int16_t* q, size_t n, size_t k, int32_t* bias);
+// n rows of x quantized per 32-block: q = round(x / d) in [-127, 127],
+// d = max|x| / 127, and each block's q4_bias.
+void quantize_activation(const float* x, size_t n, size_t k, int8_t* q, float* d, float* q4_bias);
 
 // Activation rows processed together by one register tile.
 size_t tile_rows(WeightFormat f);

@@ -1,14 +1,18 @@
-// Block-quantized weight formats. A row of `cols` weights is cut into blocks
-// of 32 consecutive weights; each block has one scale d, stored as an IEEE
-// half, in a separate [rows, cols/32] array (so the quants of a row stay
-// contiguous and aligned for SIMD loads).
+// Block-quantized weight formats. A row of n weights (n a multiple of 32) is
+// cut into blocks of 32 consecutive weights; each block has one scale d, an
+// IEEE half. A quantized row is n_quant_bytes of quants followed by the n/32
+// scales (little-endian halves), so a matrix is one contiguous stream of rows
+// and the quants of a row stay aligned for SIMD loads:
 //
 //   Q8 (8.5 bits/weight): q = round(w / d) in [-127, 127], one int8 per weight,
-//      d = max|w| / 127; w ~ d * q.
+//      d = max|w| / 127; w ~ d * q. Row: n bytes of quants, then the scales.
 //   Q4 (4.5 bits/weight): q in [0, 15], w ~ d * (q - 8); d = m / -8 where m is
-//      the block's value of largest magnitude (so m itself is exact). Byte j
-//      (0..15) of a block holds q[j] in its low nibble and q[j + 16] in its
-//      high nibble.
+//      the block's value of largest magnitude (so m itself is exact). Row:
+//      blocks in pairs, 32 bytes per pair: byte j holds q[j] of the even block
+//      in its low nibble and q[j] of the odd block in its high nibble (a row
+//      with an odd number of blocks ends with a half-used pair, high nibbles
+//      zero); then the scales. One 32-byte load and two masks give both
+//      blocks' quants in order.
 //
 // Error bounds (tested): Q8 |w - d q| <= |d|/2; Q4 <= |d|/2, except a value
 // opposite in sign to m and close to |m| may be clamped from +8 to +7: <= |d|.
@@ -27,14 +31,17 @@ constexpr int64_t kQuantBlock = 32;
 
 enum class QuantFormat : uint8_t { Q8, Q4 };
 
-// Bytes of quants for a row of n weights (n a multiple of kQuantBlock).
+// Bytes of the quants of a row of n weights (where its scales start), and of the whole row.
+inline size_t quant_bytes(QuantFormat f, int64_t n) {
+  return static_cast<size_t>(f == QuantFormat::Q8 ? n : (n + 2 * kQuantBlock - 1) / (2 * kQuantBlock) * kQuantBlock);
+}
 inline size_t quant_row_bytes(QuantFormat f, int64_t n) {
-  return static_cast<size_t>(f == QuantFormat::Q8 ? n : n / 2);
+  return quant_bytes(f, n) + static_cast<size_t>(n / kQuantBlock) * sizeof(uint16_t);
 }
 
-// One row of n floats (n a multiple of kQuantBlock) into quants and n/32 half scales.
-void quantize_row(QuantFormat f, const float* x, int64_t n, uint8_t* quants, uint16_t* scales);
+// One row of n floats (n a multiple of kQuantBlock) into a quantized row.
+void quantize_row(QuantFormat f, const float* x, int64_t n, uint8_t* row);
 // The inverse: n floats d * q (Q8) or d * (q - 8) (Q4).
-void dequantize_row(QuantFormat f, const uint8_t* quants, const uint16_t* scales, int64_t n, float* out);
+void dequantize_row(QuantFormat f, const uint8_t* row, int64_t n, float* out);
 
 }  // namespace qinfer

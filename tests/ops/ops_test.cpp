@@ -93,7 +93,7 @@ TEST_P(MatmulTest, MatchesScalarAtOddSizes) {
     for (int64_t rows : {1, 5, 13, 67})
       for (int64_t cols : {1, 9, 33, 130}) {
         auto wbytes = store_as(randn(rows * cols, rows * 131 + cols), t);
-        WeightMatrix w{weight_format_of(t), wbytes.data(), nullptr, rows, cols};
+        WeightMatrix w{weight_format_of(t), wbytes.data(), rows, cols};
         auto x = randn(n * cols, 7 + n);
         std::vector<float> got(n * rows), want(n * rows);
         matmul(x.data(), n, w, got.data(), pool);

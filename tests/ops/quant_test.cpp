@@ -1,0 +1,190 @@
+// Q8/Q4 block formats: quantize -> dequantize error bounds, the half-precision
+// rounding of the scales, and the quantized matmul kernels against scalar
+// references (decode: integer block dot products with the activation
+// quantized per block; prefill: dequantized weights).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ops/matmul.h"
+#include "ops/matmul_kernels.h"
+#include "ops/quant.h"
+
+using namespace qinfer;
+
+namespace {
+
+std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Rows of `values` ([rows, cols]) quantized, as a matrix with its storage.
+struct QuantMatrix {
+  std::vector<uint8_t> bytes;
+  WeightMatrix w;
+  QuantMatrix(WeightFormat f, const std::vector<float>& values, int64_t rows, int64_t cols) {
+    w = WeightMatrix{f, nullptr, rows, cols};
+    bytes.resize(w.bytes());
+    for (int64_t r = 0; r < rows; ++r) quantize_row(w.quant_format(), &values[r * cols], cols, &bytes[r * w.row_bytes()]);
+    w.data = bytes.data();
+  }
+};
+
+const char* name(WeightFormat f) { return weight_format_name(f); }
+
+// The activation quantization the decode kernels use, written plainly.
+void quantize_activation_ref(const float* x, int64_t k, std::vector<int>& q, std::vector<double>& d) {
+  q.assign(k, 0);
+  d.assign(k / kQuantBlock, 0);
+  for (int64_t b = 0; b < k / kQuantBlock; ++b) {
+    float amax = 0;
+    for (int i = 0; i < kQuantBlock; ++i) amax = std::max(amax, std::fabs(x[b * kQuantBlock + i]));
+    d[b] = amax / 127.0f;
+    for (int i = 0; i < kQuantBlock; ++i)
+      q[b * kQuantBlock + i] = amax > 0 ? static_cast<int>(std::nearbyint(x[b * kQuantBlock + i] * (127.0f / amax))) : 0;
+  }
+}
+
+// Decode reference: per block, the exact integer dot product of the weight
+// codes and the quantized activation, scaled by both scales, summed in double.
+double quantized_dot_ref(const WeightMatrix& w, int64_t r, const std::vector<int>& q, const std::vector<double>& d) {
+  std::vector<float> deq(w.cols);
+  dequantize_row(w.quant_format(), w.row_ptr(r), w.cols, deq.data());
+  double total = 0;
+  for (int64_t b = 0; b < w.cols / kQuantBlock; ++b) {
+    const double dw = f16_to_f32(w.row_scales(r)[b]);
+    int64_t isum = 0;
+    for (int i = 0; i < kQuantBlock; ++i) {
+      const int64_t c = b * kQuantBlock + i;
+      const int64_t code = dw != 0 ? std::llround(deq[c] / dw) : 0;  // the stored integer (q, or q - 8)
+      isum += code * q[c];
+    }
+    total += dw * d[b] * static_cast<double>(isum);
+  }
+  return total;
+}
+
+}  // namespace
+
+TEST(Quant, F16RoundingMatchesTheCompiler) {
+  std::mt19937 rng(5);
+  std::vector<float> values = {0.0f, -0.0f, 1.0f, 65504.0f, 65519.0f, 65520.0f, 1e-8f, 5.96e-8f, 2.98e-8f,
+                               6.1e-5f, 6.1035e-5f, -3.0e-7f, INFINITY, -INFINITY, 1e30f};
+  for (int i = 0; i < 200000; ++i) {
+    uint32_t bits = rng();
+    float f;
+    std::memcpy(&f, &bits, 4);
+    if (!std::isnan(f)) values.push_back(f);
+  }
+  for (int e = -30; e <= 16; ++e)
+    for (int i = 0; i < 2000; ++i) values.push_back(std::ldexp(1.0f + i / 2000.0f, e) * (i % 2 ? -1 : 1));
+  for (float f : values) {
+    const _Float16 native = static_cast<_Float16>(f);
+    uint16_t want;
+    std::memcpy(&want, &native, 2);
+    ASSERT_EQ(f32_to_f16(f), want) << f;
+  }
+  EXPECT_TRUE(std::isnan(f16_to_f32(f32_to_f16(NAN))));
+}
+
+TEST(Quant, DequantizeErrorWithinHalfAStepPerBlock) {
+  for (WeightFormat f : {WeightFormat::Q8, WeightFormat::Q4})
+    for (int64_t cols : {32, 64, 96, 1024}) {
+      // Normal values, a block of zeros, a constant block, a block with one outlier.
+      auto x = randn(cols, 17 + cols, 0.05f);
+      std::fill(x.begin(), x.begin() + 32, 0.0f);
+      if (cols >= 64) std::fill(x.begin() + 32, x.begin() + 64, -0.25f);
+      if (cols >= 96) x[70] = 3.0f;
+      const QuantMatrix m(f, x, 1, cols);
+      std::vector<float> back(cols);
+      dequantize_row(m.w.quant_format(), m.w.row_ptr(0), cols, back.data());
+      for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
+        const float d = std::fabs(f16_to_f32(m.w.row_scales(0)[b]));
+        float amax = 0;
+        for (int i = 0; i < kQuantBlock; ++i) amax = std::max(amax, std::fabs(x[b * kQuantBlock + i]));
+        // The scale is the block's range over the code range, rounded to half precision.
+        EXPECT_NEAR(d, amax / (f == WeightFormat::Q8 ? 127.0f : 8.0f), amax * 1e-3f + 1e-12f);
+        for (int i = 0; i < kQuantBlock; ++i) {
+          const int64_t c = b * kQuantBlock + i;
+          const float err = std::fabs(back[c] - x[c]);
+          // Q4 clamps a value opposite to the extreme from code +8 to +7: one step.
+          const bool clamped = f == WeightFormat::Q4 && std::fabs(x[c]) > 7.5f * d;
+          ASSERT_LE(err, (clamped ? 1.0f : 0.5f) * d * (1 + 1e-3f) + 1e-12f)
+              << name(f) << " cols=" << cols << " at " << c << ": " << x[c] << " -> " << back[c] << ", d=" << d;
+        }
+      }
+    }
+}
+
+TEST(Quant, Q4OddBlockCountEndsWithAHalfPair) {
+  EXPECT_EQ(quant_bytes(QuantFormat::Q4, 96), 64u);  // 3 blocks: two pairs of 32 bytes
+  EXPECT_EQ(quant_row_bytes(QuantFormat::Q4, 96), 64u + 3 * 2);
+  EXPECT_EQ(quant_row_bytes(QuantFormat::Q8, 96), 96u + 3 * 2);
+}
+
+class QuantMatmulTest : public ::testing::TestWithParam<WeightFormat> {};
+
+TEST_P(QuantMatmulTest, DecodeMatchesIntegerReference) {
+  ThreadPool pool(2);
+  const WeightFormat f = GetParam();
+  for (int64_t rows : {1, 3, 5, 67, 130})
+    for (int64_t cols : {32, 96, 160, 1024}) {
+      const QuantMatrix m(f, randn(rows * cols, rows * 7 + cols, 0.05f), rows, cols);
+      auto x = randn(cols, 3 + cols);
+      x[0] = 0;  // a zero in the activation (Q8 moves its sign onto the weights)
+      std::vector<float> got(rows);
+      matmul(x.data(), 1, m.w, got.data(), pool);
+      std::vector<int> q;
+      std::vector<double> d;
+      quantize_activation_ref(x.data(), cols, q, d);
+      for (int64_t r = 0; r < rows; ++r) {
+        const double want = quantized_dot_ref(m.w, r, q, d);
+        ASSERT_NEAR(got[r], want, 1e-5 * (1 + std::fabs(want))) << name(f) << " rows=" << rows << " cols=" << cols << " r=" << r;
+      }
+    }
+}
+
+TEST_P(QuantMatmulTest, PrefillMatchesDequantizedReference) {
+  ThreadPool pool(2);
+  const WeightFormat f = GetParam();
+  for (int64_t n : {2, 3, 7})
+    for (int64_t rows : {1, 5, 67})
+      for (int64_t cols : {32, 96, 160}) {
+        const QuantMatrix m(f, randn(rows * cols, rows * 5 + cols, 0.05f), rows, cols);
+        const auto x = randn(n * cols, 9 + n);
+        std::vector<float> got(n * rows), want(n * rows);
+        matmul(x.data(), n, m.w, got.data(), pool);
+        matmul_ref(x.data(), n, m.w, want.data());
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 2e-5 * (1 + std::fabs(want[i]))) << name(f) << " n=" << n << " at " << i;
+      }
+}
+
+// The integer decode path differs from f32 math only by the activation's
+// quantization: within a small relative error of the dequantized product.
+TEST_P(QuantMatmulTest, DecodeCloseToDequantizedProduct) {
+  ThreadPool pool(1);
+  const WeightFormat f = GetParam();
+  const int64_t rows = 64, cols = 1024;
+  const QuantMatrix m(f, randn(rows * cols, 99, 0.05f), rows, cols);
+  const auto x = randn(cols, 100);
+  std::vector<float> got(rows), want(rows);
+  matmul(x.data(), 1, m.w, got.data(), pool);
+  matmul_ref(x.data(), 1, m.w, want.data());
+  double err = 0, norm = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    err += (got[r] - want[r]) * (got[r] - want[r]);
+    norm += want[r] * want[r];
+  }
+  // int8 activations: relative rms error ~ 1/(127 * sqrt(3)) per element, averaging down over k.
+  EXPECT_LT(std::sqrt(err / norm), 0.01) << name(f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, QuantMatmulTest, ::testing::Values(WeightFormat::Q8, WeightFormat::Q4),
+                         [](const auto& info) { return std::string(weight_format_name(info.param)); });
