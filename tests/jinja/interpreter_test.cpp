@@ -187,6 +187,18 @@ TEST(Filters, CommonOnes) {
             "a,c");
 }
 
+// select/map/items/unique/... return generators in jinja2: always true, no
+// length, used up by the first consumer, failing only when consumed.
+TEST(Filters, GeneratorResultsBehaveLikePythonGenerators) {
+  EXPECT_EQ(render("{{ 'yes' if []|select else 'no' }}"), "yes");
+  EXPECT_EQ(render("{% set g = [1, 2, 3]|select('odd') %}{{ g|list }}{{ g|list }}"), "[1, 3][]");
+  EXPECT_EQ(render("{% set g = [1, 2, 3]|map('string') %}{{ g|first }}{{ g|list }}"), "1['2', '3']");
+  EXPECT_EQ(render("{{ 5|items is defined }}"), "True");
+  EXPECT_EQ(error_of("{{ 5|items|list }}"), "t:1:12: filter 'list': Can only get item pairs from a mapping.");
+  EXPECT_EQ(error_of("{{ [1]|select|length }}"), "t:1:15: filter 'length': object of type 'generator' has no len()");
+  EXPECT_EQ(render("{{ [1]|select }}"), "<generator object select_or_reject>");
+}
+
 TEST(Tests, TypeTests) {
   EXPECT_EQ(render("{{ x is defined }}{{ none is none }}{{ 'a' is string }}{{ false is false }}{{ 0 is false }}"
                    "{{ {} is mapping }}{{ [] is sequence }}{{ [] is iterable }}{{ 1 is number }}"),
@@ -252,7 +264,8 @@ TEST(Errors, InvalidUtf8TemplateIsRejected) {
 // ---- where qinfer deliberately differs from jinja2 ----
 
 TEST(Deviations, ViewsAndRangesPrintAsLists) {
-  // jinja2 prints dict_items([...]) and range(0, 3); iterating them is the same.
+  // jinja2 prints dict_items([...]), range(0, 3) and Python object addresses;
+  // iterating them is the same.
   EXPECT_EQ(render("{{ {'a': 1}.items() }} {{ range(3) }}"), "[('a', 1)] [0, 1, 2]");
   EXPECT_EQ(render("{{ 'x'.upper }}"), "<function str.upper>");
 }

@@ -199,6 +199,17 @@ ms = [
 ]
 for t in ms: case("str methods", t, ctx)
 
+# ---- generator filters: always true, no length, consumed by use, errors raised on use ----
+for t in ["{% set g = [1, 2, 3]|select('odd') %}{{ g|list }}{{ g|list }}", "{{ 'yes' if []|select else 'no' }}",
+          "{% set g = [1, 2, 3]|map('string') %}{{ g|first }}{{ g|list }}", "{{ none|map('upper')|list }}",
+          "{{ 5|map('upper') is defined }}", "{{ 5|map('upper')|list }}", "{{ 5|items is iterable }}", "{{ 5|items|list }}",
+          "{{ [1, 2]|select('odd')|length }}", "{{ 2 in [1, 2, 3]|select }}", "{{ {'a': 1}|items|list }}",
+          "{% for k, v in {'a': 1, 'b': 2}|items %}{{ k }}{{ v }}{% endfor %}", "{{ [3, 1, 3]|unique|list }} {{ [1, 2, 3]|reverse|list }}",
+          "{{ [1, 2, 3, 4, 5]|batch(2)|list }} {{ [1, 2, 3, 4, 5]|batch(2, 0)|list }} {{ [1, 2, 3, 4, 5]|slice(2)|list }} {{ [1, 2, 3]|slice(2, 'x')|list }}",
+          "{{ [1, 2]|map('upper')|tojson }}", "{{ u|float }}", "{{ u|int }}", "{{ none|float }} {{ none|int(7) }}",
+          "{{ 'x %s' % [1] }} {{ 'x' % [] }} {{ 'x' % {} }}", "{{ 'x' % (1,) }}"]:
+    case("generator filters", t)
+
 # ---- jinja2's compile-time scoping: a frame that assigns a name before reading it starts it undefined ----
 for t in [
 "{{ x }}{% set x = 5 %}{{ x }}",

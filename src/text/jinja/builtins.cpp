@@ -6,6 +6,7 @@
 #include <cstring>
 #include <ctime>
 #include <unordered_map>
+#include <utility>
 
 #include "text/jinja/pystring.h"
 
@@ -46,6 +47,10 @@ class Params {
     Int v = values_[i]->integral();
     if (v < INT64_MIN || v > INT64_MAX) eval_fail(function_, "(): '", names_[i], "' is too large");
     return static_cast<int64_t>(v);
+  }
+  int64_t required_integer(size_t i) const {
+    required(i);
+    return integer(i, 0);
   }
   bool flag(size_t i, bool fallback) const { return has(i) ? values_[i]->truthy() : fallback; }
   std::optional<std::string> string(size_t i) const {
@@ -242,7 +247,9 @@ std::string percent_format(const std::string& fmt, const Value& args) {
         eval_fail("unsupported format character '", conv, "'");
     }
   }
-  if (!mapping && next_arg < positional.size()) eval_fail("not all arguments converted during string formatting");
+  // Python skips this check for arguments with __getitem__ other than tuples and str.
+  bool mapping_like = mapping || args.is_undefined() || (args.is_list() && !args.as_list().is_tuple);
+  if (!mapping_like && next_arg < positional.size()) eval_fail("not all arguments converted during string formatting");
   return out;
 }
 
@@ -598,6 +605,19 @@ std::vector<Value> sorted(std::vector<Value> items, const KeyFn& key, bool rever
   return out;
 }
 
+// jinja2's generator filters run when their result is first used, so their
+// errors are kept in the generator and raised by whatever consumes it.
+template <class Compute>
+Value lazy_generator(const char* function, Compute compute) {
+  try {
+    return Value::generator(compute(), function);
+  } catch (const EvalError& e) {
+    Value g = Value::generator({}, function);
+    g.as_generator().error = e.what();
+    return g;
+  }
+}
+
 Value call_filter_by_name(Context& ctx, const std::string& name, const Value& value, CallArgs args) {
   FilterFn fn = find_filter(name);
   if (!fn) eval_fail("no filter named '", name, "'");
@@ -692,6 +712,48 @@ Value f_attr(Context&, const Value& v, CallArgs& args) {
   return find_attribute(v, name).value_or(missing_attribute(v, name));
 }
 
+// Lists of `linecount` items; the last one padded with fill_with when given.
+Value f_batch(Context&, const Value& v, CallArgs& args) {
+  Params p("batch", args, {"linecount", "fill_with"});
+  int64_t count = p.required_integer(0);
+  return lazy_generator("do_batch", [&] {
+    std::vector<Value> batches, current;
+    for (const Value& item : iterate(v)) {
+      if (static_cast<int64_t>(current.size()) == count) batches.push_back(Value::list(std::exchange(current, {})));
+      current.push_back(item);
+    }
+    if (!current.empty()) {
+      if (p.given(1))
+        while (static_cast<int64_t>(current.size()) < count) current.push_back(p.required(1));
+      batches.push_back(Value::list(std::move(current)));
+    }
+    return batches;
+  });
+}
+
+// `slices` columns of nearly equal length, the first ones one longer.
+Value f_slice(Context&, const Value& v, CallArgs& args) {
+  Params p("slice", args, {"slices", "fill_with"});
+  int64_t slices = p.required_integer(0);
+  return lazy_generator("do_slice", [&] {
+    if (slices == 0) eval_fail("integer division or modulo by zero");
+    std::vector<Value> seq = iterate(v);
+    std::vector<Value> out;
+    if (slices < 0) return out;  // range(slices) is empty
+    auto n = static_cast<int64_t>(seq.size());
+    int64_t per_slice = n / slices, with_extra = n % slices, offset = 0;
+    for (int64_t i = 0; i < slices; ++i) {
+      int64_t start = offset + i * per_slice;
+      if (i < with_extra) ++offset;
+      int64_t end = offset + (i + 1) * per_slice;
+      std::vector<Value> part(seq.begin() + start, seq.begin() + end);
+      if (p.given(1) && i >= with_extra) part.push_back(p.required(1));
+      out.push_back(Value::list(std::move(part)));
+    }
+    return out;
+  });
+}
+
 Value f_capitalize(Context&, const Value& v, CallArgs& args) {
   Params("capitalize", args, {});
   return py_capitalize(to_str(v));
@@ -728,6 +790,12 @@ Value f_escape(Context&, const Value& v, CallArgs& args) {
 
 Value f_first(Context&, const Value& v, CallArgs& args) {
   Params("first", args, {});
+  if (v.is_generator()) {  // takes one item, leaving the rest
+    GeneratorData& g = v.as_generator();
+    if (g.next < g.items.size()) return g.items[g.next++];
+    if (!g.error.empty()) throw EvalError(g.error);
+    return Undefined{"No first item, sequence was empty."};
+  }
   std::vector<Value> items = iterate(v);
   if (items.empty()) return Undefined{"No first item, sequence was empty."};
   return items.front();
@@ -744,6 +812,7 @@ Value f_last(Context&, const Value& v, CallArgs& args) {
 
 Value f_float(Context&, const Value& v, CallArgs& args) {
   Params p("float", args, {"default"});
+  if (v.is_undefined()) v.fail_undefined();  // Undefined's __float__ raises
   if (v.is_number()) return v.number();
   if (v.is_string())
     if (auto d = parse_py_float(v.as_string())) return *d;
@@ -753,6 +822,7 @@ Value f_float(Context&, const Value& v, CallArgs& args) {
 Value f_int(Context&, const Value& v, CallArgs& args) {
   Params p("int", args, {"default", "base"});
   Value fallback = p.get(0, Value(0));
+  if (v.is_undefined()) v.fail_undefined();  // Undefined's __int__ raises
   if (v.is_integral()) return v.integral();
   std::optional<double> as_float;
   if (v.is_string()) {
@@ -763,8 +833,8 @@ Value f_int(Context&, const Value& v, CallArgs& args) {
   }
   if (!as_float || !std::isfinite(*as_float)) return fallback;
   double t = std::trunc(*as_float);
-  if (t >= 9.2233720368547758e18 || t < -9.2233720368547758e18) eval_fail("integer too large (limit 2^63-1)");
-  return static_cast<int64_t>(t);
+  if (t >= 0x1p127 || t < -0x1p127) eval_fail("integer too large (beyond 128 bits)");
+  return static_cast<Int>(t);
 }
 
 Value f_format(Context&, const Value& v, CallArgs& args) {
@@ -781,7 +851,9 @@ Value f_indent(Context&, const Value& v, CallArgs& args) {
   Params p("indent", args, {"width", "first", "blank"});
   Value width = p.get(0, Value(4));
   std::string indention = width.is_string() ? width.as_string() : std::string(static_cast<size_t>(std::max<int64_t>(0, p.integer(0, 4))), ' ');
-  std::string s = to_str(v) + "\n";  // jinja2 appends a newline so splitlines keeps a trailing empty line
+  if (v.is_undefined()) v.fail_undefined();
+  if (!v.is_string()) eval_fail("indent needs a string, not ", v.type_name());
+  std::string s = v.as_string() + "\n";  // jinja2 appends a newline so splitlines keeps a trailing empty line
   std::vector<std::string> lines = py_splitlines(s, false);
   std::string out;
   if (p.flag(2, false)) {
@@ -798,11 +870,13 @@ Value f_indent(Context&, const Value& v, CallArgs& args) {
 
 Value f_items(Context&, const Value& v, CallArgs& args) {
   Params("items", args, {});
-  if (v.is_undefined()) return Value::list({});
-  if (!v.is_dict()) eval_fail("Can only get item pairs from a mapping.");
-  std::vector<Value> out;
-  for (const auto& [k, val] : v.as_dict().entries) out.push_back(Value::list({k, val}, true));
-  return Value::list(std::move(out));
+  return lazy_generator("do_items", [&] {
+    std::vector<Value> out;
+    if (v.is_undefined()) return out;
+    if (!v.is_dict()) eval_fail("Can only get item pairs from a mapping.");
+    for (const auto& [k, val] : v.as_dict().entries) out.push_back(Value::list({k, val}, true));
+    return out;
+  });
 }
 
 Value f_join(Context&, const Value& v, CallArgs& args) {
@@ -838,28 +912,32 @@ Value f_upper(Context&, const Value& v, CallArgs& args) {
   return py_upper(to_str(v));
 }
 
+// jinja2 maps nothing (and checks nothing) when the value is false.
 Value f_map(Context& ctx, const Value& v, CallArgs& args) {
-  std::vector<Value> out;
-  const Value* attribute = nullptr;
-  const Value* fallback = nullptr;
-  for (const auto& [k, val] : args.keywords) {
-    if (k == "attribute") attribute = &val;
-    else if (k == "default") fallback = &val;
-  }
-  if (args.positional.empty() && attribute) {
-    for (const auto& [k, val] : args.keywords)
-      if (k != "attribute" && k != "default") eval_fail("unexpected keyword argument '", k, "'");
-    for (const Value& item : iterate(v)) {
-      Value r = lookup_path(item, *attribute);
-      out.push_back(fallback && !fallback->is_none() && r.is_undefined() ? *fallback : r);
+  return lazy_generator("sync_do_map", [&] {
+    std::vector<Value> out;
+    if (!v.truthy()) return out;
+    const Value* attribute = nullptr;
+    const Value* fallback = nullptr;
+    for (const auto& [k, val] : args.keywords) {
+      if (k == "attribute") attribute = &val;
+      else if (k == "default") fallback = &val;
     }
-    return Value::list(std::move(out));
-  }
-  if (args.positional.empty()) eval_fail("map requires a filter argument");
-  const std::string& name = need_string(args.positional[0], "filter name");
-  CallArgs rest{std::vector<Value>(args.positional.begin() + 1, args.positional.end()), args.keywords};
-  for (const Value& item : iterate(v)) out.push_back(call_filter_by_name(ctx, name, item, rest));
-  return Value::list(std::move(out));
+    if (args.positional.empty() && attribute) {
+      for (const auto& [k, val] : args.keywords)
+        if (k != "attribute" && k != "default") eval_fail("unexpected keyword argument '", k, "'");
+      for (const Value& item : iterate(v)) {
+        Value r = lookup_path(item, *attribute);
+        out.push_back(fallback && !fallback->is_none() && r.is_undefined() ? *fallback : r);
+      }
+      return out;
+    }
+    if (args.positional.empty()) eval_fail("map requires a filter argument");
+    const std::string& name = need_string(args.positional[0], "filter name");
+    CallArgs rest{std::vector<Value>(args.positional.begin() + 1, args.positional.end()), args.keywords};
+    for (const Value& item : iterate(v)) out.push_back(call_filter_by_name(ctx, name, item, rest));
+    return out;
+  });
 }
 
 Value min_or_max(const char* name, const Value& v, CallArgs& args, bool want_max) {
@@ -883,27 +961,31 @@ Value min_or_max(const char* name, const Value& v, CallArgs& args, bool want_max
 Value f_max(Context&, const Value& v, CallArgs& args) { return min_or_max("max", v, args, true); }
 Value f_min(Context&, const Value& v, CallArgs& args) { return min_or_max("min", v, args, false); }
 
-// select/reject/selectattr/rejectattr share jinja2's prepare_select_or_reject.
+// select/reject/selectattr/rejectattr share jinja2's select_or_reject, which
+// yields nothing (and checks nothing) when the value is false.
 Value select_or_reject(Context& ctx, const Value& v, CallArgs& args, bool keep_when, bool by_attribute) {
-  size_t offset = 0;
-  std::optional<Value> attribute;
-  if (by_attribute) {
-    if (args.positional.empty()) eval_fail("missing parameter for attribute name");
-    attribute = args.positional[0];
-    offset = 1;
-  }
-  std::optional<std::string> test;
-  if (args.positional.size() > offset) test = need_string(args.positional[offset], "test name");
-  CallArgs test_args{{}, args.keywords};
-  if (args.positional.size() > offset + 1)
-    test_args.positional.assign(args.positional.begin() + static_cast<std::ptrdiff_t>(offset + 1), args.positional.end());
-  std::vector<Value> out;
-  for (const Value& item : iterate(v)) {
-    Value subject = attribute ? lookup_path(item, *attribute) : item;
-    bool passed = test ? call_test_by_name(ctx, *test, subject, test_args) : subject.truthy();
-    if (passed == keep_when) out.push_back(item);
-  }
-  return Value::list(std::move(out));
+  return lazy_generator("select_or_reject", [&] {
+    std::vector<Value> out;
+    if (!v.truthy()) return out;
+    size_t offset = 0;
+    std::optional<Value> attribute;
+    if (by_attribute) {
+      if (args.positional.empty()) eval_fail("missing parameter for attribute name");
+      attribute = args.positional[0];
+      offset = 1;
+    }
+    std::optional<std::string> test;
+    if (args.positional.size() > offset) test = need_string(args.positional[offset], "test name");
+    CallArgs test_args{{}, args.keywords};
+    if (args.positional.size() > offset + 1)
+      test_args.positional.assign(args.positional.begin() + static_cast<std::ptrdiff_t>(offset + 1), args.positional.end());
+    for (const Value& item : iterate(v)) {
+      Value subject = attribute ? lookup_path(item, *attribute) : item;
+      bool passed = test ? call_test_by_name(ctx, *test, subject, test_args) : subject.truthy();
+      if (passed == keep_when) out.push_back(item);
+    }
+    return out;
+  });
 }
 
 Value f_select(Context& ctx, const Value& v, CallArgs& args) { return select_or_reject(ctx, v, args, true, false); }
@@ -922,8 +1004,14 @@ Value f_reverse(Context&, const Value& v, CallArgs& args) {
     std::u32string cs = decode_utf8(v.as_string());
     return encode_utf8(std::u32string(cs.rbegin(), cs.rend()));
   }
+  // Python's reversed() iterator for sequences; other iterables become a reversed list.
+  bool reversible = v.is_list() || v.is_dict() || v.is_undefined();
   std::vector<Value> items = iterate(v);
-  return Value::list(std::vector<Value>(items.rbegin(), items.rend()));
+  std::vector<Value> reversed(items.rbegin(), items.rend());
+  if (!reversible) return Value::list(std::move(reversed));
+  const char* type = v.is_dict() ? "dict_reversekeyiterator"
+                     : (v.is_list() && !v.as_list().is_tuple) ? "list_reverseiterator" : "reversed";
+  return Value::generator(std::move(reversed), "", type);
 }
 
 Value f_round(Context&, const Value& v, CallArgs& args) {
@@ -1014,8 +1102,10 @@ Value f_truncate(Context&, const Value& v, CallArgs& args) {
   auto end_len = static_cast<int64_t>(count_code_points(end));
   if (len < end_len) eval_fail("expected length >= ", end_len, ", got ", len);
   if (leeway < 0) eval_fail("expected leeway >= 0, got ", leeway);
-  std::u32string cs = decode_utf8(to_str(v));
-  if (static_cast<int64_t>(cs.size()) <= len + leeway) return encode_utf8(cs);
+  // jinja2 measures and slices the value itself: short sized values come back unchanged.
+  if (length(v) <= len + leeway) return v;
+  if (!v.is_string()) eval_fail("truncate needs a string, not ", v.type_name());
+  std::u32string cs = decode_utf8(v.as_string());
   std::string head = encode_utf8(cs.substr(0, static_cast<size_t>(len - end_len)));
   if (p.flag(1, false)) return head + end;
   return py_split(head, std::string(" "), 1, true).front() + end;
@@ -1024,14 +1114,16 @@ Value f_truncate(Context&, const Value& v, CallArgs& args) {
 Value f_unique(Context&, const Value& v, CallArgs& args) {
   Params p("unique", args, {"case_sensitive", "attribute"});
   KeyFn key{p.has(1) ? std::optional<Value>(p.required(1)) : std::nullopt, p.flag(0, false)};
-  std::vector<Value> seen, out;
-  for (const Value& item : iterate(v)) {
-    Value k = key(item);
-    if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, k); })) continue;
-    seen.push_back(std::move(k));
-    out.push_back(item);
-  }
-  return Value::list(std::move(out));
+  return lazy_generator("sync_do_unique", [&] {
+    std::vector<Value> seen, out;
+    for (const Value& item : iterate(v)) {
+      Value k = key(item);
+      if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, k); })) continue;
+      seen.push_back(std::move(k));
+      out.push_back(item);
+    }
+    return out;
+  });
 }
 
 Value f_wordcount(Context&, const Value& v, CallArgs& args) {
@@ -1066,7 +1158,7 @@ bool t_sequence(Context&, const Value& v, CallArgs& a) {
 }
 bool t_iterable(Context&, const Value& v, CallArgs& a) {
   Params("iterable", a, {});
-  return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined() ||
+  return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined() || v.is_generator() ||
          (v.is_object() && v.as_object().type_name == "LoopContext");
 }
 bool t_callable(Context&, const Value& v, CallArgs& a) {
@@ -1248,6 +1340,13 @@ bool contains(const Value& container, const Value& item) {
     return std::any_of(items.begin(), items.end(), [&](const Value& v) { return equals(v, item); });
   }
   if (container.is_dict()) return container.as_dict().find(item) != nullptr;
+  if (container.is_generator()) {  // consumed up to and including the match, as in Python
+    GeneratorData& g = container.as_generator();
+    while (g.next < g.items.size())
+      if (equals(g.items[g.next++], item)) return true;
+    if (!g.error.empty()) throw EvalError(g.error);
+    return false;
+  }
   if (container.is_undefined()) return false;
   eval_fail("argument of type '", container.type_name(), "' is not iterable");
 }
@@ -1355,7 +1454,8 @@ Value call_value(const Value& callee, CallArgs& args) {
 
 FilterFn find_filter(const std::string& name) {
   static const std::unordered_map<std::string, FilterFn> filters = {
-      {"abs", f_abs},           {"attr", f_attr},           {"capitalize", f_capitalize},
+      {"abs", f_abs},           {"attr", f_attr},           {"batch", f_batch},
+      {"capitalize", f_capitalize},                         {"slice", f_slice},
       {"center", f_center},     {"count", f_length},        {"d", f_default},
       {"default", f_default},   {"dictsort", f_dictsort},   {"e", f_escape},
       {"escape", f_escape},     {"first", f_first},         {"float", f_float},

@@ -134,7 +134,9 @@ Value SliceExpr::eval(Context& ctx) const {
       out.push_back(l.items[i]);
     return Value::list(std::move(out), l.is_tuple);
   }
-  return Undefined{obj.object_description() + " cannot be sliced"};
+  // jinja2 subscripts slices directly, so Python's own errors surface.
+  if (obj.is_dict()) eval_fail("unhashable type: 'slice'");
+  eval_fail("'", obj.type_name(), "' object is not subscriptable");
 }
 
 Value CallExpr::eval(Context& ctx) const {
@@ -253,7 +255,7 @@ void Target::assign(Context& ctx, const Value& value) const {
     if (reaches(value, &ns->as_object())) eval_fail("a namespace cannot contain itself");
     ns->as_object().set(attribute, value);
   } else if (is_tuple) {
-    if (!value.is_list() && !value.is_dict() && !value.is_string())
+    if (!value.is_list() && !value.is_dict() && !value.is_string() && !value.is_generator())
       eval_fail("cannot unpack non-iterable ", value.type_name(), " object");
     std::vector<Value> items = iterate(value);
     if (items.size() > elements.size()) eval_fail("too many values to unpack (expected ", elements.size(), ")");

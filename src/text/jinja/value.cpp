@@ -69,6 +69,14 @@ Value Value::function(std::string name, std::function<Value(CallArgs&)> call) {
       std::make_shared<FunctionData>(FunctionData{std::move(name), std::move(call)})));
 }
 
+Value Value::generator(std::vector<Value> items, std::string function, std::string type_name) {
+  auto g = std::make_shared<GeneratorData>();
+  g->type_name = std::move(type_name);
+  g->function = std::move(function);
+  g->items = std::move(items);
+  return Value(std::move(g));
+}
+
 bool Value::truthy() const {
   if (is_undefined() || is_none()) return false;
   if (is_bool()) return as_bool();
@@ -90,6 +98,7 @@ std::string Value::type_name() const {
   if (is_list()) return as_list().is_tuple ? "tuple" : "list";
   if (is_dict()) return "dict";
   if (is_object()) return as_object().type_name;
+  if (is_generator()) return as_generator().type_name;
   return "function";
 }
 
@@ -147,6 +156,10 @@ std::string repr(const Value& v) {
     for (const auto& [k, val] : o.attrs) entries.emplace_back(Value(k), val);
     return "<" + o.type_name + " " + dict_repr(entries) + ">";
   }
+  if (v.is_generator()) {
+    const GeneratorData& g = v.as_generator();
+    return "<" + g.type_name + " object" + (g.function.empty() ? "" : " " + g.function) + ">";
+  }
   return "<function " + v.as_function().name + ">";
 }
 
@@ -203,6 +216,7 @@ bool equals(const Value& a, const Value& b) {
   }
   if (a.is_object() && b.is_object()) return &a.as_object() == &b.as_object();
   if (a.is_function() && b.is_function()) return &a.as_function() == &b.as_function();
+  if (a.is_generator() && b.is_generator()) return &a.as_generator() == &b.as_generator();
   return false;
 }
 
@@ -237,6 +251,13 @@ std::vector<Value> iterate(const Value& v) {
     std::vector<Value> chars;
     for (char32_t c : decode_utf8(v.as_string())) chars.emplace_back(encode_utf8(std::u32string(1, c)));
     return chars;
+  }
+  if (v.is_generator()) {
+    GeneratorData& g = v.as_generator();
+    if (!g.error.empty()) throw EvalError(g.error);
+    std::vector<Value> rest(g.items.begin() + static_cast<std::ptrdiff_t>(g.next), g.items.end());
+    g.next = g.items.size();
+    return rest;
   }
   eval_fail("'", v.type_name(), "' object is not iterable");
 }

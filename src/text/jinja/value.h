@@ -64,6 +64,18 @@ struct ObjectData {
   void set(const std::string& name, Value value);
 };
 
+// What jinja2's select/map/items/... filters return: a one-shot iterator.
+// It is always true, has no length, and iterating it consumes it; the items
+// are computed up front (so errors surface when the filter runs, where
+// jinja2 raises them on first use).
+struct GeneratorData {
+  std::string type_name;  // "generator", "list_reverseiterator", ...
+  std::string function;   // the jinja2 function that made it, for printing
+  std::vector<Value> items;
+  size_t next = 0;        // items before it are consumed
+  std::string error;      // raised when consumed, if the filter failed
+};
+
 struct CallArgs {
   std::vector<Value> positional;
   std::vector<std::pair<std::string, Value>> keywords;
@@ -99,10 +111,12 @@ class Value {
   Value(std::shared_ptr<const DictData> d) : v_(std::move(d)) {}
   Value(std::shared_ptr<ObjectData> o) : v_(std::move(o)) {}
   Value(std::shared_ptr<const FunctionData> f) : v_(std::move(f)) {}
+  Value(std::shared_ptr<GeneratorData> g) : v_(std::move(g)) {}
 
   static Value list(std::vector<Value> items, bool is_tuple = false);
   static Value dict(DictData d);
   static Value function(std::string name, std::function<Value(CallArgs&)> call);
+  static Value generator(std::vector<Value> items, std::string function, std::string type_name = "generator");
 
   bool is_undefined() const { return std::holds_alternative<Undefined>(v_); }
   bool is_none() const { return std::holds_alternative<None>(v_); }
@@ -115,6 +129,7 @@ class Value {
   bool is_dict() const { return std::holds_alternative<std::shared_ptr<const DictData>>(v_); }
   bool is_object() const { return std::holds_alternative<std::shared_ptr<ObjectData>>(v_); }
   bool is_function() const { return std::holds_alternative<std::shared_ptr<const FunctionData>>(v_); }
+  bool is_generator() const { return std::holds_alternative<std::shared_ptr<GeneratorData>>(v_); }
 
   bool as_bool() const { return std::get<bool>(v_); }
   Int as_int() const { return std::get<Int>(v_); }
@@ -125,6 +140,7 @@ class Value {
   ObjectData& as_object() const { return *std::get<std::shared_ptr<ObjectData>>(v_); }
   const FunctionData& as_function() const { return *std::get<std::shared_ptr<const FunctionData>>(v_); }
   const Undefined& as_undefined() const { return std::get<Undefined>(v_); }
+  GeneratorData& as_generator() const { return *std::get<std::shared_ptr<GeneratorData>>(v_); }
 
   // bool and int both count: True + 1 == 2 in Python.
   bool is_integral() const { return is_int() || is_bool(); }
@@ -141,7 +157,7 @@ class Value {
  private:
   std::variant<Undefined, None, bool, Int, double, std::string,
                std::shared_ptr<const ListData>, std::shared_ptr<const DictData>,
-               std::shared_ptr<ObjectData>, std::shared_ptr<const FunctionData>>
+               std::shared_ptr<ObjectData>, std::shared_ptr<const FunctionData>, std::shared_ptr<GeneratorData>>
       v_;
 };
 
@@ -150,8 +166,9 @@ std::string repr(const Value& v);    // Python repr()
 bool equals(const Value& a, const Value& b);  // Python ==
 // Python's a < b as -1/0/1 ordering; throws EvalError for unorderable types.
 int compare(const Value& a, const Value& b);
-// The elements a for loop visits: list items, dict keys, string characters;
-// Undefined is empty. Anything else throws EvalError.
+// The elements a for loop visits: list items, dict keys, string characters,
+// what is left of a generator (consuming it); Undefined is empty. Anything
+// else throws EvalError.
 std::vector<Value> iterate(const Value& v);
 // len(); throws EvalError for values without a length.
 int64_t length(const Value& v);
