@@ -62,6 +62,7 @@ void release_pages(const void* p, size_t n) {
 struct Binder {
   const Checkpoint& ck;
   const LoadOptions& options;
+  std::optional<QuantFormat> stored_quant;  // from config.json's quantization_config
   std::vector<std::vector<uint8_t>>& owned;
   size_t& bytes;
   std::unique_ptr<ThreadPool> pool;  // created on the first conversion
@@ -73,19 +74,20 @@ struct Binder {
   }
 
   // The matrix as stored: a float tensor, or a U8 tensor of quantized rows
-  // (quant.h) whose width tells Q8 from Q4.
+  // (quant.h) in the format config.json's quantization_config names.
   WeightMatrix stored(const std::string& name, int64_t rows, int64_t cols) {
     const TensorView* t = ck.find(name);
     if (t && t->dtype == DType::U8) {
-      const int64_t width = t->shape.size() == 2 ? t->shape[1] : -1;
-      const int64_t q8 = static_cast<int64_t>(quant_row_bytes(QuantFormat::Q8, cols)),
-                    q4 = static_cast<int64_t>(quant_row_bytes(QuantFormat::Q4, cols));
+      if (!stored_quant)
+        fail("tensor ", name, " is U8 (quantized) but config.json has no qinfer quantization_config saying the format");
       if (cols % kQuantBlock != 0)
         fail("tensor ", name, ": quantized with ", cols, " columns, not a multiple of the block size ", kQuantBlock);
-      if (t->shape.size() != 2 || t->shape[0] != rows || (width != q8 && width != q4))
-        fail("tensor ", name, ": U8 shape ", shape_str(t->shape), " is neither Q8 rows ", shape_str({rows, q8}),
-             " nor Q4 rows ", shape_str({rows, q4}), " for a [", rows, ", ", cols, "] matrix");
-      return WeightMatrix{width == q8 ? WeightFormat::Q8 : WeightFormat::Q4, aligned_data(*t, 2), rows, cols};
+      const WeightFormat f = *stored_quant == QuantFormat::Q8 ? WeightFormat::Q8 : WeightFormat::Q4;
+      const std::vector<int64_t> want = {rows, static_cast<int64_t>(quant_row_bytes(*stored_quant, cols))};
+      if (t->shape != want)
+        fail("tensor ", name, ": U8 shape ", shape_str(t->shape), " is not the ", weight_format_name(f), " rows ",
+             shape_str(want), " of a [", rows, ", ", cols, "] matrix");
+      return WeightMatrix{f, aligned_data(*t, 2), rows, cols};
     }
     const TensorView& f = ck.require(name, {rows, cols});
     return WeightMatrix{weight_format_of(f.dtype), aligned_data(f, dtype_size(f.dtype)), rows, cols};
@@ -128,6 +130,19 @@ struct Binder {
   }
 };
 
+// The format of a checkpoint written by Qwen3Model::save: config.json's
+// quantization_config {"quant_method": "qinfer", "format": "q8" | "q4"}.
+std::optional<QuantFormat> stored_quant_format(const std::string& config_path) {
+  const auto config = nlohmann::json::parse(read_text_file(config_path), nullptr, false);
+  if (config.is_discarded() || !config.contains("quantization_config")) return std::nullopt;
+  const auto& q = config["quantization_config"];
+  if (!q.is_object() || q.value("quant_method", "") != "qinfer") return std::nullopt;
+  const std::string f = q.value("format", "");
+  if (f == "q8") return QuantFormat::Q8;
+  if (f == "q4") return QuantFormat::Q4;
+  fail(config_path, ": quantization_config.format is '", f, "', expected q8 or q4");
+}
+
 }  // namespace
 
 std::optional<WeightFormat> parse_weight_format(const std::string& name) {
@@ -152,7 +167,7 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
   const Qwen3Config& c = m->config_;
   Qwen3Weights& w = m->weights_;
   w.layers.resize(static_cast<size_t>(c.num_hidden_layers));
-  Binder b{m->checkpoint_, options, m->owned_, m->weight_bytes_, nullptr};
+  Binder b{m->checkpoint_, options, stored_quant_format(dir + "/config.json"), m->owned_, m->weight_bytes_, nullptr};
   for_each_tensor(
       c, w, [&](const std::string& name, WeightMatrix& x, int64_t rows, int64_t cols) { b.matrix(name, x, rows, cols); },
       [&](const std::string& name, std::vector<float>& v, int64_t n) { b.vector(name, v, n); });
@@ -174,7 +189,7 @@ void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir)
     fail(out_dir, ": the output directory is the model's own directory (its weights are mapped from there)");
   fs::create_directories(out_dir);
   std::vector<TensorData> tensors;
-  std::vector<std::string> formats;
+  std::optional<WeightFormat> quant;
   auto bytes_of = [](const void* p, size_t n) {
     const auto* b = static_cast<const uint8_t*>(p);
     return std::vector<uint8_t>(b, b + n);
@@ -182,8 +197,10 @@ void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir)
   for_each_tensor(
       config_, weights_,
       [&](const std::string& name, const WeightMatrix& w, int64_t rows, int64_t cols) {
-        const std::string f = weight_format_name(w.format);
-        if (std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
+        if (w.quantized() && quant && *quant != w.format)
+          fail("cannot save a model that mixes ", weight_format_name(*quant), " and ", weight_format_name(w.format),
+               " matrices");
+        if (w.quantized()) quant = w.format;
         if (w.quantized())
           tensors.push_back({name, DType::U8, {rows, static_cast<int64_t>(w.row_bytes())}, bytes_of(w.data, w.bytes())});
         else
@@ -195,10 +212,13 @@ void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir)
   write_safetensors(out_dir + "/model.safetensors", tensors);
 
   nlohmann::ordered_json config = nlohmann::ordered_json::parse(read_text_file(source_dir + "/config.json"));
-  config["quantization_config"] = {{"quant_method", "qinfer"},
-                                   {"formats", formats},
-                                   {"block_size", kQuantBlock},
-                                   {"layout", "U8 [rows, row bytes]: each row its quants, then one F16 scale per 32 weights"}};
+  if (quant)
+    config["quantization_config"] = {{"quant_method", "qinfer"},
+                                     {"format", weight_format_name(*quant)},
+                                     {"block_size", kQuantBlock},
+                                     {"layout", "U8 [rows, row bytes]: each row its quants, then one F16 scale per 32 weights (ops/quant.h)"}};
+  else
+    config.erase("quantization_config");
   std::ofstream out(out_dir + "/config.json", std::ios::trunc);
   out << config.dump(2) << "\n";
   if (!out.flush()) fail(out_dir, "/config.json: write failed");
