@@ -9,6 +9,7 @@ void add_generate_command(CLI::App& app);
 void add_chat_command(CLI::App& app);
 void add_make_test_model_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_template_command(CLI::App& app);
 

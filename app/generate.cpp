@@ -19,6 +19,7 @@ struct GenerateArgs {
   std::string prompt, prompt_file, prompt_ids;
   int64_t max_new_tokens = 128;
   int threads = 0;
+  std::string weights = "auto", kv = "f32";
   bool ignore_eos = false;
   bool json = false;
   std::string logits_out;
@@ -57,7 +58,11 @@ void run_generate(const GenerateArgs& a) {
   const int given = !a.prompt.empty() + !a.prompt_file.empty() + !a.prompt_ids.empty();
   if (given != 1) fail("pass exactly one of -p/--prompt, --prompt-file, --prompt-ids");
   if (a.max_new_tokens < 1) fail("-n must be at least 1");
-  const ModelBundle bundle = load_model_bundle(a.model);
+  LoadOptions load_options;
+  load_options.weights = parse_weight_format(a.weights);
+  load_options.kv_cache = parse_kv_dtype(a.kv);
+  load_options.threads = a.threads;
+  const ModelBundle bundle = load_model_bundle(a.model, load_options);
 
   std::vector<int32_t> prompt;
   if (!a.prompt_ids.empty()) {
@@ -136,6 +141,9 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--prompt-ids", a->prompt_ids, "Prompt as comma-separated token ids, e.g. 785,6722,315");
   cmd->add_option("-n,--max-tokens", a->max_new_tokens, "Maximum number of tokens to generate")->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "Threads (default: all hardware threads)");
+  cmd->add_option("--weights", a->weights, "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
+      ->capture_default_str();
+  cmd->add_option("--kv", a->kv, "KV cache type: f32, f16, bf16")->capture_default_str();
   cmd->add_option("--stop", a->stops, "Stop when this text appears (not printed); may be repeated");
   a->sampling.add_options(cmd);
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at end-of-sequence tokens");

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   qinfer::cli::add_chat_command(app);
   qinfer::cli::add_make_test_model_command(app);
   qinfer::cli::add_bench_command(app);
+  qinfer::cli::add_quantize_command(app);
   qinfer::cli::add_tokenize_command(app);
   qinfer::cli::add_template_command(app);
   try {

@@ -7,11 +7,11 @@
 
 namespace qinfer {
 
-ModelBundle load_model_bundle(const std::string& model_arg) {
+ModelBundle load_model_bundle(const std::string& model_arg, const LoadOptions& options) {
   Timer t;
   ModelBundle b;
   b.dir = resolve_model_dir(model_arg);
-  b.model = Qwen3Model::load(b.dir);
+  b.model = Qwen3Model::load(b.dir, options);
   b.generation = load_generation_config(b.dir + "/generation_config.json");
   if (file_exists(b.dir + "/tokenizer.json")) b.tokenizer = Tokenizer::from_file(b.dir + "/tokenizer.json");
   const std::string tc = b.dir + "/tokenizer_config.json";

@@ -30,6 +30,6 @@ struct ModelBundle {
 };
 
 // Resolves model_arg (directory or hub id in the HF cache) and loads it.
-ModelBundle load_model_bundle(const std::string& model_arg);
+ModelBundle load_model_bundle(const std::string& model_arg, const LoadOptions& options = {});
 
 }  // namespace qinfer

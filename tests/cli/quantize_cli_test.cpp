@@ -1,0 +1,63 @@
+// `qinfer quantize` and the --weights/--kv options of generate and bench,
+// end to end through the built binary.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+using nlohmann::json;
+using qinfer::test::data_path;
+using qinfer::test::run_command;
+
+namespace {
+
+std::string bin() { return qinfer::test::qinfer_binary(); }
+
+// Greedy ids of `qinfer generate` on the first golden prompt of tiny.
+json generate(const std::string& model, const std::string& extra) {
+  const auto r = run_command(bin() + " generate -m " + model + " --prompt-ids 785,6722,315,9625,374 -n 8 --temp 0 " +
+                             "--ignore-eos --json -t 2 " + extra);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return json::parse(r.output, nullptr, false);
+}
+
+}  // namespace
+
+TEST(QuantizeCli, SavedModelGeneratesLikeQuantizingAtLoad) {
+  for (const char* to : {"q8", "q4"}) {
+    qinfer::test::ScratchDir dir("quantize-cli");
+    const std::string out = dir.file("model");
+    const auto r = run_command(bin() + " quantize -m " + data_path("models/tiny") + " --to " + to + " -o " + out + " 2>&1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("wrote"), std::string::npos) << r.output;
+    const json saved = generate(out, ""), at_load = generate(data_path("models/tiny"), std::string("--weights ") + to);
+    EXPECT_EQ(saved["ids"], at_load["ids"]) << to;
+    EXPECT_EQ(saved["ids"].size(), 8u);
+  }
+}
+
+TEST(QuantizeCli, BadArgumentsFailWithAMessage) {
+  qinfer::test::ScratchDir dir("quantize-cli");
+  auto r = run_command(bin() + " quantize -m " + data_path("models/tiny") + " --to q5 -o " + dir.file("x") + " 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--to must be q8 or q4"), std::string::npos) << r.output;
+  r = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 --weights q3 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("unknown weight format 'q3'"), std::string::npos) << r.output;
+  r = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 --kv f8 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("unknown KV cache type 'f8'"), std::string::npos) << r.output;
+}
+
+TEST(QuantizeCli, BenchTakesWeightsAndKvOptions) {
+  const auto r = run_command(bin() + " bench -m " + data_path("models/tiny") +
+                             " -p 16 -n 4 --reps 1 -t 2 --weights q8 --kv f16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json j = json::parse(r.output);
+  for (const char* key : {"pp_tok_s", "tg_tok_s", "roofline_pct", "probe_gb_s", "first_token_s", "peak_rss_mib"})
+    EXPECT_GT(j[key].get<double>(), 0) << key;
+  EXPECT_EQ(j["weights"], "q8");
+  EXPECT_EQ(j["kv"], "f16");
+}
