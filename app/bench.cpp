@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "io/model_dir.h"
 #include "model/qwen3.h"
+#include "ops/ops.h"
 #include "ops/simd.h"
 #include "runtime/generator.h"
 #include "util/error.h"
@@ -25,6 +26,7 @@ struct BenchArgs {
   int64_t prompt_tokens = 512, gen_tokens = 128;
   int threads = 0, reps = 3;
   std::string weights = "auto", kv = "f32";
+  int64_t quality_tokens = 0;
   bool json = false;
 };
 
@@ -79,6 +81,48 @@ Stats stats(std::vector<double> v) {
   return {v[v.size() / 2], v.front(), v.back()};
 }
 
+std::vector<int32_t> bench_prompt(int64_t n) {
+  std::vector<int32_t> prompt(static_cast<size_t>(n));
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 13) % 150000);
+  return prompt;
+}
+
+// Logits at every position of seq: one prefill (all logits), or one decode step per token.
+std::vector<float> all_logits(const Qwen3Model& m, const std::vector<int32_t>& seq, bool decode, ThreadPool& pool) {
+  KvCache cache = m.make_cache();
+  ForwardState st;
+  if (!decode) {
+    auto l = forward(m, seq, 0, cache, st, pool, true);
+    return {l.begin(), l.end()};
+  }
+  std::vector<float> out;
+  for (size_t i = 0; i < seq.size(); ++i) {
+    auto l = forward(m, std::span(&seq[i], 1), static_cast<int64_t>(i), cache, st, pool);
+    out.insert(out.end(), l.begin(), l.end());
+  }
+  return out;
+}
+
+// The converted model against the checkpoint as stored (weights widened
+// exactly, f32 KV cache), teacher-forced over the first n bench prompt tokens.
+nlohmann::ordered_json quality_report(const Qwen3Model& model, const std::string& dir, int64_t n, ThreadPool& pool) {
+  const auto exact = Qwen3Model::load(dir);
+  const std::vector<int32_t> seq = bench_prompt(n);
+  const std::vector<float> ref = all_logits(*exact, seq, false, pool);
+  const int64_t V = model.config().vocab_size;
+  nlohmann::ordered_json report;
+  for (bool decode : {false, true}) {
+    const std::vector<float> test = all_logits(model, seq, decode, pool);
+    LogitAgreement a;
+    a.clear_margin = 1.0;
+    for (int64_t i = 0; i < n; ++i) a.add(&ref[i * V], &test[i * V], V);
+    report[decode ? "decode" : "prefill"] = {{"positions", a.rows},          {"top1_agreement", a.top1()},
+                                             {"clear_positions", a.clear_rows}, {"clear_top1_agreement", a.clear_top1()},
+                                             {"mean_kl", a.mean_kl()},        {"rms_logit_error", a.rms_error()}};
+  }
+  return report;
+}
+
 // Bytes a decode step reads from weights: every weight matrix except the
 // embedding table (one row of it).
 double decode_weight_bytes(const Qwen3Model& m) {
@@ -91,11 +135,6 @@ double decode_weight_bytes(const Qwen3Model& m) {
   return total;
 }
 
-std::vector<int32_t> bench_prompt(int64_t n) {
-  std::vector<int32_t> prompt(static_cast<size_t>(n));
-  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 13) % 150000);
-  return prompt;
-}
 
 void run_bench(const BenchArgs& a) {
   if (a.prompt_tokens < 1 || a.gen_tokens < 2 || a.reps < 1) fail("bench needs -p >= 1, -n >= 2, --reps >= 1");
@@ -168,6 +207,7 @@ void run_bench(const BenchArgs& a) {
                               {"kv_mib", kv_mib},
                               {"peak_rss_mib", peak_rss_mib()},
                               {"rss_budget_mib", weights_mib + kv_mib + 150}};
+  if (a.quality_tokens > 0) j["quality"] = quality_report(*model, dir, a.quality_tokens, pool);
   if (a.json) {
     std::printf("%s\n", j.dump().c_str());
     return;
@@ -184,6 +224,15 @@ void run_bench(const BenchArgs& a) {
   std::printf("load         %.3f s, first token of a 5-token prompt at %.3f s\n", load_s, first_token_s);
   std::printf("memory       peak RSS %.0f MiB (weights %.0f + KV %.0f + 150 = %.0f MiB budget)\n", peak_rss_mib(),
               weights_mib, kv_mib, weights_mib + kv_mib + 150);
+  if (j.contains("quality"))
+    for (const char* path : {"prefill", "decode"}) {
+      const auto& q = j["quality"][path];
+      std::printf("quality      %-7s vs as stored, %lld positions: top-1 agreement %.1f%% (%.1f%% of %lld with margin >= 1), "
+                  "mean KL %.4f, rms logit error %.4f\n",
+                  path, q["positions"].get<long long>(), 100 * q["top1_agreement"].get<double>(),
+                  100 * q["clear_top1_agreement"].get<double>(), q["clear_positions"].get<long long>(),
+                  q["mean_kl"].get<double>(), q["rms_logit_error"].get<double>());
+    }
 }
 
 }  // namespace
@@ -199,6 +248,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--weights", a->weights, "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
       ->capture_default_str();
   cmd->add_option("--kv", a->kv, "KV cache type: f32, f16, bf16")->capture_default_str();
+  cmd->add_option("--quality", a->quality_tokens,
+                  "After timing: compare logits with the checkpoint as stored over this many prompt tokens "
+                  "(top-1 agreement, KL; prefill and decode)");
   cmd->add_flag("--json", a->json, "Print one JSON object (pp_tok_s, tg_tok_s, roofline_pct, ...)");
   cmd->callback([a] { run_bench(*a); });
 }
