@@ -60,8 +60,9 @@ void add_template_command(CLI::App& app) {
       "Render the model's chat template for a conversation given on stdin as JSON "
       "{\"messages\": [...], \"tools\": [...], \"add_generation_prompt\": true, \"enable_thinking\": false} "
       "and print the prompt text exactly as transformers' apply_chat_template would (nothing added)");
-  cmd->add_option("-m,--model", *model,
-                  "Model directory with tokenizer_config.json (and chat_template.jinja, if any), or a Hugging Face hub id")
+  cmd->add_option(
+         "-m,--model", *model,
+         "Model directory with tokenizer_config.json (and chat_template.jinja, if any), or a Hugging Face hub id")
       ->required();
   cmd->callback([model] {
     ChatTemplate chat_template = ChatTemplate::from_model_dir(resolve_model_dir(*model));

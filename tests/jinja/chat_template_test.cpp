@@ -62,7 +62,8 @@ TEST(ChatTemplate, VariablesTransformersPasses) {
   ChatTemplate t(
       "{{ tools is none }} {{ documents is none }} {{ add_generation_prompt }} {{ enable_thinking is defined }} "
       "{{ messages | length }}");
-  ChatTemplateInput in{nlohmann::ordered_json::parse(R"([{"role": "user", "content": "x"}])"), nullptr, true, std::nullopt};
+  ChatTemplateInput in{nlohmann::ordered_json::parse(R"([{"role": "user", "content": "x"}])"), nullptr, true,
+                       std::nullopt};
   EXPECT_EQ(t.render(in), "True True True False 1");
   in.enable_thinking = false;
   in.tools = nlohmann::ordered_json::array();

@@ -52,9 +52,7 @@ TEST(Whitespace, PlusDisablesLstripAndTrim) {
   EXPECT_EQ(render("a\n  {% if true +%}\n  b\n  {% endif +%}\nc"), "a\n\n  b\n\nc");
 }
 
-TEST(Whitespace, CommentsAreRemovedLikeBlocks) {
-  EXPECT_EQ(render("a\n  {# c #}\n  b\n  {#- c -#}\n  d"), "a\n  bd");
-}
+TEST(Whitespace, CommentsAreRemovedLikeBlocks) { EXPECT_EQ(render("a\n  {# c #}\n  b\n  {#- c -#}\n  d"), "a\n  bd"); }
 
 TEST(Whitespace, NewlinesAreNormalisedAndOneTrailingNewlineDropped) {
   EXPECT_EQ(render("x\r\ny\rz\n"), "x\ny\nz");
@@ -108,7 +106,8 @@ TEST(Statements, SetInsideLoopDoesNotLeakButNamespaceDoes) {
 TEST(Statements, NamesAssignedBeforeReadStartUndefined) {
   EXPECT_EQ(render("{{ x }}{% set x = 5 %}{{ x }}", {{"x", 3}}), "35");
   EXPECT_EQ(render("{% for i in [1] %}[{{ x }}]{% endfor %}{% set x = 5 %}{{ x }}", {{"x", 3}}), "[]5");
-  EXPECT_EQ(render("{% for i in [1] %}[{{ x }}]{% endfor %}{% if true %}{% set x = 5 %}{% endif %}", {{"x", 3}}), "[3]");
+  EXPECT_EQ(render("{% for i in [1] %}[{{ x }}]{% endfor %}{% if true %}{% set x = 5 %}{% endif %}", {{"x", 3}}),
+            "[3]");
   EXPECT_EQ(render("{% macro m() %}{{ x }}{% set x = 9 %}{{ x }}{% endmacro %}{{ m() }}", {{"x", 3}}), "39");
 }
 
@@ -169,10 +168,12 @@ TEST(Expressions, UndefinedPrintsEmptyAndIsFalse) {
 // ---- filters and tests (more in jinja2_cases.json) ----
 
 TEST(Filters, TojsonFormatsLikePythonJsonDumps) {
-  json vars = json::parse(R"({"v": {"s": "é\"\n\u0001/", "f": [100.0, 1e-07, 1e16, -0.0, 5e-324], "i": 12345678901234567890,
+  json vars =
+      json::parse(R"({"v": {"s": "é\"\n\u0001/", "f": [100.0, 1e-07, 1e16, -0.0, 5e-324], "i": 12345678901234567890,
                                      "n": null, "b": true}})");
-  EXPECT_EQ(render("{{ v | tojson }}", vars),
-            R"({"s": "é\"\n\u0001/", "f": [100.0, 1e-07, 1e+16, -0.0, 5e-324], "i": 12345678901234567890, "n": null, "b": true})");
+  EXPECT_EQ(
+      render("{{ v | tojson }}", vars),
+      R"({"s": "é\"\n\u0001/", "f": [100.0, 1e-07, 1e+16, -0.0, 5e-324], "i": 12345678901234567890, "n": null, "b": true})");
   EXPECT_EQ(render("{{ {'b': [1], 'a': {}} | tojson(indent=2, sort_keys=true) }}"),
             "{\n  \"a\": {},\n  \"b\": [\n    1\n  ]\n}");
   EXPECT_EQ(render("{{ 'é😀' | tojson(ensure_ascii=true) }}"), R"("\u00e9\ud83d\ude00")");
@@ -180,11 +181,14 @@ TEST(Filters, TojsonFormatsLikePythonJsonDumps) {
 }
 
 TEST(Filters, CommonOnes) {
-  EXPECT_EQ(render("{{ '  x  ' | trim }}|{{ [1, 2] | length }}|{{ 1 | string }}|{{ x | default('d') }}|{{ 'ab' | upper }}"),
-            "x|2|1|d|AB");
-  EXPECT_EQ(render("{{ ms | selectattr('role', 'equalto', 'user') | map(attribute='c') | join(',') }}",
-                   {{"ms", json::parse(R"([{"role": "user", "c": "a"}, {"role": "x", "c": "b"}, {"role": "user", "c": "c"}])")}}),
-            "a,c");
+  EXPECT_EQ(
+      render("{{ '  x  ' | trim }}|{{ [1, 2] | length }}|{{ 1 | string }}|{{ x | default('d') }}|{{ 'ab' | upper }}"),
+      "x|2|1|d|AB");
+  EXPECT_EQ(
+      render("{{ ms | selectattr('role', 'equalto', 'user') | map(attribute='c') | join(',') }}",
+             {{"ms",
+               json::parse(R"([{"role": "user", "c": "a"}, {"role": "x", "c": "b"}, {"role": "user", "c": "c"}])")}}),
+      "a,c");
 }
 
 // select/map/items/unique/... return generators in jinja2: always true, no
@@ -206,9 +210,10 @@ TEST(Tests, TypeTests) {
 }
 
 TEST(Methods, StringMethods) {
-  EXPECT_EQ(render("{{ 'a</think>b'.split('</think>')[-1] }} {{ '\\n x\\n'.strip('\\n') }} {{ 'ab'.startswith('a') }}"
-                   "{{ 'ab'.endswith(('x', 'b')) }} {{ ' a b '.split() }} {{ 'aXa'.replace('a', 'b') }} {{ 'Ab'.lower() }}"),
-            "b  x TrueTrue ['a', 'b'] bXb ab");
+  EXPECT_EQ(
+      render("{{ 'a</think>b'.split('</think>')[-1] }} {{ '\\n x\\n'.strip('\\n') }} {{ 'ab'.startswith('a') }}"
+             "{{ 'ab'.endswith(('x', 'b')) }} {{ ' a b '.split() }} {{ 'aXa'.replace('a', 'b') }} {{ 'Ab'.lower() }}"),
+      "b  x TrueTrue ['a', 'b'] bXb ab");
 }
 
 TEST(Globals, RangeDictNamespaceJoinerRaise) {
@@ -242,9 +247,7 @@ TEST(Errors, SyntaxErrorsNameLineAndColumn) {
   EXPECT_EQ(error_of("{{ f(*args) }}"), "t:1:6: *args and **kwargs in calls are not supported");
 }
 
-TEST(Errors, ColumnsCountCharactersNotBytes) {
-  EXPECT_EQ(error_of("héllo {{ é ! }}"), "t:1:12: unexpected char '!'");
-}
+TEST(Errors, ColumnsCountCharactersNotBytes) { EXPECT_EQ(error_of("héllo {{ é ! }}"), "t:1:12: unexpected char '!'"); }
 
 TEST(Errors, RuntimeErrorsNameTheExpression) {
   EXPECT_EQ(error_of("ok\n{{ x.y.z }}"), "t:2:5: 'x' is undefined");
@@ -253,13 +256,13 @@ TEST(Errors, RuntimeErrorsNameTheExpression) {
   EXPECT_EQ(error_of("{{ m.content.startswith('x') }}", {{"m", {{"content", nullptr}}}}),
             "t:1:24: 'None' has no attribute 'startswith'");
   EXPECT_EQ(error_of("{{ '</think>' in c }}", {{"c", nullptr}}), "t:1:4: argument of type 'NoneType' is not iterable");
-  EXPECT_EQ(error_of("{{ [1] | tojson }}{{ x | tojson }}"), "t:1:26: filter 'tojson': Object of type Undefined is not JSON serializable");
-  EXPECT_EQ(error_of("{% set x = 1 %}{% set x.a = 2 %}"), "t:1:19: cannot assign attribute 'a' on non-namespace object 'x'");
+  EXPECT_EQ(error_of("{{ [1] | tojson }}{{ x | tojson }}"),
+            "t:1:26: filter 'tojson': Object of type Undefined is not JSON serializable");
+  EXPECT_EQ(error_of("{% set x = 1 %}{% set x.a = 2 %}"),
+            "t:1:19: cannot assign attribute 'a' on non-namespace object 'x'");
 }
 
-TEST(Errors, InvalidUtf8TemplateIsRejected) {
-  EXPECT_EQ(error_of("ab\xff"), "t: invalid UTF-8 at byte 2");
-}
+TEST(Errors, InvalidUtf8TemplateIsRejected) { EXPECT_EQ(error_of("ab\xff"), "t: invalid UTF-8 at byte 2"); }
 
 // ---- where qinfer deliberately differs from jinja2 ----
 
@@ -319,11 +322,23 @@ TEST(Template, RendersConcurrently) {
 TEST(PyString, FloatReprMatchesPython) {
   // repr() of each value, from CPython 3.11.
   const std::pair<double, const char*> cases[] = {
-      {1e-07, "1e-07"}, {100.0, "100.0"}, {1e16, "1e+16"}, {1e15, "1000000000000000.0"}, {0.1, "0.1"},
-      {5e-324, "5e-324"}, {1.7976931348623157e+308, "1.7976931348623157e+308"}, {-0.0, "-0.0"},
-      {1.2345678901234568e17, "1.2345678901234568e+17"}, {0.0001, "0.0001"}, {0.00001, "1e-05"},
-      {123.456, "123.456"}, {2.5e-5, "2.5e-05"}, {1.0 / 3, "0.3333333333333333"}, {9007199254740992.0, "9007199254740992.0"},
-      {1e22, "1e+22"}, {0.30000000000000004, "0.30000000000000004"},
+      {1e-07, "1e-07"},
+      {100.0, "100.0"},
+      {1e16, "1e+16"},
+      {1e15, "1000000000000000.0"},
+      {0.1, "0.1"},
+      {5e-324, "5e-324"},
+      {1.7976931348623157e+308, "1.7976931348623157e+308"},
+      {-0.0, "-0.0"},
+      {1.2345678901234568e17, "1.2345678901234568e+17"},
+      {0.0001, "0.0001"},
+      {0.00001, "1e-05"},
+      {123.456, "123.456"},
+      {2.5e-5, "2.5e-05"},
+      {1.0 / 3, "0.3333333333333333"},
+      {9007199254740992.0, "9007199254740992.0"},
+      {1e22, "1e+22"},
+      {0.30000000000000004, "0.30000000000000004"},
   };
   for (const auto& [x, expected] : cases) EXPECT_EQ(py_float_repr(x), expected);
 }

@@ -9,7 +9,8 @@
 
 namespace qinfer::jinja::testing {
 
-inline std::string render(const std::string& source, const nlohmann::ordered_json& variables = nlohmann::ordered_json::object()) {
+inline std::string render(const std::string& source,
+                          const nlohmann::ordered_json& variables = nlohmann::ordered_json::object()) {
   Template t(source, "t");
   std::vector<std::pair<std::string, Value>> vars;
   for (const auto& [name, value] : variables.items()) vars.emplace_back(name, from_json(value));

@@ -92,7 +92,10 @@ struct GetItemExpr : Expr {
 // obj[start:stop:step], any part may be missing.
 struct SliceExpr : Expr {
   SliceExpr(size_t offset, ExprPtr object, ExprPtr start, ExprPtr stop, ExprPtr step)
-      : Expr(offset), object(std::move(object)), start(std::move(start)), stop(std::move(stop)),
+      : Expr(offset),
+        object(std::move(object)),
+        start(std::move(start)),
+        stop(std::move(stop)),
         step(std::move(step)) {}
   ExprPtr object, start, stop, step;
   Value eval(Context& ctx) const override;
@@ -139,8 +142,7 @@ struct TestExpr : Expr {
 
 enum class UnaryOp { Not, Neg, Pos };
 struct UnaryExpr : Expr {
-  UnaryExpr(size_t offset, UnaryOp op, ExprPtr operand)
-      : Expr(offset), op(op), operand(std::move(operand)) {}
+  UnaryExpr(size_t offset, UnaryOp op, ExprPtr operand) : Expr(offset), op(op), operand(std::move(operand)) {}
   UnaryOp op;
   ExprPtr operand;
   Value eval(Context& ctx) const override;
@@ -220,9 +222,9 @@ struct IfStmt : Stmt {
 // namespace attribute (`ns.attr`, only in `set`).
 struct Target {
   size_t offset = 0;
-  std::string name;             // a name, or the namespace variable of ns.attr
-  std::string attribute;        // non-empty for ns.attr
-  std::vector<Target> elements; // non-empty for a tuple
+  std::string name;              // a name, or the namespace variable of ns.attr
+  std::string attribute;         // non-empty for ns.attr
+  std::vector<Target> elements;  // non-empty for a tuple
   bool is_tuple = false;
   void assign(Context& ctx, const Value& value) const;
 };
@@ -263,7 +265,7 @@ struct MacroStmt : Stmt {
   using Stmt::Stmt;
   std::string name;
   std::vector<std::pair<std::string, ExprPtr>> params;  // default may be null
-  bool takes_varargs = false;  // the body mentions `varargs` / `kwargs`
+  bool takes_varargs = false;                           // the body mentions `varargs` / `kwargs`
   bool takes_kwargs = false;
   Body body;
   ShadowedNames shadowed;

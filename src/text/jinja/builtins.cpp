@@ -113,7 +113,8 @@ template <class T>
 std::vector<T> repeat(const std::vector<T>& items, int64_t times, size_t unit_bytes) {
   std::vector<T> out;
   if (times <= 0 || items.empty()) return out;
-  if (static_cast<double>(items.size()) * static_cast<double>(unit_bytes) * static_cast<double>(times) > kMaxRepeatBytes)
+  if (static_cast<double>(items.size()) * static_cast<double>(unit_bytes) * static_cast<double>(times) >
+      kMaxRepeatBytes)
     eval_fail("repetition result too large");
   for (int64_t i = 0; i < times; ++i) out.insert(out.end(), items.begin(), items.end());
   return out;
@@ -173,7 +174,8 @@ std::string percent_format(const std::string& fmt, const Value& args) {
     if (i < fmt.size() && fmt[i] == '.') {
       precision = 0;
       ++i;
-      while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i]))) precision = precision * 10 + (fmt[i++] - '0');
+      while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i])))
+        precision = precision * 10 + (fmt[i++] - '0');
     }
     while (i < fmt.size() && (fmt[i] == 'h' || fmt[i] == 'l' || fmt[i] == 'L')) ++i;
     if (i >= fmt.size()) eval_fail("incomplete format");
@@ -188,8 +190,8 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       arg = &positional[next_arg++];
     }
     bool left = flags.find('-') != std::string::npos;
-    std::string spec = "%" + flags + (width ? std::to_string(width) : "") +
-                       (precision >= 0 ? "." + std::to_string(precision) : "");
+    std::string spec =
+        "%" + flags + (width ? std::to_string(width) : "") + (precision >= 0 ? "." + std::to_string(precision) : "");
     char buf[512];
     switch (conv) {
       case 's':
@@ -213,12 +215,14 @@ std::string percent_format(const std::string& fmt, const Value& args) {
         if (!arg->is_number() || (!decimal && arg->is_float()))
           eval_fail("%", conv, " format: ", decimal ? "a real number" : "an integer", " is required, not ",
                     arg->type_name());
-        if (arg->is_float() && !std::isfinite(arg->as_float())) eval_fail("cannot convert float infinity or NaN to integer");
+        if (arg->is_float() && !std::isfinite(arg->as_float()))
+          eval_fail("cannot convert float infinity or NaN to integer");
         double truncated = arg->is_float() ? std::trunc(arg->as_float()) : 0.0;
         if (arg->is_float() && std::fabs(truncated) >= 9.2e18) eval_fail("%", conv, " format: number too large");
         Int whole = arg->is_float() ? static_cast<Int>(truncated) : arg->integral();
         if (whole < INT64_MIN || whole > INT64_MAX) eval_fail("%", conv, " format: number too large");
-        std::snprintf(buf, sizeof buf, (spec + "ll" + (conv == 'u' ? 'd' : conv)).c_str(), static_cast<long long>(whole));
+        std::snprintf(buf, sizeof buf, (spec + "ll" + (conv == 'u' ? 'd' : conv)).c_str(),
+                      static_cast<long long>(whole));
         out += buf;
         break;
       }
@@ -261,8 +265,10 @@ std::string brace_format(const std::string& fmt, const CallArgs& args) {
   for (size_t i = 0; i < fmt.size(); ++i) {
     char c = fmt[i];
     if (c == '}') {
-      if (i + 1 < fmt.size() && fmt[i + 1] == '}') ++i;
-      else eval_fail("Single '}' encountered in format string");
+      if (i + 1 < fmt.size() && fmt[i + 1] == '}')
+        ++i;
+      else
+        eval_fail("Single '}' encountered in format string");
       out += '}';
       continue;
     }
@@ -288,18 +294,23 @@ std::string brace_format(const std::string& fmt, const CallArgs& args) {
     if (field.find_first_of(":.[") != std::string::npos)
       eval_fail("format specs and attribute lookups in str.format are not supported");
     const Value* arg = nullptr;
-    if (field.empty() || std::all_of(field.begin(), field.end(), [](char d) { return std::isdigit(static_cast<unsigned char>(d)); })) {
+    if (field.empty() ||
+        std::all_of(field.begin(), field.end(), [](char d) { return std::isdigit(static_cast<unsigned char>(d)); })) {
       size_t index = field.empty() ? auto_index++ : std::stoul(field);
-      if (index >= args.positional.size()) eval_fail("Replacement index ", index, " out of range for positional args tuple");
+      if (index >= args.positional.size())
+        eval_fail("Replacement index ", index, " out of range for positional args tuple");
       arg = &args.positional[index];
     } else {
       for (const auto& [k, v] : args.keywords)
         if (k == field) arg = &v;
       if (!arg) eval_fail("KeyError: '", field, "'");
     }
-    if (conversion == 'r') out += repr(*arg);
-    else if (conversion == 's') out += to_str(*arg);
-    else eval_fail("unknown conversion specifier ", conversion);
+    if (conversion == 'r')
+      out += repr(*arg);
+    else if (conversion == 's')
+      out += to_str(*arg);
+    else
+      eval_fail("unknown conversion specifier ", conversion);
   }
   return out;
 }
@@ -328,13 +339,13 @@ Value affix_test(const char* name, const std::string& self, CallArgs& args, bool
   std::string s = sub_range(self, p, 1, &offset);
   if (p.has(1) && p.given(1) && p.integer(1, 0) > static_cast<int64_t>(count_code_points(self))) return false;
   const Value& affix = p.required(0);
-  std::vector<Value> options = affix.is_list() && affix.as_list().is_tuple ? affix.as_list().items : std::vector<Value>{affix};
+  std::vector<Value> options =
+      affix.is_list() && affix.as_list().is_tuple ? affix.as_list().items : std::vector<Value>{affix};
   for (const Value& o : options) {
-    if (!o.is_string())
-      eval_fail(name, " first arg must be str or a tuple of str, not ", o.type_name());
+    if (!o.is_string()) eval_fail(name, " first arg must be str or a tuple of str, not ", o.type_name());
     const std::string& a = o.as_string();
-    bool hit = a.size() <= s.size() && (prefix ? s.compare(0, a.size(), a) == 0
-                                               : s.compare(s.size() - a.size(), a.size(), a) == 0);
+    bool hit = a.size() <= s.size() &&
+               (prefix ? s.compare(0, a.size(), a) == 0 : s.compare(s.size() - a.size(), a.size(), a) == 0);
     if (hit) return true;
   }
   return false;
@@ -435,29 +446,52 @@ const std::unordered_map<std::string, StrMethod>& str_methods() {
       {"endswith", [](const std::string& s, CallArgs& a) { return affix_test("endswith", s, a, false); }},
       {"split", [](const std::string& s, CallArgs& a) { return split_method("split", s, a, false); }},
       {"rsplit", [](const std::string& s, CallArgs& a) { return split_method("rsplit", s, a, true); }},
-      {"splitlines", [](const std::string& s, CallArgs& a) {
+      {"splitlines",
+       [](const std::string& s, CallArgs& a) {
          Params p("splitlines", a, {"keepends"});
          return str_list(py_splitlines(s, p.flag(0, false)));
        }},
       {"strip", [](const std::string& s, CallArgs& a) { return strip_method("strip", s, a, true, true); }},
       {"lstrip", [](const std::string& s, CallArgs& a) { return strip_method("lstrip", s, a, true, false); }},
       {"rstrip", [](const std::string& s, CallArgs& a) { return strip_method("rstrip", s, a, false, true); }},
-      {"replace", [](const std::string& s, CallArgs& a) {
+      {"replace",
+       [](const std::string& s, CallArgs& a) {
          Params p("replace", a, {"old", "new", "count"});
-         return Value(py_replace(s, need_string(p.required(0), "old"), need_string(p.required(1), "new"),
-                                 p.integer(2, -1)));
+         return Value(
+             py_replace(s, need_string(p.required(0), "old"), need_string(p.required(1), "new"), p.integer(2, -1)));
        }},
-      {"upper", [](const std::string& s, CallArgs& a) { Params("upper", a, {}); return Value(py_upper(s)); }},
-      {"lower", [](const std::string& s, CallArgs& a) { Params("lower", a, {}); return Value(py_lower(s)); }},
-      {"casefold", [](const std::string& s, CallArgs& a) { Params("casefold", a, {}); return Value(py_lower(s)); }},
-      {"capitalize", [](const std::string& s, CallArgs& a) { Params("capitalize", a, {}); return Value(py_capitalize(s)); }},
-      {"title", [](const std::string& s, CallArgs& a) { Params("title", a, {}); return Value(py_title(s)); }},
+      {"upper",
+       [](const std::string& s, CallArgs& a) {
+         Params("upper", a, {});
+         return Value(py_upper(s));
+       }},
+      {"lower",
+       [](const std::string& s, CallArgs& a) {
+         Params("lower", a, {});
+         return Value(py_lower(s));
+       }},
+      {"casefold",
+       [](const std::string& s, CallArgs& a) {
+         Params("casefold", a, {});
+         return Value(py_lower(s));
+       }},
+      {"capitalize",
+       [](const std::string& s, CallArgs& a) {
+         Params("capitalize", a, {});
+         return Value(py_capitalize(s));
+       }},
+      {"title",
+       [](const std::string& s, CallArgs& a) {
+         Params("title", a, {});
+         return Value(py_title(s));
+       }},
       {"find", [](const std::string& s, CallArgs& a) { return search_method("find", s, a); }},
       {"rfind", [](const std::string& s, CallArgs& a) { return search_method("rfind", s, a); }},
       {"index", [](const std::string& s, CallArgs& a) { return search_method("index", s, a); }},
       {"rindex", [](const std::string& s, CallArgs& a) { return search_method("rindex", s, a); }},
       {"count", [](const std::string& s, CallArgs& a) { return search_method("count", s, a); }},
-      {"join", [](const std::string& s, CallArgs& a) {
+      {"join",
+       [](const std::string& s, CallArgs& a) {
          Params p("join", a, {"iterable"});
          std::string out;
          size_t i = 0;
@@ -473,16 +507,16 @@ const std::unordered_map<std::string, StrMethod>& str_methods() {
       {"isdecimal", [](const std::string& s, CallArgs&) { return char_class(s, is_py_digit); }},
       {"isnumeric", [](const std::string& s, CallArgs&) { return char_class(s, is_py_digit); }},
       {"isalpha", [](const std::string& s, CallArgs&) { return char_class(s, is_py_alpha); }},
-      {"isalnum", [](const std::string& s, CallArgs&) {
-         return char_class(s, [](char32_t c) { return is_py_alpha(c) || is_py_digit(c); });
-       }},
+      {"isalnum", [](const std::string& s,
+                     CallArgs&) { return char_class(s, [](char32_t c) { return is_py_alpha(c) || is_py_digit(c); }); }},
       {"isspace", [](const std::string& s, CallArgs&) { return char_class(s, is_py_space); }},
       {"islower", [](const std::string& s, CallArgs&) { return case_test(s, true); }},
       {"isupper", [](const std::string& s, CallArgs&) { return case_test(s, false); }},
       {"center", [](const std::string& s, CallArgs& a) { return justify("center", s, a, 0); }},
       {"ljust", [](const std::string& s, CallArgs& a) { return justify("ljust", s, a, -1); }},
       {"rjust", [](const std::string& s, CallArgs& a) { return justify("rjust", s, a, 1); }},
-      {"zfill", [](const std::string& s, CallArgs& a) {
+      {"zfill",
+       [](const std::string& s, CallArgs& a) {
          Params p("zfill", a, {"width"});
          int64_t width = p.integer(0, 0);
          auto n = static_cast<int64_t>(count_code_points(s));
@@ -502,17 +536,28 @@ std::optional<Value> dict_method(const Value& self, const std::string& name) {
   auto entries = [self](bool keys, bool values) {
     std::vector<Value> out;
     for (const auto& [k, v] : self.as_dict().entries) {
-      if (keys && values) out.push_back(Value::list({k, v}, true));
-      else out.push_back(keys ? k : v);
+      if (keys && values)
+        out.push_back(Value::list({k, v}, true));
+      else
+        out.push_back(keys ? k : v);
     }
     return Value::list(std::move(out));
   };
   if (name == "items")
-    return Value::function("dict.items", [entries](CallArgs& a) { Params("items", a, {}); return entries(true, true); });
+    return Value::function("dict.items", [entries](CallArgs& a) {
+      Params("items", a, {});
+      return entries(true, true);
+    });
   if (name == "keys")
-    return Value::function("dict.keys", [entries](CallArgs& a) { Params("keys", a, {}); return entries(true, false); });
+    return Value::function("dict.keys", [entries](CallArgs& a) {
+      Params("keys", a, {});
+      return entries(true, false);
+    });
   if (name == "values")
-    return Value::function("dict.values", [entries](CallArgs& a) { Params("values", a, {}); return entries(false, true); });
+    return Value::function("dict.values", [entries](CallArgs& a) {
+      Params("values", a, {});
+      return entries(false, true);
+    });
   if (name == "get")
     return Value::function("dict.get", [self](CallArgs& a) {
       Params p("get", a, {"key", "default"});
@@ -634,12 +679,23 @@ std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -688,7 +744,8 @@ std::optional<int64_t> parse_py_int(const std::string& text, int base) {
     char c = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
     int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (c >= 'a' && c <= 'z') ? c - 'a' + 10 : 99;
     if (d >= base) return std::nullopt;
-    if (v > (static_cast<uint64_t>(INT64_MAX) + 1 - d) / base) eval_fail("integer '", text, "' is too large (limit 2^63-1)");
+    if (v > (static_cast<uint64_t>(INT64_MAX) + 1 - d) / base)
+      eval_fail("integer '", text, "' is too large (limit 2^63-1)");
     v = v * base + d;
   }
   if (!negative && v > static_cast<uint64_t>(INT64_MAX)) eval_fail("integer '", text, "' is too large (limit 2^63-1)");
@@ -850,7 +907,9 @@ Value f_format(Context&, const Value& v, CallArgs& args) {
 Value f_indent(Context&, const Value& v, CallArgs& args) {
   Params p("indent", args, {"width", "first", "blank"});
   Value width = p.get(0, Value(4));
-  std::string indention = width.is_string() ? width.as_string() : std::string(static_cast<size_t>(std::max<int64_t>(0, p.integer(0, 4))), ' ');
+  std::string indention = width.is_string()
+                              ? width.as_string()
+                              : std::string(static_cast<size_t>(std::max<int64_t>(0, p.integer(0, 4))), ' ');
   if (v.is_undefined()) v.fail_undefined();
   if (!v.is_string()) eval_fail("indent needs a string, not ", v.type_name());
   std::string s = v.as_string() + "\n";  // jinja2 appends a newline so splitlines keeps a trailing empty line
@@ -920,8 +979,10 @@ Value f_map(Context& ctx, const Value& v, CallArgs& args) {
     const Value* attribute = nullptr;
     const Value* fallback = nullptr;
     for (const auto& [k, val] : args.keywords) {
-      if (k == "attribute") attribute = &val;
-      else if (k == "default") fallback = &val;
+      if (k == "attribute")
+        attribute = &val;
+      else if (k == "default")
+        fallback = &val;
     }
     if (args.positional.empty() && attribute) {
       for (const auto& [k, val] : args.keywords)
@@ -978,7 +1039,8 @@ Value select_or_reject(Context& ctx, const Value& v, CallArgs& args, bool keep_w
     if (args.positional.size() > offset) test = need_string(args.positional[offset], "test name");
     CallArgs test_args{{}, args.keywords};
     if (args.positional.size() > offset + 1)
-      test_args.positional.assign(args.positional.begin() + static_cast<std::ptrdiff_t>(offset + 1), args.positional.end());
+      test_args.positional.assign(args.positional.begin() + static_cast<std::ptrdiff_t>(offset + 1),
+                                  args.positional.end());
     for (const Value& item : iterate(v)) {
       Value subject = attribute ? lookup_path(item, *attribute) : item;
       bool passed = test ? call_test_by_name(ctx, *test, subject, test_args) : subject.truthy();
@@ -1009,8 +1071,9 @@ Value f_reverse(Context&, const Value& v, CallArgs& args) {
   std::vector<Value> items = iterate(v);
   std::vector<Value> reversed(items.rbegin(), items.rend());
   if (!reversible) return Value::list(std::move(reversed));
-  const char* type = v.is_dict() ? "dict_reversekeyiterator"
-                     : (v.is_list() && !v.as_list().is_tuple) ? "list_reverseiterator" : "reversed";
+  const char* type = v.is_dict()                              ? "dict_reversekeyiterator"
+                     : (v.is_list() && !v.as_list().is_tuple) ? "list_reverseiterator"
+                                                              : "reversed";
   return Value::generator(std::move(reversed), "", type);
 }
 
@@ -1018,8 +1081,7 @@ Value f_round(Context&, const Value& v, CallArgs& args) {
   Params p("round", args, {"precision", "method"});
   int64_t precision = p.integer(0, 0);
   std::string method = p.string(1).value_or("common");
-  if (method != "common" && method != "ceil" && method != "floor")
-    eval_fail("method must be common, ceil or floor");
+  if (method != "common" && method != "ceil" && method != "floor") eval_fail("method must be common, ceil or floor");
   if (!v.is_number()) eval_fail("type ", v.type_name(), " doesn't define __round__ method");
   if (precision < -308 || precision > 308) eval_fail("precision out of range");
   if (method == "common") {
@@ -1058,7 +1120,8 @@ Value f_string(Context&, const Value& v, CallArgs& args) {
 Value f_sum(Context&, const Value& v, CallArgs& args) {
   Params p("sum", args, {"attribute", "start"});
   Value total = p.get(1, Value(0));
-  for (const Value& item : iterate(v)) total = binary_op(BinaryOp::Add, total, p.has(0) ? lookup_path(item, p.required(0)) : item);
+  for (const Value& item : iterate(v))
+    total = binary_op(BinaryOp::Add, total, p.has(0) ? lookup_path(item, p.required(0)) : item);
   return total;
 }
 
@@ -1075,8 +1138,9 @@ Value f_tojson(Context&, const Value& v, CallArgs& args) {
   o.sort_keys = p.flag(3, false);
   if (p.given(1)) {
     const Value& indent = p.required(1);
-    o.indent = indent.is_string() ? indent.as_string()
-                                  : std::string(static_cast<size_t>(std::clamp<int64_t>(p.integer(1, 0), 0, 1024)), ' ');
+    o.indent = indent.is_string()
+                   ? indent.as_string()
+                   : std::string(static_cast<size_t>(std::clamp<int64_t>(p.integer(1, 0), 0, 1024)), ' ');
     o.item_separator = ",";
   }
   if (p.given(2)) {
@@ -1140,17 +1204,50 @@ Value f_wordcount(Context&, const Value& v, CallArgs& args) {
 
 // ---- tests ----
 
-bool t_defined(Context&, const Value& v, CallArgs& a) { Params("defined", a, {}); return !v.is_undefined(); }
-bool t_undefined(Context&, const Value& v, CallArgs& a) { Params("undefined", a, {}); return v.is_undefined(); }
-bool t_none(Context&, const Value& v, CallArgs& a) { Params("none", a, {}); return v.is_none(); }
-bool t_boolean(Context&, const Value& v, CallArgs& a) { Params("boolean", a, {}); return v.is_bool(); }
-bool t_false(Context&, const Value& v, CallArgs& a) { Params("false", a, {}); return v.is_bool() && !v.as_bool(); }
-bool t_true(Context&, const Value& v, CallArgs& a) { Params("true", a, {}); return v.is_bool() && v.as_bool(); }
-bool t_integer(Context&, const Value& v, CallArgs& a) { Params("integer", a, {}); return v.is_int(); }
-bool t_float(Context&, const Value& v, CallArgs& a) { Params("float", a, {}); return v.is_float(); }
-bool t_number(Context&, const Value& v, CallArgs& a) { Params("number", a, {}); return v.is_number(); }
-bool t_string(Context&, const Value& v, CallArgs& a) { Params("string", a, {}); return v.is_string(); }
-bool t_mapping(Context&, const Value& v, CallArgs& a) { Params("mapping", a, {}); return v.is_dict(); }
+bool t_defined(Context&, const Value& v, CallArgs& a) {
+  Params("defined", a, {});
+  return !v.is_undefined();
+}
+bool t_undefined(Context&, const Value& v, CallArgs& a) {
+  Params("undefined", a, {});
+  return v.is_undefined();
+}
+bool t_none(Context&, const Value& v, CallArgs& a) {
+  Params("none", a, {});
+  return v.is_none();
+}
+bool t_boolean(Context&, const Value& v, CallArgs& a) {
+  Params("boolean", a, {});
+  return v.is_bool();
+}
+bool t_false(Context&, const Value& v, CallArgs& a) {
+  Params("false", a, {});
+  return v.is_bool() && !v.as_bool();
+}
+bool t_true(Context&, const Value& v, CallArgs& a) {
+  Params("true", a, {});
+  return v.is_bool() && v.as_bool();
+}
+bool t_integer(Context&, const Value& v, CallArgs& a) {
+  Params("integer", a, {});
+  return v.is_int();
+}
+bool t_float(Context&, const Value& v, CallArgs& a) {
+  Params("float", a, {});
+  return v.is_float();
+}
+bool t_number(Context&, const Value& v, CallArgs& a) {
+  Params("number", a, {});
+  return v.is_number();
+}
+bool t_string(Context&, const Value& v, CallArgs& a) {
+  Params("string", a, {});
+  return v.is_string();
+}
+bool t_mapping(Context&, const Value& v, CallArgs& a) {
+  Params("mapping", a, {});
+  return v.is_dict();
+}
 // jinja2 checks for len() and [] (Undefined has both).
 bool t_sequence(Context&, const Value& v, CallArgs& a) {
   Params("sequence", a, {});
@@ -1174,33 +1271,64 @@ bool t_sameas(Context&, const Value& v, CallArgs& a) {
   if (v.is_dict() && o.is_dict()) return &v.as_dict() == &o.as_dict();
   return v.type_name() == o.type_name() && equals(v, o);
 }
-bool t_escaped(Context&, const Value&, CallArgs& a) { Params("escaped", a, {}); return false; }
-bool t_in(Context&, const Value& v, CallArgs& a) { Params p("in", a, {"seq"}); return contains(p.required(0), v); }
+bool t_escaped(Context&, const Value&, CallArgs& a) {
+  Params("escaped", a, {});
+  return false;
+}
+bool t_in(Context&, const Value& v, CallArgs& a) {
+  Params p("in", a, {"seq"});
+  return contains(p.required(0), v);
+}
 // jinja2: value % 2 == 1 (so 1.5 is neither odd nor even).
-bool t_odd(Context&, const Value& v, CallArgs& a) { Params("odd", a, {}); return equals(binary_op(BinaryOp::Mod, v, Value(2)), Value(1)); }
-bool t_even(Context&, const Value& v, CallArgs& a) { Params("even", a, {}); return equals(binary_op(BinaryOp::Mod, v, Value(2)), Value(0)); }
+bool t_odd(Context&, const Value& v, CallArgs& a) {
+  Params("odd", a, {});
+  return equals(binary_op(BinaryOp::Mod, v, Value(2)), Value(1));
+}
+bool t_even(Context&, const Value& v, CallArgs& a) {
+  Params("even", a, {});
+  return equals(binary_op(BinaryOp::Mod, v, Value(2)), Value(0));
+}
 bool t_divisibleby(Context&, const Value& v, CallArgs& a) {
   Params p("divisibleby", a, {"num"});
   Value r = binary_op(BinaryOp::Mod, v, p.required(0));
   return equals(r, Value(0));
 }
-bool t_lower(Context&, const Value& v, CallArgs& a) { Params("lower", a, {}); return case_test(to_str(v), true).as_bool(); }
-bool t_upper(Context&, const Value& v, CallArgs& a) { Params("upper", a, {}); return case_test(to_str(v), false).as_bool(); }
-bool t_filter(Context&, const Value& v, CallArgs& a) { Params("filter", a, {}); return v.is_string() && find_filter(v.as_string()); }
-bool t_test(Context&, const Value& v, CallArgs& a) { Params("test", a, {}); return v.is_string() && find_test(v.as_string()); }
+bool t_lower(Context&, const Value& v, CallArgs& a) {
+  Params("lower", a, {});
+  return case_test(to_str(v), true).as_bool();
+}
+bool t_upper(Context&, const Value& v, CallArgs& a) {
+  Params("upper", a, {});
+  return case_test(to_str(v), false).as_bool();
+}
+bool t_filter(Context&, const Value& v, CallArgs& a) {
+  Params("filter", a, {});
+  return v.is_string() && find_filter(v.as_string());
+}
+bool t_test(Context&, const Value& v, CallArgs& a) {
+  Params("test", a, {});
+  return v.is_string() && find_test(v.as_string());
+}
 
 template <CompareOp op>
 bool t_compare(Context&, const Value& v, CallArgs& a) {
   Params p("comparison", a, {"other"});
   const Value& o = p.required(0);
   switch (op) {
-    case CompareOp::Eq: return equals(v, o);
-    case CompareOp::Ne: return !equals(v, o);
-    case CompareOp::Lt: return compare(v, o) < 0;
-    case CompareOp::Le: return compare(v, o) <= 0;
-    case CompareOp::Gt: return compare(v, o) > 0;
-    case CompareOp::Ge: return compare(v, o) >= 0;
-    default: return false;
+    case CompareOp::Eq:
+      return equals(v, o);
+    case CompareOp::Ne:
+      return !equals(v, o);
+    case CompareOp::Lt:
+      return compare(v, o) < 0;
+    case CompareOp::Le:
+      return compare(v, o) <= 0;
+    case CompareOp::Gt:
+      return compare(v, o) > 0;
+    case CompareOp::Ge:
+      return compare(v, o) >= 0;
+    default:
+      return false;
   }
 }
 
@@ -1331,8 +1459,7 @@ Value get_item(const Value& obj, const Value& key) {
 
 bool contains(const Value& container, const Value& item) {
   if (container.is_string()) {
-    if (!item.is_string())
-      eval_fail("'in <string>' requires string as left operand, not ", item.type_name());
+    if (!item.is_string()) eval_fail("'in <string>' requires string as left operand, not ", item.type_name());
     return container.as_string().find(item.as_string()) != std::string::npos;
   }
   if (container.is_list()) {
@@ -1454,21 +1581,50 @@ Value call_value(const Value& callee, CallArgs& args) {
 
 FilterFn find_filter(const std::string& name) {
   static const std::unordered_map<std::string, FilterFn> filters = {
-      {"abs", f_abs},           {"attr", f_attr},           {"batch", f_batch},
-      {"capitalize", f_capitalize},                         {"slice", f_slice},
-      {"center", f_center},     {"count", f_length},        {"d", f_default},
-      {"default", f_default},   {"dictsort", f_dictsort},   {"e", f_escape},
-      {"escape", f_escape},     {"first", f_first},         {"float", f_float},
-      {"forceescape", f_escape},{"format", f_format},       {"indent", f_indent},
-      {"int", f_int},           {"items", f_items},         {"join", f_join},
-      {"last", f_last},         {"length", f_length},       {"list", f_list},
-      {"lower", f_lower},       {"map", f_map},             {"max", f_max},
-      {"min", f_min},           {"reject", f_reject},       {"rejectattr", f_rejectattr},
-      {"replace", f_replace},   {"reverse", f_reverse},     {"round", f_round},
-      {"safe", f_safe},         {"select", f_select},       {"selectattr", f_selectattr},
-      {"sort", f_sort},         {"string", f_string},       {"sum", f_sum},
-      {"title", f_title},       {"tojson", f_tojson},       {"trim", f_trim},
-      {"truncate", f_truncate}, {"unique", f_unique},       {"upper", f_upper},
+      {"abs", f_abs},
+      {"attr", f_attr},
+      {"batch", f_batch},
+      {"capitalize", f_capitalize},
+      {"slice", f_slice},
+      {"center", f_center},
+      {"count", f_length},
+      {"d", f_default},
+      {"default", f_default},
+      {"dictsort", f_dictsort},
+      {"e", f_escape},
+      {"escape", f_escape},
+      {"first", f_first},
+      {"float", f_float},
+      {"forceescape", f_escape},
+      {"format", f_format},
+      {"indent", f_indent},
+      {"int", f_int},
+      {"items", f_items},
+      {"join", f_join},
+      {"last", f_last},
+      {"length", f_length},
+      {"list", f_list},
+      {"lower", f_lower},
+      {"map", f_map},
+      {"max", f_max},
+      {"min", f_min},
+      {"reject", f_reject},
+      {"rejectattr", f_rejectattr},
+      {"replace", f_replace},
+      {"reverse", f_reverse},
+      {"round", f_round},
+      {"safe", f_safe},
+      {"select", f_select},
+      {"selectattr", f_selectattr},
+      {"sort", f_sort},
+      {"string", f_string},
+      {"sum", f_sum},
+      {"title", f_title},
+      {"tojson", f_tojson},
+      {"trim", f_trim},
+      {"truncate", f_truncate},
+      {"unique", f_unique},
+      {"upper", f_upper},
       {"wordcount", f_wordcount},
   };
   auto it = filters.find(name);
@@ -1477,21 +1633,44 @@ FilterFn find_filter(const std::string& name) {
 
 TestFn find_test(const std::string& name) {
   static const std::unordered_map<std::string, TestFn> tests = {
-      {"defined", t_defined},   {"undefined", t_undefined},     {"none", t_none},
-      {"boolean", t_boolean},   {"false", t_false},             {"true", t_true},
-      {"integer", t_integer},   {"float", t_float},             {"number", t_number},
-      {"string", t_string},     {"mapping", t_mapping},         {"sequence", t_sequence},
-      {"iterable", t_iterable}, {"callable", t_callable},       {"sameas", t_sameas},
-      {"escaped", t_escaped},   {"in", t_in},                   {"odd", t_odd},
-      {"even", t_even},         {"divisibleby", t_divisibleby}, {"lower", t_lower},
-      {"upper", t_upper},       {"filter", t_filter},           {"test", t_test},
-      {"eq", t_compare<CompareOp::Eq>},       {"equalto", t_compare<CompareOp::Eq>},
-      {"==", t_compare<CompareOp::Eq>},       {"ne", t_compare<CompareOp::Ne>},
-      {"!=", t_compare<CompareOp::Ne>},       {"lt", t_compare<CompareOp::Lt>},
-      {"lessthan", t_compare<CompareOp::Lt>}, {"<", t_compare<CompareOp::Lt>},
-      {"le", t_compare<CompareOp::Le>},       {"<=", t_compare<CompareOp::Le>},
-      {"gt", t_compare<CompareOp::Gt>},       {"greaterthan", t_compare<CompareOp::Gt>},
-      {">", t_compare<CompareOp::Gt>},        {"ge", t_compare<CompareOp::Ge>},
+      {"defined", t_defined},
+      {"undefined", t_undefined},
+      {"none", t_none},
+      {"boolean", t_boolean},
+      {"false", t_false},
+      {"true", t_true},
+      {"integer", t_integer},
+      {"float", t_float},
+      {"number", t_number},
+      {"string", t_string},
+      {"mapping", t_mapping},
+      {"sequence", t_sequence},
+      {"iterable", t_iterable},
+      {"callable", t_callable},
+      {"sameas", t_sameas},
+      {"escaped", t_escaped},
+      {"in", t_in},
+      {"odd", t_odd},
+      {"even", t_even},
+      {"divisibleby", t_divisibleby},
+      {"lower", t_lower},
+      {"upper", t_upper},
+      {"filter", t_filter},
+      {"test", t_test},
+      {"eq", t_compare<CompareOp::Eq>},
+      {"equalto", t_compare<CompareOp::Eq>},
+      {"==", t_compare<CompareOp::Eq>},
+      {"ne", t_compare<CompareOp::Ne>},
+      {"!=", t_compare<CompareOp::Ne>},
+      {"lt", t_compare<CompareOp::Lt>},
+      {"lessthan", t_compare<CompareOp::Lt>},
+      {"<", t_compare<CompareOp::Lt>},
+      {"le", t_compare<CompareOp::Le>},
+      {"<=", t_compare<CompareOp::Le>},
+      {"gt", t_compare<CompareOp::Gt>},
+      {"greaterthan", t_compare<CompareOp::Gt>},
+      {">", t_compare<CompareOp::Gt>},
+      {"ge", t_compare<CompareOp::Ge>},
       {">=", t_compare<CompareOp::Ge>},
   };
   auto it = tests.find(name);

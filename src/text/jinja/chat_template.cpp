@@ -65,8 +65,8 @@ ChatTemplate ChatTemplate::load(const std::string& path, const std::string* jinj
     for (size_t i = 0; i < field.size(); ++i) {
       const auto& entry = field[i];
       std::string where = path + ": chat_template[" + std::to_string(i) + "]";
-      if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string() ||
-          !entry.contains("template") || !entry["template"].is_string())
+      if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string() || !entry.contains("template") ||
+          !entry["template"].is_string())
         fail(where, " must be an object with string \"name\" and \"template\"");
       std::string name = entry["name"].get<std::string>();
       auto compiled = compile(entry["template"].get<std::string>(), "chat template '" + name + "' (" + path + ")");
@@ -91,13 +91,15 @@ ChatTemplate ChatTemplate::load(const std::string& path, const std::string* jinj
     for (size_t i = 0; i < extra.size(); ++i)
       if (auto text = token_text(extra[i], path + ": additional_special_tokens[" + std::to_string(i) + "]"))
         tokens.emplace_back(*text);
-    if (!tokens.empty()) special_tokens.emplace_back("additional_special_tokens", jinja::Value::list(std::move(tokens)));
+    if (!tokens.empty())
+      special_tokens.emplace_back("additional_special_tokens", jinja::Value::list(std::move(tokens)));
   }
   return ChatTemplate(std::move(default_template), std::move(tool_use_template), std::move(special_tokens));
 }
 
 std::string ChatTemplate::render(const ChatTemplateInput& in) const {
-  if (!in.messages.is_array()) fail("chat template input: \"messages\" must be an array, got ", in.messages.type_name());
+  if (!in.messages.is_array())
+    fail("chat template input: \"messages\" must be an array, got ", in.messages.type_name());
   if (!in.tools.is_null() && !in.tools.is_array())
     fail("chat template input: \"tools\" must be an array or null, got ", in.tools.type_name());
   std::vector<std::pair<std::string, jinja::Value>> variables = special_tokens_;

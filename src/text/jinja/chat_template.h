@@ -17,10 +17,10 @@ namespace qinfer {
 struct ChatTemplateInput {
   // ordered_json keeps the key order of tool schemas and arguments, which
   // `tojson` prints; a plain nlohmann::json converts implicitly (sorted keys).
-  nlohmann::ordered_json messages;         // array of {role, content, ...}
-  nlohmann::ordered_json tools;            // null = not passed
+  nlohmann::ordered_json messages;  // array of {role, content, ...}
+  nlohmann::ordered_json tools;     // null = not passed
   bool add_generation_prompt = false;
-  std::optional<bool> enable_thinking;     // nullopt = not passed
+  std::optional<bool> enable_thinking;  // nullopt = not passed
   // Further keyword arguments of apply_chat_template (e.g. "documents",
   // "date_string"): an object whose members become template variables.
   nlohmann::ordered_json extra_variables = nlohmann::ordered_json::object();

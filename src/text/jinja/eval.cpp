@@ -187,14 +187,30 @@ Value CompareExpr::eval(Context& ctx) const {
     Value b = e->evaluate(ctx);
     bool ok = false;
     switch (op) {
-      case CompareOp::Eq: ok = equals(a, b); break;
-      case CompareOp::Ne: ok = !equals(a, b); break;
-      case CompareOp::Lt: ok = compare(a, b) < 0; break;
-      case CompareOp::Le: ok = compare(a, b) <= 0; break;
-      case CompareOp::Gt: ok = compare(a, b) > 0; break;
-      case CompareOp::Ge: ok = compare(a, b) >= 0; break;
-      case CompareOp::In: ok = contains(b, a); break;
-      case CompareOp::NotIn: ok = !contains(b, a); break;
+      case CompareOp::Eq:
+        ok = equals(a, b);
+        break;
+      case CompareOp::Ne:
+        ok = !equals(a, b);
+        break;
+      case CompareOp::Lt:
+        ok = compare(a, b) < 0;
+        break;
+      case CompareOp::Le:
+        ok = compare(a, b) <= 0;
+        break;
+      case CompareOp::Gt:
+        ok = compare(a, b) > 0;
+        break;
+      case CompareOp::Ge:
+        ok = compare(a, b) >= 0;
+        break;
+      case CompareOp::In:
+        ok = contains(b, a);
+        break;
+      case CompareOp::NotIn:
+        ok = !contains(b, a);
+        break;
     }
     if (!ok) return false;
     a = std::move(b);
@@ -289,15 +305,15 @@ Value make_loop_object(const std::vector<Value>& items, size_t i, const std::sha
       {"nextitem", k + 1 < n ? items[i + 1] : Value(Undefined{"there is no next item"})},
   };
   loop->attrs.emplace_back("cycle", Value::function("loop.cycle", [k](CallArgs& args) {
-    if (args.positional.empty()) eval_fail("no items for cycling given");
-    return args.positional[static_cast<size_t>(k) % args.positional.size()];
-  }));
+                             if (args.positional.empty()) eval_fail("no items for cycling given");
+                             return args.positional[static_cast<size_t>(k) % args.positional.size()];
+                           }));
   loop->attrs.emplace_back("changed", Value::function("loop.changed", [last_changed](CallArgs& args) {
-    Value now = Value::list(args.positional);
-    if (!last_changed->is_undefined() && equals(*last_changed, now)) return Value(false);
-    *last_changed = std::move(now);
-    return Value(true);
-  }));
+                             Value now = Value::list(args.positional);
+                             if (!last_changed->is_undefined() && equals(*last_changed, now)) return Value(false);
+                             *last_changed = std::move(now);
+                             return Value(true);
+                           }));
   return Value(std::move(loop));
 }
 
@@ -404,10 +420,10 @@ Flow MacroStmt::render(Context& ctx, std::string&) const {
   std::weak_ptr<Scope> closure = ctx.scope;
   Context* context = &ctx;  // a macro value never outlives the render call
   ctx.scope->set(name, Value::function(name, [this, closure, context](CallArgs& args) {
-    std::shared_ptr<Scope> scope = closure.lock();
-    if (!scope) eval_fail("macro '", name, "' was called after the block that defined it ended");
-    return call_macro(*this, *context, scope, args);
-  }));
+                   std::shared_ptr<Scope> scope = closure.lock();
+                   if (!scope) eval_fail("macro '", name, "' was called after the block that defined it ended");
+                   return call_macro(*this, *context, scope, args);
+                 }));
   return Flow::Normal;
 }
 

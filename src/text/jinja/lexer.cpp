@@ -37,23 +37,32 @@ std::string Source::where(size_t offset) const {
   return name_ + ":" + std::to_string(line) + ":" + std::to_string(column);
 }
 
-void Source::fail_at(size_t offset, const std::string& message) const {
-  throw Error(where(offset) + ": " + message);
-}
+void Source::fail_at(size_t offset, const std::string& message) const { throw Error(where(offset) + ": " + message); }
 
 std::string describe(const Token& token) {
   switch (token.type) {
-    case TokenType::Data: return "template data";
-    case TokenType::VariableBegin: return "begin of print statement";
-    case TokenType::VariableEnd: return "end of print statement";
-    case TokenType::BlockBegin: return "begin of statement block";
-    case TokenType::BlockEnd: return "end of statement block";
-    case TokenType::Name: return "'" + token.text + "'";
-    case TokenType::String: return "string " + py_str_repr(token.text);
-    case TokenType::Integer: return "integer";
-    case TokenType::Float: return "float";
-    case TokenType::Operator: return "'" + token.text + "'";
-    case TokenType::Eof: return "end of template";
+    case TokenType::Data:
+      return "template data";
+    case TokenType::VariableBegin:
+      return "begin of print statement";
+    case TokenType::VariableEnd:
+      return "end of print statement";
+    case TokenType::BlockBegin:
+      return "begin of statement block";
+    case TokenType::BlockEnd:
+      return "end of statement block";
+    case TokenType::Name:
+      return "'" + token.text + "'";
+    case TokenType::String:
+      return "string " + py_str_repr(token.text);
+    case TokenType::Integer:
+      return "integer";
+    case TokenType::Float:
+      return "float";
+    case TokenType::Operator:
+      return "'" + token.text + "'";
+    case TokenType::Eof:
+      return "end of template";
   }
   return "token";
 }
@@ -252,7 +261,9 @@ class Lexer {
       size_t end = p;
       while (end < s_.size()) {
         auto [cp, size] = code_point_at(end);
-        if (cp >= 0x80 ? is_py_space(cp) : !(is_name_start(static_cast<unsigned char>(cp)) || is_digit(static_cast<char>(cp)))) break;
+        if (cp >= 0x80 ? is_py_space(cp)
+                       : !(is_name_start(static_cast<unsigned char>(cp)) || is_digit(static_cast<char>(cp))))
+          break;
         end += size;
       }
       push(TokenType::Name, s_.substr(p, end - p), p);
@@ -282,8 +293,7 @@ class Lexer {
       if (brackets.empty()) src_.fail_at(p, std::string("unexpected '") + c + "'");
       char expected = brackets.back();
       brackets.pop_back();
-      if (expected != c)
-        src_.fail_at(p, std::string("unexpected '") + c + "', expected '" + expected + "'");
+      if (expected != c) src_.fail_at(p, std::string("unexpected '") + c + "', expected '" + expected + "'");
     }
   }
 
@@ -400,22 +410,48 @@ class Lexer {
   size_t unescape(size_t i, std::string& value) const {
     char e = s_[i + 1];
     switch (e) {
-      case '\n': return i + 2;  // line continuation
-      case '\\': value += '\\'; return i + 2;
-      case '\'': value += '\''; return i + 2;
-      case '"': value += '"'; return i + 2;
-      case 'a': value += '\a'; return i + 2;
-      case 'b': value += '\b'; return i + 2;
-      case 'f': value += '\f'; return i + 2;
-      case 'n': value += '\n'; return i + 2;
-      case 'r': value += '\r'; return i + 2;
-      case 't': value += '\t'; return i + 2;
-      case 'v': value += '\v'; return i + 2;
-      case 'x': return unescape_hex(i, 2, value);
-      case 'u': return unescape_hex(i, 4, value);
-      case 'U': return unescape_hex(i, 8, value);
-      case 'N': src_.fail_at(i, "\\N{...} escapes are not supported");
-      default: break;
+      case '\n':
+        return i + 2;  // line continuation
+      case '\\':
+        value += '\\';
+        return i + 2;
+      case '\'':
+        value += '\'';
+        return i + 2;
+      case '"':
+        value += '"';
+        return i + 2;
+      case 'a':
+        value += '\a';
+        return i + 2;
+      case 'b':
+        value += '\b';
+        return i + 2;
+      case 'f':
+        value += '\f';
+        return i + 2;
+      case 'n':
+        value += '\n';
+        return i + 2;
+      case 'r':
+        value += '\r';
+        return i + 2;
+      case 't':
+        value += '\t';
+        return i + 2;
+      case 'v':
+        value += '\v';
+        return i + 2;
+      case 'x':
+        return unescape_hex(i, 2, value);
+      case 'u':
+        return unescape_hex(i, 4, value);
+      case 'U':
+        return unescape_hex(i, 8, value);
+      case 'N':
+        src_.fail_at(i, "\\N{...} escapes are not supported");
+      default:
+        break;
     }
     if (e >= '0' && e <= '7') {
       size_t j = i + 1;
@@ -429,7 +465,10 @@ class Lexer {
       // becomes a backslash followed by the escape's own text: "\xe9".
       auto [c, size] = code_point_at(i + 1);
       char buf[16];
-      std::snprintf(buf, sizeof buf, c < 0x100 ? "\\x%02x" : c < 0x10000 ? "\\u%04x" : "\\U%08x",
+      std::snprintf(buf, sizeof buf,
+                    c < 0x100     ? "\\x%02x"
+                    : c < 0x10000 ? "\\u%04x"
+                                  : "\\U%08x",
                     static_cast<unsigned>(c));
       value += buf;
       return i + 1 + size;
@@ -447,8 +486,7 @@ class Lexer {
       if (d >= 16) src_.fail_at(i, "truncated \\" + std::string(1, s_[i + 1]) + " escape");
       c = c * 16 + d;
     }
-    if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-      src_.fail_at(i, "escape does not name a valid code point");
+    if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) src_.fail_at(i, "escape does not name a valid code point");
     append_utf8(value, c);
     return i + 2 + digits;
   }

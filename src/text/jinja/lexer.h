@@ -35,10 +35,10 @@ enum class TokenType {
   BlockBegin,     // {%
   BlockEnd,       // %}
   Name,
-  String,   // text holds the unescaped value
-  Integer,  // int_value
-  Float,    // float_value
-  Operator, // text holds the operator: "+", "//", "(", ...
+  String,    // text holds the unescaped value
+  Integer,   // int_value
+  Float,     // float_value
+  Operator,  // text holds the operator: "+", "//", "(", ...
   Eof,
 };
 

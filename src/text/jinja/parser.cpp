@@ -52,9 +52,7 @@ class Parser {
     return true;
   }
 
-  [[noreturn]] void fail(const Token& at, const std::string& message) const {
-    src_.fail_at(at.offset, message);
-  }
+  [[noreturn]] void fail(const Token& at, const std::string& message) const { src_.fail_at(at.offset, message); }
   [[noreturn]] void fail_expected(const std::string& what) const {
     fail(cur(), "expected " + what + ", got " + describe(cur()));
   }
@@ -377,13 +375,20 @@ class Parser {
     while (true) {
       CompareOp op;
       const Token& t = cur();
-      if (t.is_operator("==")) op = CompareOp::Eq;
-      else if (t.is_operator("!=")) op = CompareOp::Ne;
-      else if (t.is_operator("<")) op = CompareOp::Lt;
-      else if (t.is_operator("<=")) op = CompareOp::Le;
-      else if (t.is_operator(">")) op = CompareOp::Gt;
-      else if (t.is_operator(">=")) op = CompareOp::Ge;
-      else if (t.is_name("in")) op = CompareOp::In;
+      if (t.is_operator("=="))
+        op = CompareOp::Eq;
+      else if (t.is_operator("!="))
+        op = CompareOp::Ne;
+      else if (t.is_operator("<"))
+        op = CompareOp::Lt;
+      else if (t.is_operator("<="))
+        op = CompareOp::Le;
+      else if (t.is_operator(">"))
+        op = CompareOp::Gt;
+      else if (t.is_operator(">="))
+        op = CompareOp::Ge;
+      else if (t.is_name("in"))
+        op = CompareOp::In;
       else if (t.is_name("not") && peek().is_name("in")) {
         next();
         op = CompareOp::NotIn;
@@ -422,11 +427,16 @@ class Parser {
     while (true) {
       const Token& t = cur();
       BinaryOp op;
-      if (t.is_operator("*")) op = BinaryOp::Mul;
-      else if (t.is_operator("/")) op = BinaryOp::Div;
-      else if (t.is_operator("//")) op = BinaryOp::FloorDiv;
-      else if (t.is_operator("%")) op = BinaryOp::Mod;
-      else break;
+      if (t.is_operator("*"))
+        op = BinaryOp::Mul;
+      else if (t.is_operator("/"))
+        op = BinaryOp::Div;
+      else if (t.is_operator("//"))
+        op = BinaryOp::FloorDiv;
+      else if (t.is_operator("%"))
+        op = BinaryOp::Mod;
+      else
+        break;
       next();
       left = std::make_unique<BinaryExpr>(t.offset, op, std::move(left), parse_pow());
     }

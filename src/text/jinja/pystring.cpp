@@ -48,10 +48,17 @@ struct SpecialCase {
   const char* title;
 };
 constexpr SpecialCase kSpecialCases[] = {
-    {0x00DF, "SS", "Ss"},   {0xFB00, "FF", "Ff"},   {0xFB01, "FI", "Fi"},
-    {0xFB02, "FL", "Fl"},   {0xFB03, "FFI", "Ffi"}, {0xFB04, "FFL", "Ffl"},
-    {0xFB05, "ST", "St"},   {0xFB06, "ST", "St"},   {0x0149, "\u02BCN", "\u02BCN"},
-    {0x01F0, "J\u030C", "J\u030C"},               {0x0587, "\u0535\u0552", "\u0535\u0582"},
+    {0x00DF, "SS", "Ss"},
+    {0xFB00, "FF", "Ff"},
+    {0xFB01, "FI", "Fi"},
+    {0xFB02, "FL", "Fl"},
+    {0xFB03, "FFI", "Ffi"},
+    {0xFB04, "FFL", "Ffl"},
+    {0xFB05, "ST", "St"},
+    {0xFB06, "ST", "St"},
+    {0x0149, "\u02BCN", "\u02BCN"},
+    {0x01F0, "J\u030C", "J\u030C"},
+    {0x0587, "\u0535\u0552", "\u0535\u0582"},
 };
 
 const SpecialCase* special_case(char32_t c) {
@@ -61,8 +68,10 @@ const SpecialCase* special_case(char32_t c) {
 }
 
 void append_upper(std::string& out, char32_t c) {
-  if (const SpecialCase* s = special_case(c)) out += s->upper;
-  else append_utf8(out, to_upper(c));
+  if (const SpecialCase* s = special_case(c))
+    out += s->upper;
+  else
+    append_utf8(out, to_upper(c));
 }
 
 // Title case differs from upper case for the Latin digraphs (ǆ -> ǅ).
@@ -71,9 +80,12 @@ void append_title(std::string& out, char32_t c) {
     out += s->title;
     return;
   }
-  if (c >= 0x01C4 && c <= 0x01CC) c = 0x01C5 + 3 * ((c - 0x01C4) / 3);
-  else if (c >= 0x01F1 && c <= 0x01F3) c = 0x01F2;
-  else c = to_upper(c);
+  if (c >= 0x01C4 && c <= 0x01CC)
+    c = 0x01C5 + 3 * ((c - 0x01C4) / 3);
+  else if (c >= 0x01F1 && c <= 0x01F3)
+    c = 0x01F2;
+  else
+    c = to_upper(c);
   append_utf8(out, c);
 }
 
@@ -93,8 +105,8 @@ void append_lower(std::string& out, const std::u32string& cs, size_t i) {
 }
 
 bool is_line_break(char32_t c) {
-  return c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x1C || c == 0x1D ||
-         c == 0x1E || c == 0x85 || c == 0x2028 || c == 0x2029;
+  return c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x1C || c == 0x1D || c == 0x1E || c == 0x85 ||
+         c == 0x2028 || c == 0x2029;
 }
 
 }  // namespace
@@ -167,9 +179,8 @@ std::optional<size_t> utf8_error_offset(std::string_view s) {
 }
 
 bool is_py_space(char32_t c) {
-  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
-         c == 0x202F || c == 0x205F || c == 0x3000;
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 // Python's str.isprintable() for the code points a template is likely to meet:
@@ -179,29 +190,24 @@ bool is_py_space(char32_t c) {
 bool is_py_printable(char32_t c) {
   if (c < 0x20 || (c >= 0x7F && c <= 0xA0) || c == 0xAD) return false;
   if (c < 0x100) return true;
-  if (c == 0x1680 || (c >= 0x2000 && c <= 0x200F) || (c >= 0x2028 && c <= 0x202F) ||
-      (c >= 0x205F && c <= 0x206F) || c == 0x3000)
+  if (c == 0x1680 || (c >= 0x2000 && c <= 0x200F) || (c >= 0x2028 && c <= 0x202F) || (c >= 0x205F && c <= 0x206F) ||
+      c == 0x3000)
     return false;
-  if ((c >= 0x600 && c <= 0x605) || c == 0x61C || c == 0x6DD || c == 0x70F || c == 0x8E2 ||
-      c == 0x180E || c == 0xFEFF || (c >= 0xFFF9 && c <= 0xFFFB))
+  if ((c >= 0x600 && c <= 0x605) || c == 0x61C || c == 0x6DD || c == 0x70F || c == 0x8E2 || c == 0x180E ||
+      c == 0xFEFF || (c >= 0xFFF9 && c <= 0xFFFB))
     return false;
-  if ((c >= 0xD800 && c <= 0xF8FF) || (c >= 0xFDD0 && c <= 0xFDEF) || (c & 0xFFFE) == 0xFFFE)
-    return false;
-  if (c == 0x110BD || c == 0x110CD || (c >= 0x13430 && c <= 0x1343F) ||
-      (c >= 0x1BCA0 && c <= 0x1BCA3) || (c >= 0x1D173 && c <= 0x1D17A) || c == 0xE0001 ||
-      (c >= 0xE0020 && c <= 0xE007F) || c >= 0xF0000)
+  if ((c >= 0xD800 && c <= 0xF8FF) || (c >= 0xFDD0 && c <= 0xFDEF) || (c & 0xFFFE) == 0xFFFE) return false;
+  if (c == 0x110BD || c == 0x110CD || (c >= 0x13430 && c <= 0x1343F) || (c >= 0x1BCA0 && c <= 0x1BCA3) ||
+      (c >= 0x1D173 && c <= 0x1D17A) || c == 0xE0001 || (c >= 0xE0020 && c <= 0xE007F) || c >= 0xF0000)
     return false;
   return true;
 }
 
-std::string py_strip(std::string_view s, const std::optional<std::string>& chars, bool left,
-                     bool right) {
+std::string py_strip(std::string_view s, const std::optional<std::string>& chars, bool left, bool right) {
   // Works on the bytes at both ends only: stripping a long message must not
   // decode all of it.
   std::u32string set = chars ? decode_utf8(*chars) : std::u32string();
-  auto strippable = [&](char32_t c) {
-    return chars ? set.find(c) != std::u32string::npos : is_py_space(c);
-  };
+  auto strippable = [&](char32_t c) { return chars ? set.find(c) != std::u32string::npos : is_py_space(c); };
   size_t begin = 0, end = s.size();
   while (left && begin < end) {
     size_t n = std::min(sequence_length(static_cast<unsigned char>(s[begin])), end - begin);
@@ -217,8 +223,8 @@ std::string py_strip(std::string_view s, const std::optional<std::string>& chars
   return std::string(s.substr(begin, end - begin));
 }
 
-std::vector<std::string> py_split(std::string_view s, const std::optional<std::string>& sep,
-                                  int64_t maxsplit, bool from_right) {
+std::vector<std::string> py_split(std::string_view s, const std::optional<std::string>& sep, int64_t maxsplit,
+                                  bool from_right) {
   std::vector<std::string> parts;
   if (sep) {
     // Byte search is exact for valid UTF-8: a separator can only match at a
@@ -300,8 +306,7 @@ std::vector<std::string> py_splitlines(std::string_view s, bool keepends) {
   return lines;
 }
 
-std::string py_replace(std::string_view s, std::string_view old, std::string_view replacement,
-                       int64_t count) {
+std::string py_replace(std::string_view s, std::string_view old, std::string_view replacement, int64_t count) {
   std::string out;
   if (old.empty()) {
     // Python inserts the replacement between characters and at both ends.
@@ -345,8 +350,10 @@ std::string py_capitalize(std::string_view s) {
   std::u32string cs = decode_utf8(s);
   std::string out;
   for (size_t i = 0; i < cs.size(); ++i) {
-    if (i == 0) append_title(out, cs[i]);
-    else append_lower(out, cs, i);
+    if (i == 0)
+      append_title(out, cs[i]);
+    else
+      append_lower(out, cs, i);
   }
   return out;
 }
@@ -355,8 +362,10 @@ std::string py_title(std::string_view s) {
   std::u32string cs = decode_utf8(s);
   std::string out;
   for (size_t i = 0; i < cs.size(); ++i) {
-    if (i > 0 && is_py_alpha(cs[i - 1])) append_lower(out, cs, i);
-    else append_title(out, cs[i]);
+    if (i > 0 && is_py_alpha(cs[i - 1]))
+      append_lower(out, cs, i);
+    else
+      append_title(out, cs[i]);
   }
   return out;
 }
@@ -380,9 +389,12 @@ std::string jinja_title(std::string_view s) {
   for (size_t i = 0; i < cs.size(); ++i) {
     char32_t c = cs[i];
     bool separator = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || is_py_space(c);
-    if (separator) append_utf8(out, c);
-    else if (word_start) append_upper(out, c);
-    else append_lower(out, cs, i);
+    if (separator)
+      append_utf8(out, c);
+    else if (word_start)
+      append_upper(out, c);
+    else
+      append_lower(out, cs, i);
     word_start = separator;
   }
   return out;
@@ -456,8 +468,8 @@ std::string py_str_repr(std::string_view s) {
   return out;
 }
 
-SliceBounds slice_bounds(std::optional<int64_t> start, std::optional<int64_t> stop,
-                         std::optional<int64_t> step, int64_t length) {
+SliceBounds slice_bounds(std::optional<int64_t> start, std::optional<int64_t> stop, std::optional<int64_t> step,
+                         int64_t length) {
   SliceBounds b{0, 0, step.value_or(1)};
   bool backwards = b.step < 0;
   int64_t lower = backwards ? -1 : 0;

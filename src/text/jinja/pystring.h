@@ -25,14 +25,12 @@ bool is_py_space(char32_t c);
 bool is_py_printable(char32_t c);
 
 // str.strip/lstrip/rstrip: chars == nullopt strips whitespace.
-std::string py_strip(std::string_view s, const std::optional<std::string>& chars, bool left,
-                     bool right);
+std::string py_strip(std::string_view s, const std::optional<std::string>& chars, bool left, bool right);
 // str.split/rsplit: sep == nullopt splits on whitespace runs; maxsplit < 0 is unlimited.
-std::vector<std::string> py_split(std::string_view s, const std::optional<std::string>& sep,
-                                  int64_t maxsplit, bool from_right);
+std::vector<std::string> py_split(std::string_view s, const std::optional<std::string>& sep, int64_t maxsplit,
+                                  bool from_right);
 std::vector<std::string> py_splitlines(std::string_view s, bool keepends);
-std::string py_replace(std::string_view s, std::string_view old, std::string_view replacement,
-                       int64_t count);
+std::string py_replace(std::string_view s, std::string_view old, std::string_view replacement, int64_t count);
 std::string py_upper(std::string_view s);
 std::string py_lower(std::string_view s);
 std::string py_capitalize(std::string_view s);  // first character upper, the rest lower
@@ -56,7 +54,7 @@ struct SliceBounds {
   int64_t start, stop, step;
   std::vector<int64_t> indices() const;
 };
-SliceBounds slice_bounds(std::optional<int64_t> start, std::optional<int64_t> stop,
-                         std::optional<int64_t> step, int64_t length);
+SliceBounds slice_bounds(std::optional<int64_t> start, std::optional<int64_t> stop, std::optional<int64_t> step,
+                         int64_t length);
 
 }  // namespace qinfer::jinja

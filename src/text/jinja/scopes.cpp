@@ -136,10 +136,12 @@ class FrameVisitor {
       if_statement(*i);
     } else if (auto* f = dynamic_cast<ForStmt*>(&s)) {
       expr(f->iterable.get());
-      child([f](FrameVisitor& v) {
-        v.assign(f->target, true);
-        v.body(f->body);
-      }, &f->body_shadowed);
+      child(
+          [f](FrameVisitor& v) {
+            v.assign(f->target, true);
+            v.body(f->body);
+          },
+          &f->body_shadowed);
       child([f](FrameVisitor& v) { v.body(f->otherwise); }, &f->otherwise_shadowed);
     } else if (auto* a = dynamic_cast<SetStmt*>(&s)) {
       expr(a->value.get());
@@ -149,23 +151,29 @@ class FrameVisitor {
       child([b](FrameVisitor& v) { v.body(b->body); }, &b->shadowed);
     } else if (auto* m = dynamic_cast<MacroStmt*>(&s)) {
       symbols_->store(m->name);
-      child([m](FrameVisitor& v) {
-        for (auto& [param, default_value] : m->params) v.symbols_->parameter(param);
-        for (auto& [param, default_value] : m->params) v.expr(default_value.get());
-        v.body(m->body);
-      }, &m->shadowed);
+      child(
+          [m](FrameVisitor& v) {
+            for (auto& [param, default_value] : m->params) v.symbols_->parameter(param);
+            for (auto& [param, default_value] : m->params) v.expr(default_value.get());
+            v.body(m->body);
+          },
+          &m->shadowed);
     } else if (auto* fb = dynamic_cast<FilterBlockStmt*>(&s)) {
       for (auto& filter : fb->filters) args(filter->args);
-      child([fb](FrameVisitor& v) {
-        v.body(fb->body);
-        for (auto& filter : fb->filters) v.args(filter->args);
-      }, &fb->shadowed);
+      child(
+          [fb](FrameVisitor& v) {
+            v.body(fb->body);
+            for (auto& filter : fb->filters) v.args(filter->args);
+          },
+          &fb->shadowed);
     } else if (auto* w = dynamic_cast<ScopeStmt*>(&s)) {
       for (auto& [target, value] : w->assignments) expr(value.get());
-      child([w](FrameVisitor& v) {
-        for (auto& [target, value] : w->assignments) v.assign(target, true);
-        v.body(w->body);
-      }, &w->shadowed);
+      child(
+          [w](FrameVisitor& v) {
+            for (auto& [target, value] : w->assignments) v.assign(target, true);
+            v.body(w->body);
+          },
+          &w->shadowed);
     }
   }
 

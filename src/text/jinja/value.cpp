@@ -102,9 +102,7 @@ std::string Value::type_name() const {
   return "function";
 }
 
-std::string Value::object_description() const {
-  return is_none() ? "None" : type_name() + " object";
-}
+std::string Value::object_description() const { return is_none() ? "None" : type_name() + " object"; }
 
 namespace {
 
@@ -277,13 +275,27 @@ void append_json_string(std::string& out, const std::string& s, bool ensure_asci
   for (char32_t c : decode_utf8(s)) {
     char buf[16];
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20 || (ensure_ascii && c > 0x7E && c < 0x10000)) {
           std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
@@ -402,12 +414,18 @@ constexpr int kMaxJsonDepth = 256;
 Value from_json_at(const nlohmann::ordered_json& j, int depth) {
   if (depth > kMaxJsonDepth) fail("JSON input nested deeper than ", kMaxJsonDepth, " levels");
   switch (j.type()) {
-    case nlohmann::ordered_json::value_t::null: return Value(None{});
-    case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
-    case nlohmann::ordered_json::value_t::number_integer: return Value(j.get<int64_t>());
-    case nlohmann::ordered_json::value_t::number_unsigned: return Value(j.get<uint64_t>());
-    case nlohmann::ordered_json::value_t::number_float: return Value(j.get<double>());
-    case nlohmann::ordered_json::value_t::string: return Value(j.get<std::string>());
+    case nlohmann::ordered_json::value_t::null:
+      return Value(None{});
+    case nlohmann::ordered_json::value_t::boolean:
+      return Value(j.get<bool>());
+    case nlohmann::ordered_json::value_t::number_integer:
+      return Value(j.get<int64_t>());
+    case nlohmann::ordered_json::value_t::number_unsigned:
+      return Value(j.get<uint64_t>());
+    case nlohmann::ordered_json::value_t::number_float:
+      return Value(j.get<double>());
+    case nlohmann::ordered_json::value_t::string:
+      return Value(j.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
@@ -420,7 +438,8 @@ Value from_json_at(const nlohmann::ordered_json& j, int depth) {
       for (const auto& [k, e] : j.items()) d.entries.emplace_back(Value(k), from_json_at(e, depth + 1));
       return Value::dict(std::move(d));
     }
-    default: fail("JSON value of type ", j.type_name(), " cannot be used in a template");
+    default:
+      fail("JSON value of type ", j.type_name(), " cannot be used in a template");
   }
 }
 

@@ -72,8 +72,8 @@ struct GeneratorData {
   std::string type_name;  // "generator", "list_reverseiterator", ...
   std::string function;   // the jinja2 function that made it, for printing
   std::vector<Value> items;
-  size_t next = 0;        // items before it are consumed
-  std::string error;      // raised when consumed, if the filter failed
+  size_t next = 0;    // items before it are consumed
+  std::string error;  // raised when consumed, if the filter failed
 };
 
 struct CallArgs {
@@ -101,8 +101,8 @@ class Value {
   Value(None) : v_(None{}) {}
   Value(bool b) : v_(b) {}
   Value(Int i) : v_(i) {}
-  template <class T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool> &&
-                                          !std::is_same_v<T, Int>, int> = 0>
+  template <class T,
+            std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, Int>, int> = 0>
   Value(T i) : v_(static_cast<Int>(i)) {}
   Value(double d) : v_(d) {}
   Value(std::string s) : v_(std::move(s)) {}
@@ -147,22 +147,22 @@ class Value {
   Int integral() const { return is_bool() ? Int(as_bool()) : as_int(); }
   double number() const { return is_float() ? as_float() : static_cast<double>(integral()); }
 
-  bool truthy() const;                // Python bool(); Undefined is false
-  std::string type_name() const;      // Python type name: 'int', 'str', 'NoneType', ...
+  bool truthy() const;            // Python bool(); Undefined is false
+  std::string type_name() const;  // Python type name: 'int', 'str', 'NoneType', ...
   // jinja2's object_type_repr: "None", "dict object", ... (used in messages).
   std::string object_description() const;
 
   [[noreturn]] void fail_undefined() const { throw EvalError(as_undefined().message); }
 
  private:
-  std::variant<Undefined, None, bool, Int, double, std::string,
-               std::shared_ptr<const ListData>, std::shared_ptr<const DictData>,
-               std::shared_ptr<ObjectData>, std::shared_ptr<const FunctionData>, std::shared_ptr<GeneratorData>>
+  std::variant<Undefined, None, bool, Int, double, std::string, std::shared_ptr<const ListData>,
+               std::shared_ptr<const DictData>, std::shared_ptr<ObjectData>, std::shared_ptr<const FunctionData>,
+               std::shared_ptr<GeneratorData>>
       v_;
 };
 
-std::string to_str(const Value& v);  // Python str(); Undefined prints as ""
-std::string repr(const Value& v);    // Python repr()
+std::string to_str(const Value& v);           // Python str(); Undefined prints as ""
+std::string repr(const Value& v);             // Python repr()
 bool equals(const Value& a, const Value& b);  // Python ==
 // Python's a < b as -1/0/1 ordering; throws EvalError for unorderable types.
 int compare(const Value& a, const Value& b);
