@@ -11,12 +11,15 @@ namespace qinfer {
 
 namespace {
 
-// Weight rows a thread claims at a time. Decode: small enough that a thread
-// the OS descheduled holds up little, large enough (128 KiB of bf16 at
-// k=1024) that claiming costs nothing. Prefill: a group stays in L2 while
-// every activation tile passes over it.
-constexpr size_t kDecodeGroupRows = 64;
+// Weight rows a thread claims at a time. Prefill: a group stays in L2 while
+// every activation tile passes over it. Decode: about 256 KiB, so the four
+// streams of a tile (matmul_kernels.cpp) run long enough for the prefetchers,
+// while even a 1024-row matrix still splits into chunks for both threads; a
+// thread the OS descheduled holds up one chunk only.
 constexpr size_t kPrefillGroupRows = 16;
+size_t decode_group_rows(const WeightMatrix& w) {
+  return std::clamp<size_t>((256u << 10) / w.row_bytes() / 4 * 4, 64, 512);
+}
 
 // Per-call scratch, reused across calls by the thread that calls matmul.
 struct Scratch {
@@ -92,12 +95,12 @@ void matmul(const float* x, int64_t n, std::initializer_list<MatmulTarget> targe
 
   // Groups of weight rows of all targets in one index space, claimed by
   // whichever thread is free.
-  const size_t group_rows = rows == 1 ? kDecodeGroupRows : kPrefillGroupRows;
-  std::vector<size_t> first_group;
+  std::vector<size_t> first_group, group_rows;
   size_t groups = 0;
   for (const MatmulTarget& t : targets) {
     first_group.push_back(groups);
-    groups += (static_cast<size_t>(t.w.rows) + group_rows - 1) / group_rows;
+    group_rows.push_back(rows == 1 ? decode_group_rows(t.w) : kPrefillGroupRows);
+    groups += (static_cast<size_t>(t.w.rows) + group_rows.back() - 1) / group_rows.back();
   }
   pool.parallel_for_dynamic(groups, 1, [&](size_t g0, size_t g1) {
     thread_local std::vector<float> widened;
@@ -105,7 +108,7 @@ void matmul(const float* x, int64_t n, std::initializer_list<MatmulTarget> targe
       const size_t ti = static_cast<size_t>(std::upper_bound(first_group.begin(), first_group.end(), g) - first_group.begin()) - 1;
       const MatmulTarget& t = targets.begin()[ti];
       const size_t m = static_cast<size_t>(t.w.rows);
-      const size_t r0 = (g - first_group[ti]) * group_rows, r1 = std::min(m, r0 + group_rows);
+      const size_t r0 = (g - first_group[ti]) * group_rows[ti], r1 = std::min(m, r0 + group_rows[ti]);
       if (rows > 1 && t.w.format != WeightFormat::F32) {
         // Widen (dequantize) the group once for all activation rows: the
         // f32 tile multiplies three rows at a time.

@@ -71,12 +71,17 @@ HWY_INLINE void KeepInRegister(V& v) {
 #endif
 }
 
-// Pointers to rows [r, r + nr) of w; missing rows repeat the last one
-// (computed and discarded) so the tiles have no row branches.
+// The weight rows of a tile, first + j * stride for j < nr, whose outputs go
+// to y[j * stride]. Missing rows (j >= nr) repeat the last one, computed and
+// discarded, so the tiles have no row branches.
+struct TileRowSet {
+  size_t first, stride, nr;
+};
+
 template <class T>
-HWY_INLINE void RowPointers(const WeightMatrix& w, size_t r, size_t nr, const T* (&p)[kW]) {
+HWY_INLINE void RowPointers(const WeightMatrix& w, const TileRowSet& t, const T* (&p)[kW]) {
   for (size_t j = 0; j < kW; ++j)
-    p[j] = reinterpret_cast<const T*>(w.row_ptr(static_cast<int64_t>(r + std::min(j, nr - 1))));
+    p[j] = reinterpret_cast<const T*>(w.row_ptr(static_cast<int64_t>(t.first + std::min(j, t.nr - 1) * t.stride)));
 }
 
 // s + sum of w[e] * x[e] for e in [from, k): the elements past the last full
@@ -113,7 +118,7 @@ struct BF16Rows {
 // vector fill the 16 registers of AVX2) times kW weight rows.
 template <size_t R, class Rows>
 HWY_INLINE void TileFloat(const typename Rows::T* const (&p)[kW], const float* x, size_t ldx, size_t k, float* y,
-                          size_t ldy, size_t nr) {
+                          size_t ldy, size_t ldj, size_t nr) {
   const DF df;
   const size_t N = hn::Lanes(df);
   const float* x0 = x;
@@ -146,7 +151,7 @@ HWY_INLINE void TileFloat(const typename Rows::T* const (&p)[kW], const float* x
   }
   auto finish = [&](size_t row, const float* xr, hn::Vec<DF> c0, hn::Vec<DF> c1, hn::Vec<DF> c2, hn::Vec<DF> c3) {
     const float s[kW] = {Sum(df, c0), Sum(df, c1), Sum(df, c2), Sum(df, c3)};
-    for (size_t j = 0; j < nr; ++j) y[row * ldy + j] = TailDot(s[j], p[j], Rows::kType, xr, i, k);
+    for (size_t j = 0; j < nr; ++j) y[row * ldy + j * ldj] = TailDot(s[j], p[j], Rows::kType, xr, i, k);
   };
   finish(0, x0, a00, a01, a02, a03);
   if constexpr (R > 1) finish(1, x1, a10, a11, a12, a13);
@@ -250,7 +255,7 @@ HWY_INLINE void BlockScales(const uint16_t* const (&sc)[kW], const float* d, con
 // One quantized activation row times kW rows of Q8 or Q4 weights: per 32-block
 // an exact integer dot product, converted and scaled into a float accumulator.
 template <QuantFormat kFormat>
-HWY_INLINE void TileQuant(const WeightMatrix& w, size_t r, size_t nr, const Activations& a, size_t i0, float* y) {
+HWY_INLINE void TileQuant(const WeightMatrix& w, const TileRowSet& rows, const Activations& a, size_t i0, float* y) {
   const DF df;
   const DF32 df32;
   const size_t G = hn::Lanes(df);
@@ -259,9 +264,9 @@ HWY_INLINE void TileQuant(const WeightMatrix& w, size_t r, size_t nr, const Acti
   const float* drow = a.d + i0 * blocks;
   const float* brow = kFormat == QuantFormat::Q4 ? a.q4_bias + i0 * blocks : nullptr;
   const uint8_t* p[kW];
-  RowPointers(w, r, nr, p);
+  RowPointers(w, rows, p);
   const uint16_t* sc[kW];
-  for (size_t j = 0; j < kW; ++j) sc[j] = w.row_scales(static_cast<int64_t>(r + std::min(j, nr - 1)));
+  for (size_t j = 0; j < kW; ++j) sc[j] = reinterpret_cast<const uint16_t*>(p[j] + quant_bytes(kFormat, w.cols));
   auto f0 = hn::Zero(df32), f1 = hn::Zero(df32), f2 = hn::Zero(df32), f3 = hn::Zero(df32);
   HWY_ALIGN Lanes s[kW], bias[kW];
   for (Lanes& b : bias) hn::Store(hn::Zero(df), df, b);
@@ -288,7 +293,7 @@ HWY_INLINE void TileQuant(const WeightMatrix& w, size_t r, size_t nr, const Acti
     }
   }
   const float sums[kW] = {Sum(df32, f0), Sum(df32, f1), Sum(df32, f2), Sum(df32, f3)};
-  for (size_t j = 0; j < nr; ++j) y[j] = sums[j] + Sum(df, hn::Load(df, bias[j]));
+  for (size_t j = 0; j < rows.nr; ++j) y[j * rows.stride] = sums[j] + Sum(df, hn::Load(df, bias[j]));
 }
 
 // ---------------------------------------------------------------- attention
@@ -306,9 +311,9 @@ void DotStrided(const float* x, size_t nx, size_t ldx, const void* w, size_t nw,
       const typename Rows::T* p[kW];
       for (size_t q = 0; q < kW; ++q) p[q] = base + (j + std::min(q, nr - 1)) * ldw;
       float* yt = y + i * ldy + j;
-      if (rows == 3) TileFloat<3, Rows>(p, x + i * ldx, ldx, k, yt, ldy, nr);
-      else if (rows == 2) TileFloat<2, Rows>(p, x + i * ldx, ldx, k, yt, ldy, nr);
-      else TileFloat<1, Rows>(p, x + i * ldx, ldx, k, yt, ldy, nr);
+      if (rows == 3) TileFloat<3, Rows>(p, x + i * ldx, ldx, k, yt, ldy, 1, nr);
+      else if (rows == 2) TileFloat<2, Rows>(p, x + i * ldx, ldx, k, yt, ldy, 1, nr);
+      else TileFloat<1, Rows>(p, x + i * ldx, ldx, k, yt, ldy, 1, nr);
     }
   }
 }
@@ -416,50 +421,63 @@ size_t TileRows(WeightFormat f) {
   return 1;
 }
 
-// One tile of `rows` (<= TileRows) activation rows starting at i0 times weight rows [r, r + nr).
+// One tile: R (<= TileRows) activation rows starting at i0 times the weight rows of t.
 template <size_t R>
-HWY_INLINE void TileOf(const WeightMatrix& w, const Activations& a, size_t i0, size_t r, size_t nr, float* y,
+HWY_INLINE void TileOf(const WeightMatrix& w, const Activations& a, size_t i0, const TileRowSet& t, float* y,
                        size_t ldy) {
   const size_t k = static_cast<size_t>(w.cols);
   switch (w.format) {
     case WeightFormat::F32: {
       const float* p[kW];
-      RowPointers(w, r, nr, p);
-      return TileFloat<R, F32Rows>(p, a.x + i0 * k, k, k, y, ldy, nr);
+      RowPointers(w, t, p);
+      return TileFloat<R, F32Rows>(p, a.x + i0 * k, k, k, y, ldy, t.stride, t.nr);
     }
     case WeightFormat::F16: {
       const hwy::float16_t* p[kW];
-      RowPointers(w, r, nr, p);
-      return TileFloat<R, F16Rows>(p, a.x + i0 * k, k, k, y, ldy, nr);
+      RowPointers(w, t, p);
+      return TileFloat<R, F16Rows>(p, a.x + i0 * k, k, k, y, ldy, t.stride, t.nr);
     }
     case WeightFormat::BF16: {
       const hwy::bfloat16_t* p[kW];
-      RowPointers(w, r, nr, p);
-      return TileFloat<R, BF16Rows>(p, a.x + i0 * k, k, k, y, ldy, nr);
+      RowPointers(w, t, p);
+      return TileFloat<R, BF16Rows>(p, a.x + i0 * k, k, k, y, ldy, t.stride, t.nr);
     }
     case WeightFormat::Q8:
-      if constexpr (R == 1) return TileQuant<QuantFormat::Q8>(w, r, nr, a, i0, y);
+      if constexpr (R == 1) return TileQuant<QuantFormat::Q8>(w, t, a, i0, y);
       break;
     case WeightFormat::Q4:
-      if constexpr (R == 1) return TileQuant<QuantFormat::Q4>(w, r, nr, a, i0, y);
+      if constexpr (R == 1) return TileQuant<QuantFormat::Q4>(w, t, a, i0, y);
       break;
   }
   HWY_ASSERT(false);  // more rows than the format's tile: TileRows is the contract
 }
 
-// Activation tiles outside, weight rows inside: the tile's rows stay in L1
-// while the caller's group of weight rows (sized for L2) streams past.
 void DotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
              size_t ldy) {
+  if (ni == 1) {
+    // Decode streams the weights from memory. Rows side by side would be four
+    // short streams restarting every tile (a 1 KiB Q8 row is 16 cache lines),
+    // which the prefetchers follow badly (measured: half the bandwidth of
+    // long rows); instead tile t takes row t of each quarter of the group, so
+    // the four streams run through the whole group.
+    const size_t quarter = (r1 - r0) / kW;
+    for (size_t t = 0; t < quarter; ++t) TileOf<1>(w, a, i0, {r0 + t, quarter, kW}, y + t, ldy);
+    for (size_t r = r0 + kW * quarter; r < r1; r += kW)
+      TileOf<1>(w, a, i0, {r, 1, std::min(kW, r1 - r)}, y + (r - r0), ldy);
+    return;
+  }
+  // Prefill: activation tiles outside, weight rows inside, so the tile's
+  // rows stay in L1 while the caller's group of weight rows (sized for L2)
+  // streams past.
   const size_t R = TileRows(w.format);
   for (size_t i = 0; i < ni; i += R) {
     const size_t rows = std::min(R, ni - i);
     for (size_t r = r0; r < r1; r += kW) {
-      const size_t nr = std::min(kW, r1 - r);
+      const TileRowSet t{r, 1, std::min(kW, r1 - r)};
       float* yt = y + i * ldy + (r - r0);
-      if (rows == 3) TileOf<3>(w, a, i0 + i, r, nr, yt, ldy);
-      else if (rows == 2) TileOf<2>(w, a, i0 + i, r, nr, yt, ldy);
-      else TileOf<1>(w, a, i0 + i, r, nr, yt, ldy);
+      if (rows == 3) TileOf<3>(w, a, i0 + i, t, yt, ldy);
+      else if (rows == 2) TileOf<2>(w, a, i0 + i, t, yt, ldy);
+      else TileOf<1>(w, a, i0 + i, t, yt, ldy);
     }
   }
 }
