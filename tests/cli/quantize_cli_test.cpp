@@ -29,7 +29,8 @@ TEST(QuantizeCli, SavedModelGeneratesLikeQuantizingAtLoad) {
   for (const char* to : {"q8", "q4"}) {
     qinfer::test::ScratchDir dir("quantize-cli");
     const std::string out = dir.file("model");
-    const auto r = run_command(bin() + " quantize -m " + data_path("models/tiny") + " --to " + to + " -o " + out + " 2>&1");
+    const auto r =
+        run_command(bin() + " quantize -m " + data_path("models/tiny") + " --to " + to + " -o " + out + " 2>&1");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("wrote"), std::string::npos) << r.output;
     const json saved = generate(out, ""), at_load = generate(data_path("models/tiny"), std::string("--weights ") + to);

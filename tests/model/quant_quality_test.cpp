@@ -65,9 +65,11 @@ LogitAgreement agreement(const Qwen3Model& ref, const Qwen3Model& test, const st
 }
 
 void print(const std::string& what, const LogitAgreement& a) {
-  std::printf("[ %s ] %lld positions: top-1 agreement %.2f%% (%.2f%% of %lld with margin >= %.1f), mean KL %.5f, rms logit error %.4f\n",
-              what.c_str(), static_cast<long long>(a.rows), 100 * a.top1(), 100 * a.clear_top1(),
-              static_cast<long long>(a.clear_rows), a.clear_margin, a.mean_kl(), a.rms_error());
+  std::printf(
+      "[ %s ] %lld positions: top-1 agreement %.2f%% (%.2f%% of %lld with margin >= %.1f), mean KL %.5f, rms logit "
+      "error %.4f\n",
+      what.c_str(), static_cast<long long>(a.rows), 100 * a.top1(), 100 * a.clear_top1(),
+      static_cast<long long>(a.clear_rows), a.clear_margin, a.mean_kl(), a.rms_error());
 }
 
 class QuantQualityTest : public ::testing::TestWithParam<std::string> {};

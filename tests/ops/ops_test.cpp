@@ -1,12 +1,14 @@
 // Every kernel against its plain scalar version, at odd sizes.
+#include "ops/ops.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "each_target.h"
 #include "ops/matmul.h"
-#include "ops/ops.h"
 #include "ops/ops_ref.h"
 #include "ops/simd.h"
 
@@ -41,8 +43,7 @@ std::vector<uint8_t> store_as(const std::vector<float>& v, DType t) {
 
 void expect_close(const std::vector<float>& a, const std::vector<float>& b, float tol, const std::string& what) {
   ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i)
-    ASSERT_NEAR(a[i], b[i], tol * (1.0f + std::fabs(b[i]))) << what << " at " << i;
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], tol * (1.0f + std::fabs(b[i]))) << what << " at " << i;
 }
 
 }  // namespace
@@ -87,20 +88,23 @@ TEST(Simd, DotAndAxpy) {
 class MatmulTest : public ::testing::TestWithParam<DType> {};
 
 TEST_P(MatmulTest, MatchesScalarAtOddSizes) {
-  ThreadPool pool(2);
-  const DType t = GetParam();
-  for (int64_t n : {1, 2, 3, 7, 70})
-    for (int64_t rows : {1, 5, 13, 67})
-      for (int64_t cols : {1, 9, 33, 130}) {
-        auto wbytes = store_as(randn(rows * cols, rows * 131 + cols), t);
-        WeightMatrix w{weight_format_of(t), wbytes.data(), rows, cols};
-        auto x = randn(n * cols, 7 + n);
-        std::vector<float> got(n * rows), want(n * rows);
-        matmul(x.data(), n, w, got.data(), pool);
-        matmul_ref(x.data(), n, w, want.data());
-        expect_close(got, want, 2e-5f, "matmul " + std::string(dtype_name(t)) + " n=" + std::to_string(n) +
-                                           " rows=" + std::to_string(rows) + " cols=" + std::to_string(cols));
-      }
+  test::for_each_target([&] {
+    ThreadPool pool(2);
+    const DType t = GetParam();
+    for (int64_t n : {1, 2, 3, 7, 70})
+      for (int64_t rows : {1, 5, 13, 67})
+        for (int64_t cols : {1, 9, 33, 130}) {
+          auto wbytes = store_as(randn(rows * cols, rows * 131 + cols), t);
+          WeightMatrix w{weight_format_of(t), wbytes.data(), rows, cols};
+          auto x = randn(n * cols, 7 + n);
+          std::vector<float> got(n * rows), want(n * rows);
+          matmul(x.data(), n, w, got.data(), pool);
+          matmul_ref(x.data(), n, w, want.data());
+          expect_close(got, want, 2e-5f,
+                       "matmul " + std::string(dtype_name(t)) + " n=" + std::to_string(n) +
+                           " rows=" + std::to_string(rows) + " cols=" + std::to_string(cols));
+        }
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypes, MatmulTest, ::testing::Values(DType::F32, DType::F16, DType::BF16),

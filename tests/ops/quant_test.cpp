@@ -2,15 +2,17 @@
 // rounding of the scales, and the quantized matmul kernels against scalar
 // references (decode: integer block dot products with the activation
 // quantized per block; prefill: dequantized weights).
+#include "ops/quant.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "each_target.h"
 #include "ops/matmul.h"
 #include "ops/matmul_kernels.h"
-#include "ops/quant.h"
 
 using namespace qinfer;
 
@@ -31,7 +33,8 @@ struct QuantMatrix {
   QuantMatrix(WeightFormat f, const std::vector<float>& values, int64_t rows, int64_t cols) {
     w = WeightMatrix{f, nullptr, rows, cols};
     bytes.resize(w.bytes());
-    for (int64_t r = 0; r < rows; ++r) quantize_row(w.quant_format(), &values[r * cols], cols, &bytes[r * w.row_bytes()]);
+    for (int64_t r = 0; r < rows; ++r)
+      quantize_row(w.quant_format(), &values[r * cols], cols, &bytes[r * w.row_bytes()]);
     w.data = bytes.data();
   }
 };
@@ -47,7 +50,8 @@ void quantize_activation_ref(const float* x, int64_t k, std::vector<int>& q, std
     for (int i = 0; i < kQuantBlock; ++i) amax = std::max(amax, std::fabs(x[b * kQuantBlock + i]));
     d[b] = amax / 127.0f;
     for (int i = 0; i < kQuantBlock; ++i)
-      q[b * kQuantBlock + i] = amax > 0 ? static_cast<int>(std::nearbyint(x[b * kQuantBlock + i] * (127.0f / amax))) : 0;
+      q[b * kQuantBlock + i] =
+          amax > 0 ? static_cast<int>(std::nearbyint(x[b * kQuantBlock + i] * (127.0f / amax))) : 0;
   }
 }
 
@@ -74,8 +78,8 @@ double quantized_dot_ref(const WeightMatrix& w, int64_t r, const std::vector<int
 
 TEST(Quant, F16RoundingMatchesTheCompiler) {
   std::mt19937 rng(5);
-  std::vector<float> values = {0.0f, -0.0f, 1.0f, 65504.0f, 65519.0f, 65520.0f, 1e-8f, 5.96e-8f, 2.98e-8f,
-                               6.1e-5f, 6.1035e-5f, -3.0e-7f, INFINITY, -INFINITY, 1e30f};
+  std::vector<float> values = {0.0f,     -0.0f,   1.0f,       65504.0f, 65519.0f, 65520.0f,  1e-8f, 5.96e-8f,
+                               2.98e-8f, 6.1e-5f, 6.1035e-5f, -3.0e-7f, INFINITY, -INFINITY, 1e30f};
   for (int i = 0; i < 200000; ++i) {
     uint32_t bits = rng();
     float f;
@@ -131,39 +135,44 @@ TEST(Quant, Q4OddBlockCountEndsWithAHalfPair) {
 class QuantMatmulTest : public ::testing::TestWithParam<WeightFormat> {};
 
 TEST_P(QuantMatmulTest, DecodeMatchesIntegerReference) {
-  ThreadPool pool(2);
-  const WeightFormat f = GetParam();
-  for (int64_t rows : {1, 3, 5, 67, 130})
-    for (int64_t cols : {32, 96, 160, 1024}) {
-      const QuantMatrix m(f, randn(rows * cols, rows * 7 + cols, 0.05f), rows, cols);
-      auto x = randn(cols, 3 + cols);
-      x[0] = 0;  // a zero in the activation (Q8 moves its sign onto the weights)
-      std::vector<float> got(rows);
-      matmul(x.data(), 1, m.w, got.data(), pool);
-      std::vector<int> q;
-      std::vector<double> d;
-      quantize_activation_ref(x.data(), cols, q, d);
-      for (int64_t r = 0; r < rows; ++r) {
-        const double want = quantized_dot_ref(m.w, r, q, d);
-        ASSERT_NEAR(got[r], want, 1e-5 * (1 + std::fabs(want))) << name(f) << " rows=" << rows << " cols=" << cols << " r=" << r;
+  test::for_each_target([&] {
+    ThreadPool pool(2);
+    const WeightFormat f = GetParam();
+    for (int64_t rows : {1, 3, 5, 67, 130})
+      for (int64_t cols : {32, 96, 160, 1024}) {
+        const QuantMatrix m(f, randn(rows * cols, rows * 7 + cols, 0.05f), rows, cols);
+        auto x = randn(cols, 3 + cols);
+        x[0] = 0;  // a zero in the activation (Q8 moves its sign onto the weights)
+        std::vector<float> got(rows);
+        matmul(x.data(), 1, m.w, got.data(), pool);
+        std::vector<int> q;
+        std::vector<double> d;
+        quantize_activation_ref(x.data(), cols, q, d);
+        for (int64_t r = 0; r < rows; ++r) {
+          const double want = quantized_dot_ref(m.w, r, q, d);
+          ASSERT_NEAR(got[r], want, 1e-5 * (1 + std::fabs(want)))
+              << name(f) << " rows=" << rows << " cols=" << cols << " r=" << r;
+        }
       }
-    }
+  });
 }
 
 TEST_P(QuantMatmulTest, PrefillMatchesDequantizedReference) {
-  ThreadPool pool(2);
-  const WeightFormat f = GetParam();
-  for (int64_t n : {2, 3, 7})
-    for (int64_t rows : {1, 5, 67})
-      for (int64_t cols : {32, 96, 160}) {
-        const QuantMatrix m(f, randn(rows * cols, rows * 5 + cols, 0.05f), rows, cols);
-        const auto x = randn(n * cols, 9 + n);
-        std::vector<float> got(n * rows), want(n * rows);
-        matmul(x.data(), n, m.w, got.data(), pool);
-        matmul_ref(x.data(), n, m.w, want.data());
-        for (size_t i = 0; i < got.size(); ++i)
-          ASSERT_NEAR(got[i], want[i], 2e-5 * (1 + std::fabs(want[i]))) << name(f) << " n=" << n << " at " << i;
-      }
+  test::for_each_target([&] {
+    ThreadPool pool(2);
+    const WeightFormat f = GetParam();
+    for (int64_t n : {2, 3, 7})
+      for (int64_t rows : {1, 5, 67})
+        for (int64_t cols : {32, 96, 160}) {
+          const QuantMatrix m(f, randn(rows * cols, rows * 5 + cols, 0.05f), rows, cols);
+          const auto x = randn(n * cols, 9 + n);
+          std::vector<float> got(n * rows), want(n * rows);
+          matmul(x.data(), n, m.w, got.data(), pool);
+          matmul_ref(x.data(), n, m.w, want.data());
+          for (size_t i = 0; i < got.size(); ++i)
+            ASSERT_NEAR(got[i], want[i], 2e-5 * (1 + std::fabs(want[i]))) << name(f) << " n=" << n << " at " << i;
+        }
+  });
 }
 
 // The integer decode path differs from f32 math only by the activation's
