@@ -248,7 +248,7 @@ HWY_INLINE void BlockScales(const uint16_t* const (&sc)[kW], const float* d, con
   for (size_t j = 0; j < kW; ++j)
     for (size_t g = 0; g < count; ++g) {
       s[j][g] = f16_to_f32(sc[j][b0 + g]) * d[b0 + g];
-      if (q4_bias) bias[j][g] += s[j][g] * q4_bias[b0 + g];
+      if (q4_bias) bias[j][0] += s[j][g] * q4_bias[b0 + g];  // lane 0: summed with the others at the end
     }
 }
 
@@ -258,7 +258,7 @@ template <QuantFormat kFormat>
 HWY_INLINE void TileQuant(const WeightMatrix& w, const TileRowSet& rows, const Activations& a, size_t i0, float* y) {
   const DF df;
   const DF32 df32;
-  const size_t G = hn::Lanes(df);
+  const size_t G = std::max<size_t>(hn::Lanes(df), 2);  // even, so a Q4 pair never straddles two groups
   const size_t k = static_cast<size_t>(w.cols), blocks = k / kQuantBlock;
   const int8_t* xrow = a.q + i0 * k;
   const float* drow = a.d + i0 * blocks;
@@ -276,7 +276,7 @@ HWY_INLINE void TileQuant(const WeightMatrix& w, const TileRowSet& rows, const A
     f2 = hn::MulAdd(ToFloat(v[2]), hn::Set(df32, s[2][g]), f2);
     f3 = hn::MulAdd(ToFloat(v[3]), hn::Set(df32, s[3][g]), f3);
   };
-  constexpr size_t kUnit = kFormat == QuantFormat::Q4 ? 2 : 1;  // G is even: units never straddle groups
+  constexpr size_t kUnit = kFormat == QuantFormat::Q4 ? 2 : 1;
   const size_t unit_bytes = quant_bytes(kFormat, kUnit * kQuantBlock);
   for (size_t b0 = 0; b0 < blocks; b0 += G) {
     const size_t count = std::min(G, blocks - b0);
