@@ -130,13 +130,19 @@ struct Binder {
   }
 };
 
+// Version of the quantized row layout (ops/quant.h) that save() writes.
+constexpr int kQuantLayoutVersion = 1;
+
 // The format of a checkpoint written by Qwen3Model::save: config.json's
-// quantization_config {"quant_method": "qinfer", "format": "q8" | "q4"}.
+// quantization_config {"quant_method": "qinfer", "format": "q8" | "q4", "version": 1}.
 std::optional<QuantFormat> stored_quant_format(const std::string& config_path) {
   const auto config = nlohmann::json::parse(read_text_file(config_path), nullptr, false);
   if (config.is_discarded() || !config.contains("quantization_config")) return std::nullopt;
   const auto& q = config["quantization_config"];
   if (!q.is_object() || q.value("quant_method", "") != "qinfer") return std::nullopt;
+  if (q.value("version", 0) != kQuantLayoutVersion)
+    fail(config_path, ": quantized with layout version ", q.value("version", 0), ", this qinfer reads version ",
+         kQuantLayoutVersion, ": quantize the original checkpoint again (qinfer quantize)");
   const std::string f = q.value("format", "");
   if (f == "q8") return QuantFormat::Q8;
   if (f == "q4") return QuantFormat::Q4;
@@ -215,8 +221,9 @@ void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir)
   if (quant)
     config["quantization_config"] = {{"quant_method", "qinfer"},
                                      {"format", weight_format_name(*quant)},
+                                     {"version", kQuantLayoutVersion},
                                      {"block_size", kQuantBlock},
-                                     {"layout", "U8 [rows, row bytes]: each row its quants, then one F16 scale per 32 weights (ops/quant.h)"}};
+                                     {"layout", "U8 [rows, row bytes]: each row one F16 scale per 32 weights, then its quants (ops/quant.h)"}};
   else
     config.erase("quantization_config");
   std::ofstream out(out_dir + "/config.json", std::ios::trunc);

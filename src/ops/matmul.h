@@ -42,9 +42,7 @@ struct WeightMatrix {
     return quant_row_bytes(quant_format(), cols);
   }
   const uint8_t* row_ptr(int64_t r) const { return static_cast<const uint8_t*>(data) + static_cast<size_t>(r) * row_bytes(); }
-  const uint16_t* row_scales(int64_t r) const {
-    return reinterpret_cast<const uint16_t*>(row_ptr(r) + quant_bytes(quant_format(), cols));
-  }
+  const uint16_t* row_scales(int64_t r) const { return reinterpret_cast<const uint16_t*>(row_ptr(r)); }
   size_t bytes() const { return static_cast<size_t>(rows) * row_bytes(); }
 };
 

@@ -266,7 +266,10 @@ HWY_INLINE void TileQuant(const WeightMatrix& w, const TileRowSet& rows, const A
   const uint8_t* p[kW];
   RowPointers(w, rows, p);
   const uint16_t* sc[kW];
-  for (size_t j = 0; j < kW; ++j) sc[j] = reinterpret_cast<const uint16_t*>(p[j] + quant_bytes(kFormat, w.cols));
+  for (size_t j = 0; j < kW; ++j) {  // a row: its scales, then its quants
+    sc[j] = reinterpret_cast<const uint16_t*>(p[j]);
+    p[j] += quant_scale_bytes(w.cols);
+  }
   auto f0 = hn::Zero(df32), f1 = hn::Zero(df32), f2 = hn::Zero(df32), f3 = hn::Zero(df32);
   HWY_ALIGN Lanes s[kW], bias[kW];
   for (Lanes& b : bias) hn::Store(hn::Zero(df), df, b);
@@ -489,7 +492,8 @@ void DequantizeRow(QuantFormat f, const uint8_t* row, size_t k, float* out) {
   const hn::Rebind<int8_t, decltype(df)> d8;
   const hn::Rebind<uint8_t, decltype(df)> du8;
   const size_t N = hn::Lanes(df);
-  const auto* scales = reinterpret_cast<const uint16_t*>(row + quant_bytes(f, static_cast<int64_t>(k)));
+  const auto* scales = reinterpret_cast<const uint16_t*>(row);
+  row += quant_scale_bytes(static_cast<int64_t>(k));
   for (size_t b = 0; b < k / kQuantBlock; ++b) {
     const auto d = hn::Set(df, f16_to_f32(scales[b]));
     float* o = out + b * kQuantBlock;

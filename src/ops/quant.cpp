@@ -35,7 +35,8 @@ void quantize_block_q4(const float* x, uint8_t* codes, uint16_t* scale) {
 
 void quantize_row(QuantFormat f, const float* x, int64_t n, uint8_t* row) {
   const int64_t blocks = n / kQuantBlock;
-  auto* scales = reinterpret_cast<uint16_t*>(row + quant_bytes(f, n));
+  auto* scales = reinterpret_cast<uint16_t*>(row);
+  row += quant_scale_bytes(n);
   if (f == QuantFormat::Q8) {
     for (int64_t b = 0; b < blocks; ++b)
       quantize_block_q8(x + b * kQuantBlock, reinterpret_cast<int8_t*>(row) + b * kQuantBlock, &scales[b]);
@@ -52,7 +53,8 @@ void quantize_row(QuantFormat f, const float* x, int64_t n, uint8_t* row) {
 }
 
 void dequantize_row(QuantFormat f, const uint8_t* row, int64_t n, float* out) {
-  const auto* scales = reinterpret_cast<const uint16_t*>(row + quant_bytes(f, n));
+  const auto* scales = reinterpret_cast<const uint16_t*>(row);
+  row += quant_scale_bytes(n);
   for (int64_t b = 0; b < n / kQuantBlock; ++b) {
     const float d = f16_to_f32(scales[b]);
     float* o = out + b * kQuantBlock;
