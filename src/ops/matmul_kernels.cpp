@@ -158,11 +158,12 @@ HWY_INLINE void TileFloat(const typename Rows::T* const (&p)[kW], const float* x
   if constexpr (R > 2) finish(2, x2, a20, a21, a22, a23);
 }
 
-// Integer dot products of the quantized activation with kW weight rows, per
+// Integer dot products of the quantized activation with one weight row, per
 // 32-block: lane partial sums (any lane layout; only their total matters).
 // A Q8 unit is one block; a Q4 unit is a pair of blocks sharing 32 bytes
 // (the even block in the low nibbles, the odd one in the high nibbles), or
-// the last block alone when the count is odd.
+// the last block alone when the count is odd. A unit of the activation is
+// loaded once (UnitX) for all rows of a tile.
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 // x86 (AVX2 and up): vpmaddubsw multiplies unsigned by signed bytes into
 // pairwise int16 sums, twice the work per instruction of the int16 path.
@@ -173,56 +174,65 @@ using BlockSums = __m256i;
 HWY_INLINE __m256i Load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 HWY_INLINE __m256i WidenPairs(__m256i pairs16) { return _mm256_madd_epi16(pairs16, _mm256_set1_epi16(1)); }
 
+struct UnitX {
+  __m256i x0, x1;  // the unit's (first, second) block; Q8: x0 only, with |x0| in x1
+};
 template <QuantFormat kFormat>
-HWY_INLINE void UnitDot(const uint8_t* const (&p)[kW], size_t b, bool pair, const int8_t* xq, __m256i (&even)[kW],
-                        __m256i (&odd)[kW]) {
+HWY_INLINE UnitX LoadUnitX(const int8_t* xq, bool pair) {
   const __m256i x0 = Load32(xq);
+  if constexpr (kFormat == QuantFormat::Q8) return {x0, _mm256_sign_epi8(x0, x0)};
+  return {x0, pair ? Load32(xq + kQuantBlock) : x0};
+}
+
+template <QuantFormat kFormat>
+HWY_INLINE void UnitDot(const uint8_t* row, size_t b, bool pair, const UnitX& x, __m256i& even, __m256i& odd) {
   if constexpr (kFormat == QuantFormat::Q8) {
-    const __m256i ax = _mm256_sign_epi8(x0, x0);
-    for (size_t j = 0; j < kW; ++j)
-      even[j] = WidenPairs(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(Load32(p[j] + b * kQuantBlock), x0)));
+    even = WidenPairs(_mm256_maddubs_epi16(x.x1, _mm256_sign_epi8(Load32(row + b * kQuantBlock), x.x0)));
   } else {
     const __m256i low = _mm256_set1_epi8(15);
-    const __m256i x1 = pair ? Load32(xq + kQuantBlock) : x0;
-    for (size_t j = 0; j < kW; ++j) {
-      const __m256i codes = Load32(p[j] + b / 2 * kQuantBlock);
-      even[j] = WidenPairs(_mm256_maddubs_epi16(_mm256_and_si256(codes, low), x0));
-      if (pair) odd[j] = WidenPairs(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(codes, 4), low), x1));
-    }
+    const __m256i codes = Load32(row + b / 2 * kQuantBlock);
+    even = WidenPairs(_mm256_maddubs_epi16(_mm256_and_si256(codes, low), x.x0));
+    if (pair) odd = WidenPairs(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(codes, 4), low), x.x1));
   }
 }
 HWY_INLINE hn::Vec<DF32> ToFloat(__m256i v) { return hn::Vec<DF32>{_mm256_cvtepi32_ps(v)}; }
 #else
 // Portable: bytes widened to int16, int16 x int16 -> int32 pair sums.
 using BlockSums = hn::Vec<D32>;
+struct UnitX {
+  const int8_t* xq;
+};
 template <QuantFormat kFormat>
-HWY_INLINE void UnitDot(const uint8_t* const (&p)[kW], size_t b, bool pair, const int8_t* xq,
-                        hn::Vec<D32> (&even)[kW], hn::Vec<D32> (&odd)[kW]) {
+HWY_INLINE UnitX LoadUnitX(const int8_t* xq, bool) {
+  return {xq};
+}
+
+template <QuantFormat kFormat>
+HWY_INLINE void UnitDot(const uint8_t* row, size_t b, bool pair, const UnitX& x, hn::Vec<D32>& even,
+                        hn::Vec<D32>& odd) {
   const D16 d16;
   const D32 d32;
   const hn::Rebind<int8_t, D16> d8;
   const hn::Rebind<uint8_t, D16> du8;
   const size_t N16 = hn::Lanes(d16);
-  for (size_t j = 0; j < kW; ++j) {
-    auto e0 = hn::Zero(d32), e1 = hn::Zero(d32), o0 = hn::Zero(d32), o1 = hn::Zero(d32);
-    for (size_t off = 0; off < kQuantBlock; off += N16) {
-      const auto x0 = hn::PromoteTo(d16, hn::LoadU(d8, xq + off));
-      if constexpr (kFormat == QuantFormat::Q8) {
-        const auto wv = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const int8_t*>(p[j] + b * kQuantBlock + off)));
-        e0 = hn::ReorderWidenMulAccumulate(d32, wv, x0, e0, e1);
-      } else {
-        const auto bytes =
-            hn::BitCast(d16, hn::PromoteTo(hn::Rebind<uint16_t, D16>(), hn::LoadU(du8, p[j] + b / 2 * kQuantBlock + off)));
-        e0 = hn::ReorderWidenMulAccumulate(d32, hn::And(bytes, hn::Set(d16, int16_t{15})), x0, e0, e1);
-        if (pair) {
-          const auto x1 = hn::PromoteTo(d16, hn::LoadU(d8, xq + kQuantBlock + off));
-          o0 = hn::ReorderWidenMulAccumulate(d32, hn::ShiftRight<4>(bytes), x1, o0, o1);
-        }
+  auto e0 = hn::Zero(d32), e1 = hn::Zero(d32), o0 = hn::Zero(d32), o1 = hn::Zero(d32);
+  for (size_t off = 0; off < kQuantBlock; off += N16) {
+    const auto x0 = hn::PromoteTo(d16, hn::LoadU(d8, x.xq + off));
+    if constexpr (kFormat == QuantFormat::Q8) {
+      const auto wv = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const int8_t*>(row + b * kQuantBlock + off)));
+      e0 = hn::ReorderWidenMulAccumulate(d32, wv, x0, e0, e1);
+    } else {
+      const auto bytes =
+          hn::BitCast(d16, hn::PromoteTo(hn::Rebind<uint16_t, D16>(), hn::LoadU(du8, row + b / 2 * kQuantBlock + off)));
+      e0 = hn::ReorderWidenMulAccumulate(d32, hn::And(bytes, hn::Set(d16, int16_t{15})), x0, e0, e1);
+      if (pair) {
+        const auto x1 = hn::PromoteTo(d16, hn::LoadU(d8, x.xq + kQuantBlock + off));
+        o0 = hn::ReorderWidenMulAccumulate(d32, hn::ShiftRight<4>(bytes), x1, o0, o1);
       }
     }
-    even[j] = hn::Add(e0, e1);
-    odd[j] = hn::Add(o0, o1);
   }
+  even = hn::Add(e0, e1);
+  odd = hn::Add(o0, o1);
 }
 HWY_INLINE hn::Vec<DF32> ToFloat(hn::Vec<D32> v) { return hn::ConvertTo(DF32(), v); }
 #endif
@@ -273,12 +283,6 @@ HWY_INLINE void TileQuant(const WeightMatrix& w, const TileRowSet& rows, const A
   auto f0 = hn::Zero(df32), f1 = hn::Zero(df32), f2 = hn::Zero(df32), f3 = hn::Zero(df32);
   HWY_ALIGN Lanes s[kW], bias[kW];
   for (Lanes& b : bias) hn::Store(hn::Zero(df), df, b);
-  auto accumulate = [&](const BlockSums (&v)[kW], size_t g) {
-    f0 = hn::MulAdd(ToFloat(v[0]), hn::Set(df32, s[0][g]), f0);
-    f1 = hn::MulAdd(ToFloat(v[1]), hn::Set(df32, s[1][g]), f1);
-    f2 = hn::MulAdd(ToFloat(v[2]), hn::Set(df32, s[2][g]), f2);
-    f3 = hn::MulAdd(ToFloat(v[3]), hn::Set(df32, s[3][g]), f3);
-  };
   constexpr size_t kUnit = kFormat == QuantFormat::Q4 ? 2 : 1;
   const size_t unit_bytes = quant_bytes(kFormat, kUnit * kQuantBlock);
   for (size_t b0 = 0; b0 < blocks; b0 += G) {
@@ -289,10 +293,17 @@ HWY_INLINE void TileQuant(const WeightMatrix& w, const TileRowSet& rows, const A
       const bool pair = kUnit == 2 && g + 1 < count;
       if ((b / kUnit * unit_bytes) % 64 == 0)  // once per cache line; the rows are one stream
         for (size_t j = 0; j < kW; ++j) hwy::Prefetch(p[j] + b / kUnit * unit_bytes + kPrefetchBytes);
-      BlockSums even[kW], odd[kW];
-      UnitDot<kFormat>(p, b, pair, xrow + b * kQuantBlock, even, odd);
-      accumulate(even, g);
-      if (pair) accumulate(odd, g + 1);
+      const UnitX x = LoadUnitX<kFormat>(xrow + b * kQuantBlock, pair);
+      auto row = [&](size_t j, hn::Vec<DF32>& f) {
+        BlockSums even, odd;
+        UnitDot<kFormat>(p[j], b, pair, x, even, odd);
+        f = hn::MulAdd(ToFloat(even), hn::Set(df32, s[j][g]), f);
+        if (pair) f = hn::MulAdd(ToFloat(odd), hn::Set(df32, s[j][g + 1]), f);
+      };
+      row(0, f0);
+      row(1, f1);
+      row(2, f2);
+      row(3, f3);
     }
   }
   const float sums[kW] = {Sum(df32, f0), Sum(df32, f1), Sum(df32, f2), Sum(df32, f3)};
