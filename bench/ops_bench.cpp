@@ -2,6 +2,8 @@
 //   BM_Decode/<format>/<threads>: one activation row against a 100M-weight
 //     matrix (far larger than the caches): bytes/s is the weight stream rate,
 //     to compare with the machine's read bandwidth.
+//   BM_DecodeInCache/<format>/1: the same kernel on 256 rows that stay in
+//     L2: the compute speed of the decode kernel alone.
 //   BM_Prefill/<format>/<threads>: 512 activation rows against the
 //     [3072, 1024] gate_proj shape: GFLOP/s (counter "flops").
 //   BM_Attention/<threads>: causal prefill attention of 512 positions,
@@ -71,6 +73,19 @@ void BM_Decode(benchmark::State& state, WeightFormat f) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * weights->w.bytes()));
 }
 
+void BM_DecodeInCache(benchmark::State& state, WeightFormat f) {
+  const int64_t rows = 256, cols = 1024;
+  const Weights weights(f, rows, cols);
+  ThreadPool pool(static_cast<int>(state.range(0)));
+  const auto x = activations(cols);
+  std::vector<float> y(rows);
+  for (auto _ : state) {
+    matmul(x.data(), 1, weights.w, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * weights.w.bytes()));
+}
+
 void BM_Prefill(benchmark::State& state, WeightFormat f) {
   const int64_t n = 512, rows = 3072, cols = 1024;
   const Weights weights(f, rows, cols);
@@ -105,6 +120,9 @@ void BM_Attention(benchmark::State& state) {
   BENCHMARK_CAPTURE(BM, q4, WeightFormat::Q4)->Arg(1)->Arg(2)->UseRealTime()
 
 QINFER_FORMATS(BM_Decode);
+BENCHMARK_CAPTURE(BM_DecodeInCache, bf16, WeightFormat::BF16)->Arg(1);
+BENCHMARK_CAPTURE(BM_DecodeInCache, q8, WeightFormat::Q8)->Arg(1);
+BENCHMARK_CAPTURE(BM_DecodeInCache, q4, WeightFormat::Q4)->Arg(1);
 QINFER_FORMATS(BM_Prefill);
 BENCHMARK(BM_Attention)->Arg(1)->Arg(2)->UseRealTime();
 
