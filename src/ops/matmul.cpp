@@ -50,6 +50,33 @@ kernels::Activations prepare(const float* x, size_t n, size_t k, std::initialize
   return a;
 }
 
+struct RowGroup {
+  size_t target, r0, r1;
+};
+
+// The targets' rows cut into groups. In decode the last groups of the job
+// are cut four times finer, so the threads finish together instead of one
+// waiting for the other's last large group.
+std::vector<RowGroup> row_groups(std::initializer_list<MatmulTarget> targets, bool decode) {
+  constexpr size_t kFinerTail = 2;  // groups at the end cut into quarters
+  std::vector<RowGroup> groups;
+  for (size_t ti = 0; ti < targets.size(); ++ti) {
+    const WeightMatrix& w = targets.begin()[ti].w;
+    const size_t m = static_cast<size_t>(w.rows), size = decode ? decode_group_rows(w) : kPrefillGroupRows;
+    for (size_t r = 0; r < m; r += size) groups.push_back({ti, r, std::min(m, r + size)});
+  }
+  if (!decode) return groups;
+  std::vector<RowGroup> tail;
+  for (size_t i = groups.size() > kFinerTail ? groups.size() - kFinerTail : 0; i < groups.size(); ++i) {
+    const RowGroup g = groups[i];
+    const size_t quarter = std::max<size_t>(16, (g.r1 - g.r0) / 4 / 4 * 4);
+    for (size_t r = g.r0; r < g.r1; r += quarter) tail.push_back({g.target, r, std::min(g.r1, r + quarter)});
+  }
+  groups.resize(groups.size() - std::min(groups.size(), kFinerTail));
+  groups.insert(groups.end(), tail.begin(), tail.end());
+  return groups;
+}
+
 }  // namespace
 
 const char* weight_format_name(WeightFormat f) {
@@ -93,22 +120,13 @@ void matmul(const float* x, int64_t n, std::initializer_list<MatmulTarget> targe
   thread_local Scratch scratch;
   const kernels::Activations a = prepare(x, rows, k, targets, scratch);
 
-  // Groups of weight rows of all targets in one index space, claimed by
-  // whichever thread is free.
-  std::vector<size_t> first_group, group_rows;
-  size_t groups = 0;
-  for (const MatmulTarget& t : targets) {
-    first_group.push_back(groups);
-    group_rows.push_back(rows == 1 ? decode_group_rows(t.w) : kPrefillGroupRows);
-    groups += (static_cast<size_t>(t.w.rows) + group_rows.back() - 1) / group_rows.back();
-  }
-  pool.parallel_for_dynamic(groups, 1, [&](size_t g0, size_t g1) {
+  // Groups of weight rows of all targets, claimed by whichever thread is free.
+  const std::vector<RowGroup> groups = row_groups(targets, rows == 1);
+  pool.parallel_for_dynamic(groups.size(), 1, [&](size_t g0, size_t g1) {
     thread_local std::vector<float> widened;
     for (size_t g = g0; g < g1; ++g) {
-      const size_t ti = static_cast<size_t>(std::upper_bound(first_group.begin(), first_group.end(), g) - first_group.begin()) - 1;
-      const MatmulTarget& t = targets.begin()[ti];
-      const size_t m = static_cast<size_t>(t.w.rows);
-      const size_t r0 = (g - first_group[ti]) * group_rows[ti], r1 = std::min(m, r0 + group_rows[ti]);
+      const MatmulTarget& t = targets.begin()[groups[g].target];
+      const size_t m = static_cast<size_t>(t.w.rows), r0 = groups[g].r0, r1 = groups[g].r1;
       if (rows > 1 && t.w.format != WeightFormat::F32) {
         // Widen (dequantize) the group once for all activation rows: the
         // f32 tile multiplies three rows at a time.
