@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "test_util.h"
 #include "util/error.h"
 
 namespace qinfer {
@@ -107,15 +108,17 @@ TEST(ChatTemplate, TemplateErrorsNameLineAndColumn) {
   }
 }
 
+// A tokenizer_config.json in a directory of its own: CTest runs each test in
+// its own process, in parallel, so a shared fixed path would race.
 class TempFile {
  public:
-  explicit TempFile(const std::string& text) : path_(::testing::TempDir() + "qinfer_chat_template_test.json") {
+  explicit TempFile(const std::string& text) : dir_("chat-template"), path_(dir_.file("qinfer_chat_template_test.json")) {
     std::ofstream(path_) << text;
   }
-  ~TempFile() { std::remove(path_.c_str()); }
   const std::string& path() const { return path_; }
 
  private:
+  test::ScratchDir dir_;
   std::string path_;
 };
 
