@@ -87,32 +87,16 @@ std::vector<int32_t> bench_prompt(int64_t n) {
   return prompt;
 }
 
-// Logits at every position of seq: one prefill (all logits), or one decode step per token.
-std::vector<float> all_logits(const Qwen3Model& m, const std::vector<int32_t>& seq, bool decode, ThreadPool& pool) {
-  KvCache cache = m.make_cache();
-  ForwardState st;
-  if (!decode) {
-    auto l = forward(m, seq, 0, cache, st, pool, true);
-    return {l.begin(), l.end()};
-  }
-  std::vector<float> out;
-  for (size_t i = 0; i < seq.size(); ++i) {
-    auto l = forward(m, std::span(&seq[i], 1), static_cast<int64_t>(i), cache, st, pool);
-    out.insert(out.end(), l.begin(), l.end());
-  }
-  return out;
-}
-
 // The converted model against the checkpoint as stored (weights widened
 // exactly, f32 KV cache), teacher-forced over the first n bench prompt tokens.
 nlohmann::ordered_json quality_report(const Qwen3Model& model, const std::string& dir, int64_t n, ThreadPool& pool) {
   const auto exact = Qwen3Model::load(dir);
   const std::vector<int32_t> seq = bench_prompt(n);
-  const std::vector<float> ref = all_logits(*exact, seq, false, pool);
+  const std::vector<float> ref = teacher_forced_logits(*exact, seq, false, pool);
   const int64_t V = model.config().vocab_size;
   nlohmann::ordered_json report;
   for (bool decode : {false, true}) {
-    const std::vector<float> test = all_logits(model, seq, decode, pool);
+    const std::vector<float> test = teacher_forced_logits(model, seq, decode, pool);
     LogitAgreement a;
     a.clear_margin = 1.0;
     for (int64_t i = 0; i < n; ++i) a.add(&ref[i * V], &test[i * V], V);

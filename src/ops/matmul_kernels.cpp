@@ -521,33 +521,28 @@ void DequantizeRow(QuantFormat f, const uint8_t* row, size_t k, float* out) {
   }
 }
 
-void WidenRows(const WeightMatrix& w, size_t r0, size_t r1, float* out) {
+// One row of float weights widened to f32, the same loads the tiles use.
+template <class Rows>
+void WidenRow(const uint8_t* row, size_t k, float* out) {
   const DF df;
-  const size_t N = hn::Lanes(df), k = static_cast<size_t>(w.cols);
+  const size_t N = hn::Lanes(df);
+  const auto* p = reinterpret_cast<const typename Rows::T*>(row);
+  size_t i = 0;
+  for (; i + N <= k; i += N) hn::StoreU(Rows::Load(df, p + i), df, out + i);
+  for (; i < k; ++i) out[i] = load_as_f32(row, Rows::kType, i);
+}
+
+void WidenRows(const WeightMatrix& w, size_t r0, size_t r1, float* out) {
+  const size_t k = static_cast<size_t>(w.cols);
   for (size_t r = r0; r < r1; ++r) {
     const uint8_t* row = w.row_ptr(static_cast<int64_t>(r));
     float* o = out + (r - r0) * k;
-    size_t i = 0;
     switch (w.format) {
-      case WeightFormat::F32:
-        std::memcpy(o, row, k * sizeof(float));
-        break;
-      case WeightFormat::BF16: {
-        const hn::Rebind<hwy::bfloat16_t, DF> db;
-        for (; i + N <= k; i += N) hn::StoreU(hn::PromoteTo(df, hn::LoadU(db, reinterpret_cast<const hwy::bfloat16_t*>(row) + i)), df, o + i);
-        for (; i < k; ++i) o[i] = load_as_f32(row, DType::BF16, i);
-        break;
-      }
-      case WeightFormat::F16: {
-        const hn::Rebind<hwy::float16_t, DF> dh;
-        for (; i + N <= k; i += N) hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(row) + i)), df, o + i);
-        for (; i < k; ++i) o[i] = load_as_f32(row, DType::F16, i);
-        break;
-      }
+      case WeightFormat::F32: WidenRow<F32Rows>(row, k, o); break;
+      case WeightFormat::BF16: WidenRow<BF16Rows>(row, k, o); break;
+      case WeightFormat::F16: WidenRow<F16Rows>(row, k, o); break;
       case WeightFormat::Q8:
-      case WeightFormat::Q4:
-        DequantizeRow(w.quant_format(), row, k, o);
-        break;
+      case WeightFormat::Q4: DequantizeRow(w.quant_format(), row, k, o); break;
     }
   }
 }

@@ -33,22 +33,6 @@ std::vector<std::vector<int32_t>> golden_sequences(const std::string& fixture) {
   return seqs;
 }
 
-// Logits at every position of seq: one prefill, or one decode step per token.
-std::vector<float> all_logits(const Qwen3Model& m, const std::vector<int32_t>& seq, bool decode, ThreadPool& pool) {
-  KvCache cache = m.make_cache();
-  ForwardState st;
-  if (!decode) {
-    auto l = forward(m, seq, 0, cache, st, pool, true);
-    return {l.begin(), l.end()};
-  }
-  std::vector<float> out;
-  for (size_t i = 0; i < seq.size(); ++i) {
-    auto l = forward(m, std::span(&seq[i], 1), static_cast<int64_t>(i), cache, st, pool);
-    out.insert(out.end(), l.begin(), l.end());
-  }
-  return out;
-}
-
 // Teacher-forced over the first `prompts` golden sequences of a fixture.
 LogitAgreement agreement(const Qwen3Model& ref, const Qwen3Model& test, const std::string& fixture, bool decode,
                          size_t prompts = 5) {
@@ -58,7 +42,8 @@ LogitAgreement agreement(const Qwen3Model& ref, const Qwen3Model& test, const st
   a.clear_margin = 1.0;
   const auto seqs = golden_sequences(fixture);
   for (size_t p = 0; p < std::min(prompts, seqs.size()); ++p) {
-    const auto r = all_logits(ref, seqs[p], false, pool), t = all_logits(test, seqs[p], decode, pool);
+    const auto r = teacher_forced_logits(ref, seqs[p], false, pool),
+               t = teacher_forced_logits(test, seqs[p], decode, pool);
     for (size_t i = 0; i < seqs[p].size(); ++i) a.add(&r[i * V], &t[i * V], V);
   }
   return a;
@@ -126,7 +111,8 @@ TEST(QuantizedCheckpoint, SavedModelLoadsInPlaceWithIdenticalLogits) {
     ThreadPool pool(2);
     const std::vector<int32_t> ids = {785, 6722, 315, 9625, 374};
     for (bool decode : {false, true}) {
-      const auto a = all_logits(*quant, ids, decode, pool), b = all_logits(*loaded, ids, decode, pool);
+      const auto a = teacher_forced_logits(*quant, ids, decode, pool),
+                 b = teacher_forced_logits(*loaded, ids, decode, pool);
       ASSERT_EQ(a, b) << weight_format_name(f);
     }
     // The config says what it is; the tokenizer files came along.
