@@ -1,6 +1,7 @@
 // qinfer bench: prefill and decode speed, decode bandwidth against a read
 // probe measured in the same run (the machine's noise makes cross-run
-// comparisons meaningless), load time and peak memory.
+// comparisons meaningless), prefill GFLOP/s against an FMA probe of the same
+// run, load time and peak memory.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -107,18 +108,52 @@ nlohmann::ordered_json quality_report(const Qwen3Model& model, const std::string
   return report;
 }
 
-// Bytes a decode step reads from weights: every weight matrix except the
-// embedding table (one row of it).
-double decode_weight_bytes(const Qwen3Model& m) {
+// Calls f on each weight matrix a token goes through (all but the embedding
+// table, of which a step reads one row).
+template <class F>
+void for_each_matmul_weight(const Qwen3Model& m, F f) {
   const Qwen3Weights& w = m.weights();
-  auto bytes = [](const WeightMatrix& x) { return static_cast<double>(x.bytes()); };
-  double total = bytes(w.lm_head);
+  f(w.lm_head);
   for (const Qwen3Layer& l : w.layers)
     for (const WeightMatrix* x : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
-      total += bytes(*x);
+      f(*x);
+}
+
+// Bytes a decode step reads from weights.
+double decode_weight_bytes(const Qwen3Model& m) {
+  double total = 0;
+  for_each_matmul_weight(m, [&](const WeightMatrix& x) { total += static_cast<double>(x.bytes()); });
   return total;
 }
 
+// Floating-point operations of an n-token prefill: 2 per weight per token in
+// the layers' matmuls, the lm_head for the last position only, and causal
+// attention (scores and values: 4 per head dimension per head per key).
+double prefill_flops(const Qwen3Model& m, int64_t n) {
+  double layer_weights = 0;
+  for_each_matmul_weight(m, [&](const WeightMatrix& x) { layer_weights += static_cast<double>(x.rows * x.cols); });
+  const WeightMatrix& head = m.weights().lm_head;
+  const double head_weights = static_cast<double>(head.rows * head.cols);
+  layer_weights -= head_weights;
+  const Qwen3Config& c = m.config();
+  const double keys = static_cast<double>(n) * static_cast<double>(n + 1) / 2;
+  return 2 * layer_weights * n + 2 * head_weights +
+         4.0 * c.num_hidden_layers * c.num_attention_heads * c.head_dim * keys;
+}
+
+// f32 multiply-add peak of the threads (GFLOP/s), best of several passes:
+// the machine's compute speed at the time of the run, which the noisy host
+// changes by up to 2x.
+double probe_fma_gflop_s(ThreadPool& pool) {
+  double best = 0;
+  std::vector<double> flops(static_cast<size_t>(pool.size()));
+  for (int pass = 0; pass < 5; ++pass) {
+    Timer t;
+    pool.run([&](int id) { flops[id] = simd::fma_peak_work(size_t{1} << 22); });
+    best = std::max(best, std::accumulate(flops.begin(), flops.end(), 0.0) / t.seconds() / 1e9);
+  }
+  return best;
+}
 
 void run_bench(const BenchArgs& a) {
   if (a.prompt_tokens < 1 || a.gen_tokens < 2 || a.reps < 1) fail("bench needs -p >= 1, -n >= 2, --reps >= 1");
@@ -128,7 +163,7 @@ void run_bench(const BenchArgs& a) {
   load_options.kv_cache = parse_kv_dtype(a.kv);
   load_options.threads = a.threads;
   ThreadPool pool(a.threads);
-  const double probe = probe_read_gb_s(pool);
+  const double probe = probe_read_gb_s(pool), fma_peak = probe_fma_gflop_s(pool);
   reset_peak_rss();
   // Cold start: load, then the first token of a 5-token prompt (which pages
   // in every weight once).
@@ -167,6 +202,7 @@ void run_bench(const BenchArgs& a) {
                          c.num_key_value_heads * c.head_dim * dtype_size(kv.dtype());
   const double gb_per_token = (decode_weight_bytes(*model) + kv_read) / 1e9;
   const double tg_gb_s = T.median * gb_per_token;
+  const double pp_gflop_s = P.median * prefill_flops(*model, a.prompt_tokens) / a.prompt_tokens / 1e9;
   nlohmann::ordered_json j = {{"model", dir},
                               {"threads", pool.size()},
                               {"prompt_tokens", a.prompt_tokens},
@@ -175,6 +211,9 @@ void run_bench(const BenchArgs& a) {
                               {"pp_tok_s", P.median},
                               {"pp_tok_s_min", P.min},
                               {"pp_tok_s_max", P.max},
+                              {"pp_gflop_s", pp_gflop_s},
+                              {"fma_peak_gflop_s", fma_peak},
+                              {"pp_peak_pct", 100.0 * pp_gflop_s / fma_peak},
                               {"tg_tok_s", T.median},
                               {"tg_tok_s_min", T.min},
                               {"tg_tok_s_max", T.max},
@@ -200,6 +239,8 @@ void run_bench(const BenchArgs& a) {
               a.kv.c_str());
   std::printf("prefill      pp%lld  %8.1f tok/s  (min %.1f, max %.1f, %d runs)\n", static_cast<long long>(a.prompt_tokens),
               P.median, P.min, P.max, a.reps);
+  std::printf("compute      prefill %.1f GFLOP/s; f32 FMA probe %.1f GFLOP/s -> %.0f%% of peak\n", pp_gflop_s, fma_peak,
+              100.0 * pp_gflop_s / fma_peak);
   std::printf("decode       tg%lld  %8.2f tok/s  (min %.2f, max %.2f)\n", static_cast<long long>(a.gen_tokens), T.median,
               T.min, T.max);
   std::printf("bandwidth    %.3f GB/token (weights %.3f + KV %.3f) x %.2f tok/s = %.1f GB/s; read probe %.1f GB/s -> %.0f%% of roofline (%.1f tok/s)\n",

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "ops/matmul_kernels.h"
+#include "ops/simd.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace qinfer::kernels {
@@ -521,26 +522,15 @@ void DequantizeRow(QuantFormat f, const uint8_t* row, size_t k, float* out) {
   }
 }
 
-// One row of float weights widened to f32, the same loads the tiles use.
-template <class Rows>
-void WidenRow(const uint8_t* row, size_t k, float* out) {
-  const DF df;
-  const size_t N = hn::Lanes(df);
-  const auto* p = reinterpret_cast<const typename Rows::T*>(row);
-  size_t i = 0;
-  for (; i + N <= k; i += N) hn::StoreU(Rows::Load(df, p + i), df, out + i);
-  for (; i < k; ++i) out[i] = load_as_f32(row, Rows::kType, i);
-}
-
 void WidenRows(const WeightMatrix& w, size_t r0, size_t r1, float* out) {
   const size_t k = static_cast<size_t>(w.cols);
   for (size_t r = r0; r < r1; ++r) {
     const uint8_t* row = w.row_ptr(static_cast<int64_t>(r));
     float* o = out + (r - r0) * k;
     switch (w.format) {
-      case WeightFormat::F32: WidenRow<F32Rows>(row, k, o); break;
-      case WeightFormat::BF16: WidenRow<BF16Rows>(row, k, o); break;
-      case WeightFormat::F16: WidenRow<F16Rows>(row, k, o); break;
+      case WeightFormat::F32: simd::widen_f32(row, DType::F32, k, o); break;
+      case WeightFormat::BF16: simd::widen_f32(row, DType::BF16, k, o); break;
+      case WeightFormat::F16: simd::widen_f32(row, DType::F16, k, o); break;
       case WeightFormat::Q8:
       case WeightFormat::Q4: DequantizeRow(w.quant_format(), row, k, o); break;
     }

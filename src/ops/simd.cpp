@@ -129,6 +129,23 @@ void SoftmaxScaled(float* x, size_t n, float scale) {
   for (; i < n; ++i) x[i] *= 1.0f / sum;
 }
 
+double FmaPeakWork(size_t iterations) {
+  const hn::ScalableTag<float> df;
+  // 12 independent chains cover the FMA latency times the FMA units of
+  // current cores (4-5 cycles x 2 units).
+  constexpr size_t kChains = 12;
+  hn::Vec<decltype(df)> acc[kChains];
+  for (size_t c = 0; c < kChains; ++c) acc[c] = hn::Set(df, static_cast<float>(c));
+  const auto m = hn::Set(df, 0.999999f), add = hn::Set(df, 1e-6f);
+  for (size_t i = 0; i < iterations; ++i)
+    for (size_t c = 0; c < kChains; ++c) acc[c] = hn::MulAdd(acc[c], m, add);
+  auto sum = acc[0];
+  for (size_t c = 1; c < kChains; ++c) sum = hn::Add(sum, acc[c]);
+  volatile float sink = hn::GetLane(sum);  // keeps the loop
+  (void)sink;
+  return 2.0 * kChains * hn::Lanes(df) * static_cast<double>(iterations);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace qinfer::simd
 HWY_AFTER_NAMESPACE();
@@ -141,6 +158,7 @@ HWY_EXPORT(Axpy);
 HWY_EXPORT(NarrowF32);
 HWY_EXPORT(SiluMul);
 HWY_EXPORT(SoftmaxScaled);
+HWY_EXPORT(FmaPeakWork);
 
 void widen_f32(const void* src, DType t, size_t n, float* dst) { HWY_DYNAMIC_DISPATCH(WidenF32)(src, t, n, dst); }
 float dot(const float* a, const float* b, size_t n) { return HWY_DYNAMIC_DISPATCH(Dot)(a, b, n); }
@@ -148,5 +166,6 @@ void axpy(float a, const float* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(Ax
 void narrow_f32(const float* src, size_t n, DType t, void* dst) { HWY_DYNAMIC_DISPATCH(NarrowF32)(src, n, t, dst); }
 void silu_mul(const float* gate, const float* up, size_t n, float* out) { HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, n, out); }
 void softmax_scaled(float* x, size_t n, float scale) { HWY_DYNAMIC_DISPATCH(SoftmaxScaled)(x, n, scale); }
+double fma_peak_work(size_t iterations) { return HWY_DYNAMIC_DISPATCH(FmaPeakWork)(iterations); }
 }  // namespace qinfer::simd
 #endif

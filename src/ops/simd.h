@@ -24,4 +24,9 @@ void silu_mul(const float* gate, const float* up, size_t n, float* out);
 // x = softmax(x * scale), in place, in f32 with the maximum subtracted.
 void softmax_scaled(float* x, size_t n, float scale);
 
+// The machine's f32 multiply-add peak, for benchmarks: runs `iterations`
+// rounds of independent register-resident FMAs and returns the number of
+// floating-point operations done (2 per lane per FMA).
+double fma_peak_work(size_t iterations);
+
 }  // namespace qinfer::simd

@@ -110,6 +110,13 @@ TEST_P(MatmulTest, MatchesScalarAtOddSizes) {
 INSTANTIATE_TEST_SUITE_P(AllDtypes, MatmulTest, ::testing::Values(DType::F32, DType::F16, DType::BF16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
+TEST(Simd, FmaPeakWorkCountsTwoFlopsPerLanePerFma) {
+  const double w = simd::fma_peak_work(1000);
+  EXPECT_GT(w, 0);
+  EXPECT_EQ(std::fmod(w, 2 * 12 * 1000), 0);  // 12 chains of 2-flop FMAs per iteration, whole vectors
+  EXPECT_EQ(simd::fma_peak_work(2000), 2 * w);
+}
+
 TEST(Ops, RmsNorm) {
   for (int64_t dim : {1, 7, 24, 129}) {
     auto x = randn(3 * dim, 11, 3.0f), w = randn(dim, 12);
