@@ -107,6 +107,27 @@ TEST_P(MatmulTest, MatchesScalarAtOddSizes) {
   });
 }
 
+// The kernels' contract (matmul_kernels.h): with float weights, a row of a
+// batched (prefill) product is bit-identical to the same row multiplied
+// alone (decode), so a cached prefix gives the logits a recomputation gives.
+TEST_P(MatmulTest, PrefillRowsEqualDecodeBitForBit) {
+  test::for_each_target([&] {
+    ThreadPool pool(2);
+    const DType t = GetParam();
+    const int64_t n = 7, rows = 37, cols = 300;
+    auto wbytes = store_as(randn(rows * cols, 5), t);
+    WeightMatrix w{weight_format_of(t), wbytes.data(), rows, cols};
+    auto x = randn(n * cols, 6);
+    std::vector<float> batched(n * rows), single(rows);
+    matmul(x.data(), n, w, batched.data(), pool);
+    for (int64_t i = 0; i < n; ++i) {
+      matmul(x.data() + i * cols, 1, w, single.data(), pool);
+      for (int64_t r = 0; r < rows; ++r)
+        ASSERT_EQ(batched[i * rows + r], single[r]) << dtype_name(t) << " row " << i << " output " << r;
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDtypes, MatmulTest, ::testing::Values(DType::F32, DType::F16, DType::BF16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
