@@ -5,7 +5,9 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <random>
 #include <string>
+#include <vector>
 
 namespace qinfer::test {
 
@@ -30,6 +32,15 @@ inline CommandResult run_command(const std::string& cmd) {
 }
 
 inline std::string qinfer_binary() { return QINFER_BINARY; }
+
+// n values drawn from N(0, scale^2), the same for the same seed.
+inline std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
 
 // A fresh directory under the temp dir, removed when the object dies.
 class ScratchDir {

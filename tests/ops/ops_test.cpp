@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "each_target.h"
+#include "test_util.h"
 #include "ops/matmul.h"
 #include "ops/ops_ref.h"
 #include "ops/simd.h"
@@ -16,13 +17,7 @@ using namespace qinfer;
 
 namespace {
 
-std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::randn;
 
 // The raw bytes of `v` stored as dtype t (rounded to bf16 / f16 where needed).
 std::vector<uint8_t> store_as(const std::vector<float>& v, DType t) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "each_target.h"
+#include "test_util.h"
 #include "ops/matmul.h"
 #include "ops/matmul_kernels.h"
 
@@ -18,13 +19,7 @@ using namespace qinfer;
 
 namespace {
 
-std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::randn;
 
 // Rows of `values` ([rows, cols]) quantized, as a matrix with its storage.
 struct QuantMatrix {
