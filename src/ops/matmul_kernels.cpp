@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "ops/matmul_kernels.h"
 #include "ops/simd.h"
@@ -119,7 +118,7 @@ struct BF16Rows {
 // vector fill the 16 registers of AVX2) times kW weight rows. Not inlined:
 // inside DotRows the compiler keeps the quantized tiles' constants in two of
 // the 16 registers and spills two accumulators to the stack, a store/load in
-// every FMA chain (measured: prefill 35 instead of 75+ GFLOP/s per core).
+// every FMA chain (measured: prefill 35 instead of 72 GFLOP/s per core).
 template <size_t R, class Rows>
 HWY_NOINLINE void TileFloat(const typename Rows::T* const (&p)[kW], const float* x, size_t ldx, size_t k, float* y,
                           size_t ldy, size_t ldj, size_t nr) {
