@@ -155,6 +155,13 @@ double probe_fma_gflop_s(ThreadPool& pool) {
   return best;
 }
 
+// The machine's read bandwidth and compute peak, probed before and after the
+// timed runs (the host's noise moves both while they run).
+struct Probes {
+  double read_gb_s, fma_gflop_s;
+};
+Probes probe_machine(ThreadPool& pool) { return {probe_read_gb_s(pool), probe_fma_gflop_s(pool)}; }
+
 void run_bench(const BenchArgs& a) {
   if (a.prompt_tokens < 1 || a.gen_tokens < 2 || a.reps < 1) fail("bench needs -p >= 1, -n >= 2, --reps >= 1");
   const std::string dir = resolve_model_dir(a.model);
@@ -163,7 +170,7 @@ void run_bench(const BenchArgs& a) {
   load_options.kv_cache = parse_kv_dtype(a.kv);
   load_options.threads = a.threads;
   ThreadPool pool(a.threads);
-  const double probe = probe_read_gb_s(pool), fma_peak = probe_fma_gflop_s(pool);
+  const Probes before = probe_machine(pool);
   reset_peak_rss();
   // Cold start: load, then the first token of a 5-token prompt (which pages
   // in every weight once).
@@ -191,6 +198,9 @@ void run_bench(const BenchArgs& a) {
                    pp.back(), static_cast<long long>(a.gen_tokens), tg.back());
   }
   const Stats P = stats(pp), T = stats(tg);
+  const double peak_rss = peak_rss_mib();  // before the second probe's buffer
+  const Probes after = probe_machine(pool);
+  const double probe = (before.read_gb_s + after.read_gb_s) / 2, fma_peak = (before.fma_gflop_s + after.fma_gflop_s) / 2;
   // The memory budget of the targets: weights + the KV cache of the sequence + 150 MB.
   const KvCache kv = model->make_cache();
   const double kv_mib = static_cast<double>(a.prompt_tokens + a.gen_tokens) * model->config().num_hidden_layers * 2 *
@@ -213,6 +223,7 @@ void run_bench(const BenchArgs& a) {
                               {"pp_tok_s_max", P.max},
                               {"pp_gflop_s", pp_gflop_s},
                               {"fma_peak_gflop_s", fma_peak},
+                              {"fma_peak_gflop_s_before_after", {before.fma_gflop_s, after.fma_gflop_s}},
                               {"pp_peak_pct", 100.0 * pp_gflop_s / fma_peak},
                               {"tg_tok_s", T.median},
                               {"tg_tok_s_min", T.min},
@@ -220,6 +231,7 @@ void run_bench(const BenchArgs& a) {
                               {"decode_gb_per_token", gb_per_token},
                               {"tg_gb_s", tg_gb_s},
                               {"probe_gb_s", probe},
+                              {"probe_gb_s_before_after", {before.read_gb_s, after.read_gb_s}},
                               {"roofline_tok_s", probe / gb_per_token},
                               {"roofline_pct", 100.0 * tg_gb_s / probe},
                               {"weights", a.weights},
@@ -228,7 +240,7 @@ void run_bench(const BenchArgs& a) {
                               {"first_token_s", first_token_s},
                               {"weights_mib", weights_mib},
                               {"kv_mib", kv_mib},
-                              {"peak_rss_mib", peak_rss_mib()},
+                              {"peak_rss_mib", peak_rss},
                               {"rss_budget_mib", weights_mib + kv_mib + 150}};
   if (a.quality_tokens > 0) j["quality"] = quality_report(*model, dir, a.quality_tokens, pool);
   if (a.json) {
@@ -239,15 +251,16 @@ void run_bench(const BenchArgs& a) {
               a.kv.c_str());
   std::printf("prefill      pp%lld  %8.1f tok/s  (min %.1f, max %.1f, %d runs)\n", static_cast<long long>(a.prompt_tokens),
               P.median, P.min, P.max, a.reps);
-  std::printf("compute      prefill %.1f GFLOP/s; f32 FMA probe %.1f GFLOP/s -> %.0f%% of peak\n", pp_gflop_s, fma_peak,
-              100.0 * pp_gflop_s / fma_peak);
+  std::printf("compute      prefill %.1f GFLOP/s; f32 FMA probe %.1f GFLOP/s (%.1f before, %.1f after) -> %.0f%% of peak\n",
+              pp_gflop_s, fma_peak, before.fma_gflop_s, after.fma_gflop_s, 100.0 * pp_gflop_s / fma_peak);
   std::printf("decode       tg%lld  %8.2f tok/s  (min %.2f, max %.2f)\n", static_cast<long long>(a.gen_tokens), T.median,
               T.min, T.max);
-  std::printf("bandwidth    %.3f GB/token (weights %.3f + KV %.3f) x %.2f tok/s = %.1f GB/s; read probe %.1f GB/s -> %.0f%% of roofline (%.1f tok/s)\n",
-              gb_per_token, decode_weight_bytes(*model) / 1e9, kv_read / 1e9, T.median, tg_gb_s, probe,
-              100.0 * tg_gb_s / probe, probe / gb_per_token);
+  std::printf("bandwidth    %.3f GB/token (weights %.3f + KV %.3f) x %.2f tok/s = %.1f GB/s; read probe %.1f GB/s "
+              "(%.1f before, %.1f after) -> %.0f%% of roofline (%.1f tok/s)\n",
+              gb_per_token, decode_weight_bytes(*model) / 1e9, kv_read / 1e9, T.median, tg_gb_s, probe, before.read_gb_s,
+              after.read_gb_s, 100.0 * tg_gb_s / probe, probe / gb_per_token);
   std::printf("load         %.3f s, first token of a 5-token prompt at %.3f s\n", load_s, first_token_s);
-  std::printf("memory       peak RSS %.0f MiB (weights %.0f + KV %.0f + 150 = %.0f MiB budget)\n", peak_rss_mib(),
+  std::printf("memory       peak RSS %.0f MiB (weights %.0f + KV %.0f + 150 = %.0f MiB budget)\n", peak_rss,
               weights_mib, kv_mib, weights_mib + kv_mib + 150);
   if (j.contains("quality"))
     for (const char* path : {"prefill", "decode"}) {

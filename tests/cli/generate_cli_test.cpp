@@ -114,6 +114,11 @@ TEST(BenchCli, JsonReportsSpeedAndRoofline) {
                           "pp_peak_pct", "load_s", "peak_rss_mib"})
     EXPECT_GT(j.at(key).get<double>(), 0) << key;
   EXPECT_LT(j["pp_peak_pct"].get<double>(), 100);  // no prefill outruns the FMA units
+  for (const char* key : {"probe_gb_s_before_after", "fma_peak_gflop_s_before_after"}) {
+    ASSERT_EQ(j.at(key).size(), 2u) << key;
+    EXPECT_GT(j[key][0].get<double>(), 0) << key;
+    EXPECT_GT(j[key][1].get<double>(), 0) << key;
+  }
   EXPECT_LE(j["tg_tok_s_min"].get<double>(), j["tg_tok_s"].get<double>());
   EXPECT_GE(j["tg_tok_s_max"].get<double>(), j["tg_tok_s"].get<double>());
 }
