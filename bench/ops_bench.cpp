@@ -32,15 +32,20 @@ struct Weights {
     w.format = f;
     w.rows = rows;
     w.cols = cols;
-    data.resize(static_cast<size_t>(rows) * w.row_bytes());
-    std::vector<float> row(static_cast<size_t>(cols));
-    for (int64_t r = 0; r < rows; ++r) {
-      for (float& v : row) v = normal(rng);
-      uint8_t* dst = data.data() + r * w.row_bytes();
-      if (w.quantized()) {
-        quantize_row(w.quant_format(), row.data(), cols, dst);
-        continue;
+    data.resize(w.bytes());
+    std::vector<float> row(static_cast<size_t>(kQ4GroupRows * cols));
+    if (w.quantized()) {  // by groups of 8 rows (a Q4 group)
+      for (int64_t r = 0; r < rows; r += kQ4GroupRows) {
+        for (float& v : row) v = normal(rng);
+        quantize_matrix(w.quant_format(), row.data(), std::min(kQ4GroupRows, rows - r), cols,
+                        data.data() + quant_matrix_bytes(w.quant_format(), r, cols));
       }
+      w.data = data.data();
+      return;
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) row[c] = normal(rng);
+      uint8_t* dst = data.data() + r * w.row_bytes();
       for (int64_t c = 0; c < cols; ++c) {
         if (f == WeightFormat::F32) reinterpret_cast<float*>(dst)[c] = row[c];
         else if (f == WeightFormat::BF16) reinterpret_cast<uint16_t*>(dst)[c] = f32_to_bf16(row[c]);

@@ -83,7 +83,8 @@ struct Binder {
       if (cols % kQuantBlock != 0)
         fail("tensor ", name, ": quantized with ", cols, " columns, not a multiple of the block size ", kQuantBlock);
       const WeightFormat f = *stored_quant == QuantFormat::Q8 ? WeightFormat::Q8 : WeightFormat::Q4;
-      const std::vector<int64_t> want = {rows, static_cast<int64_t>(quant_row_bytes(*stored_quant, cols))};
+      const std::vector<int64_t> want = {quant_stored_rows(*stored_quant, rows),
+                                         static_cast<int64_t>(quant_row_bytes(*stored_quant, cols))};
       if (t->shape != want)
         fail("tensor ", name, ": U8 shape ", shape_str(t->shape), " is not the ", weight_format_name(f), " rows ",
              shape_str(want), " of a [", rows, ", ", cols, "] matrix");
@@ -93,19 +94,25 @@ struct Binder {
     return WeightMatrix{weight_format_of(f.dtype), aligned_data(f, dtype_size(f.dtype)), rows, cols};
   }
 
-  // `from` re-encoded as format `to`, row by row through f32, in owned memory.
+  // `from` re-encoded as format `to` through f32, in owned memory, by groups
+  // of 8 rows (a Q4 group; quant.h).
   WeightMatrix convert(const WeightMatrix& from, WeightFormat to) {
     WeightMatrix w{to, nullptr, from.rows, from.cols};
     std::vector<uint8_t>& buf = owned.emplace_back(w.bytes());
     w.data = buf.data();
     if (!pool) pool = std::make_unique<ThreadPool>(options.threads);
-    pool->parallel_for(static_cast<size_t>(w.rows), 64, [&](size_t r0, size_t r1) {
-      std::vector<float> row(static_cast<size_t>(w.cols));
-      for (size_t r = r0; r < r1; ++r) {
-        widen_row(from, static_cast<int64_t>(r), row.data());
-        uint8_t* dst = buf.data() + r * w.row_bytes();
-        if (w.quantized()) quantize_row(w.quant_format(), row.data(), w.cols, dst);
-        else simd::narrow_f32(row.data(), static_cast<size_t>(w.cols), float_dtype(to), dst);
+    const size_t groups = static_cast<size_t>((w.rows + kQ4GroupRows - 1) / kQ4GroupRows);
+    pool->parallel_for(groups, 8, [&](size_t g0, size_t g1) {
+      std::vector<float> rows(static_cast<size_t>(kQ4GroupRows * w.cols));
+      for (size_t g = g0; g < g1; ++g) {
+        const int64_t r0 = static_cast<int64_t>(g) * kQ4GroupRows, n = std::min(kQ4GroupRows, w.rows - r0);
+        for (int64_t r = 0; r < n; ++r) widen_row(from, r0 + r, &rows[r * w.cols]);
+        if (w.quantized()) {
+          quantize_matrix(w.quant_format(), rows.data(), n, w.cols, buf.data() + quant_matrix_bytes(w.quant_format(), r0, w.cols));
+        } else {
+          for (int64_t r = 0; r < n; ++r)
+            simd::narrow_f32(&rows[r * w.cols], static_cast<size_t>(w.cols), float_dtype(to), buf.data() + (r0 + r) * w.row_bytes());
+        }
       }
     });
     release_pages(from.data, from.bytes());
@@ -130,11 +137,12 @@ struct Binder {
   }
 };
 
-// Version of the quantized row layout (ops/quant.h) that save() writes.
-constexpr int kQuantLayoutVersion = 1;
+// Version of the quantized layout (ops/quant.h) that save() writes. 2: Q4
+// rows interleaved in groups of 8 (1: Q4 rows one after another).
+constexpr int kQuantLayoutVersion = 2;
 
 // The format of a checkpoint written by Qwen3Model::save: config.json's
-// quantization_config {"quant_method": "qinfer", "format": "q8" | "q4", "version": 1}.
+// quantization_config {"quant_method": "qinfer", "format": "q8" | "q4", "version": 2}.
 std::optional<QuantFormat> stored_quant_format(const std::string& config_path) {
   const auto config = nlohmann::json::parse(read_text_file(config_path), nullptr, false);
   if (config.is_discarded() || !config.contains("quantization_config")) return std::nullopt;
@@ -208,7 +216,8 @@ void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir)
                " matrices");
         if (w.quantized()) quant = w.format;
         if (w.quantized())
-          tensors.push_back({name, DType::U8, {rows, static_cast<int64_t>(w.row_bytes())}, bytes_of(w.data, w.bytes())});
+          tensors.push_back({name, DType::U8, {quant_stored_rows(w.quant_format(), rows), static_cast<int64_t>(w.row_bytes())},
+                             bytes_of(w.data, w.bytes())});
         else
           tensors.push_back({name, float_dtype(w.format), {rows, cols}, bytes_of(w.data, w.bytes())});
       },

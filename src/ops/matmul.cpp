@@ -16,9 +16,10 @@ namespace {
 // streams of a tile (matmul_kernels.cpp) run long enough for the prefetchers,
 // while even a 1024-row matrix still splits into chunks for both threads; a
 // thread the OS descheduled holds up one chunk only.
+// Groups are whole multiples of 8 rows: a Q4 tile is a group of 8 (quant.h).
 constexpr size_t kPrefillGroupRows = 16;
 size_t decode_group_rows(const WeightMatrix& w) {
-  return std::clamp<size_t>((256u << 10) / w.row_bytes() / 4 * 4, 64, 512);
+  return std::clamp<size_t>((256u << 10) / w.row_bytes() / 8 * 8, 64, 512);
 }
 
 // Per-call scratch, reused across calls by the thread that calls matmul.
@@ -69,7 +70,7 @@ std::vector<RowGroup> row_groups(std::initializer_list<MatmulTarget> targets, bo
   std::vector<RowGroup> tail;
   for (size_t i = groups.size() > kFinerTail ? groups.size() - kFinerTail : 0; i < groups.size(); ++i) {
     const RowGroup g = groups[i];
-    const size_t quarter = std::max<size_t>(16, (g.r1 - g.r0) / 4 / 4 * 4);
+    const size_t quarter = std::max<size_t>(16, (g.r1 - g.r0) / 4 / 8 * 8);
     for (size_t r = g.r0; r < g.r1; r += quarter) tail.push_back({g.target, r, std::min(g.r1, r + quarter)});
   }
   groups.resize(groups.size() - std::min(groups.size(), kFinerTail));
@@ -146,7 +147,7 @@ void matmul(const float* x, int64_t n, const WeightMatrix& w, float* y, ThreadPo
 }
 
 void widen_row(const WeightMatrix& w, int64_t r, float* out) {
-  if (w.quantized()) dequantize_row(w.quant_format(), w.row_ptr(r), w.cols, out);
+  if (w.quantized()) dequantize_row(w.quant_format(), static_cast<const uint8_t*>(w.data), r, w.cols, out);
   else if (w.format == WeightFormat::F32) std::copy_n(reinterpret_cast<const float*>(w.row_ptr(r)), w.cols, out);
   else simd::widen_f32(w.row_ptr(r), float_dtype(w.format), static_cast<size_t>(w.cols), out);
 }
@@ -154,7 +155,7 @@ void widen_row(const WeightMatrix& w, int64_t r, float* out) {
 void matmul_ref(const float* x, int64_t n, const WeightMatrix& w, float* y) {
   std::vector<float> row(static_cast<size_t>(w.cols));
   for (int64_t r = 0; r < w.rows; ++r) {
-    if (w.quantized()) dequantize_row(w.quant_format(), w.row_ptr(r), w.cols, row.data());
+    if (w.quantized()) dequantize_row(w.quant_format(), static_cast<const uint8_t*>(w.data), r, w.cols, row.data());
     else
       for (int64_t c = 0; c < w.cols; ++c) row[c] = load_as_f32(w.row_ptr(r), float_dtype(w.format), c);
     for (int64_t i = 0; i < n; ++i) {

@@ -20,9 +20,9 @@ enum class WeightFormat : uint8_t { F32, F16, BF16, Q8, Q4 };
 
 const char* weight_format_name(WeightFormat f);
 
-// A row-major [rows, cols] weight matrix: rows = output features, cols =
-// input features (the PyTorch nn.Linear layout). Float formats are rows of
-// elements; Q8/Q4 are quantized rows: quants, then half scales (quant.h).
+// A [rows, cols] weight matrix: rows = output features, cols = input
+// features (the PyTorch nn.Linear layout). Float formats are rows of
+// elements; Q8 quantized rows; Q4 quantized groups of 8 rows (quant.h).
 struct WeightMatrix {
   WeightFormat format = WeightFormat::F32;
   const void* data = nullptr;
@@ -41,9 +41,11 @@ struct WeightMatrix {
     }
     return quant_row_bytes(quant_format(), cols);
   }
+  // Row r of a float or Q8 matrix (Q4 stores groups of 8 rows: quant.h).
   const uint8_t* row_ptr(int64_t r) const { return static_cast<const uint8_t*>(data) + static_cast<size_t>(r) * row_bytes(); }
-  const uint16_t* row_scales(int64_t r) const { return reinterpret_cast<const uint16_t*>(row_ptr(r)); }
-  size_t bytes() const { return static_cast<size_t>(rows) * row_bytes(); }
+  size_t bytes() const {
+    return quantized() ? quant_matrix_bytes(quant_format(), rows, cols) : static_cast<size_t>(rows) * row_bytes();
+  }
 };
 
 // The float formats a checkpoint stores, as weight formats, and back.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "ops/matmul_kernels.h"
 #include "ops/simd.h"
@@ -163,121 +164,79 @@ HWY_NOINLINE void TileFloat(const typename Rows::T* const (&p)[kW], const float*
   if constexpr (R > 2) finish(2, x2, a20, a21, a22, a23);
 }
 
-// Integer dot products of the quantized activation with one weight row, per
-// 32-block: lane partial sums (any lane layout; only their total matters).
-// A Q8 unit is one block; a Q4 unit is a pair of blocks sharing 32 bytes
-// (the even block in the low nibbles, the odd one in the high nibbles), or
-// the last block alone when the count is odd. A unit of the activation is
-// loaded once (UnitX) for all rows of a tile.
+// Q8: the integer dot product of the quantized activation with one weight
+// row, per 32-block: lane partial sums (any lane layout; only their total
+// matters). A block of the activation is loaded once (BlockX) for all rows of
+// a tile.
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 // x86 (AVX2 and up): vpmaddubsw multiplies unsigned by signed bytes into
-// pairwise int16 sums, twice the work per instruction of the int16 path.
-// Q4 codes are unsigned already (the -8 is the bias); Q8 moves x's sign onto
-// the weights so |x| can be the unsigned operand. No overflow: 2 * 127 * 127
-// and 2 * 15 * 127 fit in int16.
+// pairwise int16 sums, twice the work per instruction of the int16 path. Q8
+// moves x's sign onto the weights so |x| can be the unsigned operand. No
+// overflow: 2 * 127 * 127 fits in int16.
 using BlockSums = __m256i;
 HWY_INLINE __m256i Load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-HWY_INLINE __m256i WidenPairs(__m256i pairs16) { return _mm256_madd_epi16(pairs16, _mm256_set1_epi16(1)); }
 
-struct UnitX {
-  __m256i x0, x1;  // the unit's (first, second) block; Q8: x0 only, with |x0| in x1
+struct BlockX {
+  __m256i x, abs_x;
 };
-template <QuantFormat kFormat>
-HWY_INLINE UnitX LoadUnitX(const int8_t* xq, bool pair) {
-  const __m256i x0 = Load32(xq);
-  if constexpr (kFormat == QuantFormat::Q8) return {x0, _mm256_sign_epi8(x0, x0)};
-  return {x0, pair ? Load32(xq + kQuantBlock) : x0};
+HWY_INLINE BlockX LoadBlockX(const int8_t* xq) {
+  const __m256i x = Load32(xq);
+  return {x, _mm256_sign_epi8(x, x)};
 }
-
-template <QuantFormat kFormat>
-HWY_INLINE void UnitDot(const uint8_t* row, size_t b, bool pair, const UnitX& x, __m256i& even, __m256i& odd) {
-  if constexpr (kFormat == QuantFormat::Q8) {
-    even = WidenPairs(_mm256_maddubs_epi16(x.x1, _mm256_sign_epi8(Load32(row + b * kQuantBlock), x.x0)));
-  } else {
-    const __m256i low = _mm256_set1_epi8(15);
-    const __m256i codes = Load32(row + b / 2 * kQuantBlock);
-    even = WidenPairs(_mm256_maddubs_epi16(_mm256_and_si256(codes, low), x.x0));
-    if (pair) odd = WidenPairs(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(codes, 4), low), x.x1));
-  }
+HWY_INLINE __m256i BlockDot(const uint8_t* quants, size_t b, const BlockX& x) {
+  const __m256i pairs16 = _mm256_maddubs_epi16(x.abs_x, _mm256_sign_epi8(Load32(quants + b * kQuantBlock), x.x));
+  return _mm256_madd_epi16(pairs16, _mm256_set1_epi16(1));
 }
 HWY_INLINE hn::Vec<DF32> ToFloat(__m256i v) { return hn::Vec<DF32>{_mm256_cvtepi32_ps(v)}; }
 #else
 // Portable: bytes widened to int16, int16 x int16 -> int32 pair sums.
 using BlockSums = hn::Vec<D32>;
-struct UnitX {
+struct BlockX {
   const int8_t* xq;
 };
-template <QuantFormat kFormat>
-HWY_INLINE UnitX LoadUnitX(const int8_t* xq, bool) {
-  return {xq};
-}
-
-template <QuantFormat kFormat>
-HWY_INLINE void UnitDot(const uint8_t* row, size_t b, bool pair, const UnitX& x, hn::Vec<D32>& even,
-                        hn::Vec<D32>& odd) {
+HWY_INLINE BlockX LoadBlockX(const int8_t* xq) { return {xq}; }
+HWY_INLINE hn::Vec<D32> BlockDot(const uint8_t* quants, size_t b, const BlockX& x) {
   const D16 d16;
   const D32 d32;
   const hn::Rebind<int8_t, D16> d8;
-  const hn::Rebind<uint8_t, D16> du8;
-  const size_t N16 = hn::Lanes(d16);
-  auto e0 = hn::Zero(d32), e1 = hn::Zero(d32), o0 = hn::Zero(d32), o1 = hn::Zero(d32);
-  for (size_t off = 0; off < kQuantBlock; off += N16) {
-    const auto x0 = hn::PromoteTo(d16, hn::LoadU(d8, x.xq + off));
-    if constexpr (kFormat == QuantFormat::Q8) {
-      const auto wv = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const int8_t*>(row + b * kQuantBlock + off)));
-      e0 = hn::ReorderWidenMulAccumulate(d32, wv, x0, e0, e1);
-    } else {
-      const auto bytes =
-          hn::BitCast(d16, hn::PromoteTo(hn::Rebind<uint16_t, D16>(), hn::LoadU(du8, row + b / 2 * kQuantBlock + off)));
-      e0 = hn::ReorderWidenMulAccumulate(d32, hn::And(bytes, hn::Set(d16, int16_t{15})), x0, e0, e1);
-      if (pair) {
-        const auto x1 = hn::PromoteTo(d16, hn::LoadU(d8, x.xq + kQuantBlock + off));
-        o0 = hn::ReorderWidenMulAccumulate(d32, hn::ShiftRight<4>(bytes), x1, o0, o1);
-      }
-    }
+  auto s0 = hn::Zero(d32), s1 = hn::Zero(d32);
+  for (size_t off = 0; off < kQuantBlock; off += hn::Lanes(d16)) {
+    const auto xv = hn::PromoteTo(d16, hn::LoadU(d8, x.xq + off));
+    const auto wv = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const int8_t*>(quants + b * kQuantBlock + off)));
+    s0 = hn::ReorderWidenMulAccumulate(d32, wv, xv, s0, s1);
   }
-  even = hn::Add(e0, e1);
-  odd = hn::Add(o0, o1);
+  return hn::Add(s0, s1);
 }
 HWY_INLINE hn::Vec<DF32> ToFloat(hn::Vec<D32> v) { return hn::ConvertTo(DF32(), v); }
 #endif
 
 // s[j][g] = scale of block b0 + g of weight row j times the activation's scale
-// of that block, for g < count (count <= Lanes(DF)); with Q4, also adds
-// s * (-8 * sum of the activation block) to bias[j][g] (the zero point's share,
-// summed over lanes at the end).
+// of that block, for g < count (count <= Lanes(DF)).
 using Lanes = float[HWY_MAX_BYTES / sizeof(float)];
-HWY_INLINE void BlockScales(const uint16_t* const (&sc)[kW], const float* d, const float* q4_bias, size_t b0,
-                            size_t count, Lanes (&s)[kW], Lanes (&bias)[kW]) {
+HWY_INLINE void BlockScales(const uint16_t* const (&sc)[kW], const float* d, size_t b0, size_t count,
+                            Lanes (&s)[kW]) {
   const DF df;
   const hn::Rebind<hwy::float16_t, DF> dh;
   if (count == hn::Lanes(df)) {
     const auto dx = hn::LoadU(df, d + b0);
-    for (size_t j = 0; j < kW; ++j) {
-      const auto sj = hn::Mul(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(sc[j] + b0))), dx);
-      hn::Store(sj, df, s[j]);
-      if (q4_bias) hn::Store(hn::MulAdd(sj, hn::LoadU(df, q4_bias + b0), hn::Load(df, bias[j])), df, bias[j]);
-    }
+    for (size_t j = 0; j < kW; ++j)
+      hn::Store(hn::Mul(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(sc[j] + b0))), dx), df,
+                s[j]);
     return;
   }
   for (size_t j = 0; j < kW; ++j)
-    for (size_t g = 0; g < count; ++g) {
-      s[j][g] = f16_to_f32(sc[j][b0 + g]) * d[b0 + g];
-      if (q4_bias) bias[j][0] += s[j][g] * q4_bias[b0 + g];  // lane 0: summed with the others at the end
-    }
+    for (size_t g = 0; g < count; ++g) s[j][g] = f16_to_f32(sc[j][b0 + g]) * d[b0 + g];
 }
 
-// One quantized activation row times kW rows of Q8 or Q4 weights: per 32-block
-// an exact integer dot product, converted and scaled into a float accumulator.
-template <QuantFormat kFormat>
-HWY_NOINLINE void TileQuant(const WeightMatrix& w, const TileRowSet& rows, const Activations& a, size_t i0, float* y) {
+// One quantized activation row times kW rows of Q8 weights: per 32-block an
+// exact integer dot product, converted and scaled into a float accumulator.
+HWY_NOINLINE void TileQ8(const WeightMatrix& w, const TileRowSet& rows, const Activations& a, size_t i0, float* y) {
   const DF df;
   const DF32 df32;
-  const size_t G = std::max<size_t>(hn::Lanes(df), 2);  // even, so a Q4 pair never straddles two groups
+  const size_t G = hn::Lanes(df);
   const size_t k = static_cast<size_t>(w.cols), blocks = k / kQuantBlock;
   const int8_t* xrow = a.q + i0 * k;
   const float* drow = a.d + i0 * blocks;
-  const float* brow = kFormat == QuantFormat::Q4 ? a.q4_bias + i0 * blocks : nullptr;
   const uint8_t* p[kW];
   RowPointers(w, rows, p);
   const uint16_t* sc[kW];
@@ -286,34 +245,85 @@ HWY_NOINLINE void TileQuant(const WeightMatrix& w, const TileRowSet& rows, const
     p[j] += quant_scale_bytes(w.cols);
   }
   auto f0 = hn::Zero(df32), f1 = hn::Zero(df32), f2 = hn::Zero(df32), f3 = hn::Zero(df32);
-  HWY_ALIGN Lanes s[kW], bias[kW];
-  for (Lanes& b : bias) hn::Store(hn::Zero(df), df, b);
-  constexpr size_t kUnit = kFormat == QuantFormat::Q4 ? 2 : 1;
-  const size_t unit_bytes = quant_bytes(kFormat, kUnit * kQuantBlock);
+  HWY_ALIGN Lanes s[kW];
   for (size_t b0 = 0; b0 < blocks; b0 += G) {
     const size_t count = std::min(G, blocks - b0);
-    BlockScales(sc, drow, brow, b0, count, s, bias);
-    for (size_t g = 0; g < count; g += kUnit) {
+    BlockScales(sc, drow, b0, count, s);
+    for (size_t g = 0; g < count; ++g) {
       const size_t b = b0 + g;
-      const bool pair = kUnit == 2 && g + 1 < count;
-      if ((b / kUnit * unit_bytes) % 64 == 0)  // once per cache line; the rows are one stream
-        for (size_t j = 0; j < kW; ++j) hwy::Prefetch(p[j] + b / kUnit * unit_bytes + kPrefetchBytes);
-      const UnitX x = LoadUnitX<kFormat>(xrow + b * kQuantBlock, pair);
-      auto row = [&](size_t j, hn::Vec<DF32>& f) {
-        BlockSums even, odd;
-        UnitDot<kFormat>(p[j], b, pair, x, even, odd);
-        f = hn::MulAdd(ToFloat(even), hn::Set(df32, s[j][g]), f);
-        if (pair) f = hn::MulAdd(ToFloat(odd), hn::Set(df32, s[j][g + 1]), f);
-      };
-      row(0, f0);
-      row(1, f1);
-      row(2, f2);
-      row(3, f3);
+      if ((b * kQuantBlock) % 64 == 0)  // once per cache line; the rows are one stream
+        for (size_t j = 0; j < kW; ++j) hwy::Prefetch(p[j] + b * kQuantBlock + kPrefetchBytes);
+      const BlockX x = LoadBlockX(xrow + b * kQuantBlock);
+      f0 = hn::MulAdd(ToFloat(BlockDot(p[0], b, x)), hn::Set(df32, s[0][g]), f0);
+      f1 = hn::MulAdd(ToFloat(BlockDot(p[1], b, x)), hn::Set(df32, s[1][g]), f1);
+      f2 = hn::MulAdd(ToFloat(BlockDot(p[2], b, x)), hn::Set(df32, s[2][g]), f2);
+      f3 = hn::MulAdd(ToFloat(BlockDot(p[3], b, x)), hn::Set(df32, s[3][g]), f3);
     }
   }
   const float sums[kW] = {Sum(df32, f0), Sum(df32, f1), Sum(df32, f2), Sum(df32, f3)};
-  for (size_t j = 0; j < rows.nr; ++j) y[j * rows.stride] = sums[j] + Sum(df, hn::Load(df, bias[j]));
+  for (size_t j = 0; j < rows.nr; ++j) y[j * rows.stride] = sums[j];
 }
+
+// One quantized activation row times a group of 8 Q4 weight rows (quant.h),
+// rows in the vector lanes: per block, the integer dot products of all 8 rows
+// at once, then one conversion, the zero point's share (q4_bias: -8 * the sum
+// of the activation block) and one FMA with the 8 rows' scales. Writes the
+// first nr of the 8 outputs to y[0, nr).
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+HWY_NOINLINE void TileQ4Group(const uint8_t* group, size_t blocks, const int8_t* xq, const float* dx,
+                              const float* bias, float* y, size_t nr) {
+  const __m256i low = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+  __m256 acc = _mm256_setzero_ps();
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* p = group + b * kQ4BlockBytes;
+    for (size_t line = 0; line < kQ4BlockBytes; line += 64) hwy::Prefetch(p + line + kPrefetchBytes);
+    // Chunk c: 4 codes of each row in the low nibbles (weights 8c..8c+3) and
+    // 4 in the high nibbles (8c+4..8c+7), each against the activation's 4
+    // bytes broadcast. No overflow: 8 products of 2 * 15 * 127 fit in int16.
+    __m256i sum16 = _mm256_setzero_si256();
+    for (size_t c = 0; c < 4; ++c) {
+      const __m256i codes = Load32(p + 16 + 32 * c);
+      int32_t x_low, x_high;
+      std::memcpy(&x_low, xq + b * kQuantBlock + 8 * c, 4);
+      std::memcpy(&x_high, xq + b * kQuantBlock + 8 * c + 4, 4);
+      sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(_mm256_and_si256(codes, low), _mm256_set1_epi32(x_low)));
+      sum16 = _mm256_add_epi16(
+          sum16, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(codes, 4), low), _mm256_set1_epi32(x_high)));
+    }
+    const __m256 dot = _mm256_add_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sum16, ones)), _mm256_set1_ps(bias[b]));
+    const __m256 scale =
+        _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), _mm256_set1_ps(dx[b]));
+    acc = _mm256_fmadd_ps(dot, scale, acc);
+  }
+  HWY_ALIGN float out[kQ4GroupRows];
+  _mm256_store_ps(out, acc);
+  std::copy_n(out, nr, y);
+}
+#else
+// Portable: the same operations row by row, in the same order (one rounding
+// per conversion, multiply and fused multiply-add), so every target gives the
+// same bits.
+HWY_NOINLINE void TileQ4Group(const uint8_t* group, size_t blocks, const int8_t* xq, const float* dx,
+                              const float* bias, float* y, size_t nr) {
+  for (size_t j = 0; j < nr; ++j) {
+    float acc = 0;
+    for (size_t b = 0; b < blocks; ++b) {
+      const uint8_t* p = group + b * kQ4BlockBytes;
+      const int8_t* x = xq + b * kQuantBlock;
+      int32_t isum = 0;
+      for (size_t c = 0; c < 4; ++c)
+        for (size_t i = 0; i < 4; ++i) {
+          const uint8_t byte = p[16 + 32 * c + 4 * j + i];
+          isum += (byte & 15) * x[8 * c + i] + (byte >> 4) * x[8 * c + 4 + i];
+        }
+      uint16_t half;
+      std::memcpy(&half, p + 2 * j, 2);
+      acc = std::fma(static_cast<float>(isum) + bias[b], f16_to_f32(half) * dx[b], acc);
+    }
+    y[j] = acc;
+  }
+}
+#endif
 
 // ---------------------------------------------------------------- attention
 
@@ -462,10 +472,9 @@ HWY_INLINE void TileOf(const WeightMatrix& w, const Activations& a, size_t i0, c
       return TileFloat<R, BF16Rows>(p, a.x + i0 * k, k, k, y, ldy, t.stride, t.nr);
     }
     case WeightFormat::Q8:
-      if constexpr (R == 1) return TileQuant<QuantFormat::Q8>(w, t, a, i0, y);
+      if constexpr (R == 1) return TileQ8(w, t, a, i0, y);
       break;
-    case WeightFormat::Q4:
-      if constexpr (R == 1) return TileQuant<QuantFormat::Q4>(w, t, a, i0, y);
+    case WeightFormat::Q4:  // decode only, by groups of 8 rows (DotRows)
       break;
   }
   HWY_ASSERT(false);  // more rows than the format's tile: TileRows is the contract
@@ -473,6 +482,16 @@ HWY_INLINE void TileOf(const WeightMatrix& w, const Activations& a, size_t i0, c
 
 void DotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
              size_t ldy) {
+  if (ni == 1 && w.format == WeightFormat::Q4) {
+    // A Q4 group of 8 rows is contiguous: consecutive groups are one long
+    // stream. r0 is a multiple of 8 (matmul.cpp's row groups).
+    const size_t k = static_cast<size_t>(w.cols), blocks = k / kQuantBlock;
+    const auto* base = static_cast<const uint8_t*>(w.data);
+    for (size_t r = r0; r < r1; r += kQ4GroupRows)
+      TileQ4Group(base + r / kQ4GroupRows * blocks * kQ4BlockBytes, blocks, a.q + i0 * k, a.d + i0 * blocks,
+                  a.q4_bias + i0 * blocks, y + (r - r0), std::min<size_t>(kQ4GroupRows, r1 - r));
+    return;
+  }
   if (ni == 1) {
     // Decode streams the weights from memory. Rows side by side would be four
     // short streams restarting every tile (a 1 KiB Q8 row is 16 cache lines),
@@ -502,41 +521,61 @@ void DotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, 
 }
 
 // dequantize_row (quant.h), a vector of codes at a time.
-void DequantizeRow(QuantFormat f, const uint8_t* row, size_t k, float* out) {
+void DequantizeQ8Row(const uint8_t* row, size_t k, float* out) {
   const hn::CappedTag<float, kQuantBlock> df;  // a block is a whole number of vectors
-  const hn::Rebind<int32_t, decltype(df)> di;
   const hn::Rebind<int8_t, decltype(df)> d8;
-  const hn::Rebind<uint8_t, decltype(df)> du8;
+  const hn::Rebind<int32_t, decltype(df)> di;
   const size_t N = hn::Lanes(df);
   const auto* scales = reinterpret_cast<const uint16_t*>(row);
-  row += quant_scale_bytes(static_cast<int64_t>(k));
+  const auto* quants = reinterpret_cast<const int8_t*>(row + quant_scale_bytes(static_cast<int64_t>(k)));
   for (size_t b = 0; b < k / kQuantBlock; ++b) {
     const auto d = hn::Set(df, f16_to_f32(scales[b]));
+    for (size_t i = 0; i < kQuantBlock; i += N)
+      hn::StoreU(hn::Mul(d, hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, quants + b * kQuantBlock + i)))), df,
+                 out + b * kQuantBlock + i);
+  }
+}
+
+// Row j of a Q4 group: per block and chunk, 4 bytes give the row's codes of
+// weights 8c..8c+3 (low nibbles) and 8c+4..8c+7 (high nibbles).
+void DequantizeQ4Row(const uint8_t* group, size_t j, size_t k, float* out) {
+  const hn::CappedTag<float, 4> df;
+  const hn::Rebind<int32_t, decltype(df)> di;
+  const hn::Rebind<uint32_t, decltype(df)> du32;
+  const hn::Rebind<uint8_t, decltype(df)> du8;
+  const size_t N = hn::Lanes(df);
+  const auto low = hn::Set(di, 15), eight = hn::Set(di, 8);
+  for (size_t b = 0; b < k / kQuantBlock; ++b) {
+    const uint8_t* p = group + b * kQ4BlockBytes;
+    uint16_t half;
+    std::memcpy(&half, p + 2 * j, 2);
+    const auto d = hn::Set(df, f16_to_f32(half));
     float* o = out + b * kQuantBlock;
-    for (size_t i = 0; i < kQuantBlock; i += N) {
-      hn::Vec<decltype(di)> q;
-      if (f == QuantFormat::Q8) {
-        q = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(row) + b * kQuantBlock + i));
-      } else {
-        const auto bytes = hn::BitCast(di, hn::PromoteTo(hn::Rebind<uint32_t, decltype(df)>(), hn::LoadU(du8, row + b / 2 * kQuantBlock + i)));
-        q = hn::Sub(b % 2 == 0 ? hn::And(bytes, hn::Set(di, 15)) : hn::ShiftRight<4>(bytes), hn::Set(di, 8));
+    for (size_t c = 0; c < 4; ++c)
+      for (size_t i = 0; i < 4; i += N) {
+        const auto bytes = hn::BitCast(di, hn::PromoteTo(du32, hn::LoadU(du8, p + 16 + 32 * c + 4 * j + i)));
+        hn::StoreU(hn::Mul(d, hn::ConvertTo(df, hn::Sub(hn::And(bytes, low), eight))), df, o + 8 * c + i);
+        hn::StoreU(hn::Mul(d, hn::ConvertTo(df, hn::Sub(hn::ShiftRight<4>(bytes), eight))), df, o + 8 * c + 4 + i);
       }
-      hn::StoreU(hn::Mul(d, hn::ConvertTo(df, q)), df, o + i);
-    }
   }
 }
 
 void WidenRows(const WeightMatrix& w, size_t r0, size_t r1, float* out) {
   const size_t k = static_cast<size_t>(w.cols);
   for (size_t r = r0; r < r1; ++r) {
-    const uint8_t* row = w.row_ptr(static_cast<int64_t>(r));
     float* o = out + (r - r0) * k;
+    if (w.format == WeightFormat::Q4) {
+      const auto* group = static_cast<const uint8_t*>(w.data) + r / kQ4GroupRows * (k / kQuantBlock) * kQ4BlockBytes;
+      DequantizeQ4Row(group, r % kQ4GroupRows, k, o);
+      continue;
+    }
+    const uint8_t* row = w.row_ptr(static_cast<int64_t>(r));
     switch (w.format) {
       case WeightFormat::F32: simd::widen_f32(row, DType::F32, k, o); break;
       case WeightFormat::BF16: simd::widen_f32(row, DType::BF16, k, o); break;
       case WeightFormat::F16: simd::widen_f32(row, DType::F16, k, o); break;
-      case WeightFormat::Q8:
-      case WeightFormat::Q4: DequantizeRow(w.quant_format(), row, k, o); break;
+      case WeightFormat::Q8: DequantizeQ8Row(row, k, o); break;
+      case WeightFormat::Q4: break;
     }
   }
 }

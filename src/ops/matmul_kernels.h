@@ -3,9 +3,11 @@
 // rows once, then shares out groups of weight rows among the threads.
 // Exposed for the tests and micro-benchmarks.
 //
-// Every kernel multiplies a tile of activation rows by four weight rows at a
-// time, dot-product style: one vector accumulator per (activation row, weight
-// row), lanes running along k, reduced at the end. Each accumulator sees the
+// The float and Q8 kernels multiply a tile of activation rows by four weight
+// rows at a time, dot-product style: one vector accumulator per (activation
+// row, weight row), lanes running along k, reduced at the end. The Q4 decode
+// kernel takes a group of 8 interleaved weight rows (quant.h) with the rows
+// in the lanes. Each accumulator sees the
 // same sequence of operations whatever the number of activation rows and
 // whether a bf16/f16 row is widened in registers (decode, reading the weights
 // as stored) or first into an f32 group (prefill), so decode and prefill give
@@ -35,7 +37,7 @@ size_t tile_rows(WeightFormat f);
 
 // y[i * ldy + (r - r0)] = dot(activation row i0 + i, weight row r), for i < ni
 // and r in [r0, r1). F16/BF16/Q8/Q4 weights need ni == 1 (decode); prefill
-// multiplies them widened to f32 groups (widen_rows).
+// multiplies them widened to f32 groups (widen_rows). Q4: r0 a multiple of 8.
 void dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
               size_t ldy);
 

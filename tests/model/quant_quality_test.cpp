@@ -143,6 +143,28 @@ TEST(QuantizedCheckpoint, WrongQuantizedShapeIsRefused) {
   }
 }
 
+// A checkpoint saved with an older quantized layout (version 1: Q4 rows one
+// after another) would be read as garbage: refused, saying how to fix it.
+TEST(QuantizedCheckpoint, OlderLayoutVersionIsRefused) {
+  const std::string src = test::data_path("models/tiny");
+  LoadOptions opts;
+  opts.weights = WeightFormat::Q4;
+  test::ScratchDir out("oldquant");
+  Qwen3Model::load(src, opts)->save(src, out.path());
+  std::ifstream in(out.file("config.json"));
+  auto cfg = nlohmann::json::parse(in);
+  EXPECT_EQ(cfg["quantization_config"]["version"], 2);
+  cfg["quantization_config"]["version"] = 1;
+  std::ofstream(out.file("config.json")) << cfg.dump();
+  try {
+    Qwen3Model::load(out.path());
+    FAIL() << "loaded a checkpoint of an older quantized layout";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layout version 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("qinfer quantize"), std::string::npos) << e.what();
+  }
+}
+
 // A 16-bit KV cache rounds keys and values once; the logits stay close and
 // the greedy choice almost always the same.
 TEST(KvCache16, CloseToF32Cache) {

@@ -28,9 +28,11 @@ struct QuantMatrix {
   QuantMatrix(WeightFormat f, const std::vector<float>& values, int64_t rows, int64_t cols) {
     w = WeightMatrix{f, nullptr, rows, cols};
     bytes.resize(w.bytes());
-    for (int64_t r = 0; r < rows; ++r)
-      quantize_row(w.quant_format(), &values[r * cols], cols, &bytes[r * w.row_bytes()]);
+    quantize_matrix(w.quant_format(), values.data(), rows, cols, bytes.data());
     w.data = bytes.data();
+  }
+  float scale(int64_t r, int64_t b) const {
+    return f16_to_f32(quant_block_scale(w.quant_format(), bytes.data(), r, b, w.cols));
   }
 };
 
@@ -54,10 +56,11 @@ void quantize_activation_ref(const float* x, int64_t k, std::vector<int>& q, std
 // codes and the quantized activation, scaled by both scales, summed in double.
 double quantized_dot_ref(const WeightMatrix& w, int64_t r, const std::vector<int>& q, const std::vector<double>& d) {
   std::vector<float> deq(w.cols);
-  dequantize_row(w.quant_format(), w.row_ptr(r), w.cols, deq.data());
+  const auto* data = static_cast<const uint8_t*>(w.data);
+  dequantize_row(w.quant_format(), data, r, w.cols, deq.data());
   double total = 0;
   for (int64_t b = 0; b < w.cols / kQuantBlock; ++b) {
-    const double dw = f16_to_f32(w.row_scales(r)[b]);
+    const double dw = f16_to_f32(quant_block_scale(w.quant_format(), data, r, b, w.cols));
     int64_t isum = 0;
     for (int i = 0; i < kQuantBlock; ++i) {
       const int64_t c = b * kQuantBlock + i;
@@ -93,38 +96,65 @@ TEST(Quant, F16RoundingMatchesTheCompiler) {
 }
 
 TEST(Quant, DequantizeErrorWithinHalfAStepPerBlock) {
+  const int64_t rows = 11;  // a whole Q4 group of 8 and a padded one
   for (WeightFormat f : {WeightFormat::Q8, WeightFormat::Q4})
     for (int64_t cols : {32, 64, 96, 1024}) {
-      // Normal values, a block of zeros, a constant block, a block with one outlier.
-      auto x = randn(cols, 17 + cols, 0.05f);
+      // Normal values; in row 0 a block of zeros, a constant block, a block with one outlier.
+      auto x = randn(rows * cols, 17 + cols, 0.05f);
       std::fill(x.begin(), x.begin() + 32, 0.0f);
       if (cols >= 64) std::fill(x.begin() + 32, x.begin() + 64, -0.25f);
       if (cols >= 96) x[70] = 3.0f;
-      const QuantMatrix m(f, x, 1, cols);
+      const QuantMatrix m(f, x, rows, cols);
+      EXPECT_EQ(m.w.bytes(), f == WeightFormat::Q8 ? rows * (cols + cols / 32 * 2) : 16 * (cols / 2 + cols / 32 * 2));
       std::vector<float> back(cols);
-      dequantize_row(m.w.quant_format(), m.w.row_ptr(0), cols, back.data());
-      for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
-        const float d = std::fabs(f16_to_f32(m.w.row_scales(0)[b]));
-        float amax = 0;
-        for (int i = 0; i < kQuantBlock; ++i) amax = std::max(amax, std::fabs(x[b * kQuantBlock + i]));
-        // The scale is the block's range over the code range, rounded to half precision.
-        EXPECT_NEAR(d, amax / (f == WeightFormat::Q8 ? 127.0f : 8.0f), amax * 1e-3f + 1e-12f);
-        for (int i = 0; i < kQuantBlock; ++i) {
-          const int64_t c = b * kQuantBlock + i;
-          const float err = std::fabs(back[c] - x[c]);
-          // Q4 clamps a value opposite to the extreme from code +8 to +7: one step.
-          const bool clamped = f == WeightFormat::Q4 && std::fabs(x[c]) > 7.5f * d;
-          ASSERT_LE(err, (clamped ? 1.0f : 0.5f) * d * (1 + 1e-3f) + 1e-12f)
-              << name(f) << " cols=" << cols << " at " << c << ": " << x[c] << " -> " << back[c] << ", d=" << d;
+      for (int64_t r = 0; r < rows; ++r) {
+        dequantize_row(m.w.quant_format(), m.bytes.data(), r, cols, back.data());
+        const float* xr = &x[r * cols];
+        for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
+          const float d = std::fabs(m.scale(r, b));
+          float amax = 0;
+          for (int i = 0; i < kQuantBlock; ++i) amax = std::max(amax, std::fabs(xr[b * kQuantBlock + i]));
+          // The scale is the block's range over the code range, rounded to half precision.
+          EXPECT_NEAR(d, amax / (f == WeightFormat::Q8 ? 127.0f : 8.0f), amax * 1e-3f + 1e-12f);
+          for (int i = 0; i < kQuantBlock; ++i) {
+            const int64_t c = b * kQuantBlock + i;
+            const float err = std::fabs(back[c] - xr[c]);
+            // Q4 clamps a value opposite to the extreme from code +8 to +7: one step.
+            const bool clamped = f == WeightFormat::Q4 && std::fabs(xr[c]) > 7.5f * d;
+            ASSERT_LE(err, (clamped ? 1.0f : 0.5f) * d * (1 + 1e-3f) + 1e-12f) << name(f) << " cols=" << cols << " row "
+                                                                                 << r << " at " << c << ": " << xr[c]
+                                                                                 << " -> " << back[c] << ", d=" << d;
+          }
         }
       }
     }
 }
 
-TEST(Quant, Q4OddBlockCountEndsWithAHalfPair) {
-  EXPECT_EQ(quant_bytes(QuantFormat::Q4, 96), 64u);  // 3 blocks: two pairs of 32 bytes
-  EXPECT_EQ(quant_row_bytes(QuantFormat::Q4, 96), 64u + 3 * 2);
-  EXPECT_EQ(quant_row_bytes(QuantFormat::Q8, 96), 96u + 3 * 2);
+// The Q4 layout of quant.h, byte for byte: weights (i + r) % 16 - 8 in units
+// of 0.5 give code (i + r) % 16 at weight i of row r, and scale 0.5.
+TEST(Quant, Q4GroupLayout) {
+  const int64_t rows = 9, cols = 64;
+  std::vector<float> x(rows * cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < cols; ++i) x[r * cols + i] = 0.5f * static_cast<float>((i + r) % 16 - 8);
+  std::vector<uint8_t> m(quant_matrix_bytes(QuantFormat::Q4, rows, cols));
+  ASSERT_EQ(m.size(), 2 * 2 * kQ4BlockBytes);  // 2 groups (the second padded) x 2 blocks
+  quantize_matrix(QuantFormat::Q4, x.data(), rows, cols, m.data());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < 2; ++b) {
+      const uint8_t* block = &m[(r / 8 * 2 + b) * kQ4BlockBytes];
+      EXPECT_EQ(block[2 * (r % 8)] | block[2 * (r % 8) + 1] << 8, f32_to_f16(0.5f));
+      for (int c = 0; c < 4; ++c)
+        for (int i = 0; i < 4; ++i) {
+          const int64_t w = b * 32 + 8 * c + i;
+          EXPECT_EQ(block[16 + 32 * c + 4 * (r % 8) + i], (w + r) % 16 | (w + 4 + r) % 16 << 4)
+              << "row " << r << " weight " << w;
+        }
+    }
+  // The padding rows of the last group are zeros with scale 0.
+  const uint8_t* last = &m[3 * kQ4BlockBytes];
+  EXPECT_EQ(last[2 * 7] | last[2 * 7 + 1] << 8, 0);
+  EXPECT_EQ(last[16 + 4 * 7], 8 | 8 << 4);
 }
 
 class QuantMatmulTest : public ::testing::TestWithParam<WeightFormat> {};
