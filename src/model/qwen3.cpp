@@ -148,13 +148,14 @@ std::optional<QuantFormat> stored_quant_format(const std::string& config_path) {
   if (config.is_discarded() || !config.contains("quantization_config")) return std::nullopt;
   const auto& q = config["quantization_config"];
   if (!q.is_object() || q.value("quant_method", "") != "qinfer") return std::nullopt;
-  if (q.value("version", 0) != kQuantLayoutVersion)
-    fail(config_path, ": quantized with layout version ", q.value("version", 0), ", this qinfer reads version ",
-         kQuantLayoutVersion, ": quantize the original checkpoint again (qinfer quantize)");
   const std::string f = q.value("format", "");
-  if (f == "q8") return QuantFormat::Q8;
-  if (f == "q4") return QuantFormat::Q4;
-  fail(config_path, ": quantization_config.format is '", f, "', expected q8 or q4");
+  if (f != "q8" && f != "q4") fail(config_path, ": quantization_config.format is '", f, "', expected q8 or q4");
+  // Q8's layout has not changed since version 1.
+  const int version = q.value("version", 0), oldest = f == "q8" ? 1 : kQuantLayoutVersion;
+  if (version < oldest || version > kQuantLayoutVersion)
+    fail(config_path, ": ", f, " quantized with layout version ", version, ", which this qinfer does not read (it writes ",
+         kQuantLayoutVersion, "): quantize the original checkpoint again (qinfer quantize)");
+  return f == "q8" ? QuantFormat::Q8 : QuantFormat::Q4;
 }
 
 }  // namespace

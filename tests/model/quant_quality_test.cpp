@@ -143,8 +143,8 @@ TEST(QuantizedCheckpoint, WrongQuantizedShapeIsRefused) {
   }
 }
 
-// A checkpoint saved with an older quantized layout (version 1: Q4 rows one
-// after another) would be read as garbage: refused, saying how to fix it.
+// A Q4 checkpoint saved with an older layout (version 1: rows one after
+// another) would be read as garbage: refused, saying how to fix it.
 TEST(QuantizedCheckpoint, OlderLayoutVersionIsRefused) {
   const std::string src = test::data_path("models/tiny");
   LoadOptions opts;
@@ -163,6 +163,15 @@ TEST(QuantizedCheckpoint, OlderLayoutVersionIsRefused) {
     EXPECT_NE(std::string(e.what()).find("layout version 1"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("qinfer quantize"), std::string::npos) << e.what();
   }
+  // Q8's layout is unchanged: a version 1 Q8 checkpoint still loads.
+  opts.weights = WeightFormat::Q8;
+  test::ScratchDir q8("oldq8");
+  Qwen3Model::load(src, opts)->save(src, q8.path());
+  std::ifstream in8(q8.file("config.json"));
+  cfg = nlohmann::json::parse(in8);
+  cfg["quantization_config"]["version"] = 1;
+  std::ofstream(q8.file("config.json")) << cfg.dump();
+  EXPECT_EQ(Qwen3Model::load(q8.path())->weights().lm_head.format, WeightFormat::Q8);
 }
 
 // A 16-bit KV cache rounds keys and values once; the logits stay close and
