@@ -13,10 +13,11 @@ namespace {
 
 // Weight rows a thread claims at a time, whole multiples of 8 (a Q4 tile is a
 // group of 8 rows: quant.h). Prefill: a group stays in L2 while every
-// activation tile passes over it. Decode: about 1 MiB, so the streams of a
-// tile run long enough for the prefetchers (each group restarts them:
-// 256 KiB groups cost q4 decode ~20 % on the 0.6B shapes), while the finer
-// tail (row_groups) still lets both threads finish together.
+// activation tile passes over it. Decode: about 1 MiB, so a thread's stream
+// runs long before it restarts at another group (measured together with the
+// Q4 group layout: q4 decode at a 64-token context 57 tok/s, against 47 with
+// 256 KiB groups and the previous layout), while the finer tail (row_groups)
+// still lets both threads finish together.
 constexpr size_t kPrefillGroupRows = 16;
 size_t decode_group_rows(const WeightMatrix& w) {
   return std::clamp<size_t>((1024u << 10) / w.row_bytes() / 8 * 8, 64, 2048);
