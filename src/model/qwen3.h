@@ -59,8 +59,8 @@ class Qwen3Model {
   KvCache make_cache() const;  // sized for the model's context length, grown on use
 
   // Writes the model as a checkpoint directory that load() maps in place:
-  // model.safetensors with every quantized matrix as a U8 tensor of its rows
-  // (quants then scales, see ops/quant.h), the norms as F32; config.json
+  // model.safetensors with every quantized matrix as one U8 tensor in the
+  // layout of ops/quant.h (Q8 rows; Q4 groups of 8 rows), the norms as F32; config.json
   // (copied from `source_dir`, with a quantization_config entry), and the
   // source's generation_config.json and tokenizer files when present.
   void save(const std::string& source_dir, const std::string& out_dir) const;

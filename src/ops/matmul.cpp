@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "ops/matmul_kernels.h"
-#include "ops/simd.h"
 #include "util/error.h"
 
 namespace qinfer {
@@ -148,9 +147,7 @@ void matmul(const float* x, int64_t n, const WeightMatrix& w, float* y, ThreadPo
 }
 
 void widen_row(const WeightMatrix& w, int64_t r, float* out) {
-  if (w.quantized()) dequantize_row(w.quant_format(), static_cast<const uint8_t*>(w.data), r, w.cols, out);
-  else if (w.format == WeightFormat::F32) std::copy_n(reinterpret_cast<const float*>(w.row_ptr(r)), w.cols, out);
-  else simd::widen_f32(w.row_ptr(r), float_dtype(w.format), static_cast<size_t>(w.cols), out);
+  kernels::widen_rows(w, static_cast<size_t>(r), static_cast<size_t>(r) + 1, out);
 }
 
 void matmul_ref(const float* x, int64_t n, const WeightMatrix& w, float* y) {

@@ -7,11 +7,10 @@
 // rows at a time, dot-product style: one vector accumulator per (activation
 // row, weight row), lanes running along k, reduced at the end. The Q4 decode
 // kernel takes a group of 8 interleaved weight rows (quant.h) with the rows
-// in the lanes. Each accumulator sees the
-// same sequence of operations whatever the number of activation rows and
-// whether a bf16/f16 row is widened in registers (decode, reading the weights
-// as stored) or first into an f32 group (prefill), so decode and prefill give
-// bit-identical results.
+// in the lanes. Each float accumulator sees the same sequence of operations
+// whatever the number of activation rows and whether a bf16/f16 row is
+// widened in registers (decode, reading the weights as stored) or first into
+// an f32 group (prefill), so decode and prefill give bit-identical results.
 #pragma once
 #include <cstddef>
 #include <cstdint>
