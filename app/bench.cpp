@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "build_info.h"
 #include "commands.h"
 #include "io/model_dir.h"
 #include "model/qwen3.h"
@@ -213,7 +214,11 @@ void run_bench(const BenchArgs& a) {
   const double gb_per_token = (decode_weight_bytes(*model) + kv_read) / 1e9;
   const double tg_gb_s = T.median * gb_per_token;
   const double pp_gflop_s = P.median * prefill_flops(*model, a.prompt_tokens) / a.prompt_tokens / 1e9;
+  const BuildInfo build = build_info();
   nlohmann::ordered_json j = {{"model", dir},
+                              {"qinfer_commit", build.commit},
+                              {"simd_target", build.simd_target},
+                              {"simd_compiled", build.simd_compiled},
                               {"threads", pool.size()},
                               {"prompt_tokens", a.prompt_tokens},
                               {"gen_tokens", a.gen_tokens},
@@ -247,8 +252,8 @@ void run_bench(const BenchArgs& a) {
     std::printf("%s\n", j.dump().c_str());
     return;
   }
-  std::printf("model        %s (%d threads, weights %s, KV cache %s)\n", dir.c_str(), pool.size(), a.weights.c_str(),
-              a.kv.c_str());
+  std::printf("model        %s (%d threads, weights %s, KV cache %s, kernels %s)\n", dir.c_str(), pool.size(),
+              a.weights.c_str(), a.kv.c_str(), build.simd_target.c_str());
   std::printf("prefill      pp%lld  %8.1f tok/s  (min %.1f, max %.1f, %d runs)\n", static_cast<long long>(a.prompt_tokens),
               P.median, P.min, P.max, a.reps);
   std::printf("compute      prefill %.1f GFLOP/s; f32 FMA probe %.1f GFLOP/s (%.1f before, %.1f after) -> %.0f%% of peak\n",

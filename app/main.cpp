@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "build_info.h"
 #include "commands.h"
 #include "util/error.h"
 
@@ -10,6 +11,8 @@ int main(int argc, char** argv) {
       "qinfer: a C++ inference engine for Qwen3 models, loading Hugging Face checkpoints as downloaded"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
+  app.set_version_flag("--version", [] { return qinfer::cli::version_text(); },
+                       "Print the version, git commit and the SIMD target chosen for this CPU");
   qinfer::cli::add_generate_command(app);
   qinfer::cli::add_chat_command(app);
   qinfer::cli::add_make_test_model_command(app);

@@ -146,6 +146,8 @@ double FmaPeakWork(size_t iterations) {
   return 2.0 * kChains * hn::Lanes(df) * static_cast<double>(iterations);
 }
 
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
 }  // namespace HWY_NAMESPACE
 }  // namespace qinfer::simd
 HWY_AFTER_NAMESPACE();
@@ -159,6 +161,7 @@ HWY_EXPORT(NarrowF32);
 HWY_EXPORT(SiluMul);
 HWY_EXPORT(SoftmaxScaled);
 HWY_EXPORT(FmaPeakWork);
+HWY_EXPORT(TargetName);
 
 void widen_f32(const void* src, DType t, size_t n, float* dst) { HWY_DYNAMIC_DISPATCH(WidenF32)(src, t, n, dst); }
 float dot(const float* a, const float* b, size_t n) { return HWY_DYNAMIC_DISPATCH(Dot)(a, b, n); }
@@ -167,5 +170,14 @@ void narrow_f32(const float* src, size_t n, DType t, void* dst) { HWY_DYNAMIC_DI
 void silu_mul(const float* gate, const float* up, size_t n, float* out) { HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, n, out); }
 void softmax_scaled(float* x, size_t n, float scale) { HWY_DYNAMIC_DISPATCH(SoftmaxScaled)(x, n, scale); }
 double fma_peak_work(size_t iterations) { return HWY_DYNAMIC_DISPATCH(FmaPeakWork)(iterations); }
+std::string dispatched_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+std::string compiled_targets() {
+  std::string names;
+  for (int64_t bits = HWY_TARGETS; bits != 0; bits &= bits - 1) {  // lowest bit = best target
+    if (!names.empty()) names += ' ';
+    names += hwy::TargetName(bits & -bits);
+  }
+  return names;
+}
 }  // namespace qinfer::simd
 #endif

@@ -2,6 +2,7 @@
 // to the best target of the CPU (AVX2 here, AVX-512 or NEON elsewhere).
 #pragma once
 #include <cstddef>
+#include <string>
 
 #include "util/dtype.h"
 
@@ -28,5 +29,10 @@ void softmax_scaled(float* x, size_t n, float scale);
 // rounds of independent register-resident FMAs and returns the number of
 // floating-point operations done (2 per lane per FMA).
 double fma_peak_work(size_t iterations);
+
+// The Highway target the kernels dispatch to on this CPU (e.g. "AVX3_DL"), and
+// every target compiled in, best first ("AVX3_DL AVX3 AVX2 ...").
+std::string dispatched_target();
+std::string compiled_targets();
 
 }  // namespace qinfer::simd

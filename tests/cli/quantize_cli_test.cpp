@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "ops/simd.h"
 #include "test_util.h"
 
 using nlohmann::json;
@@ -61,4 +62,5 @@ TEST(QuantizeCli, BenchTakesWeightsAndKvOptions) {
     EXPECT_GT(j[key].get<double>(), 0) << key;
   EXPECT_EQ(j["weights"], "q8");
   EXPECT_EQ(j["kv"], "f16");
+  EXPECT_EQ(j["simd_target"], qinfer::simd::dispatched_target());
 }

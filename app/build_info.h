@@ -1,0 +1,18 @@
+// What this binary is and which kernels it runs on this CPU: printed by
+// `qinfer --version` and recorded in `bench --json`, so a figure can be tied
+// to the code path that produced it.
+#pragma once
+#include <string>
+
+namespace qinfer::cli {
+
+struct BuildInfo {
+  std::string version, commit;
+  std::string simd_target;       // chosen at run time, e.g. "AVX3_DL"
+  std::string simd_compiled;     // every target compiled in, best first
+};
+
+BuildInfo build_info();
+std::string version_text();
+
+}  // namespace qinfer::cli
