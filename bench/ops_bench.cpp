@@ -33,11 +33,11 @@ struct Weights {
     w.rows = rows;
     w.cols = cols;
     data.resize(w.bytes());
-    std::vector<float> row(static_cast<size_t>(kQ4GroupRows * cols));
+    std::vector<float> row(static_cast<size_t>(kQuantGroupRows * cols));
     if (w.quantized()) {  // by groups of 8 rows (a Q4 group)
-      for (int64_t r = 0; r < rows; r += kQ4GroupRows) {
+      for (int64_t r = 0; r < rows; r += kQuantGroupRows) {
         for (float& v : row) v = normal(rng);
-        quantize_matrix(w.quant_format(), row.data(), std::min(kQ4GroupRows, rows - r), cols,
+        quantize_matrix(w.quant_format(), row.data(), std::min(kQuantGroupRows, rows - r), cols,
                         data.data() + quant_matrix_bytes(w.quant_format(), r, cols));
       }
       w.data = data.data();

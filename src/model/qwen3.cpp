@@ -101,11 +101,11 @@ struct Binder {
     std::vector<uint8_t>& buf = owned.emplace_back(w.bytes());
     w.data = buf.data();
     if (!pool) pool = std::make_unique<ThreadPool>(options.threads);
-    const size_t groups = static_cast<size_t>((w.rows + kQ4GroupRows - 1) / kQ4GroupRows);
+    const size_t groups = static_cast<size_t>((w.rows + kQuantGroupRows - 1) / kQuantGroupRows);
     pool->parallel_for(groups, 8, [&](size_t g0, size_t g1) {
-      std::vector<float> rows(static_cast<size_t>(kQ4GroupRows * w.cols));
+      std::vector<float> rows(static_cast<size_t>(kQuantGroupRows * w.cols));
       for (size_t g = g0; g < g1; ++g) {
-        const int64_t r0 = static_cast<int64_t>(g) * kQ4GroupRows, n = std::min(kQ4GroupRows, w.rows - r0);
+        const int64_t r0 = static_cast<int64_t>(g) * kQuantGroupRows, n = std::min(kQuantGroupRows, w.rows - r0);
         for (int64_t r = 0; r < n; ++r) widen_row(from, r0 + r, &rows[r * w.cols]);
         if (w.quantized()) {
           quantize_matrix(w.quant_format(), rows.data(), n, w.cols, buf.data() + quant_matrix_bytes(w.quant_format(), r0, w.cols));
@@ -137,12 +137,13 @@ struct Binder {
   }
 };
 
-// Version of the quantized layout (ops/quant.h) that save() writes. 2: Q4
-// rows interleaved in groups of 8 (1: Q4 rows one after another).
-constexpr int kQuantLayoutVersion = 2;
+// Version of the quantized layout (ops/quant.h) that save() writes. 3: Q8
+// rows interleaved in groups of 8 as unsigned codes, like Q4 (2: Q4 groups,
+// Q8 rows one after another; 1: Q4 rows too).
+constexpr int kQuantLayoutVersion = 3;
 
 // The format of a checkpoint written by Qwen3Model::save: config.json's
-// quantization_config {"quant_method": "qinfer", "format": "q8" | "q4", "version": 2}.
+// quantization_config {"quant_method": "qinfer", "format": "q8" | "q4", "version": 3}.
 std::optional<QuantFormat> stored_quant_format(const std::string& config_path) {
   const auto config = nlohmann::json::parse(read_text_file(config_path), nullptr, false);
   if (config.is_discarded() || !config.contains("quantization_config")) return std::nullopt;
@@ -150,8 +151,8 @@ std::optional<QuantFormat> stored_quant_format(const std::string& config_path) {
   if (!q.is_object() || q.value("quant_method", "") != "qinfer") return std::nullopt;
   const std::string f = q.value("format", "");
   if (f != "q8" && f != "q4") fail(config_path, ": quantization_config.format is '", f, "', expected q8 or q4");
-  // Q8's layout has not changed since version 1.
-  const int version = q.value("version", 0), oldest = f == "q8" ? 1 : kQuantLayoutVersion;
+  // Q4's layout has not changed since version 2.
+  const int version = q.value("version", 0), oldest = f == "q8" ? 3 : 2;
   if (version < oldest || version > kQuantLayoutVersion)
     fail(config_path, ": ", f, " quantized with layout version ", version, ", which this qinfer does not read (it writes ",
          kQuantLayoutVersion, "): quantize the original checkpoint again (qinfer quantize)");
@@ -233,7 +234,8 @@ void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir)
                                      {"format", weight_format_name(*quant)},
                                      {"version", kQuantLayoutVersion},
                                      {"block_size", kQuantBlock},
-                                     {"layout", "U8 [rows, row bytes]: each row one F16 scale per 32 weights, then its quants (ops/quant.h)"}};
+                                     {"layout", "U8 [rows padded to 8, row bytes]: groups of 8 rows, per 32-weight block their 8 F16 scales, then "
+                                                "their codes interleaved 4 bytes at a time (ops/quant.h)"}};
   else
     config.erase("quantization_config");
   std::ofstream out(out_dir + "/config.json", std::ios::trunc);

@@ -10,21 +10,21 @@ namespace qinfer {
 
 namespace {
 
-// Weight rows a thread claims at a time, whole multiples of 8 (a Q4 tile is a
-// group of 8 rows: quant.h). Prefill: a group stays in L2 while every
-// activation tile passes over it. Decode: about 1 MiB, so a thread's stream
+// Weight rows a thread claims at a time, whole multiples of 16 (a quantized
+// tile is one or two groups of 8 rows: quant.h). Prefill: a group stays in L2
+// while every activation tile passes over it. Decode: about 1 MiB, so a thread's stream
 // runs long before it restarts at another group (measured together with the
 // Q4 group layout: q4 decode at a 64-token context 57 tok/s, against 47 with
 // 256 KiB groups and the previous layout), while the finer tail (row_groups)
 // still lets both threads finish together.
 constexpr size_t kPrefillGroupRows = 16;
 size_t decode_group_rows(const WeightMatrix& w) {
-  return std::clamp<size_t>((1024u << 10) / w.row_bytes() / 8 * 8, 64, 2048);
+  return std::clamp<size_t>((1024u << 10) / w.row_bytes() / 16 * 16, 64, 2048);
 }
 
 // Per-call scratch, reused across calls by the thread that calls matmul.
 struct Scratch {
-  std::vector<float> d, q4_bias;
+  std::vector<float> d, xsum;
   std::vector<int8_t> q;
 };
 
@@ -32,21 +32,25 @@ bool any_format(std::initializer_list<MatmulTarget> targets, WeightFormat f) {
   return std::any_of(targets.begin(), targets.end(), [f](const MatmulTarget& t) { return t.w.format == f; });
 }
 
-// The activation in every form the targets' formats need.
+// The activation in every form the targets' formats need. Quantized weights
+// meet the activation quantized per row (the same for any number of rows).
 kernels::Activations prepare(const float* x, size_t n, size_t k, std::initializer_list<MatmulTarget> targets,
-                             Scratch& s) {
+                             Scratch& s, ThreadPool& pool) {
   kernels::Activations a;
   a.x = x;
-  // Quantized weights meet a quantized activation in decode only; prefill
-  // multiplies them dequantized.
-  if (n == 1 && (any_format(targets, WeightFormat::Q4) || any_format(targets, WeightFormat::Q8))) {
-    s.q.resize(k);
-    s.d.resize(k / kQuantBlock);
-    s.q4_bias.resize(k / kQuantBlock);
-    kernels::quantize_activation(x, 1, k, s.q.data(), s.d.data(), s.q4_bias.data());
+  if (any_format(targets, WeightFormat::Q4) || any_format(targets, WeightFormat::Q8)) {
+    const size_t blocks = k / kQuantBlock;
+    s.q.resize(n * k);
+    s.d.resize(n * blocks);
+    s.xsum.resize(n * blocks);
+    auto rows = [&](size_t i0, size_t i1) {
+      kernels::quantize_activation(x + i0 * k, i1 - i0, k, &s.q[i0 * k], &s.d[i0 * blocks], &s.xsum[i0 * blocks]);
+    };
+    if (n == 1) rows(0, 1);
+    else pool.parallel_for(n, 16, rows);
     a.q = s.q.data();
     a.d = s.d.data();
-    a.q4_bias = s.q4_bias.data();
+    a.xsum = s.xsum.data();
   }
   return a;
 }
@@ -70,7 +74,7 @@ std::vector<RowGroup> row_groups(std::initializer_list<MatmulTarget> targets, bo
   std::vector<RowGroup> tail;
   for (size_t i = groups.size() > kFinerTail ? groups.size() - kFinerTail : 0; i < groups.size(); ++i) {
     const RowGroup g = groups[i];
-    const size_t quarter = std::max<size_t>(16, (g.r1 - g.r0) / 4 / 8 * 8);
+    const size_t quarter = std::max<size_t>(16, (g.r1 - g.r0) / 4 / 16 * 16);
     for (size_t r = g.r0; r < g.r1; r += quarter) tail.push_back({g.target, r, std::min(g.r1, r + quarter)});
   }
   groups.resize(groups.size() - std::min(groups.size(), kFinerTail));
@@ -119,7 +123,7 @@ void matmul(const float* x, int64_t n, std::initializer_list<MatmulTarget> targe
     if (t.w.cols != targets.begin()->w.cols)
       fail("matmul: targets sharing an input differ in width (", t.w.cols, " vs ", k, ")");
   thread_local Scratch scratch;
-  const kernels::Activations a = prepare(x, rows, k, targets, scratch);
+  const kernels::Activations a = prepare(x, rows, k, targets, scratch, pool);
 
   // Groups of weight rows of all targets, claimed by whichever thread is free.
   const std::vector<RowGroup> groups = row_groups(targets, rows == 1);
@@ -128,9 +132,9 @@ void matmul(const float* x, int64_t n, std::initializer_list<MatmulTarget> targe
     for (size_t g = g0; g < g1; ++g) {
       const MatmulTarget& t = targets.begin()[groups[g].target];
       const size_t m = static_cast<size_t>(t.w.rows), r0 = groups[g].r0, r1 = groups[g].r1;
-      if (rows > 1 && t.w.format != WeightFormat::F32) {
-        // Widen (dequantize) the group once for all activation rows: the
-        // f32 tile multiplies three rows at a time.
+      if (rows > 1 && (t.w.format == WeightFormat::BF16 || t.w.format == WeightFormat::F16)) {
+        // Widen the group once for all activation rows: the f32 tile
+        // multiplies several rows at a time.
         widened.resize((r1 - r0) * k);
         kernels::widen_rows(t.w, r0, r1, widened.data());
         const WeightMatrix group{WeightFormat::F32, widened.data(), static_cast<int64_t>(r1 - r0), t.w.cols};

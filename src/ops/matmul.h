@@ -1,10 +1,11 @@
 // y = x · Wᵀ for a batch of activation rows: the one matmul of the engine.
-// Prefill (many rows) runs a blocked GEMM: weight panels are widened to f32
-// once per block and multiplied by a register-tiled micro-kernel. Decode (one
-// row) streams each weight row once, widening or dequantizing inside the dot
-// product, which is what makes it run at memory bandwidth. Arithmetic is f32,
-// except Q8/Q4 weights in decode, whose blocks are integer dot products with
-// the activation quantized per 32-block (see quant.h).
+// Prefill (many rows) runs a blocked GEMM: float weight panels are widened to
+// f32 once per block and multiplied by a register-tiled micro-kernel. Decode
+// (one row) streams each weight row once, widening inside the dot product,
+// which is what makes it run at memory bandwidth. Arithmetic is f32, except
+// Q8/Q4 weights, whose blocks are integer dot products with the activation
+// quantized per 32-block (see quant.h), in prefill and decode alike. A row's
+// result never depends on how many rows share the call.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -22,7 +23,7 @@ const char* weight_format_name(WeightFormat f);
 
 // A [rows, cols] weight matrix: rows = output features, cols = input
 // features (the PyTorch nn.Linear layout). Float formats are rows of
-// elements; Q8 quantized rows; Q4 quantized groups of 8 rows (quant.h).
+// elements; Q8/Q4 quantized groups of 8 rows (quant.h).
 struct WeightMatrix {
   WeightFormat format = WeightFormat::F32;
   const void* data = nullptr;
@@ -41,7 +42,7 @@ struct WeightMatrix {
     }
     return quant_row_bytes(quant_format(), cols);
   }
-  // Row r of a float or Q8 matrix (Q4 stores groups of 8 rows: quant.h).
+  // Row r of a float matrix (Q8/Q4 store groups of 8 rows: quant.h).
   const uint8_t* row_ptr(int64_t r) const { return static_cast<const uint8_t*>(data) + static_cast<size_t>(r) * row_bytes(); }
   size_t bytes() const {
     return quantized() ? quant_matrix_bytes(quant_format(), rows, cols) : static_cast<size_t>(rows) * row_bytes();

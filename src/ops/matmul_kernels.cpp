@@ -40,20 +40,29 @@ HWY_INLINE float Sum(D d, V v) {
 
 // ---------------------------------------------------------------- activation
 
-void QuantizeActivation(const float* x, size_t n, size_t k, int8_t* q, float* d, float* q4_bias) {
+// Vectorized, with the scalar definition's exact operations (an IEEE divide
+// for d and 1/d, a multiply, round to nearest even, a clamp), so every target
+// quantizes alike.
+void QuantizeActivation(const float* x, size_t n, size_t k, int8_t* q, float* d, float* xsum) {
+  const hn::CappedTag<float, kQuantBlock> df;  // a block is a whole number of vectors
+  const hn::Rebind<int32_t, decltype(df)> di;
+  const hn::Rebind<int8_t, decltype(df)> d8;
+  const size_t N = hn::Lanes(df);
   for (size_t b = 0; b < n * k / kQuantBlock; ++b) {
     const float* xb = x + b * kQuantBlock;
-    float amax = 0;
-    for (int64_t i = 0; i < kQuantBlock; ++i) amax = std::max(amax, std::fabs(xb[i]));
+    auto vmax = hn::Zero(df);
+    for (size_t i = 0; i < kQuantBlock; i += N) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, xb + i)));
+    const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
     d[b] = amax / 127.0f;
-    const float inv = amax > 0 ? 127.0f / amax : 0.0f;
-    int sum = 0;
-    for (int64_t i = 0; i < kQuantBlock; ++i) {
-      const int v = static_cast<int>(std::clamp(std::nearbyint(xb[i] * inv), -127.0f, 127.0f));
-      q[b * kQuantBlock + i] = static_cast<int8_t>(v);
-      sum += v;
+    const auto inv = hn::Set(df, amax > 0 ? 127.0f / amax : 0.0f);
+    const auto lo = hn::Set(df, -127.0f), hi = hn::Set(df, 127.0f);
+    auto sum = hn::Zero(di);
+    for (size_t i = 0; i < kQuantBlock; i += N) {
+      const auto v = hn::NearestInt(hn::Min(hn::Max(hn::Round(hn::Mul(hn::LoadU(df, xb + i), inv)), lo), hi));
+      sum = hn::Add(sum, v);
+      hn::StoreU(hn::DemoteTo(d8, v), d8, q + b * kQuantBlock + i);
     }
-    q4_bias[b] = static_cast<float>(-8 * sum);
+    xsum[b] = static_cast<float>(hn::GetLane(hn::SumOfLanes(di, sum)));
   }
 }
 
@@ -164,166 +173,234 @@ HWY_NOINLINE void TileFloat(const typename Rows::T* const (&p)[kW], const float*
   if constexpr (R > 2) finish(2, x2, a20, a21, a22, a23);
 }
 
-// Q8: the integer dot product of the quantized activation with one weight
-// row, per 32-block: lane partial sums (any lane layout; only their total
-// matters). A block of the activation is loaded once (BlockX) for all rows of
-// a tile.
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-// x86 (AVX2 and up): vpmaddubsw multiplies unsigned by signed bytes into
-// pairwise int16 sums, twice the work per instruction of the int16 path. Q8
-// moves x's sign onto the weights so |x| can be the unsigned operand. No
-// overflow: 2 * 127 * 127 fits in int16.
-using BlockSums = __m256i;
+// ---------------------------------------------------------------- quantized
+
+// Quantized weights (quant.h) times int8 activation rows, rows of a group in
+// the vector lanes. For activation row i and weight row j the arithmetic is
+// fixed, whatever the target, the tile and the number of rows in the call:
+//   acc = 0; for each block b in order:
+//     acc = fma(float(exact integer dot of the block), f16 scale * d_x[b], acc)
+// The integer dot may be computed any exact way (its magnitude stays below
+// 2^24, so its conversion and the zero-point correction are exact), so
+// prefill and decode give the same bits on every target and every row count.
+struct GroupArgs {
+  QuantFormat format;
+  const uint8_t* g0;  // first group of 8 weight rows
+  const uint8_t* g1;  // the next group (== g0 when there is only one)
+  size_t blocks;
+  const Activations* a;
+  size_t i0, k;       // first activation row, row length
+  float* y;
+  size_t ldy, nr;     // y[i * ldy + j] for j < nr
+};
+
+#if HWY_TARGET == HWY_AVX3_DL
+// AVX-512 VNNI: 16 lanes, two groups side by side; vpdpbusd multiplies the
+// unsigned codes by the signed activation bytes, 4 per lane, into int32
+// without saturation. The codes carry the zero point: dot = sum(code * x) +
+// zero_point * sum(x), exact in float.
+constexpr size_t kGroupsPerTile = 2;
+constexpr size_t kQuantTileRows = 8;
+// Highway 1.0.3 selects AVX3_DL only on CPUs with AVX512-VNNI but does not
+// let the compiler emit it (its target string names AVX-VNNI instead).
+#define QINFER_VNNI __attribute__((target("avx512vnni")))
+
+HWY_INLINE QINFER_VNNI __m512i Join(const uint8_t* lo, const uint8_t* hi) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo))),
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi)), 1);
+}
+
+template <size_t R, QuantFormat F>
+HWY_NOINLINE QINFER_VNNI void GroupTile(const GroupArgs& t) {
+  const size_t BB = quant_block_bytes(F);
+  const __m512 zero_point = _mm512_set1_ps(-static_cast<float>(quant_zero_code(F)));
+  const __m512i low = _mm512_set1_epi8(15);
+  __m512 acc[R];
+  for (size_t i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
+  const size_t blocks = t.blocks, k = t.k;
+  const int8_t* xq = t.a->q + t.i0 * k;
+  const float* dx = t.a->d + t.i0 * blocks;
+  const float* xs = t.a->xsum + t.i0 * blocks;
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* p0 = t.g0 + b * BB;
+    const uint8_t* p1 = t.g1 + b * BB;
+    if constexpr (R == 1)
+      for (size_t line = 0; line < BB; line += 64) {
+        hwy::Prefetch(p0 + line + kPrefetchBytes);
+        hwy::Prefetch(p1 + line + kPrefetchBytes);
+      }
+    const __m512 scales = _mm512_cvtph_ps(_mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p0))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1)), 1));
+    __m512i w[8];  // w[c]: codes 4c..4c+3 of every row
+    if constexpr (F == QuantFormat::Q8) {
+      for (size_t c = 0; c < 8; ++c) w[c] = Join(p0 + 16 + 32 * c, p1 + 16 + 32 * c);
+    } else {
+      for (size_t c = 0; c < 4; ++c) {
+        const __m512i codes = Join(p0 + 16 + 32 * c, p1 + 16 + 32 * c);
+        w[2 * c] = _mm512_and_si512(codes, low);
+        w[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(codes, 4), low);
+      }
+    }
+    for (size_t i = 0; i < R; ++i) {
+      const int8_t* x = xq + i * k + b * kQuantBlock;
+      __m512i isum = _mm512_setzero_si512();
+      for (size_t c = 0; c < 8; ++c) {
+        int32_t x4;
+        std::memcpy(&x4, x + 4 * c, 4);
+        isum = _mm512_dpbusd_epi32(isum, w[c], _mm512_set1_epi32(x4));
+      }
+      const __m512 dot = _mm512_fmadd_ps(_mm512_set1_ps(xs[i * blocks + b]), zero_point, _mm512_cvtepi32_ps(isum));
+      acc[i] = _mm512_fmadd_ps(dot, _mm512_mul_ps(scales, _mm512_set1_ps(dx[i * blocks + b])), acc[i]);
+    }
+  }
+  for (size_t i = 0; i < R; ++i) {
+    HWY_ALIGN float out[16];
+    _mm512_store_ps(out, acc[i]);
+    std::copy_n(out, t.nr, t.y + i * t.ldy);
+  }
+}
+#elif HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+// AVX2 (and AVX-512 without VNNI): 8 lanes, one group. vpmaddubsw multiplies
+// unsigned by signed bytes into pairwise int16 sums. Q4: the 4-bit codes are
+// the unsigned operand (8 products of 2 * 15 * 127 fit in int16); Q8: its
+// codes minus 128 (the signed q) take x's sign so |x| can be the unsigned
+// operand (2 * 127 * 127 fits), one int32 widening per chunk.
+constexpr size_t kGroupsPerTile = 1;
+constexpr size_t kQuantTileRows = 4;
+
 HWY_INLINE __m256i Load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
-struct BlockX {
-  __m256i x, abs_x;
-};
-HWY_INLINE BlockX LoadBlockX(const int8_t* xq) {
-  const __m256i x = Load32(xq);
-  return {x, _mm256_sign_epi8(x, x)};
-}
-HWY_INLINE __m256i BlockDot(const uint8_t* quants, size_t b, const BlockX& x) {
-  const __m256i pairs16 = _mm256_maddubs_epi16(x.abs_x, _mm256_sign_epi8(Load32(quants + b * kQuantBlock), x.x));
-  return _mm256_madd_epi16(pairs16, _mm256_set1_epi16(1));
-}
-HWY_INLINE hn::Vec<DF32> ToFloat(__m256i v) { return hn::Vec<DF32>{_mm256_cvtepi32_ps(v)}; }
-#else
-// Portable: bytes widened to int16, int16 x int16 -> int32 pair sums.
-using BlockSums = hn::Vec<D32>;
-struct BlockX {
-  const int8_t* xq;
-};
-HWY_INLINE BlockX LoadBlockX(const int8_t* xq) { return {xq}; }
-HWY_INLINE hn::Vec<D32> BlockDot(const uint8_t* quants, size_t b, const BlockX& x) {
-  const D16 d16;
-  const D32 d32;
-  const hn::Rebind<int8_t, D16> d8;
-  auto s0 = hn::Zero(d32), s1 = hn::Zero(d32);
-  for (size_t off = 0; off < kQuantBlock; off += hn::Lanes(d16)) {
-    const auto xv = hn::PromoteTo(d16, hn::LoadU(d8, x.xq + off));
-    const auto wv = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const int8_t*>(quants + b * kQuantBlock + off)));
-    s0 = hn::ReorderWidenMulAccumulate(d32, wv, xv, s0, s1);
-  }
-  return hn::Add(s0, s1);
-}
-HWY_INLINE hn::Vec<DF32> ToFloat(hn::Vec<D32> v) { return hn::ConvertTo(DF32(), v); }
-#endif
-
-// s[j][g] = scale of block b0 + g of weight row j times the activation's scale
-// of that block, for g < count (count <= Lanes(DF)).
-using Lanes = float[HWY_MAX_BYTES / sizeof(float)];
-HWY_INLINE void BlockScales(const uint16_t* const (&sc)[kW], const float* d, size_t b0, size_t count,
-                            Lanes (&s)[kW]) {
-  const DF df;
-  const hn::Rebind<hwy::float16_t, DF> dh;
-  if (count == hn::Lanes(df)) {
-    const auto dx = hn::LoadU(df, d + b0);
-    for (size_t j = 0; j < kW; ++j)
-      hn::Store(hn::Mul(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(sc[j] + b0))), dx), df,
-                s[j]);
-    return;
-  }
-  for (size_t j = 0; j < kW; ++j)
-    for (size_t g = 0; g < count; ++g) s[j][g] = f16_to_f32(sc[j][b0 + g]) * d[b0 + g];
-}
-
-// One quantized activation row times kW rows of Q8 weights: per 32-block an
-// exact integer dot product, converted and scaled into a float accumulator.
-HWY_NOINLINE void TileQ8(const WeightMatrix& w, const TileRowSet& rows, const Activations& a, size_t i0, float* y) {
-  const DF df;
-  const DF32 df32;
-  const size_t G = hn::Lanes(df);
-  const size_t k = static_cast<size_t>(w.cols), blocks = k / kQuantBlock;
-  const int8_t* xrow = a.q + i0 * k;
-  const float* drow = a.d + i0 * blocks;
-  const uint8_t* p[kW];
-  RowPointers(w, rows, p);
-  const uint16_t* sc[kW];
-  for (size_t j = 0; j < kW; ++j) {  // a row: its scales, then its quants
-    sc[j] = reinterpret_cast<const uint16_t*>(p[j]);
-    p[j] += quant_scale_bytes(w.cols);
-  }
-  auto f0 = hn::Zero(df32), f1 = hn::Zero(df32), f2 = hn::Zero(df32), f3 = hn::Zero(df32);
-  HWY_ALIGN Lanes s[kW];
-  for (size_t b0 = 0; b0 < blocks; b0 += G) {
-    const size_t count = std::min(G, blocks - b0);
-    BlockScales(sc, drow, b0, count, s);
-    for (size_t g = 0; g < count; ++g) {
-      const size_t b = b0 + g;
-      if ((b * kQuantBlock) % 64 == 0)  // once per cache line; the rows are one stream
-        for (size_t j = 0; j < kW; ++j) hwy::Prefetch(p[j] + b * kQuantBlock + kPrefetchBytes);
-      const BlockX x = LoadBlockX(xrow + b * kQuantBlock);
-      f0 = hn::MulAdd(ToFloat(BlockDot(p[0], b, x)), hn::Set(df32, s[0][g]), f0);
-      f1 = hn::MulAdd(ToFloat(BlockDot(p[1], b, x)), hn::Set(df32, s[1][g]), f1);
-      f2 = hn::MulAdd(ToFloat(BlockDot(p[2], b, x)), hn::Set(df32, s[2][g]), f2);
-      f3 = hn::MulAdd(ToFloat(BlockDot(p[3], b, x)), hn::Set(df32, s[3][g]), f3);
-    }
-  }
-  const float sums[kW] = {Sum(df32, f0), Sum(df32, f1), Sum(df32, f2), Sum(df32, f3)};
-  for (size_t j = 0; j < rows.nr; ++j) y[j * rows.stride] = sums[j];
-}
-
-// One quantized activation row times a group of 8 Q4 weight rows (quant.h),
-// rows in the vector lanes: per block, the integer dot products of all 8 rows
-// at once, then one conversion, the zero point's share (q4_bias: -8 * the sum
-// of the activation block) and one FMA with the 8 rows' scales. Writes the
-// first nr of the 8 outputs to y[0, nr).
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-HWY_NOINLINE void TileQ4Group(const uint8_t* group, size_t blocks, const int8_t* xq, const float* dx,
-                              const float* bias, float* y, size_t nr) {
-  const __m256i low = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
-  __m256 acc = _mm256_setzero_ps();
+template <size_t R, QuantFormat F>
+HWY_NOINLINE void GroupTile(const GroupArgs& t) {
+  const size_t BB = quant_block_bytes(F);
+  const __m256i low = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(-128);
+  const __m256 zero_point = _mm256_set1_ps(-8.0f);
+  __m256 acc[R];
+  for (size_t i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+  const size_t blocks = t.blocks, k = t.k;
+  const int8_t* xq = t.a->q + t.i0 * k;
+  const float* dx = t.a->d + t.i0 * blocks;
+  const float* xs = t.a->xsum + t.i0 * blocks;
   for (size_t b = 0; b < blocks; ++b) {
-    const uint8_t* p = group + b * kQ4BlockBytes;
-    for (size_t line = 0; line < kQ4BlockBytes; line += 64) hwy::Prefetch(p + line + kPrefetchBytes);
-    // Chunk c: 4 codes of each row in the low nibbles (weights 8c..8c+3) and
-    // 4 in the high nibbles (8c+4..8c+7), each against the activation's 4
-    // bytes broadcast. No overflow: 8 products of 2 * 15 * 127 fit in int16.
-    __m256i sum16 = _mm256_setzero_si256();
-    for (size_t c = 0; c < 4; ++c) {
-      const __m256i codes = Load32(p + 16 + 32 * c);
-      int32_t x_low, x_high;
-      std::memcpy(&x_low, xq + b * kQuantBlock + 8 * c, 4);
-      std::memcpy(&x_high, xq + b * kQuantBlock + 8 * c + 4, 4);
-      sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(_mm256_and_si256(codes, low), _mm256_set1_epi32(x_low)));
-      sum16 = _mm256_add_epi16(
-          sum16, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(codes, 4), low), _mm256_set1_epi32(x_high)));
+    const uint8_t* p = t.g0 + b * BB;
+    if constexpr (R == 1)
+      for (size_t line = 0; line < BB; line += 64) hwy::Prefetch(p + line + kPrefetchBytes);
+    const __m256 scales = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    __m256i w[8];  // w[c]: codes 4c..4c+3 of every row (Q8: as signed q)
+    for (size_t c = 0; c < 8; ++c) {
+      if constexpr (F == QuantFormat::Q8) {
+        w[c] = _mm256_xor_si256(Load32(p + 16 + 32 * c), flip);
+      } else if (c % 2 == 0) {
+        const __m256i codes = Load32(p + 16 + 16 * c);
+        w[c] = _mm256_and_si256(codes, low);
+        w[c + 1] = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low);
+      }
     }
-    const __m256 dot = _mm256_add_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sum16, ones)), _mm256_set1_ps(bias[b]));
-    const __m256 scale =
-        _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), _mm256_set1_ps(dx[b]));
-    acc = _mm256_fmadd_ps(dot, scale, acc);
+    for (size_t i = 0; i < R; ++i) {
+      const int8_t* x = xq + i * k + b * kQuantBlock;
+      __m256 dot;
+      if constexpr (F == QuantFormat::Q8) {
+        __m256i isum = _mm256_setzero_si256();
+        for (size_t c = 0; c < 8; ++c) {
+          int32_t x4;
+          std::memcpy(&x4, x + 4 * c, 4);
+          const __m256i xv = _mm256_set1_epi32(x4);
+          isum = _mm256_add_epi32(
+              isum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(xv, xv), _mm256_sign_epi8(w[c], xv)), ones));
+        }
+        dot = _mm256_cvtepi32_ps(isum);
+      } else {
+        __m256i sum16 = _mm256_setzero_si256();
+        for (size_t c = 0; c < 8; ++c) {
+          int32_t x4;
+          std::memcpy(&x4, x + 4 * c, 4);
+          sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(w[c], _mm256_set1_epi32(x4)));
+        }
+        dot = _mm256_fmadd_ps(_mm256_set1_ps(xs[i * blocks + b]), zero_point,
+                              _mm256_cvtepi32_ps(_mm256_madd_epi16(sum16, ones)));
+      }
+      acc[i] = _mm256_fmadd_ps(dot, _mm256_mul_ps(scales, _mm256_set1_ps(dx[i * blocks + b])), acc[i]);
+    }
   }
-  HWY_ALIGN float out[kQ4GroupRows];
-  _mm256_store_ps(out, acc);
-  std::copy_n(out, nr, y);
+  for (size_t i = 0; i < R; ++i) {
+    HWY_ALIGN float out[8];
+    _mm256_store_ps(out, acc[i]);
+    std::copy_n(out, t.nr, t.y + i * t.ldy);
+  }
 }
 #else
-// Portable: the same operations row by row, in the same order (one rounding
-// per conversion, multiply and fused multiply-add), so every target gives the
-// same bits.
-HWY_NOINLINE void TileQ4Group(const uint8_t* group, size_t blocks, const int8_t* xq, const float* dx,
-                              const float* bias, float* y, size_t nr) {
-  for (size_t j = 0; j < nr; ++j) {
-    float acc = 0;
-    for (size_t b = 0; b < blocks; ++b) {
-      const uint8_t* p = group + b * kQ4BlockBytes;
-      const int8_t* x = xq + b * kQuantBlock;
-      int32_t isum = 0;
-      for (size_t c = 0; c < 4; ++c)
-        for (size_t i = 0; i < 4; ++i) {
-          const uint8_t byte = p[16 + 32 * c + 4 * j + i];
-          isum += (byte & 15) * x[8 * c + i] + (byte >> 4) * x[8 * c + 4 + i];
-        }
-      uint16_t half;
-      std::memcpy(&half, p + 2 * j, 2);
-      acc = std::fma(static_cast<float>(isum) + bias[b], f16_to_f32(half) * dx[b], acc);
+// Portable: the same operations row by row, in the same order.
+constexpr size_t kGroupsPerTile = 1;
+constexpr size_t kQuantTileRows = 4;
+
+template <size_t R, QuantFormat F>
+HWY_NOINLINE void GroupTile(const GroupArgs& t) {
+  const size_t BB = quant_block_bytes(F), blocks = t.blocks;
+  const int zero = quant_zero_code(F);
+  for (size_t i = 0; i < R; ++i) {
+    const int8_t* xq = t.a->q + (t.i0 + i) * t.k;
+    const float* dx = t.a->d + (t.i0 + i) * blocks;
+    for (size_t j = 0; j < t.nr; ++j) {
+      float acc = 0;
+      for (size_t b = 0; b < blocks; ++b) {
+        const uint8_t* p = t.g0 + b * BB;
+        const uint8_t* chunks = p + 16 + 4 * j;
+        const int8_t* x = xq + b * kQuantBlock;
+        int32_t isum = 0;
+        for (size_t c = 0; c < 8; ++c)
+          for (size_t e = 0; e < 4; ++e) {
+            const int code = F == QuantFormat::Q8 ? chunks[32 * c + e]
+                                                  : (chunks[32 * (c / 2) + e] >> (4 * (c % 2))) & 15;
+            isum += (code - zero) * x[4 * c + e];
+          }
+        uint16_t half;
+        std::memcpy(&half, p + 2 * j, 2);
+        acc = std::fma(static_cast<float>(isum), f16_to_f32(half) * dx[b], acc);
+      }
+      t.y[i * t.ldy + j] = acc;
     }
-    y[j] = acc;
   }
 }
 #endif
+
+template <size_t R>
+HWY_INLINE void GroupTileOf(const GroupArgs& t) {
+  if (t.format == QuantFormat::Q8) GroupTile<R, QuantFormat::Q8>(t);
+  else GroupTile<R, QuantFormat::Q4>(t);
+}
+
+// Weight rows [r0, r1) (r0 a multiple of 8) of a quantized matrix times
+// activation rows [i0, i0 + ni): activation tiles outside, the tiles of one
+// or two groups inside, so a tile's activation rows stay in L1 while the
+// caller's group of weight rows (sized for L2) streams past. Decode (ni == 1)
+// walks consecutive groups: one long stream.
+void QuantDotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
+                  size_t ldy) {
+  const size_t k = static_cast<size_t>(w.cols), blocks = k / kQuantBlock;
+  const QuantFormat f = w.quant_format();
+  const size_t group_bytes = blocks * quant_block_bytes(f);
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  constexpr size_t kTileWeightRows = kGroupsPerTile * kQuantGroupRows;
+  for (size_t i = 0; i < ni; i += kQuantTileRows) {
+    const size_t rows = std::min(kQuantTileRows, ni - i);
+    for (size_t r = r0; r < r1; r += kTileWeightRows) {
+      const uint8_t* g0 = base + r / kQuantGroupRows * group_bytes;
+      const GroupArgs t{f,  g0, r + kQuantGroupRows < r1 ? g0 + group_bytes : g0, blocks, &a, i0 + i, k,
+                        y + i * ldy + (r - r0), ldy, std::min(kTileWeightRows, r1 - r)};
+      switch (rows) {
+        case 1: GroupTileOf<1>(t); break;
+        case 2: GroupTileOf<2>(t); break;
+        case 3: GroupTileOf<3>(t); break;
+        case 4: GroupTileOf<4>(t); break;
+        case 5: if constexpr (kQuantTileRows >= 5) GroupTileOf<5>(t); break;
+        case 6: if constexpr (kQuantTileRows >= 6) GroupTileOf<6>(t); break;
+        case 7: if constexpr (kQuantTileRows >= 7) GroupTileOf<7>(t); break;
+        case 8: if constexpr (kQuantTileRows >= 8) GroupTileOf<8>(t); break;
+      }
+    }
+  }
+}
 
 // ---------------------------------------------------------------- attention
 
@@ -443,9 +520,9 @@ size_t TileRows(WeightFormat f) {
   switch (f) {
     case WeightFormat::F32: return 3;
     case WeightFormat::F16:
-    case WeightFormat::BF16:
+    case WeightFormat::BF16: return 1;
     case WeightFormat::Q8:
-    case WeightFormat::Q4: return 1;
+    case WeightFormat::Q4: return kQuantTileRows;
   }
   return 1;
 }
@@ -472,26 +549,14 @@ HWY_INLINE void TileOf(const WeightMatrix& w, const Activations& a, size_t i0, c
       return TileFloat<R, BF16Rows>(p, a.x + i0 * k, k, k, y, ldy, t.stride, t.nr);
     }
     case WeightFormat::Q8:
-      if constexpr (R == 1) return TileQ8(w, t, a, i0, y);
-      break;
-    case WeightFormat::Q4:  // decode only, by groups of 8 rows (DotRows)
-      break;
+    case WeightFormat::Q4: break;  // QuantDotRows
   }
   HWY_ASSERT(false);  // more rows than the format's tile: TileRows is the contract
 }
 
 void DotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
              size_t ldy) {
-  if (ni == 1 && w.format == WeightFormat::Q4) {
-    // A Q4 group of 8 rows is contiguous: consecutive groups are one long
-    // stream. r0 is a multiple of 8 (matmul.cpp's row groups).
-    const size_t k = static_cast<size_t>(w.cols), blocks = k / kQuantBlock;
-    const auto* base = static_cast<const uint8_t*>(w.data);
-    for (size_t r = r0; r < r1; r += kQ4GroupRows)
-      TileQ4Group(base + r / kQ4GroupRows * blocks * kQ4BlockBytes, blocks, a.q + i0 * k, a.d + i0 * blocks,
-                  a.q4_bias + i0 * blocks, y + (r - r0), std::min<size_t>(kQ4GroupRows, r1 - r));
-    return;
-  }
+  if (w.quantized()) return QuantDotRows(w, a, i0, ni, r0, r1, y, ldy);
   if (ni == 1) {
     // Decode streams the weights from memory. Rows side by side would be four
     // short streams restarting every tile (a 1 KiB Q8 row is 16 cache lines),
@@ -520,53 +585,12 @@ void DotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, 
   }
 }
 
-// dequantize_row (quant.h), a vector of codes at a time.
-void DequantizeQ8Row(const uint8_t* row, size_t k, float* out) {
-  const hn::CappedTag<float, kQuantBlock> df;  // a block is a whole number of vectors
-  const hn::Rebind<int8_t, decltype(df)> d8;
-  const hn::Rebind<int32_t, decltype(df)> di;
-  const size_t N = hn::Lanes(df);
-  const auto* scales = reinterpret_cast<const uint16_t*>(row);
-  const auto* quants = reinterpret_cast<const int8_t*>(row + quant_scale_bytes(static_cast<int64_t>(k)));
-  for (size_t b = 0; b < k / kQuantBlock; ++b) {
-    const auto d = hn::Set(df, f16_to_f32(scales[b]));
-    for (size_t i = 0; i < kQuantBlock; i += N)
-      hn::StoreU(hn::Mul(d, hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, quants + b * kQuantBlock + i)))), df,
-                 out + b * kQuantBlock + i);
-  }
-}
-
-// Row j of a Q4 group: per block and chunk, 4 bytes give the row's codes of
-// weights 8c..8c+3 (low nibbles) and 8c+4..8c+7 (high nibbles).
-void DequantizeQ4Row(const uint8_t* group, size_t j, size_t k, float* out) {
-  const hn::CappedTag<float, 4> df;
-  const hn::Rebind<int32_t, decltype(df)> di;
-  const hn::Rebind<uint32_t, decltype(df)> du32;
-  const hn::Rebind<uint8_t, decltype(df)> du8;
-  const size_t N = hn::Lanes(df);
-  const auto low = hn::Set(di, 15), eight = hn::Set(di, 8);
-  for (size_t b = 0; b < k / kQuantBlock; ++b) {
-    const uint8_t* p = group + b * kQ4BlockBytes;
-    uint16_t half;
-    std::memcpy(&half, p + 2 * j, 2);
-    const auto d = hn::Set(df, f16_to_f32(half));
-    float* o = out + b * kQuantBlock;
-    for (size_t c = 0; c < 4; ++c)
-      for (size_t i = 0; i < 4; i += N) {
-        const auto bytes = hn::BitCast(di, hn::PromoteTo(du32, hn::LoadU(du8, p + 16 + 32 * c + 4 * j + i)));
-        hn::StoreU(hn::Mul(d, hn::ConvertTo(df, hn::Sub(hn::And(bytes, low), eight))), df, o + 8 * c + i);
-        hn::StoreU(hn::Mul(d, hn::ConvertTo(df, hn::Sub(hn::ShiftRight<4>(bytes), eight))), df, o + 8 * c + 4 + i);
-      }
-  }
-}
-
 void WidenRows(const WeightMatrix& w, size_t r0, size_t r1, float* out) {
   const size_t k = static_cast<size_t>(w.cols);
   for (size_t r = r0; r < r1; ++r) {
     float* o = out + (r - r0) * k;
-    if (w.format == WeightFormat::Q4) {
-      const auto* group = static_cast<const uint8_t*>(w.data) + r / kQ4GroupRows * (k / kQuantBlock) * kQ4BlockBytes;
-      DequantizeQ4Row(group, r % kQ4GroupRows, k, o);
+    if (w.quantized()) {  // an embedding row, or a conversion: not on a hot path
+      dequantize_row(w.quant_format(), static_cast<const uint8_t*>(w.data), static_cast<int64_t>(r), w.cols, o);
       continue;
     }
     const uint8_t* row = w.row_ptr(static_cast<int64_t>(r));
@@ -574,7 +598,7 @@ void WidenRows(const WeightMatrix& w, size_t r0, size_t r1, float* out) {
       case WeightFormat::F32: simd::widen_f32(row, DType::F32, k, o); break;
       case WeightFormat::BF16: simd::widen_f32(row, DType::BF16, k, o); break;
       case WeightFormat::F16: simd::widen_f32(row, DType::F16, k, o); break;
-      case WeightFormat::Q8: DequantizeQ8Row(row, k, o); break;
+      case WeightFormat::Q8:
       case WeightFormat::Q4: break;
     }
   }
@@ -593,8 +617,8 @@ HWY_EXPORT(WidenRows);
 HWY_EXPORT(AttentionScores);
 HWY_EXPORT(AttentionValues);
 
-void quantize_activation(const float* x, size_t n, size_t k, int8_t* q, float* d, float* q4_bias) {
-  HWY_DYNAMIC_DISPATCH(QuantizeActivation)(x, n, k, q, d, q4_bias);
+void quantize_activation(const float* x, size_t n, size_t k, int8_t* q, float* d, float* xsum) {
+  HWY_DYNAMIC_DISPATCH(QuantizeActivation)(x, n, k, q, d, xsum);
 }
 size_t tile_rows(WeightFormat f) { return HWY_DYNAMIC_DISPATCH(TileRows)(f); }
 void dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,

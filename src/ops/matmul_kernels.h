@@ -3,14 +3,17 @@
 // rows once, then shares out groups of weight rows among the threads.
 // Exposed for the tests and micro-benchmarks.
 //
-// The float and Q8 kernels multiply a tile of activation rows by four weight
-// rows at a time, dot-product style: one vector accumulator per (activation
-// row, weight row), lanes running along k, reduced at the end. The Q4 decode
-// kernel takes a group of 8 interleaved weight rows (quant.h) with the rows
-// in the lanes. Each float accumulator sees the same sequence of operations
-// whatever the number of activation rows and whether a bf16/f16 row is
-// widened in registers (decode, reading the weights as stored) or first into
-// an f32 group (prefill), so decode and prefill give bit-identical results.
+// The float kernels multiply a tile of activation rows by four weight rows at
+// a time, dot-product style: one vector accumulator per (activation row,
+// weight row), lanes running along k, reduced at the end. Each accumulator
+// sees the same sequence of operations whatever the number of activation rows
+// and whether a bf16/f16 row is widened in registers (decode, reading the
+// weights as stored) or first into an f32 group (prefill). The Q8/Q4 kernels
+// take one or two groups of 8 interleaved weight rows (quant.h) with the rows
+// in the lanes, and the activation quantized to int8 per 32-block, in decode
+// and prefill alike; a row's result is a fixed sequence of exact block
+// integer dot products, conversions, scalings and FMAs. So decode and prefill
+// give bit-identical results in every format.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -24,19 +27,19 @@ struct Activations {
   const float* x = nullptr;     // [n, k]: float weights
   const int8_t* q = nullptr;    // [n, k] quantized per 32-block: Q8, Q4 weights
   const float* d = nullptr;     // [n, k/32] scale of each block of q
-  const float* q4_bias = nullptr;  // [n, k/32] -8 * (sum of each block of q): Q4's zero point
+  const float* xsum = nullptr;  // [n, k/32] sum of each block of q (for the weights' zero point)
 };
 
 // n rows of x quantized per 32-block: q = round(x / d) in [-127, 127],
-// d = max|x| / 127, and each block's q4_bias.
-void quantize_activation(const float* x, size_t n, size_t k, int8_t* q, float* d, float* q4_bias);
+// d = max|x| / 127, and each block's sum of q.
+void quantize_activation(const float* x, size_t n, size_t k, int8_t* q, float* d, float* xsum);
 
 // Activation rows processed together by one register tile.
 size_t tile_rows(WeightFormat f);
 
 // y[i * ldy + (r - r0)] = dot(activation row i0 + i, weight row r), for i < ni
-// and r in [r0, r1). F16/BF16/Q8/Q4 weights need ni == 1 (decode); prefill
-// multiplies them widened to f32 groups (widen_rows). Q4: r0 a multiple of 8.
+// and r in [r0, r1). F16/BF16 weights need ni == 1 (decode); prefill
+// multiplies them widened to f32 groups (widen_rows). Q8/Q4: r0 a multiple of 8.
 void dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
               size_t ldy);
 

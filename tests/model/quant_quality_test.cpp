@@ -143,35 +143,36 @@ TEST(QuantizedCheckpoint, WrongQuantizedShapeIsRefused) {
   }
 }
 
-// A Q4 checkpoint saved with an older layout (version 1: rows one after
-// another) would be read as garbage: refused, saying how to fix it.
+// Checkpoints saved with an older layout would be read as garbage: refused,
+// saying how to fix it (Q8 before version 3: rows one after another; Q4
+// before version 2). A Q4 checkpoint of version 2 still loads: its layout is
+// unchanged.
 TEST(QuantizedCheckpoint, OlderLayoutVersionIsRefused) {
   const std::string src = test::data_path("models/tiny");
-  LoadOptions opts;
-  opts.weights = WeightFormat::Q4;
-  test::ScratchDir out("oldquant");
-  Qwen3Model::load(src, opts)->save(src, out.path());
-  std::ifstream in(out.file("config.json"));
-  auto cfg = nlohmann::json::parse(in);
-  EXPECT_EQ(cfg["quantization_config"]["version"], 2);
-  cfg["quantization_config"]["version"] = 1;
-  std::ofstream(out.file("config.json")) << cfg.dump();
-  try {
-    Qwen3Model::load(out.path());
-    FAIL() << "loaded a checkpoint of an older quantized layout";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("layout version 1"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("qinfer quantize"), std::string::npos) << e.what();
+  auto saved_with_version = [&](WeightFormat f, const test::ScratchDir& out, int version) {
+    LoadOptions opts;
+    opts.weights = f;
+    Qwen3Model::load(src, opts)->save(src, out.path());
+    std::ifstream in(out.file("config.json"));
+    auto cfg = nlohmann::json::parse(in);
+    EXPECT_EQ(cfg["quantization_config"]["version"], 3);
+    cfg["quantization_config"]["version"] = version;
+    std::ofstream(out.file("config.json")) << cfg.dump();
+  };
+  for (auto [f, version] : {std::pair{WeightFormat::Q8, 2}, std::pair{WeightFormat::Q4, 1}}) {
+    test::ScratchDir out(std::string("oldquant-") + weight_format_name(f));
+    saved_with_version(f, out, version);
+    try {
+      Qwen3Model::load(out.path());
+      FAIL() << "loaded a " << weight_format_name(f) << " checkpoint of an older quantized layout";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("layout version " + std::to_string(version)), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("qinfer quantize"), std::string::npos) << e.what();
+    }
   }
-  // Q8's layout is unchanged: a version 1 Q8 checkpoint still loads.
-  opts.weights = WeightFormat::Q8;
-  test::ScratchDir q8("oldq8");
-  Qwen3Model::load(src, opts)->save(src, q8.path());
-  std::ifstream in8(q8.file("config.json"));
-  cfg = nlohmann::json::parse(in8);
-  cfg["quantization_config"]["version"] = 1;
-  std::ofstream(q8.file("config.json")) << cfg.dump();
-  EXPECT_EQ(Qwen3Model::load(q8.path())->weights().lm_head.format, WeightFormat::Q8);
+  test::ScratchDir q4("q4v2");
+  saved_with_version(WeightFormat::Q4, q4, 2);
+  EXPECT_EQ(Qwen3Model::load(q4.path())->weights().lm_head.format, WeightFormat::Q4);
 }
 
 // A 16-bit KV cache rounds keys and values once; the logits stay close and

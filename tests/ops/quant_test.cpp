@@ -1,12 +1,13 @@
 // Q8/Q4 block formats: quantize -> dequantize error bounds, the half-precision
 // rounding of the scales, and the quantized matmul kernels against scalar
-// references (decode: integer block dot products with the activation
-// quantized per block; prefill: dequantized weights).
+// references (integer block dot products with the activation quantized per
+// block, in decode and prefill alike).
 #include "ops/quant.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -105,7 +106,8 @@ TEST(Quant, DequantizeErrorWithinHalfAStepPerBlock) {
       if (cols >= 64) std::fill(x.begin() + 32, x.begin() + 64, -0.25f);
       if (cols >= 96) x[70] = 3.0f;
       const QuantMatrix m(f, x, rows, cols);
-      EXPECT_EQ(m.w.bytes(), f == WeightFormat::Q8 ? rows * (cols + cols / 32 * 2) : 16 * (cols / 2 + cols / 32 * 2));
+      // Both formats pad the rows to a whole number of groups of 8.
+      EXPECT_EQ(m.w.bytes(), 16 * ((f == WeightFormat::Q8 ? cols : cols / 2) + cols / 32 * 2));
       std::vector<float> back(cols);
       for (int64_t r = 0; r < rows; ++r) {
         dequantize_row(m.w.quant_format(), m.bytes.data(), r, cols, back.data());
@@ -157,6 +159,31 @@ TEST(Quant, Q4GroupLayout) {
   EXPECT_EQ(last[16 + 4 * 7], 8 | 8 << 4);
 }
 
+// The Q8 layout of quant.h, byte for byte: weight i of row r is 0.5 * v with
+// v = (7i + 3r) % 255 - 127 (127 at the start of each block, so every scale
+// is 0.5), stored as the code v + 128 in chunk (i % 32) / 4 at 4 (r % 8) + i % 4.
+TEST(Quant, Q8GroupLayout) {
+  const int64_t rows = 9, cols = 64;
+  auto v = [](int64_t r, int64_t i) { return i % 32 == 0 ? 127 : static_cast<int>((7 * i + 3 * r) % 255) - 127; };
+  std::vector<float> x(rows * cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < cols; ++i) x[r * cols + i] = 0.5f * static_cast<float>(v(r, i));
+  std::vector<uint8_t> m(quant_matrix_bytes(QuantFormat::Q8, rows, cols));
+  ASSERT_EQ(m.size(), 2 * 2 * kQ8BlockBytes);  // 2 groups (the second padded) x 2 blocks
+  quantize_matrix(QuantFormat::Q8, x.data(), rows, cols, m.data());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < 2; ++b) {
+      const uint8_t* block = &m[(r / 8 * 2 + b) * kQ8BlockBytes];
+      EXPECT_EQ(block[2 * (r % 8)] | block[2 * (r % 8) + 1] << 8, f32_to_f16(0.5f));
+      for (int64_t i = b * 32; i < b * 32 + 32; ++i)
+        EXPECT_EQ(block[16 + 32 * (i % 32 / 4) + 4 * (r % 8) + i % 4], v(r, i) + 128) << "row " << r << " weight " << i;
+    }
+  // The padding rows of the last group are zeros (code 128) with scale 0.
+  const uint8_t* last = &m[3 * kQ8BlockBytes];
+  EXPECT_EQ(last[2 * 7] | last[2 * 7 + 1] << 8, 0);
+  EXPECT_EQ(last[16 + 4 * 7], 128);
+}
+
 class QuantMatmulTest : public ::testing::TestWithParam<WeightFormat> {};
 
 TEST_P(QuantMatmulTest, DecodeMatchesIntegerReference) {
@@ -182,21 +209,53 @@ TEST_P(QuantMatmulTest, DecodeMatchesIntegerReference) {
   });
 }
 
-TEST_P(QuantMatmulTest, PrefillMatchesDequantizedReference) {
+// Prefill (many activation rows) runs the same integer arithmetic as decode,
+// each row quantized on its own.
+TEST_P(QuantMatmulTest, PrefillMatchesIntegerReference) {
   test::for_each_target([&] {
     ThreadPool pool(2);
     const WeightFormat f = GetParam();
-    for (int64_t n : {2, 3, 7})
+    for (int64_t n : {2, 3, 7, 9, 17})
       for (int64_t rows : {1, 5, 67})
         for (int64_t cols : {32, 96, 160}) {
           const QuantMatrix m(f, randn(rows * cols, rows * 5 + cols, 0.05f), rows, cols);
           const auto x = randn(n * cols, 9 + n);
-          std::vector<float> got(n * rows), want(n * rows);
+          std::vector<float> got(n * rows);
           matmul(x.data(), n, m.w, got.data(), pool);
-          matmul_ref(x.data(), n, m.w, want.data());
-          for (size_t i = 0; i < got.size(); ++i)
-            ASSERT_NEAR(got[i], want[i], 2e-5 * (1 + std::fabs(want[i]))) << name(f) << " n=" << n << " at " << i;
+          for (int64_t i = 0; i < n; ++i) {
+            std::vector<int> q;
+            std::vector<double> d;
+            quantize_activation_ref(&x[i * cols], cols, q, d);
+            for (int64_t r = 0; r < rows; ++r) {
+              const double want = quantized_dot_ref(m.w, r, q, d);
+              ASSERT_NEAR(got[i * rows + r], want, 1e-5 * (1 + std::fabs(want)))
+                  << name(f) << " n=" << n << " rows=" << rows << " cols=" << cols << " row " << i << " r=" << r;
+            }
+          }
         }
+  });
+}
+
+// The batching engine's contract at the kernel level: an activation row's
+// outputs are the same bits whether it is multiplied alone (decode) or among
+// any number of other rows (prefill), on every target.
+TEST_P(QuantMatmulTest, PrefillRowsEqualDecodeBitForBit) {
+  test::for_each_target([&] {
+    ThreadPool pool(2);
+    const WeightFormat f = GetParam();
+    for (int64_t rows : {8, 24, 67, 1040})
+      for (int64_t cols : {32, 1024}) {
+        const QuantMatrix m(f, randn(rows * cols, rows + 3 * cols, 0.05f), rows, cols);
+        const int64_t n = 13;
+        const auto x = randn(n * cols, 21 + rows);
+        std::vector<float> all(n * rows), one(rows);
+        matmul(x.data(), n, m.w, all.data(), pool);
+        for (int64_t i = 0; i < n; ++i) {
+          matmul(&x[i * cols], 1, m.w, one.data(), pool);
+          ASSERT_EQ(std::memcmp(one.data(), &all[i * rows], rows * sizeof(float)), 0)
+              << name(f) << " rows=" << rows << " cols=" << cols << " activation row " << i;
+        }
+      }
   });
 }
 
