@@ -126,51 +126,47 @@ struct BF16Rows {
   }
 };
 
-// R activation rows (R <= 3: 12 accumulators, R row vectors and one weight
-// vector fill the 16 registers of AVX2) times kW weight rows. Not inlined:
-// inside DotRows the compiler keeps the quantized tiles' constants in two of
-// the 16 registers and spills two accumulators to the stack, a store/load in
-// every FMA chain (measured: prefill 35 instead of 72 GFLOP/s per core).
+// Activation rows of the f32 prefill tile: R * kW accumulators, R row
+// vectors and one weight vector fill the registers (16 on AVX2: R = 3; 32 on
+// AVX-512: R = 6).
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+constexpr size_t kFloatTileRows = 6;
+#else
+constexpr size_t kFloatTileRows = 3;
+#endif
+
+// R activation rows times kW weight rows. Not inlined: inside DotRows the
+// compiler keeps the other tiles' constants in registers and spills
+// accumulators to the stack, a store/load in every FMA chain (measured on
+// AVX2: prefill 35 instead of 72 GFLOP/s per core).
 template <size_t R, class Rows>
 HWY_NOINLINE void TileFloat(const typename Rows::T* const (&p)[kW], const float* x, size_t ldx, size_t k, float* y,
-                          size_t ldy, size_t ldj, size_t nr) {
+                            size_t ldy, size_t ldj, size_t nr) {
+  static_assert(R >= 1 && R <= kFloatTileRows);
   const DF df;
   const size_t N = hn::Lanes(df);
-  const float* x0 = x;
-  const float* x1 = R > 1 ? x + ldx : x;
-  const float* x2 = R > 2 ? x + 2 * ldx : x;
-  auto a00 = hn::Zero(df), a01 = hn::Zero(df), a02 = hn::Zero(df), a03 = hn::Zero(df);
-  auto a10 = hn::Zero(df), a11 = hn::Zero(df), a12 = hn::Zero(df), a13 = hn::Zero(df);
-  auto a20 = hn::Zero(df), a21 = hn::Zero(df), a22 = hn::Zero(df), a23 = hn::Zero(df);
+  hn::Vec<DF> acc[R][kW];
+  for (size_t r = 0; r < R; ++r)
+    for (size_t j = 0; j < kW; ++j) acc[r][j] = hn::Zero(df);
   size_t i = 0;
   for (; i + N <= k; i += N) {
-    auto u0 = hn::LoadU(df, x0 + i);
-    auto u1 = R > 1 ? hn::LoadU(df, x1 + i) : u0;
-    auto u2 = R > 2 ? hn::LoadU(df, x2 + i) : u0;
-    KeepInRegister(u0);
-    if constexpr (R > 1) KeepInRegister(u1);
-    if constexpr (R > 2) KeepInRegister(u2);
+    hn::Vec<DF> u[R];
+    for (size_t r = 0; r < R; ++r) {
+      u[r] = hn::LoadU(df, x + r * ldx + i);
+      KeepInRegister(u[r]);
+    }
     if constexpr (R == 1)
       if ((i * sizeof(typename Rows::T)) % 64 == 0)  // once per cache line
         for (size_t j = 0; j < kW; ++j) hwy::Prefetch(reinterpret_cast<const uint8_t*>(p[j] + i) + kPrefetchBytes);
-    auto step = [&](hn::Vec<DF> w, hn::Vec<DF>& c0, hn::Vec<DF>& c1, hn::Vec<DF>& c2) {
+    for (size_t j = 0; j < kW; ++j) {
+      auto w = Rows::Load(df, p[j] + i);
       KeepInRegister(w);
-      c0 = hn::MulAdd(w, u0, c0);
-      if constexpr (R > 1) c1 = hn::MulAdd(w, u1, c1);
-      if constexpr (R > 2) c2 = hn::MulAdd(w, u2, c2);
-    };
-    step(Rows::Load(df, p[0] + i), a00, a10, a20);
-    step(Rows::Load(df, p[1] + i), a01, a11, a21);
-    step(Rows::Load(df, p[2] + i), a02, a12, a22);
-    step(Rows::Load(df, p[3] + i), a03, a13, a23);
+      for (size_t r = 0; r < R; ++r) acc[r][j] = hn::MulAdd(w, u[r], acc[r][j]);
+    }
   }
-  auto finish = [&](size_t row, const float* xr, hn::Vec<DF> c0, hn::Vec<DF> c1, hn::Vec<DF> c2, hn::Vec<DF> c3) {
-    const float s[kW] = {Sum(df, c0), Sum(df, c1), Sum(df, c2), Sum(df, c3)};
-    for (size_t j = 0; j < nr; ++j) y[row * ldy + j * ldj] = TailDot(s[j], p[j], Rows::kType, xr, i, k);
-  };
-  finish(0, x0, a00, a01, a02, a03);
-  if constexpr (R > 1) finish(1, x1, a10, a11, a12, a13);
-  if constexpr (R > 2) finish(2, x2, a20, a21, a22, a23);
+  for (size_t r = 0; r < R; ++r)
+    for (size_t j = 0; j < nr; ++j)
+      y[r * ldy + j * ldj] = TailDot(Sum(df, acc[r][j]), p[j], Rows::kType, x + r * ldx, i, k);
 }
 
 // ---------------------------------------------------------------- quantized
@@ -518,7 +514,7 @@ void AttentionValues(const float* p, size_t np, size_t ldp, const void* v, DType
 
 size_t TileRows(WeightFormat f) {
   switch (f) {
-    case WeightFormat::F32: return 3;
+    case WeightFormat::F32: return kFloatTileRows;
     case WeightFormat::F16:
     case WeightFormat::BF16: return 1;
     case WeightFormat::Q8:
@@ -559,7 +555,7 @@ void DotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, 
   if (w.quantized()) return QuantDotRows(w, a, i0, ni, r0, r1, y, ldy);
   if (ni == 1) {
     // Decode streams the weights from memory. Rows side by side would be four
-    // short streams restarting every tile (a 1 KiB Q8 row is 16 cache lines),
+    // short streams restarting every tile (a 2 KiB bf16 row is 32 cache lines),
     // which the prefetchers follow badly (measured: half the bandwidth of
     // long rows); instead tile t takes row t of each quarter of the group, so
     // the four streams run through the whole group.
@@ -578,9 +574,14 @@ void DotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, 
     for (size_t r = r0; r < r1; r += kW) {
       const TileRowSet t{r, 1, std::min(kW, r1 - r)};
       float* yt = y + i * ldy + (r - r0);
-      if (rows == 3) TileOf<3>(w, a, i0 + i, t, yt, ldy);
-      else if (rows == 2) TileOf<2>(w, a, i0 + i, t, yt, ldy);
-      else TileOf<1>(w, a, i0 + i, t, yt, ldy);
+      switch (rows) {
+        case 1: TileOf<1>(w, a, i0 + i, t, yt, ldy); break;
+        case 2: TileOf<2>(w, a, i0 + i, t, yt, ldy); break;
+        case 3: TileOf<3>(w, a, i0 + i, t, yt, ldy); break;
+        case 4: if constexpr (kFloatTileRows >= 4) TileOf<4>(w, a, i0 + i, t, yt, ldy); break;
+        case 5: if constexpr (kFloatTileRows >= 5) TileOf<5>(w, a, i0 + i, t, yt, ldy); break;
+        case 6: if constexpr (kFloatTileRows >= 6) TileOf<6>(w, a, i0 + i, t, yt, ldy); break;
+      }
     }
   }
 }
