@@ -219,6 +219,7 @@ void run_bench(const BenchArgs& a) {
                               {"qinfer_commit", build.commit},
                               {"simd_target", build.simd_target},
                               {"simd_compiled", build.simd_compiled},
+                              {"int8_dot", build.int8_dot},
                               {"threads", pool.size()},
                               {"prompt_tokens", a.prompt_tokens},
                               {"gen_tokens", a.gen_tokens},

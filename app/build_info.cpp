@@ -1,18 +1,20 @@
 #include "build_info.h"
 
+#include "ops/matmul_kernels.h"
 #include "ops/simd.h"
 #include "qinfer_version.h"
 
 namespace qinfer::cli {
 
 BuildInfo build_info() {
-  return {QINFER_VERSION, QINFER_GIT_COMMIT, simd::dispatched_target(), simd::compiled_targets()};
+  return {QINFER_VERSION, QINFER_GIT_COMMIT, simd::dispatched_target(), simd::compiled_targets(),
+          kernels::int8_dot_path()};
 }
 
 std::string version_text() {
   const BuildInfo b = build_info();
   return "qinfer " + b.version + " (commit " + b.commit + ")\nkernels: " + b.simd_target +
-         " (chosen for this CPU; compiled: " + b.simd_compiled + ")";
+         " (chosen for this CPU; compiled: " + b.simd_compiled + ")\nq8/q4 integer dot products: " + b.int8_dot;
 }
 
 }  // namespace qinfer::cli

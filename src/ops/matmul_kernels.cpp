@@ -360,6 +360,16 @@ HWY_NOINLINE void GroupTile(const GroupArgs& t) {
 }
 #endif
 
+const char* Int8DotPath() {
+#if HWY_TARGET == HWY_AVX3_DL
+  return "vpdpbusd (AVX512-VNNI), 16 rows per vector";
+#elif HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  return "vpmaddubsw, 8 rows per vector";
+#else
+  return "portable";
+#endif
+}
+
 template <size_t R>
 HWY_INLINE void GroupTileOf(const GroupArgs& t) {
   if (t.format == QuantFormat::Q8) GroupTile<R, QuantFormat::Q8>(t);
@@ -612,6 +622,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace qinfer::kernels {
 HWY_EXPORT(QuantizeActivation);
+HWY_EXPORT(Int8DotPath);
 HWY_EXPORT(TileRows);
 HWY_EXPORT(DotRows);
 HWY_EXPORT(WidenRows);
@@ -621,6 +632,7 @@ HWY_EXPORT(AttentionValues);
 void quantize_activation(const float* x, size_t n, size_t k, int8_t* q, float* d, float* xsum) {
   HWY_DYNAMIC_DISPATCH(QuantizeActivation)(x, n, k, q, d, xsum);
 }
+const char* int8_dot_path() { return HWY_DYNAMIC_DISPATCH(Int8DotPath)(); }
 size_t tile_rows(WeightFormat f) { return HWY_DYNAMIC_DISPATCH(TileRows)(f); }
 void dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
               size_t ldy) {

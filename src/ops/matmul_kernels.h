@@ -34,6 +34,9 @@ struct Activations {
 // d = max|x| / 127, and each block's sum of q.
 void quantize_activation(const float* x, size_t n, size_t k, int8_t* q, float* d, float* xsum);
 
+// How the Q8/Q4 kernels compute their integer dot products on this CPU.
+const char* int8_dot_path();
+
 // Activation rows processed together by one register tile.
 size_t tile_rows(WeightFormat f);
 

@@ -4,6 +4,7 @@
 
 #include <regex>
 
+#include "ops/matmul_kernels.h"
 #include "ops/simd.h"
 #include "test_util.h"
 
@@ -19,4 +20,7 @@ TEST(VersionCli, NamesVersionCommitAndDispatchedTarget) {
   EXPECT_NE(r.output.find("kernels: " + target + " "), std::string::npos) << r.output;
   EXPECT_NE(qinfer::simd::compiled_targets().find(target), std::string::npos);
   EXPECT_NE(r.output.find(qinfer::simd::compiled_targets()), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(std::string("q8/q4 integer dot products: ") + qinfer::kernels::int8_dot_path()),
+            std::string::npos)
+      << r.output;
 }
