@@ -24,7 +24,8 @@ size_t decode_group_rows(const WeightMatrix& w) {
 
 // Per-call scratch, reused across calls by the thread that calls matmul.
 struct Scratch {
-  std::vector<float> d, xsum;
+  std::vector<float> d;
+  std::vector<int32_t> zero_dot_q8, zero_dot_q4;
   std::vector<int8_t> q;
 };
 
@@ -42,15 +43,18 @@ kernels::Activations prepare(const float* x, size_t n, size_t k, std::initialize
     const size_t blocks = k / kQuantBlock;
     s.q.resize(n * k);
     s.d.resize(n * blocks);
-    s.xsum.resize(n * blocks);
+    s.zero_dot_q8.resize(n * blocks);
+    s.zero_dot_q4.resize(n * blocks);
     auto rows = [&](size_t i0, size_t i1) {
-      kernels::quantize_activation(x + i0 * k, i1 - i0, k, &s.q[i0 * k], &s.d[i0 * blocks], &s.xsum[i0 * blocks]);
+      kernels::quantize_activation(x + i0 * k, i1 - i0, k, &s.q[i0 * k], &s.d[i0 * blocks],
+                                   &s.zero_dot_q8[i0 * blocks], &s.zero_dot_q4[i0 * blocks]);
     };
     if (n == 1) rows(0, 1);
     else pool.parallel_for(n, 16, rows);
     a.q = s.q.data();
     a.d = s.d.data();
-    a.xsum = s.xsum.data();
+    a.zero_dot[static_cast<int>(QuantFormat::Q8)] = s.zero_dot_q8.data();
+    a.zero_dot[static_cast<int>(QuantFormat::Q4)] = s.zero_dot_q4.data();
   }
   return a;
 }

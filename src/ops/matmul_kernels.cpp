@@ -43,7 +43,8 @@ HWY_INLINE float Sum(D d, V v) {
 // Vectorized, with the scalar definition's exact operations (an IEEE divide
 // for d and 1/d, a multiply, round to nearest even, a clamp), so every target
 // quantizes alike.
-void QuantizeActivation(const float* x, size_t n, size_t k, int8_t* q, float* d, float* xsum) {
+void QuantizeActivation(const float* x, size_t n, size_t k, int8_t* q, float* d, int32_t* zero_dot_q8,
+                        int32_t* zero_dot_q4) {
   const hn::CappedTag<float, kQuantBlock> df;  // a block is a whole number of vectors
   const hn::Rebind<int32_t, decltype(df)> di;
   const hn::Rebind<int8_t, decltype(df)> d8;
@@ -62,7 +63,9 @@ void QuantizeActivation(const float* x, size_t n, size_t k, int8_t* q, float* d,
       sum = hn::Add(sum, v);
       hn::StoreU(hn::DemoteTo(d8, v), d8, q + b * kQuantBlock + i);
     }
-    xsum[b] = static_cast<float>(hn::GetLane(hn::SumOfLanes(di, sum)));
+    const int32_t total = hn::GetLane(hn::SumOfLanes(di, sum));
+    zero_dot_q8[b] = -quant_zero_code(QuantFormat::Q8) * total;
+    zero_dot_q4[b] = -quant_zero_code(QuantFormat::Q4) * total;
   }
 }
 
@@ -193,8 +196,9 @@ struct GroupArgs {
 #if HWY_TARGET == HWY_AVX3_DL
 // AVX-512 VNNI: 16 lanes, two groups side by side; vpdpbusd multiplies the
 // unsigned codes by the signed activation bytes, 4 per lane, into int32
-// without saturation. The codes carry the zero point: dot = sum(code * x) +
-// zero_point * sum(x), exact in float.
+// without saturation. The codes carry the zero point: each dot starts from
+// the activation's zero_dot (-zero code * sum(x)), so it ends as the exact
+// dot with the signed weights.
 constexpr size_t kGroupsPerTile = 2;
 constexpr size_t kQuantTileRows = 8;
 // Highway 1.0.3 selects AVX3_DL only on CPUs with AVX512-VNNI but does not
@@ -209,14 +213,14 @@ HWY_INLINE QINFER_VNNI __m512i Join(const uint8_t* lo, const uint8_t* hi) {
 template <size_t R, QuantFormat F>
 HWY_NOINLINE QINFER_VNNI void GroupTile(const GroupArgs& t) {
   const size_t BB = quant_block_bytes(F);
-  const __m512 zero_point = _mm512_set1_ps(-static_cast<float>(quant_zero_code(F)));
   const __m512i low = _mm512_set1_epi8(15);
   __m512 acc[R];
+#pragma GCC unroll 16
   for (size_t i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
   const size_t blocks = t.blocks, k = t.k;
   const int8_t* xq = t.a->q + t.i0 * k;
   const float* dx = t.a->d + t.i0 * blocks;
-  const float* xs = t.a->xsum + t.i0 * blocks;
+  const int32_t* zero_dot = t.a->zero_dot[static_cast<int>(F)] + t.i0 * blocks;
   for (size_t b = 0; b < blocks; ++b) {
     const uint8_t* p0 = t.g0 + b * BB;
     const uint8_t* p1 = t.g1 + b * BB;
@@ -230,25 +234,33 @@ HWY_NOINLINE QINFER_VNNI void GroupTile(const GroupArgs& t) {
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1)), 1));
     __m512i w[8];  // w[c]: codes 4c..4c+3 of every row
     if constexpr (F == QuantFormat::Q8) {
+#pragma GCC unroll 8
       for (size_t c = 0; c < 8; ++c) w[c] = Join(p0 + 16 + 32 * c, p1 + 16 + 32 * c);
     } else {
+#pragma GCC unroll 4
       for (size_t c = 0; c < 4; ++c) {
         const __m512i codes = Join(p0 + 16 + 32 * c, p1 + 16 + 32 * c);
         w[2 * c] = _mm512_and_si512(codes, low);
         w[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(codes, 4), low);
       }
     }
-    for (size_t i = 0; i < R; ++i) {
-      const int8_t* x = xq + i * k + b * kQuantBlock;
-      __m512i isum = _mm512_setzero_si512();
-      for (size_t c = 0; c < 8; ++c) {
+    // The integer dots of all rows advance together: R independent chains
+    // hide vpdpbusd's latency.
+    __m512i isum[R];
+#pragma GCC unroll 16
+    for (size_t i = 0; i < R; ++i) isum[i] = _mm512_set1_epi32(zero_dot[i * blocks + b]);
+#pragma GCC unroll 8
+    for (size_t c = 0; c < 8; ++c)
+#pragma GCC unroll 16
+      for (size_t i = 0; i < R; ++i) {
         int32_t x4;
-        std::memcpy(&x4, x + 4 * c, 4);
-        isum = _mm512_dpbusd_epi32(isum, w[c], _mm512_set1_epi32(x4));
+        std::memcpy(&x4, xq + i * k + b * kQuantBlock + 4 * c, 4);
+        isum[i] = _mm512_dpbusd_epi32(isum[i], w[c], _mm512_set1_epi32(x4));
       }
-      const __m512 dot = _mm512_fmadd_ps(_mm512_set1_ps(xs[i * blocks + b]), zero_point, _mm512_cvtepi32_ps(isum));
-      acc[i] = _mm512_fmadd_ps(dot, _mm512_mul_ps(scales, _mm512_set1_ps(dx[i * blocks + b])), acc[i]);
-    }
+#pragma GCC unroll 16
+    for (size_t i = 0; i < R; ++i)
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(scales, _mm512_set1_ps(dx[i * blocks + b])),
+                               acc[i]);
   }
   for (size_t i = 0; i < R; ++i) {
     HWY_ALIGN float out[16];
@@ -271,13 +283,12 @@ template <size_t R, QuantFormat F>
 HWY_NOINLINE void GroupTile(const GroupArgs& t) {
   const size_t BB = quant_block_bytes(F);
   const __m256i low = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(-128);
-  const __m256 zero_point = _mm256_set1_ps(-8.0f);
   __m256 acc[R];
   for (size_t i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
   const size_t blocks = t.blocks, k = t.k;
   const int8_t* xq = t.a->q + t.i0 * k;
   const float* dx = t.a->d + t.i0 * blocks;
-  const float* xs = t.a->xsum + t.i0 * blocks;
+  const int32_t* zero_dot = t.a->zero_dot[static_cast<int>(QuantFormat::Q4)] + t.i0 * blocks;
   for (size_t b = 0; b < blocks; ++b) {
     const uint8_t* p = t.g0 + b * BB;
     if constexpr (R == 1)
@@ -313,8 +324,8 @@ HWY_NOINLINE void GroupTile(const GroupArgs& t) {
           std::memcpy(&x4, x + 4 * c, 4);
           sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(w[c], _mm256_set1_epi32(x4)));
         }
-        dot = _mm256_fmadd_ps(_mm256_set1_ps(xs[i * blocks + b]), zero_point,
-                              _mm256_cvtepi32_ps(_mm256_madd_epi16(sum16, ones)));
+        dot = _mm256_cvtepi32_ps(
+            _mm256_add_epi32(_mm256_madd_epi16(sum16, ones), _mm256_set1_epi32(zero_dot[i * blocks + b])));
       }
       acc[i] = _mm256_fmadd_ps(dot, _mm256_mul_ps(scales, _mm256_set1_ps(dx[i * blocks + b])), acc[i]);
     }
@@ -629,8 +640,9 @@ HWY_EXPORT(WidenRows);
 HWY_EXPORT(AttentionScores);
 HWY_EXPORT(AttentionValues);
 
-void quantize_activation(const float* x, size_t n, size_t k, int8_t* q, float* d, float* xsum) {
-  HWY_DYNAMIC_DISPATCH(QuantizeActivation)(x, n, k, q, d, xsum);
+void quantize_activation(const float* x, size_t n, size_t k, int8_t* q, float* d, int32_t* zero_dot_q8,
+                         int32_t* zero_dot_q4) {
+  HWY_DYNAMIC_DISPATCH(QuantizeActivation)(x, n, k, q, d, zero_dot_q8, zero_dot_q4);
 }
 const char* int8_dot_path() { return HWY_DYNAMIC_DISPATCH(Int8DotPath)(); }
 size_t tile_rows(WeightFormat f) { return HWY_DYNAMIC_DISPATCH(TileRows)(f); }

@@ -27,12 +27,16 @@ struct Activations {
   const float* x = nullptr;     // [n, k]: float weights
   const int8_t* q = nullptr;    // [n, k] quantized per 32-block: Q8, Q4 weights
   const float* d = nullptr;     // [n, k/32] scale of each block of q
-  const float* xsum = nullptr;  // [n, k/32] sum of each block of q (for the weights' zero point)
+  // [n, k/32] per format (QuantFormat as index): the dot product of each block
+  // of q with the weights' zero code, -(zero code) * sum(q), which turns the
+  // integer dot with the stored codes into the dot with the signed weights.
+  const int32_t* zero_dot[2] = {nullptr, nullptr};
 };
 
 // n rows of x quantized per 32-block: q = round(x / d) in [-127, 127],
-// d = max|x| / 127, and each block's sum of q.
-void quantize_activation(const float* x, size_t n, size_t k, int8_t* q, float* d, float* xsum);
+// d = max|x| / 127, and each block's zero_dot for Q8 and Q4.
+void quantize_activation(const float* x, size_t n, size_t k, int8_t* q, float* d, int32_t* zero_dot_q8,
+                         int32_t* zero_dot_q4);
 
 // How the Q8/Q4 kernels compute their integer dot products on this CPU.
 const char* int8_dot_path();
