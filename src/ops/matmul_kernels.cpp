@@ -172,6 +172,24 @@ HWY_NOINLINE void TileFloat(const typename Rows::T* const (&p)[kW], const float*
       y[r * ldy + j * ldj] = TailDot(Sum(df, acc[r][j]), p[j], Rows::kType, x + r * ldx, i, k);
 }
 
+// Calls f(std::integral_constant<size_t, R>{}) for rows == R, 1 <= R <= kFloatTileRows.
+template <class F>
+HWY_INLINE void WithFloatTileRows(size_t rows, const F& f) {
+  switch (rows) {
+    case 1: return f(std::integral_constant<size_t, 1>{});
+    case 2: return f(std::integral_constant<size_t, 2>{});
+    case 3: return f(std::integral_constant<size_t, 3>{});
+  }
+  if constexpr (kFloatTileRows >= 6) {
+    switch (rows) {
+      case 4: return f(std::integral_constant<size_t, 4>{});
+      case 5: return f(std::integral_constant<size_t, 5>{});
+      case 6: return f(std::integral_constant<size_t, 6>{});
+    }
+  }
+  HWY_ASSERT(false);
+}
+
 // ---------------------------------------------------------------- quantized
 
 // Quantized weights (quant.h) times int8 activation rows, rows of a group in
@@ -427,16 +445,14 @@ template <class Rows>
 void DotStrided(const float* x, size_t nx, size_t ldx, const void* w, size_t nw, size_t ldw, size_t k, float* y,
                 size_t ldy) {
   const auto* base = static_cast<const typename Rows::T*>(w);
-  for (size_t i = 0; i < nx; i += 3) {
-    const size_t rows = std::min<size_t>(3, nx - i);
+  for (size_t i = 0; i < nx; i += kFloatTileRows) {
+    const size_t rows = std::min(kFloatTileRows, nx - i);
     for (size_t j = 0; j < nw; j += kW) {
       const size_t nr = std::min(kW, nw - j);
       const typename Rows::T* p[kW];
       for (size_t q = 0; q < kW; ++q) p[q] = base + (j + std::min(q, nr - 1)) * ldw;
       float* yt = y + i * ldy + j;
-      if (rows == 3) TileFloat<3, Rows>(p, x + i * ldx, ldx, k, yt, ldy, 1, nr);
-      else if (rows == 2) TileFloat<2, Rows>(p, x + i * ldx, ldx, k, yt, ldy, 1, nr);
-      else TileFloat<1, Rows>(p, x + i * ldx, ldx, k, yt, ldy, 1, nr);
+      WithFloatTileRows(rows, [&](auto R) { TileFloat<R(), Rows>(p, x + i * ldx, ldx, k, yt, ldy, 1, nr); });
     }
   }
 }
@@ -444,50 +460,37 @@ void DotStrided(const float* x, size_t nx, size_t ldx, const void* w, size_t nw,
 // o[i][c0 .. c0 + C*N) += sum over j < nv of p[i][j] * v[j][c0 ..]: R rows of
 // probabilities times C vectors of value columns, outer-product style (each
 // value vector loaded once serves R rows).
+// Probability rows of the attention-values tile: 4R accumulators and 4 value
+// vectors in 16 (AVX2) or 32 (AVX-512) registers.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+constexpr size_t kValueTileRows = 4;
+#else
+constexpr size_t kValueTileRows = 2;
+#endif
+
 template <size_t R, size_t C, class Rows>
 HWY_INLINE void TileAccumulate(const float* p, size_t ldp, const typename Rows::T* v, size_t ldv, size_t nv, float* o,
                                size_t ldo) {
-  static_assert(R <= 2 && C <= 4, "8 accumulators, 4 value vectors");
+  static_assert(R <= kValueTileRows && C <= 4, "4R accumulators, 4 value vectors");
   const DF df;
   const size_t N = hn::Lanes(df);
-  auto load_row = [&](size_t r, hn::Vec<DF>& c0, hn::Vec<DF>& c1, hn::Vec<DF>& c2, hn::Vec<DF>& c3) {
-    c0 = hn::LoadU(df, o + r * ldo);
-    if constexpr (C > 1) c1 = hn::LoadU(df, o + r * ldo + N);
-    if constexpr (C > 2) c2 = hn::LoadU(df, o + r * ldo + 2 * N);
-    if constexpr (C > 3) c3 = hn::LoadU(df, o + r * ldo + 3 * N);
-  };
-  auto store_row = [&](size_t r, hn::Vec<DF> c0, hn::Vec<DF> c1, hn::Vec<DF> c2, hn::Vec<DF> c3) {
-    hn::StoreU(c0, df, o + r * ldo);
-    if constexpr (C > 1) hn::StoreU(c1, df, o + r * ldo + N);
-    if constexpr (C > 2) hn::StoreU(c2, df, o + r * ldo + 2 * N);
-    if constexpr (C > 3) hn::StoreU(c3, df, o + r * ldo + 3 * N);
-  };
-  auto a00 = hn::Zero(df), a01 = hn::Zero(df), a02 = hn::Zero(df), a03 = hn::Zero(df);
-  auto a10 = hn::Zero(df), a11 = hn::Zero(df), a12 = hn::Zero(df), a13 = hn::Zero(df);
-  load_row(0, a00, a01, a02, a03);
-  if constexpr (R > 1) load_row(1, a10, a11, a12, a13);
+  hn::Vec<DF> acc[R][C];
+  for (size_t r = 0; r < R; ++r)
+    for (size_t c = 0; c < C; ++c) acc[r][c] = hn::LoadU(df, o + r * ldo + c * N);
   for (size_t j = 0; j < nv; ++j) {
     const typename Rows::T* vj = v + j * ldv;
-    auto v0 = Rows::Load(df, vj);
-    auto v1 = C > 1 ? Rows::Load(df, vj + N) : v0;
-    auto v2 = C > 2 ? Rows::Load(df, vj + 2 * N) : v0;
-    auto v3 = C > 3 ? Rows::Load(df, vj + 3 * N) : v0;
-    KeepInRegister(v0);
-    if constexpr (C > 1) KeepInRegister(v1);
-    if constexpr (C > 2) KeepInRegister(v2);
-    if constexpr (C > 3) KeepInRegister(v3);
-    auto step = [&](float pj, hn::Vec<DF>& c0, hn::Vec<DF>& c1, hn::Vec<DF>& c2, hn::Vec<DF>& c3) {
-      const auto b = hn::Set(df, pj);
-      c0 = hn::MulAdd(b, v0, c0);
-      if constexpr (C > 1) c1 = hn::MulAdd(b, v1, c1);
-      if constexpr (C > 2) c2 = hn::MulAdd(b, v2, c2);
-      if constexpr (C > 3) c3 = hn::MulAdd(b, v3, c3);
-    };
-    step(p[j], a00, a01, a02, a03);
-    if constexpr (R > 1) step(p[ldp + j], a10, a11, a12, a13);
+    hn::Vec<DF> vc[C];
+    for (size_t c = 0; c < C; ++c) {
+      vc[c] = Rows::Load(df, vj + c * N);
+      KeepInRegister(vc[c]);
+    }
+    for (size_t r = 0; r < R; ++r) {
+      const auto b = hn::Set(df, p[r * ldp + j]);
+      for (size_t c = 0; c < C; ++c) acc[r][c] = hn::MulAdd(b, vc[c], acc[r][c]);
+    }
   }
-  store_row(0, a00, a01, a02, a03);
-  if constexpr (R > 1) store_row(1, a10, a11, a12, a13);
+  for (size_t r = 0; r < R; ++r)
+    for (size_t c = 0; c < C; ++c) hn::StoreU(acc[r][c], df, o + r * ldo + c * N);
 }
 
 template <size_t R, class Rows>
@@ -507,6 +510,8 @@ void AccumulateStrided(const float* p, size_t np, size_t ldp, const void* v, siz
                        size_t ldo) {
   const auto* base = static_cast<const typename Rows::T*>(v);
   size_t i = 0;
+  for (; i + kValueTileRows <= np; i += kValueTileRows)
+    AccumulateRowTile<kValueTileRows, Rows>(p + i * ldp, ldp, base, nv, ldv, d, o + i * ldo, ldo);
   for (; i + 2 <= np; i += 2) AccumulateRowTile<2, Rows>(p + i * ldp, ldp, base, nv, ldv, d, o + i * ldo, ldo);
   for (; i < np; ++i) AccumulateRowTile<1, Rows>(p + i * ldp, ldp, base, nv, ldv, d, o + i * ldo, ldo);
 }
@@ -595,14 +600,7 @@ void DotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, 
     for (size_t r = r0; r < r1; r += kW) {
       const TileRowSet t{r, 1, std::min(kW, r1 - r)};
       float* yt = y + i * ldy + (r - r0);
-      switch (rows) {
-        case 1: TileOf<1>(w, a, i0 + i, t, yt, ldy); break;
-        case 2: TileOf<2>(w, a, i0 + i, t, yt, ldy); break;
-        case 3: TileOf<3>(w, a, i0 + i, t, yt, ldy); break;
-        case 4: if constexpr (kFloatTileRows >= 4) TileOf<4>(w, a, i0 + i, t, yt, ldy); break;
-        case 5: if constexpr (kFloatTileRows >= 5) TileOf<5>(w, a, i0 + i, t, yt, ldy); break;
-        case 6: if constexpr (kFloatTileRows >= 6) TileOf<6>(w, a, i0 + i, t, yt, ldy); break;
-      }
+      WithFloatTileRows(rows, [&](auto R) { TileOf<R()>(w, a, i0 + i, t, yt, ldy); });
     }
   }
 }
