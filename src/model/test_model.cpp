@@ -68,12 +68,7 @@ TensorData random_tensor(const std::string& name, std::vector<int64_t> shape, DT
     if (dtype == DType::F32) {
       std::memcpy(&t.bytes[4 * i], &v, 4);
     } else {
-      const uint16_t h = dtype == DType::BF16 ? f32_to_bf16(v) : [&] {
-        _Float16 x = static_cast<_Float16>(v);
-        uint16_t b;
-        std::memcpy(&b, &x, 2);
-        return b;
-      }();
+      const uint16_t h = dtype == DType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
       std::memcpy(&t.bytes[2 * i], &h, 2);
     }
   }

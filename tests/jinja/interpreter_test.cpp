@@ -4,6 +4,7 @@
 // Broad agreement with jinja2 itself is checked by jinja2_reference_test.cpp.
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <thread>
 
 #include "render_helper.h"
@@ -298,10 +299,66 @@ TEST(Limits, RunawayRecursionAndHugeResultsAreErrors) {
   EXPECT_NE(error_of("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}").find("macro calls nested more than"),
             std::string::npos);
   EXPECT_NE(error_of("{{ range(1000000) }}").find("Range too big"), std::string::npos);
-  EXPECT_NE(error_of("{{ 'x' * 100000000000 }}").find("too large"), std::string::npos);
+  EXPECT_NE(error_of("{{ 'x' * 100000000000 }}").find("over the render limit"), std::string::npos);
   json deep = json::array();
   for (int i = 0; i < 1000; ++i) deep = json::array({deep});
   EXPECT_THROW(render("{{ v }}", {{"v", deep}}), Error);
+}
+
+// Fuzzing findings (each input is the whole template): the render budget
+// (budget.h) turns each into an error naming line:column and the limit,
+// instead of UB, a multi-GB allocation or a silent truncation.
+TEST(Limits, FuzzFindingsAreErrorsNamingTheLimit) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"{{ '%99999999999999999999d' % 1 }}", "t:1:29: width too big"},
+      {"{{ '%18446742974197923840d' % 1 }}", "t:1:29: width too big"},
+      {"{{ '%.99999999999999999999f' % 1.0 }}", "t:1:30: precision too big"},
+      {"{{ '%900000000d' % 1 }}", "over the render limit of 67108864"},
+      {"{{ 'ab\ncd' | indent(3000000000) | length }}", "over the render limit of 67108864"},
+      {"{{ [1] | batch(3000000000, 'x') | list | length }}", "over the render limit of 4194304"},
+      {"{{ [1] | slice(3000000000) | list | length }}", "over the render limit of 4194304"},
+      {"{{ '%c' % -1 }}", "%c arg not in range(0x110000)"},
+      {"{{ '%c' % 1114112 }}", "%c arg not in range(0x110000)"},
+      {"{{ '%c' % 55296 }}", "%c arg 55296 is a surrogate"},
+      {"{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+       "over the render limit of 67108864"},
+  };
+  for (const auto& [source, message] : cases) {
+    const std::string error = error_of(source);
+    EXPECT_NE(error.find(message), std::string::npos) << source << "\n-> " << error;
+    EXPECT_TRUE(std::regex_search(error, std::regex("^t:[12]:[0-9]+: "))) << source << "\n-> " << error;  // line:column
+  }
+}
+
+// Wide formats are exact, not cut at a buffer size; batch(0) is jinja2's.
+TEST(Limits, WideFormatsAreExact) {
+  EXPECT_EQ(render("{{ '%600d' % 1 }}"), std::string(599, ' ') + "1");
+  EXPECT_EQ(render("{{ '%.600f' % 1.0 }}"), "1." + std::string(600, '0'));
+  EXPECT_EQ(render("{{ [1, 2, 3] | batch(0) | list }}"), "[[], [1, 2, 3]]");  // jinja2 3.1.6 gives the same
+}
+
+TEST(Limits, StepsAndOutputHaveABudget) {
+  RenderLimits small;
+  small.max_steps = 100000;
+  Template loops("{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}", "loops");
+  try {
+    loops.render({}, small);
+    FAIL() << "a million loop iterations ran within 100000 steps";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 100000 evaluation steps"), std::string::npos) << e.what();
+  }
+  RenderLimits tiny_output;
+  tiny_output.max_output_bytes = 1000;
+  Template big("{% for i in range(100) %}{{ 'x' * 20 }}{% endfor %}", "big");
+  try {
+    big.render({}, tiny_output);
+    FAIL() << "2000 bytes of output within a 1000-byte limit";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("exceeds the render limit of 1000 bytes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("big:1:"), std::string::npos) << e.what();
+  }
+  // The defaults leave real templates alone: 10^5 iterations with output.
+  EXPECT_EQ(render("{% for i in range(100000) %}{% endfor %}{{ 'ok' }}"), "ok");
 }
 
 TEST(Template, RendersConcurrently) {

@@ -29,7 +29,7 @@ std::vector<uint8_t> store_as(const std::vector<float>& v, DType t) {
       uint16_t h = f32_to_bf16(v[i]);
       std::memcpy(&out[2 * i], &h, 2);
     } else {
-      _Float16 h = static_cast<_Float16>(v[i]);
+      uint16_t h = f32_to_f16(v[i]);
       std::memcpy(&out[2 * i], &h, 2);
     }
   }
@@ -43,7 +43,11 @@ void expect_close(const std::vector<float>& a, const std::vector<float>& b, floa
 
 }  // namespace
 
+// Against the compiler's _Float16 (GCC has it on x86; clang 14 only with AVX512-FP16).
 TEST(Dtype, F16WideningIsExactForAllBitPatterns) {
+#ifndef __FLT16_MAX__
+  GTEST_SKIP() << "this compiler has no _Float16 for this target to compare with";
+#else
   for (uint32_t bits = 0; bits < 65536; ++bits) {
     const uint16_t h = static_cast<uint16_t>(bits);
     _Float16 native;
@@ -56,6 +60,7 @@ TEST(Dtype, F16WideningIsExactForAllBitPatterns) {
       ASSERT_EQ(got, want) << bits;
     }
   }
+#endif
 }
 
 TEST(Simd, WidenMatchesScalarOnAllDtypes) {

@@ -76,6 +76,9 @@ double quantized_dot_ref(const WeightMatrix& w, int64_t r, const std::vector<int
 }  // namespace
 
 TEST(Quant, F16RoundingMatchesTheCompiler) {
+#ifndef __FLT16_MAX__
+  GTEST_SKIP() << "this compiler has no _Float16 for this target to compare with";
+#else
   std::mt19937 rng(5);
   std::vector<float> values = {0.0f,     -0.0f,   1.0f,       65504.0f, 65519.0f, 65520.0f,  1e-8f, 5.96e-8f,
                                2.98e-8f, 6.1e-5f, 6.1035e-5f, -3.0e-7f, INFINITY, -INFINITY, 1e30f};
@@ -94,6 +97,7 @@ TEST(Quant, F16RoundingMatchesTheCompiler) {
     ASSERT_EQ(f32_to_f16(f), want) << f;
   }
   EXPECT_TRUE(std::isnan(f16_to_f32(f32_to_f16(NAN))));
+#endif
 }
 
 TEST(Quant, DequantizeErrorWithinHalfAStepPerBlock) {

@@ -23,7 +23,9 @@ class Params {
     if (args.positional.size() > names.size())
       eval_fail(function, "() takes at most ", names.size(), " argument(s) (", args.positional.size(), " given)");
     for (size_t i = 0; i < args.positional.size(); ++i) values_[i] = &args.positional[i];
-    for (const auto& [key, value] : args.keywords) {
+    for (const auto& keyword : args.keywords) {
+      const std::string& key = keyword.first;  // not a structured binding: lambdas capture it (clang 14)
+      const Value& value = keyword.second;
       auto it = std::find_if(names_.begin(), names_.end(), [&](const char* n) { return key == n; });
       if (it == names_.end()) eval_fail(function, "() got an unexpected keyword argument '", key, "'");
       size_t i = static_cast<size_t>(it - names_.begin());
@@ -78,13 +80,9 @@ const std::string& need_string(const Value& v, const char* what) {
   eval_fail("unsupported operand type(s) for ", op, ": '", a.type_name(), "' and '", b.type_name(), "'");
 }
 
-// Strings and lists built by repetition are capped so a template cannot
-// exhaust memory by accident.
-constexpr size_t kMaxRepeatBytes = size_t{1} << 30;
-
 [[noreturn]] void fail_overflow() { eval_fail("integer overflow (beyond 128 bits)"); }
 
-// Repetition counts: Python allows any int; beyond the byte cap it fails anyway.
+// Repetition counts: Python allows any int; beyond the render budget it fails anyway.
 int64_t repeat_count(Int n) { return static_cast<int64_t>(std::clamp<Int>(n, -1, int64_t{1} << 40)); }
 
 // Python's float divmod (floatobject.c), which // and % follow.
@@ -110,20 +108,17 @@ std::pair<double, double> float_divmod(double a, double b) {
 }
 
 template <class T>
-std::vector<T> repeat(const std::vector<T>& items, int64_t times, size_t unit_bytes) {
+std::vector<T> repeat(const std::vector<T>& items, int64_t times) {
   std::vector<T> out;
   if (times <= 0 || items.empty()) return out;
-  if (static_cast<double>(items.size()) * static_cast<double>(unit_bytes) * static_cast<double>(times) >
-      kMaxRepeatBytes)
-    eval_fail("repetition result too large");
+  RenderBudget::check_list(static_cast<double>(items.size()) * static_cast<double>(times));
   for (int64_t i = 0; i < times; ++i) out.insert(out.end(), items.begin(), items.end());
   return out;
 }
 
 std::string repeat_string(const std::string& s, int64_t times) {
   if (times <= 0) return "";
-  if (static_cast<double>(s.size()) * static_cast<double>(times) > kMaxRepeatBytes)
-    eval_fail("repetition result too large");
+  RenderBudget::check_string(static_cast<double>(s.size()) * static_cast<double>(times));
   std::string out;
   out.reserve(s.size() * static_cast<size_t>(times));
   for (int64_t i = 0; i < times; ++i) out += s;
@@ -135,8 +130,20 @@ std::string repeat_string(const std::string& s, int64_t times) {
 std::string pad(std::string text, int64_t width, bool left_align, char fill = ' ') {
   auto n = static_cast<int64_t>(count_code_points(text));
   if (n >= width) return text;
+  RenderBudget::check_string(static_cast<double>(text.size()) + static_cast<double>(width - n));
   std::string padding(static_cast<size_t>(width - n), fill);
   return left_align ? text + padding : padding + text;
+}
+
+// snprintf into a string of the size it needs.
+template <class T>
+std::string c_format(const char* spec, T value) {
+  const int n = std::snprintf(nullptr, 0, spec, value);
+  if (n < 0) eval_fail("format failed");
+  std::string out(static_cast<size_t>(n) + 1, '\0');
+  std::snprintf(out.data(), out.size(), spec, value);
+  out.resize(static_cast<size_t>(n));
+  return out;
 }
 
 std::string percent_format(const std::string& fmt, const Value& args) {
@@ -168,18 +175,25 @@ std::string percent_format(const std::string& fmt, const Value& args) {
     }
     std::string flags;
     while (i < fmt.size() && std::strchr("-+ #0", fmt[i])) flags += fmt[i++];
-    int64_t width = 0;
-    while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i]))) width = width * 10 + (fmt[i++] - '0');
+    // Digits of a width or precision; Python fails beyond its size type, we
+    // beyond int32 (either way the result could not be built).
+    auto number = [&](const char* what) {
+      int64_t v = 0;
+      while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i]))) {
+        v = v * 10 + (fmt[i++] - '0');
+        if (v > INT32_MAX) eval_fail(what, " too big");
+      }
+      return v;
+    };
+    const int64_t width = number("width");
     int64_t precision = -1;
     if (i < fmt.size() && fmt[i] == '.') {
-      precision = 0;
       ++i;
-      while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i])))
-        precision = precision * 10 + (fmt[i++] - '0');
+      precision = number("precision");
     }
     while (i < fmt.size() && (fmt[i] == 'h' || fmt[i] == 'l' || fmt[i] == 'L')) ++i;
     if (i >= fmt.size()) eval_fail("incomplete format");
-    if (width > 10000 || precision > 10000) eval_fail("format width or precision too large");
+    RenderBudget::check_string(static_cast<double>(std::max(width, precision)));
     char conv = fmt[i];
     if (conv == '%') {
       out += '%';
@@ -192,7 +206,6 @@ std::string percent_format(const std::string& fmt, const Value& args) {
     bool left = flags.find('-') != std::string::npos;
     std::string spec =
         "%" + flags + (width ? std::to_string(width) : "") + (precision >= 0 ? "." + std::to_string(precision) : "");
-    char buf[512];
     switch (conv) {
       case 's':
       case 'r':
@@ -221,9 +234,7 @@ std::string percent_format(const std::string& fmt, const Value& args) {
         if (arg->is_float() && std::fabs(truncated) >= 9.2e18) eval_fail("%", conv, " format: number too large");
         Int whole = arg->is_float() ? static_cast<Int>(truncated) : arg->integral();
         if (whole < INT64_MIN || whole > INT64_MAX) eval_fail("%", conv, " format: number too large");
-        std::snprintf(buf, sizeof buf, (spec + "ll" + (conv == 'u' ? 'd' : conv)).c_str(),
-                      static_cast<long long>(whole));
-        out += buf;
+        out += c_format((spec + "ll" + (conv == 'u' ? 'd' : conv)).c_str(), static_cast<long long>(whole));
         break;
       }
       case 'e':
@@ -233,11 +244,14 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       case 'g':
       case 'G':
         if (!arg->is_number()) eval_fail("must be real number, not ", arg->type_name());
-        std::snprintf(buf, sizeof buf, (spec + conv).c_str(), arg->number());
-        out += buf;
+        out += c_format((spec + conv).c_str(), arg->number());
         break;
       case 'c':
         if (arg->is_integral()) {
+          const Int code = arg->integral();
+          if (code < 0 || code > 0x10FFFF) eval_fail("%c arg not in range(0x110000)");
+          if (code >= 0xD800 && code <= 0xDFFF)
+            eval_fail("%c arg ", int_to_string(code), " is a surrogate, which UTF-8 cannot encode");
           std::string ch;
           append_utf8(ch, static_cast<char32_t>(arg->integral()));
           out += pad(ch, width, left);
@@ -419,7 +433,7 @@ Value justify(const char* name, const std::string& self, CallArgs& args, int whe
   if (count_code_points(fill) != 1) eval_fail("The fill character must be exactly one character long");
   auto n = static_cast<int64_t>(count_code_points(self));
   if (width <= n) return self;
-  if (width > 1 << 24) eval_fail("width too large");
+  RenderBudget::check_string(static_cast<double>(width));
   int64_t total = width - n;
   // str.center puts the extra character on the left when width is odd.
   int64_t left = where < 0 ? 0 : where > 0 ? total : total / 2 + (total & width & 1);
@@ -521,7 +535,7 @@ const std::unordered_map<std::string, StrMethod>& str_methods() {
          int64_t width = p.integer(0, 0);
          auto n = static_cast<int64_t>(count_code_points(s));
          if (width <= n) return Value(s);
-         if (width > 1 << 24) eval_fail("width too large");
+         RenderBudget::check_string(static_cast<double>(width));
          size_t sign = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
          return Value(s.substr(0, sign) + std::string(static_cast<size_t>(width - n), '0') + s.substr(sign));
        }},
@@ -780,8 +794,10 @@ Value f_batch(Context&, const Value& v, CallArgs& args) {
       current.push_back(item);
     }
     if (!current.empty()) {
-      if (p.given(1))
-        while (static_cast<int64_t>(current.size()) < count) current.push_back(p.required(1));
+      if (p.given(1) && static_cast<int64_t>(current.size()) < count) {
+        RenderBudget::check_list(static_cast<double>(count));
+        current.resize(static_cast<size_t>(count), p.required(1));
+      }
       batches.push_back(Value::list(std::move(current)));
     }
     return batches;
@@ -797,6 +813,7 @@ Value f_slice(Context&, const Value& v, CallArgs& args) {
     std::vector<Value> seq = iterate(v);
     std::vector<Value> out;
     if (slices < 0) return out;  // range(slices) is empty
+    RenderBudget::check_list(static_cast<double>(slices));
     auto n = static_cast<int64_t>(seq.size());
     int64_t per_slice = n / slices, with_extra = n % slices, offset = 0;
     for (int64_t i = 0; i < slices; ++i) {
@@ -907,13 +924,20 @@ Value f_format(Context&, const Value& v, CallArgs& args) {
 Value f_indent(Context&, const Value& v, CallArgs& args) {
   Params p("indent", args, {"width", "first", "blank"});
   Value width = p.get(0, Value(4));
-  std::string indention = width.is_string()
-                              ? width.as_string()
-                              : std::string(static_cast<size_t>(std::max<int64_t>(0, p.integer(0, 4))), ' ');
+  std::string indention;
+  if (width.is_string()) {
+    indention = width.as_string();
+  } else {
+    const int64_t spaces = std::max<int64_t>(0, p.integer(0, 4));
+    RenderBudget::check_string(static_cast<double>(spaces));
+    indention.assign(static_cast<size_t>(spaces), ' ');
+  }
   if (v.is_undefined()) v.fail_undefined();
   if (!v.is_string()) eval_fail("indent needs a string, not ", v.type_name());
   std::string s = v.as_string() + "\n";  // jinja2 appends a newline so splitlines keeps a trailing empty line
   std::vector<std::string> lines = py_splitlines(s, false);
+  RenderBudget::check_string(static_cast<double>(s.size()) +
+                             static_cast<double>(lines.size() + 1) * static_cast<double>(indention.size()));
   std::string out;
   if (p.flag(2, false)) {
     for (size_t i = 0; i < lines.size(); ++i) out += (i ? "\n" + indention : "") + lines[i];
@@ -1515,9 +1539,9 @@ Value binary_op(BinaryOp op, const Value& a, const Value& b) {
       if (a.is_string() && b.is_integral()) return repeat_string(a.as_string(), repeat_count(b.integral()));
       if (a.is_integral() && b.is_string()) return repeat_string(b.as_string(), repeat_count(a.integral()));
       if (a.is_list() && b.is_integral())
-        return Value::list(repeat(a.as_list().items, repeat_count(b.integral()), sizeof(Value)), a.as_list().is_tuple);
+        return Value::list(repeat(a.as_list().items, repeat_count(b.integral())), a.as_list().is_tuple);
       if (a.is_integral() && b.is_list())
-        return Value::list(repeat(b.as_list().items, repeat_count(a.integral()), sizeof(Value)), b.as_list().is_tuple);
+        return Value::list(repeat(b.as_list().items, repeat_count(a.integral())), b.as_list().is_tuple);
       fail_operands("*", a, b);
     case BinaryOp::Div:
       if (!numbers) fail_operands("/", a, b);

@@ -110,10 +110,11 @@ std::string ChatTemplate::render(const ChatTemplateInput& in) const {
   if (in.enable_thinking) variables.emplace_back("enable_thinking", jinja::Value(*in.enable_thinking));
   if (!in.extra_variables.is_object())
     fail("chat template input: extra variables must be an object, got ", in.extra_variables.type_name());
-  for (const auto& [name, value] : in.extra_variables.items()) {
+  for (const auto& item : in.extra_variables.items()) {
+    const std::string& name = item.key();  // not a structured binding: the lambda captures it (clang 14)
     auto same_name = [&](const auto& v) { return v.first == name; };
     variables.erase(std::remove_if(variables.begin(), variables.end(), same_name), variables.end());
-    variables.emplace_back(name, jinja::from_json(value));
+    variables.emplace_back(name, jinja::from_json(item.value()));
   }
   const jinja::Template& t = (!in.tools.is_null() && tool_use_) ? *tool_use_ : *default_;
   return t.render(variables);

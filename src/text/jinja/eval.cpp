@@ -48,6 +48,7 @@ void Scope::set(const std::string& name, Value value) {
 
 Value Expr::evaluate(Context& ctx) const {
   try {
+    RenderBudget::step();
     return eval(ctx);
   } catch (const EvalError& e) {
     ctx.source.fail_at(offset, e.what());
@@ -56,7 +57,10 @@ Value Expr::evaluate(Context& ctx) const {
 
 Flow Stmt::execute(Context& ctx, std::string& out) const {
   try {
-    return render(ctx, out);
+    RenderBudget::step();
+    const Flow flow = render(ctx, out);
+    RenderBudget::check_output(out.size());
+    return flow;
   } catch (const EvalError& e) {
     ctx.source.fail_at(offset, e.what());
   }
@@ -334,6 +338,7 @@ Flow ForStmt::render(Context& ctx, std::string& out) const {
   }
   auto last_changed = std::make_shared<Value>(Undefined{});
   for (size_t i = 0; i < items.size(); ++i) {
+    RenderBudget::step();  // an iteration costs a step even when its body is empty
     ScopeGuard guard(ctx, std::make_shared<Scope>(ctx.scope));
     target.assign(ctx, items[i]);
     ctx.scope->set("loop", make_loop_object(items, i, last_changed));
@@ -378,7 +383,9 @@ Value call_macro(const MacroStmt& m, Context& ctx, const std::shared_ptr<Scope>&
     given[i] = true;
   }
   DictData extra_keywords;
-  for (auto& [key, value] : args.keywords) {
+  for (auto& keyword : args.keywords) {
+    const std::string& key = keyword.first;  // not a structured binding: the lambda captures it (clang 14)
+    Value& value = keyword.second;
     auto it = std::find_if(m.params.begin(), m.params.end(), [&](const auto& p) { return p.first == key; });
     if (it == m.params.end()) {
       if (!m.takes_kwargs) eval_fail("macro '", m.name, "' takes no keyword argument '", key, "'");

@@ -15,7 +15,9 @@ Template::~Template() = default;
 Template::Template(Template&&) noexcept = default;
 Template& Template::operator=(Template&&) noexcept = default;
 
-std::string Template::render(const std::vector<std::pair<std::string, Value>>& variables) const {
+std::string Template::render(const std::vector<std::pair<std::string, Value>>& variables,
+                             const RenderLimits& limits) const {
+  RenderBudget budget(limits);
   auto globals = std::make_shared<Scope>();
   add_builtin_globals(*globals);
   auto variables_scope = std::make_shared<Scope>(globals);

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "text/jinja/budget.h"
 #include "text/jinja/value.h"
 
 namespace qinfer::jinja {
@@ -24,8 +25,10 @@ class Template {
   Template& operator=(Template&&) noexcept;
 
   // The template's variables, in addition to the builtin globals. Errors
-  // while rendering name the template line and column.
-  std::string render(const std::vector<std::pair<std::string, Value>>& variables) const;
+  // while rendering name the template line and column; so does going over
+  // `limits` (budget.h).
+  std::string render(const std::vector<std::pair<std::string, Value>>& variables,
+                     const RenderLimits& limits = {}) const;
 
  private:
   std::unique_ptr<Source> source_;

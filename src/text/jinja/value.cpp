@@ -54,6 +54,7 @@ void ObjectData::set(const std::string& name, Value value) {
 }
 
 Value Value::list(std::vector<Value> items, bool is_tuple) {
+  RenderBudget::check_list(static_cast<double>(items.size()));
   auto data = std::make_shared<ListData>();
   data->items = std::move(items);
   data->is_tuple = is_tuple;
@@ -70,6 +71,7 @@ Value Value::function(std::string name, std::function<Value(CallArgs&)> call) {
 }
 
 Value Value::generator(std::vector<Value> items, std::string function, std::string type_name) {
+  RenderBudget::check_list(static_cast<double>(items.size()));
   auto g = std::make_shared<GeneratorData>();
   g->type_name = std::move(type_name);
   g->function = std::move(function);

@@ -16,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "text/jinja/budget.h"
 #include "util/error.h"
 
 namespace qinfer::jinja {
@@ -105,8 +106,8 @@ class Value {
             std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, Int>, int> = 0>
   Value(T i) : v_(static_cast<Int>(i)) {}
   Value(double d) : v_(d) {}
-  Value(std::string s) : v_(std::move(s)) {}
-  Value(const char* s) : v_(std::string(s)) {}
+  Value(std::string s) : v_(std::move(s)) { RenderBudget::check_string(static_cast<double>(as_string().size())); }
+  Value(const char* s) : Value(std::string(s)) {}
   Value(std::shared_ptr<const ListData> l) : v_(std::move(l)) {}
   Value(std::shared_ptr<const DictData> d) : v_(std::move(d)) {}
   Value(std::shared_ptr<ObjectData> o) : v_(std::move(o)) {}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with Debian's clang 14 under ASan + UBSan
+# (installing clang and its runtime when missing) and fuzzes the Jinja
+# engine for FUZZ_SECONDS (default 60), seeded with the real Qwen3 chat
+# template and the inputs of earlier findings (tests/fuzz/corpus). A crash,
+# sanitizer report, leak, time-out or out-of-memory fails the script and
+# leaves the input in build-fuzz/ (crash-*, timeout-*, oom-*).
+#   scripts/fuzz.sh            build + 60 s of fuzzing
+#   FUZZ_SECONDS=600 scripts/fuzz.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PKGS=(clang-14 libclang-rt-14-dev)
+missing=()
+for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+  echo "fuzz: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq || true
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+      -DQINFER_NATIVE=OFF -DQINFER_TESTS=OFF -DQINFER_BENCH=OFF -DQINFER_FUZZ=ON \
+      "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
+      "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" >/dev/null
+cmake --build build-fuzz -j"$(nproc)" --target jinja_fuzz
+corpus=build-fuzz/jinja-corpus
+mkdir -p "$corpus"
+cp tests/fuzz/corpus/* "$corpus"/
+cd build-fuzz
+./jinja_fuzz -max_total_time="${FUZZ_SECONDS:-60}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+             jinja-corpus 2>&1 | tail -n 25
+echo "fuzz: no findings in ${FUZZ_SECONDS:-60} s"
