@@ -514,6 +514,7 @@ const std::unordered_map<std::string, StrMethod>& str_methods() {
              eval_fail("sequence item ", i, ": expected str instance, ", item.type_name(), " found");
            if (i++) out += s;
            out += item.as_string();
+           RenderBudget::check_string(static_cast<double>(out.size()));
          }
          return Value(std::move(out));
        }},
@@ -971,6 +972,7 @@ Value f_join(Context&, const Value& v, CallArgs& args) {
     if (!first) out += sep;
     first = false;
     out += to_str(p.has(1) ? lookup_path(item, p.required(1)) : item);
+    RenderBudget::check_string(static_cast<double>(out.size()));
   }
   return out;
 }

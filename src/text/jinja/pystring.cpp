@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "text/jinja/budget.h"
+
 namespace qinfer::jinja {
 
 namespace {
@@ -315,6 +317,7 @@ std::string py_replace(std::string_view s, std::string_view old, std::string_vie
       if (count != 0) {
         out += replacement;
         --count;
+        RenderBudget::check_string(static_cast<double>(out.size()));  // the result grows by each replacement
       }
       if (i < cs.size()) append_utf8(out, cs[i]);
     }
@@ -326,6 +329,7 @@ std::string py_replace(std::string_view s, std::string_view old, std::string_vie
     if (at == std::string_view::npos) break;
     out.append(s.substr(begin, at - begin));
     out.append(replacement);
+    RenderBudget::check_string(static_cast<double>(out.size()));
     begin = at + old.size();
     --count;
   }
