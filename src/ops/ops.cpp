@@ -68,41 +68,69 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out, ThreadP
 
 void softmax(float* x, int64_t n) { simd::softmax_scaled(x, static_cast<size_t>(n), 1.0f); }
 
-void attention(const float* q, int64_t n, int64_t pos0, const void* k, const void* v, DType kv_type,
-               const AttentionShape& s, float* out, ThreadPool& pool) {
+void attention(std::span<const AttentionSeq> seqs, const AttentionShape& s, ThreadPool& pool) {
   const int64_t group = s.n_heads / s.n_kv, hd = s.hd, kv_stride = s.n_kv * hd;
-  const int64_t blocks = (n + kQueryBlock - 1) / kQueryBlock;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const size_t elem = dtype_size(kv_type);
-  pool.parallel_for_dynamic(static_cast<size_t>(blocks * s.n_kv), 1, [&](size_t task0, size_t task1) {
+  // Tasks: (sequence, block of query positions, kv head), the ones that see
+  // the most keys first so the threads finish together.
+  struct Task {
+    const AttentionSeq* seq;
+    int64_t t0, t1, kvh;
+  };
+  std::vector<Task> tasks;
+  for (const AttentionSeq& q : seqs)
+    for (int64_t t0 = 0; t0 < q.n; t0 += kQueryBlock)
+      for (int64_t kvh = 0; kvh < s.n_kv; ++kvh) tasks.push_back({&q, t0, std::min(q.n, t0 + kQueryBlock), kvh});
+  std::stable_sort(tasks.begin(), tasks.end(),
+                   [](const Task& a, const Task& b) { return a.seq->pos0 + a.t1 > b.seq->pos0 + b.t1; });
+  pool.parallel_for_dynamic(tasks.size(), 1, [&](size_t task0, size_t task1) {
     thread_local std::vector<float> qb, scores, ob;
-    for (size_t task = task0; task < task1; ++task) {
-      // The last query block sees the most keys: handing it out first balances the threads.
-      const int64_t kvh = static_cast<int64_t>(task) % s.n_kv;
-      const int64_t block = blocks - 1 - static_cast<int64_t>(task) / s.n_kv;
-      const int64_t t0 = block * kQueryBlock, t1 = std::min(n, t0 + kQueryBlock);
-      const int64_t rows = (t1 - t0) * group, len = pos0 + t1;  // keys 0 .. the block's last position
+    for (size_t i = task0; i < task1; ++i) {
+      const Task& task = tasks[i];
+      const AttentionSeq& sq = *task.seq;
+      const KvBlocks& kv = sq.kv;
+      const int64_t t0 = task.t0, t1 = task.t1, kvh = task.kvh;
+      const int64_t rows = (t1 - t0) * group, len = sq.pos0 + t1;  // keys 0 .. the block's last position
       // The block's query rows (position-major, then the group's heads) gathered contiguously.
       qb.resize(static_cast<size_t>(rows * hd));
       for (int64_t t = t0; t < t1; ++t)
-        std::copy_n(q + (t * s.n_heads + kvh * group) * hd, group * hd, &qb[(t - t0) * group * hd]);
+        std::copy_n(sq.q + (t * s.n_heads + kvh * group) * hd, group * hd, &qb[(t - t0) * group * hd]);
       scores.resize(static_cast<size_t>(rows * len));
-      const auto* kh = static_cast<const uint8_t*>(k) + kvh * hd * elem;
-      const auto* vh = static_cast<const uint8_t*>(v) + kvh * hd * elem;
-      kernels::attention_scores(qb.data(), rows, hd, kh, kv_type, len, kv_stride, hd, scores.data(), len);
+      const size_t head_offset = static_cast<size_t>(kvh * hd) * dtype_size(kv.type);
+      auto each_block = [&](auto&& fn) {  // fn(first position, positions, keys, values) over [0, len)
+        for (int64_t p0 = 0; p0 < len; p0 += kv.block_size) {
+          const size_t at = static_cast<size_t>(kv.blocks[p0 / kv.block_size]) * kv.block_stride + head_offset;
+          fn(p0, std::min(kv.block_size, len - p0), kv.keys + at, kv.values + at);
+        }
+      };
+      each_block([&](int64_t p0, int64_t count, const uint8_t* k, const uint8_t*) {
+        kernels::attention_scores(qb.data(), rows, hd, k, kv.type, count, kv_stride, hd, &scores[p0], len);
+      });
       for (int64_t r = 0; r < rows; ++r) {
         // Causal: query at position pos0 + t sees keys 0 .. pos0 + t; the rest weigh 0.
-        const int64_t visible = pos0 + t0 + r / group + 1;
+        const int64_t visible = sq.pos0 + t0 + r / group + 1;
         float* row = &scores[r * len];
         simd::softmax_scaled(row, static_cast<size_t>(visible), scale);
         std::fill(row + visible, row + len, 0.0f);
       }
       ob.assign(static_cast<size_t>(rows * hd), 0.0f);
-      kernels::attention_values(scores.data(), rows, len, vh, kv_type, len, kv_stride, hd, ob.data(), hd);
+      // Block after block, each value row accumulated in position order, as
+      // over one contiguous cache.
+      each_block([&](int64_t p0, int64_t count, const uint8_t*, const uint8_t* v) {
+        kernels::attention_values(&scores[p0], rows, len, v, kv.type, count, kv_stride, hd, ob.data(), hd);
+      });
       for (int64_t t = t0; t < t1; ++t)
-        std::copy_n(&ob[(t - t0) * group * hd], group * hd, out + (t * s.n_heads + kvh * group) * hd);
+        std::copy_n(&ob[(t - t0) * group * hd], group * hd, sq.out + (t * s.n_heads + kvh * group) * hd);
     }
   });
+}
+
+void attention(const float* q, int64_t n, int64_t pos0, const void* k, const void* v, DType kv_type,
+               const AttentionShape& s, float* out, ThreadPool& pool) {
+  const int32_t block = 0;
+  const AttentionSeq seq{q, out, n, pos0,
+                         {static_cast<const uint8_t*>(k), static_cast<const uint8_t*>(v), 0, &block, pos0 + n, kv_type}};
+  attention(std::span(&seq, 1), s, pool);
 }
 
 void LogitAgreement::add(const float* ref, const float* test, int64_t vocab) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <span>
 
 #include "util/dtype.h"
 #include "util/thread_pool.h"
@@ -37,10 +38,38 @@ void softmax(float* x, int64_t n);
 // Work is split into (kv head, block of query positions) tasks; a task reads
 // each K and V row once for all query heads of its group and all positions of
 // its block, with the matmul's register tiles. A query row's result does not
-// depend on the block it is computed in (decode equals prefill bit for bit).
+// depend on the block it is computed in (decode equals prefill bit for bit),
+// nor on how its keys are cut into blocks of storage.
 struct AttentionShape {
   int64_t n_heads, n_kv, hd;
 };
+
+// A sequence's keys and values in blocks of block_size positions: position p
+// lives in block blocks[p / block_size], whose [block_size, n_kv, hd] rows of
+// keys start at keys + blocks[...] * block_stride (values likewise). One
+// contiguous cache is a single block (block_stride unused).
+struct KvBlocks {
+  const uint8_t* keys;
+  const uint8_t* values;
+  size_t block_stride;
+  const int32_t* blocks;
+  int64_t block_size;
+  DType type;
+};
+
+// One sequence's share of a batched attention call.
+struct AttentionSeq {
+  const float* q;  // [n, n_heads, hd]
+  float* out;      // [n, n_heads, hd]
+  int64_t n, pos0;
+  KvBlocks kv;
+};
+
+// The sequences of a batch in one parallel section (tasks of all of them
+// shared out among the threads, the longest first).
+void attention(std::span<const AttentionSeq> seqs, const AttentionShape& s, ThreadPool& pool);
+
+// One sequence over contiguous keys/values.
 void attention(const float* q, int64_t n, int64_t pos0, const void* k, const void* v, DType kv_type,
                const AttentionShape& s, float* out, ThreadPool& pool);
 inline void attention(const float* q, int64_t n, int64_t pos0, const float* k, const float* v, const AttentionShape& s,

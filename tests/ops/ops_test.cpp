@@ -198,3 +198,54 @@ TEST(Ops, AttentionGqaCausalWithOffset) {
       expect_close(got, want, 2e-5f, "attention");
     }
 }
+
+// Keys and values in blocks of a pool, in a shuffled block order, give the
+// same bits as one contiguous cache; and several sequences in one call give
+// each the bits it gets alone (the batching engine's contract).
+TEST(Ops, PagedAttentionOfABatchEqualsContiguousBitForBit) {
+  ThreadPool pool(2);
+  const int64_t n_heads = 4, n_kv = 2, hd = 24, row = n_kv * hd;
+  for (int64_t block_size : {3, 16}) {
+    struct Seq {
+      int64_t n, pos0;
+      std::vector<float> q, k, v, alone;
+      std::vector<int32_t> table;
+    };
+    std::vector<Seq> seqs;
+    for (auto [n, pos0] : {std::pair{1, 40}, std::pair{7, 0}, std::pair{3, 17}, std::pair{1, 5}}) {
+      Seq q{n, pos0, randn(n * n_heads * hd, 11 + n), randn((pos0 + n) * row, 12 + pos0),
+            randn((pos0 + n) * row, 13 + pos0), {}, {}};
+      q.alone.resize(q.q.size());
+      attention(q.q.data(), n, pos0, q.k.data(), q.v.data(), {n_heads, n_kv, hd}, q.alone.data(), pool);
+      seqs.push_back(std::move(q));
+    }
+    // A pool of blocks [block][k|v][pos][row]; each sequence's blocks taken in reverse order.
+    int64_t total_blocks = 0;
+    for (const Seq& q : seqs) total_blocks += (q.pos0 + q.n + block_size - 1) / block_size;
+    const size_t block_floats = static_cast<size_t>(2 * block_size * row);
+    std::vector<float> kv_pool(total_blocks * block_floats, NAN);  // unused slots poison a wrong read
+    int32_t next = static_cast<int32_t>(total_blocks);
+    for (Seq& q : seqs) {
+      for (int64_t p0 = 0; p0 < q.pos0 + q.n; p0 += block_size) {
+        const int32_t b = --next;
+        q.table.push_back(b);
+        for (int64_t p = p0; p < std::min(q.pos0 + q.n, p0 + block_size); ++p) {
+          std::copy_n(&q.k[p * row], row, &kv_pool[b * block_floats + (p - p0) * row]);
+          std::copy_n(&q.v[p * row], row, &kv_pool[b * block_floats + (block_size + p - p0) * row]);
+        }
+      }
+    }
+    std::vector<std::vector<float>> outs;
+    for (const Seq& q : seqs) outs.emplace_back(q.q.size());
+    std::vector<AttentionSeq> batch;
+    const auto* base = reinterpret_cast<const uint8_t*>(kv_pool.data());
+    for (size_t i = 0; i < seqs.size(); ++i)
+      batch.push_back({seqs[i].q.data(), outs[i].data(), seqs[i].n, seqs[i].pos0,
+                       {base, base + block_size * row * sizeof(float), block_floats * sizeof(float),
+                        seqs[i].table.data(), block_size, DType::F32}});
+    attention(batch, {n_heads, n_kv, hd}, pool);
+    for (size_t i = 0; i < seqs.size(); ++i)
+      ASSERT_EQ(std::memcmp(outs[i].data(), seqs[i].alone.data(), outs[i].size() * sizeof(float)), 0)
+          << "sequence " << i << ", blocks of " << block_size;
+  }
+}
