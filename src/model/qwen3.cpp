@@ -246,19 +246,18 @@ void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir)
       fs::copy_file(source_dir + "/" + f, out_dir + "/" + f, fs::copy_options::overwrite_existing);
 }
 
-std::span<const float> forward(const Qwen3Model& model, std::span<const int32_t> tokens, int64_t pos0, KvCache& cache,
-                               ForwardState& s, ThreadPool& pool, bool all_logits) {
+std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPool& kv, ForwardState& s,
+                               ThreadPool& pool) {
   const Qwen3Config& c = model.config();
   const Qwen3Weights& w = model.weights();
-  const int64_t n = static_cast<int64_t>(tokens.size());
+  const int64_t n = static_cast<int64_t>(batch.tokens.size());
   const int64_t H = c.hidden_size, hd = c.head_dim, nh = c.num_attention_heads, nkv = c.num_key_value_heads,
                 I = c.intermediate_size, V = c.vocab_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
   if (n == 0) fail("forward: no tokens");
-  for (int32_t t : tokens)
+  for (int32_t t : batch.tokens)
     if (t < 0 || t >= V) fail("token id ", t, " is outside the vocabulary [0, ", V, ")");
 
-  cache.ensure(pos0 + n);
   s.x.resize(n * H);
   s.h.resize(n * H);
   s.q.resize(n * nh * hd);
@@ -267,27 +266,47 @@ std::span<const float> forward(const Qwen3Model& model, std::span<const int32_t>
   s.attn.resize(n * nh * hd);
   s.gate.resize(n * I);
   s.up.resize(n * I);
+  // Each row's position, and the rows whose logits are asked for.
   s.positions.resize(n);
-  for (int64_t t = 0; t < n; ++t) s.positions[t] = static_cast<int32_t>(pos0 + t);
+  s.logit_rows.clear();
+  int64_t rows_seen = 0;
+  for (const BatchSeq& q : batch.seqs) {
+    if (static_cast<int64_t>(q.blocks.size()) * kv.block_size() < q.pos0 + q.n)
+      fail("forward: a block table of ", q.blocks.size(), " blocks of ", kv.block_size(), " positions cannot hold ",
+           q.pos0 + q.n, " positions");
+    for (int64_t t = 0; t < q.n; ++t) s.positions[rows_seen + t] = static_cast<int32_t>(q.pos0 + t);
+    if (q.logits == BatchSeq::Logits::All)
+      for (int64_t t = 0; t < q.n; ++t) s.logit_rows.push_back(rows_seen + t);
+    else if (q.logits == BatchSeq::Logits::Last && q.n > 0)
+      s.logit_rows.push_back(rows_seen + q.n - 1);
+    rows_seen += q.n;
+  }
+  if (rows_seen != n) fail("forward: the sequences have ", rows_seen, " rows, the batch ", n, " tokens");
   s.rope.resize(n * hd);
   rope_cos_sin(s.positions.data(), n, model.rope_inv_freq().data(), hd, s.rope.data());
 
   // Embedding lookup.
-  for (int64_t t = 0; t < n; ++t) widen_row(w.embed_tokens, tokens[t], &s.x[t * H]);
+  for (int64_t t = 0; t < n; ++t) widen_row(w.embed_tokens, batch.tokens[t], &s.x[t * H]);
 
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const Qwen3Layer& L = w.layers[l];
 
-    // Attention block: norm -> q/k/v -> QK-norm -> RoPE -> (k, v into the cache)
-    // -> causal GQA over the cache -> o_proj -> residual.
+    // Attention block: norm -> q/k/v -> QK-norm -> RoPE -> (k, v into each
+    // sequence's KV blocks) -> causal GQA over them -> o_proj -> residual.
     rmsnorm(s.x.data(), L.input_norm.data(), n, H, eps, s.h.data());
     matmul(s.h.data(), n, {{L.q_proj, s.q.data()}, {L.k_proj, s.k.data()}, {L.v_proj, s.v.data()}}, pool);
     rmsnorm(s.q.data(), L.q_norm.data(), n * nh, hd, eps, s.q.data());
     rmsnorm(s.k.data(), L.k_norm.data(), n * nkv, hd, eps, s.k.data());
     rope(s.q.data(), n, nh, hd, s.rope.data());
     rope(s.k.data(), n, nkv, hd, s.rope.data());
-    cache.store(l, pos0, n, s.k.data(), s.v.data());
-    attention(s.q.data(), n, pos0, cache.keys(l), cache.values(l), cache.dtype(), {nh, nkv, hd}, s.attn.data(), pool);
+    s.attention.clear();
+    int64_t row0 = 0;
+    for (const BatchSeq& q : batch.seqs) {
+      kv.store(l, q.blocks.data(), q.pos0, q.n, &s.k[row0 * nkv * hd], &s.v[row0 * nkv * hd]);
+      s.attention.push_back({&s.q[row0 * nh * hd], &s.attn[row0 * nh * hd], q.n, q.pos0, kv.blocks(l, q.blocks.data())});
+      row0 += q.n;
+    }
+    attention(s.attention, {nh, nkv, hd}, pool);
     matmul(s.attn.data(), n, L.o_proj, s.h.data(), pool);
     for (int64_t i = 0; i < n * H; ++i) s.x[i] += s.h[i];
 
@@ -299,12 +318,25 @@ std::span<const float> forward(const Qwen3Model& model, std::span<const int32_t>
     for (int64_t i = 0; i < n * H; ++i) s.x[i] += s.h[i];
   }
 
-  // Final norm and lm_head, for the last position only unless asked for all.
-  const int64_t first = all_logits ? 0 : n - 1, rows = n - first;
-  rmsnorm(&s.x[first * H], w.final_norm.data(), rows, H, eps, s.h.data());
+  // Final norm and lm_head, for the rows whose logits are asked for.
+  const int64_t rows = static_cast<int64_t>(s.logit_rows.size());
+  for (int64_t r = 0; r < rows; ++r)
+    rmsnorm(&s.x[s.logit_rows[r] * H], w.final_norm.data(), 1, H, eps, &s.h[r * H]);
   s.logits.resize(rows * V);
   matmul(s.h.data(), rows, w.lm_head, s.logits.data(), pool);
   return s.logits;
+}
+
+std::span<const float> forward(const Qwen3Model& model, std::span<const int32_t> tokens, int64_t pos0, KvCache& cache,
+                               ForwardState& s, ThreadPool& pool, bool all_logits) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  cache.ensure(pos0 + n);
+  Batch& b = s.single;
+  b.tokens.assign(tokens.begin(), tokens.end());
+  b.seqs = {{n, pos0, std::span(cache.table(), 1), all_logits ? BatchSeq::Logits::All : BatchSeq::Logits::Last}};
+  auto logits = forward(model, b, cache.pool(), s, pool);
+  cache.note_written(pos0 + n);
+  return logits;
 }
 
 }  // namespace qinfer

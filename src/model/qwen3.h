@@ -10,6 +10,7 @@
 
 #include "io/hf_config.h"
 #include "io/safetensors.h"
+#include "model/batch.h"
 #include "model/kv_cache.h"
 #include "ops/matmul.h"
 #include "util/thread_pool.h"
@@ -79,10 +80,24 @@ class Qwen3Model {
 struct ForwardState {
   std::vector<float> x, h, q, k, v, attn, gate, up, logits;
   std::vector<int32_t> positions;
+  std::vector<AttentionSeq> attention;  // per sequence
+  std::vector<int64_t> logit_rows;      // the rows whose logits are asked for
+  Batch single;                         // the one-sequence forward's batch
   std::vector<float> rope;  // cos/sin of every position of the step
 };
 
-// Runs tokens at positions pos0 .. pos0+n-1 through the model, appending their
+// Runs the rows of a batch through the model, each sequence at its own
+// positions, writing their keys/values into `kv` through their block tables
+// (which must already hold the positions before each sequence's rows).
+// Returns the logits the sequences ask for (Logits::Last: one row, All:
+// every row, None: nothing), sequence after sequence, [rows, vocab_size].
+// A row's logits do not depend on the other rows of the batch (the engine's
+// batch invariance). Error when a token is outside the vocabulary or a block
+// table does not cover its sequence.
+std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPool& kv, ForwardState& state,
+                               ThreadPool& pool);
+
+// One sequence: tokens at positions pos0 .. pos0+n-1, appending their
 // keys/values to `cache` (which must already hold positions [0, pos0)).
 // Error when a token is outside the vocabulary or the context length is exceeded.
 // Returns the logits of the last position (vocab_size floats, in state.logits),

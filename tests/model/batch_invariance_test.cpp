@@ -1,13 +1,14 @@
-// Batch invariance for one sequence, the contract the batching engine builds
-// on: a position's logits are the same bits whether its prompt was prefilled
-// at once, in chunks, or token by token through the KV cache, in every
-// weight format and KV cache type.
+// Batch invariance, the contract the batching engine builds on: a
+// position's logits are the same bits whether its prompt was prefilled at
+// once, in chunks, or token by token through the KV cache, and whatever
+// other sequences share its steps, in every weight format and KV cache type.
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "model/qwen3.h"
 #include "test_util.h"
+#include "util/error.h"
 
 using namespace qinfer;
 
@@ -53,6 +54,75 @@ TEST_P(BatchInvarianceTest, PrefillChunksAndDecodeGiveTheSameBits) {
     for (size_t p = 0; p < ids.size(); ++p)
       ASSERT_EQ(std::memcmp(&chunked[p * V], &at_once[p * V], V * sizeof(float)), 0)
           << "chunks of " << chunk << ": logits of position " << p << " differ";
+  }
+}
+
+// Several sequences in one batch over a pool of small KV blocks (tables
+// interleaved, so no sequence's blocks are contiguous), their prompts cut
+// into chunks that differ per sequence and step, some sequences absent from
+// some steps: every position's logits are the bits the sequence gets alone.
+TEST_P(BatchInvarianceTest, SequencesInABatchGetTheBitsTheyGetAlone) {
+  const Case c = GetParam();
+  LoadOptions opts;
+  opts.weights = c.weights;
+  opts.kv_cache = c.kv;
+  auto model = Qwen3Model::load(test::data_path(std::string("models/") + c.model), opts);
+  const Qwen3Config& cfg = model->config();
+  const size_t V = static_cast<size_t>(cfg.vocab_size);
+  ThreadPool pool(2);
+  const std::vector<int64_t> lengths = {9, 1, 14, 5, 11};
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<std::vector<float>> alone;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    std::vector<int32_t> ids;
+    for (int64_t t = 0; t < lengths[i]; ++t) ids.push_back(static_cast<int32_t>((t * 7919 + 131 * i + 13) % 151000));
+    alone.push_back(logits_in_chunks(*model, ids, ids.size(), pool));
+    prompts.push_back(std::move(ids));
+  }
+  const int64_t block = 4, per_seq = 4;  // 4 blocks of 4 positions hold the longest prompt (14)
+  KvPool kv(cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim, per_seq * lengths.size(), block, c.kv);
+  std::vector<std::vector<int32_t>> tables(lengths.size());
+  for (int64_t b = 0; b < per_seq; ++b)
+    for (size_t i = 0; i < lengths.size(); ++i) tables[i].push_back(static_cast<int32_t>(b * lengths.size() + i));
+  std::vector<int64_t> done(lengths.size(), 0);
+  ForwardState st;
+  for (int step = 0; step < 6; ++step) {
+    Batch batch;
+    std::vector<size_t> members;
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      const int64_t chunk = std::min<int64_t>((step + 2 * static_cast<int64_t>(i)) % 5, lengths[i] - done[i]);
+      if (chunk == 0) continue;
+      batch.tokens.insert(batch.tokens.end(), prompts[i].begin() + done[i], prompts[i].begin() + done[i] + chunk);
+      batch.seqs.push_back({chunk, done[i], tables[i], BatchSeq::Logits::All});
+      members.push_back(i);
+    }
+    if (batch.seqs.empty()) continue;
+    auto logits = forward(*model, batch, kv, st, pool);
+    size_t row = 0;
+    for (size_t m = 0; m < members.size(); ++m) {
+      const size_t i = members[m];
+      for (int64_t t = 0; t < batch.seqs[m].n; ++t, ++row)
+        ASSERT_EQ(std::memcmp(&logits[row * V], &alone[i][(done[i] + t) * V], V * sizeof(float)), 0)
+            << "step " << step << ": sequence " << i << " position " << done[i] + t << " differs from its run alone";
+      done[i] += batch.seqs[m].n;
+    }
+  }
+  for (size_t i = 0; i < lengths.size(); ++i) EXPECT_EQ(done[i], lengths[i]) << "sequence " << i;
+}
+
+TEST(BatchForward, ABlockTableTooShortIsAnError) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  const Qwen3Config& cfg = model->config();
+  KvPool kv(cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim, 4, 2);
+  ThreadPool pool(1);
+  ForwardState st;
+  const std::vector<int32_t> table = {0, 1};
+  Batch batch{{1, 2, 3, 4, 5}, {{5, 0, table, BatchSeq::Logits::Last}}};
+  try {
+    forward(*model, batch, kv, st, pool);
+    FAIL() << "5 positions went into 2 blocks of 2";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot hold 5 positions"), std::string::npos) << e.what();
   }
 }
 

@@ -1,0 +1,76 @@
+#include "model/kv_pool.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "ops/simd.h"
+#include "util/error.h"
+
+namespace qinfer {
+
+KvPool::KvPool(int64_t n_layers, int64_t n_kv_heads, int64_t head_dim, int64_t n_blocks, int64_t block_size,
+               DType dtype)
+    : n_layers_(n_layers), row_(n_kv_heads * head_dim), n_blocks_(n_blocks), block_size_(block_size), dtype_(dtype) {
+  if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
+    fail("KV cache dtype must be F32, F16 or BF16, not ", dtype_name(dtype));
+  if (n_blocks <= 0 || block_size <= 0) fail("KV pool: ", n_blocks, " blocks of ", block_size, " positions");
+  block_bytes_ = 2 * static_cast<size_t>(block_size * row_) * dtype_size(dtype);
+  mapped_bytes_ = static_cast<size_t>(n_layers * n_blocks) * block_bytes_;
+  if (mapped_bytes_ == 0) return;
+  void* p = ::mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    fail("cannot reserve ", mapped_bytes_ >> 20, " MiB of address space for the KV cache (", n_blocks * block_size,
+         " positions): ", std::strerror(errno));
+  base_ = static_cast<uint8_t*>(p);
+}
+
+KvPool::~KvPool() { release(); }
+
+void KvPool::release() {
+  if (base_) ::munmap(base_, mapped_bytes_);
+  base_ = nullptr;
+}
+
+KvPool::KvPool(KvPool&& o) noexcept
+    : n_layers_(o.n_layers_), row_(o.row_), n_blocks_(o.n_blocks_), block_size_(o.block_size_), dtype_(o.dtype_),
+      block_bytes_(o.block_bytes_), mapped_bytes_(o.mapped_bytes_), base_(std::exchange(o.base_, nullptr)) {}
+
+KvPool& KvPool::operator=(KvPool&& o) noexcept {
+  if (this != &o) {
+    release();
+    n_layers_ = o.n_layers_;
+    row_ = o.row_;
+    n_blocks_ = o.n_blocks_;
+    block_size_ = o.block_size_;
+    dtype_ = o.dtype_;
+    block_bytes_ = o.block_bytes_;
+    mapped_bytes_ = o.mapped_bytes_;
+    base_ = std::exchange(o.base_, nullptr);
+  }
+  return *this;
+}
+
+void KvPool::store(int64_t layer, const int32_t* table, int64_t pos, int64_t n, const float* k, const float* v) {
+  const size_t elem = dtype_size(dtype_), half = block_bytes_ / 2;
+  uint8_t* layer_base = base_ + static_cast<size_t>(layer * n_blocks_) * block_bytes_;
+  for (int64_t p = pos; p < pos + n;) {  // the run of positions within one block
+    const int64_t block = table[p / block_size_], in_block = p % block_size_;
+    if (block < 0 || block >= n_blocks_) fail("KV pool: block id ", block, " outside [0, ", n_blocks_, ")");
+    const int64_t count = std::min(block_size_ - in_block, pos + n - p);
+    uint8_t* at = layer_base + static_cast<size_t>(block) * block_bytes_ + static_cast<size_t>(in_block * row_) * elem;
+    simd::narrow_f32(k + (p - pos) * row_, static_cast<size_t>(count * row_), dtype_, at);
+    simd::narrow_f32(v + (p - pos) * row_, static_cast<size_t>(count * row_), dtype_, at + half);
+    p += count;
+  }
+}
+
+KvBlocks KvPool::blocks(int64_t layer, const int32_t* table) const {
+  const uint8_t* layer_base = base_ + static_cast<size_t>(layer * n_blocks_) * block_bytes_;
+  return {layer_base, layer_base + block_bytes_ / 2, block_bytes_, table, block_size_, dtype_};
+}
+
+}  // namespace qinfer
