@@ -1,0 +1,124 @@
+#include "engine/block_manager.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace qinfer::engine {
+
+BlockManager::BlockManager(int32_t n_blocks, int32_t block_size)
+    : block_size_(block_size),
+      refs_(static_cast<size_t>(n_blocks), 0),
+      lru_pos_(static_cast<size_t>(n_blocks)),
+      in_lru_(static_cast<size_t>(n_blocks), false),
+      cached_(static_cast<size_t>(n_blocks), Cached{0, {}, 0}) {
+  if (n_blocks <= 0 || block_size <= 0) fail("KV pool of ", n_blocks, " blocks of ", block_size, " positions");
+  for (int32_t b = n_blocks - 1; b >= 0; --b) free_.push_back(b);  // block 0 handed out first
+}
+
+// FNV-1a over the parent's hash and the block's ids; never 0 (0 = not cached).
+uint64_t BlockManager::chain_hash(uint64_t parent, const int32_t* ids) const {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(parent);
+  for (int32_t i = 0; i < block_size_; ++i) mix(static_cast<uint32_t>(ids[i]));
+  return h ? h : 1;
+}
+
+void BlockManager::uncache(int32_t block) {
+  Cached& c = cached_[static_cast<size_t>(block)];
+  if (c.hash) {
+    auto it = by_hash_.find(c.hash);
+    if (it != by_hash_.end() && it->second == block) by_hash_.erase(it);
+  }
+  c = Cached{0, {}, 0};
+}
+
+int32_t BlockManager::take_block() {
+  int32_t b;
+  if (!free_.empty()) {
+    b = free_.back();
+    free_.pop_back();
+  } else {
+    b = lru_.front();  // the least recently freed cached block gives up its contents
+    lru_.pop_front();
+    in_lru_[static_cast<size_t>(b)] = false;
+    uncache(b);
+  }
+  refs_[static_cast<size_t>(b)] = 1;
+  return b;
+}
+
+void BlockManager::match_prefix(Sequence& seq) {
+  const int64_t usable = (static_cast<int64_t>(seq.ids.size()) - 1) / block_size_;  // keep one id to compute
+  uint64_t parent = 0;
+  for (int64_t i = 0; i < usable; ++i) {
+    const int32_t* ids = &seq.ids[static_cast<size_t>(i * block_size_)];
+    const uint64_t h = chain_hash(parent, ids);
+    ++queries_;
+    auto it = by_hash_.find(h);
+    if (it == by_hash_.end()) break;
+    const int32_t b = it->second;
+    const Cached& c = cached_[static_cast<size_t>(b)];
+    if (c.parent != parent || !std::equal(c.ids.begin(), c.ids.end(), ids)) break;
+    ++hits_;
+    if (in_lru_[static_cast<size_t>(b)]) {
+      lru_.erase(lru_pos_[static_cast<size_t>(b)]);
+      in_lru_[static_cast<size_t>(b)] = false;
+    }
+    ++refs_[static_cast<size_t>(b)];
+    seq.blocks.push_back(b);
+    parent = h;
+  }
+  seq.computed = seq.cached = static_cast<int64_t>(seq.blocks.size()) * block_size_;
+  seq.sealed = static_cast<int64_t>(seq.blocks.size());
+  seq.sealed_hash = parent;
+}
+
+bool BlockManager::reserve(Sequence& seq, int64_t positions) {
+  const int64_t need = (positions + block_size_ - 1) / block_size_ - static_cast<int64_t>(seq.blocks.size());
+  if (need <= 0) return true;
+  if (need > free_blocks()) return false;
+  for (int64_t i = 0; i < need; ++i) seq.blocks.push_back(take_block());
+  return true;
+}
+
+void BlockManager::seal(Sequence& seq) {
+  const int64_t full = std::min<int64_t>(seq.computed / block_size_, static_cast<int64_t>(seq.blocks.size()));
+  uint64_t parent = seq.sealed_hash;
+  for (int64_t i = seq.sealed; i < full; ++i) {
+    const int32_t b = seq.blocks[static_cast<size_t>(i)];
+    const int32_t* ids = &seq.ids[static_cast<size_t>(i * block_size_)];
+    const uint64_t h = chain_hash(parent, ids);
+    if (!by_hash_.count(h)) {  // else an equal block is cached already; this one stays private
+      cached_[static_cast<size_t>(b)] = Cached{h, std::vector<int32_t>(ids, ids + block_size_), parent};
+      by_hash_[h] = b;
+    }
+    parent = h;
+    seq.sealed = i + 1;
+    seq.sealed_hash = h;
+  }
+}
+
+void BlockManager::release(Sequence& seq) {
+  for (auto it = seq.blocks.rbegin(); it != seq.blocks.rend(); ++it) {  // the tail first: it is the least shared
+    const int32_t b = *it;
+    if (--refs_[static_cast<size_t>(b)] > 0) continue;
+    if (cached_[static_cast<size_t>(b)].hash) {
+      lru_pos_[static_cast<size_t>(b)] = lru_.insert(lru_.end(), b);
+      in_lru_[static_cast<size_t>(b)] = true;
+    } else {
+      free_.push_back(b);
+    }
+  }
+  seq.blocks.clear();
+  seq.computed = seq.cached = seq.sealed = 0;
+  seq.sealed_hash = 0;
+}
+
+}  // namespace qinfer::engine

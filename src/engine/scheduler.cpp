@@ -1,0 +1,104 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace qinfer::engine {
+
+int64_t Step::tokens() const {
+  int64_t n = 0;
+  for (const ScheduledSeq& s : seqs) n += s.tokens;
+  return n;
+}
+
+Scheduler::Scheduler(BlockManager& blocks, int64_t max_batch_tokens, int64_t max_running)
+    : blocks_(blocks), max_batch_tokens_(max_batch_tokens), max_running_(max_running) {
+  if (max_batch_tokens < 1 || max_running < 1)
+    fail("scheduler: max batch tokens (", max_batch_tokens, ") and max running sequences (", max_running,
+         ") must be at least 1");
+}
+
+void Scheduler::add(Sequence* seq) {
+  if (seq->ids.empty()) fail("scheduler: sequence ", seq->id, " has no tokens");
+  // One more position than the prompt: it must be able to generate alone.
+  const int64_t need = (static_cast<int64_t>(seq->ids.size()) + blocks_.block_size()) / blocks_.block_size();
+  if (need > blocks_.n_blocks())
+    fail("a prompt of ", seq->ids.size(), " tokens needs ", need, " KV blocks of ", blocks_.block_size(),
+         " positions; the pool has ", blocks_.n_blocks());
+  seq->status = Sequence::Status::Waiting;
+  waiting_.push_back(seq);
+}
+
+void Scheduler::cancel(Sequence* seq) {
+  waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), seq), waiting_.end());
+  running_.erase(std::remove(running_.begin(), running_.end(), seq), running_.end());
+  blocks_.release(*seq);
+  seq->status = Sequence::Status::Finished;
+}
+
+void Scheduler::preempt(Sequence* seq, Step& step) {
+  running_.erase(std::remove(running_.begin(), running_.end(), seq), running_.end());
+  blocks_.release(*seq);  // recomputed later, from the prefix cache where it still holds
+  seq->status = Sequence::Status::Waiting;
+  // Back among the waiting in arrival order, so it runs before newer ones.
+  auto at = std::find_if(waiting_.begin(), waiting_.end(), [&](const Sequence* w) { return w->id > seq->id; });
+  waiting_.insert(at, seq);
+  step.preempted.push_back(seq);
+}
+
+Step Scheduler::schedule() {
+  Step step;
+  int64_t budget = max_batch_tokens_;
+  // Running sequences, oldest first; when blocks run out, the newest running
+  // one gives its blocks up (possibly the one being scheduled).
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    Sequence* seq = running_[i];
+    const int64_t tokens = std::min(seq->pending(), budget);
+    if (blocks_.reserve(*seq, seq->computed + tokens)) {
+      step.seqs.push_back({seq, tokens});
+      budget -= tokens;
+      ++i;
+      continue;
+    }
+    Sequence* newest = running_.back();
+    preempt(newest, step);
+    if (newest == seq) break;
+  }
+  // Waiting sequences in arrival order, while they fit; the first that does
+  // not fit stops admission (no overtaking, so it cannot starve).
+  while (!waiting_.empty() && budget > 0 && static_cast<int64_t>(running_.size()) < max_running_) {
+    Sequence* seq = waiting_.front();
+    if (std::find(step.preempted.begin(), step.preempted.end(), seq) != step.preempted.end()) break;  // not this step
+    blocks_.match_prefix(*seq);
+    const int64_t tokens = std::min(seq->pending(), budget);
+    if (!blocks_.reserve(*seq, seq->computed + tokens)) {
+      blocks_.release(*seq);
+      break;
+    }
+    waiting_.pop_front();
+    seq->status = Sequence::Status::Running;
+    running_.push_back(seq);
+    step.seqs.push_back({seq, tokens});
+    budget -= tokens;
+  }
+  return step;
+}
+
+void Scheduler::complete(const Step& step) {
+  for (const ScheduledSeq& s : step.seqs) {
+    s.seq->computed += s.tokens;
+    blocks_.seal(*s.seq);
+  }
+  for (size_t i = 0; i < running_.size();) {
+    Sequence* seq = running_[i];
+    if (seq->status != Sequence::Status::Finished) {
+      ++i;
+      continue;
+    }
+    blocks_.release(*seq);
+    running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
+}  // namespace qinfer::engine

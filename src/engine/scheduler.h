@@ -1,0 +1,60 @@
+// Which sequences run in the next step, and how many of their tokens: one
+// token budget per step (vLLM v1's scheduler), running sequences first (a
+// decode token, or the next chunk of a prompt being prefilled), then waiting
+// ones in arrival order while blocks, the budget and the cap on running
+// sequences allow (a new one starts from the longest cached prefix). When the
+// blocks run out, the newest running sequence is preempted: its blocks are
+// released and it waits again, to be recomputed, ahead of newer arrivals. So
+// the oldest sequence always progresses and nothing starves. Pure logic over
+// Sequence and BlockManager; the tests run it without a model.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "engine/block_manager.h"
+#include "engine/sequence.h"
+
+namespace qinfer::engine {
+
+struct ScheduledSeq {
+  Sequence* seq;
+  int64_t tokens;  // ids [seq->computed, seq->computed + tokens) run this step
+};
+
+struct Step {
+  std::vector<ScheduledSeq> seqs;  // running order: oldest first
+  std::vector<Sequence*> preempted;
+  int64_t tokens() const;
+};
+
+class Scheduler {
+ public:
+  Scheduler(BlockManager& blocks, int64_t max_batch_tokens, int64_t max_running);
+
+  // A new sequence (ids = its prompt), in arrival order.
+  void add(Sequence* seq);
+  // Removes a sequence wherever it is, releasing its blocks.
+  void cancel(Sequence* seq);
+  // The next step; empty when nothing is waiting or running.
+  Step schedule();
+  // After the step ran: the computed tokens are recorded (the runner appends
+  // generated ids), full blocks sealed into the prefix cache; finished
+  // sequences (status Finished) leave and release their blocks.
+  void complete(const Step& step);
+
+  bool idle() const { return waiting_.empty() && running_.empty(); }
+  size_t waiting() const { return waiting_.size(); }
+  size_t running() const { return running_.size(); }
+
+ private:
+  void preempt(Sequence* seq, Step& step);
+
+  BlockManager& blocks_;
+  int64_t max_batch_tokens_, max_running_;
+  std::deque<Sequence*> waiting_;   // oldest first
+  std::vector<Sequence*> running_;  // oldest first
+};
+
+}  // namespace qinfer::engine

@@ -1,0 +1,28 @@
+// One request's state as the scheduler and block manager see it: its token
+// ids (prompt, then what has been generated), how many of them have their
+// keys/values in the KV pool, and the blocks that hold them. Pure data.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace qinfer::engine {
+
+struct Sequence {
+  enum class Status : uint8_t { Waiting, Running, Finished };
+
+  int64_t id = 0;               // arrival order: lower is older
+  std::vector<int32_t> ids;     // prompt, then generated tokens
+  int64_t prompt_len = 0;
+  int64_t computed = 0;         // ids [0, computed) have keys/values in `blocks`
+  int64_t cached = 0;           // of them, taken from the prefix cache at admission
+  std::vector<int32_t> blocks;  // block table
+  int64_t sealed = 0;           // leading blocks registered in the prefix cache
+  uint64_t sealed_hash = 0;     // the prefix cache's chained hash over those blocks
+  Status status = Status::Waiting;
+
+  // Tokens whose keys/values are still to be computed (the prompt's rest, or
+  // the last generated token).
+  int64_t pending() const { return static_cast<int64_t>(ids.size()) - computed; }
+};
+
+}  // namespace qinfer::engine

@@ -1,0 +1,108 @@
+// BlockManager without a model: reference counts, the prefix cache (chained
+// over whole blocks, never the last token, ids checked), LRU reclaiming.
+#include "engine/block_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+using namespace qinfer::engine;
+
+namespace {
+
+Sequence seq_of(std::vector<int32_t> ids, int64_t id = 0) {
+  Sequence s;
+  s.id = id;
+  s.prompt_len = static_cast<int64_t>(ids.size());
+  s.ids = std::move(ids);
+  return s;
+}
+
+std::vector<int32_t> range_ids(int32_t from, int32_t n) {
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  std::iota(v.begin(), v.end(), from);
+  return v;
+}
+
+// Computes the whole prompt, as the runner would, and seals its full blocks.
+void compute_all(BlockManager& bm, Sequence& s) {
+  ASSERT_TRUE(bm.reserve(s, static_cast<int64_t>(s.ids.size())));
+  s.computed = static_cast<int64_t>(s.ids.size());
+  bm.seal(s);
+}
+
+}  // namespace
+
+TEST(BlockManager, ReserveAndReleaseCountBlocks) {
+  BlockManager bm(8, 4);
+  Sequence a = seq_of(range_ids(0, 10));
+  EXPECT_TRUE(bm.reserve(a, 10));
+  EXPECT_EQ(a.blocks.size(), 3u);
+  EXPECT_EQ(bm.used_blocks(), 3);
+  EXPECT_TRUE(bm.reserve(a, 12));  // still within the third block
+  EXPECT_EQ(a.blocks.size(), 3u);
+  Sequence b = seq_of(range_ids(100, 30));
+  EXPECT_FALSE(bm.reserve(b, 30));  // 8 blocks needed, 5 free
+  EXPECT_TRUE(b.blocks.empty());
+  bm.release(a);
+  EXPECT_EQ(bm.free_blocks(), 8);
+  EXPECT_TRUE(a.blocks.empty());
+}
+
+TEST(BlockManager, ASharedPrefixReusesFullBlocksOnly) {
+  BlockManager bm(16, 4);
+  Sequence a = seq_of(range_ids(0, 10));
+  compute_all(bm, a);  // blocks [0..3], [4..7] sealed; [8, 9] partial
+  Sequence b = seq_of(range_ids(0, 9));
+  b.ids.push_back(77);  // same first 9 ids
+  bm.match_prefix(b);
+  EXPECT_EQ(b.cached, 8);
+  EXPECT_EQ(b.computed, 8);
+  ASSERT_EQ(b.blocks.size(), 2u);
+  EXPECT_EQ(b.blocks[0], a.blocks[0]);
+  EXPECT_EQ(b.blocks[1], a.blocks[1]);
+  EXPECT_EQ(bm.prefix_queries(), 2);
+  EXPECT_EQ(bm.prefix_hits(), 2);
+  // A prompt of exactly two blocks keeps its last token to compute: one block from the cache.
+  Sequence c = seq_of(range_ids(0, 8));
+  bm.match_prefix(c);
+  EXPECT_EQ(c.cached, 4);
+  // Same ids in a block but a different prefix: no hit (the hash is chained).
+  std::vector<int32_t> other = range_ids(50, 4);
+  const auto tail = range_ids(4, 5);
+  other.insert(other.end(), tail.begin(), tail.end());
+  Sequence d = seq_of(other);
+  bm.match_prefix(d);
+  EXPECT_EQ(d.cached, 0);
+}
+
+TEST(BlockManager, FreedCachedBlocksStayReusableUntilReclaimedOldestFirst) {
+  BlockManager bm(4, 2);
+  Sequence a = seq_of({1, 2, 3, 4, 5});
+  compute_all(bm, a);  // 3 blocks, 2 sealed
+  bm.release(a);
+  EXPECT_EQ(bm.free_blocks(), 4);
+  Sequence again = seq_of({1, 2, 3, 4, 9});
+  bm.match_prefix(again);
+  EXPECT_EQ(again.cached, 4);  // both sealed blocks came back from the LRU
+  bm.release(again);
+  // Filling the pool reclaims the cached blocks, the least recently freed first.
+  Sequence big = seq_of(range_ids(100, 7));
+  ASSERT_TRUE(bm.reserve(big, 7));
+  EXPECT_EQ(bm.free_blocks(), 0);
+  Sequence late = seq_of({1, 2, 3, 4, 5});
+  bm.match_prefix(late);
+  EXPECT_EQ(late.cached, 0);  // reclaimed: gone from the cache
+}
+
+TEST(BlockManager, ReferencedBlocksAreNeverReclaimed) {
+  BlockManager bm(3, 2);
+  Sequence a = seq_of({1, 2, 3});
+  compute_all(bm, a);  // 2 blocks, 1 sealed, still referenced
+  Sequence b = seq_of({9, 9, 9});
+  EXPECT_FALSE(bm.reserve(b, 3));  // needs 2, 1 free: a's blocks are not taken
+  EXPECT_TRUE(bm.reserve(b, 2));
+  EXPECT_EQ(a.blocks.size(), 2u);
+  EXPECT_NE(a.blocks[0], b.blocks[0]);
+  EXPECT_NE(a.blocks[1], b.blocks[0]);
+}

@@ -1,0 +1,170 @@
+// Scheduler + BlockManager without a model: a fake runner whose next token
+// depends only on a sequence's own ids, so a sequence's output must come out
+// the same whatever the batching, chunking and preemption did to it.
+#include "engine/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+
+#include "util/error.h"
+
+using namespace qinfer::engine;
+
+namespace {
+
+int32_t next_token(const std::vector<int32_t>& ids) {
+  uint32_t h = 2166136261u;
+  for (int32_t id : ids) h = (h ^ static_cast<uint32_t>(id)) * 16777619u;
+  return static_cast<int32_t>(h % 1000);
+}
+
+struct Request {
+  std::unique_ptr<Sequence> seq;
+  int64_t gen = 0;  // tokens to generate
+  int64_t finished_step = -1;
+};
+
+std::unique_ptr<Sequence> make_seq(int64_t id, int64_t prompt_len, int32_t salt) {
+  auto s = std::make_unique<Sequence>();
+  s->id = id;
+  for (int64_t t = 0; t < prompt_len; ++t) s->ids.push_back(static_cast<int32_t>((t * 13 + salt) % 997));
+  s->prompt_len = prompt_len;
+  return s;
+}
+
+// The ids a request ends with when it runs alone.
+std::vector<int32_t> expected_ids(const Sequence& s, int64_t gen) {
+  std::vector<int32_t> ids(s.ids.begin(), s.ids.begin() + s.prompt_len);
+  for (int64_t i = 0; i < gen; ++i) ids.push_back(next_token(ids));
+  return ids;
+}
+
+struct RunStats {
+  int64_t steps = 0, preemptions = 0, max_tokens = 0;
+  size_t max_running = 0;
+};
+
+// Steps until idle; requests[i] is added at step arrival[i]. The fake
+// runner generates a token for each sequence whose step reached its last id.
+RunStats run(Scheduler& sched, std::vector<Request>& reqs, const std::vector<int64_t>& arrival, int64_t max_steps = 10000) {
+  RunStats r;
+  size_t next = 0;
+  for (; r.steps < max_steps; ++r.steps) {
+    while (next < reqs.size() && arrival[next] <= r.steps) sched.add(reqs[next++].seq.get());
+    if (sched.idle() && next == reqs.size()) break;
+    Step step = sched.schedule();
+    r.preemptions += static_cast<int64_t>(step.preempted.size());
+    r.max_tokens = std::max(r.max_tokens, step.tokens());
+    r.max_running = std::max(r.max_running, sched.running());
+    for (const ScheduledSeq& s : step.seqs) {
+      Sequence& q = *s.seq;
+      if (q.computed + s.tokens != static_cast<int64_t>(q.ids.size())) continue;  // a prompt chunk
+      Request& req = *std::find_if(reqs.begin(), reqs.end(), [&](const Request& x) { return x.seq.get() == &q; });
+      q.ids.push_back(next_token(q.ids));
+      if (static_cast<int64_t>(q.ids.size()) - q.prompt_len == req.gen) {
+        q.status = Sequence::Status::Finished;
+        req.finished_step = r.steps;
+      }
+    }
+    sched.complete(step);
+  }
+  return r;
+}
+
+std::vector<Request> random_requests(int n, uint32_t seed, int64_t max_prompt, int64_t max_gen) {
+  std::mt19937 rng(seed);
+  std::vector<Request> reqs;
+  for (int i = 0; i < n; ++i) {
+    Request r;
+    r.seq = make_seq(i, 1 + static_cast<int64_t>(rng() % max_prompt), static_cast<int32_t>(rng() % 50));
+    r.gen = 1 + static_cast<int64_t>(rng() % max_gen);
+    reqs.push_back(std::move(r));
+  }
+  return reqs;
+}
+
+void expect_all_finished_as_alone(const std::vector<Request>& reqs) {
+  for (const Request& r : reqs) {
+    ASSERT_EQ(r.seq->status, Sequence::Status::Finished) << "sequence " << r.seq->id;
+    EXPECT_EQ(r.seq->ids, expected_ids(*r.seq, r.gen)) << "sequence " << r.seq->id;
+  }
+}
+
+}  // namespace
+
+TEST(Scheduler, KeepsTheBudgetAndTheCapAndFinishesEverything) {
+  BlockManager bm(64, 4);
+  Scheduler sched(bm, 16, 6);
+  auto reqs = random_requests(20, 1, 40, 10);
+  std::vector<int64_t> arrival(reqs.size());
+  for (size_t i = 0; i < arrival.size(); ++i) arrival[i] = static_cast<int64_t>(i / 3);  // staggered
+  const RunStats r = run(sched, reqs, arrival);
+  EXPECT_LE(r.max_tokens, 16);
+  EXPECT_LE(r.max_running, 6u);
+  expect_all_finished_as_alone(reqs);
+  EXPECT_EQ(bm.free_blocks(), bm.n_blocks());  // every block back at idle
+}
+
+TEST(Scheduler, PreemptsWhenBlocksRunOutAndStillFinishesEveryoneCorrectly) {
+  BlockManager bm(12, 4);  // 48 positions; each request needs up to 22
+  Scheduler sched(bm, 64, 8);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 6; ++i) reqs.push_back({make_seq(i, 10, i), 12, -1});
+  const RunStats r = run(sched, reqs, std::vector<int64_t>(reqs.size(), 0));
+  EXPECT_GT(r.preemptions, 0);
+  expect_all_finished_as_alone(reqs);
+  EXPECT_EQ(bm.free_blocks(), bm.n_blocks());
+}
+
+TEST(Scheduler, ALongPromptAmongShortOnesDoesNotStarve) {
+  BlockManager bm(256, 8);
+  Scheduler sched(bm, 32, 8);
+  std::vector<Request> reqs;
+  std::vector<int64_t> arrival;
+  for (int i = 0; i < 60; ++i) {
+    const bool long_one = i == 10;
+    reqs.push_back({make_seq(i, long_one ? 400 : 4, i), long_one ? 4 : 20, -1});
+    arrival.push_back(i / 2);  // a steady stream of short requests around it
+  }
+  run(sched, reqs, arrival);
+  expect_all_finished_as_alone(reqs);
+  // Its 400 prompt tokens take at least 13 steps of a 32-token budget; it
+  // must finish before the requests that arrived well after it.
+  EXPECT_LT(reqs[10].finished_step, reqs[59].finished_step);
+}
+
+TEST(Scheduler, ASharedPromptIsTakenFromThePrefixCache) {
+  BlockManager bm(32, 4);
+  Scheduler sched(bm, 64, 4);
+  std::vector<Request> reqs;
+  reqs.push_back({make_seq(0, 17, 3), 2, -1});
+  reqs.push_back({make_seq(1, 17, 3), 2, -1});  // the same prompt, arriving after the first is computed
+  run(sched, reqs, {0, 5});
+  expect_all_finished_as_alone(reqs);
+  EXPECT_EQ(reqs[0].seq->cached, 0);
+  EXPECT_GE(bm.prefix_hits(), 4);  // the 4 full blocks of the shared 16 tokens
+}
+
+TEST(Scheduler, CancelReleasesBlocksAnywhere) {
+  BlockManager bm(16, 4);
+  Scheduler sched(bm, 8, 4);
+  auto a = make_seq(0, 20, 1), b = make_seq(1, 6, 2);
+  sched.add(a.get());
+  sched.add(b.get());
+  Step step = sched.schedule();  // a's first chunk of 8
+  ASSERT_EQ(step.seqs.size(), 1u);
+  sched.complete(step);
+  sched.cancel(a.get());
+  sched.cancel(b.get());  // still waiting
+  EXPECT_TRUE(sched.idle());
+  EXPECT_EQ(bm.free_blocks(), bm.n_blocks());
+}
+
+TEST(Scheduler, APromptLargerThanThePoolIsRefused) {
+  BlockManager bm(4, 4);
+  Scheduler sched(bm, 64, 4);
+  auto s = make_seq(0, 16, 0);  // 16 positions + 1 to generate > 16
+  EXPECT_THROW(sched.add(s.get()), qinfer::Error);
+}
