@@ -1,0 +1,121 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace qinfer::engine {
+
+namespace {
+
+int32_t pool_blocks(const Qwen3Model& model, const EngineOptions& o) {
+  if (o.kv_blocks > 0) return o.kv_blocks;
+  const int64_t per_seq = (model.config().max_position_embeddings + o.block_size - 1) / o.block_size;
+  return static_cast<int32_t>(std::min<int64_t>(per_seq * o.max_running, int64_t{1} << 24));
+}
+
+}  // namespace
+
+Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& options)
+    : model_(model),
+      options_(options),
+      kv_(model.config().num_hidden_layers, model.config().num_key_value_heads, model.config().head_dim,
+          pool_blocks(model, options), options.block_size, model.kv_cache_dtype()),
+      blocks_(pool_blocks(model, options), options.block_size),
+      scheduler_(blocks_, options.max_batch_tokens, options.max_running),
+      runner_(model, kv_, pool) {}
+
+int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& options, OnToken on_token) {
+  if (prompt.empty()) fail("the prompt is empty: at least one token is needed");
+  const int64_t context = model_.config().max_position_embeddings;
+  if (static_cast<int64_t>(prompt.size()) >= context)
+    fail("the prompt has ", prompt.size(), " tokens but the context length is ", context,
+         " tokens: nothing can be generated");
+  for (int32_t t : prompt)
+    if (t < 0 || t >= model_.config().vocab_size)
+      fail("token id ", t, " is outside the vocabulary [0, ", model_.config().vocab_size, ")");
+  auto r = std::make_unique<Request>();
+  const int64_t handle = next_id_++;
+  r->seq.id = handle;
+  r->seq.ids.assign(prompt.begin(), prompt.end());
+  r->seq.prompt_len = static_cast<int64_t>(prompt.size());
+  r->options = options;
+  r->on_token = std::move(on_token);
+  r->sampler = std::make_unique<Sampler>(options.sampling, static_cast<size_t>(model_.config().vocab_size));
+  r->result.prompt_tokens = r->seq.prompt_len;
+  scheduler_.add(&r->seq);
+  by_seq_[&r->seq] = r.get();
+  requests_[handle] = std::move(r);
+  return handle;
+}
+
+Engine::Request& Engine::request(int64_t handle) {
+  auto it = requests_.find(handle);
+  if (it == requests_.end()) fail("engine: no request ", handle);
+  return *it->second;
+}
+
+void Engine::cancel(int64_t handle) {
+  Request& r = request(handle);
+  if (r.seq.status == Sequence::Status::Finished) return;
+  scheduler_.cancel(&r.seq);
+  r.result.reason = StopReason::Callback;
+}
+
+bool Engine::finished(int64_t handle) const {
+  auto it = requests_.find(handle);
+  return it != requests_.end() && it->second->seq.status == Sequence::Status::Finished;
+}
+
+const GenerationResult& Engine::result(int64_t handle) const {
+  auto it = requests_.find(handle);
+  if (it == requests_.end()) fail("engine: no request ", handle);
+  return it->second->result;
+}
+
+void Engine::erase(int64_t handle) {
+  auto it = requests_.find(handle);
+  if (it == requests_.end()) return;
+  if (it->second->seq.status != Sequence::Status::Finished) cancel(handle);
+  by_seq_.erase(&it->second->seq);
+  requests_.erase(it);
+}
+
+bool Engine::step() {
+  if (scheduler_.idle()) return false;
+  const Step step = scheduler_.schedule();
+  if (step.seqs.empty()) fail("engine: the scheduler found nothing to run although requests wait");
+  runner_.run(step);
+  postprocess(step);
+  scheduler_.complete(step);
+  return true;
+}
+
+// Samples every sequence whose step reached its end, with the stop rules of
+// Session::generate; a finished sequence leaves at complete().
+void Engine::postprocess(const Step& step) {
+  const int64_t context = model_.config().max_position_embeddings;
+  for (size_t i = 0; i < step.seqs.size(); ++i) {
+    const std::span<const float> logits = runner_.logits(i);
+    if (logits.empty()) continue;
+    Sequence& seq = *step.seqs[i].seq;
+    Request& r = *by_seq_.at(&seq);
+    if (r.result.ids.empty()) r.result.reused_tokens = seq.cached;
+    scratch_.assign(logits.begin(), logits.end());
+    const int32_t next = r.sampler->sample(scratch_, seq.ids, static_cast<size_t>(seq.prompt_len));
+    r.result.ids.push_back(next);
+    const auto& eos = r.options.eos_ids;
+    const bool is_eos = !r.options.ignore_eos && std::find(eos.begin(), eos.end(), next) != eos.end();
+    const bool keep_going = r.on_token ? r.on_token(next) : true;
+    bool done = true;
+    if (is_eos) r.result.reason = StopReason::Eos;
+    else if (!keep_going) r.result.reason = StopReason::Callback;
+    else if (static_cast<int64_t>(r.result.ids.size()) >= r.options.max_new_tokens) r.result.reason = StopReason::MaxTokens;
+    else if (static_cast<int64_t>(seq.ids.size()) + 1 > context) r.result.reason = StopReason::ContextFull;
+    else done = false;
+    if (done) seq.status = Sequence::Status::Finished;
+    else seq.ids.push_back(next);  // its keys/values are computed in the next step
+  }
+}
+
+}  // namespace qinfer::engine

@@ -1,0 +1,79 @@
+// The batching engine: requests come and go, every step() runs the tokens the
+// scheduler picks for all of them through one batched forward (continuous
+// batching over a paged KV pool with a prefix cache), then samples each
+// sequence that reached its end with its own sampler and hands the token to
+// its callback. step() = schedule -> run -> postprocess, as nano-vllm. One
+// thread calls it; frontends (CLI, server, tests) are callbacks over it.
+// A request's tokens are exactly those Session::generate gives it alone.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/block_manager.h"
+#include "engine/model_runner.h"
+#include "engine/scheduler.h"
+#include "runtime/generator.h"
+
+namespace qinfer::engine {
+
+struct EngineOptions {
+  int32_t block_size = 16;        // positions per KV block
+  int32_t kv_blocks = 0;          // 0: enough for max_running sequences of the full context
+  int64_t max_batch_tokens = 512;  // the token budget of one step
+  int64_t max_running = 16;        // sequences decoding at once
+};
+
+class Engine {
+ public:
+  Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& options = {});
+
+  // Queues a request; on_token sees each generated id (return false to stop
+  // it). Returns its handle. Error for an empty prompt or one the context or
+  // the KV pool cannot hold.
+  int64_t add(std::span<const int32_t> prompt, const GenerationOptions& options, OnToken on_token = {});
+  // Stops a request wherever it is and frees its blocks; its result keeps
+  // what it generated (reason Callback).
+  void cancel(int64_t handle);
+  // One step; false when there was nothing to do.
+  bool step();
+  void run_until_idle() {
+    while (step()) {
+    }
+  }
+
+  bool finished(int64_t handle) const;
+  // The request's result (complete once finished()).
+  const GenerationResult& result(int64_t handle) const;
+  // Forgets a finished request.
+  void erase(int64_t handle);
+
+  const BlockManager& blocks() const { return blocks_; }
+  const Scheduler& scheduler() const { return scheduler_; }
+
+ private:
+  struct Request {
+    Sequence seq;
+    GenerationOptions options;
+    OnToken on_token;
+    std::unique_ptr<Sampler> sampler;
+    GenerationResult result;
+  };
+  void postprocess(const Step& step);
+  Request& request(int64_t handle);
+
+  const Qwen3Model& model_;
+  EngineOptions options_;
+  KvPool kv_;
+  BlockManager blocks_;
+  Scheduler scheduler_;
+  ModelRunner runner_;
+  std::unordered_map<int64_t, std::unique_ptr<Request>> requests_;
+  std::unordered_map<const Sequence*, Request*> by_seq_;
+  std::vector<float> scratch_;
+  int64_t next_id_ = 0;
+};
+
+}  // namespace qinfer::engine

@@ -1,0 +1,33 @@
+// A scheduled step through the model: the step's sequences become one varlen
+// Batch over the engine's KV pool, and each sequence whose step reaches its
+// last known id gets that position's logits (a prompt chunk that stops short
+// of it needs none).
+#pragma once
+#include <span>
+#include <vector>
+
+#include "engine/scheduler.h"
+#include "model/qwen3.h"
+
+namespace qinfer::engine {
+
+class ModelRunner {
+ public:
+  ModelRunner(const Qwen3Model& model, KvPool& kv, ThreadPool& pool) : model_(model), kv_(kv), pool_(pool) {}
+
+  // Runs the step; logits(i) is then the logits row of step.seqs[i], or
+  // empty when that sequence's step was a prompt chunk short of its end.
+  void run(const Step& step);
+  std::span<const float> logits(size_t i) const;
+
+ private:
+  const Qwen3Model& model_;
+  KvPool& kv_;
+  ThreadPool& pool_;
+  ForwardState state_;
+  Batch batch_;
+  std::span<const float> logits_;
+  std::vector<int64_t> logit_row_;  // per scheduled sequence: its row in logits_, or -1
+};
+
+}  // namespace qinfer::engine
