@@ -1,7 +1,6 @@
 #include "runtime/text_generation.h"
 
-#include "runtime/stop_matcher.h"
-#include "text/detokenizer.h"
+#include "runtime/text_stream.h"
 
 namespace qinfer {
 
@@ -21,26 +20,12 @@ TextGenerationResult generate_text(Session& session, const Tokenizer& tokenizer,
                                    const GenerationOptions& opts, const std::vector<std::string>& stop_strings,
                                    const OnText& on_text) {
   TextGenerationResult r;
-  StreamingDetokenizer detok(tokenizer, /*skip_special_tokens=*/true);
-  StopMatcher stops(stop_strings);
-  auto emit = [&](const std::string& text) {
-    if (text.empty()) return true;
-    r.text += text;
-    if (on_text && !on_text(text)) r.cancelled = true;
-    return !r.cancelled;
-  };
-  r.gen = session.generate(prompt, opts, [&](int32_t id) {
-    const StopMatcher::Result m = stops.push(detok.push(id));
-    const bool keep_going = emit(m.emit);
-    if (m.stopped) r.stopped_by_string = true;
-    return keep_going && !m.stopped;
-  });
-  if (!r.stopped_by_string && !r.cancelled) {
-    const StopMatcher::Result m = stops.push(detok.flush());
-    emit(m.emit);
-    if (m.stopped) r.stopped_by_string = true;
-    else emit(stops.flush());
-  }
+  TextStream stream(tokenizer, stop_strings, on_text);
+  r.gen = session.generate(prompt, opts, [&](int32_t id) { return stream.push(id); });
+  stream.finish();
+  r.text = stream.text();
+  r.stopped_by_string = stream.stopped_by_string();
+  r.cancelled = stream.cancelled();
   return r;
 }
 

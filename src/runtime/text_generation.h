@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/generator.h"
+#include "runtime/text_stream.h"
 #include "text/tokenizer.h"
 
 namespace qinfer {
@@ -19,8 +20,6 @@ struct TextGenerationResult {
   const char* finish_reason() const;  // "stop" (eos or stop string), "length", "cancelled", "context_full"
 };
 
-// Called with each piece of newly completed text; return false to cancel (Ctrl-C, client gone).
-using OnText = std::function<bool(std::string_view piece)>;
 
 TextGenerationResult generate_text(Session& session, const Tokenizer& tokenizer, std::span<const int32_t> prompt,
                                    const GenerationOptions& opts, const std::vector<std::string>& stop_strings,

@@ -1,0 +1,30 @@
+#include "runtime/text_stream.h"
+
+namespace qinfer {
+
+TextStream::TextStream(const Tokenizer& tokenizer, const std::vector<std::string>& stop_strings, OnText on_text)
+    : detok_(tokenizer, /*skip_special_tokens=*/true), stops_(stop_strings), on_text_(std::move(on_text)) {}
+
+bool TextStream::emit(const std::string& piece) {
+  if (piece.empty()) return true;
+  text_ += piece;
+  if (on_text_ && !on_text_(piece)) cancelled_ = true;
+  return !cancelled_;
+}
+
+bool TextStream::push(int32_t id) {
+  const StopMatcher::Result m = stops_.push(detok_.push(id));
+  const bool keep_going = emit(m.emit);
+  if (m.stopped) stopped_by_string_ = true;
+  return keep_going && !m.stopped;
+}
+
+void TextStream::finish() {
+  if (stopped_by_string_ || cancelled_) return;
+  const StopMatcher::Result m = stops_.push(detok_.flush());
+  emit(m.emit);
+  if (m.stopped) stopped_by_string_ = true;
+  else emit(stops_.flush());
+}
+
+}  // namespace qinfer

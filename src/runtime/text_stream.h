@@ -1,0 +1,44 @@
+// One request's generated ids seen as text: the streaming detokenizer and the
+// stop-string matcher, so a frontend only ever receives text a user should
+// see (special tokens skipped, a stop string and anything after it held back).
+// Shared by generate_text (one Session) and the batching engine's frontends.
+#pragma once
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/stop_matcher.h"
+#include "text/detokenizer.h"
+#include "text/tokenizer.h"
+
+namespace qinfer {
+
+// Called with each piece of newly completed text; return false to cancel (Ctrl-C, client gone).
+using OnText = std::function<bool(std::string_view piece)>;
+
+class TextStream {
+ public:
+  TextStream(const Tokenizer& tokenizer, const std::vector<std::string>& stop_strings, OnText on_text = {});
+
+  // The next generated id; false when generation should stop (a stop string
+  // appeared, or on_text cancelled).
+  bool push(int32_t id);
+  // After the last id: emits what the detokenizer and matcher still hold.
+  void finish();
+
+  const std::string& text() const { return text_; }  // everything emitted
+  bool stopped_by_string() const { return stopped_by_string_; }
+  bool cancelled() const { return cancelled_; }
+
+ private:
+  bool emit(const std::string& piece);
+
+  StreamingDetokenizer detok_;
+  StopMatcher stops_;
+  OnText on_text_;
+  std::string text_;
+  bool stopped_by_string_ = false, cancelled_ = false;
+};
+
+}  // namespace qinfer
