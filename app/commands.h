@@ -12,5 +12,6 @@ void add_bench_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_template_command(CLI::App& app);
+void add_batch_command(CLI::App& app);
 
 }  // namespace qinfer::cli

@@ -1,0 +1,216 @@
+// qinfer batch: offline batch generation through the batching engine, as
+// vLLM's LLM.generate over a list of prompts. One JSON request per input
+// line, one JSON result per output line in input order; a bad line gets
+// {"error": ...} in its place and the others still run.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "engine/engine.h"
+#include "runtime/model_bundle.h"
+#include "runtime/text_stream.h"
+#include "util/error.h"
+#include "util/timer.h"
+
+namespace qinfer::cli {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+struct BatchArgs {
+  std::string model;
+  int threads = 0;
+  std::string weights = "auto", kv = "f32";
+  int64_t parallel = 16, max_batch_tokens = 512;
+  int32_t kv_blocks = 0, block_size = 16;
+};
+
+struct Job {
+  ordered_json error;  // set when the line was refused
+  std::vector<int32_t> prompt;
+  GenerationOptions options;
+  std::vector<std::string> stops;
+  std::unique_ptr<TextStream> text;
+  int64_t handle = -1;
+};
+
+template <class T>
+T number(const ordered_json& j, const char* key, T fallback) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  if (!j[key].is_number()) fail("\"", key, "\" must be a number");
+  return j[key].get<T>();
+}
+
+// One input line into a job: the prompt (text, ids or chat messages) and the
+// request's generation options on top of the model's defaults.
+Job parse_job(const std::string& line, const ModelBundle& bundle) {
+  Job job;
+  const ordered_json j = ordered_json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) fail("not a JSON object");
+  static const char* known[] = {"prompt", "prompt_ids", "messages", "max_tokens", "temperature", "top_k", "top_p",
+                                "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "seed",
+                                "stop", "ignore_eos"};
+  for (const auto& item : j.items())
+    if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return item.key() == k; }) ==
+        std::end(known))
+      fail("unknown field \"", item.key(), "\"");
+  const int given = j.contains("prompt") + j.contains("prompt_ids") + j.contains("messages");
+  if (given != 1) fail("give exactly one of \"prompt\", \"prompt_ids\", \"messages\"");
+  if (j.contains("prompt_ids")) {
+    if (!j["prompt_ids"].is_array()) fail("\"prompt_ids\" must be an array of token ids");
+    for (const auto& id : j["prompt_ids"]) {
+      if (!id.is_number_integer()) fail("\"prompt_ids\" must be an array of token ids");
+      job.prompt.push_back(id.get<int32_t>());
+    }
+  } else if (j.contains("prompt")) {
+    if (!j["prompt"].is_string()) fail("\"prompt\" must be a string");
+    job.prompt = bundle.require_tokenizer().encode(j["prompt"].get<std::string>());
+  } else {
+    if (!j["messages"].is_array()) fail("\"messages\" must be an array");
+    ChatTemplateInput in;
+    in.messages = j["messages"];
+    in.add_generation_prompt = true;
+    job.prompt = bundle.require_tokenizer().encode(bundle.require_chat_template().render(in));
+  }
+  GenerationOptions& o = job.options;
+  o.max_new_tokens = number<int64_t>(j, "max_tokens", 128);
+  if (o.max_new_tokens < 1) fail("\"max_tokens\" must be at least 1");
+  SamplingParams& s = o.sampling;
+  s = bundle.default_sampling();
+  s.temperature = number<float>(j, "temperature", s.temperature);
+  s.top_k = number<int>(j, "top_k", s.top_k);
+  s.top_p = number<float>(j, "top_p", s.top_p);
+  s.min_p = number<float>(j, "min_p", s.min_p);
+  s.repetition_penalty = number<float>(j, "repetition_penalty", s.repetition_penalty);
+  s.presence_penalty = number<float>(j, "presence_penalty", s.presence_penalty);
+  s.frequency_penalty = number<float>(j, "frequency_penalty", s.frequency_penalty);
+  if (j.contains("seed")) {
+    if (!j["seed"].is_number_unsigned()) fail("\"seed\" must be a non-negative integer");
+    s.seed = j["seed"].get<uint64_t>();
+  }
+  o.eos_ids = bundle.eos_ids();
+  if (j.contains("ignore_eos")) {
+    if (!j["ignore_eos"].is_boolean()) fail("\"ignore_eos\" must be true or false");
+    o.ignore_eos = j["ignore_eos"].get<bool>();
+  }
+  if (j.contains("stop")) {
+    const ordered_json& stop = j["stop"];
+    if (stop.is_string()) job.stops.push_back(stop.get<std::string>());
+    else if (stop.is_array())
+      for (const auto& x : stop) {
+        if (!x.is_string()) fail("\"stop\" must be a string or a list of strings");
+        job.stops.push_back(x.get<std::string>());
+      }
+    else fail("\"stop\" must be a string or a list of strings");
+  }
+  Sampler check(s, static_cast<size_t>(bundle.model->config().vocab_size));  // out-of-range parameters fail here
+  return job;
+}
+
+const char* finish_reason(const GenerationResult& r, const TextStream& t) {
+  if (t.stopped_by_string() || r.reason == StopReason::Eos) return "stop";
+  return "length";
+}
+
+void run_batch(const BatchArgs& a) {
+  if (a.parallel < 1) fail("--parallel must be at least 1");
+  if (a.max_batch_tokens < 1) fail("--max-batch-tokens must be at least 1");
+  if (a.block_size < 1) fail("--block-size must be at least 1");
+  if (a.kv_blocks < 0) fail("--kv-blocks must be positive (or 0: enough for --parallel full contexts)");
+  LoadOptions load_options;
+  load_options.weights = parse_weight_format(a.weights);
+  load_options.kv_cache = parse_kv_dtype(a.kv);
+  load_options.threads = a.threads;
+  const ModelBundle bundle = load_model_bundle(a.model, load_options);
+  ThreadPool pool(a.threads);
+  engine::Engine engine(*bundle.model, pool, {a.block_size, a.kv_blocks, a.max_batch_tokens, a.parallel});
+
+  std::vector<Job> jobs;
+  int64_t line_no = 0;
+  for (std::string line; std::getline(std::cin, line);) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    Job job;
+    try {
+      job = parse_job(line, bundle);
+      if (bundle.tokenizer) job.text = std::make_unique<TextStream>(*bundle.tokenizer, job.stops);
+      else if (!job.stops.empty()) fail("\"stop\" needs the tokenizer (tokenizer.json) to see text");
+      TextStream* text = job.text.get();
+      job.handle = engine.add(job.prompt, job.options, [text](int32_t id) { return text ? text->push(id) : true; });
+    } catch (const Error& e) {
+      job = Job{};
+      job.error = std::string("line ") + std::to_string(line_no) + ": " + e.what();
+    }
+    jobs.push_back(std::move(job));
+  }
+
+  Timer timer;
+  const bool progress = ::isatty(STDERR_FILENO);
+  int64_t steps = 0, peak_blocks = 0;
+  while (engine.step()) {
+    peak_blocks = std::max<int64_t>(peak_blocks, engine.blocks().used_blocks());
+    if (progress && ++steps % 16 == 0)
+      std::fprintf(stderr, "\r%zu running, %zu waiting", engine.scheduler().running(), engine.scheduler().waiting());
+  }
+  if (progress) std::fprintf(stderr, "\r\033[K");
+  const double seconds = timer.seconds();
+
+  int64_t prompt_tokens = 0, generated = 0, refused = 0;
+  for (Job& job : jobs) {
+    ordered_json out;
+    if (job.handle < 0) {
+      out = {{"error", job.error}};
+      ++refused;
+    } else {
+      const GenerationResult& r = engine.result(job.handle);
+      if (job.text) job.text->finish();
+      out = {{"ids", r.ids}};
+      if (job.text) out["text"] = job.text->text();
+      out["finish_reason"] = job.text ? finish_reason(r, *job.text) : (r.reason == StopReason::Eos ? "stop" : "length");
+      out["prompt_tokens"] = r.prompt_tokens;
+      out["cached_tokens"] = r.reused_tokens;
+      prompt_tokens += r.prompt_tokens;
+      generated += static_cast<int64_t>(r.ids.size());
+    }
+    std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  }
+  std::fprintf(stderr,
+               "[%zu requests (%lld refused), %lld prompt + %lld generated tokens in %.2f s: %.1f tok/s; "
+               "peak %lld of %d KV blocks of %d positions; prefix cache %lld of %lld blocks]\n",
+               jobs.size(), static_cast<long long>(refused), static_cast<long long>(prompt_tokens),
+               static_cast<long long>(generated), seconds, seconds > 0 ? (prompt_tokens + generated) / seconds : 0.0,
+               static_cast<long long>(peak_blocks), engine.blocks().n_blocks(), engine.blocks().block_size(),
+               static_cast<long long>(engine.blocks().prefix_hits()),
+               static_cast<long long>(engine.blocks().prefix_queries()));
+}
+
+}  // namespace
+
+void add_batch_command(CLI::App& app) {
+  auto a = std::make_shared<BatchArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "batch",
+      "Generate for many requests at once through the batching engine: JSON lines in on stdin ({\"prompt\": ...} | "
+      "{\"prompt_ids\": [...]} | {\"messages\": [...]}, with optional max_tokens, temperature, top_k, top_p, min_p, "
+      "repetition_penalty, presence_penalty, frequency_penalty, seed, stop, ignore_eos), one JSON result per line "
+      "out in input order ({\"ids\", \"text\", \"finish_reason\", \"prompt_tokens\", \"cached_tokens\"} or "
+      "{\"error\"})");
+  cmd->add_option("-m,--model", a->model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")->required();
+  cmd->add_option("--parallel", a->parallel, "Sequences decoding at once")->capture_default_str();
+  cmd->add_option("--max-batch-tokens", a->max_batch_tokens, "Tokens per step (prompts are prefilled in chunks of it)")
+      ->capture_default_str();
+  cmd->add_option("--kv-blocks", a->kv_blocks, "KV pool size in blocks (0: --parallel full contexts, committed on use)")
+      ->capture_default_str();
+  cmd->add_option("--block-size", a->block_size, "Positions per KV block")->capture_default_str();
+  cmd->add_option("-t,--threads", a->threads, "Threads (default: all hardware threads)");
+  cmd->add_option("--weights", a->weights, "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
+      ->capture_default_str();
+  cmd->add_option("--kv", a->kv, "KV cache type: f32, f16, bf16")->capture_default_str();
+  cmd->callback([a] { run_batch(*a); });
+}
+
+}  // namespace qinfer::cli

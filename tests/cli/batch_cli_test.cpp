@@ -1,0 +1,110 @@
+// `qinfer batch` through the built binary: results in input order, each
+// equal to what `qinfer generate` gives the same request alone, whatever the
+// parallelism, chunking and KV pool size; bad lines answered in place.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_util.h"
+
+using nlohmann::json;
+using qinfer::test::data_path;
+using qinfer::test::qinfer_binary;
+using qinfer::test::run_command;
+
+namespace {
+
+struct Request {
+  std::string prompt;
+  int max_tokens;
+  double temperature;
+  int seed;
+};
+
+const Request kRequests[] = {
+    {"The capital of France is", 8, 0.0, 0}, {"Hello", 6, 0.8, 7},      {"1 2 3 4 5 6 7 8 9 10", 5, 0.0, 0},
+    {"The capital of France is", 7, 0.9, 3}, {"A much longer prompt that needs several chunks", 9, 0.0, 0},
+};
+
+std::vector<json> lines_of(const std::string& out) {
+  std::vector<json> v;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) v.push_back(json::parse(line));
+  return v;
+}
+
+std::vector<int> solo_ids(const Request& r) {
+  const std::string cmd = qinfer_binary() + " generate -m " + data_path("models/tiny") + " -p '" + r.prompt + "' -n " +
+                          std::to_string(r.max_tokens) + " --temp " + std::to_string(r.temperature) + " --seed " +
+                          std::to_string(r.seed) + " --ignore-eos --json";
+  const auto res = run_command(cmd);
+  EXPECT_EQ(res.exit_code, 0) << res.output;
+  return json::parse(res.output)["ids"].get<std::vector<int>>();
+}
+
+}  // namespace
+
+TEST(BatchCli, EveryResultEqualsItsSoloGenerateInInputOrder) {
+  qinfer::test::ScratchDir dir("batch-cli");
+  const std::string input = dir.file("requests.jsonl");
+  {
+    std::ofstream f(input);
+    for (const Request& r : kRequests)
+      f << json{{"prompt", r.prompt}, {"max_tokens", r.max_tokens}, {"temperature", r.temperature},
+                {"seed", r.seed}, {"ignore_eos", true}}
+               .dump()
+        << "\n";
+  }
+  std::vector<std::vector<int>> solo;
+  for (const Request& r : kRequests) solo.push_back(solo_ids(r));
+  for (const char* flags : {"--parallel 1", "--parallel 8", "--parallel 3 --max-batch-tokens 3",
+                            "--parallel 8 --kv-blocks 7 --block-size 4"}) {
+    const auto res = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " -t 2 " + flags + " < " +
+                                 input + " 2>/dev/null");
+    ASSERT_EQ(res.exit_code, 0) << flags << "\n" << res.output;
+    const std::vector<json> out = lines_of(res.output);
+    ASSERT_EQ(out.size(), std::size(kRequests)) << flags;
+    for (size_t i = 0; i < out.size(); ++i) {
+      EXPECT_EQ(out[i]["ids"].get<std::vector<int>>(), solo[i]) << flags << ": request " << i;
+      EXPECT_EQ(out[i]["finish_reason"], "length") << flags;
+      EXPECT_TRUE(out[i]["text"].is_string()) << flags;
+    }
+  }
+}
+
+TEST(BatchCli, BadLinesGetAnErrorInTheirPlace) {
+  qinfer::test::ScratchDir dir("batch-bad");
+  const std::string input = dir.file("requests.jsonl");
+  std::ofstream(input) << "{\"prompt_ids\": [785, 6722], \"max_tokens\": 3}\n"
+                       << "not json\n"
+                       << "{\"prompt\": \"x\", \"max_tokens\": 0}\n"
+                       << "{\"prompt_ids\": [999999999]}\n"
+                       << "{\"prompt\": \"a\", \"prompt_ids\": [1]}\n"
+                       << "{\"prompt\": \"a\", \"temperature\": -1}\n"
+                       << "{\"prompt_ids\": [785], \"max_tokens\": 2, \"stop\": [\"x\", 3]}\n"
+                       << "{\"prompt_ids\": [785, 6722], \"max_tokens\": 3}\n";
+  const auto res = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>&1 >/dev/null");
+  const auto out = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>/dev/null");
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  const std::vector<json> lines = lines_of(out.output);
+  ASSERT_EQ(lines.size(), 8u);
+  EXPECT_EQ(lines[0]["ids"].size(), 3u);
+  EXPECT_EQ(lines[7]["ids"], lines[0]["ids"]);
+  const char* errors[] = {"line 2: not a JSON object", "line 3: \"max_tokens\" must be at least 1",
+                          "line 4: token id 999999999 is outside the vocabulary", "line 5: give exactly one of",
+                          "line 6: ", "line 7: \"stop\" must be a string or a list of strings"};
+  for (size_t i = 0; i < std::size(errors); ++i)
+    EXPECT_EQ(lines[i + 1]["error"].get<std::string>().rfind(errors[i], 0), 0u) << lines[i + 1].dump();
+  EXPECT_NE(res.output.find("8 requests (6 refused)"), std::string::npos) << res.output;
+}
+
+TEST(BatchCli, BadFlagsFailWithAMessage) {
+  for (const char* flags : {"--parallel 0", "--max-batch-tokens 0", "--kv-blocks -3", "--weights q9"}) {
+    const auto res = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " " + flags +
+                                 " < /dev/null 2>&1");
+    EXPECT_NE(res.exit_code, 0) << flags;
+    EXPECT_NE(res.output.find("error"), std::string::npos) << flags << ": " << res.output;
+  }
+}
