@@ -85,6 +85,7 @@ bool Engine::step() {
   if (scheduler_.idle()) return false;
   const Step step = scheduler_.schedule();
   if (step.seqs.empty()) fail("engine: the scheduler found nothing to run although requests wait");
+  last_step_ = {step.tokens(), static_cast<int64_t>(step.seqs.size())};
   runner_.run(step);
   postprocess(step);
   scheduler_.complete(step);

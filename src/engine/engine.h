@@ -50,6 +50,12 @@ class Engine {
   // Forgets a finished request.
   void erase(int64_t handle);
 
+  // What the latest step() ran: tokens and sequences (equal: a pure decode step).
+  struct StepStats {
+    int64_t tokens = 0, seqs = 0;
+  };
+  StepStats last_step() const { return last_step_; }
+
   const BlockManager& blocks() const { return blocks_; }
   const Scheduler& scheduler() const { return scheduler_; }
 
@@ -73,6 +79,7 @@ class Engine {
   std::unordered_map<int64_t, std::unique_ptr<Request>> requests_;
   std::unordered_map<const Sequence*, Request*> by_seq_;
   std::vector<float> scratch_;
+  StepStats last_step_;
   int64_t next_id_ = 0;
 };
 
