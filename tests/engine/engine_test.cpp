@@ -76,7 +76,9 @@ TEST_P(EngineTest, EveryRequestGetsTheIdsOfItsSoloRun) {
       EXPECT_EQ(engine.result(handles[i]).reason, StopReason::MaxTokens) << c.what;
     }
     EXPECT_EQ(engine.blocks().used_blocks(), 0) << c.what;
-    if (c.o.block_size == 4) EXPECT_GT(engine.blocks().prefix_hits(), 0) << c.what;  // the shared prompt's full block
+    if (c.o.block_size == 4) {  // the shared prompt's full block
+      EXPECT_GT(engine.blocks().prefix_hits(), 0) << c.what;
+    }
   }
 }
 
