@@ -54,19 +54,20 @@ int32_t BlockManager::take_block() {
   return b;
 }
 
-void BlockManager::match_prefix(Sequence& seq) {
+BlockManager::Lookup BlockManager::match_prefix(Sequence& seq) {
+  Lookup lookup;
   const int64_t usable = (static_cast<int64_t>(seq.ids.size()) - 1) / block_size_;  // keep one id to compute
   uint64_t parent = 0;
   for (int64_t i = 0; i < usable; ++i) {
     const int32_t* ids = &seq.ids[static_cast<size_t>(i * block_size_)];
     const uint64_t h = chain_hash(parent, ids);
-    ++queries_;
+    ++lookup.queries;
     auto it = by_hash_.find(h);
     if (it == by_hash_.end()) break;
     const int32_t b = it->second;
     const Cached& c = cached_[static_cast<size_t>(b)];
     if (c.parent != parent || !std::equal(c.ids.begin(), c.ids.end(), ids)) break;
-    ++hits_;
+    ++lookup.hits;
     if (in_lru_[static_cast<size_t>(b)]) {
       lru_.erase(lru_pos_[static_cast<size_t>(b)]);
       in_lru_[static_cast<size_t>(b)] = false;
@@ -78,6 +79,7 @@ void BlockManager::match_prefix(Sequence& seq) {
   seq.computed = seq.cached = static_cast<int64_t>(seq.blocks.size()) * block_size_;
   seq.sealed = static_cast<int64_t>(seq.blocks.size());
   seq.sealed_hash = parent;
+  return lookup;
 }
 
 bool BlockManager::reserve(Sequence& seq, int64_t positions) {

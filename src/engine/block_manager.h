@@ -28,7 +28,17 @@ class BlockManager {
   // Sets a new sequence's blocks to the longest run of cached full blocks
   // that match its ids (never all of them: the last id is computed again so
   // the step yields its logits), and `computed`/`cached` to their length.
-  void match_prefix(Sequence& seq);
+  // Returns the blocks looked up and found, for record_lookup().
+  struct Lookup {
+    int64_t queries = 0, hits = 0;
+  };
+  Lookup match_prefix(Sequence& seq);
+  // Counts a lookup whose sequence was admitted (a retried admission is not
+  // counted twice).
+  void record_lookup(const Lookup& l) {
+    queries_ += l.queries;
+    hits_ += l.hits;
+  }
   // Grows seq.blocks to cover `positions` positions; false (and no change)
   // when the free blocks do not suffice.
   bool reserve(Sequence& seq, int64_t positions);

@@ -70,12 +70,13 @@ Step Scheduler::schedule() {
   while (!waiting_.empty() && budget > 0 && static_cast<int64_t>(running_.size()) < max_running_) {
     Sequence* seq = waiting_.front();
     if (std::find(step.preempted.begin(), step.preempted.end(), seq) != step.preempted.end()) break;  // not this step
-    blocks_.match_prefix(*seq);
+    const BlockManager::Lookup lookup = blocks_.match_prefix(*seq);
     const int64_t tokens = std::min(seq->pending(), budget);
     if (!blocks_.reserve(*seq, seq->computed + tokens)) {
       blocks_.release(*seq);
       break;
     }
+    blocks_.record_lookup(lookup);
     waiting_.pop_front();
     seq->status = Sequence::Status::Running;
     running_.push_back(seq);

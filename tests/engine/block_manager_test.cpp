@@ -55,7 +55,11 @@ TEST(BlockManager, ASharedPrefixReusesFullBlocksOnly) {
   compute_all(bm, a);  // blocks [0..3], [4..7] sealed; [8, 9] partial
   Sequence b = seq_of(range_ids(0, 9));
   b.ids.push_back(77);  // same first 9 ids
-  bm.match_prefix(b);
+  const BlockManager::Lookup lookup = bm.match_prefix(b);
+  EXPECT_EQ(lookup.queries, 2);
+  EXPECT_EQ(lookup.hits, 2);
+  EXPECT_EQ(bm.prefix_queries(), 0);  // counted only once recorded (the sequence admitted)
+  bm.record_lookup(lookup);
   EXPECT_EQ(b.cached, 8);
   EXPECT_EQ(b.computed, 8);
   ASSERT_EQ(b.blocks.size(), 2u);

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "test_util.h"
 #include "util/error.h"
 
@@ -83,6 +85,49 @@ TEST_P(EngineTest, EveryRequestGetsTheIdsOfItsSoloRun) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Weights, EngineTest, ::testing::Values("stored", "q4"));
+
+// Many short random requests through a tiny KV pool (forcing preemption),
+// some cancelled at random steps: the pool is all free at idle and every
+// request that was not cancelled ends with the ids of its solo run.
+TEST(Engine, RandomRequestsWithCancellationsUnderPreemption) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(2);
+  std::mt19937 rng(42);
+  struct Item {
+    std::vector<int32_t> prompt;
+    GenerationOptions opts;
+    int64_t handle = -1;
+    int64_t cancel_at = -1;  // step at which it is cancelled, -1: never
+  };
+  std::vector<Item> items(120);
+  for (Item& it : items) {
+    const int64_t len = 1 + static_cast<int64_t>(rng() % 12);
+    for (int64_t t = 0; t < len; ++t) it.prompt.push_back(static_cast<int32_t>(rng() % 151000));
+    it.opts.max_new_tokens = 1 + static_cast<int64_t>(rng() % 8);
+    it.opts.ignore_eos = true;
+    it.opts.sampling.temperature = rng() % 2 ? 0.0f : 0.9f;
+    it.opts.sampling.seed = rng();
+    if (rng() % 4 == 0) it.cancel_at = static_cast<int64_t>(rng() % 40);
+  }
+  Engine engine(*model, pool, {4, 8, 12, 6});  // 8 blocks of 4 positions; requests need up to 5
+  int64_t step = 0;
+  size_t next = 0;
+  while (next < items.size() || !engine.scheduler().idle()) {
+    for (int k = 0; k < 3 && next < items.size(); ++k, ++next)  // three arrivals per step
+      items[next].handle = engine.add(items[next].prompt, items[next].opts);
+    for (Item& it : items)
+      if (it.cancel_at == step && it.handle >= 0) engine.cancel(it.handle);
+    engine.step();
+    ++step;
+  }
+  EXPECT_EQ(engine.blocks().used_blocks(), 0);
+  for (const Item& it : items) {
+    ASSERT_TRUE(engine.finished(it.handle));
+    if (engine.result(it.handle).reason == StopReason::Callback) continue;  // cancelled before it ended
+    Session solo(*model, pool);
+    EXPECT_EQ(engine.result(it.handle).ids, solo.generate(it.prompt, it.opts, {}).ids) << "request " << it.handle;
+  }
+}
 
 TEST(Engine, CancelAndCallbackStopFreeTheirBlocks) {
   auto model = Qwen3Model::load(test::data_path("models/tiny"));
