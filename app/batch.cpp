@@ -121,10 +121,7 @@ void run_batch(const BatchArgs& a) {
   if (a.max_batch_tokens < 1) fail("--max-batch-tokens must be at least 1");
   if (a.block_size < 1) fail("--block-size must be at least 1");
   if (a.kv_blocks < 0) fail("--kv-blocks must be positive (or 0: enough for --parallel full contexts)");
-  LoadOptions load_options;
-  load_options.weights = parse_weight_format(a.weights);
-  load_options.kv_cache = parse_kv_dtype(a.kv);
-  load_options.threads = a.threads;
+  const LoadOptions load_options = parse_load_options(a.weights, a.kv, a.threads);
   const ModelBundle bundle = load_model_bundle(a.model, load_options);
   ThreadPool pool(a.threads);
   engine::Engine engine(*bundle.model, pool, {a.block_size, a.kv_blocks, a.max_batch_tokens, a.parallel});

@@ -166,10 +166,7 @@ Probes probe_machine(ThreadPool& pool) { return {probe_read_gb_s(pool), probe_fm
 void run_bench(const BenchArgs& a) {
   if (a.prompt_tokens < 1 || a.gen_tokens < 2 || a.reps < 1) fail("bench needs -p >= 1, -n >= 2, --reps >= 1");
   const std::string dir = resolve_model_dir(a.model);
-  LoadOptions load_options;
-  load_options.weights = parse_weight_format(a.weights);
-  load_options.kv_cache = parse_kv_dtype(a.kv);
-  load_options.threads = a.threads;
+  const LoadOptions load_options = parse_load_options(a.weights, a.kv, a.threads);
   ThreadPool pool(a.threads);
   const Probes before = probe_machine(pool);
   reset_peak_rss();

@@ -47,10 +47,7 @@ std::vector<int64_t> parse_levels(const std::string& s) {
 void run_bench_batch(const BenchBatchArgs& a) {
   if (a.prompt_tokens < 1 || a.gen_tokens < 2) fail("-p must be at least 1 and -n at least 2");
   const std::vector<int64_t> levels = parse_levels(a.parallel);
-  LoadOptions lo;
-  lo.weights = parse_weight_format(a.weights);
-  lo.kv_cache = parse_kv_dtype(a.kv);
-  lo.threads = a.threads;
+  const LoadOptions lo = parse_load_options(a.weights, a.kv, a.threads);
   const std::string dir = resolve_model_dir(a.model);
   auto model = Qwen3Model::load(dir, lo);
   const int64_t context = model->config().max_position_embeddings;

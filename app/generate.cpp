@@ -58,10 +58,7 @@ void run_generate(const GenerateArgs& a) {
   const int given = !a.prompt.empty() + !a.prompt_file.empty() + !a.prompt_ids.empty();
   if (given != 1) fail("pass exactly one of -p/--prompt, --prompt-file, --prompt-ids");
   if (a.max_new_tokens < 1) fail("-n must be at least 1");
-  LoadOptions load_options;
-  load_options.weights = parse_weight_format(a.weights);
-  load_options.kv_cache = parse_kv_dtype(a.kv);
-  load_options.threads = a.threads;
+  const LoadOptions load_options = parse_load_options(a.weights, a.kv, a.threads);
   const ModelBundle bundle = load_model_bundle(a.model, load_options);
 
   std::vector<int32_t> prompt;

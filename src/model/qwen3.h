@@ -43,6 +43,8 @@ struct LoadOptions {
 std::optional<WeightFormat> parse_weight_format(const std::string& name);
 // "f32", "f16", "bf16" (Error otherwise).
 DType parse_kv_dtype(const std::string& name);
+// LoadOptions from the CLI's --weights, --kv and -t values.
+LoadOptions parse_load_options(const std::string& weights, const std::string& kv, int threads);
 
 class Qwen3Model {
  public:
