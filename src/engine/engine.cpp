@@ -8,9 +8,15 @@ namespace qinfer::engine {
 
 namespace {
 
+int64_t context_length(const Qwen3Model& model, const EngineOptions& o) {
+  const int64_t model_max = model.config().max_position_embeddings;
+  if (o.context < 0) fail("the context length must be positive (or 0: the model's ", model_max, ")");
+  return o.context > 0 ? std::min(o.context, model_max) : model_max;
+}
+
 int32_t pool_blocks(const Qwen3Model& model, const EngineOptions& o) {
   if (o.kv_blocks > 0) return o.kv_blocks;
-  const int64_t per_seq = (model.config().max_position_embeddings + o.block_size - 1) / o.block_size;
+  const int64_t per_seq = (context_length(model, o) + o.block_size - 1) / o.block_size;
   return static_cast<int32_t>(std::min<int64_t>(per_seq * o.max_running, int64_t{1} << 24));
 }
 
@@ -19,6 +25,7 @@ int32_t pool_blocks(const Qwen3Model& model, const EngineOptions& o) {
 Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& options)
     : model_(model),
       options_(options),
+      context_(context_length(model, options)),
       kv_(model.config().num_hidden_layers, model.config().num_key_value_heads, model.config().head_dim,
           pool_blocks(model, options), options.block_size, model.kv_cache_dtype()),
       blocks_(pool_blocks(model, options), options.block_size),
@@ -27,7 +34,7 @@ Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& o
 
 int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& options, OnToken on_token) {
   if (prompt.empty()) fail("the prompt is empty: at least one token is needed");
-  const int64_t context = model_.config().max_position_embeddings;
+  const int64_t context = context_;
   if (static_cast<int64_t>(prompt.size()) >= context)
     fail("the prompt has ", prompt.size(), " tokens but the context length is ", context,
          " tokens: nothing can be generated");
@@ -95,7 +102,7 @@ bool Engine::step() {
 // Samples every sequence whose step reached its end, with the stop rules of
 // Session::generate; a finished sequence leaves at complete().
 void Engine::postprocess(const Step& step) {
-  const int64_t context = model_.config().max_position_embeddings;
+  const int64_t context = context_;
   for (size_t i = 0; i < step.seqs.size(); ++i) {
     const std::span<const float> logits = runner_.logits(i);
     if (logits.empty()) continue;

@@ -24,6 +24,7 @@ struct EngineOptions {
   int32_t kv_blocks = 0;          // 0: enough for max_running sequences of the full context
   int64_t max_batch_tokens = 512;  // the token budget of one step
   int64_t max_running = 16;        // sequences decoding at once
+  int64_t context = 0;             // positions per sequence (prompt + output); 0: the model's maximum
 };
 
 class Engine {
@@ -56,6 +57,8 @@ class Engine {
   };
   StepStats last_step() const { return last_step_; }
 
+  // Positions a sequence may hold: EngineOptions::context capped by the model's.
+  int64_t context() const { return context_; }
   const BlockManager& blocks() const { return blocks_; }
   const Scheduler& scheduler() const { return scheduler_; }
 
@@ -72,6 +75,7 @@ class Engine {
 
   const Qwen3Model& model_;
   EngineOptions options_;
+  int64_t context_;
   KvPool kv_;
   BlockManager blocks_;
   Scheduler scheduler_;

@@ -1,0 +1,191 @@
+#include "engine/engine_loop.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace qinfer::engine {
+
+RequestStream::State RequestStream::wait(std::vector<int32_t>& tokens, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, timeout, [&] { return !pending_.empty() || state_ != State::Running; });
+  tokens.insert(tokens.end(), pending_.begin(), pending_.end());
+  pending_.clear();
+  return state_;
+}
+
+GenerationResult RequestStream::result() const {
+  std::lock_guard lock(mu_);
+  return result_;
+}
+
+std::string RequestStream::error() const {
+  std::lock_guard lock(mu_);
+  return error_;
+}
+
+void RequestStream::cancel() {
+  std::lock_guard lock(mu_);
+  cancelled_ = true;
+}
+
+bool RequestStream::cancelled() const {
+  std::lock_guard lock(mu_);
+  return cancelled_;
+}
+
+void RequestStream::push(int32_t id) {
+  {
+    std::lock_guard lock(mu_);
+    pending_.push_back(id);
+  }
+  cv_.notify_all();
+}
+
+void RequestStream::finish(const GenerationResult& result) {
+  {
+    std::lock_guard lock(mu_);
+    result_ = result;
+    state_ = State::Finished;
+  }
+  cv_.notify_all();
+}
+
+void RequestStream::fail(std::string message) {
+  {
+    std::lock_guard lock(mu_);
+    error_ = std::move(message);
+    state_ = State::Failed;
+  }
+  cv_.notify_all();
+}
+
+EngineLoop::EngineLoop(const Qwen3Model& model, ThreadPool& pool, const EngineLoopOptions& options)
+    : engine_(model, pool, options.engine), max_waiting_(options.max_waiting) {
+  if (max_waiting_ < 0) fail("the queue length must not be negative");
+  stats_.kv_blocks = engine_.blocks().n_blocks();
+  thread_ = std::thread([this] { run(); });
+}
+
+EngineLoop::~EngineLoop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    accepting_ = false;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, const GenerationOptions& options) {
+  auto stream = std::make_shared<RequestStream>();
+  {
+    std::lock_guard lock(mu_);
+    if (!accepting_ || static_cast<int64_t>(incoming_.size()) + stats_.waiting >= max_waiting_) return nullptr;
+    incoming_.push_back({std::move(prompt), options, stream});
+  }
+  wake_.notify_all();
+  return stream;
+}
+
+EngineLoop::Stats EngineLoop::stats() const {
+  std::lock_guard lock(mu_);
+  Stats s = stats_;
+  s.waiting += static_cast<int64_t>(incoming_.size());
+  return s;
+}
+
+void EngineLoop::drain(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mu_);
+  accepting_ = false;
+  const auto idle = [&] { return !busy_ && incoming_.empty(); };
+  if (!idle_.wait_until(lock, deadline, idle)) {
+    cancel_all_ = true;
+    wake_.notify_all();
+    idle_.wait(lock, idle);
+  }
+}
+
+void EngineLoop::run() {
+  for (;;) {
+    std::deque<Incoming> incoming;
+    {
+      std::unique_lock lock(mu_);
+      busy_ = !live_.empty();
+      if (!busy_) idle_.notify_all();
+      wake_.wait(lock, [&] { return stopping_ || !incoming_.empty() || !live_.empty(); });
+      if (stopping_) break;
+      incoming.swap(incoming_);
+      stats_.waiting += static_cast<int64_t>(incoming.size());  // counted until the step's snapshot
+      busy_ = true;
+      if (cancel_all_)
+        for (Live& l : live_) l.stream->cancel();
+    }
+    admit(incoming);
+    cancel_abandoned();
+    try {
+      engine_.step();
+    } catch (const std::exception& e) {
+      // Nothing a request sends reaches here (add() validated it); if the
+      // model itself fails, every request in flight learns why.
+      fail_all(std::string("the engine failed: ") + e.what());
+    }
+    publish_stats();  // before the streams learn they finished, so a consumer then sees their blocks free
+    retire_finished();
+  }
+  for (Live& l : live_) l.stream->fail("the server is shutting down");
+  std::lock_guard lock(mu_);
+  for (Incoming& in : incoming_) in.stream->fail("the server is shutting down");
+}
+
+void EngineLoop::admit(std::deque<Incoming>& incoming) {
+  for (Incoming& in : incoming) {
+    RequestStream* stream = in.stream.get();
+    try {
+      const int64_t handle = engine_.add(in.prompt, in.options, [stream](int32_t id) {
+        stream->push(id);
+        return !stream->cancelled();
+      });
+      live_.push_back({handle, std::move(in.stream)});
+    } catch (const Error& e) {
+      stream->fail(e.what());
+    }
+  }
+}
+
+// A stream cancelled while its request waited (or between tokens) leaves now,
+// not at its next token.
+void EngineLoop::cancel_abandoned() {
+  for (const Live& l : live_)
+    if (l.stream->cancelled() && !engine_.finished(l.handle)) engine_.cancel(l.handle);
+}
+
+void EngineLoop::retire_finished() {
+  auto done = [&](const Live& l) {
+    if (!engine_.finished(l.handle)) return false;
+    l.stream->finish(engine_.result(l.handle));
+    engine_.erase(l.handle);
+    return true;
+  };
+  live_.erase(std::remove_if(live_.begin(), live_.end(), done), live_.end());
+}
+
+void EngineLoop::fail_all(const std::string& message) {
+  for (Live& l : live_) {
+    engine_.cancel(l.handle);
+    l.stream->fail(message);
+    engine_.erase(l.handle);
+  }
+  live_.clear();
+}
+
+void EngineLoop::publish_stats() {
+  std::lock_guard lock(mu_);
+  stats_.running = static_cast<int64_t>(engine_.scheduler().running());
+  stats_.waiting = static_cast<int64_t>(engine_.scheduler().waiting());
+  stats_.kv_blocks_used = engine_.blocks().used_blocks();
+  stats_.prefix_queries = engine_.blocks().prefix_queries();
+  stats_.prefix_hits = engine_.blocks().prefix_hits();
+}
+
+}  // namespace qinfer::engine

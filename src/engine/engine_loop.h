@@ -1,0 +1,112 @@
+// The batching engine on a thread of its own, fed from many threads (the
+// server's HTTP handlers, as llama.cpp's server keeps its slots on one loop):
+// submit() queues a prompt and returns the request's stream, on which the
+// caller waits for its tokens. The engine thread never waits on a consumer:
+// tokens go into each stream's queue, and a cancelled or abandoned stream
+// leaves the batch at the next step, freeing its blocks.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace qinfer::engine {
+
+// One request as its consumer sees it. Thread-safe.
+class RequestStream {
+ public:
+  enum class State { Running, Finished, Failed };
+
+  // Appends the tokens generated since the last call to `tokens`, waiting up
+  // to `timeout` when there are none yet; then the request's state.
+  State wait(std::vector<int32_t>& tokens, std::chrono::milliseconds timeout);
+  // Once Finished: the engine's result (all ids, reason, prompt/cached counts).
+  GenerationResult result() const;
+  // Once Failed: why the engine refused or lost the request.
+  std::string error() const;
+  // Stops generation at the next step (a stop string seen, a client gone).
+  void cancel();
+  bool cancelled() const;
+
+ private:
+  friend class EngineLoop;
+  void push(int32_t id);
+  void finish(const GenerationResult& result);
+  void fail(std::string message);
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<int32_t> pending_;
+  State state_ = State::Running;
+  GenerationResult result_;
+  std::string error_;
+  bool cancelled_ = false;
+};
+
+struct EngineLoopOptions {
+  EngineOptions engine;
+  int64_t max_waiting = 256;  // requests queued beyond the running ones; submit() refuses more
+};
+
+class EngineLoop {
+ public:
+  EngineLoop(const Qwen3Model& model, ThreadPool& pool, const EngineLoopOptions& options);
+  ~EngineLoop();  // cancels what is in flight and joins the thread
+  EngineLoop(const EngineLoop&) = delete;
+  EngineLoop& operator=(const EngineLoop&) = delete;
+
+  // Queues a request; nullptr when the queue is full (or the loop stopped).
+  // A prompt the engine refuses (too long, ids out of range) comes back as a
+  // stream in state Failed.
+  std::shared_ptr<RequestStream> submit(std::vector<int32_t> prompt, const GenerationOptions& options);
+
+  // A snapshot taken after the latest step.
+  struct Stats {
+    int64_t running = 0, waiting = 0;
+    int32_t kv_blocks_used = 0, kv_blocks = 0;  // used = held by live sequences
+    int64_t prefix_queries = 0, prefix_hits = 0;  // blocks looked up / found cached
+  };
+  Stats stats() const;
+  int64_t context() const { return engine_.context(); }
+
+  // Refuses new requests, lets the running ones finish until `deadline`,
+  // cancels what is left, and returns once the engine is idle.
+  void drain(std::chrono::steady_clock::time_point deadline);
+
+ private:
+  struct Incoming {
+    std::vector<int32_t> prompt;
+    GenerationOptions options;
+    std::shared_ptr<RequestStream> stream;
+  };
+  struct Live {
+    int64_t handle;
+    std::shared_ptr<RequestStream> stream;
+  };
+  void run();
+  void admit(std::deque<Incoming>& incoming);
+  void cancel_abandoned();
+  void retire_finished();
+  void fail_all(const std::string& message);
+  void publish_stats();
+
+  Engine engine_;
+  const int64_t max_waiting_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;  // the engine thread: work arrived, or stop
+  std::condition_variable idle_;  // drain(): the engine went idle
+  std::deque<Incoming> incoming_;
+  bool accepting_ = true, cancel_all_ = false, stopping_ = false, busy_ = false;
+  Stats stats_;
+  std::vector<Live> live_;  // engine thread only
+  std::thread thread_;
+};
+
+}  // namespace qinfer::engine

@@ -1,0 +1,128 @@
+// The engine thread fed from many threads: every stream's ids equal the
+// request's solo run, cancellation and a full queue behave, and drain()
+// leaves the pool all free.
+#include "engine/engine_loop.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "test_util.h"
+
+using namespace qinfer;
+using namespace qinfer::engine;
+using namespace std::chrono_literals;
+
+namespace {
+
+GenerationOptions options(int64_t max_tokens, float temperature, uint64_t seed) {
+  GenerationOptions o;
+  o.max_new_tokens = max_tokens;
+  o.ignore_eos = true;
+  o.sampling.temperature = temperature;
+  o.sampling.top_k = 40;
+  o.sampling.seed = seed;
+  return o;
+}
+
+// Waits for the stream to end; its tokens in order.
+std::vector<int32_t> drain_stream(RequestStream& s, RequestStream::State* state = nullptr) {
+  std::vector<int32_t> ids;
+  RequestStream::State st;
+  while ((st = s.wait(ids, 100ms)) == RequestStream::State::Running) {
+  }
+  if (state) *state = st;
+  return ids;
+}
+
+}  // namespace
+
+TEST(EngineLoop, ConcurrentSubmittersGetTheirSoloIds) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(2);
+  constexpr int kThreads = 8;
+  std::vector<std::vector<int32_t>> prompts(kThreads);
+  std::vector<GenerationOptions> opts;
+  std::vector<std::vector<int32_t>> solo;
+  for (int i = 0; i < kThreads; ++i) {
+    for (int t = 0; t < 2 + 3 * i; ++t) prompts[i].push_back((t * 7919 + 977 * i + 13) % 151000);
+    opts.push_back(options(5 + i, i % 2 ? 0.8f : 0.0f, 7 + static_cast<uint64_t>(i)));
+    Session s(*model, pool);
+    solo.push_back(s.generate(prompts[i], opts[i], {}).ids);
+  }
+  EngineLoop loop(*model, pool, {{4, 0, 16, 4}, 64});
+  std::vector<std::vector<int32_t>> got(kThreads);
+  std::vector<GenerationResult> results(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&, i] {
+      auto s = loop.submit(prompts[i], opts[i]);
+      ASSERT_NE(s, nullptr);
+      RequestStream::State st;
+      got[i] = drain_stream(*s, &st);
+      ASSERT_EQ(st, RequestStream::State::Finished);
+      results[i] = s->result();
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kThreads; ++i) {
+    EXPECT_EQ(got[i], solo[i]) << "request " << i;
+    EXPECT_EQ(results[i].ids, solo[i]) << "request " << i;
+    EXPECT_EQ(results[i].reason, StopReason::MaxTokens);
+  }
+  const auto stats = loop.stats();
+  EXPECT_EQ(stats.running, 0);
+  EXPECT_EQ(stats.waiting, 0);
+  EXPECT_EQ(stats.kv_blocks_used, 0);
+}
+
+TEST(EngineLoop, RefusedPromptFailsItsStreamWithTheReason) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(1);
+  EngineLoop loop(*model, pool, {{4, 0, 16, 4, 32}, 8});
+  auto s = loop.submit(std::vector<int32_t>(40, 11), options(4, 0, 0));
+  ASSERT_NE(s, nullptr);
+  RequestStream::State st;
+  EXPECT_TRUE(drain_stream(*s, &st).empty());
+  EXPECT_EQ(st, RequestStream::State::Failed);
+  EXPECT_NE(s->error().find("context length is 32"), std::string::npos) << s->error();
+}
+
+TEST(EngineLoop, CancelStopsAtTheNextStepAndFreesBlocks) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(1);
+  EngineLoop loop(*model, pool, {{4, 0, 16, 4}, 8});
+  auto s = loop.submit({785, 6722, 315}, options(100000, 0, 0));
+  std::vector<int32_t> ids;
+  while (ids.size() < 3) ASSERT_EQ(s->wait(ids, 1s), RequestStream::State::Running);
+  s->cancel();
+  RequestStream::State st;
+  drain_stream(*s, &st);
+  ASSERT_EQ(st, RequestStream::State::Finished);
+  EXPECT_EQ(s->result().reason, StopReason::Callback);
+  EXPECT_LT(s->result().ids.size(), 1000u);
+  EXPECT_EQ(loop.stats().kv_blocks_used, 0);
+}
+
+TEST(EngineLoop, FullQueueRefusesAndDrainCancelsWhatIsLeft) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(1);
+  EngineLoop loop(*model, pool, {{4, 0, 16, 1}, 2});  // one running, two waiting at most
+  auto first = loop.submit({785, 6722}, options(100000, 0, 0));
+  std::vector<int32_t> ids;
+  while (ids.empty()) ASSERT_EQ(first->wait(ids, 1s), RequestStream::State::Running);
+  auto second = loop.submit({1, 2}, options(3, 0, 0));
+  auto third = loop.submit({3, 4}, options(3, 0, 0));
+  ASSERT_NE(second, nullptr);
+  ASSERT_NE(third, nullptr);
+  EXPECT_EQ(loop.submit({5, 6}, options(3, 0, 0)), nullptr);
+  loop.drain(std::chrono::steady_clock::now() + 50ms);
+  for (auto* s : {first.get(), second.get(), third.get()}) {
+    RequestStream::State st;
+    drain_stream(*s, &st);
+    EXPECT_EQ(st, RequestStream::State::Finished);
+    EXPECT_EQ(s->result().reason, StopReason::Callback);
+  }
+  EXPECT_EQ(loop.submit({5, 6}, options(3, 0, 0)), nullptr);  // refuses after drain
+  EXPECT_EQ(loop.stats().kv_blocks_used, 0);
+  EXPECT_EQ(loop.stats().running, 0);
+}
