@@ -12,5 +12,5 @@ cmake --build build-portable -j"$(nproc)" --target test_ops
 ./build-portable/test_ops --gtest_brief=1
 cmake -S . -B build-spr -DCMAKE_BUILD_TYPE=Release -DQINFER_NATIVE=OFF -DQINFER_TESTS=OFF -DQINFER_BENCH=OFF \
       -DCMAKE_CXX_FLAGS=-march=sapphirerapids >/dev/null
-cmake --build build-spr -j"$(nproc)" --target qinfer_ops qinfer_runtime
+cmake --build build-spr -j"$(nproc)" --target qinfer_ops
 echo "kernels compile with -march=sapphirerapids (AVX3_DL baseline)"
