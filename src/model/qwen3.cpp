@@ -1,258 +1,10 @@
+// The Qwen3 forward pass (the weights are loaded and bound in qwen3_weights.cpp).
 #include "model/qwen3.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <nlohmann/json.hpp>
-
-#include "io/safetensors_writer.h"
 #include "ops/ops.h"
-#include "ops/simd.h"
 #include "util/error.h"
-#include "util/mapped_file.h"
 
 namespace qinfer {
-
-namespace {
-
-// Calls matrix(name, w, rows, cols) and vector(name, v, n) for every tensor of
-// the model in checkpoint order; the one place that knows the tensor names.
-template <class Weights, class MatrixFn, class VectorFn>
-void for_each_tensor(const Qwen3Config& c, Weights& w, MatrixFn matrix, VectorFn vector) {
-  const int64_t H = c.hidden_size, hd = c.head_dim, q_dim = c.num_attention_heads * hd,
-                kv_dim = c.num_key_value_heads * hd, I = c.intermediate_size;
-  matrix("model.embed_tokens.weight", w.embed_tokens, c.vocab_size, H);
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    auto& L = w.layers[l];
-    vector(p + "input_layernorm.weight", L.input_norm, H);
-    matrix(p + "self_attn.q_proj.weight", L.q_proj, q_dim, H);
-    matrix(p + "self_attn.k_proj.weight", L.k_proj, kv_dim, H);
-    matrix(p + "self_attn.v_proj.weight", L.v_proj, kv_dim, H);
-    matrix(p + "self_attn.o_proj.weight", L.o_proj, H, q_dim);
-    vector(p + "self_attn.q_norm.weight", L.q_norm, hd);
-    vector(p + "self_attn.k_norm.weight", L.k_norm, hd);
-    vector(p + "post_attention_layernorm.weight", L.post_attention_norm, H);
-    matrix(p + "mlp.gate_proj.weight", L.gate_proj, I, H);
-    matrix(p + "mlp.up_proj.weight", L.up_proj, I, H);
-    matrix(p + "mlp.down_proj.weight", L.down_proj, H, I);
-  }
-  vector("model.norm.weight", w.final_norm, H);
-  // Tied: the embedding matrix is the lm_head and any lm_head.weight in the file is ignored.
-  if (!c.tie_word_embeddings) matrix("lm_head.weight", w.lm_head, c.vocab_size, H);
-}
-
-// Gives the pages of a read-only file mapping back to the page cache (they
-// stop counting in this process's resident memory) once their tensor has
-// been converted; only whole pages inside [p, p + n).
-void release_pages(const void* p, size_t n) {
-  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
-
-// Binds tensors of the checkpoint as weight matrices, converting them when
-// the options ask for another format.
-struct Binder {
-  const Checkpoint& ck;
-  const LoadOptions& options;
-  std::optional<QuantFormat> stored_quant;  // from config.json's quantization_config
-  std::vector<std::vector<uint8_t>>& owned;
-  size_t& bytes;
-  std::unique_ptr<ThreadPool> pool;  // created on the first conversion
-
-  const uint8_t* aligned_data(const TensorView& t, size_t alignment) {
-    if (reinterpret_cast<uintptr_t>(t.data) % alignment == 0) return t.data;
-    owned.emplace_back(t.data, t.data + t.nbytes);
-    return owned.back().data();
-  }
-
-  // The matrix as stored: a float tensor, or a U8 tensor of quantized rows
-  // (quant.h) in the format config.json's quantization_config names.
-  WeightMatrix stored(const std::string& name, int64_t rows, int64_t cols) {
-    const TensorView* t = ck.find(name);
-    if (t && t->dtype == DType::U8) {
-      if (!stored_quant)
-        fail("tensor ", name, " is U8 (quantized) but config.json has no qinfer quantization_config saying the format");
-      if (cols % kQuantBlock != 0)
-        fail("tensor ", name, ": quantized with ", cols, " columns, not a multiple of the block size ", kQuantBlock);
-      const WeightFormat f = *stored_quant == QuantFormat::Q8 ? WeightFormat::Q8 : WeightFormat::Q4;
-      const std::vector<int64_t> want = {quant_stored_rows(*stored_quant, rows),
-                                         static_cast<int64_t>(quant_row_bytes(*stored_quant, cols))};
-      if (t->shape != want)
-        fail("tensor ", name, ": U8 shape ", shape_str(t->shape), " is not the ", weight_format_name(f), " rows ",
-             shape_str(want), " of a [", rows, ", ", cols, "] matrix");
-      return WeightMatrix{f, aligned_data(*t, 2), rows, cols};
-    }
-    const TensorView& f = ck.require(name, {rows, cols});
-    return WeightMatrix{weight_format_of(f.dtype), aligned_data(f, dtype_size(f.dtype)), rows, cols};
-  }
-
-  // `from` re-encoded as format `to` through f32, in owned memory, by groups
-  // of 8 rows (a Q4 group; quant.h).
-  WeightMatrix convert(const WeightMatrix& from, WeightFormat to) {
-    WeightMatrix w{to, nullptr, from.rows, from.cols};
-    std::vector<uint8_t>& buf = owned.emplace_back(w.bytes());
-    w.data = buf.data();
-    if (!pool) pool = std::make_unique<ThreadPool>(options.threads);
-    const size_t groups = static_cast<size_t>((w.rows + kQuantGroupRows - 1) / kQuantGroupRows);
-    pool->parallel_for(groups, 8, [&](size_t g0, size_t g1) {
-      std::vector<float> rows(static_cast<size_t>(kQuantGroupRows * w.cols));
-      for (size_t g = g0; g < g1; ++g) {
-        const int64_t r0 = static_cast<int64_t>(g) * kQuantGroupRows, n = std::min(kQuantGroupRows, w.rows - r0);
-        for (int64_t r = 0; r < n; ++r) widen_row(from, r0 + r, &rows[r * w.cols]);
-        if (w.quantized()) {
-          quantize_matrix(w.quant_format(), rows.data(), n, w.cols, buf.data() + quant_matrix_bytes(w.quant_format(), r0, w.cols));
-        } else {
-          for (int64_t r = 0; r < n; ++r)
-            simd::narrow_f32(&rows[r * w.cols], static_cast<size_t>(w.cols), float_dtype(to), buf.data() + (r0 + r) * w.row_bytes());
-        }
-      }
-    });
-    release_pages(from.data, from.bytes());
-    return w;
-  }
-
-  void matrix(const std::string& name, WeightMatrix& out, int64_t rows, int64_t cols) {
-    out = stored(name, rows, cols);
-    const std::optional<WeightFormat> to = options.weights;
-    const bool quantizable = cols % kQuantBlock == 0;
-    if (to && *to != out.format && (quantizable || (*to != WeightFormat::Q8 && *to != WeightFormat::Q4)))
-      out = convert(out, *to);
-    bytes += out.bytes();
-  }
-
-  void vector(const std::string& name, std::vector<float>& out, int64_t n) {
-    const TensorView& t = ck.require(name, {n});
-    if (t.dtype == DType::U8) fail("tensor ", name, ": a norm weight cannot be U8");
-    bytes += t.nbytes;
-    out.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) out[i] = load_as_f32(t.data, t.dtype, i);
-  }
-};
-
-// Version of the quantized layout (ops/quant.h) that save() writes. 3: Q8
-// rows interleaved in groups of 8 as unsigned codes, like Q4 (2: Q4 groups,
-// Q8 rows one after another; 1: Q4 rows too).
-constexpr int kQuantLayoutVersion = 3;
-
-// The format of a checkpoint written by Qwen3Model::save: config.json's
-// quantization_config {"quant_method": "qinfer", "format": "q8" | "q4", "version": 3}.
-std::optional<QuantFormat> stored_quant_format(const std::string& config_path) {
-  const auto config = nlohmann::json::parse(read_text_file(config_path), nullptr, false);
-  if (config.is_discarded() || !config.contains("quantization_config")) return std::nullopt;
-  const auto& q = config["quantization_config"];
-  if (!q.is_object() || q.value("quant_method", "") != "qinfer") return std::nullopt;
-  const std::string f = q.value("format", "");
-  if (f != "q8" && f != "q4") fail(config_path, ": quantization_config.format is '", f, "', expected q8 or q4");
-  // Q4's layout has not changed since version 2.
-  const int version = q.value("version", 0), oldest = f == "q8" ? 3 : 2;
-  if (version < oldest || version > kQuantLayoutVersion)
-    fail(config_path, ": ", f, " quantized with layout version ", version, ", which this qinfer does not read (it writes ",
-         kQuantLayoutVersion, "): quantize the original checkpoint again (qinfer quantize)");
-  return f == "q8" ? QuantFormat::Q8 : QuantFormat::Q4;
-}
-
-}  // namespace
-
-std::optional<WeightFormat> parse_weight_format(const std::string& name) {
-  if (name == "auto") return std::nullopt;
-  for (WeightFormat f : {WeightFormat::F32, WeightFormat::F16, WeightFormat::BF16, WeightFormat::Q8, WeightFormat::Q4})
-    if (name == weight_format_name(f)) return f;
-  fail("unknown weight format '", name, "' (known: auto, f32, f16, bf16, q8, q4)");
-}
-
-DType parse_kv_dtype(const std::string& name) {
-  if (name == "f32") return DType::F32;
-  if (name == "f16") return DType::F16;
-  if (name == "bf16") return DType::BF16;
-  fail("unknown KV cache type '", name, "' (known: f32, f16, bf16)");
-}
-
-LoadOptions parse_load_options(const std::string& weights, const std::string& kv, int threads) {
-  LoadOptions o;
-  o.weights = parse_weight_format(weights);
-  o.kv_cache = parse_kv_dtype(kv);
-  o.threads = threads;
-  return o;
-}
-
-std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadOptions& options) {
-  auto m = std::make_unique<Qwen3Model>();
-  m->config_ = load_qwen3_config(dir + "/config.json");
-  m->checkpoint_ = Checkpoint::open(dir);
-  m->kv_cache_ = options.kv_cache;
-  const Qwen3Config& c = m->config_;
-  Qwen3Weights& w = m->weights_;
-  w.layers.resize(static_cast<size_t>(c.num_hidden_layers));
-  Binder b{m->checkpoint_, options, stored_quant_format(dir + "/config.json"), m->owned_, m->weight_bytes_, nullptr};
-  for_each_tensor(
-      c, w, [&](const std::string& name, WeightMatrix& x, int64_t rows, int64_t cols) { b.matrix(name, x, rows, cols); },
-      [&](const std::string& name, std::vector<float>& v, int64_t n) { b.vector(name, v, n); });
-  if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;
-
-  m->rope_inv_freq_.resize(static_cast<size_t>(c.head_dim / 2));
-  qinfer::rope_inv_freq(c.rope_theta, c.head_dim, m->rope_inv_freq_.data());
-  return m;
-}
-
-KvCache Qwen3Model::make_cache() const {
-  return KvCache(config_.num_hidden_layers, config_.num_key_value_heads, config_.head_dim,
-                 config_.max_position_embeddings, kv_cache_);
-}
-
-void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir) const {
-  namespace fs = std::filesystem;
-  if (fs::exists(out_dir) && fs::equivalent(source_dir, out_dir))
-    fail(out_dir, ": the output directory is the model's own directory (its weights are mapped from there)");
-  fs::create_directories(out_dir);
-  std::vector<TensorData> tensors;
-  std::optional<WeightFormat> quant;
-  auto bytes_of = [](const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    return std::vector<uint8_t>(b, b + n);
-  };
-  for_each_tensor(
-      config_, weights_,
-      [&](const std::string& name, const WeightMatrix& w, int64_t rows, int64_t cols) {
-        if (w.quantized() && quant && *quant != w.format)
-          fail("cannot save a model that mixes ", weight_format_name(*quant), " and ", weight_format_name(w.format),
-               " matrices");
-        if (w.quantized()) quant = w.format;
-        if (w.quantized())
-          tensors.push_back({name, DType::U8, {quant_stored_rows(w.quant_format(), rows), static_cast<int64_t>(w.row_bytes())},
-                             bytes_of(w.data, w.bytes())});
-        else
-          tensors.push_back({name, float_dtype(w.format), {rows, cols}, bytes_of(w.data, w.bytes())});
-      },
-      [&](const std::string& name, const std::vector<float>& v, int64_t n) {
-        tensors.push_back({name, DType::F32, {n}, bytes_of(v.data(), v.size() * sizeof(float))});
-      });
-  write_safetensors(out_dir + "/model.safetensors", tensors);
-
-  nlohmann::ordered_json config = nlohmann::ordered_json::parse(read_text_file(source_dir + "/config.json"));
-  if (quant)
-    config["quantization_config"] = {{"quant_method", "qinfer"},
-                                     {"format", weight_format_name(*quant)},
-                                     {"version", kQuantLayoutVersion},
-                                     {"block_size", kQuantBlock},
-                                     {"layout", "U8 [rows padded to 8, row bytes]: groups of 8 rows, per 32-weight block their 8 F16 scales, then "
-                                                "their codes interleaved 4 bytes at a time (ops/quant.h)"}};
-  else
-    config.erase("quantization_config");
-  std::ofstream out(out_dir + "/config.json", std::ios::trunc);
-  out << config.dump(2) << "\n";
-  if (!out.flush()) fail(out_dir, "/config.json: write failed");
-  for (const char* f : {"generation_config.json", "tokenizer.json", "tokenizer_config.json"})
-    if (fs::exists(source_dir + "/" + f))
-      fs::copy_file(source_dir + "/" + f, out_dir + "/" + f, fs::copy_options::overwrite_existing);
-}
 
 std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPool& kv, ForwardState& s,
                                ThreadPool& pool) {
@@ -311,7 +63,8 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
     int64_t row0 = 0;
     for (const BatchSeq& q : batch.seqs) {
       kv.store(l, q.blocks.data(), q.pos0, q.n, &s.k[row0 * nkv * hd], &s.v[row0 * nkv * hd]);
-      s.attention.push_back({&s.q[row0 * nh * hd], &s.attn[row0 * nh * hd], q.n, q.pos0, kv.blocks(l, q.blocks.data())});
+      s.attention.push_back(
+          {&s.q[row0 * nh * hd], &s.attn[row0 * nh * hd], q.n, q.pos0, kv.blocks(l, q.blocks.data())});
       row0 += q.n;
     }
     attention(s.attention, {nh, nkv, hd}, pool);
@@ -328,8 +81,7 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
 
   // Final norm and lm_head, for the rows whose logits are asked for.
   const int64_t rows = static_cast<int64_t>(s.logit_rows.size());
-  for (int64_t r = 0; r < rows; ++r)
-    rmsnorm(&s.x[s.logit_rows[r] * H], w.final_norm.data(), 1, H, eps, &s.h[r * H]);
+  for (int64_t r = 0; r < rows; ++r) rmsnorm(&s.x[s.logit_rows[r] * H], w.final_norm.data(), 1, H, eps, &s.h[r * H]);
   s.logits.resize(rows * V);
   matmul(s.h.data(), rows, w.lm_head, s.logits.data(), pool);
   return s.logits;

@@ -1,5 +1,6 @@
 // Qwen3ForCausalLM: config, weights read in place from the checkpoint (or
-// converted once at load), and one forward pass written top to bottom.
+// converted once at load; model/qwen3_weights.cpp), and one forward pass
+// written top to bottom (model/qwen3.cpp).
 #pragma once
 #include <cstdint>
 #include <memory>
