@@ -108,10 +108,4 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
 std::span<const float> forward(const Qwen3Model& model, std::span<const int32_t> tokens, int64_t pos0, KvCache& cache,
                                ForwardState& state, ThreadPool& pool, bool all_logits = false);
 
-// The logits at every position of seq ([seq.size(), vocab_size]) from a fresh
-// cache: one prefill forward, or (decode) one forward per token, so quality
-// checks can compare the two paths of a converted model with the exact one.
-std::vector<float> teacher_forced_logits(const Qwen3Model& model, std::span<const int32_t> seq, bool decode,
-                                         ThreadPool& pool);
-
 }  // namespace qinfer

@@ -1,7 +1,6 @@
 // The non-matmul kernels of a transformer forward pass. They know nothing of
 // the model: shapes and pointers in, results out. Activations are f32.
 #pragma once
-#include <cmath>
 #include <cstdint>
 #include <span>
 
@@ -76,21 +75,5 @@ inline void attention(const float* q, int64_t n, int64_t pos0, const float* k, c
                       float* out, ThreadPool& pool) {
   attention(q, n, pos0, k, v, DType::F32, s, out, pool);
 }
-
-// How closely `test` logits follow `ref` logits over rows of `vocab` entries
-// (the quality measure of quantized weights): the share of rows whose argmax
-// agrees, also among the "clear" rows whose ref top-1 leads the runner-up by
-// at least clear_margin; the mean KL(softmax(ref) || softmax(test)) in nats;
-// the rms difference of the logits.
-struct LogitAgreement {
-  double clear_margin = 0.5;
-  int64_t rows = 0, top1_agree = 0, clear_rows = 0, clear_agree = 0;
-  double kl_sum = 0, sq_error_sum = 0;
-  double top1() const { return rows ? static_cast<double>(top1_agree) / rows : 0; }
-  double clear_top1() const { return clear_rows ? static_cast<double>(clear_agree) / clear_rows : 0; }
-  double mean_kl() const { return rows ? kl_sum / rows : 0; }
-  double rms_error() const { return rows ? std::sqrt(sq_error_sum / rows) : 0; }
-  void add(const float* ref, const float* test, int64_t vocab);
-};
 
 }  // namespace qinfer

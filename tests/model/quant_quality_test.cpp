@@ -11,8 +11,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "model/quality.h"
 #include "model/qwen3.h"
-#include "ops/ops.h"
 #include "test_util.h"
 #include "util/error.h"
 
