@@ -15,7 +15,7 @@
 #include "model/quality.h"
 #include "model/qwen3.h"
 #include "ops/simd.h"
-#include "runtime/generator.h"
+#include "runtime/session.h"
 #include "util/error.h"
 #include "util/timer.h"
 

@@ -15,7 +15,7 @@
 #include "engine/block_manager.h"
 #include "engine/model_runner.h"
 #include "engine/scheduler.h"
-#include "runtime/generator.h"
+#include "runtime/session.h"
 
 namespace qinfer::engine {
 

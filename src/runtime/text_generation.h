@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/generator.h"
+#include "runtime/session.h"
 #include "runtime/text_stream.h"
 #include "text/tokenizer.h"
 

@@ -1,4 +1,4 @@
-#include "runtime/generator.h"
+#include "runtime/session.h"
 
 #include <algorithm>
 
