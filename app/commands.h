@@ -14,5 +14,6 @@ void add_tokenize_command(CLI::App& app);
 void add_template_command(CLI::App& app);
 void add_batch_command(CLI::App& app);
 void add_bench_batch_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 }  // namespace qinfer::cli

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   qinfer::cli::add_template_command(app);
   qinfer::cli::add_batch_command(app);
   qinfer::cli::add_bench_batch_command(app);
+  qinfer::cli::add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS=(build-essential cmake pkg-config git nlohmann-json3-dev libhwy-dev libonig-dev libicu-dev
-      libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev)
+      libcli11-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

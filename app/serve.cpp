@@ -1,0 +1,139 @@
+// qinfer serve: the OpenAI-compatible HTTP server on the batching engine. It
+// listens at once (/health answers 503 while the model loads), serves until
+// SIGINT or SIGTERM, then stops accepting, lets in-flight requests finish for
+// --shutdown-timeout seconds, cancels the rest and exits 0.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "commands.h"
+#include "engine/engine_loop.h"
+#include "runtime/model_bundle.h"
+#include "server/http_server.h"
+#include "util/error.h"
+
+namespace qinfer::cli {
+
+namespace {
+
+struct ServeArgs {
+  std::string model, served_name;
+  server::ServerOptions http;
+  int threads = 0;
+  std::string weights = "auto", kv = "f32";
+  int64_t parallel = 16, max_batch_tokens = 512, max_queue = 256, ctx = 0;
+  int32_t kv_blocks = 0, block_size = 16;
+  double kv_mem_mib = 0, shutdown_timeout = 10;
+};
+
+int32_t blocks_for_memory(const Qwen3Model& model, double mib, int32_t block_size) {
+  const auto& c = model.config();
+  const double block_bytes = 2.0 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim * block_size *
+                             static_cast<double>(dtype_size(model.kv_cache_dtype()));
+  const double blocks = mib * 1024 * 1024 / block_bytes;
+  if (blocks < 1) fail("--kv-mem ", mib, " MiB holds no KV block (one block of ", block_size, " positions is ",
+                       block_bytes / (1024 * 1024), " MiB)");
+  return static_cast<int32_t>(std::min(blocks, 1e9));
+}
+
+void run_serve(const ServeArgs& a) {
+  if (a.parallel < 1) fail("--parallel must be at least 1");
+  if (a.max_batch_tokens < 1) fail("--max-batch-tokens must be at least 1");
+  if (a.max_queue < 0) fail("--max-queue must not be negative");
+  if (a.ctx < 0) fail("--ctx must be positive (or 0: the model's maximum)");
+  if (a.kv_blocks < 0) fail("--kv-blocks must be positive (or 0: --parallel full contexts)");
+  if (a.kv_blocks > 0 && a.kv_mem_mib > 0) fail("pass --kv-blocks or --kv-mem, not both");
+  if (a.shutdown_timeout < 0) fail("--shutdown-timeout must not be negative");
+  const LoadOptions load_options = parse_load_options(a.weights, a.kv, a.threads);
+
+  // Signals are taken by sigwait below, never by a handler on a random thread.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);  // a client that vanished is a failed write, not the end of the server
+
+  server::HttpServer http(a.http);
+  http.bind();
+  std::thread serving([&] { http.serve(); });
+  std::fprintf(stderr, "qinfer serve: listening on http://%s:%d (loading %s)\n", a.http.host.c_str(), http.port(),
+               a.model.c_str());
+
+  std::unique_ptr<ModelBundle> bundle;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<engine::EngineLoop> loop;
+  std::unique_ptr<server::ServedModel> served;
+  try {
+    bundle = std::make_unique<ModelBundle>(load_model_bundle(a.model, load_options));
+    bundle->require_tokenizer();
+    pool = std::make_unique<ThreadPool>(a.threads);
+    engine::EngineLoopOptions lo;
+    lo.engine = {a.block_size, a.kv_blocks, a.max_batch_tokens, a.parallel, a.ctx};
+    if (a.kv_mem_mib > 0) lo.engine.kv_blocks = blocks_for_memory(*bundle->model, a.kv_mem_mib, a.block_size);
+    lo.max_waiting = a.max_queue;
+    loop = std::make_unique<engine::EngineLoop>(*bundle->model, *pool, lo);
+    served = std::make_unique<server::ServedModel>(
+        server::ServedModel{*bundle, a.served_name.empty() ? a.model : a.served_name, loop->context()});
+  } catch (...) {
+    http.stop();
+    serving.join();
+    throw;
+  }
+  const auto stats = loop->stats();
+  http.set_ready(*served, *loop, a.block_size);
+  std::fprintf(stderr, "qinfer serve: ready: model '%s', context %lld, %d KV blocks of %d positions, %lld parallel\n",
+               served->name.c_str(), static_cast<long long>(served->context), stats.kv_blocks, a.block_size,
+               static_cast<long long>(a.parallel));
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::fprintf(stderr, "qinfer serve: %s: finishing in-flight requests (at most %.0f s)\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", a.shutdown_timeout);
+  http.stop();
+  loop->drain(std::chrono::steady_clock::now() +
+              std::chrono::milliseconds(static_cast<int64_t>(a.shutdown_timeout * 1000)));
+  serving.join();
+  std::fprintf(stderr, "qinfer serve: stopped\n");
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "OpenAI-compatible HTTP server on the batching engine: /v1/chat/completions, /v1/completions, /v1/models, "
+      "/health, /metrics, /tokenize, /detokenize");
+  cmd->add_option("-m,--model", a->model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")->required();
+  cmd->add_option("--served-model-name", a->served_name, "The model name requests use (default: -m as given)");
+  cmd->add_option("--host", a->http.host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", a->http.port, "Port (0: any free port)")->capture_default_str();
+  cmd->add_option("--api-key", a->http.api_key, "Require 'Authorization: Bearer KEY' (/health stays open)");
+  cmd->add_option("--parallel", a->parallel, "Sequences decoding at once")->capture_default_str();
+  cmd->add_option("--max-queue", a->max_queue, "Requests waiting beyond --parallel; more get 503 + Retry-After")
+      ->capture_default_str();
+  cmd->add_option("--max-batch-tokens", a->max_batch_tokens, "Tokens per engine step (prompts prefill in chunks of it)")
+      ->capture_default_str();
+  cmd->add_option("--ctx", a->ctx, "Positions per sequence, prompt + completion (0: the model's maximum)")
+      ->capture_default_str();
+  cmd->add_option("--kv-blocks", a->kv_blocks, "KV pool size in blocks (0: --parallel full contexts, committed on use)")
+      ->capture_default_str();
+  cmd->add_option("--kv-mem", a->kv_mem_mib, "KV pool size in MiB (instead of --kv-blocks)");
+  cmd->add_option("--block-size", a->block_size, "Positions per KV block")->capture_default_str();
+  cmd->add_option("--max-body", a->http.max_body_bytes, "Largest request body in bytes (more: 413)")
+      ->capture_default_str();
+  cmd->add_option("--http-threads", a->http.http_threads, "Connections served at once")->capture_default_str();
+  cmd->add_option("--shutdown-timeout", a->shutdown_timeout,
+                  "Seconds in-flight requests may take to finish after SIGINT/SIGTERM")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", a->threads, "Threads (default: all hardware threads)");
+  cmd->add_option("--weights", a->weights, "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
+      ->capture_default_str();
+  cmd->add_option("--kv", a->kv, "KV cache type: f32, f16, bf16")->capture_default_str();
+  cmd->callback([a] { run_serve(*a); });
+}
+
+}  // namespace qinfer::cli

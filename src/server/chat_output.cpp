@@ -1,0 +1,110 @@
+#include "server/chat_output.h"
+
+#include <algorithm>
+#include <array>
+#include <nlohmann/json.hpp>
+
+namespace qinfer::server {
+
+namespace {
+
+constexpr std::string_view kThinkOpen = "<think>", kThinkClose = "</think>";
+constexpr std::string_view kToolOpen = "<tool_call>", kToolClose = "</tool_call>";
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+// Length of the longest tail of `text` that is a proper prefix of `tag`.
+size_t partial_tag(std::string_view text, std::string_view tag) {
+  for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n)
+    if (text.substr(text.size() - n) == tag.substr(0, n)) return n;
+  return 0;
+}
+
+}  // namespace
+
+ChatOutputParser::ChatOutputParser(bool starts_in_reasoning)
+    : mode_(starts_in_reasoning ? Mode::Reasoning : Mode::Content) {}
+
+ChatDelta ChatOutputParser::push(std::string_view text) {
+  ChatDelta out;
+  held_ += text;
+  for (;;) {
+    std::array<std::string_view, 2> tags{};
+    size_t n_tags = 0;
+    if (mode_ == Mode::Content) {
+      if (!seen_content_ && tool_calls_ == 0) tags[n_tags++] = kThinkOpen;
+      tags[n_tags++] = kToolOpen;
+    } else {
+      tags[n_tags++] = mode_ == Mode::Reasoning ? kThinkClose : kToolClose;
+    }
+    size_t at = std::string::npos;
+    std::string_view tag;
+    for (size_t i = 0; i < n_tags; ++i) {
+      const size_t p = held_.find(tags[i]);
+      if (p < at) at = p, tag = tags[i];
+    }
+    if (at == std::string::npos) {
+      size_t keep = 0;
+      for (size_t i = 0; i < n_tags; ++i) keep = std::max(keep, partial_tag(held_, tags[i]));
+      emit(std::string_view(held_).substr(0, held_.size() - keep), out);
+      held_.erase(0, held_.size() - keep);
+      return out;
+    }
+    emit(std::string_view(held_).substr(0, at), out);
+    held_.erase(0, at + tag.size());
+    strip_leading_ = true;
+    if (tag == kThinkOpen) mode_ = Mode::Reasoning;
+    else if (tag == kThinkClose) mode_ = Mode::Content;
+    else if (tag == kToolOpen) mode_ = Mode::ToolCall, tool_text_.clear();
+    else close_tool_call(out, true);
+  }
+}
+
+ChatDelta ChatOutputParser::finish() {
+  ChatDelta out;
+  emit(held_, out);  // a tag prefix that never completed is plain text
+  held_.clear();
+  if (mode_ == Mode::ToolCall) close_tool_call(out, false);
+  return out;
+}
+
+void ChatOutputParser::emit(std::string_view text, ChatDelta& out) {
+  if (mode_ == Mode::ToolCall) {
+    tool_text_ += text;
+    return;
+  }
+  if (strip_leading_) {
+    while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
+    if (text.empty()) return;
+    strip_leading_ = false;
+  }
+  if (mode_ == Mode::Reasoning) {
+    out.reasoning += text;
+  } else {
+    out.content += text;
+    seen_content_ = true;
+  }
+}
+
+// A tool call whose body is {"name": string, "arguments": ...} becomes a
+// ToolCall; anything else stays text the user sees, tags included.
+void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
+  mode_ = Mode::Content;
+  const auto j = nlohmann::ordered_json::parse(tool_text_, nullptr, false);
+  if (!j.is_discarded() && j.is_object() && j.contains("name") && j["name"].is_string()) {
+    ToolCall call{j["name"].get<std::string>(), "{}"};
+    if (j.contains("arguments")) {
+      const auto& args = j["arguments"];
+      call.arguments = args.is_string() ? args.get<std::string>() : args.dump();
+    }
+    out.tool_calls.push_back(std::move(call));
+    ++tool_calls_;
+  } else {
+    strip_leading_ = false;
+    emit(std::string(kToolOpen) + tool_text_ + (terminated ? std::string(kToolClose) : ""), out);
+  }
+  tool_text_.clear();
+  strip_leading_ = true;
+}
+
+}  // namespace qinfer::server

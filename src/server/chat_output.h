@@ -1,0 +1,48 @@
+// A Qwen3 reply split the way OpenAI-style clients read it: the reasoning
+// (<think>...</think>) apart from the answer, and each
+// <tool_call>{"name": ..., "arguments": ...}</tool_call> as a structured tool
+// call. Text arrives in pieces (streaming); a piece that might begin a tag is
+// held back until it is known, so raw tags never reach the content. The
+// non-streaming answer is the concatenation of the same deltas.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qinfer::server {
+
+struct ToolCall {
+  std::string name;
+  std::string arguments;  // a JSON object, as text (OpenAI's shape)
+};
+
+struct ChatDelta {
+  std::string reasoning, content;
+  std::vector<ToolCall> tool_calls;
+  bool empty() const { return reasoning.empty() && content.empty() && tool_calls.empty(); }
+};
+
+class ChatOutputParser {
+ public:
+  // starts_in_reasoning: the prompt left a <think> block open (the model's
+  // first words are reasoning).
+  explicit ChatOutputParser(bool starts_in_reasoning = false);
+
+  ChatDelta push(std::string_view text);
+  ChatDelta finish();  // after the last piece: what was held back
+  bool saw_tool_call() const { return tool_calls_ > 0; }
+
+ private:
+  enum class Mode { Content, Reasoning, ToolCall };
+  void emit(std::string_view text, ChatDelta& out);
+  void close_tool_call(ChatDelta& out, bool terminated);
+
+  Mode mode_;
+  std::string held_;       // text not yet classified (a possible tag prefix)
+  std::string tool_text_;  // the body of the open <tool_call>
+  bool strip_leading_ = true;  // drop whitespace at the start of a reasoning or answer section
+  bool seen_content_ = false;  // <think> opens reasoning only before any answer text
+  int tool_calls_ = 0;
+};
+
+}  // namespace qinfer::server

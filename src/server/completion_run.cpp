@@ -1,0 +1,266 @@
+#include "server/completion_run.h"
+
+#include <ctime>
+#include <optional>
+
+#include "runtime/text_stream.h"
+#include "server/api_error.h"
+
+namespace qinfer::server {
+
+using nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+struct CompletionRun::Choice {
+  size_t index = 0, prompt_index = 0;
+  std::shared_ptr<engine::RequestStream> stream;
+  std::unique_ptr<TextStream> text;
+  std::optional<ChatOutputParser> parser;
+  std::string pieces;        // text the TextStream emitted since the last poll
+  std::vector<int32_t> ids;  // received before the first poll
+  int64_t tokens = 0;        // ids the text saw: the completion's tokens
+  bool stopped = false;      // a stop string ended it
+  bool done = false;
+  int tool_calls = 0;
+  std::string finish_reason;
+  ChatDelta total;  // everything sent
+  GenerationResult result;
+  Clock::time_point last_token;
+};
+
+namespace {
+
+double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+void append(ChatDelta& to, ChatDelta&& d) {
+  to.reasoning += d.reasoning;
+  to.content += d.content;
+  for (ToolCall& t : d.tool_calls) to.tool_calls.push_back(std::move(t));
+}
+
+std::string sse(const ordered_json& j) {
+  return "data: " + j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
+}
+
+}  // namespace
+
+CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel& model, engine::EngineLoop& loop,
+                             Metrics& metrics, std::string id)
+    : request_(request),
+      model_(model),
+      metrics_(metrics),
+      id_(std::move(id)),
+      created_(static_cast<int64_t>(std::time(nullptr))),
+      start_(Clock::now()) {
+  const Tokenizer& tok = model.bundle.require_tokenizer();
+  for (size_t p = 0; p < request.prompts.size(); ++p)
+    for (int i = 0; i < request.n; ++i) {
+      auto c = std::make_unique<Choice>();
+      c->index = choices_.size();
+      c->prompt_index = p;
+      Choice* self = c.get();
+      c->text = std::make_unique<TextStream>(tok, request.stop, [self](std::string_view piece) {
+        self->pieces += piece;
+        return true;
+      });
+      if (request.chat) c->parser.emplace(request.starts_in_reasoning);
+      GenerationOptions options = request.options;
+      options.sampling.seed += static_cast<uint64_t>(i);
+      c->stream = loop.submit(request.prompts[p], options);
+      if (!c->stream) {
+        for (auto& other : choices_) other->stream->cancel();
+        throw ApiError(503, "the server is busy: too many requests are waiting; retry later");
+      }
+      choices_.push_back(std::move(c));
+    }
+  for (auto& c : choices_) {
+    engine::RequestStream::State state;
+    while ((state = c->stream->wait(c->ids, 50ms)) == engine::RequestStream::State::Running && c->ids.empty()) {
+    }
+    if (state == engine::RequestStream::State::Failed) {
+      const std::string why = c->stream->error();
+      for (auto& other : choices_) other->stream->cancel();
+      throw ApiError(400, why, request.chat ? "messages" : "prompt");
+    }
+  }
+}
+
+CompletionRun::~CompletionRun() {
+  for (auto& c : choices_)
+    if (!c->done) c->stream->cancel();
+}
+
+ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout) {
+  std::vector<int32_t> ids = std::move(c.ids);
+  c.ids.clear();
+  const auto state = c.stream->wait(ids, ids.empty() ? timeout : 0ms);
+  const auto now = Clock::now();
+  if (!ids.empty()) {
+    if (c.tokens == 0 && summary_.ttft_s < 0) summary_.ttft_s = seconds_between(start_, now);
+    if (c.tokens > 0)
+      for (size_t k = 0; k < ids.size(); ++k) metrics_.record_inter_token(seconds_between(c.last_token, now) / ids.size());
+    c.last_token = now;
+  }
+  for (int32_t id : ids) {
+    if (c.stopped) break;
+    ++c.tokens;
+    if (!c.text->push(id)) {
+      c.stopped = true;
+      c.stream->cancel();
+    }
+  }
+  if (state != engine::RequestStream::State::Running) {
+    c.done = true;
+    c.text->finish();
+    if (state == engine::RequestStream::State::Finished) c.result = c.stream->result();
+  }
+  ChatDelta d;
+  if (c.parser) d = c.parser->push(c.pieces);
+  else d.content = c.pieces;
+  c.pieces.clear();
+  if (c.done) {
+    if (c.parser) append(d, c.parser->finish());
+    const StopReason r = c.result.reason;
+    if (state == engine::RequestStream::State::Failed) c.finish_reason = "abort";
+    else if (c.stopped || r == StopReason::Eos) c.finish_reason = "stop";
+    else if (r == StopReason::Callback) c.finish_reason = "abort";
+    else c.finish_reason = "length";
+    if (c.finish_reason == "stop" && c.parser && c.parser->saw_tool_call()) c.finish_reason = "tool_calls";
+  }
+  ChatDelta copy = d;
+  append(c.total, std::move(copy));
+  return d;
+}
+
+ordered_json CompletionRun::chunk(const ordered_json& choices) const {
+  return {{"id", id_},
+          {"object", request_.chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", created_},
+          {"model", model_.name},
+          {"choices", choices}};
+}
+
+ordered_json CompletionRun::usage() const {
+  return {{"prompt_tokens", summary_.prompt_tokens},
+          {"completion_tokens", summary_.completion_tokens},
+          {"total_tokens", summary_.prompt_tokens + summary_.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", summary_.cached_tokens}}}};
+}
+
+void CompletionRun::finalize() {
+  if (finalized_) return;
+  finalized_ = true;
+  for (const auto& c : choices_) {
+    summary_.completion_tokens += c->tokens;
+    if (c->index % request_.n == 0) {  // a prompt's first choice counts it once
+      summary_.prompt_tokens += static_cast<int64_t>(request_.prompts[c->prompt_index].size());
+      summary_.cached_tokens += c->result.reused_tokens;
+    }
+  }
+  summary_.finish_reason = choices_.empty() ? "" : choices_[0]->finish_reason;
+  summary_.total_s = seconds_between(start_, Clock::now());
+  metrics_.record_request(summary_.prompt_tokens, summary_.completion_tokens, summary_.ttft_s, summary_.total_s,
+                          summary_.finish_reason);
+}
+
+namespace {
+
+ordered_json tool_calls_json(const std::vector<ToolCall>& calls, const std::string& id, size_t choice, int first,
+                             bool with_index) {
+  ordered_json out = ordered_json::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    ordered_json call;
+    if (with_index) call["index"] = first + static_cast<int>(k);
+    call["id"] = "call_" + id + "_" + std::to_string(choice) + "_" + std::to_string(first + static_cast<int>(k));
+    call["type"] = "function";
+    call["function"] = {{"name", calls[k].name}, {"arguments", calls[k].arguments}};
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
+}  // namespace
+
+ordered_json CompletionRun::run_to_end() {
+  for (bool running = true; running;) {
+    running = false;
+    for (auto& c : choices_)
+      if (!c->done) {
+        poll(*c, 100ms);
+        running |= !c->done;
+      }
+  }
+  finalize();
+  ordered_json choices = ordered_json::array();
+  for (const auto& c : choices_) {
+    ordered_json choice = {{"index", c->index}};
+    if (request_.chat) {
+      ordered_json message = {{"role", "assistant"}};
+      const bool calls = !c->total.tool_calls.empty();
+      message["content"] = calls && c->total.content.empty() ? ordered_json() : ordered_json(c->total.content);
+      if (!c->total.reasoning.empty()) message["reasoning_content"] = c->total.reasoning;
+      if (calls) message["tool_calls"] = tool_calls_json(c->total.tool_calls, id_, c->index, 0, false);
+      choice["message"] = std::move(message);
+    } else {
+      choice["text"] = c->total.content;
+    }
+    choice["logprobs"] = nullptr;
+    choice["finish_reason"] = c->finish_reason;
+    choices.push_back(std::move(choice));
+  }
+  ordered_json out = chunk(choices);
+  out["object"] = request_.chat ? "chat.completion" : "text_completion";
+  out["usage"] = usage();
+  return out;
+}
+
+void CompletionRun::stream(const std::function<bool(const std::string&)>& write) {
+  auto last_write = Clock::now();
+  auto send = [&](const std::string& text) {
+    last_write = Clock::now();
+    if (write(text)) return true;
+    for (auto& c : choices_) c->stream->cancel();
+    return false;
+  };
+  auto delta_chunk = [&](const Choice& c, ordered_json delta, const ordered_json& finish) {
+    ordered_json choice = {{"index", c.index}};
+    if (request_.chat) choice["delta"] = std::move(delta);
+    else choice["text"] = delta.value("content", "");
+    choice["logprobs"] = nullptr;
+    choice["finish_reason"] = finish;
+    return sse(chunk(ordered_json::array({std::move(choice)})));
+  };
+  if (request_.chat)
+    for (const auto& c : choices_)
+      if (!send(delta_chunk(*c, {{"role", "assistant"}, {"content", ""}}, nullptr))) return finalize();
+  for (bool running = true; running;) {
+    running = false;
+    const auto timeout = choices_.size() == 1 ? 100ms : 10ms;
+    for (auto& c : choices_) {
+      if (c->done) continue;
+      ChatDelta d = poll(*c, timeout);
+      ordered_json delta = ordered_json::object();
+      if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
+      if (!d.content.empty()) delta["content"] = d.content;
+      if (!d.tool_calls.empty()) {
+        delta["tool_calls"] = tool_calls_json(d.tool_calls, id_, c->index, c->tool_calls, true);
+        c->tool_calls += static_cast<int>(d.tool_calls.size());
+      }
+      if (!delta.empty() && !send(delta_chunk(*c, delta, nullptr))) return finalize();
+      if (c->done && !send(delta_chunk(*c, ordered_json::object(), c->finish_reason))) return finalize();
+      running |= !c->done;
+    }
+    // A comment now and then lets a client that left be noticed while its request waits.
+    if (running && Clock::now() - last_write > 1s && !send(": keep-alive\n\n")) return finalize();
+  }
+  finalize();
+  if (request_.include_usage) {
+    ordered_json last = chunk(ordered_json::array());
+    last["usage"] = usage();
+    if (!send(sse(last))) return;
+  }
+  send("data: [DONE]\n\n");
+}
+
+}  // namespace qinfer::server

@@ -1,0 +1,64 @@
+// One OpenAI completion request carried out on the engine loop: its choices
+// submitted as engine requests, their tokens turned into text (detokenizer,
+// stop strings, and for chat the reasoning / tool-call split), answered as
+// one JSON body or as Server-Sent Events. Runs on the HTTP thread that took
+// the request; only token ids cross to the engine thread.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/engine_loop.h"
+#include "server/chat_output.h"
+#include "server/metrics.h"
+#include "server/openai_request.h"
+
+namespace qinfer::server {
+
+class CompletionRun {
+ public:
+  // Submits every choice and waits for each to start (its first token, or
+  // the engine's refusal): ApiError 503 when the queue is full, 400 when the
+  // engine refuses the prompt.
+  CompletionRun(const CompletionRequest& request, const ServedModel& model, engine::EngineLoop& loop,
+                Metrics& metrics, std::string id);
+  ~CompletionRun();  // cancels what is still running
+
+  // The whole answer (stream = false).
+  nlohmann::ordered_json run_to_end();
+  // SSE events ("data: {...}\n\n", then "data: [DONE]\n\n") through `write`;
+  // when write fails (the client left), every choice is cancelled.
+  void stream(const std::function<bool(const std::string&)>& write);
+
+  // For the request log: totals once finished.
+  struct Summary {
+    int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+    double ttft_s = -1, total_s = 0;
+    std::string finish_reason;
+  };
+  const Summary& summary() const { return summary_; }
+
+ private:
+  struct Choice;
+  // Takes what the choice's stream has (waiting up to `timeout`); returns
+  // the delta to send, and marks the choice done when it finished.
+  ChatDelta poll(Choice& c, std::chrono::milliseconds timeout);
+  nlohmann::ordered_json chunk(const nlohmann::ordered_json& choices) const;
+  nlohmann::ordered_json usage() const;
+  void finalize();
+
+  const CompletionRequest& request_;
+  const ServedModel& model_;
+  Metrics& metrics_;
+  std::string id_;
+  int64_t created_;
+  std::chrono::steady_clock::time_point start_;
+  std::vector<std::unique_ptr<Choice>> choices_;
+  Summary summary_;
+  bool finalized_ = false;
+};
+
+}  // namespace qinfer::server

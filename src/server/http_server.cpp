@@ -1,0 +1,242 @@
+#include "server/http_server.h"
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdio>
+#include <httplib.h>
+
+#include "server/api_error.h"
+#include "server/completion_run.h"
+#include "server/metrics.h"
+
+namespace qinfer::server {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+constexpr int kListenBacklog = 4096;  // httplib's own is 5: bursts of connections would be refused
+
+std::string error_body(const std::string& message, const std::string& type, const std::string& param, int status) {
+  ordered_json e = {{"message", message},
+                    {"type", type},
+                    {"param", param.empty() ? ordered_json() : ordered_json(param)},
+                    {"code", status}};
+  return ordered_json{{"error", e}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(error_body(e.what(), e.type, e.param, e.status), "application/json");
+  if (e.status == 503) res.set_header("Retry-After", "1");
+}
+
+void send_json(httplib::Response& res, const ordered_json& j) {
+  res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
+}
+
+struct Route {
+  const char* method;
+  const char* path;
+};
+constexpr Route kRoutes[] = {{"GET", "/health"},         {"GET", "/metrics"},
+                             {"GET", "/v1/models"},      {"POST", "/v1/chat/completions"},
+                             {"POST", "/v1/completions"}, {"POST", "/tokenize"},
+                             {"POST", "/detokenize"}};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  ServerOptions options;
+  httplib::Server http;
+  int listen_fd = -1;
+  int port = 0;
+  std::atomic<bool> ready{false};
+  const ServedModel* model = nullptr;
+  engine::EngineLoop* loop = nullptr;
+  int32_t block_size = 16;
+  std::unique_ptr<Metrics> metrics;
+  std::atomic<uint64_t> next_id{1};
+
+  void routes();
+  void completion(const httplib::Request& req, httplib::Response& res, bool chat);
+  bool authorized(const httplib::Request& req) const;
+};
+
+bool HttpServer::Impl::authorized(const httplib::Request& req) const {
+  if (options.api_key.empty()) return true;
+  return req.get_header_value("Authorization") == "Bearer " + options.api_key;
+}
+
+void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response& res, bool chat) {
+  const ordered_json body = parse_json_body(req.body);
+  auto request = std::make_shared<CompletionRequest>(chat ? parse_chat_request(body, *model)
+                                                          : parse_completion_request(body, *model));
+  char id[32];
+  std::snprintf(id, sizeof id, "%s-%llx", chat ? "chatcmpl" : "cmpl",
+                static_cast<unsigned long long>(next_id.fetch_add(1)));
+  auto run = std::make_shared<CompletionRun>(*request, *model, *loop, *metrics, id);
+  auto log = [run, id = std::string(id)] {
+    const auto& s = run->summary();
+    const double decode_s = s.total_s - (s.ttft_s > 0 ? s.ttft_s : 0);
+    std::fprintf(stderr, "[serve] %s prompt %lld (cached %lld) completion %lld ttft %.3f s %.1f tok/s %s\n",
+                 id.c_str(), static_cast<long long>(s.prompt_tokens), static_cast<long long>(s.cached_tokens),
+                 static_cast<long long>(s.completion_tokens), s.ttft_s,
+                 decode_s > 0 && s.completion_tokens > 1 ? (s.completion_tokens - 1) / decode_s : 0.0,
+                 s.finish_reason.c_str());
+  };
+  if (!request->stream) {
+    send_json(res, run->run_to_end());
+    log();
+    return;
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");  // nginx: pass events through as they come
+  res.set_chunked_content_provider("text/event-stream", [run, request, log](size_t, httplib::DataSink& sink) {
+    run->stream([&](const std::string& text) { return sink.is_writable() && sink.write(text.data(), text.size()); });
+    log();
+    sink.done();
+    return true;
+  });
+}
+
+void HttpServer::Impl::routes() {
+  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (!ready) {
+      res.status = 503;
+      send_json(res, {{"status", "loading"}});
+      return;
+    }
+    send_json(res, {{"status", "ok"}});
+  });
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics->render(loop->stats(), block_size), "text/plain; version=0.0.4");
+  });
+  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    send_json(res, {{"object", "list"},
+                    {"data", ordered_json::array({{{"id", model->name},
+                                                   {"object", "model"},
+                                                   {"created", 0},
+                                                   {"owned_by", "qinfer"},
+                                                   {"max_model_len", model->context}}})}});
+  });
+  http.Post("/v1/chat/completions",
+            [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
+  http.Post("/v1/completions",
+            [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
+  http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    const ordered_json body = parse_json_body(req.body);
+    const char* key = body.contains("prompt") ? "prompt" : "content";  // vLLM's name, llama-server's
+    if (!body.contains(key) || !body[key].is_string()) throw ApiError(400, "'prompt' must be a string", "prompt");
+    const std::vector<int32_t> ids = model->bundle.require_tokenizer().encode(body[key].get<std::string>());
+    send_json(res, {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", model->context}});
+  });
+  http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    const ordered_json body = parse_json_body(req.body);
+    if (!body.contains("tokens") || !body["tokens"].is_array())
+      throw ApiError(400, "'tokens' must be a list of token ids", "tokens");
+    std::vector<int32_t> ids;
+    const int64_t vocab = model->bundle.model->config().vocab_size;
+    for (const auto& t : body["tokens"]) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab)
+        throw ApiError(400, "'tokens' must be token ids in [0, " + std::to_string(vocab) + ")", "tokens");
+      ids.push_back(t.get<int32_t>());
+    }
+    send_json(res, {{"prompt", model->bundle.require_tokenizer().decode(ids)}});
+  });
+
+  // Authentication and readiness before routing: /health stays open.
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (!authorized(req)) {
+      send_error(res, ApiError(401, "a valid API key is required: 'Authorization: Bearer <key>'"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!ready) {
+      send_error(res, ApiError(503, "the model is still loading"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    } catch (const Error& e) {
+      send_error(res, ApiError(400, e.what()));
+    } catch (const std::exception& e) {
+      send_error(res, ApiError(500, std::string("internal error: ") + e.what()));
+    }
+  });
+  // Statuses httplib sets itself (no route, body too large): OpenAI's shape too.
+  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 404) {
+      std::string allowed;
+      for (const Route& r : kRoutes)
+        if (req.path == r.path) allowed += (allowed.empty() ? "" : ", ") + std::string(r.method);
+      if (!allowed.empty()) {
+        res.set_header("Allow", allowed);
+        send_error(res, ApiError(405, "method " + req.method + " is not allowed on " + req.path + "; use " + allowed));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      send_error(res, ApiError(404, "no route " + req.method + " " + req.path));
+    } else if (res.status == 413) {
+      send_error(res, ApiError(413, "the request body is larger than the server's limit"));
+    } else {
+      send_error(res, ApiError(res.status, "the request could not be served (HTTP " + std::to_string(res.status) + ")"));
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+}
+
+HttpServer::HttpServer(const ServerOptions& options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+  const int threads = std::max(options.http_threads, 4);
+  impl_->http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  impl_->http.set_payload_max_length(options.max_body_bytes);
+  impl_->http.set_write_timeout(30, 0);  // a stalled reader gives up its thread, and its request, after 30 s
+  impl_->http.set_keep_alive_timeout(30);
+  // SO_REUSEADDR only: httplib's default SO_REUSEPORT lets a second server bind the same port silently.
+  impl_->http.set_socket_options([this](int fd) {
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    impl_->listen_fd = fd;
+  });
+  impl_->routes();
+}
+
+HttpServer::~HttpServer() = default;
+
+void HttpServer::bind() {
+  Impl& s = *impl_;
+  if (s.options.port == 0) {
+    s.port = s.http.bind_to_any_port(s.options.host);
+    if (s.port < 0) fail("cannot listen on ", s.options.host, ": no free port");
+  } else if (s.options.port < 0 || s.options.port > 65535) {
+    fail("--port must be between 0 and 65535, got ", s.options.port);
+  } else {
+    if (!s.http.bind_to_port(s.options.host, s.options.port))
+      fail("cannot listen on ", s.options.host, ":", s.options.port, " (address in use, or not an address of this host)");
+    s.port = s.options.port;
+  }
+  if (s.listen_fd >= 0) ::listen(s.listen_fd, kListenBacklog);
+}
+
+int HttpServer::port() const { return impl_->port; }
+
+void HttpServer::serve() { impl_->http.listen_after_bind(); }
+
+void HttpServer::stop() { impl_->http.stop(); }
+
+void HttpServer::set_ready(const ServedModel& model, engine::EngineLoop& loop, int32_t block_size) {
+  impl_->model = &model;
+  impl_->loop = &loop;
+  impl_->block_size = block_size;
+  impl_->metrics = std::make_unique<Metrics>(model.name);
+  impl_->ready = true;
+}
+
+}  // namespace qinfer::server

@@ -1,0 +1,45 @@
+// The OpenAI-compatible HTTP API (cpp-httplib): routes, the API key, body
+// limits, errors in OpenAI's shape, and the request log. HTTP threads parse,
+// render the chat template and tokenize; the engine loop sees token ids only.
+// It listens before the model is loaded: until set_ready(), /health answers
+// 503 and every other route 503 "loading".
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "engine/engine_loop.h"
+#include "server/openai_request.h"
+
+namespace qinfer::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;            // 0: any free port (see port())
+  std::string api_key;        // "" = no authentication
+  size_t max_body_bytes = 8u << 20;
+  int http_threads = 64;      // connections served at once
+};
+
+class HttpServer {
+ public:
+  explicit HttpServer(const ServerOptions& options);
+  ~HttpServer();
+
+  // Binds the address; Error naming it when it is taken or invalid.
+  void bind();
+  int port() const;
+  // Serves until stop(); returns once every connection's handler is done.
+  void serve();
+  // Stops accepting; safe from any thread (a signal watcher).
+  void stop();
+
+  // The model is loaded: requests are served from now on.
+  void set_ready(const ServedModel& model, engine::EngineLoop& loop, int32_t block_size);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace qinfer::server

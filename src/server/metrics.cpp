@@ -1,0 +1,111 @@
+#include "server/metrics.h"
+
+#include <cstdio>
+
+namespace qinfer::server {
+
+namespace {
+
+std::string format_number(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  return buf;
+}
+
+void line(std::string& out, const std::string& name, const std::string& labels, double value) {
+  out += name + "{" + labels + "} " + format_number(value) + "\n";
+}
+
+void header(std::string& out, const std::string& name, const char* type, const char* help) {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+// Latency buckets as vLLM's (seconds).
+const std::vector<double> kTtftBounds = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
+                                         0.75,  1.0,   2.5,  5.0,  7.5,  10,   20,   40,  80,   160};
+const std::vector<double> kItlBounds = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0};
+const std::vector<double> kE2eBounds = {0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10, 15, 20, 30, 40, 50, 60, 120, 240};
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size(), 0) {}
+
+void Histogram::observe(double x) {
+  for (size_t i = 0; i < bounds_.size(); ++i)
+    if (x <= bounds_[i]) {
+      ++counts_[i];
+      break;
+    }
+  ++count_;
+  sum_ += x;
+}
+
+void Histogram::render(std::string& out, const std::string& name, const std::string& labels) const {
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    line(out, name + "_bucket", labels + ",le=\"" + format_number(bounds_[i]) + "\"", static_cast<double>(cumulative));
+  }
+  line(out, name + "_bucket", labels + ",le=\"+Inf\"", static_cast<double>(count_));
+  line(out, name + "_sum", labels, sum_);
+  line(out, name + "_count", labels, static_cast<double>(count_));
+}
+
+Metrics::Metrics(std::string model_name)
+    : labels_("model_name=\"" + model_name + "\""), ttft_(kTtftBounds), itl_(kItlBounds), e2e_(kE2eBounds) {}
+
+void Metrics::record_request(int64_t prompt_tokens, int64_t generation_tokens, double ttft, double e2e,
+                             const std::string& finish_reason) {
+  std::lock_guard lock(mu_);
+  prompt_tokens_ += prompt_tokens;
+  generation_tokens_ += generation_tokens;
+  if (ttft >= 0) ttft_.observe(ttft);
+  e2e_.observe(e2e);
+  for (auto& [reason, n] : finished_)
+    if (reason == finish_reason) {
+      ++n;
+      return;
+    }
+  finished_.emplace_back(finish_reason, 1);
+}
+
+void Metrics::record_inter_token(double seconds) {
+  std::lock_guard lock(mu_);
+  itl_.observe(seconds);
+}
+
+std::string Metrics::render(const engine::EngineLoop::Stats& stats, int32_t block_size) const {
+  std::string out;
+  auto gauge = [&](const char* name, const char* help, double v) {
+    header(out, name, "gauge", help);
+    line(out, name, labels_, v);
+  };
+  auto counter = [&](const char* name, const char* help, double v) {
+    header(out, name, "counter", help);
+    line(out, name, labels_, v);
+  };
+  gauge("qinfer:num_requests_running", "Requests in the running batch.", static_cast<double>(stats.running));
+  gauge("qinfer:num_requests_waiting", "Requests waiting to be scheduled.", static_cast<double>(stats.waiting));
+  gauge("qinfer:kv_cache_usage_perc", "Fraction of KV blocks held by live requests (1 = all).",
+        stats.kv_blocks > 0 ? static_cast<double>(stats.kv_blocks_used) / stats.kv_blocks : 0.0);
+  counter("qinfer:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache (in full blocks).",
+          static_cast<double>(stats.prefix_queries * block_size));
+  counter("qinfer:prefix_cache_hits_total", "Of them, tokens found cached.",
+          static_cast<double>(stats.prefix_hits * block_size));
+  std::lock_guard lock(mu_);
+  counter("qinfer:prompt_tokens_total", "Prompt tokens of finished requests.", static_cast<double>(prompt_tokens_));
+  counter("qinfer:generation_tokens_total", "Generated tokens of finished requests.",
+          static_cast<double>(generation_tokens_));
+  header(out, "qinfer:request_success_total", "counter", "Finished requests by finish reason.");
+  for (const auto& [reason, n] : finished_)
+    line(out, "qinfer:request_success_total", labels_ + ",finished_reason=\"" + reason + "\"", static_cast<double>(n));
+  header(out, "qinfer:time_to_first_token_seconds", "histogram", "Time to first token.");
+  ttft_.render(out, "qinfer:time_to_first_token_seconds", labels_);
+  header(out, "qinfer:inter_token_latency_seconds", "histogram", "Time between successive tokens of a request.");
+  itl_.render(out, "qinfer:inter_token_latency_seconds", labels_);
+  header(out, "qinfer:e2e_request_latency_seconds", "histogram", "Time from arrival to the last token.");
+  e2e_.render(out, "qinfer:e2e_request_latency_seconds", labels_);
+  return out;
+}
+
+}  // namespace qinfer::server

@@ -1,0 +1,306 @@
+#include "server/openai_request.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "server/api_error.h"
+
+namespace qinfer::server {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+constexpr int kMaxChoices = 16;
+constexpr size_t kMaxStops = 16;
+
+[[noreturn]] void bad(const std::string& param, const std::string& message) { throw ApiError(400, message, param); }
+
+bool given(const ordered_json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
+
+double number(const ordered_json& body, const char* key, double fallback, double lo, double hi) {
+  if (!given(body, key)) return fallback;
+  const ordered_json& v = body[key];
+  if (!v.is_number()) bad(key, std::string("'") + key + "' must be a number");
+  const double x = v.get<double>();
+  if (!(x >= lo && x <= hi))
+    bad(key, std::string("'") + key + "' must be between " + nlohmann::json(lo).dump() + " and " +
+                 nlohmann::json(hi).dump() + ", got " + v.dump());
+  return x;
+}
+
+int64_t integer(const ordered_json& body, const char* key, int64_t fallback, int64_t lo, int64_t hi) {
+  if (!given(body, key)) return fallback;
+  const ordered_json& v = body[key];
+  if (!v.is_number_integer()) bad(key, std::string("'") + key + "' must be an integer");
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi))
+    bad(key, std::string("'") + key + "' must be at most " + std::to_string(hi) + ", got " + v.dump());
+  const int64_t x = v.get<int64_t>();
+  if (x < lo || x > hi)
+    bad(key, std::string("'") + key + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                 ", got " + std::to_string(x));
+  return x;
+}
+
+bool boolean(const ordered_json& body, const char* key, bool fallback) {
+  if (!given(body, key)) return fallback;
+  if (!body[key].is_boolean()) bad(key, std::string("'") + key + "' must be true or false");
+  return body[key].get<bool>();
+}
+
+void check_model(const ordered_json& body, const ServedModel& model) {
+  if (!given(body, "model")) return;  // llama-server and vLLM serve their one model to requests that name none
+  if (!body["model"].is_string()) bad("model", "'model' must be a string");
+  if (body["model"].get<std::string>() != model.name)
+    throw ApiError(404, "The model '" + body["model"].get<std::string>() + "' does not exist; this server serves '" +
+                            model.name + "'",
+                   "model", "invalid_request_error");
+}
+
+std::vector<std::string> stop_strings(const ordered_json& body) {
+  std::vector<std::string> out;
+  if (!given(body, "stop")) return out;
+  const ordered_json& stop = body["stop"];
+  if (stop.is_string()) {
+    out.push_back(stop.get<std::string>());
+  } else if (stop.is_array()) {
+    if (stop.size() > kMaxStops) bad("stop", "'stop' may hold at most " + std::to_string(kMaxStops) + " strings");
+    for (const auto& s : stop) {
+      if (!s.is_string()) bad("stop", "'stop' must be a string or a list of strings");
+      out.push_back(s.get<std::string>());
+    }
+  } else {
+    bad("stop", "'stop' must be a string or a list of strings");
+  }
+  for (const std::string& s : out)
+    if (s.empty()) bad("stop", "a stop string must not be empty");
+  return out;
+}
+
+std::vector<std::pair<int32_t, float>> logit_bias(const ordered_json& body, int64_t vocab) {
+  std::vector<std::pair<int32_t, float>> out;
+  if (!given(body, "logit_bias")) return out;
+  if (!body["logit_bias"].is_object()) bad("logit_bias", "'logit_bias' must be an object of token id -> bias");
+  for (const auto& item : body["logit_bias"].items()) {
+    const std::string& key = item.key();
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(key, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != key.size() || id < 0 || id >= vocab)
+      bad("logit_bias", "'logit_bias' key '" + key + "' is not a token id in [0, " + std::to_string(vocab) + ")");
+    if (!item.value().is_number()) bad("logit_bias", "'logit_bias' values must be numbers");
+    const double b = item.value().get<double>();
+    if (!(b >= -100 && b <= 100)) bad("logit_bias", "'logit_bias' values must be between -100 and 100");
+    out.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
+  }
+  return out;
+}
+
+// The fields both endpoints share: sampling, stops, lengths, n, streaming.
+CompletionRequest common_fields(const ordered_json& body, const ServedModel& model) {
+  CompletionRequest r;
+  check_model(body, model);
+  const int64_t vocab = model.bundle.model->config().vocab_size;
+  SamplingParams& s = r.options.sampling;
+  s = model.bundle.default_sampling();
+  s.temperature = static_cast<float>(number(body, "temperature", s.temperature, 0, 2));
+  s.top_p = static_cast<float>(number(body, "top_p", s.top_p, 0, 1));
+  if (given(body, "top_p") && s.top_p <= 0) bad("top_p", "'top_p' must be greater than 0");
+  const int64_t top_k = integer(body, "top_k", s.top_k, -1, vocab);
+  s.top_k = static_cast<int>(top_k < 0 ? 0 : top_k);  // -1 = off, as vLLM
+  s.min_p = static_cast<float>(number(body, "min_p", s.min_p, 0, 1));
+  s.presence_penalty = static_cast<float>(number(body, "presence_penalty", s.presence_penalty, -2, 2));
+  s.frequency_penalty = static_cast<float>(number(body, "frequency_penalty", s.frequency_penalty, -2, 2));
+  s.repetition_penalty = static_cast<float>(number(body, "repetition_penalty", s.repetition_penalty, 0, 10));
+  if (given(body, "repetition_penalty") && s.repetition_penalty <= 0)
+    bad("repetition_penalty", "'repetition_penalty' must be greater than 0");
+  s.logit_bias = logit_bias(body, vocab);
+  if (given(body, "seed")) {
+    const ordered_json& seed = body["seed"];
+    if (!seed.is_number_integer()) bad("seed", "'seed' must be an integer");
+    s.seed = seed.is_number_unsigned() ? seed.get<uint64_t>() : static_cast<uint64_t>(seed.get<int64_t>());
+  } else {
+    s.seed = std::random_device{}() * 0x100000000ull + std::random_device{}();  // unseeded: each request differs
+  }
+  r.stop = stop_strings(body);
+  const char* length_key = given(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  r.options.max_new_tokens = integer(body, length_key, model.context, 1, std::numeric_limits<int32_t>::max());
+  r.options.eos_ids = model.bundle.eos_ids();
+  r.options.ignore_eos = boolean(body, "ignore_eos", false);
+  r.n = static_cast<int>(integer(body, "n", 1, 1, kMaxChoices));
+  r.stream = boolean(body, "stream", false);
+  if (given(body, "stream_options")) {
+    const ordered_json& so = body["stream_options"];
+    if (!so.is_object()) bad("stream_options", "'stream_options' must be an object");
+    if (!r.stream) bad("stream_options", "'stream_options' is only allowed when 'stream' is true");
+    r.include_usage = boolean(so, "include_usage", false);
+  }
+  if (boolean(body, "logprobs", false) || (given(body, "logprobs") && body["logprobs"].is_number()) ||
+      given(body, "top_logprobs"))
+    bad("logprobs", "'logprobs' is not supported by this server yet");
+  if (given(body, "echo") && boolean(body, "echo", false)) bad("echo", "'echo' is not supported by this server yet");
+  return r;
+}
+
+void check_length(const CompletionRequest& r, const ordered_json& body, const ServedModel& model, const char* what) {
+  for (const auto& p : r.prompts) {
+    const int64_t len = static_cast<int64_t>(p.size());
+    if (len == 0) bad(r.chat ? "messages" : "prompt", "the prompt is empty: at least one token is needed");
+    if (len >= model.context)
+      bad(r.chat ? "messages" : "prompt", "This model's maximum context length is " + std::to_string(model.context) +
+                                              " tokens. However, your " + what + " resulted in " +
+                                              std::to_string(len) + " tokens.");
+    const bool explicit_length = given(body, "max_tokens") || given(body, "max_completion_tokens");
+    if (explicit_length && len + r.options.max_new_tokens > model.context)
+      bad(given(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens",
+          "This model's maximum context length is " + std::to_string(model.context) + " tokens. However, you requested " +
+              std::to_string(len + r.options.max_new_tokens) + " tokens (" + std::to_string(len) + " in the " + what +
+              ", " + std::to_string(r.options.max_new_tokens) + " in the completion).");
+  }
+}
+
+// Message content as the template sees it: a string, or OpenAI's list of
+// text parts joined.
+ordered_json message_content(const ordered_json& content, size_t index) {
+  const std::string param = "messages[" + std::to_string(index) + "].content";
+  if (content.is_null() || content.is_string()) return content;
+  if (!content.is_array()) bad(param, "'" + param + "' must be a string or a list of text parts");
+  std::string text;
+  for (const auto& part : content) {
+    if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
+        !part["text"].is_string())
+      bad(param, "'" + param + "' parts must be {\"type\": \"text\", \"text\": ...}: this model reads text only");
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+ordered_json chat_messages(const ordered_json& body) {
+  if (!given(body, "messages") || !body["messages"].is_array())
+    bad("messages", "'messages' must be a list of messages");
+  if (body["messages"].empty()) bad("messages", "'messages' must not be empty");
+  ordered_json messages = ordered_json::array();
+  size_t i = 0;
+  for (const auto& m : body["messages"]) {
+    const std::string param = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) bad(param, "'" + param + "' must be an object");
+    if (!m.contains("role") || !m["role"].is_string()) bad(param + ".role", "'" + param + ".role' must be a string");
+    const std::string role = m["role"].get<std::string>();
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool" && role != "developer")
+      bad(param + ".role", "'" + param + ".role' is '" + role +
+                               "'; expected one of system, developer, user, assistant, tool");
+    ordered_json out = m;
+    if (role == "developer") out["role"] = "system";  // OpenAI's newer name for the system role
+    if (m.contains("content")) out["content"] = message_content(m["content"], i);
+    if (!out.contains("content") && !(role == "assistant" && m.contains("tool_calls")))
+      bad(param + ".content", "'" + param + ".content' is missing");
+    if (m.contains("tool_calls")) {
+      if (!m["tool_calls"].is_array()) bad(param + ".tool_calls", "'" + param + ".tool_calls' must be a list");
+      for (auto& call : out["tool_calls"]) {
+        if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
+          bad(param + ".tool_calls", "each tool call must have a 'function' object");
+        auto& f = call["function"];
+        // OpenAI sends arguments as a JSON string; the template prints objects with tojson.
+        if (f.contains("arguments") && f["arguments"].is_string()) {
+          ordered_json args = ordered_json::parse(f["arguments"].get<std::string>(), nullptr, false);
+          if (!args.is_discarded()) f["arguments"] = args;
+        }
+      }
+    }
+    messages.push_back(std::move(out));
+    ++i;
+  }
+  return messages;
+}
+
+}  // namespace
+
+ordered_json parse_json_body(const std::string& body) {
+  ordered_json j;
+  try {
+    j = ordered_json::parse(body);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object");
+  return j;
+}
+
+CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel& model) {
+  CompletionRequest r = common_fields(body, model);
+  r.chat = true;
+  ChatTemplateInput in;
+  in.messages = chat_messages(body);
+  in.add_generation_prompt = true;
+  if (given(body, "tools")) {
+    if (!body["tools"].is_array()) bad("tools", "'tools' must be a list");
+    for (const auto& t : body["tools"])
+      if (!t.is_object() || !t.contains("function") || !t["function"].is_object())
+        bad("tools", "each tool must be {\"type\": \"function\", \"function\": {...}}");
+    if (!body["tools"].empty()) in.tools = body["tools"];
+  }
+  if (given(body, "chat_template_kwargs")) {
+    const ordered_json& kw = body["chat_template_kwargs"];
+    if (!kw.is_object()) bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    for (const auto& item : kw.items()) {
+      if (item.key() == "enable_thinking") {
+        if (!item.value().is_boolean()) bad("chat_template_kwargs", "'enable_thinking' must be true or false");
+        in.enable_thinking = item.value().get<bool>();
+      } else {
+        in.extra_variables[item.key()] = item.value();
+      }
+    }
+  }
+  std::string rendered;
+  try {
+    rendered = model.bundle.require_chat_template().render(in);
+  } catch (const Error& e) {
+    bad("messages", std::string("the chat template refused the conversation: ") + e.what());
+  }
+  const size_t open = rendered.rfind("<think>");
+  r.starts_in_reasoning = open != std::string::npos && rendered.find("</think>", open) == std::string::npos;
+  r.prompts.push_back(model.bundle.require_tokenizer().encode(rendered));
+  check_length(r, body, model, "messages");
+  return r;
+}
+
+CompletionRequest parse_completion_request(const ordered_json& body, const ServedModel& model) {
+  CompletionRequest r = common_fields(body, model);
+  if (!given(body, "prompt")) bad("prompt", "'prompt' is missing");
+  const ordered_json& p = body["prompt"];
+  const int64_t vocab = model.bundle.model->config().vocab_size;
+  auto ids = [&](const ordered_json& list) {
+    std::vector<int32_t> out;
+    for (const auto& id : list) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab)
+        bad("prompt", "'prompt' token ids must be integers in [0, " + std::to_string(vocab) + ")");
+      out.push_back(id.get<int32_t>());
+    }
+    return out;
+  };
+  const Tokenizer& tok = model.bundle.require_tokenizer();
+  if (p.is_string()) {
+    r.prompts.push_back(tok.encode(p.get<std::string>()));
+  } else if (p.is_array() && !p.empty() && p[0].is_number()) {
+    r.prompts.push_back(ids(p));
+  } else if (p.is_array() && !p.empty()) {
+    for (const auto& item : p) {
+      if (item.is_string()) r.prompts.push_back(tok.encode(item.get<std::string>()));
+      else if (item.is_array()) r.prompts.push_back(ids(item));
+      else bad("prompt", "'prompt' must be a string, a list of token ids, or a list of either");
+    }
+  } else {
+    bad("prompt", "'prompt' must be a string, a list of token ids, or a list of either");
+  }
+  if (r.prompts.size() * static_cast<size_t>(r.n) > static_cast<size_t>(kMaxChoices))
+    bad("prompt", "at most " + std::to_string(kMaxChoices) + " completions (prompts x n) per request");
+  check_length(r, body, model, "prompt");
+  return r;
+}
+
+}  // namespace qinfer::server
