@@ -61,7 +61,7 @@ void RequestStream::fail(std::string message) {
 }
 
 EngineLoop::EngineLoop(const Qwen3Model& model, ThreadPool& pool, const EngineLoopOptions& options)
-    : engine_(model, pool, options.engine), max_waiting_(options.max_waiting) {
+    : engine_(model, pool, options.engine), max_running_(options.engine.max_running), max_waiting_(options.max_waiting) {
   if (max_waiting_ < 0) fail("the queue length must not be negative");
   stats_.kv_blocks = engine_.blocks().n_blocks();
   thread_ = std::thread([this] { run(); });
@@ -81,7 +81,8 @@ std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, c
   auto stream = std::make_shared<RequestStream>();
   {
     std::lock_guard lock(mu_);
-    if (!accepting_ || static_cast<int64_t>(incoming_.size()) + stats_.waiting >= max_waiting_) return nullptr;
+    const int64_t in_flight = static_cast<int64_t>(incoming_.size()) + stats_.waiting + stats_.running;
+    if (!accepting_ || in_flight >= max_running_ + max_waiting_) return nullptr;
     incoming_.push_back({std::move(prompt), options, stream});
   }
   wake_.notify_all();

@@ -52,7 +52,7 @@ class RequestStream {
 
 struct EngineLoopOptions {
   EngineOptions engine;
-  int64_t max_waiting = 256;  // requests queued beyond the running ones; submit() refuses more
+  int64_t max_waiting = 256;  // requests queued beyond the engine's max_running; submit() refuses more
 };
 
 class EngineLoop {
@@ -98,7 +98,7 @@ class EngineLoop {
   void publish_stats();
 
   Engine engine_;
-  const int64_t max_waiting_;
+  const int64_t max_running_, max_waiting_;
   mutable std::mutex mu_;
   std::condition_variable wake_;  // the engine thread: work arrived, or stop
   std::condition_variable idle_;  // drain(): the engine went idle

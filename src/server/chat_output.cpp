@@ -23,7 +23,7 @@ size_t partial_tag(std::string_view text, std::string_view tag) {
 }  // namespace
 
 ChatOutputParser::ChatOutputParser(bool starts_in_reasoning)
-    : mode_(starts_in_reasoning ? Mode::Reasoning : Mode::Content) {}
+    : mode_(starts_in_reasoning ? Mode::Reasoning : Mode::Content), strip_leading_(starts_in_reasoning) {}
 
 ChatDelta ChatOutputParser::push(std::string_view text) {
   ChatDelta out;
@@ -41,6 +41,10 @@ ChatDelta ChatOutputParser::push(std::string_view text) {
     std::string_view tag;
     for (size_t i = 0; i < n_tags; ++i) {
       const size_t p = held_.find(tags[i]);
+      // <think> opens reasoning only before the answer has begun.
+      if (p != std::string::npos && tags[i] == kThinkOpen &&
+          !std::all_of(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(p), is_space))
+        continue;
       if (p < at) at = p, tag = tags[i];
     }
     if (at == std::string::npos) {
@@ -69,6 +73,7 @@ ChatDelta ChatOutputParser::finish() {
 }
 
 void ChatOutputParser::emit(std::string_view text, ChatDelta& out) {
+  if (text.empty()) return;
   if (mode_ == Mode::ToolCall) {
     tool_text_ += text;
     return;

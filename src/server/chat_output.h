@@ -40,7 +40,7 @@ class ChatOutputParser {
   Mode mode_;
   std::string held_;       // text not yet classified (a possible tag prefix)
   std::string tool_text_;  // the body of the open <tool_call>
-  bool strip_leading_ = true;  // drop whitespace at the start of a reasoning or answer section
+  bool strip_leading_;         // drop whitespace at the start of a section after a tag
   bool seen_content_ = false;  // <think> opens reasoning only before any answer text
   int tool_calls_ = 0;
 };

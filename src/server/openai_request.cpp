@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <sstream>
 
 #include "server/api_error.h"
 
@@ -19,14 +20,19 @@ constexpr size_t kMaxStops = 16;
 
 bool given(const ordered_json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
 
+std::string format(double x) {
+  std::ostringstream os;
+  os << x;
+  return os.str();
+}
+
 double number(const ordered_json& body, const char* key, double fallback, double lo, double hi) {
   if (!given(body, key)) return fallback;
   const ordered_json& v = body[key];
   if (!v.is_number()) bad(key, std::string("'") + key + "' must be a number");
   const double x = v.get<double>();
   if (!(x >= lo && x <= hi))
-    bad(key, std::string("'") + key + "' must be between " + nlohmann::json(lo).dump() + " and " +
-                 nlohmann::json(hi).dump() + ", got " + v.dump());
+    bad(key, std::string("'") + key + "' must be between " + format(lo) + " and " + format(hi) + ", got " + v.dump());
   return x;
 }
 
@@ -34,13 +40,11 @@ int64_t integer(const ordered_json& body, const char* key, int64_t fallback, int
   if (!given(body, key)) return fallback;
   const ordered_json& v = body[key];
   if (!v.is_number_integer()) bad(key, std::string("'") + key + "' must be an integer");
-  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi))
-    bad(key, std::string("'") + key + "' must be at most " + std::to_string(hi) + ", got " + v.dump());
-  const int64_t x = v.get<int64_t>();
-  if (x < lo || x > hi)
+  const bool too_big = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi);
+  if (too_big || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
     bad(key, std::string("'") + key + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
-                 ", got " + std::to_string(x));
-  return x;
+                 ", got " + v.dump());
+  return v.get<int64_t>();
 }
 
 bool boolean(const ordered_json& body, const char* key, bool fallback) {

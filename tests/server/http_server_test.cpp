@@ -1,0 +1,247 @@
+// The HTTP API end to end in one process (an httplib client on loopback):
+// greedy answers equal the engine's solo run, a stream says what the JSON
+// answer says, errors come in OpenAI's shape, a client that leaves frees its
+// sequence, and a full queue answers 503.
+#include "server/http_server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <thread>
+
+#include "test_util.h"
+
+using namespace qinfer;
+using namespace qinfer::server;
+using nlohmann::ordered_json;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Fixture {
+  explicit Fixture(engine::EngineLoopOptions lo = {{4, 0, 64, 8, 128}, 16}, std::string key = "")
+      : bundle(load_model_bundle(test::data_path("models/tiny"))),
+        pool(2),
+        loop(*bundle.model, pool, lo),
+        served{bundle, "tiny", loop.context()},
+        http(options(key)) {
+    http.bind();
+    serving = std::thread([this] { http.serve(); });
+    http.set_ready(served, loop, lo.engine.block_size);
+  }
+  ~Fixture() {
+    http.stop();
+    loop.drain(std::chrono::steady_clock::now());
+    serving.join();
+  }
+  static ServerOptions options(const std::string& key) {
+    ServerOptions o;
+    o.port = 0;
+    o.api_key = key;
+    o.max_body_bytes = 4096;
+    return o;
+  }
+  httplib::Client client() {
+    httplib::Client c("127.0.0.1", http.port());
+    c.set_read_timeout(30, 0);
+    return c;
+  }
+  ordered_json post(const std::string& path, const ordered_json& body, int expect = 200) {
+    auto res = client().Post(path.c_str(), body.dump(), "application/json");
+    EXPECT_TRUE(res) << path;
+    if (!res) return {};
+    EXPECT_EQ(res->status, expect) << res->body;
+    return ordered_json::parse(res->body);
+  }
+  // The `data:` payloads of an SSE body, [DONE] excluded (and required last).
+  static std::vector<ordered_json> events(const std::string& body) {
+    std::vector<ordered_json> out;
+    size_t at = 0;
+    std::string last;
+    while ((at = body.find("data: ", at)) != std::string::npos) {
+      const size_t end = body.find("\n\n", at);
+      last = body.substr(at + 6, end - at - 6);
+      if (last != "[DONE]") out.push_back(ordered_json::parse(last));
+      at = end;
+    }
+    EXPECT_EQ(last, "[DONE]");
+    return out;
+  }
+  double metric(const std::string& name) {
+    auto res = client().Get("/metrics");
+    const size_t at = res->body.find("\n" + name + "{");
+    if (at == std::string::npos) return -1;
+    return std::stod(res->body.substr(res->body.find("} ", at) + 2));
+  }
+
+  ModelBundle bundle;
+  ThreadPool pool;
+  engine::EngineLoop loop;
+  ServedModel served;
+  HttpServer http;
+  std::thread serving;
+};
+
+const ordered_json kMessages = ordered_json::parse(R"([{"role": "user", "content": "What is the capital of France?"}])");
+
+}  // namespace
+
+TEST(HttpServer, GreedyChatEqualsTheSoloRunAndTheStreamSaysTheSame) {
+  Fixture f;
+  const ordered_json body = {{"messages", kMessages}, {"max_tokens", 12}, {"temperature", 0}, {"ignore_eos", true}};
+  const ordered_json answer = f.post("/v1/chat/completions", body);
+
+  ChatTemplateInput in;
+  in.messages = kMessages;
+  in.add_generation_prompt = true;
+  const std::vector<int32_t> prompt = f.bundle.tokenizer->encode(f.bundle.chat_template->render(in));
+  GenerationOptions o;
+  o.max_new_tokens = 12;
+  o.ignore_eos = true;
+  o.sampling.temperature = 0;
+  Session solo(*f.bundle.model, f.pool);
+  const std::vector<int32_t> ids = solo.generate(prompt, o, {}).ids;
+  const std::string text = f.bundle.tokenizer->decode(ids, true);
+
+  EXPECT_EQ(answer["object"], "chat.completion");
+  EXPECT_EQ(answer["choices"][0]["message"]["content"], text);
+  EXPECT_EQ(answer["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(answer["usage"]["prompt_tokens"], prompt.size());
+  EXPECT_EQ(answer["usage"]["completion_tokens"], 12);
+  EXPECT_EQ(answer["usage"]["total_tokens"], prompt.size() + 12);
+
+  ordered_json streamed = body;
+  streamed["stream"] = true;
+  streamed["stream_options"] = {{"include_usage", true}};
+  auto res = f.client().Post("/v1/chat/completions", streamed.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "text/event-stream");
+  const auto ev = Fixture::events(res->body);
+  ASSERT_GE(ev.size(), 3u);
+  EXPECT_EQ(ev[0]["choices"][0]["delta"]["role"], "assistant");
+  std::string joined;
+  for (const auto& e : ev) {
+    EXPECT_EQ(e["id"], ev[0]["id"]);
+    if (!e["choices"].empty() && e["choices"][0]["delta"].contains("content"))
+      joined += e["choices"][0]["delta"]["content"].get<std::string>();
+  }
+  EXPECT_EQ(joined, text);
+  EXPECT_EQ(ev[ev.size() - 2]["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(ev.back()["choices"].empty());
+  EXPECT_EQ(ev.back()["usage"]["completion_tokens"], 12);
+  // The same conversation again: its full prompt blocks come from the prefix cache.
+  EXPECT_GT(ev.back()["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
+}
+
+TEST(HttpServer, CompletionsWithStopStringsAndSeveralChoices) {
+  Fixture f;
+  const ordered_json plain = f.post("/v1/completions", {{"prompt", "The capital of France"},
+                                                        {"max_tokens", 10},
+                                                        {"temperature", 0},
+                                                        {"ignore_eos", true}});
+  const std::string text = plain["choices"][0]["text"];
+  ASSERT_GE(text.size(), 4u);
+  const std::string stop = text.substr(2, 2);
+  const ordered_json stopped = f.post("/v1/completions", {{"prompt", "The capital of France"},
+                                                          {"max_tokens", 10},
+                                                          {"temperature", 0},
+                                                          {"stop", stop},
+                                                          {"ignore_eos", true}});
+  EXPECT_EQ(stopped["choices"][0]["text"], text.substr(0, text.find(stop)));
+  EXPECT_EQ(stopped["choices"][0]["finish_reason"], "stop");
+  EXPECT_LT(stopped["usage"]["completion_tokens"].get<int>(), 10);
+
+  const ordered_json several = f.post(
+      "/v1/completions",
+      {{"prompt", {"a b c", "d e f"}}, {"n", 2}, {"max_tokens", 4}, {"temperature", 1.0}, {"seed", 5}});
+  ASSERT_EQ(several["choices"].size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(several["choices"][i]["index"], i);
+  const ordered_json again = f.post(
+      "/v1/completions",
+      {{"prompt", {"a b c", "d e f"}}, {"n", 2}, {"max_tokens", 4}, {"temperature", 1.0}, {"seed", 5}});
+  EXPECT_EQ(several["choices"], again["choices"]);  // seeded: reproducible
+}
+
+TEST(HttpServer, ErrorsInOpenAiShape) {
+  Fixture f;
+  auto c = f.client();
+  auto check = [](const httplib::Result& res, int status, const std::string& part) {
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, status) << res->body;
+    const ordered_json j = ordered_json::parse(res->body);
+    ASSERT_TRUE(j.contains("error")) << res->body;
+    EXPECT_EQ(j["error"]["code"], status);
+    EXPECT_TRUE(j["error"]["type"].is_string());
+    EXPECT_NE(j["error"]["message"].get<std::string>().find(part), std::string::npos) << res->body;
+  };
+  check(c.Get("/v1/nothing"), 404, "no route");
+  auto wrong_method = c.Get("/v1/chat/completions");
+  check(wrong_method, 405, "not allowed");
+  EXPECT_EQ(wrong_method->get_header_value("Allow"), "POST");
+  check(c.Post("/v1/completions", std::string(5000, ' '), "application/json"), 413, "limit");
+  check(c.Post("/v1/completions", "{\"prompt\": [1,", "application/json"), 400, "not valid JSON");
+  check(c.Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "top_k": "many"})",
+               "application/json"),
+        400, "'top_k' must be an integer");
+  check(c.Post("/v1/completions", R"({"prompt": "x", "model": "other"})", "application/json"), 404, "does not exist");
+  check(c.Post("/v1/completions", ordered_json({{"prompt", std::vector<int>(130, 5)}}).dump(), "application/json"),
+        400, "maximum context length is 128 tokens");
+  check(c.Post("/detokenize", R"({"tokens": [1, 999999]})", "application/json"), 400, "token ids");
+  const ordered_json tok = f.post("/tokenize", {{"prompt", "hello world"}});
+  EXPECT_EQ(tok["tokens"], (std::vector<int>{14990, 1879}));
+  EXPECT_EQ(f.post("/detokenize", {{"tokens", {14990, 1879}}})["prompt"], "hello world");
+}
+
+TEST(HttpServer, ApiKeyGuardsAllButHealth) {
+  Fixture f(engine::EngineLoopOptions{{4, 0, 64, 8, 128}, 16}, "sekrit");
+  auto c = f.client();
+  EXPECT_EQ(c.Get("/health")->status, 200);
+  EXPECT_EQ(c.Get("/v1/models")->status, 401);
+  httplib::Headers wrong = {{"Authorization", "Bearer nope"}};
+  EXPECT_EQ(c.Get("/v1/models", wrong)->status, 401);
+  httplib::Headers right = {{"Authorization", "Bearer sekrit"}};
+  auto models = c.Get("/v1/models", right);
+  ASSERT_EQ(models->status, 200);
+  EXPECT_EQ(ordered_json::parse(models->body)["data"][0]["id"], "tiny");
+}
+
+TEST(HttpServer, ClientThatLeavesMidStreamFreesItsSequence) {
+  Fixture f;
+  const ordered_json body = {{"prompt", "Once upon a time"}, {"max_tokens", 100}, {"ignore_eos", true},
+                             {"stream", true}, {"temperature", 0}};
+  int chunks = 0;
+  auto c = f.client();
+  auto res = c.Post(
+      "/v1/completions", httplib::Headers{}, body.dump(), "application/json");  // a whole run, for comparison
+  ASSERT_TRUE(res);
+  const size_t whole_events = Fixture::events(res->body).size();
+  EXPECT_GT(whole_events, 50u);
+  // Now leave after three events.
+  httplib::Client leaver("127.0.0.1", f.http.port());
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++chunks < 3; };
+  auto gone = leaver.send(req);
+  EXPECT_FALSE(gone);  // we cancelled the read
+  for (int i = 0; i < 100 && (f.metric("qinfer:num_requests_running") != 0 || f.metric("qinfer:kv_cache_usage_perc") != 0); ++i)
+    std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(f.metric("qinfer:num_requests_running"), 0);
+  EXPECT_EQ(f.metric("qinfer:kv_cache_usage_perc"), 0);
+  EXPECT_GE(f.metric("qinfer:request_success_total"), 1);
+}
+
+TEST(HttpServer, FullQueueAnswers503WithRetryAfter) {
+  Fixture f(engine::EngineLoopOptions{{4, 0, 64, 1, 4096}, 0});  // one running sequence, no queue
+  std::thread busy([&] {
+    f.post("/v1/completions", {{"prompt", "a"}, {"max_tokens", 400}, {"ignore_eos", true}, {"temperature", 0}});
+  });
+  for (int i = 0; i < 200 && f.loop.stats().running == 0; ++i) std::this_thread::sleep_for(5ms);
+  auto res = f.client().Post("/v1/completions", R"({"prompt": "b", "max_tokens": 2})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 503) << res->body;
+  EXPECT_EQ(res->get_header_value("Retry-After"), "1");
+  busy.join();
+}

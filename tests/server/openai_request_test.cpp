@@ -1,0 +1,155 @@
+// OpenAI request bodies onto engine requests: defaults from the model,
+// every field checked with an error naming it.
+#include "server/openai_request.h"
+
+#include <gtest/gtest.h>
+
+#include "server/api_error.h"
+#include "test_util.h"
+
+using namespace qinfer;
+using namespace qinfer::server;
+using nlohmann::ordered_json;
+
+namespace {
+
+class OpenAiRequest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { bundle_ = new ModelBundle(load_model_bundle(test::data_path("models/tiny"))); }
+  static void TearDownTestSuite() { delete bundle_; }
+  ServedModel served(int64_t context = 64) const { return {*bundle_, "tiny", context}; }
+
+  // The ApiError a body provokes (status 0 when it is accepted).
+  ApiError error_of(const std::string& body, bool chat, int64_t context = 64) const {
+    try {
+      const ordered_json j = parse_json_body(body);
+      if (chat) parse_chat_request(j, served(context));
+      else parse_completion_request(j, served(context));
+    } catch (const ApiError& e) {
+      return e;
+    }
+    return ApiError(0, "accepted");
+  }
+  static ModelBundle* bundle_;
+};
+ModelBundle* OpenAiRequest::bundle_ = nullptr;
+
+}  // namespace
+
+TEST_F(OpenAiRequest, ChatRendersTheTemplateAndTakesTheSamplingFields) {
+  const ordered_json body = ordered_json::parse(R"({"model": "tiny", "messages": [{"role": "developer", "content":
+      "Be brief."}, {"role": "user", "content": [{"type": "text", "text": "Hi "}, {"type": "text", "text": "there"}]}],
+      "temperature": 0.5, "top_k": 7, "top_p": 0.9, "min_p": 0.1, "seed": 42, "max_completion_tokens": 9,
+      "stop": ["\n\n", "END"], "n": 2, "stream": true, "stream_options": {"include_usage": true},
+      "logit_bias": {"100": -100, "7": 2.5}, "presence_penalty": 0.5, "frequency_penalty": -0.5,
+      "repetition_penalty": 1.1})");
+  const CompletionRequest r = parse_chat_request(body, served());
+  ASSERT_EQ(r.prompts.size(), 1u);
+  const std::string rendered = bundle_->require_tokenizer().decode(r.prompts[0]);
+  EXPECT_EQ(rendered, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n"
+                      "<|im_start|>assistant\n");
+  const SamplingParams& s = r.options.sampling;
+  EXPECT_FLOAT_EQ(s.temperature, 0.5f);
+  EXPECT_EQ(s.top_k, 7);
+  EXPECT_FLOAT_EQ(s.top_p, 0.9f);
+  EXPECT_FLOAT_EQ(s.min_p, 0.1f);
+  EXPECT_EQ(s.seed, 42u);
+  EXPECT_FLOAT_EQ(s.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(s.frequency_penalty, -0.5f);
+  EXPECT_FLOAT_EQ(s.repetition_penalty, 1.1f);
+  ASSERT_EQ(s.logit_bias.size(), 2u);
+  EXPECT_EQ(s.logit_bias[0], (std::pair<int32_t, float>{100, -100.0f}));
+  EXPECT_EQ(r.options.max_new_tokens, 9);
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"\n\n", "END"}));
+  EXPECT_EQ(r.n, 2);
+  EXPECT_TRUE(r.stream && r.include_usage && r.chat);
+  EXPECT_EQ(r.options.eos_ids, bundle_->eos_ids());
+}
+
+TEST_F(OpenAiRequest, EnableThinkingFalseClosesTheThinkBlockInThePrompt) {
+  const ordered_json body = ordered_json::parse(
+      R"({"messages": [{"role": "user", "content": "Hi"}], "chat_template_kwargs": {"enable_thinking": false}})");
+  const CompletionRequest r = parse_chat_request(body, served());
+  const std::string rendered = bundle_->require_tokenizer().decode(r.prompts[0]);
+  EXPECT_NE(rendered.find("<think>\n\n</think>\n\n"), std::string::npos) << rendered;
+  EXPECT_FALSE(r.starts_in_reasoning);
+}
+
+TEST_F(OpenAiRequest, DefaultsFromTheModelAndUntilTheContextIsFull) {
+  const CompletionRequest r = parse_completion_request(ordered_json::parse(R"({"prompt": "Hello"})"), served(50));
+  EXPECT_EQ(r.options.max_new_tokens, 50);  // the context ends it
+  EXPECT_EQ(r.options.sampling.temperature, bundle_->default_sampling().temperature);
+  const CompletionRequest a = parse_completion_request(ordered_json::parse(R"({"prompt": "Hello"})"), served());
+  const CompletionRequest b = parse_completion_request(ordered_json::parse(R"({"prompt": "Hello"})"), served());
+  EXPECT_NE(a.options.sampling.seed, b.options.sampling.seed);  // unseeded requests differ
+}
+
+TEST_F(OpenAiRequest, CompletionPromptForms) {
+  auto prompts = [&](const char* body) { return parse_completion_request(ordered_json::parse(body), served()).prompts; };
+  EXPECT_EQ(prompts(R"({"prompt": [1, 2, 3]})"), (std::vector<std::vector<int32_t>>{{1, 2, 3}}));
+  EXPECT_EQ(prompts(R"({"prompt": [[1, 2], [3]]})"), (std::vector<std::vector<int32_t>>{{1, 2}, {3}}));
+  EXPECT_EQ(prompts(R"({"prompt": ["hello world", [5]]})"), (std::vector<std::vector<int32_t>>{{14990, 1879}, {5}}));
+}
+
+TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
+  struct Case {
+    const char* body;
+    bool chat;
+    const char* param;
+    const char* message_part;
+  };
+  const Case cases[] = {
+      {R"({"messages": "hi"})", true, "messages", "list of messages"},
+      {R"({"messages": []})", true, "messages", "must not be empty"},
+      {R"({"messages": [{"role": "wizard", "content": "x"}]})", true, "messages[0].role", "'wizard'"},
+      {R"({"messages": [{"role": "user"}]})", true, "messages[0].content", "missing"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", true, "messages[0].content",
+       "text only"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": {}})", true, "tools", "list"},
+      {R"({"prompt": "x", "temperature": "hot"})", false, "temperature", "number"},
+      {R"({"prompt": "x", "temperature": 3})", false, "temperature", "between 0 and 2"},
+      {R"({"prompt": "x", "top_p": 0})", false, "top_p", "greater than 0"},
+      {R"({"prompt": "x", "top_k": 1.5})", false, "top_k", "integer"},
+      {R"({"prompt": "x", "max_tokens": 0})", false, "max_tokens", "between 1"},
+      {R"({"prompt": "x", "max_tokens": 18446744073709551615})", false, "max_tokens", "between 1 and 2147483647"},
+      {R"({"prompt": "x", "n": 17})", false, "n", "between 1 and 16"},
+      {R"({"prompt": "x", "stop": 5})", false, "stop", "string or a list"},
+      {R"({"prompt": "x", "stop": [""]})", false, "stop", "empty"},
+      {R"({"prompt": "x", "seed": "s"})", false, "seed", "integer"},
+      {R"({"prompt": "x", "stream": "yes"})", false, "stream", "true or false"},
+      {R"({"prompt": "x", "stream_options": {"include_usage": true}})", false, "stream_options", "only allowed"},
+      {R"({"prompt": "x", "logit_bias": {"abc": 1}})", false, "logit_bias", "not a token id"},
+      {R"({"prompt": "x", "logit_bias": {"151936": 1}})", false, "logit_bias", "not a token id"},
+      {R"({"prompt": "x", "logit_bias": {"5": 101}})", false, "logit_bias", "between -100 and 100"},
+      {R"({"prompt": "x", "logprobs": true})", false, "logprobs", "not supported"},
+      {R"({"prompt": 5})", false, "prompt", "must be a string"},
+      {R"({"prompt": [1, -1]})", false, "prompt", "[0, 151936)"},
+      {R"({"prompt": ""})", false, "prompt", "empty"},
+      {R"({})", false, "prompt", "missing"},
+      {R"({"prompt": "x", "model": 3})", false, "model", "string"},
+  };
+  for (const Case& c : cases) {
+    const ApiError e = error_of(c.body, c.chat);
+    EXPECT_EQ(e.status, 400) << c.body;
+    EXPECT_EQ(e.param, c.param) << c.body;
+    EXPECT_NE(std::string(e.what()).find(c.message_part), std::string::npos) << c.body << ": " << e.what();
+  }
+}
+
+TEST_F(OpenAiRequest, MalformedBodiesUnknownModelsAndOverlongPrompts) {
+  EXPECT_EQ(error_of("{\"prompt\": ", false).status, 400);
+  EXPECT_EQ(error_of("[1, 2]", false).status, 400);
+  const ApiError model = error_of(R"({"prompt": "x", "model": "gpt-4"})", false);
+  EXPECT_EQ(model.status, 404);
+  EXPECT_EQ(model.param, "model");
+  const ApiError longer = error_of(R"({"prompt": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]})", false, 10);
+  EXPECT_EQ(longer.status, 400);
+  EXPECT_NE(std::string(longer.what()).find("maximum context length is 10 tokens"), std::string::npos);
+  EXPECT_NE(std::string(longer.what()).find("resulted in 10 tokens"), std::string::npos);
+  const ApiError sum = error_of(R"({"prompt": [1, 2, 3], "max_tokens": 8})", false, 10);
+  EXPECT_EQ(sum.param, "max_tokens");
+  EXPECT_NE(std::string(sum.what()).find("requested 11 tokens (3 in the prompt, 8 in the completion)"),
+            std::string::npos)
+      << sum.what();
+  EXPECT_EQ(error_of(R"({"prompt": [1, 2, 3], "max_tokens": 7})", false, 10).status, 0);
+}
