@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/generator.h"
+#include "runtime/session.h"
 #include "runtime/model_bundle.h"
 
 namespace qinfer::server {
