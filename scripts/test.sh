@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds (if needed) and runs the whole test suite with CTest.
+# Builds (if needed) and runs the whole test suite with CTest, then qinfer serve
+# through the official openai client (scripts/test_openai_client.sh).
 #   scripts/test.sh                 Release build in build/
 #   BUILD=build-asan SANITIZE=ON scripts/test.sh   the same suite under ASan+UBSan
 set -euo pipefail
@@ -9,4 +10,5 @@ SANITIZE=${SANITIZE:-OFF}
 TYPE=Release; [ "$SANITIZE" = ON ] && TYPE=RelWithDebInfo
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=$TYPE -DQINFER_SANITIZE="$SANITIZE" >/dev/null
 cmake --build "$BUILD" -j"$(nproc)"
-cd "$BUILD" && ctest --output-on-failure -j"$(nproc)" "$@"
+(cd "$BUILD" && ctest --output-on-failure -j"$(nproc)" "$@")
+BUILD="$BUILD" scripts/test_openai_client.sh

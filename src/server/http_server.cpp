@@ -146,9 +146,11 @@ void HttpServer::Impl::routes() {
     send_json(res, {{"prompt", model->bundle.require_tokenizer().decode(ids)}});
   });
 
-  // Authentication and readiness before routing: /health stays open.
+  // Authentication and readiness before routing: /health and /metrics stay
+  // open (probes and Prometheus scrapers carry no key), as in vLLM.
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (req.path == "/metrics" && ready) return httplib::Server::HandlerResponse::Unhandled;
     if (!authorized(req)) {
       send_error(res, ApiError(401, "a valid API key is required: 'Authorization: Bearer <key>'"));
       return httplib::Server::HandlerResponse::Handled;
@@ -198,7 +200,8 @@ HttpServer::HttpServer(const ServerOptions& options) : impl_(std::make_unique<Im
   impl_->http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   impl_->http.set_payload_max_length(options.max_body_bytes);
   impl_->http.set_write_timeout(30, 0);  // a stalled reader gives up its thread, and its request, after 30 s
-  impl_->http.set_keep_alive_timeout(30);
+  // An idle keep-alive connection holds its thread this long, and so delays shutdown at most this long.
+  impl_->http.set_keep_alive_timeout(5);
   // SO_REUSEADDR only: httplib's default SO_REUSEPORT lets a second server bind the same port silently.
   impl_->http.set_socket_options([this](int fd) {
     int one = 1;

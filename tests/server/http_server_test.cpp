@@ -192,11 +192,13 @@ TEST(HttpServer, ErrorsInOpenAiShape) {
   EXPECT_EQ(f.post("/detokenize", {{"tokens", {14990, 1879}}})["prompt"], "hello world");
 }
 
-TEST(HttpServer, ApiKeyGuardsAllButHealth) {
+TEST(HttpServer, ApiKeyGuardsAllButHealthAndMetrics) {
   Fixture f(engine::EngineLoopOptions{{4, 0, 64, 8, 128}, 16}, "sekrit");
   auto c = f.client();
   EXPECT_EQ(c.Get("/health")->status, 200);
+  EXPECT_EQ(c.Get("/metrics")->status, 200);
   EXPECT_EQ(c.Get("/v1/models")->status, 401);
+  EXPECT_EQ(c.Post("/tokenize", R"({"prompt": "x"})", "application/json")->status, 401);
   httplib::Headers wrong = {{"Authorization", "Bearer nope"}};
   EXPECT_EQ(c.Get("/v1/models", wrong)->status, 401);
   httplib::Headers right = {{"Authorization", "Bearer sekrit"}};

@@ -1,0 +1,176 @@
+// qinfer serve through the official openai npm client (v6, maxRetries 0):
+// answers equal `qinfer generate` on the same rendered prompt, streams equal
+// JSON answers, usage is exact, errors arrive as the SDK's error classes, 32
+// concurrent streams (a quarter aborted) each equal their solo run and leave
+// every KV block free, and SIGTERM exits 0.
+//   QINFER=build/qinfer node --test tests/openai_client/
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import fs from 'node:fs';
+import os from 'node:os';
+import OpenAI from 'openai';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const qinfer = path.resolve(root, process.env.QINFER ?? 'build/qinfer');
+const modelDir = path.join(root, 'tests/data/models/tiny');
+const KEY = 'test-key';
+
+let server, baseURL, client, stderr = '';
+
+async function startServer(args) {
+  const proc = spawn(qinfer, ['serve', '-m', modelDir, '--port', '0', '-t', '2', ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  proc.stderr.setEncoding('utf8');
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('no listening line: ' + stderr)), 30000);
+    proc.stderr.on('data', (d) => {
+      stderr += d;
+      const m = stderr.match(/listening on (http:\/\/[\d.]+:\d+)/);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    proc.on('exit', (code) => reject(new Error(`qinfer serve exited ${code}: ${stderr}`)));
+  });
+  for (let i = 0; i < 300; ++i) {
+    const r = await fetch(url + '/health').catch(() => null);
+    if (r && r.status === 200) return { proc, url };
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('never healthy: ' + stderr);
+}
+
+before(async () => {
+  ({ proc: server, url: baseURL } = await startServer(['--api-key', KEY, '--ctx', '512', '--parallel', '8',
+    '--block-size', '4', '--max-queue', '64']));
+  client = new OpenAI({ baseURL: baseURL + '/v1', apiKey: KEY, maxRetries: 0 });
+});
+
+after(() => { if (server.exitCode === null) server.kill('SIGKILL'); });
+
+const messages = [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'Name a prime number.' }];
+
+function generateAlone(prompt, n) {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'qinfer-')), 'prompt.txt');
+  fs.writeFileSync(file, prompt);
+  const out = execFileSync(qinfer, ['generate', '-m', modelDir, '--prompt-file', file, '-n', String(n),
+    '--temp', '0', '--ignore-eos', '--json', '-t', '1']);
+  return JSON.parse(out.toString());
+}
+
+test('models lists the served model', async () => {
+  const models = await client.models.list();
+  assert.equal(models.data.length, 1);
+  assert.equal(models.data[0].id, modelDir);
+});
+
+test('greedy chat equals qinfer generate on the rendered prompt; stream equals JSON; usage exact', async () => {
+  const rendered = execFileSync(qinfer, ['template', '-m', modelDir],
+    { input: JSON.stringify({ messages, add_generation_prompt: true }) }).toString();
+  const alone = generateAlone(rendered, 16);
+  const body = { model: modelDir, messages, max_tokens: 16, temperature: 0, ignore_eos: true };
+  const answer = await client.chat.completions.create(body);
+  assert.equal(answer.choices[0].message.content, alone.text);
+  assert.equal(answer.choices[0].finish_reason, 'length');
+  assert.equal(answer.usage.prompt_tokens, alone.prompt_ids.length);
+  assert.equal(answer.usage.completion_tokens, 16);
+  assert.equal(answer.usage.total_tokens, alone.prompt_ids.length + 16);
+
+  const stream = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } });
+  let text = '', role = null, finish = null, usage = null;
+  const ids = new Set();
+  for await (const chunk of stream) {
+    ids.add(chunk.id);
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      if (c.delta.role) role = c.delta.role;
+      if (c.delta.content) text += c.delta.content;
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  assert.equal(ids.size, 1);
+  assert.equal(role, 'assistant');
+  assert.equal(text, alone.text);
+  assert.equal(finish, 'length');
+  assert.equal(usage.completion_tokens, 16);
+  assert.ok(usage.prompt_tokens_details.cached_tokens > 0, 'the repeated prompt comes from the prefix cache');
+});
+
+test('completions: text prompt, id prompt, stop', async () => {
+  const a = await client.completions.create({ model: modelDir, prompt: 'Once upon', max_tokens: 8, temperature: 0 });
+  const ids = (await (await fetch(baseURL + '/tokenize', {
+    method: 'POST', headers: { Authorization: `Bearer ${KEY}` }, body: JSON.stringify({ prompt: 'Once upon' }),
+  })).json()).tokens;
+  const b = await client.completions.create({ model: modelDir, prompt: ids, max_tokens: 8, temperature: 0 });
+  assert.equal(a.choices[0].text, b.choices[0].text);
+  assert.equal(a.object, 'text_completion');
+  const stop = a.choices[0].text.slice(3, 5);
+  const c = await client.completions.create({ model: modelDir, prompt: 'Once upon', max_tokens: 8, temperature: 0, stop });
+  assert.equal(c.choices[0].text, a.choices[0].text.slice(0, a.choices[0].text.indexOf(stop)));
+  assert.equal(c.choices[0].finish_reason, 'stop');
+});
+
+test('errors arrive as the SDK error classes', async () => {
+  await assert.rejects(client.chat.completions.create({ model: modelDir, messages: [{ role: 'wizard', content: 'x' }] }),
+    (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && /wizard/.test(e.message));
+  await assert.rejects(client.chat.completions.create({ model: 'gpt-4o', messages }),
+    (e) => e instanceof OpenAI.NotFoundError && e.status === 404);
+  await assert.rejects(client.completions.create({ model: modelDir, prompt: 'x', temperature: 9 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'temperature');
+  await assert.rejects(client.completions.create({ model: modelDir, prompt: 'x '.repeat(600) }),
+    (e) => e instanceof OpenAI.BadRequestError && /maximum context length is 512 tokens/.test(e.message));
+  const stranger = new OpenAI({ baseURL: baseURL + '/v1', apiKey: 'wrong', maxRetries: 0 });
+  await assert.rejects(stranger.models.list(), (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
+  assert.equal((await fetch(baseURL + '/health')).status, 200);  // open without a key
+});
+
+async function streamText(body, signal, abortAfter) {
+  const stream = await client.completions.create({ ...body, stream: true }, { signal });
+  let text = '', chunks = 0;
+  try {
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.text ?? '';
+      if (abortAfter !== undefined && ++chunks >= abortAfter) { stream.controller.abort(); break; }
+    }
+  } catch (e) {
+    if (!(e instanceof OpenAI.APIUserAbortError)) throw e;
+  }
+  return text;
+}
+
+test('32 concurrent streams equal their solo runs; aborted ones free their blocks', async () => {
+  const bodies = Array.from({ length: 32 }, (_, i) => ({
+    model: modelDir,
+    prompt: `Request ${i}: ` + 'lorem ipsum '.repeat(i % 5),
+    max_tokens: 8 + (i % 7) * 4,
+    ignore_eos: true,
+    ...(i % 2 ? { temperature: 0.9, top_k: 50, seed: 1000 + i } : { temperature: 0 }),
+  }));
+  const solo = [];
+  for (const b of bodies) solo.push(await streamText(b));
+  const results = await Promise.all(bodies.map((b, i) => streamText(b, undefined, i % 4 === 3 ? 3 : undefined)));
+  for (let i = 0; i < bodies.length; ++i) {
+    if (i % 4 === 3) assert.ok(solo[i].startsWith(results[i]), `aborted stream ${i} is a prefix of its solo run`);
+    else assert.equal(results[i], solo[i], `stream ${i}`);
+  }
+  let metrics = '';
+  for (let i = 0; i < 100; ++i) {
+    metrics = await (await fetch(baseURL + '/metrics')).text();
+    if (/qinfer:num_requests_running\{[^}]*\} 0\n/.test(metrics) && /qinfer:kv_cache_usage_perc\{[^}]*\} 0\n/.test(metrics)) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.match(metrics, /qinfer:num_requests_running\{[^}]*\} 0\n/);
+  assert.match(metrics, /qinfer:num_requests_waiting\{[^}]*\} 0\n/);
+  assert.match(metrics, /qinfer:kv_cache_usage_perc\{[^}]*\} 0\n/);
+  assert.match(metrics, /qinfer:time_to_first_token_seconds_count\{[^}]*\} [1-9]/);
+});
+
+test('SIGTERM: the server finishes and exits 0', async () => {
+  const exited = new Promise((resolve) => server.on('exit', (code, signal) => resolve({ code, signal })));
+  server.kill('SIGTERM');
+  const { code } = await exited;
+  assert.equal(code, 0);
+  assert.match(stderr, /stopped/);
+});
