@@ -2,6 +2,9 @@
 // the globals transformers provides (range, dict, namespace, joiner,
 // raise_exception, strftime_now), the Python methods of str/dict/list the
 // sandbox allows, and Python's semantics for attribute/item access and `in`.
+// One file per kind: builtin_filters.cpp, builtin_tests.cpp,
+// builtin_globals.cpp, builtin_methods.cpp, builtin_operators.cpp (with
+// percent_format.cpp for Python's "%" formatting of strings).
 #pragma once
 #include <string>
 
