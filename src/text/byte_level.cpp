@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "text/utf8.h"
+#include "util/utf8.h"
 
 namespace qinfer::byte_level {
 namespace {

@@ -1,6 +1,6 @@
 #include "text/detokenizer.h"
 
-#include "text/utf8.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 

@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "text/utf8.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 

@@ -8,8 +8,8 @@
 #include <memory>
 
 #include "text/unicode_classes.h"
-#include "text/utf8.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 namespace {

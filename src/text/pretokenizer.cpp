@@ -1,7 +1,7 @@
 #include "text/pretokenizer.h"
 
 #include "text/unicode_classes.h"
-#include "text/utf8.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 namespace {

@@ -8,9 +8,9 @@
 #include "text/nfc.h"
 #include "text/pretokenizer.h"
 #include "text/tokenizer_json.h"
-#include "text/utf8.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 

@@ -13,8 +13,8 @@
 #include "../../bench/hf_tokenizers/hf_reference.h"
 #include "text/byte_level.h"
 #include "text/pretokenizer.h"
-#include "text/utf8.h"
 #include "text_fixtures.h"
+#include "util/utf8.h"
 
 using namespace qinfer;
 using nlohmann::json;

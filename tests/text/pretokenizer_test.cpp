@@ -13,7 +13,7 @@
 #include "oniguruma_regex.h"
 #include "text/pretokenizer.h"
 #include "text/unicode_classes.h"
-#include "text/utf8.h"
+#include "util/utf8.h"
 
 using namespace qinfer;
 

@@ -8,11 +8,13 @@
 
 #include "text/jinja/pystring.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace qinfer::jinja {
 
 Source::Source(std::string name, const std::string& text) : name_(std::move(name)) {
-  if (auto bad = utf8_error_offset(text)) fail(name_, ": invalid UTF-8 at byte ", *bad);
+  if (const size_t bad = utf8::first_invalid(text); bad != std::string_view::npos)
+    fail(name_, ": invalid UTF-8 at byte ", bad);
   // jinja2 turns \r\n and \r into \n and drops one trailing newline.
   text_.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
@@ -457,7 +459,7 @@ class Lexer {
       size_t j = i + 1;
       char32_t c = 0;
       for (int k = 0; k < 3 && j < s_.size() && s_[j] >= '0' && s_[j] <= '7'; ++k, ++j) c = c * 8 + (s_[j] - '0');
-      append_utf8(value, c);
+      utf8::append_code_point(value, c);
       return j;
     }
     if (static_cast<unsigned char>(e) >= 0x80) {
@@ -487,7 +489,7 @@ class Lexer {
       c = c * 16 + d;
     }
     if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) src_.fail_at(i, "escape does not name a valid code point");
-    append_utf8(value, c);
+    utf8::append_code_point(value, c);
     return i + 2 + digits;
   }
 
@@ -511,7 +513,7 @@ class Lexer {
   std::pair<char32_t, size_t> code_point_at(size_t p) const {
     char32_t cp = decode_utf8(std::string_view(s_).substr(p, 4))[0];
     std::string encoded;
-    append_utf8(encoded, cp);
+    utf8::append_code_point(encoded, cp);
     return {cp, encoded.size()};
   }
 

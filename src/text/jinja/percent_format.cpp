@@ -6,6 +6,7 @@
 
 #include "text/jinja/budget.h"
 #include "text/jinja/pystring.h"
+#include "util/utf8.h"
 
 namespace qinfer::jinja {
 
@@ -145,7 +146,7 @@ std::string percent_format(const std::string& fmt, const Value& args) {
           if (code >= 0xD800 && code <= 0xDFFF)
             eval_fail("%c arg ", int_to_string(code), " is a surrogate, which UTF-8 cannot encode");
           std::string ch;
-          append_utf8(ch, static_cast<char32_t>(arg->integral()));
+          utf8::append_code_point(ch, static_cast<char32_t>(arg->integral()));
           out += pad(ch, width, left);
         } else if (arg->is_string() && count_code_points(arg->as_string()) == 1) {
           out += pad(arg->as_string(), width, left);

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "text/jinja/budget.h"
+#include "util/utf8.h"
 
 namespace qinfer::jinja {
 
@@ -73,7 +74,7 @@ void append_upper(std::string& out, char32_t c) {
   if (const SpecialCase* s = special_case(c))
     out += s->upper;
   else
-    append_utf8(out, to_upper(c));
+    utf8::append_code_point(out, to_upper(c));
 }
 
 // Title case differs from upper case for the Latin digraphs (ǆ -> ǅ).
@@ -88,7 +89,7 @@ void append_title(std::string& out, char32_t c) {
     c = 0x01F2;
   else
     c = to_upper(c);
-  append_utf8(out, c);
+  utf8::append_code_point(out, c);
 }
 
 // Lower-cases cs[i]: İ becomes i + combining dot, and a capital sigma ending
@@ -100,9 +101,9 @@ void append_lower(std::string& out, const std::u32string& cs, size_t i) {
   } else if (c == 0x03A3) {
     bool after_letter = i > 0 && is_py_alpha(cs[i - 1]);
     bool before_letter = i + 1 < cs.size() && is_py_alpha(cs[i + 1]);
-    append_utf8(out, after_letter && !before_letter ? 0x03C2 : 0x03C3);
+    utf8::append_code_point(out, after_letter && !before_letter ? 0x03C2 : 0x03C3);
   } else {
-    append_utf8(out, to_lower(c));
+    utf8::append_code_point(out, to_lower(c));
   }
 }
 
@@ -129,28 +130,10 @@ std::u32string decode_utf8(std::string_view s) {
   return out;
 }
 
-void append_utf8(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
-}
-
 std::string encode_utf8(std::u32string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (char32_t c : s) append_utf8(out, c);
+  for (char32_t c : s) utf8::append_code_point(out, c);
   return out;
 }
 
@@ -158,26 +141,6 @@ size_t count_code_points(std::string_view s) {
   size_t n = 0;
   for (char ch : s) n += (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
   return n;
-}
-
-std::optional<size_t> utf8_error_offset(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto b = static_cast<unsigned char>(s[i]);
-    size_t n = sequence_length(b);
-    if (b >= 0x80 && (n == 1 || b == 0xC0 || b == 0xC1 || b > 0xF4)) return i;
-    if (i + n > s.size()) return i;
-    char32_t c = n == 1 ? b : (b & (0x7F >> n));
-    for (size_t k = 1; k < n; ++k) {
-      auto cont = static_cast<unsigned char>(s[i + k]);
-      if ((cont & 0xC0) != 0x80) return i;
-      c = (c << 6) | (cont & 0x3F);
-    }
-    bool overlong = (n == 3 && c < 0x800) || (n == 4 && c < 0x10000);
-    if (overlong || (c >= 0xD800 && c <= 0xDFFF) || c > 0x10FFFF) return i;
-    i += n;
-  }
-  return std::nullopt;
 }
 
 bool is_py_space(char32_t c) {
@@ -319,7 +282,7 @@ std::string py_replace(std::string_view s, std::string_view old, std::string_vie
         --count;
         RenderBudget::check_string(static_cast<double>(out.size()));  // the result grows by each replacement
       }
-      if (i < cs.size()) append_utf8(out, cs[i]);
+      if (i < cs.size()) utf8::append_code_point(out, cs[i]);
     }
     return out;
   }
@@ -394,7 +357,7 @@ std::string jinja_title(std::string_view s) {
     char32_t c = cs[i];
     bool separator = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || is_py_space(c);
     if (separator)
-      append_utf8(out, c);
+      utf8::append_code_point(out, c);
     else if (word_start)
       append_upper(out, c);
     else
@@ -456,7 +419,7 @@ std::string py_str_repr(std::string_view s) {
     } else if (c == '\t') {
       out += "\\t";
     } else if (is_py_printable(c)) {
-      append_utf8(out, c);
+      utf8::append_code_point(out, c);
     } else {
       char buf[16];
       if (c < 0x100)

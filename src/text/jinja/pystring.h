@@ -12,13 +12,10 @@
 namespace qinfer::jinja {
 
 // UTF-8 <-> code points. Input is assumed valid UTF-8 (JSON parsers and the
-// template reader validate it); see utf8_error_offset.
+// template reader validate it with utf8::first_invalid, util/utf8.h).
 std::u32string decode_utf8(std::string_view s);
 std::string encode_utf8(std::u32string_view s);
-void append_utf8(std::string& out, char32_t c);
 size_t count_code_points(std::string_view s);
-// Byte offset of the first invalid UTF-8 sequence, or nullopt when valid.
-std::optional<size_t> utf8_error_offset(std::string_view s);
 
 // str.isspace(): ASCII whitespace, \x1c-\x1f, and the Unicode spaces.
 bool is_py_space(char32_t c);

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "text/jinja/pystring.h"
+#include "util/utf8.h"
 
 namespace qinfer::jinja {
 
@@ -308,7 +309,7 @@ void append_json_string(std::string& out, const std::string& s, bool ensure_asci
                         static_cast<unsigned>(0xDC00 + (u & 0x3FF)));
           out += buf;
         } else {
-          append_utf8(out, c);
+          utf8::append_code_point(out, c);
         }
     }
   }

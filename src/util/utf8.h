@@ -1,6 +1,7 @@
-// UTF-8 as the tokenizer needs it: one decoding step that tells a complete
-// character from an ill-formed byte run and from a sequence cut off by the end
-// of the input; validation with the offset of the first bad byte; and lossy
+// UTF-8 as the tokenizer and the template engine need it: the one encoder of
+// code points; one decoding step that tells a complete character from an
+// ill-formed byte run and from a sequence cut off by the end of the input;
+// validation with the offset of the first bad byte; and lossy
 // decoding that replaces ill-formed runs with U+FFFD exactly as Rust's
 // String::from_utf8_lossy does (Hugging Face tokenizers decodes with it): one
 // U+FFFD per maximal subpart of an ill-formed sequence (Unicode 15, 3.9.6).
@@ -14,9 +15,9 @@ namespace qinfer::utf8 {
 
 struct Step {
   enum Kind : uint8_t {
-    kChar,        // a well-formed character: `len` bytes, code point `cp`
-    kIllFormed,   // `len` bytes (1..3) that can never start a character: one U+FFFD
-    kTruncated,   // `len` bytes that start a character the input ends inside
+    kChar,       // a well-formed character: `len` bytes, code point `cp`
+    kIllFormed,  // `len` bytes (1..3) that can never start a character: one U+FFFD
+    kTruncated,  // `len` bytes that start a character the input ends inside
   };
   Kind kind;
   uint8_t len;
