@@ -11,10 +11,10 @@
 #include <random>
 
 #include "../../bench/hf_tokenizers/hf_reference.h"
+#include "code_points.h"
 #include "text/byte_level.h"
 #include "text/pretokenizer.h"
 #include "text_fixtures.h"
-#include "util/utf8.h"
 
 using namespace qinfer;
 using nlohmann::json;
@@ -55,13 +55,8 @@ std::vector<json> run_hf(const hf::Reference& ref, const std::string& mode, cons
   return out;
 }
 
-std::string utf8_of(char32_t cp) {
-  std::string s;
-  utf8::append_code_point(s, cp);
-  return s;
-}
-
-bool is_surrogate(char32_t cp) { return cp >= 0xD800 && cp <= 0xDFFF; }
+using test::is_surrogate;
+using test::utf8_of;
 
 std::string printable(std::string_view s) { return json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace); }
 

@@ -10,10 +10,10 @@
 #include <optional>
 #include <random>
 
+#include "code_points.h"
 #include "oniguruma_regex.h"
 #include "text/pretokenizer.h"
 #include "text/unicode_classes.h"
-#include "util/utf8.h"
 
 using namespace qinfer;
 
@@ -37,13 +37,8 @@ std::vector<std::string> pieces(std::string_view text) {
   return out;
 }
 
-std::string utf8_of(char32_t cp) {
-  std::string s;
-  utf8::append_code_point(s, cp);
-  return s;
-}
-
-bool is_surrogate(char32_t cp) { return cp >= 0xD800 && cp <= 0xDFFF; }
+using test::is_surrogate;
+using test::utf8_of;
 
 uint8_t our_classes(char32_t cp) {
   return unicode::CodePointTable::get().flags(cp) & (unicode::kLetter | unicode::kNumber | unicode::kSpace);
