@@ -1,4 +1,4 @@
-// Every case in jinja2_cases.json (written by make_jinja2_cases.py with
+// Every case in jinja2_cases.json (written by scripts/make_jinja2_cases.py with
 // Python jinja2 in transformers' chat-template environment): qinfer renders
 // the same text, and fails wherever jinja2 failed.
 #include <gtest/gtest.h>

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Writes jinja2_cases.json next to this file: templates rendered by Python
+"""Writes tests/jinja/jinja2_cases.json: templates rendered by Python
 jinja2 in the environment transformers uses for chat templates
 (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols,
 json.dumps-style tojson, raise_exception). test_jinja renders every case with
 qinfer's interpreter and compares: the output must be identical, and where
 jinja2 raised, qinfer must raise an Error too.
 
-Run from anywhere with jinja2 installed: python3 tests/jinja/make_jinja2_cases.py
+Rerun it after adding or changing a case here, or to check a newer jinja2
+(transformers' pin), from anywhere with jinja2 installed:
+python3 scripts/make_jinja2_cases.py
 Cases where qinfer deliberately differs (printing bound methods, ints beyond
 128 bits, ...) are not here; interpreter_test.cpp pins those behaviours.
 """
@@ -414,7 +416,7 @@ def render(template, context):
 
 def main():
     cases = [{"group": g, "template": t, "context": c, **render(t, c)} for g, t, c in CASES]
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jinja2_cases.json")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "jinja", "jinja2_cases.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump({"jinja2_version": jinja2.__version__, "cases": cases}, f, ensure_ascii=False, indent=1)
         f.write("\n")
