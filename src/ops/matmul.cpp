@@ -13,10 +13,10 @@ namespace {
 // Weight rows a thread claims at a time, whole multiples of 16 (a quantized
 // tile is one or two groups of 8 rows: quant.h). Prefill: a group stays in L2
 // while every activation tile passes over it. Decode: about 1 MiB, so a thread's stream
-// runs long before it restarts at another group (measured together with the
-// Q4 group layout: q4 decode at a 64-token context 57 tok/s, against 47 with
-// 256 KiB groups and the previous layout), while the finer tail (row_groups)
-// still lets both threads finish together.
+// runs long before it restarts at another group (the model's matrices are only
+// 0.6-3.5 MB, and shorter groups restart the stream often enough to cost decode
+// speed: docs/performance.md, "What bounds each figure there"), while the finer
+// tail (row_groups) still lets both threads finish together.
 constexpr size_t kPrefillGroupRows = 16;
 size_t decode_group_rows(const WeightMatrix& w) {
   return std::clamp<size_t>((1024u << 10) / w.row_bytes() / 16 * 16, 64, 2048);
