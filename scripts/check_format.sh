@@ -25,10 +25,13 @@ if ! command -v "$CLANG_FORMAT" >/dev/null && [[ $CLANG_FORMAT == clang-format-1
 fi
 
 base=${1:-HEAD~1}
+what="changed since $base"
 if [[ $base == --all ]]; then
+  what="tracked"
   mapfile -t files < <(git ls-files -- '*.cpp' '*.h')
 elif ! git rev-parse -q --verify "$base^{commit}" >/dev/null; then
   echo "check_format: no commit $base in this clone; checking every C++ file"
+  what="tracked"
   mapfile -t files < <(git ls-files -- '*.cpp' '*.h')
 else
   # Added, copied, modified or renamed since base, committed or not.
@@ -47,4 +50,4 @@ if ((${#bad[@]} > 0)); then
   echo "  $CLANG_FORMAT -i ${bad[*]}" >&2
   exit 1
 fi
-echo "check_format: ${#files[@]} C++ files changed since $base, all formatted"
+echo "check_format: ${#files[@]} C++ files $what, all formatted"
