@@ -9,10 +9,14 @@ namespace qinfer {
 
 const char* stop_reason_name(StopReason r) {
   switch (r) {
-    case StopReason::Eos: return "eos";
-    case StopReason::MaxTokens: return "max_tokens";
-    case StopReason::ContextFull: return "context_full";
-    case StopReason::Callback: return "stopped";
+    case StopReason::Eos:
+      return "eos";
+    case StopReason::MaxTokens:
+      return "max_tokens";
+    case StopReason::ContextFull:
+      return "context_full";
+    case StopReason::Callback:
+      return "stopped";
   }
   return "?";
 }
@@ -47,12 +51,25 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
     scratch.assign(logits.begin(), logits.end());
     const int32_t next = sampler.sample(scratch, tokens_, prompt.size());
     r.ids.push_back(next);
-    const bool is_eos = !opts.ignore_eos && std::find(opts.eos_ids.begin(), opts.eos_ids.end(), next) != opts.eos_ids.end();
+    const bool is_eos =
+        !opts.ignore_eos && std::find(opts.eos_ids.begin(), opts.eos_ids.end(), next) != opts.eos_ids.end();
     const bool keep_going = on_token ? on_token(next) : true;
-    if (is_eos) { r.reason = StopReason::Eos; break; }
-    if (!keep_going) { r.reason = StopReason::Callback; break; }
-    if (static_cast<int64_t>(r.ids.size()) >= opts.max_new_tokens) { r.reason = StopReason::MaxTokens; break; }
-    if (static_cast<int64_t>(tokens_.size()) + 1 > context) { r.reason = StopReason::ContextFull; break; }
+    if (is_eos) {
+      r.reason = StopReason::Eos;
+      break;
+    }
+    if (!keep_going) {
+      r.reason = StopReason::Callback;
+      break;
+    }
+    if (static_cast<int64_t>(r.ids.size()) >= opts.max_new_tokens) {
+      r.reason = StopReason::MaxTokens;
+      break;
+    }
+    if (static_cast<int64_t>(tokens_.size()) + 1 > context) {
+      r.reason = StopReason::ContextFull;
+      break;
+    }
     logits = forward(model_, std::span(&next, 1), static_cast<int64_t>(tokens_.size()), cache_, state_, pool_);
     tokens_.push_back(next);
   }
