@@ -1,6 +1,7 @@
 // Turns one row of logits into the next token id: penalties and logit bias,
 // then temperature, top-k, top-p, min-p, renormalization and a seeded draw.
-// Pure CPU logic, independent of the model; one Sampler per generated
+// Pure logic over spans, independent of the model (its passes over the whole
+// vocabulary are the SIMD kernels of ops/sampling.h); one Sampler per generated
 // sequence (it owns the random-number generator and the scratch buffers).
 // Cost at V = 151,936 (bench/sampler_bench.cpp): tens of microseconds with
 // top-k, a few hundred without; no pass sorts the vocabulary.
