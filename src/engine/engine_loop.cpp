@@ -81,8 +81,8 @@ std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, c
   auto stream = std::make_shared<RequestStream>();
   {
     std::lock_guard lock(mu_);
-    const int64_t in_flight = static_cast<int64_t>(incoming_.size()) + stats_.waiting + stats_.running;
-    if (!accepting_ || in_flight >= max_running_ + max_waiting_) return nullptr;
+    if (!accepting_ || unfinished_ >= max_running_ + max_waiting_) return nullptr;
+    ++unfinished_;
     incoming_.push_back({std::move(prompt), options, stream});
   }
   wake_.notify_all();
@@ -149,6 +149,7 @@ void EngineLoop::admit(std::deque<Incoming>& incoming) {
       });
       live_.push_back({handle, std::move(in.stream)});
     } catch (const Error& e) {
+      ended(1);
       stream->fail(e.what());
     }
   }
@@ -161,23 +162,32 @@ void EngineLoop::cancel_abandoned() {
     if (l.stream->cancelled() && !engine_.finished(l.handle)) engine_.cancel(l.handle);
 }
 
+// Room in the queue is made before the streams learn they ended, so a
+// client that sends its next request at once finds it.
 void EngineLoop::retire_finished() {
-  auto done = [&](const Live& l) {
-    if (!engine_.finished(l.handle)) return false;
-    l.stream->finish(engine_.result(l.handle));
-    engine_.erase(l.handle);
-    return true;
-  };
-  live_.erase(std::remove_if(live_.begin(), live_.end(), done), live_.end());
+  const auto end =
+      std::stable_partition(live_.begin(), live_.end(), [&](const Live& l) { return !engine_.finished(l.handle); });
+  ended(live_.end() - end);
+  for (auto l = end; l != live_.end(); ++l) {
+    l->stream->finish(engine_.result(l->handle));
+    engine_.erase(l->handle);
+  }
+  live_.erase(end, live_.end());
 }
 
 void EngineLoop::fail_all(const std::string& message) {
+  ended(static_cast<int64_t>(live_.size()));
   for (Live& l : live_) {
     engine_.cancel(l.handle);
     l.stream->fail(message);
     engine_.erase(l.handle);
   }
   live_.clear();
+}
+
+void EngineLoop::ended(int64_t requests) {
+  std::lock_guard lock(mu_);
+  unfinished_ -= requests;
 }
 
 void EngineLoop::publish_stats() {

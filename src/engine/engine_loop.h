@@ -96,6 +96,7 @@ class EngineLoop {
   void retire_finished();
   void fail_all(const std::string& message);
   void publish_stats();
+  void ended(int64_t requests);  // requests that left: room in the queue
 
   Engine engine_;
   const int64_t max_running_, max_waiting_;
@@ -103,6 +104,7 @@ class EngineLoop {
   std::condition_variable wake_;  // the engine thread: work arrived, or stop
   std::condition_variable idle_;  // drain(): the engine went idle
   std::deque<Incoming> incoming_;
+  int64_t unfinished_ = 0;  // submitted and not yet finished: what the queue limit counts
   bool accepting_ = true, cancel_all_ = false, stopping_ = false, busy_ = false;
   Stats stats_;
   std::vector<Live> live_;  // engine thread only
