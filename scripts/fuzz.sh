@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with Debian's clang 14 under ASan + UBSan
-# (installing clang and its runtime when missing) and fuzzes the Jinja
-# engine for FUZZ_SECONDS (default 60), seeded with the real Qwen3 chat
-# template and the inputs of earlier findings (tests/fuzz/corpus). A crash,
-# sanitizer report, leak, time-out or out-of-memory fails the script and
-# leaves the input in build-fuzz/ (crash-*, timeout-*, oom-*).
-#   scripts/fuzz.sh            build + 60 s of fuzzing
+# (installing clang and its runtime when missing) and fuzzes every parser
+# that takes outside input, each seeded from tests/fuzz/corpus/<target>:
+#   jinja        a whole chat template (seeded with the real Qwen3 template)
+#   request      an HTTP request body through the server's request mapping
+#                and the Qwen3 chat template, and the reply splitter
+#   safetensors  a whole .safetensors file
+#   tokenizer    text through the real Qwen3 tokenizer
+# The Jinja engine gets FUZZ_SECONDS (default 60), the others half of it
+# each. A crash, sanitizer report, leak, time-out or out-of-memory fails the
+# script and leaves the input in build-fuzz/ (crash-*, timeout-*, oom-*).
+#   scripts/fuzz.sh            build + 2.5 minutes of fuzzing
 #   FUZZ_SECONDS=600 scripts/fuzz.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,11 +27,16 @@ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=cl
       -DQINFER_NATIVE=OFF -DQINFER_TESTS=OFF -DQINFER_BENCH=OFF -DQINFER_FUZZ=ON \
       "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
       "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target jinja_fuzz
-corpus=build-fuzz/jinja-corpus
-mkdir -p "$corpus"
-cp tests/fuzz/corpus/* "$corpus"/
+TARGETS=(jinja request safetensors tokenizer)
+cmake --build build-fuzz -j"$(nproc)" --target "${TARGETS[@]/%/_fuzz}"
+seconds=${FUZZ_SECONDS:-60}
 cd build-fuzz
-./jinja_fuzz -max_total_time="${FUZZ_SECONDS:-60}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-             jinja-corpus 2>&1 | tail -n 25
-echo "fuzz: no findings in ${FUZZ_SECONDS:-60} s"
+for t in "${TARGETS[@]}"; do
+  corpus=$t-corpus
+  mkdir -p "$corpus"
+  cp ../tests/fuzz/corpus/"$t"/* "$corpus"/
+  budget=$seconds; [ "$t" = jinja ] || budget=$((seconds / 2))
+  echo "fuzz: $t for $budget s"
+  ./"$t"_fuzz -max_total_time="$budget" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$corpus" 2>&1 | tail -n 8
+done
+echo "fuzz: no findings"

@@ -220,8 +220,10 @@ struct GroupArgs {
 constexpr size_t kGroupsPerTile = 2;
 constexpr size_t kQuantTileRows = 8;
 // Highway 1.0.3 selects AVX3_DL only on CPUs with AVX512-VNNI but does not
-// let the compiler emit it (its target string names AVX-VNNI instead).
-#define QINFER_VNNI __attribute__((target("avx512vnni")))
+// let the compiler emit it (its target string names AVX-VNNI instead). The
+// whole AVX-512 set is named: clang replaces Highway's pragma target with a
+// function's own target attribute instead of adding to it.
+#define QINFER_VNNI __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx512vnni")))
 
 HWY_INLINE QINFER_VNNI __m512i Join(const uint8_t* lo, const uint8_t* hi) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo))),

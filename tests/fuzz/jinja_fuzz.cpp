@@ -4,7 +4,7 @@
 // template error is the expected outcome of most inputs; anything else (a
 // crash, a sanitizer report, an exception that is not a qinfer::Error, a
 // time-out or a memory blow-up) is a finding. Seeded with the real Qwen3
-// template (tests/fuzz/corpus); run by scripts/fuzz.sh.
+// template (tests/fuzz/corpus/jinja); run by scripts/fuzz.sh.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>

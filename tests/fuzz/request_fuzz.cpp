@@ -1,0 +1,57 @@
+// libFuzzer target: the input is an HTTP request body, mapped as the server
+// maps it (JSON -> chat or completion request -> the Qwen3 chat template ->
+// token ids) with the tiny checkpoint's tokenizer and template; the first
+// byte picks the endpoint. An ApiError (the 4xx the client gets) or a
+// qinfer::Error (a 400) is the expected outcome of most inputs; a crash, a
+// sanitizer report or any other exception is a finding. The rendered reply
+// splitter gets the same bytes in pieces and must agree with itself.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "server/api_error.h"
+#include "server/chat_output.h"
+#include "server/openai_request.h"
+
+namespace {
+
+const qinfer::server::ServedModel& served() {
+  static const qinfer::ModelBundle bundle = qinfer::load_model_bundle(std::string(QINFER_TEST_DATA) + "/models/tiny");
+  static const qinfer::server::ServedModel model{bundle, "tiny", 2048};
+  return model;
+}
+
+void check_reply_splitter(const std::string& text) {
+  using qinfer::server::ChatOutputParser;
+  // Concatenated per kind, cut at any piece size, the result is the same.
+  auto canonical = [&](size_t piece) {
+    ChatOutputParser p;
+    std::string r, c, tools;
+    auto add = [&](const qinfer::server::ChatDelta& d) {
+      r += d.reasoning;
+      c += d.content;
+      for (const auto& call : d.tool_calls) tools += call.name + '\0' + call.arguments + '\0';
+    };
+    for (size_t at = 0; at < text.size(); at += piece) add(p.push(text.substr(at, piece)));
+    add(p.finish());
+    return r + '\1' + c + '\1' + tools;
+  };
+  if (canonical(1) != canonical(text.size() + 1) || canonical(3) != canonical(text.size() + 1)) __builtin_trap();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const bool chat = data[0] & 1;
+  const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  try {
+    const auto json = qinfer::server::parse_json_body(body);
+    if (chat) (void)qinfer::server::parse_chat_request(json, served());
+    else (void)qinfer::server::parse_completion_request(json, served());
+  } catch (const qinfer::Error&) {
+    // ApiError or another clear error: what the client is told
+  }
+  check_reply_splitter(body);
+  return 0;
+}
