@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# qinfer serve driven by the official openai npm client (tests/openai_client):
-# installs Node and the pinned client when missing, then runs the tests
+# qinfer serve driven by the official openai npm client (tests/openai_client),
+# alone and as three replicas behind nginx: installs Node, npm and nginx from
+# Debian and the pinned client from npm when missing, then runs the tests
 # against the qinfer binary of $BUILD (default build/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  echo "test_openai_client: installing nodejs npm"
+missing=()
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
+[ -x /usr/sbin/nginx ] || missing+=(nginx)
+if ((${#missing[@]})); then
+  echo "test_openai_client: installing ${missing[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq || true
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 if [ ! -d tests/openai_client/node_modules/openai ]; then
   (cd tests/openai_client && npm ci --no-audit --no-fund --loglevel=error)

@@ -1,0 +1,141 @@
+// Three qinfer serve replicas behind Debian's nginx with deploy/nginx-qinfer.conf
+// (ports rewritten): a session (X-Session-Id) keeps hitting the replica whose
+// prefix cache holds its conversation, and when replicas are killed —
+// between requests and mid-stream — requests fail over and nothing hangs.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import OpenAI from 'openai';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const qinfer = path.resolve(root, process.env.QINFER ?? 'build/qinfer');
+const modelDir = path.join(root, 'tests/data/models/tiny');
+const nginxBin = ['/usr/sbin/nginx', '/usr/local/sbin/nginx'].find((p) => fs.existsSync(p));
+
+const replicas = [];
+let nginx, client;
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+async function startReplica() {
+  const proc = spawn(qinfer, ['serve', '-m', modelDir, '--served-model-name', 'tiny', '--port', '0', '-t', '1',
+    '--ctx', '512', '--block-size', '4', '--parallel', '4'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  proc.stderr.setEncoding('utf8');
+  const port = await new Promise((resolve, reject) => {
+    proc.stderr.on('data', (d) => {
+      log += d;
+      const m = log.match(/listening on http:\/\/[\d.]+:(\d+)/);
+      if (m) resolve(Number(m[1]));
+    });
+    proc.on('exit', (code) => reject(new Error(`replica exited ${code}: ${log}`)));
+  });
+  for (let i = 0; i < 300; ++i) {
+    const r = await fetch(`http://127.0.0.1:${port}/health`).catch(() => null);
+    if (r && r.status === 200) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { proc, port };
+}
+
+const skip = nginxBin ? false : 'nginx is not installed (scripts/test_openai_client.sh installs it)';
+
+before(async () => {
+  if (skip) return;
+  for (let i = 0; i < 3; ++i) replicas.push(await startReplica());
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qinfer-nginx-'));
+  fs.chmodSync(dir, 0o777);  // nginx workers run as nobody when started by root
+  const port = await freePort();
+  let conf = fs.readFileSync(path.join(root, 'deploy/nginx-qinfer.conf'), 'utf8');
+  conf = conf.replaceAll('/tmp/qinfer-nginx', path.join(dir, 'nginx'))
+    .replace('listen 127.0.0.1:8080', `listen 127.0.0.1:${port}`);
+  replicas.forEach((r, i) => { conf = conf.replace(`127.0.0.1:${8081 + i}`, `127.0.0.1:${r.port}`); });
+  const confPath = path.join(dir, 'nginx.conf');
+  fs.writeFileSync(confPath, conf);
+  nginx = spawn(nginxBin, ['-c', confPath, '-p', dir, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  for (let i = 0; i < 100; ++i) {
+    const r = await fetch(`http://127.0.0.1:${port}/health`).catch(() => null);
+    if (r && r.status === 200) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'none', maxRetries: 0, timeout: 30000 });
+});
+
+after(() => {
+  nginx?.kill('SIGKILL');
+  for (const r of replicas) if (r.proc.exitCode === null) r.proc.kill('SIGKILL');
+});
+
+// The live replica with the largest value of a metric (to kill the one that matters).
+async function busiest(metric) {
+  let best = null, bestValue = -1;
+  for (const r of replicas) {
+    if (r.proc.exitCode !== null || r.proc.signalCode !== null) continue;
+    const text = await (await fetch(`http://127.0.0.1:${r.port}/metrics`)).text();
+    const m = text.match(new RegExp(metric.replace(':', '\\:') + '\\{[^}]*\\} ([0-9.e+]+)'));
+    const v = m ? Number(m[1]) : 0;
+    if (v > bestValue) { best = r; bestValue = v; }
+  }
+  return { replica: best, value: bestValue };
+}
+
+async function kill(replica) {
+  replica.proc.kill('SIGKILL');
+  await new Promise((r) => replica.proc.once('exit', r));
+}
+
+const sessions = Array.from({ length: 8 }, (_, i) => `session-${i}`);
+const conversation = (s) => [{ role: 'system', content: `You are assistant number ${s}, and you answer briefly.` },
+  { role: 'user', content: `Tell me about ${s}.` }];
+
+function chat(s, extra = {}) {
+  return client.chat.completions.create(
+    { model: 'tiny', messages: conversation(s), max_tokens: 8, temperature: 0, ignore_eos: true, ...extra },
+    { headers: { 'X-Session-Id': s } });
+}
+
+test('a session keeps its replica: its repeated prompt comes from the prefix cache', { skip }, async () => {
+  for (const s of sessions) {
+    const first = await chat(s);
+    const again = await chat(s);
+    assert.equal(again.choices[0].message.content, first.choices[0].message.content);
+    assert.ok(again.usage.prompt_tokens_details.cached_tokens > 0, `${s}: cache hit on its replica`);
+  }
+});
+
+test('a replica killed between requests: every session is still served', { skip }, async () => {
+  const { replica, value } = await busiest('qinfer:generation_tokens_total');
+  assert.ok(value > 0);
+  await kill(replica);
+  const answers = await Promise.all(sessions.map((s) => chat(s)));
+  for (const a of answers) assert.equal(a.choices[0].finish_reason, 'length');
+});
+
+test('a replica killed mid-stream: streams end (done or an error), none hangs, later requests succeed',
+  { skip }, async () => {
+    const streams = sessions.map(async (s) => {
+      const stream = await chat(s, { stream: true, max_tokens: 400 });
+      let n = 0;
+      for await (const chunk of stream) n += chunk.choices.length;
+      return n;
+    }).map((p) => p.then((n) => ({ status: 'done', n }), (e) => ({ status: 'error', e })));  // settled at once
+    await new Promise((r) => setTimeout(r, 300));
+    const { replica, value } = await busiest('qinfer:num_requests_running');
+    assert.ok(value > 0, 'streams are running');
+    await kill(replica);
+    const deadline = new Promise((_, reject) => setTimeout(() => reject(new Error('a stream hung')), 60000));
+    const settled = await Promise.race([Promise.all(streams), deadline]);
+    assert.equal(settled.length, sessions.length);
+    const answers = await Promise.all(sessions.map((s) => chat(s)));
+    for (const a of answers) assert.equal(a.choices[0].finish_reason, 'length');
+  });
