@@ -112,6 +112,7 @@ void Engine::postprocess(const Step& step) {
     scratch_.assign(logits.begin(), logits.end());
     const int32_t next = r.sampler->sample(scratch_, seq.ids, static_cast<size_t>(seq.prompt_len));
     r.result.ids.push_back(next);
+    if (r.options.logprobs >= 0) r.result.logprobs.push_back(token_logprobs(logits, next, r.options.logprobs));
     const auto& eos = r.options.eos_ids;
     const bool is_eos = !r.options.ignore_eos && std::find(eos.begin(), eos.end(), next) != eos.end();
     const bool keep_going = r.on_token ? r.on_token(next) : true;

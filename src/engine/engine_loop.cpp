@@ -6,11 +6,15 @@
 
 namespace qinfer::engine {
 
-RequestStream::State RequestStream::wait(std::vector<int32_t>& tokens, std::chrono::milliseconds timeout) {
+RequestStream::State RequestStream::wait(std::vector<int32_t>& tokens, std::chrono::milliseconds timeout,
+                                         std::vector<TokenLogprobs>* logprobs) {
   std::unique_lock lock(mu_);
   cv_.wait_for(lock, timeout, [&] { return !pending_.empty() || state_ != State::Running; });
   tokens.insert(tokens.end(), pending_.begin(), pending_.end());
   pending_.clear();
+  if (logprobs)
+    for (TokenLogprobs& l : pending_logprobs_) logprobs->push_back(std::move(l));
+  pending_logprobs_.clear();
   return state_;
 }
 
@@ -34,10 +38,11 @@ bool RequestStream::cancelled() const {
   return cancelled_;
 }
 
-void RequestStream::push(int32_t id) {
+void RequestStream::push(int32_t id, const TokenLogprobs* logprobs) {
   {
     std::lock_guard lock(mu_);
     pending_.push_back(id);
+    if (logprobs) pending_logprobs_.push_back(*logprobs);
   }
   cv_.notify_all();
 }
@@ -142,12 +147,15 @@ void EngineLoop::run() {
 void EngineLoop::admit(std::deque<Incoming>& incoming) {
   for (Incoming& in : incoming) {
     RequestStream* stream = in.stream.get();
+    // The callback runs in step(), after add() has returned the handle it reads the logprobs through.
+    auto handle_of = std::make_shared<int64_t>(-1);
+    const bool logprobs = in.options.logprobs >= 0;
     try {
-      const int64_t handle = engine_.add(in.prompt, in.options, [stream](int32_t id) {
-        stream->push(id);
+      *handle_of = engine_.add(in.prompt, in.options, [this, stream, handle_of, logprobs](int32_t id) {
+        stream->push(id, logprobs ? &engine_.result(*handle_of).logprobs.back() : nullptr);
         return !stream->cancelled();
       });
-      live_.push_back({handle, std::move(in.stream)});
+      live_.push_back({*handle_of, std::move(in.stream)});
     } catch (const Error& e) {
       ended(1);
       stream->fail(e.what());

@@ -24,9 +24,11 @@ class RequestStream {
  public:
   enum class State { Running, Finished, Failed };
 
-  // Appends the tokens generated since the last call to `tokens`, waiting up
-  // to `timeout` when there are none yet; then the request's state.
-  State wait(std::vector<int32_t>& tokens, std::chrono::milliseconds timeout);
+  // Appends the tokens generated since the last call to `tokens` (and, when
+  // the request asked for them, their log-probabilities to `logprobs`),
+  // waiting up to `timeout` when there are none yet; then the request's state.
+  State wait(std::vector<int32_t>& tokens, std::chrono::milliseconds timeout,
+             std::vector<TokenLogprobs>* logprobs = nullptr);
   // Once Finished: the engine's result (all ids, reason, prompt/cached counts).
   GenerationResult result() const;
   // Once Failed: why the engine refused or lost the request.
@@ -37,13 +39,14 @@ class RequestStream {
 
  private:
   friend class EngineLoop;
-  void push(int32_t id);
+  void push(int32_t id, const TokenLogprobs* logprobs);
   void finish(const GenerationResult& result);
   void fail(std::string message);
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<int32_t> pending_;
+  std::vector<TokenLogprobs> pending_logprobs_;
   State state_ = State::Running;
   GenerationResult result_;
   std::string error_;

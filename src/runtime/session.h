@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/qwen3.h"
+#include "runtime/logprobs.h"
 #include "runtime/sampler.h"
 
 namespace qinfer {
@@ -18,6 +19,9 @@ struct GenerationOptions {
   SamplingParams sampling;
   std::vector<int32_t> eos_ids;  // stop after emitting any of these
   bool ignore_eos = false;
+  // The batching engine only: -1 off; N >= 0: each token's log-probability
+  // and the N most likely alternatives (GenerationResult::logprobs).
+  int32_t logprobs = -1;
 };
 
 enum class StopReason { Eos, MaxTokens, ContextFull, Callback };
@@ -25,6 +29,7 @@ const char* stop_reason_name(StopReason r);
 
 struct GenerationResult {
   std::vector<int32_t> ids;  // generated tokens (an eos that stopped generation included)
+  std::vector<TokenLogprobs> logprobs;  // per id, when GenerationOptions::logprobs >= 0
   StopReason reason = StopReason::MaxTokens;
   int64_t prompt_tokens = 0;
   int64_t reused_tokens = 0;  // prompt tokens whose keys/values were already cached

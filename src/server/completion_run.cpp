@@ -19,6 +19,10 @@ struct CompletionRun::Choice {
   std::optional<ChatOutputParser> parser;
   std::string pieces;        // text the TextStream emitted since the last poll
   std::vector<int32_t> ids;  // received before the first poll
+  std::vector<TokenLogprobs> received_logprobs;  // with them, when asked for
+  std::vector<TokenLogprobs> unsent_logprobs;    // of consumed tokens, for the next chunk
+  std::vector<TokenLogprobs> logprobs;           // of every consumed token
+  int64_t text_offset = 0;                       // streamed completions: bytes of text before the next token
   int64_t tokens = 0;        // ids the text saw: the completion's tokens
   bool stopped = false;      // a stop string ended it
   bool done = false;
@@ -76,7 +80,8 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
     }
   for (auto& c : choices_) {
     engine::RequestStream::State state;
-    while ((state = c->stream->wait(c->ids, 50ms)) == engine::RequestStream::State::Running && c->ids.empty()) {
+    while ((state = c->stream->wait(c->ids, 50ms, &c->received_logprobs)) == engine::RequestStream::State::Running &&
+           c->ids.empty()) {
     }
     if (state == engine::RequestStream::State::Failed) {
       const std::string why = c->stream->error();
@@ -94,7 +99,9 @@ CompletionRun::~CompletionRun() {
 ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout) {
   std::vector<int32_t> ids = std::move(c.ids);
   c.ids.clear();
-  const auto state = c.stream->wait(ids, ids.empty() ? timeout : 0ms);
+  std::vector<TokenLogprobs> logprobs = std::move(c.received_logprobs);
+  c.received_logprobs.clear();
+  const auto state = c.stream->wait(ids, ids.empty() ? timeout : 0ms, &logprobs);
   const auto now = Clock::now();
   if (!ids.empty()) {
     if (c.tokens == 0 && summary_.ttft_s < 0) summary_.ttft_s = seconds_between(start_, now);
@@ -102,9 +109,14 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout) {
       for (size_t k = 0; k < ids.size(); ++k) metrics_.record_inter_token(seconds_between(c.last_token, now) / ids.size());
     c.last_token = now;
   }
-  for (int32_t id : ids) {
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const int32_t id = ids[k];
     if (c.stopped) break;
     ++c.tokens;
+    if (k < logprobs.size()) {
+      c.unsent_logprobs.push_back(logprobs[k]);
+      c.logprobs.push_back(std::move(logprobs[k]));
+    }
     if (!c.text->push(id)) {
       c.stopped = true;
       c.stream->cancel();
@@ -182,6 +194,38 @@ ordered_json tool_calls_json(const std::vector<ToolCall>& calls, const std::stri
 
 }  // namespace
 
+ordered_json CompletionRun::logprobs_json(const std::vector<TokenLogprobs>& lps, int64_t& text_offset) const {
+  const Tokenizer& tok = model_.bundle.require_tokenizer();
+  auto piece = [&](int32_t id) { return std::string(tok.token_bytes(id)); };
+  if (request_.chat) {  // {"content": [{token, logprob, bytes, top_logprobs: [...]}]}
+    auto entry = [&](int32_t id, float lp) {
+      const std::string p = piece(id);
+      return ordered_json{{"token", p}, {"logprob", lp}, {"bytes", std::vector<uint8_t>(p.begin(), p.end())}};
+    };
+    ordered_json content = ordered_json::array();
+    for (const TokenLogprobs& l : lps) {
+      ordered_json e = entry(l.id, l.logprob);
+      e["top_logprobs"] = ordered_json::array();
+      for (const auto& [id, lp] : l.top) e["top_logprobs"].push_back(entry(id, lp));
+      content.push_back(std::move(e));
+    }
+    return {{"content", std::move(content)}};
+  }
+  // Completions: parallel lists, as the legacy API has them.
+  ordered_json tokens = ordered_json::array(), token_logprobs = ordered_json::array(), top = ordered_json::array(),
+               offsets = ordered_json::array();
+  for (const TokenLogprobs& l : lps) {
+    tokens.push_back(piece(l.id));
+    token_logprobs.push_back(l.logprob);
+    ordered_json alternatives = ordered_json::object();
+    for (const auto& [id, lp] : l.top) alternatives[piece(id)] = lp;
+    top.push_back(std::move(alternatives));
+    offsets.push_back(text_offset);
+    if (!tok.is_special(l.id)) text_offset += static_cast<int64_t>(piece(l.id).size());
+  }
+  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
+}
+
 ordered_json CompletionRun::run_to_end() {
   for (bool running = true; running;) {
     running = false;
@@ -205,7 +249,8 @@ ordered_json CompletionRun::run_to_end() {
     } else {
       choice["text"] = c->total.content;
     }
-    choice["logprobs"] = nullptr;
+    int64_t offset = 0;
+    choice["logprobs"] = request_.options.logprobs >= 0 ? logprobs_json(c->logprobs, offset) : ordered_json();
     choice["finish_reason"] = c->finish_reason;
     choices.push_back(std::move(choice));
   }
@@ -223,11 +268,15 @@ void CompletionRun::stream(const std::function<bool(const std::string&)>& write)
     for (auto& c : choices_) c->stream->cancel();
     return false;
   };
-  auto delta_chunk = [&](const Choice& c, ordered_json delta, const ordered_json& finish) {
+  auto delta_chunk = [&](Choice& c, ordered_json delta, const ordered_json& finish) {
     ordered_json choice = {{"index", c.index}};
     if (request_.chat) choice["delta"] = std::move(delta);
     else choice["text"] = delta.value("content", "");
-    choice["logprobs"] = nullptr;
+    choice["logprobs"] = ordered_json();
+    if (!c.unsent_logprobs.empty()) {  // the tokens behind this chunk's text
+      choice["logprobs"] = logprobs_json(c.unsent_logprobs, c.text_offset);
+      c.unsent_logprobs.clear();
+    }
     choice["finish_reason"] = finish;
     return sse(chunk(ordered_json::array({std::move(choice)})));
   };

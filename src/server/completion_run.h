@@ -48,6 +48,8 @@ class CompletionRun {
   ChatDelta poll(Choice& c, std::chrono::milliseconds timeout);
   nlohmann::ordered_json chunk(const nlohmann::ordered_json& choices) const;
   nlohmann::ordered_json usage() const;
+  // OpenAI's logprobs object for these tokens; text_offset (completions) advances past them.
+  nlohmann::ordered_json logprobs_json(const std::vector<TokenLogprobs>& lps, int64_t& text_offset) const;
   void finalize();
 
   const CompletionRequest& request_;

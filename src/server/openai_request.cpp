@@ -15,6 +15,7 @@ using nlohmann::ordered_json;
 
 constexpr int kMaxChoices = 16;
 constexpr size_t kMaxStops = 16;
+constexpr int64_t kMaxTopLogprobs = 20;  // OpenAI's limit for top_logprobs
 
 [[noreturn]] void bad(const std::string& param, const std::string& message) { throw ApiError(400, message, param); }
 
@@ -144,9 +145,6 @@ CompletionRequest common_fields(const ordered_json& body, const ServedModel& mod
     if (!r.stream) bad("stream_options", "'stream_options' is only allowed when 'stream' is true");
     r.include_usage = boolean(so, "include_usage", false);
   }
-  if (boolean(body, "logprobs", false) || (given(body, "logprobs") && body["logprobs"].is_number()) ||
-      given(body, "top_logprobs"))
-    bad("logprobs", "'logprobs' is not supported by this server yet");
   if (given(body, "echo") && boolean(body, "echo", false)) bad("echo", "'echo' is not supported by this server yet");
   return r;
 }
@@ -238,6 +236,10 @@ ordered_json parse_json_body(const std::string& body) {
 CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel& model) {
   CompletionRequest r = common_fields(body, model);
   r.chat = true;
+  const bool logprobs = boolean(body, "logprobs", false);
+  const int64_t top = integer(body, "top_logprobs", 0, 0, kMaxTopLogprobs);
+  if (given(body, "top_logprobs") && !logprobs) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+  r.options.logprobs = logprobs ? static_cast<int32_t>(top) : -1;
   ChatTemplateInput in;
   in.messages = chat_messages(body);
   in.add_generation_prompt = true;
@@ -275,6 +277,7 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
 
 CompletionRequest parse_completion_request(const ordered_json& body, const ServedModel& model) {
   CompletionRequest r = common_fields(body, model);
+  r.options.logprobs = static_cast<int32_t>(integer(body, "logprobs", -1, 0, kMaxTopLogprobs));
   if (!given(body, "prompt")) bad("prompt", "'prompt' is missing");
   const ordered_json& p = body["prompt"];
   const int64_t vocab = model.bundle.model->config().vocab_size;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 
 #include "test_util.h"
@@ -154,3 +155,42 @@ TEST(Engine, CancelAndCallbackStopFreeTheirBlocks) {
 }
 
 }  // namespace
+
+// A request's log-probabilities are those of its tokens, and bit-identical
+// whether it runs alone or among others.
+TEST(Engine, LogprobsAreBatchInvariant) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(2);
+  GenerationOptions o;
+  o.max_new_tokens = 6;
+  o.ignore_eos = true;
+  o.sampling.temperature = 0;
+  o.logprobs = 3;
+  const std::vector<int32_t> prompt = {785, 6722, 315, 9625, 374};
+  Engine alone(*model, pool, {4, 0, 64, 4});
+  const int64_t h = alone.add(prompt, o);
+  alone.run_until_idle();
+  const GenerationResult solo = alone.result(h);
+  ASSERT_EQ(solo.logprobs.size(), solo.ids.size());
+  for (size_t i = 0; i < solo.ids.size(); ++i) {
+    EXPECT_EQ(solo.logprobs[i].id, solo.ids[i]);
+    ASSERT_EQ(solo.logprobs[i].top.size(), 3u);
+    EXPECT_EQ(solo.logprobs[i].top[0].first, solo.ids[i]);  // greedy draws the most likely
+    EXPECT_EQ(solo.logprobs[i].top[0].second, solo.logprobs[i].logprob);
+    EXPECT_LE(solo.logprobs[i].top[1].second, solo.logprobs[i].top[0].second);
+  }
+  Engine crowd(*model, pool, {4, 0, 5, 4});
+  GenerationOptions other = o;
+  other.logprobs = -1;
+  crowd.add(std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7}, other);
+  const int64_t mine = crowd.add(prompt, o);
+  crowd.add(std::vector<int32_t>{9, 8}, other);
+  crowd.run_until_idle();
+  const GenerationResult& r = crowd.result(mine);
+  ASSERT_EQ(r.logprobs.size(), solo.logprobs.size());
+  for (size_t i = 0; i < r.logprobs.size(); ++i) {
+    EXPECT_EQ(std::memcmp(&r.logprobs[i].logprob, &solo.logprobs[i].logprob, sizeof(float)), 0);
+    EXPECT_EQ(r.logprobs[i].top, solo.logprobs[i].top);
+  }
+  EXPECT_TRUE(crowd.result(0).logprobs.empty());
+}

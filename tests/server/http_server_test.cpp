@@ -247,3 +247,46 @@ TEST(HttpServer, FullQueueAnswers503WithRetryAfter) {
   EXPECT_EQ(res->get_header_value("Retry-After"), "1");
   busy.join();
 }
+
+TEST(HttpServer, LogprobsOfEachTokenAlikeInStreamAndJson) {
+  Fixture f;
+  const ordered_json body = {{"messages", kMessages}, {"max_tokens", 6}, {"temperature", 0}, {"ignore_eos", true},
+                             {"logprobs", true}, {"top_logprobs", 2}};
+  const ordered_json answer = f.post("/v1/chat/completions", body);
+  const ordered_json& content = answer["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 6u);
+  std::string text;
+  for (const auto& t : content) {
+    ASSERT_EQ(t["top_logprobs"].size(), 2u);
+    EXPECT_EQ(t["top_logprobs"][0]["token"], t["token"]);  // greedy: the most likely
+    EXPECT_LE(t["logprob"].get<double>(), 0.0);
+    EXPECT_GE(t["top_logprobs"][0]["logprob"].get<double>(), t["top_logprobs"][1]["logprob"].get<double>());
+    const std::vector<uint8_t> bytes = t["bytes"];
+    text += std::string(bytes.begin(), bytes.end());
+  }
+  // The tokens' bytes are the text (a character the last token leaves unfinished shows as U+FFFD there).
+  std::string shown = answer["choices"][0]["message"]["content"];
+  const std::string replacement = "\xEF\xBF\xBD";
+  if (shown.size() >= 3 && shown.compare(shown.size() - 3, 3, replacement) == 0 && text != shown)
+    shown.resize(shown.size() - 3);
+  EXPECT_EQ(text.compare(0, shown.size(), shown), 0) << text << " vs " << shown;
+  EXPECT_LE(text.size() - shown.size(), 3u);
+
+  ordered_json streamed = body;
+  streamed["stream"] = true;
+  auto res = f.client().Post("/v1/chat/completions", streamed.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ordered_json joined = ordered_json::array();
+  for (const auto& e : Fixture::events(res->body))
+    if (!e["choices"].empty() && e["choices"][0]["logprobs"].is_object())
+      for (const auto& t : e["choices"][0]["logprobs"]["content"]) joined.push_back(t);
+  EXPECT_EQ(joined, content);
+
+  const ordered_json completion = f.post("/v1/completions", {{"prompt", "The capital"}, {"max_tokens", 4},
+                                                             {"temperature", 0}, {"ignore_eos", true}, {"logprobs", 1}});
+  const ordered_json& lp = completion["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), 4u);
+  EXPECT_EQ(lp["token_logprobs"].size(), 4u);
+  EXPECT_EQ(lp["top_logprobs"][0].size(), 1u);
+  EXPECT_EQ(lp["text_offset"][0], 0);
+}
