@@ -62,7 +62,7 @@ before(async () => {
   replicas.forEach((r, i) => { conf = conf.replace(`127.0.0.1:${8081 + i}`, `127.0.0.1:${r.port}`); });
   const confPath = path.join(dir, 'nginx.conf');
   fs.writeFileSync(confPath, conf);
-  nginx = spawn(nginxBin, ['-c', confPath, '-p', dir, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  nginx = spawn(nginxBin, ['-c', confPath, '-p', dir, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'ignore'] });
   for (let i = 0; i < 100; ++i) {
     const r = await fetch(`http://127.0.0.1:${port}/health`).catch(() => null);
     if (r && r.status === 200) break;
@@ -71,8 +71,12 @@ before(async () => {
   client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'none', maxRetries: 0, timeout: 30000 });
 });
 
-after(() => {
-  nginx?.kill('SIGKILL');
+after(async () => {
+  if (nginx && nginx.exitCode === null) {  // SIGTERM: the master stops its workers too (SIGKILL would orphan them)
+    const exited = new Promise((r) => nginx.once('exit', r));
+    nginx.kill('SIGTERM');
+    await exited;
+  }
   for (const r of replicas) if (r.proc.exitCode === null) r.proc.kill('SIGKILL');
 });
 
@@ -133,8 +137,10 @@ test('a replica killed mid-stream: streams end (done or an error), none hangs, l
     const { replica, value } = await busiest('qinfer:num_requests_running');
     assert.ok(value > 0, 'streams are running');
     await kill(replica);
-    const deadline = new Promise((_, reject) => setTimeout(() => reject(new Error('a stream hung')), 60000));
+    let timer;
+    const deadline = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('a stream hung')), 60000); });
     const settled = await Promise.race([Promise.all(streams), deadline]);
+    clearTimeout(timer);
     assert.equal(settled.length, sessions.length);
     const answers = await Promise.all(sessions.map((s) => chat(s)));
     for (const a of answers) assert.equal(a.choices[0].finish_reason, 'length');
