@@ -58,6 +58,18 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
       created_(static_cast<int64_t>(std::time(nullptr))),
       start_(Clock::now()) {
   const Tokenizer& tok = model.bundle.require_tokenizer();
+  // Waits for the choice's first token (or the engine's refusal).
+  auto started = [&](Choice& c) {
+    engine::RequestStream::State state;
+    while ((state = c.stream->wait(c.ids, 50ms, &c.received_logprobs)) == engine::RequestStream::State::Running &&
+           c.ids.empty()) {
+    }
+    if (state == engine::RequestStream::State::Failed) {
+      const std::string why = c.stream->error();
+      for (auto& other : choices_) other->stream->cancel();
+      throw ApiError(400, why, request.chat ? "messages" : "prompt");
+    }
+  };
   for (size_t p = 0; p < request.prompts.size(); ++p)
     for (int i = 0; i < request.n; ++i) {
       auto c = std::make_unique<Choice>();
@@ -77,18 +89,11 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
         throw ApiError(503, "the server is busy: too many requests are waiting; retry later");
       }
       choices_.push_back(std::move(c));
+      // The other choices of a prompt start once the first has computed it:
+      // they take its full blocks from the prefix cache instead of computing them again.
+      if (i == 0 && request.n > 1) started(*choices_.back());
     }
-  for (auto& c : choices_) {
-    engine::RequestStream::State state;
-    while ((state = c->stream->wait(c->ids, 50ms, &c->received_logprobs)) == engine::RequestStream::State::Running &&
-           c->ids.empty()) {
-    }
-    if (state == engine::RequestStream::State::Failed) {
-      const std::string why = c->stream->error();
-      for (auto& other : choices_) other->stream->cancel();
-      throw ApiError(400, why, request.chat ? "messages" : "prompt");
-    }
-  }
+  for (auto& c : choices_) started(*c);
 }
 
 CompletionRun::~CompletionRun() {

@@ -290,3 +290,14 @@ TEST(HttpServer, LogprobsOfEachTokenAlikeInStreamAndJson) {
   EXPECT_EQ(lp["top_logprobs"][0].size(), 1u);
   EXPECT_EQ(lp["text_offset"][0], 0);
 }
+
+TEST(HttpServer, ChoicesOfOnePromptShareItsCachedPrefix) {
+  Fixture f;  // blocks of 4 positions
+  std::vector<int> prompt(21);
+  for (int i = 0; i < 21; ++i) prompt[i] = 1000 + 37 * i;
+  const ordered_json answer = f.post("/v1/completions", {{"prompt", prompt}, {"n", 3}, {"max_tokens", 3},
+                                                         {"temperature", 0.8}, {"seed", 1}, {"ignore_eos", true}});
+  ASSERT_EQ(answer["choices"].size(), 3u);
+  // Choices 2 and 3 each find the 5 full blocks of the 21-token prompt cached.
+  EXPECT_GE(f.metric("qinfer:prefix_cache_hits_total"), 2 * 20);
+}
