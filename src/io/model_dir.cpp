@@ -1,6 +1,9 @@
 #include "io/model_dir.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <filesystem>
 #include <string_view>
 #include <vector>
@@ -46,6 +49,9 @@ std::string find_snapshot(const fs::path& repo) {
     while (!rev.empty() && std::isspace(static_cast<unsigned char>(rev.back()))) rev.pop_back();
     const fs::path snap = repo / "snapshots" / rev;
     if (!rev.empty() && file_exists((snap / "config.json").string())) return snap.string();
+    // Taking another snapshot silently could run other weights than the user downloaded last.
+    std::fprintf(stderr, "qinfer: warning: %s names snapshot '%s', which %s; taking the newest other snapshot\n",
+                 ref.c_str(), rev.c_str(), fs::is_directory(snap, ec) ? "has no config.json" : "is missing");
   }
   // No usable refs/main: take the most recently written snapshot that has a config.json.
   fs::path best;
@@ -66,6 +72,16 @@ std::string find_snapshot(const fs::path& repo) {
 std::string resolve_model_dir(const std::string& model_arg) {
   std::error_code ec;
   if (fs::is_directory(model_arg, ec)) return model_arg;
+  if (fs::is_regular_file(model_arg, ec)) {
+    char magic[4] = {};
+    std::ifstream(model_arg, std::ios::binary).read(magic, sizeof magic);
+    const bool gguf = model_arg.size() >= 5 && model_arg.compare(model_arg.size() - 5, 5, ".gguf") == 0;
+    if (gguf || std::memcmp(magic, "GGUF", 4) == 0)
+      fail(model_arg, ": GGUF is not supported; use the Hugging Face checkpoint directory (config.json, "
+           "model.safetensors, tokenizer.json), e.g. huggingface-cli download Qwen/Qwen3-0.6B");
+    fail(model_arg, ": is a file; -m takes a checkpoint directory (config.json, model.safetensors, tokenizer.json) "
+         "or a hub id like Qwen/Qwen3-0.6B");
+  }
   if (!is_hub_id(model_arg))
     fail("model '", model_arg, "' is neither a directory nor a Hugging Face hub id like Qwen/Qwen3-0.6B");
 

@@ -147,6 +147,8 @@ struct Binder {
 // Q8 rows one after another; 1: Q4 rows too).
 constexpr int kQuantLayoutVersion = 3;
 
+}  // namespace
+
 // The format of a checkpoint written by Qwen3Model::save: config.json's
 // quantization_config {"quant_method": "qinfer", "format": "q8" | "q4", "version": 3}.
 std::optional<QuantFormat> stored_quant_format(const std::string& config_path) {
@@ -164,8 +166,6 @@ std::optional<QuantFormat> stored_quant_format(const std::string& config_path) {
          "): quantize the original checkpoint again (qinfer quantize)");
   return f == "q8" ? QuantFormat::Q8 : QuantFormat::Q4;
 }
-
-}  // namespace
 
 std::optional<WeightFormat> parse_weight_format(const std::string& name) {
   if (name == "auto") return std::nullopt;
@@ -257,9 +257,7 @@ void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir)
          "their codes interleaved 4 bytes at a time (ops/quant.h)"}};
   else
     config.erase("quantization_config");
-  std::ofstream out(out_dir + "/config.json", std::ios::trunc);
-  out << config.dump(2) << "\n";
-  if (!out.flush()) fail(out_dir, "/config.json: write failed");
+  write_file(out_dir + "/config.json", config.dump(2) + "\n");
   for (const char* f : {"generation_config.json", "tokenizer.json", "tokenizer_config.json"})
     if (fs::exists(source_dir + "/" + f))
       fs::copy_file(source_dir + "/" + f, out_dir + "/" + f, fs::copy_options::overwrite_existing);

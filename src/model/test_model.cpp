@@ -8,6 +8,7 @@
 
 #include "io/safetensors_writer.h"
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 namespace qinfer {
 
@@ -127,12 +128,11 @@ void write_test_model(const std::string& dir, const Qwen3Config& c, DType dtype,
                                    {"torch_dtype", torch_dtype},
                                    {"use_sliding_window", false},
                                    {"vocab_size", c.vocab_size}};
-  std::ofstream(dir + "/config.json") << config.dump(2) << "\n";
+  write_file(dir + "/config.json", config.dump(2) + "\n");
   nlohmann::ordered_json gen = {{"bos_token_id", 151643}, {"do_sample", true},  {"eos_token_id", {151645, 151643}},
                                 {"pad_token_id", 151643}, {"temperature", 0.6}, {"top_k", 20},
                                 {"top_p", 0.95}};
-  std::ofstream(dir + "/generation_config.json") << gen.dump(2) << "\n";
-  if (!std::filesystem::exists(dir + "/config.json")) fail(dir, ": could not write config.json");
+  write_file(dir + "/generation_config.json", gen.dump(2) + "\n");
 }
 
 }  // namespace qinfer

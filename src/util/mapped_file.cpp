@@ -63,12 +63,22 @@ void MappedFile::release() {
 }
 
 std::string read_text_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) fail(path, ": is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, ": cannot open: ", std::strerror(errno));
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) fail(path, ": read error");
   return ss.str();
+}
+
+void write_file(const std::string& path, std::string_view bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) fail(path, ": cannot create: ", std::strerror(errno));
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) fail(path, ": write failed: ", std::strerror(errno));
 }
 
 bool file_exists(const std::string& path) {

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace qinfer {
 
@@ -30,5 +31,8 @@ class MappedFile {
 // Whole file as a string (small text files: JSON configs, tokenizer.json).
 std::string read_text_file(const std::string& path);
 bool file_exists(const std::string& path);
+// Creates or replaces path with bytes; an Error naming the file when any of it
+// could not be written (a full disk included).
+void write_file(const std::string& path, std::string_view bytes);
 
 }  // namespace qinfer
