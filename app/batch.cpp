@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "thread_count.h"
 #include "engine/engine.h"
 #include "runtime/model_bundle.h"
 #include "runtime/text_stream.h"
@@ -111,19 +112,15 @@ Job parse_job(const std::string& line, const ModelBundle& bundle) {
   return job;
 }
 
-const char* finish_reason(const GenerationResult& r, const TextStream& t) {
-  if (t.stopped_by_string() || r.reason == StopReason::Eos) return "stop";
-  return "length";
-}
-
 void run_batch(const BatchArgs& a) {
   if (a.parallel < 1) fail("--parallel must be at least 1");
   if (a.max_batch_tokens < 1) fail("--max-batch-tokens must be at least 1");
   if (a.block_size < 1) fail("--block-size must be at least 1");
   if (a.kv_blocks < 0) fail("--kv-blocks must be positive (or 0: enough for --parallel full contexts)");
-  const LoadOptions load_options = parse_load_options(a.weights, a.kv, a.threads);
+  const int threads = thread_count(a.threads);
+  const LoadOptions load_options = parse_load_options(a.weights, a.kv, threads);
   const ModelBundle bundle = load_model_bundle(a.model, load_options);
-  ThreadPool pool(a.threads);
+  ThreadPool pool(threads);
   engine::Engine engine(*bundle.model, pool, {a.block_size, a.kv_blocks, a.max_batch_tokens, a.parallel});
 
   std::vector<Job> jobs;
@@ -164,10 +161,11 @@ void run_batch(const BatchArgs& a) {
       ++refused;
     } else {
       const GenerationResult& r = engine.result(job.handle);
+      if (r.reason == StopReason::Error) fail(r.error);  // corrupt weights: every request would be wrong
       if (job.text) job.text->finish();
       out = {{"ids", r.ids}};
       if (job.text) out["text"] = job.text->text();
-      out["finish_reason"] = job.text ? finish_reason(r, *job.text) : (r.reason == StopReason::Eos ? "stop" : "length");
+      out["finish_reason"] = finish_reason(r.reason, job.text && job.text->stopped_by_string());
       out["prompt_tokens"] = r.prompt_tokens;
       out["cached_tokens"] = r.reused_tokens;
       prompt_tokens += r.prompt_tokens;

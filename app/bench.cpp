@@ -11,6 +11,7 @@
 
 #include "build_info.h"
 #include "commands.h"
+#include "thread_count.h"
 #include "io/model_dir.h"
 #include "model/quality.h"
 #include "model/qwen3.h"
@@ -165,9 +166,20 @@ Probes probe_machine(ThreadPool& pool) { return {probe_read_gb_s(pool), probe_fm
 
 void run_bench(const BenchArgs& a) {
   if (a.prompt_tokens < 1 || a.gen_tokens < 2 || a.reps < 1) fail("bench needs -p >= 1, -n >= 2, --reps >= 1");
+  if (a.quality_tokens < 0) fail("--quality ", a.quality_tokens, ": give a number of prompt tokens (0: no quality report)");
   const std::string dir = resolve_model_dir(a.model);
-  const LoadOptions load_options = parse_load_options(a.weights, a.kv, a.threads);
-  ThreadPool pool(a.threads);
+  // Checked before the minutes of probes and timing, not after.
+  const int64_t context = load_qwen3_config(dir + "/config.json").max_position_embeddings;
+  if (a.prompt_tokens + a.gen_tokens > context)
+    fail("-p ", a.prompt_tokens, " plus -n ", a.gen_tokens, " exceeds the model's context of ", context, " tokens");
+  if (a.quality_tokens > context)
+    fail("--quality ", a.quality_tokens, " exceeds the model's context of ", context, " tokens");
+  if (a.quality_tokens > 0 && stored_quant_format(dir + "/config.json"))
+    fail("--quality compares with the checkpoint as stored, and ", dir,
+         " is already quantized (it would be compared with itself): run it on the float checkpoint with --weights q8|q4");
+  const int threads = thread_count(a.threads);
+  const LoadOptions load_options = parse_load_options(a.weights, a.kv, threads);
+  ThreadPool pool(threads);
   const Probes before = probe_machine(pool);
   reset_peak_rss();
   // Cold start: load, then the first token of a 5-token prompt (which pages
@@ -212,7 +224,10 @@ void run_bench(const BenchArgs& a) {
   const double tg_gb_s = T.median * gb_per_token;
   const double pp_gflop_s = P.median * prefill_flops(*model, a.prompt_tokens) / a.prompt_tokens / 1e9;
   const BuildInfo build = build_info();
+  // What the matrices are, whether stored so or converted at load (--weights auto names nothing).
+  const std::string weights = weight_format_name(model->weights().layers.at(0).gate_proj.format);
   nlohmann::ordered_json j = {{"model", dir},
+                              {"qinfer_version", build.version},
                               {"qinfer_commit", build.commit},
                               {"simd_target", build.simd_target},
                               {"simd_compiled", build.simd_compiled},
@@ -237,7 +252,7 @@ void run_bench(const BenchArgs& a) {
                               {"probe_gb_s_before_after", {before.read_gb_s, after.read_gb_s}},
                               {"roofline_tok_s", probe / gb_per_token},
                               {"roofline_pct", 100.0 * tg_gb_s / probe},
-                              {"weights", a.weights},
+                              {"weights", weights},
                               {"kv", a.kv},
                               {"load_s", load_s},
                               {"first_token_s", first_token_s},
@@ -251,7 +266,7 @@ void run_bench(const BenchArgs& a) {
     return;
   }
   std::printf("model        %s (%d threads, weights %s, KV cache %s, kernels %s)\n", dir.c_str(), pool.size(),
-              a.weights.c_str(), a.kv.c_str(), build.simd_target.c_str());
+              weights.c_str(), a.kv.c_str(), build.simd_target.c_str());
   std::printf("prefill      pp%lld  %8.1f tok/s  (min %.1f, max %.1f, %d runs)\n", static_cast<long long>(a.prompt_tokens),
               P.median, P.min, P.max, a.reps);
   std::printf("compute      prefill %.1f GFLOP/s; f32 FMA probe %.1f GFLOP/s (%.1f before, %.1f after) -> %.0f%% of peak\n",

@@ -9,6 +9,7 @@
 
 #include "build_info.h"
 #include "commands.h"
+#include "thread_count.h"
 #include "engine/engine.h"
 #include "io/model_dir.h"
 #include "util/error.h"
@@ -47,12 +48,13 @@ std::vector<int64_t> parse_levels(const std::string& s) {
 void run_bench_batch(const BenchBatchArgs& a) {
   if (a.prompt_tokens < 1 || a.gen_tokens < 2) fail("-p must be at least 1 and -n at least 2");
   const std::vector<int64_t> levels = parse_levels(a.parallel);
-  const LoadOptions lo = parse_load_options(a.weights, a.kv, a.threads);
+  const int threads = thread_count(a.threads);
+  const LoadOptions lo = parse_load_options(a.weights, a.kv, threads);
   const std::string dir = resolve_model_dir(a.model);
   auto model = Qwen3Model::load(dir, lo);
   const int64_t context = model->config().max_position_embeddings;
   if (a.prompt_tokens + a.gen_tokens > context) fail("-p + -n exceeds the context length of ", context);
-  ThreadPool pool(a.threads);
+  ThreadPool pool(threads);
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   for (const int64_t P : levels) {
     engine::EngineOptions o;
@@ -99,7 +101,7 @@ void run_bench_batch(const BenchBatchArgs& a) {
   }
   if (a.json) {
     const BuildInfo b = build_info();
-    nlohmann::ordered_json j = {{"model", dir},         {"threads", pool.size()},     {"weights", a.weights},
+    nlohmann::ordered_json j = {{"model", dir},         {"threads", pool.size()},     {"weights", weight_format_name(model->weights().layers.at(0).gate_proj.format)},
                                 {"kv", a.kv},           {"prompt_tokens", a.prompt_tokens},
                                 {"gen_tokens", a.gen_tokens}, {"simd_target", b.simd_target}, {"levels", results}};
     std::printf("%s\n", j.dump().c_str());

@@ -1,18 +1,23 @@
 // qinfer chat: a multi-turn conversation through the model's chat template,
-// streaming replies. Works on a terminal and through pipes (scripts, tests).
+// replies streamed. Each reply is one request on the batching engine, whose
+// prefix cache keeps the keys/values of the conversation so far: a turn
+// computes only what its prompt adds. Works on a terminal (line editing,
+// history, Ctrl-C) and through pipes (scripts, tests).
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
-#include <iostream>
+#include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "commands.h"
+#include "engine/engine.h"
+#include "generation_flags.h"
+#include "line_reader.h"
 #include "runtime/conversation.h"
-#include "runtime/model_bundle.h"
-#include "runtime/text_generation.h"
-#include "sampling_options.h"
+#include "runtime/text_stream.h"
 #include "util/error.h"
 
 namespace qinfer::cli {
@@ -22,12 +27,18 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_sigint(int) { g_interrupted.store(true); }
 
+constexpr const char* kHelp =
+    "  /help             this list\n"
+    "  /reset, /clear    start a new conversation\n"
+    "  /exit, /quit      leave (Ctrl-D too)\n"
+    "  /think, /no_think at the end of a message: Qwen3's switch for that turn (sent to the model)\n"
+    "  a line ending in \\ continues on the next; \"\"\" on a line of its own starts and ends a block\n"
+    "  Ctrl-C stops a reply, or clears the line at the prompt\n";
+
 struct ChatArgs {
-  std::string model, system;
+  GenerationFlags flags{-1};
+  std::string system;
   bool no_think = false, hide_thinking = false, print_prompt_ids = false;
-  int64_t max_new_tokens = 4096;
-  int threads = 0;
-  SamplingOverrides sampling;
 };
 
 void write_out(std::string_view s) {
@@ -35,50 +46,95 @@ void write_out(std::string_view s) {
   std::fflush(stdout);
 }
 
-void run_chat(const ChatArgs& a) {
-  const ModelBundle bundle = load_model_bundle(a.model);
+void drop_trailing(std::string& s, const char* chars) {
+  while (!s.empty() && std::strchr(chars, s.back())) s.pop_back();
+}
+
+// One message: a line; a line ending in \ continues on the next; a line that
+// is """ starts a block that runs to the next """ line.
+LineReader::Status read_message(LineReader& in, std::string& message) {
+  message.clear();
+  std::string line;
+  LineReader::Status st = in.read("> ", line);
+  if (st != LineReader::Status::Line) return st;
+  drop_trailing(line, "\r");
+  if (line == "\"\"\"") {
+    for (bool first = true;; first = false) {
+      if ((st = in.read("... ", line)) != LineReader::Status::Line) return st;
+      drop_trailing(line, "\r");
+      if (line == "\"\"\"") return LineReader::Status::Line;
+      message += (first ? "" : "\n") + line;
+    }
+  }
+  while (!line.empty() && line.back() == '\\') {
+    line.pop_back();
+    message += line + "\n";
+    if ((st = in.read("... ", line)) != LineReader::Status::Line) return st;
+    drop_trailing(line, "\r");
+  }
+  message += line;
+  drop_trailing(message, " \t");
+  return LineReader::Status::Line;
+}
+
+void run_chat(ChatArgs& a) {
+  int threads = 0;
+  const ModelBundle bundle = a.flags.load(threads);
   const Tokenizer& tok = bundle.require_tokenizer();
   Conversation conv(bundle.require_chat_template(), tok, a.system,
                     a.no_think ? std::optional<bool>(false) : std::nullopt);
-  ThreadPool pool(a.threads);
-  Session session(*bundle.model, pool);
+  ThreadPool pool(threads);
+  engine::Engine engine(*bundle.model, pool, a.flags.engine_options(bundle));
+  const int64_t context = engine.context();
   GenerationOptions opts;
-  opts.sampling = a.sampling.apply(bundle.default_sampling());
+  opts.sampling = a.flags.sampling.apply(bundle.default_sampling());
   opts.eos_ids = bundle.eos_ids();
-  const int64_t context = bundle.model->config().max_position_embeddings;
+  // The engine ends a reply at the context itself (reason ContextFull).
+  opts.max_new_tokens = a.flags.max_tokens == -1 ? context : a.flags.max_tokens;
 
-  // Ctrl-C interrupts the reply being generated, not the program.
+  // Ctrl-C interrupts the reply being generated, or the line being typed, not
+  // the program. No SA_RESTART: a blocked read returns with EINTR.
   struct sigaction sa {};
   sa.sa_handler = on_sigint;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
 
-  const bool tty_in = isatty(STDIN_FILENO), tty_out = isatty(STDOUT_FILENO);
-  if (tty_in)
-    std::fprintf(stderr, "qinfer chat with %s (thinking %s). /reset starts over, /exit quits, Ctrl-C stops a reply.\n",
-                 bundle.dir.c_str(), a.no_think ? "off" : "on");
+  LineReader in;
+  const bool tty_out = ::isatty(STDOUT_FILENO);
+  if (in.interactive())
+    std::fprintf(stderr, "qinfer chat with %s (thinking %s, context %lld, seed %llu). /help lists the commands, Ctrl-D quits.\n",
+                 bundle.dir.c_str(), a.no_think ? "off" : "on", static_cast<long long>(context),
+                 static_cast<unsigned long long>(opts.sampling.seed));
   int turn = 0;
-  std::string line;
-  for (;;) {
-    if (tty_in) write_out("> ");
-    if (!std::getline(std::cin, line)) {
-      if (std::cin.eof()) break;
-      std::cin.clear();  // interrupted at the prompt
-      g_interrupted = false;
+  for (std::string message;;) {
+    g_interrupted = false;
+    const LineReader::Status st = read_message(in, message);
+    if (st == LineReader::Status::Eof) break;
+    if (st == LineReader::Status::Interrupted) {
       write_out("\n");
       continue;
     }
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-    if (line.empty()) continue;
-    if (line == "/exit" || line == "/quit") break;
-    if (line == "/reset") {
-      conv.reset();
-      session.reset();
-      std::fprintf(stderr, "[conversation reset]\n");
-      continue;
+    if (message.empty()) continue;
+    in.remember(message);
+    if (message[0] == '/') {
+      const std::string command = message.substr(0, message.find_first_of(" \t\n"));
+      if (command == "/exit" || command == "/quit") break;
+      if (command == "/help" || command == "/?") {
+        std::fputs(kHelp, stderr);
+        continue;
+      }
+      if (command == "/reset" || command == "/clear") {
+        conv.reset();
+        std::fprintf(stderr, "[conversation reset]\n");
+        continue;
+      }
+      if (command != "/think" && command != "/no_think") {
+        std::fprintf(stderr, "[unknown command %s: /help lists the commands]\n", command.c_str());
+        continue;
+      }
     }
 
-    const std::vector<int32_t> prompt = conv.user_turn(line);
+    const std::vector<int32_t> prompt = conv.user_turn(message);
     ++turn;
     if (a.print_prompt_ids) std::fprintf(stderr, "%s\n", nlohmann::json{{"turn", turn}, {"prompt_ids", prompt}}.dump().c_str());
     if (static_cast<int64_t>(prompt.size()) >= context) {
@@ -87,20 +143,29 @@ void run_chat(const ChatArgs& a) {
                    prompt.size(), static_cast<long long>(context));
       continue;
     }
-    opts.max_new_tokens = std::min<int64_t>(a.max_new_tokens, context - static_cast<int64_t>(prompt.size()));
-    g_interrupted = false;
     ThinkSplitter splitter;
-    const TextGenerationResult r = generate_text(session, tok, prompt, opts, {}, [&](std::string_view piece) {
+    TextStream text(tok, a.flags.stops, [&](std::string_view piece) {
       for (const ThinkSplitter::Part& p : splitter.push(piece)) {
         if (!p.thinking) write_out(p.text);
         else if (!a.hide_thinking) write_out(tty_out ? "\x1b[2m" + p.text + "\x1b[0m" : p.text);
       }
-      return !g_interrupted.load();
+      return true;
     });
+    const int64_t handle = engine.add(prompt, opts, [&](int32_t id) { return text.push(id); });
+    while (engine.step())
+      if (g_interrupted && !engine.finished(handle)) engine.cancel(handle);
+    text.finish();
     write_out("\n");
-    conv.assistant_reply(r.text);
-    std::fprintf(stderr, "[%zu tokens, %.1f tok/s%s]\n", r.gen.ids.size(), r.gen.decode_tok_s(),
-                 r.cancelled ? ", stopped" : r.gen.reason == StopReason::ContextFull ? ", context full: /reset" : "");
+    const GenerationResult r = engine.result(handle);
+    engine.erase(handle);
+    if (r.reason == StopReason::Error) fail(r.error);
+    conv.assistant_reply(text.text());
+    std::fprintf(stderr, "[%lld prompt tokens (%lld cached), first token %.2f s, %zu tokens at %.1f tok/s%s]\n",
+                 static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.reused_tokens), r.prefill_s,
+                 r.ids.size(), r.decode_tok_s(),
+                 g_interrupted                              ? ", stopped"
+                 : r.reason == StopReason::ContextFull ? ", cut: the context is full, /reset to start over"
+                                                            : "");
   }
 }
 
@@ -109,15 +174,15 @@ void run_chat(const ChatArgs& a) {
 void add_chat_command(CLI::App& app) {
   auto a = std::make_shared<ChatArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "chat", "Chat with the model through its chat template: one message per line on stdin, replies streamed");
-  cmd->add_option("-m,--model", a->model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")->required();
+      "chat", "Chat with the model through its chat template: line editing on a terminal, one message per line "
+              "through a pipe; replies streamed");
+  a->flags.add_options(cmd, "Maximum tokens per reply; -1 = until eos or the context is full");
   cmd->add_option("--system", a->system, "System prompt");
-  cmd->add_flag("--no-think", a->no_think, "Disable Qwen3's thinking (enable_thinking=false); /think and /no_think in a message switch per turn");
+  cmd->add_flag("--no-think", a->no_think,
+                "Disable Qwen3's thinking (enable_thinking=false): the template closes an empty think block in "
+                "every reply, so /think in a message cannot turn it back on");
   cmd->add_flag("--hide-thinking", a->hide_thinking, "Do not print the reasoning (it is dimmed on a terminal otherwise)");
-  cmd->add_option("-n,--max-tokens", a->max_new_tokens, "Maximum tokens per reply")->capture_default_str();
-  cmd->add_option("-t,--threads", a->threads, "Threads (default: all hardware threads)");
   cmd->add_flag("--print-prompt-ids", a->print_prompt_ids, "Print each turn's prompt ids as a JSON line on stderr");
-  a->sampling.add_options(cmd);
   cmd->callback([a] { run_chat(*a); });
 }
 

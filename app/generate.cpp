@@ -1,12 +1,19 @@
 // qinfer generate: one prompt in, generated text out (streamed), with timing.
+// The request runs on the batching engine, alone: its tokens are those of any
+// other frontend given the same request.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "commands.h"
-#include "sampling_options.h"
-#include "runtime/model_bundle.h"
-#include "runtime/text_generation.h"
+#include "engine/engine.h"
+#include "generation_flags.h"
+#include "runtime/text_stream.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 
@@ -15,22 +22,19 @@ namespace qinfer::cli {
 namespace {
 
 struct GenerateArgs {
-  std::string model;
-  std::string prompt, prompt_file, prompt_ids;
-  int64_t max_new_tokens = 128;
-  int threads = 0;
-  std::string weights = "auto", kv = "f32";
+  GenerationFlags flags{128};
+  std::optional<std::string> prompt, prompt_file, prompt_ids;
   bool ignore_eos = false;
   bool json = false;
+  int logprobs = -1;
   std::string logits_out;
-  std::vector<std::string> stops;
-  SamplingOverrides sampling;
 };
 
 std::vector<int32_t> parse_ids(const std::string& s) {
+  if (s.empty()) fail("--prompt-ids is empty: give comma-separated token ids, e.g. 785,6722,315");
   std::vector<int32_t> ids;
   size_t i = 0;
-  while (i < s.size()) {
+  while (i <= s.size()) {
     size_t j = s.find(',', i);
     if (j == std::string::npos) j = s.size();
     const std::string item = s.substr(i, j - i);
@@ -47,64 +51,104 @@ std::vector<int32_t> parse_ids(const std::string& s) {
   return ids;
 }
 
-void write_logits(const std::string& path, std::span<const float> logits) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail(path, ": cannot create the logits file");
-  out.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * sizeof(float)));
-  if (!out.flush()) fail(path, ": write failed");
+// The prompt text of -p or --prompt-file (a path, or - for stdin).
+std::string prompt_text(const GenerateArgs& a) {
+  if (a.prompt) {
+    if (a.prompt->empty()) fail("the prompt is empty (-p \"\"): give the text to continue");
+    return *a.prompt;
+  }
+  const std::string& path = *a.prompt_file;
+  const std::string text =
+      path == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {}) : read_text_file(path);
+  if (std::cin.bad()) fail("--prompt-file -: reading standard input failed");
+  if (text.empty()) fail("--prompt-file ", path == "-" ? "- (standard input)" : path, ": the prompt is empty");
+  return text;
 }
 
-void run_generate(const GenerateArgs& a) {
-  const int given = !a.prompt.empty() + !a.prompt_file.empty() + !a.prompt_ids.empty();
-  if (given != 1) fail("pass exactly one of -p/--prompt, --prompt-file, --prompt-ids");
-  if (a.max_new_tokens < 1) fail("-n must be at least 1");
-  const LoadOptions load_options = parse_load_options(a.weights, a.kv, a.threads);
-  const ModelBundle bundle = load_model_bundle(a.model, load_options);
-
-  std::vector<int32_t> prompt;
-  if (!a.prompt_ids.empty()) {
-    prompt = parse_ids(a.prompt_ids);
-  } else {
-    const std::string text = a.prompt_file.empty() ? a.prompt : read_text_file(a.prompt_file);
-    prompt = bundle.require_tokenizer().encode(text);
+// The --logits-out file, opened before generating so a bad path fails at once.
+class LogitsFile {
+ public:
+  explicit LogitsFile(const std::string& path) : path_(path), out_(path, std::ios::binary | std::ios::trunc) {
+    if (!out_) fail(path, ": cannot create the logits file (--logits-out): ", std::strerror(errno));
   }
+  void write(std::span<const float> logits) {
+    out_.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size_bytes()));
+    out_.close();
+    if (!out_) fail(path_, ": writing the logits failed (--logits-out): ", std::strerror(errno));
+  }
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+};
+
+// OpenAI's shape: per token its id, text and logprob, and the top candidates alike.
+nlohmann::ordered_json logprobs_json(const std::vector<TokenLogprobs>& tokens, const ModelBundle& bundle) {
+  auto entry = [&](int32_t id, float logprob) {
+    nlohmann::ordered_json e = {{"id", id}};
+    if (bundle.tokenizer) e["token"] = bundle.tokenizer->decode(std::span(&id, 1));
+    e["logprob"] = logprob;
+    return e;
+  };
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const TokenLogprobs& t : tokens) {
+    nlohmann::ordered_json e = entry(t.id, t.logprob);
+    e["top_logprobs"] = nlohmann::ordered_json::array();
+    for (const auto& [id, lp] : t.top) e["top_logprobs"].push_back(entry(id, lp));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+void run_generate(GenerateArgs& a) {
+  const int given = a.prompt.has_value() + a.prompt_file.has_value() + a.prompt_ids.has_value();
+  if (given != 1) fail("pass exactly one of -p/--prompt, --prompt-file, --prompt-ids");
+  int threads = 0;
+  const ModelBundle bundle = a.flags.load(threads);
+  const std::vector<int32_t> prompt =
+      a.prompt_ids ? parse_ids(*a.prompt_ids) : bundle.require_tokenizer().encode(prompt_text(a));
   if (prompt.empty()) fail("the prompt encodes to no tokens");
-  const int64_t context = bundle.model->config().max_position_embeddings;
-  if (static_cast<int64_t>(prompt.size()) + a.max_new_tokens > context)
-    fail("the prompt (", prompt.size(), " tokens) plus -n ", a.max_new_tokens, " exceeds the context length of ",
-         context, " tokens; use -n ", std::max<int64_t>(0, context - static_cast<int64_t>(prompt.size())), " or less");
+  const int64_t context = a.flags.context(bundle), n = static_cast<int64_t>(prompt.size());
+  if (n >= context)
+    fail("the prompt (", n, " tokens) does not fit the context of ", context,
+         " tokens: nothing can be generated; shorten the prompt", a.flags.ctx > 0 ? " or raise --ctx" : "");
+  if (a.flags.max_tokens > context - n)
+    fail("the prompt (", n, " tokens) plus -n ", a.flags.max_tokens, " exceeds the context length of ", context,
+         " tokens; use -n ", context - n, " or less (or -n -1: until eos or the context is full)");
+  if (!a.flags.stops.empty() && !bundle.tokenizer) fail("--stop needs the tokenizer (tokenizer.json) to see text");
+  std::optional<LogitsFile> logits_file;
+  if (!a.logits_out.empty()) logits_file.emplace(a.logits_out);
 
   GenerationOptions opts;
-  opts.max_new_tokens = a.max_new_tokens;
-  opts.sampling = a.sampling.apply(bundle.default_sampling());
+  opts.max_new_tokens = a.flags.max_tokens == -1 ? context : a.flags.max_tokens;
+  opts.sampling = a.flags.sampling.apply(bundle.default_sampling());
   opts.eos_ids = bundle.eos_ids();
   opts.ignore_eos = a.ignore_eos;
+  opts.keep_prompt_logits = logits_file.has_value();
+  opts.logprobs = a.logprobs;
 
-  ThreadPool pool(a.threads);
-  Session session(*bundle.model, pool);
-  GenerationResult r;
-  std::string text;
-  const char* finish;
-  if (bundle.tokenizer) {
-    const TextGenerationResult t = generate_text(session, *bundle.tokenizer, prompt, opts, a.stops, [&](std::string_view piece) {
+  std::optional<TextStream> text;
+  if (bundle.tokenizer)
+    text.emplace(*bundle.tokenizer, a.flags.stops, [&](std::string_view piece) {
       if (!a.json) {
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
       }
       return true;
     });
-    r = t.gen;
-    text = t.text;
-    finish = t.finish_reason();
-  } else {
-    if (!a.stops.empty()) fail("--stop needs the tokenizer (tokenizer.json) to see text");
-    r = session.generate(prompt, opts, [&](int32_t id) {
-      if (!a.json) std::printf("%d ", id), std::fflush(stdout);
-      return true;
-    });
-    finish = stop_reason_name(r.reason);
-  }
-  if (!a.logits_out.empty()) write_logits(a.logits_out, session.prompt_logits());
+  ThreadPool pool(threads);
+  engine::Engine engine(*bundle.model, pool, a.flags.engine_options(bundle));
+  const int64_t handle = engine.add(prompt, opts, [&](int32_t id) {
+    if (text) return text->push(id);
+    if (!a.json) std::printf("%d ", id), std::fflush(stdout);
+    return true;
+  });
+  engine.run_until_idle();
+  if (text) text->finish();
+  const GenerationResult& r = engine.result(handle);
+  if (r.reason == StopReason::Error) fail(r.error);
+  const char* finish = finish_reason(r.reason, text && text->stopped_by_string());
+  if (logits_file) logits_file->write(engine.prompt_logits(handle));
 
   if (a.json) {
     nlohmann::ordered_json j = {{"prompt_ids", prompt},
@@ -112,18 +156,21 @@ void run_generate(const GenerateArgs& a) {
                                 {"finish_reason", finish},
                                 {"prompt_tokens", r.prompt_tokens},
                                 {"generated_tokens", r.ids.size()},
+                                {"seed", opts.sampling.seed},
                                 {"load_s", bundle.load_s},
                                 {"prefill_s", r.prefill_s},
                                 {"decode_s", r.decode_s},
                                 {"prefill_tok_s", r.prefill_tok_s()},
                                 {"decode_tok_s", r.decode_tok_s()},
                                 {"threads", pool.size()}};
-    if (bundle.tokenizer) j["text"] = text;
+    if (text) j["text"] = text->text();
+    if (a.logprobs >= 0) j["logprobs"] = logprobs_json(r.logprobs, bundle);
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");
-    std::fprintf(stderr, "[%zu tokens, %s; prefill %.1f tok/s, decode %.1f tok/s, load %.2f s]\n", r.ids.size(), finish,
-                 r.prefill_tok_s(), r.decode_tok_s(), bundle.load_s);
+    std::fprintf(stderr, "[%zu tokens, %s%s; prefill %.1f tok/s, decode %.1f tok/s, load %.2f s]\n", r.ids.size(), finish,
+                 r.reason == StopReason::ContextFull ? " (the context is full)" : "", r.prefill_tok_s(),
+                 r.decode_tok_s(), bundle.load_s);
   }
 }
 
@@ -132,19 +179,17 @@ void run_generate(const GenerateArgs& a) {
 void add_generate_command(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   CLI::App* cmd = app.add_subcommand("generate", "Generate a continuation of a prompt, streaming text as it comes");
-  cmd->add_option("-m,--model", a->model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")->required();
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text (encoded with the model's tokenizer, special tokens allowed)");
-  cmd->add_option("--prompt-file", a->prompt_file, "Read the prompt text from this file");
+  cmd->add_option("--prompt-file", a->prompt_file, "Read the prompt text from this file; - reads standard input");
   cmd->add_option("--prompt-ids", a->prompt_ids, "Prompt as comma-separated token ids, e.g. 785,6722,315");
-  cmd->add_option("-n,--max-tokens", a->max_new_tokens, "Maximum number of tokens to generate")->capture_default_str();
-  cmd->add_option("-t,--threads", a->threads, "Threads (default: all hardware threads)");
-  cmd->add_option("--weights", a->weights, "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
-      ->capture_default_str();
-  cmd->add_option("--kv", a->kv, "KV cache type: f32, f16, bf16")->capture_default_str();
-  cmd->add_option("--stop", a->stops, "Stop when this text appears (not printed); may be repeated");
-  a->sampling.add_options(cmd);
+  a->flags.add_options(cmd, "Maximum number of tokens to generate; -1 = until eos or the context is full");
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at end-of-sequence tokens");
-  cmd->add_flag("--json", a->json, "Print one JSON object: prompt_ids, ids, text, finish_reason, timing");
+  CLI::Option* json = cmd->add_flag("--json", a->json, "Print one JSON object: prompt_ids, ids, text, finish_reason, seed, timing");
+  cmd->add_option("--logprobs", a->logprobs,
+                  "With --json: each generated token's logprob (log_softmax of the model's logits) and the N most "
+                  "probable tokens'")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(json);
   cmd->add_option("--logits-out", a->logits_out, "Write the last prompt position's logits (f32 little-endian) here");
   cmd->callback([a] { run_generate(*a); });
 }

@@ -1,10 +1,64 @@
 // qinfer: run Qwen3 language models from a Hugging Face checkpoint directory.
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "build_info.h"
 #include "commands.h"
 #include "util/error.h"
+
+namespace {
+
+// Exit statuses: 1 for a failure while running, 2 for a command line that does
+// not parse (as grep, diff and most Unix tools).
+constexpr int kExitFailure = 1, kExitUsage = 2;
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// When the first argument is meant as a subcommand but names none, an error
+// that suggests the nearest one (CLI11 alone says "arguments were not expected").
+bool reject_unknown_subcommand(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return false;
+  const std::string given = argv[1];
+  std::string nearest;
+  size_t best = SIZE_MAX;
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (sub->get_name() == given) return false;
+    const size_t d = edit_distance(given, sub->get_name());
+    if (d < best) best = d, nearest = sub->get_name();
+  }
+  std::fprintf(stderr, "qinfer: error: unknown command '%s'", given.c_str());
+  if (best <= std::max<size_t>(2, given.size() / 3)) std::fprintf(stderr, "; did you mean '%s'?", nearest.c_str());
+  std::fprintf(stderr, "\nRun 'qinfer --help' for the list of commands.\n");
+  return true;
+}
+
+// Output that could not be written (a full disk, a closed pipe) is a failure,
+// not a success that lost the text.
+bool stdout_written() {
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return true;
+  std::fprintf(stderr, "qinfer: error: writing to standard output failed: %s\n", std::strerror(errno));
+  return false;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -23,16 +77,24 @@ int main(int argc, char** argv) {
   qinfer::cli::add_batch_command(app);
   qinfer::cli::add_bench_batch_command(app);
   qinfer::cli::add_serve_command(app);
+  if (reject_unknown_subcommand(app, argc, argv)) return kExitUsage;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    const CLI::App* sub = nullptr;
+    for (const CLI::App* s : app.get_subcommands()) sub = s;
+    std::fprintf(stderr, "qinfer: error: %s\nRun 'qinfer %s--help' for usage.\n", e.what(),
+                 sub ? (sub->get_name() + " ").c_str() : "");
+    return kExitUsage;
   } catch (const qinfer::Error& e) {
+    std::fflush(stdout);
     std::fprintf(stderr, "qinfer: error: %s\n", e.what());
-    return 1;
+    return kExitFailure;
   } catch (const std::exception& e) {
+    std::fflush(stdout);
     std::fprintf(stderr, "qinfer: internal error: %s\n", e.what());
-    return 2;
+    return kExitFailure;
   }
-  return 0;
+  return stdout_written() ? 0 : kExitFailure;
 }

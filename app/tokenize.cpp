@@ -84,7 +84,12 @@ void run_tokenize(const TokenizeArgs& a) {
     });
   } else if (a.decode) {
     for_each_stdin_record("ids", [&](const json& ids) {
-      print_line({{"text", tok.decode(ids.get<std::vector<int32_t>>(), a.skip_special)}});
+      const auto v = ids.get<std::vector<int32_t>>();
+      for (int32_t id : v)
+        if (!tok.names_token(id))
+          fail("token id ", id, " is not in the tokenizer's vocabulary (ids 0 to ", tok.vocab_size() - 1,
+               ", some unused)");
+      print_line({{"text", tok.decode(v, a.skip_special)}});
     });
   } else {
     print_tokens(tok, tok.encode(a.text, !a.plain_special));

@@ -80,6 +80,12 @@ const GenerationResult& Engine::result(int64_t handle) const {
   return it->second->result;
 }
 
+std::span<const float> Engine::prompt_logits(int64_t handle) const {
+  auto it = requests_.find(handle);
+  if (it == requests_.end()) fail("engine: no request ", handle);
+  return it->second->prompt_logits;
+}
+
 void Engine::erase(int64_t handle) {
   auto it = requests_.find(handle);
   if (it == requests_.end()) return;
@@ -108,7 +114,19 @@ void Engine::postprocess(const Step& step) {
     if (logits.empty()) continue;
     Sequence& seq = *step.seqs[i].seq;
     Request& r = *by_seq_.at(&seq);
-    if (r.result.ids.empty()) r.result.reused_tokens = seq.cached;
+    if (r.result.ids.empty()) {
+      r.result.reused_tokens = seq.cached;
+      r.result.prefill_s = r.since_add.seconds();
+      if (r.options.keep_prompt_logits) r.prompt_logits.assign(logits.begin(), logits.end());
+    } else {
+      r.result.decode_s = r.since_add.seconds() - r.result.prefill_s;
+    }
+    r.result.error = nan_logits_error(logits, r.result.ids.size() + 1, static_cast<int64_t>(seq.ids.size()));
+    if (!r.result.error.empty()) {
+      r.result.reason = StopReason::Error;
+      seq.status = Sequence::Status::Finished;
+      continue;
+    }
     scratch_.assign(logits.begin(), logits.end());
     const int32_t next = r.sampler->sample(scratch_, seq.ids, static_cast<size_t>(seq.prompt_len));
     r.result.ids.push_back(next);

@@ -16,6 +16,7 @@
 #include "engine/model_runner.h"
 #include "engine/scheduler.h"
 #include "runtime/session.h"
+#include "util/timer.h"
 
 namespace qinfer::engine {
 
@@ -48,6 +49,9 @@ class Engine {
   bool finished(int64_t handle) const;
   // The request's result (complete once finished()).
   const GenerationResult& result(int64_t handle) const;
+  // The logits of the request's last prompt position, kept when its options
+  // asked for them (keep_prompt_logits), once its first token is sampled.
+  std::span<const float> prompt_logits(int64_t handle) const;
   // Forgets a finished request.
   void erase(int64_t handle);
 
@@ -69,6 +73,8 @@ class Engine {
     OnToken on_token;
     std::unique_ptr<Sampler> sampler;
     GenerationResult result;
+    std::vector<float> prompt_logits;
+    Timer since_add;  // prefill_s: time to the first token; decode_s: from it to the last
   };
   void postprocess(const Step& step);
   Request& request(int64_t handle);

@@ -177,7 +177,9 @@ void EngineLoop::retire_finished() {
       std::stable_partition(live_.begin(), live_.end(), [&](const Live& l) { return !engine_.finished(l.handle); });
   ended(live_.end() - end);
   for (auto l = end; l != live_.end(); ++l) {
-    l->stream->finish(engine_.result(l->handle));
+    const GenerationResult& r = engine_.result(l->handle);
+    if (r.reason == StopReason::Error) l->stream->fail(r.error);  // NaN logits: no result to give
+    else l->stream->finish(r);
     engine_.erase(l->handle);
   }
   live_.erase(end, live_.end());

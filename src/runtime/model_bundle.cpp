@@ -12,6 +12,7 @@ ModelBundle load_model_bundle(const std::string& model_arg, const LoadOptions& o
   ModelBundle b;
   b.dir = resolve_model_dir(model_arg);
   b.model = Qwen3Model::load(b.dir, options);
+  b.has_generation_config = file_exists(b.dir + "/generation_config.json");
   b.generation = load_generation_config(b.dir + "/generation_config.json");
   if (file_exists(b.dir + "/tokenizer.json")) b.tokenizer = Tokenizer::from_file(b.dir + "/tokenizer.json");
   const std::string tc = b.dir + "/tokenizer_config.json";
@@ -39,7 +40,7 @@ std::vector<int32_t> ModelBundle::eos_ids() const {
 SamplingParams ModelBundle::default_sampling() const {
   SamplingParams p;
   const GenerationConfig& g = generation;
-  p.temperature = g.do_sample.value_or(true) ? g.temperature.value_or(1.0f) : 0.0f;
+  p.temperature = g.do_sample.value_or(false) ? g.temperature.value_or(1.0f) : 0.0f;
   p.top_k = g.top_k.value_or(0);
   p.top_p = g.top_p.value_or(1.0f);
   p.min_p = g.min_p.value_or(0.0f);

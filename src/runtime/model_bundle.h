@@ -19,13 +19,15 @@ struct ModelBundle {
   std::optional<Tokenizer> tokenizer;         // when tokenizer.json exists
   std::optional<ChatTemplate> chat_template;  // when tokenizer_config.json has one
   GenerationConfig generation;
+  bool has_generation_config = false;  // generation_config.json exists
   double load_s = 0;
 
   const Tokenizer& require_tokenizer() const;  // Error naming the missing file
   const ChatTemplate& require_chat_template() const;
   // generation_config eos ids, else config.json's.
   std::vector<int32_t> eos_ids() const;
-  // Sampling defaults from generation_config.json (do_sample=false -> greedy).
+  // Sampling defaults from generation_config.json; greedy without do_sample
+  // (transformers' default, also when the file is missing).
   SamplingParams default_sampling() const;
 };
 

@@ -1,24 +1,33 @@
 #include "runtime/session.h"
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 
 #include "util/error.h"
 #include "util/timer.h"
 
 namespace qinfer {
 
-const char* stop_reason_name(StopReason r) {
+const char* finish_reason(StopReason r, bool stopped_by_string) {
+  if (stopped_by_string) return "stop";
   switch (r) {
     case StopReason::Eos:
-      return "eos";
+    case StopReason::Callback: return "stop";
     case StopReason::MaxTokens:
-      return "max_tokens";
-    case StopReason::ContextFull:
-      return "context_full";
-    case StopReason::Callback:
-      return "stopped";
+    case StopReason::ContextFull: return "length";
+    case StopReason::Error: return "error";
   }
   return "?";
+}
+
+std::string nan_logits_error(std::span<const float> logits, size_t token, int64_t position) {
+  const auto nan = std::count_if(logits.begin(), logits.end(), [](float x) { return std::isnan(x); });
+  if (nan == 0) return {};
+  std::ostringstream os;
+  os << "the model's logits for generated token " << token << " (position " << position << ") have " << nan
+     << " NaN values of " << logits.size() << ": the weights are corrupt";
+  return os.str();
 }
 
 Session::Session(const Qwen3Model& model, ThreadPool& pool) : model_(model), pool_(pool), cache_(model.make_cache()) {}
@@ -48,6 +57,9 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
 
   std::vector<float> scratch;
   for (;;) {
+    if (const std::string error = nan_logits_error(logits, r.ids.size() + 1, static_cast<int64_t>(tokens_.size()));
+        !error.empty())
+      fail(error);
     scratch.assign(logits.begin(), logits.end());
     const int32_t next = sampler.sample(scratch, tokens_, prompt.size());
     r.ids.push_back(next);

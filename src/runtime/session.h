@@ -22,21 +22,35 @@ struct GenerationOptions {
   // The batching engine only: -1 off; N >= 0: each token's log-probability
   // and the N most likely alternatives (GenerationResult::logprobs).
   int32_t logprobs = -1;
+  // The batching engine keeps the last prompt position's logits only when
+  // asked (a vocabulary of floats per request); Session always keeps them.
+  bool keep_prompt_logits = false;
 };
 
-enum class StopReason { Eos, MaxTokens, ContextFull, Callback };
-const char* stop_reason_name(StopReason r);
+// Error: the model's logits were unusable (NaN); GenerationResult::error says where.
+enum class StopReason { Eos, MaxTokens, ContextFull, Callback, Error };
+// The finish reason every frontend reports, in OpenAI's words: "stop" (an eos
+// token, a stop string, or the caller stopped it) or "length" (max tokens or
+// the context is full); "error" when generation failed.
+const char* finish_reason(StopReason r, bool stopped_by_string);
 
 struct GenerationResult {
   std::vector<int32_t> ids;  // generated tokens (an eos that stopped generation included)
   std::vector<TokenLogprobs> logprobs;  // per id, when GenerationOptions::logprobs >= 0
   StopReason reason = StopReason::MaxTokens;
+  std::string error;  // reason Error: what went wrong, and at which token
   int64_t prompt_tokens = 0;
   int64_t reused_tokens = 0;  // prompt tokens whose keys/values were already cached
   double prefill_s = 0, decode_s = 0;
   double prefill_tok_s() const { return prefill_s > 0 ? (prompt_tokens - reused_tokens) / prefill_s : 0; }
   double decode_tok_s() const { return decode_s > 0 && ids.size() > 1 ? (ids.size() - 1) / decode_s : 0; }
 };
+
+// NaN logits come from corrupt weights (or an overflow): no token can be
+// chosen from them, and sampling around them would hide the fault. Returns
+// the error for logits that hold NaN, naming the generated token (1-based)
+// and its position; empty when there is none.
+std::string nan_logits_error(std::span<const float> logits, size_t token, int64_t position);
 
 // Called with each new token; return false to stop (stop string, Ctrl-C, client gone).
 using OnToken = std::function<bool(int32_t id)>;

@@ -4,18 +4,6 @@
 
 namespace qinfer {
 
-const char* TextGenerationResult::finish_reason() const {
-  if (cancelled) return "cancelled";
-  if (stopped_by_string) return "stop";
-  switch (gen.reason) {
-    case StopReason::Eos: return "stop";
-    case StopReason::MaxTokens: return "length";
-    case StopReason::ContextFull: return "context_full";
-    case StopReason::Callback: return "cancelled";
-  }
-  return "?";
-}
-
 TextGenerationResult generate_text(Session& session, const Tokenizer& tokenizer, std::span<const int32_t> prompt,
                                    const GenerationOptions& opts, const std::vector<std::string>& stop_strings,
                                    const OnText& on_text) {

@@ -17,7 +17,7 @@ struct TextGenerationResult {
   std::string text;              // everything emitted (special tokens skipped, stop string excluded)
   bool stopped_by_string = false;
   bool cancelled = false;        // on_text returned false
-  const char* finish_reason() const;  // "stop" (eos or stop string), "length", "cancelled", "context_full"
+  const char* finish_reason() const { return qinfer::finish_reason(gen.reason, stopped_by_string); }
 };
 
 

@@ -97,3 +97,96 @@ TEST(Conversation, ThinkSplitterSeparatesReasoning) {
   EXPECT_EQ(parts[4].text, "c");
   EXPECT_FALSE(parts[4].thinking);
 }
+
+namespace {
+
+struct ChatRun {
+  int exit_code;
+  std::string out, err;
+  std::vector<json> turns;
+};
+
+ChatRun chat(const std::string& input, const std::string& flags) {
+  test::ScratchDir dir("chat");
+  std::ofstream(dir.file("in.txt")) << input;
+  const auto r = test::run_command(test::qinfer_binary() + " chat -m " + test::data_path("models/tiny") +
+                                   " --print-prompt-ids " + flags + " < " + dir.file("in.txt") + " 2> " +
+                                   dir.file("err.txt"));
+  std::ifstream in(dir.file("err.txt"));
+  std::stringstream err;
+  err << in.rdbuf();
+  return {r.exit_code, r.output, err.str(), json_lines(dir.file("err.txt"))};
+}
+
+// The user message of a turn's prompt.
+std::string last_user_message(const Tokenizer& tok, const json& turn) {
+  const std::string text = tok.decode(turn["prompt_ids"].get<std::vector<int32_t>>());
+  const size_t b = text.rfind("user\n") + 5;
+  return text.substr(b, text.find("<|im_end|>", b) - b);
+}
+
+}  // namespace
+
+TEST(ChatCli, CommandsAreNotSentToTheModel) {
+  const ChatRun r = chat("/help\n/frobnicate now\nHi\n/no_think Hello\n", "--temp 0 -n 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("[unknown command /frobnicate: /help lists the commands]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/reset, /clear"), std::string::npos) << "/help lists the commands: " << r.err;
+  ASSERT_EQ(r.turns.size(), 2u) << r.err;
+  ModelBundle b = load_model_bundle(test::data_path("models/tiny"));
+  EXPECT_EQ(last_user_message(*b.tokenizer, r.turns[0]), "Hi");
+  EXPECT_EQ(last_user_message(*b.tokenizer, r.turns[1]), "/no_think Hello") << "Qwen3's switches go to the model";
+}
+
+TEST(ChatCli, MultiLineMessages) {
+  const ChatRun r = chat("one\\\ntwo\n\"\"\"\nblock a\n\nblock b\n\"\"\"\n", "--temp 0 -n 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.turns.size(), 2u) << r.err;
+  ModelBundle b = load_model_bundle(test::data_path("models/tiny"));
+  EXPECT_EQ(last_user_message(*b.tokenizer, r.turns[0]), "one\ntwo");
+  EXPECT_EQ(last_user_message(*b.tokenizer, r.turns[1]), "block a\n\nblock b");
+}
+
+// Turn 2 reuses turn 1's keys/values through the engine's prefix cache, and
+// its reply is exactly what a fresh Session computes from the whole prompt.
+TEST(ChatCli, LaterTurnsComeFromThePrefixCacheWithTheSameReply) {
+  const std::string system = "You are a helpful assistant who answers every question briefly and exactly.";
+  const ChatRun r = chat("What is the capital of France?\nAnd of Spain?\n", "--temp 0 -n 6 --system '" + system + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.turns.size(), 2u);
+  std::vector<std::pair<long, long>> stats;  // prompt tokens, cached
+  for (size_t at = r.err.find("prompt tokens ("); at != std::string::npos; at = r.err.find("prompt tokens (", at + 1)) {
+    const size_t open = r.err.rfind('[', at);
+    stats.emplace_back(std::stol(r.err.substr(open + 1)), std::stol(r.err.substr(at + 15)));
+  }
+  ASSERT_EQ(stats.size(), 2u) << r.err;
+  EXPECT_EQ(stats[0].first, static_cast<long>(r.turns[0]["prompt_ids"].size()));
+  EXPECT_EQ(stats[0].second, 0);
+  EXPECT_EQ(stats[1].first, static_cast<long>(r.turns[1]["prompt_ids"].size()));
+  EXPECT_GE(stats[1].second, 16) << "at least the system prompt's first block: " << r.err;
+  EXPECT_EQ(stats[1].second % 16, 0) << "whole blocks";
+
+  ModelBundle b = load_model_bundle(test::data_path("models/tiny"));
+  ThreadPool pool(1);
+  GenerationOptions o;
+  o.max_new_tokens = 6;
+  o.sampling.temperature = 0;
+  o.eos_ids = b.eos_ids();
+  for (const json& turn : r.turns) {
+    Session fresh(*b.model, pool);
+    const auto reply = generate_text(fresh, *b.tokenizer, turn["prompt_ids"].get<std::vector<int32_t>>(), o, {}, nullptr);
+    EXPECT_NE(r.out.find(reply.text), std::string::npos) << reply.text;
+  }
+}
+
+TEST(ChatCli, TakesTheGenerationFlags) {
+  ChatRun r = chat("Hi\n", "--temp 0 -n 0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("-n 0: give at least 1 token, or -1"), std::string::npos) << r.err;
+  r = chat("Hi\n", "--temp 0 -n -1 --ctx 24 --no-think --weights q8 --kv f16 -t 1 --seed 3 --top-k 5");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("cut: the context is full"), std::string::npos) << r.err;
+  r = chat("Hello there, how are you today?\n", "--temp 0 --ctx 8");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("fills the context of 8 tokens"), std::string::npos) << r.err;
+}

@@ -160,3 +160,73 @@ TEST(GenerateCli, TextPromptJsonHasTextWithoutPromptAndHonoursStop) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("exactly one of"), std::string::npos) << r.output;
 }
+
+TEST(GenerateCli, LogprobsOfEachToken) {
+  const auto r = run_command(bin() + " generate -m " + data_path("models/tiny") +
+                             " --prompt-ids 785,6722,315,9625,374 -n 4 --temp 0 --ignore-eos --json --logprobs 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json j = json::parse(r.output);
+  ASSERT_EQ(j["logprobs"].size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const json& t = j["logprobs"][i];
+    EXPECT_EQ(t["id"], j["ids"][i]);
+    EXPECT_TRUE(t["token"].is_string());
+    EXPECT_LE(t["logprob"].get<double>(), 0.0);
+    ASSERT_EQ(t["top_logprobs"].size(), 3u);
+    EXPECT_EQ(t["top_logprobs"][0]["id"], t["id"]) << "greedy";
+    EXPECT_GE(t["top_logprobs"][1]["logprob"].get<double>(), t["top_logprobs"][2]["logprob"].get<double>());
+  }
+  auto bad = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 --logprobs 3 2>&1");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("--json"), std::string::npos) << bad.output;
+  bad = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 --json --logprobs -2 2>&1");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+}
+
+namespace {
+
+// A copy of tiny whose tied embedding (and so lm_head) has NaN in rows
+// [first, first + n): those tokens' logits are NaN at every step.
+void write_nan_model(const std::string& dir, int64_t first, int64_t n) {
+  namespace fs = std::filesystem;
+  for (const auto& e : fs::directory_iterator(data_path("models/tiny")))
+    if (e.path().filename() != "model.safetensors") fs::create_symlink(e.path(), dir + "/" + e.path().filename().string());
+  std::ifstream in(data_path("models/tiny/model.safetensors"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = header_len << 8 | static_cast<uint8_t>(bytes[i]);
+  const json header = json::parse(bytes.substr(8, header_len));
+  const json& t = header.at("model.embed_tokens.weight");
+  ASSERT_EQ(t["dtype"], "BF16");
+  const int64_t cols = t["shape"][1].get<int64_t>();
+  const size_t base = 8 + header_len + t["data_offsets"][0].get<size_t>();
+  for (int64_t i = first * cols; i < (first + n) * cols; ++i) {
+    bytes[base + 2 * i] = static_cast<char>(0xC0);  // bf16 quiet NaN 0x7FC0, little-endian
+    bytes[base + 2 * i + 1] = 0x7F;
+  }
+  std::ofstream(dir + "/model.safetensors", std::ios::binary) << bytes;
+}
+
+}  // namespace
+
+TEST(GenerateCli, NaNLogitsStopWithAnErrorNamingTheStep) {
+  struct Case {
+    int64_t first, rows, nan_logits;
+  };
+  // Rows the prompt does not use give exactly their own logits NaN; rows
+  // [0, 1000) hold prompt tokens 785, 315 and 374, whose NaN embeddings make
+  // every hidden state NaN, so every logit is (not a sampler fault).
+  for (const Case c : {Case{150000, 1, 1}, Case{150000, 1000, 1000}, Case{0, 1000, 151936}}) {
+    qinfer::test::ScratchDir dir("nan");
+    write_nan_model(dir.path(), c.first, c.rows);
+    for (const char* temp : {"0", "0.7"}) {
+      const auto r = run_command(bin() + " generate -m " + dir.path() + " --prompt-ids 785,6722,315,9625,374 -n 4 --temp " +
+                                 temp + " --json 2>&1");
+      EXPECT_EQ(r.exit_code, 1) << r.output;
+      EXPECT_NE(r.output.find("qinfer: error: the model's logits for generated token 1 (position 5) have " +
+                              std::to_string(c.nan_logits) + " NaN values of 151936: the weights are corrupt"),
+                std::string::npos)
+          << r.output;
+    }
+  }
+}

@@ -64,3 +64,30 @@ TEST(QuantizeCli, BenchTakesWeightsAndKvOptions) {
   EXPECT_EQ(j["kv"], "f16");
   EXPECT_EQ(j["simd_target"], qinfer::simd::dispatched_target());
 }
+
+TEST(QuantizeCli, ExistingOutputNeedsForceAndQuantizedInputIsRefused) {
+  qinfer::test::ScratchDir dir("force");
+  const std::string out = dir.file("m");
+  const std::string make = bin() + " make-test-model --preset tiny --dtype bf16 --out " + out + " 2>&1";
+  ASSERT_EQ(run_command(make).exit_code, 0);
+  auto r = run_command(make);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find(out + ": the directory exists and is not empty; pass --force"), std::string::npos) << r.output;
+  r = run_command(bin() + " make-test-model --preset tiny --dtype bf16 --force --out " + out + " 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+
+  const std::string q = dir.file("q");
+  const std::string quantize = bin() + " quantize -m " + data_path("models/tiny") + " --to q8 -o " + q + " 2>&1";
+  ASSERT_EQ(run_command(quantize).exit_code, 0);
+  r = run_command(quantize);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("pass --force"), std::string::npos) << r.output;
+  EXPECT_EQ(run_command(quantize + " --force").exit_code, 0);
+  r = run_command(bin() + " quantize -m " + q + " --to q4 -o " + dir.file("qq") + " 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("is already quantized (q8): quantize the original float checkpoint"), std::string::npos)
+      << r.output;
+  r = run_command(bin() + " bench -m " + q + " -p 4 -n 2 --quality 4 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("already quantized (it would be compared with itself)"), std::string::npos) << r.output;
+}

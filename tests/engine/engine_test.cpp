@@ -154,6 +154,84 @@ TEST(Engine, CancelAndCallbackStopFreeTheirBlocks) {
   EXPECT_THROW(engine.add(std::vector<int32_t>{-1}, opts), Error);
 }
 
+TEST(Engine, MaxContextCapsEverySequence) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(2);
+  EngineOptions eo;
+  eo.context = 12;
+  Engine engine(*model, pool, eo);
+  EXPECT_EQ(engine.context(), 12);
+  EXPECT_EQ(engine.blocks().n_blocks() * engine.blocks().block_size(), 16 * eo.max_running) << "KV sized by the cap";
+  GenerationOptions opts;
+  opts.max_new_tokens = 50;
+  opts.ignore_eos = true;
+  opts.sampling.temperature = 0;
+  const std::vector<int32_t> prompt = {785, 6722, 315, 9625, 374};
+  const int64_t h = engine.add(prompt, opts);
+  engine.run_until_idle();
+  EXPECT_EQ(engine.result(h).reason, StopReason::ContextFull);
+  EXPECT_EQ(engine.result(h).ids.size(), 12u - prompt.size() + 1) << "the last token needs no position of its own";
+  EXPECT_THROW(engine.add(std::vector<int32_t>(12, 1), opts), Error);
+}
+
+TEST(Engine, KeepsPromptLogitsAndTimesEachRequest) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(2);
+  Engine engine(*model, pool);
+  GenerationOptions opts;
+  opts.max_new_tokens = 4;
+  opts.ignore_eos = true;
+  opts.sampling.temperature = 0;
+  const std::vector<int32_t> prompt = {785, 6722, 315, 9625, 374};
+  const int64_t without = engine.add(prompt, opts);
+  opts.keep_prompt_logits = true;
+  const int64_t with = engine.add(prompt, opts);
+  engine.run_until_idle();
+  EXPECT_TRUE(engine.prompt_logits(without).empty());
+  Session solo(*model, pool);
+  solo.generate(prompt, opts, {});
+  const std::span<const float> got = engine.prompt_logits(with), want = solo.prompt_logits();
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "bit-identical to Session's";
+  EXPECT_GT(engine.result(with).prefill_s, 0);
+  EXPECT_GT(engine.result(with).decode_s, 0);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Engine, RecordsEachTokensLogprobs) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(2);
+  Engine engine(*model, pool);
+  GenerationOptions opts;
+  opts.max_new_tokens = 5;
+  opts.ignore_eos = true;
+  opts.sampling.temperature = 0;
+  opts.logprobs = 4;
+  opts.keep_prompt_logits = true;
+  const std::vector<int32_t> prompt = {785, 6722, 315, 9625, 374};
+  const int64_t h = engine.add(prompt, opts);
+  engine.run_until_idle();
+  const GenerationResult& r = engine.result(h);
+  ASSERT_EQ(r.logprobs.size(), r.ids.size());
+  for (size_t i = 0; i < r.ids.size(); ++i) {
+    EXPECT_EQ(r.logprobs[i].id, r.ids[i]);
+    ASSERT_EQ(r.logprobs[i].top.size(), 4u);
+    EXPECT_EQ(r.logprobs[i].top[0].first, r.ids[i]) << "greedy takes the most probable";
+    EXPECT_EQ(r.logprobs[i].top[0].second, r.logprobs[i].logprob);
+    EXPECT_LE(r.logprobs[i].logprob, 0.0f);
+    EXPECT_GE(r.logprobs[i].top[0].second, r.logprobs[i].top[3].second);
+  }
+  const TokenLogprobs first = token_logprobs(engine.prompt_logits(h), r.ids[0], 4);
+  EXPECT_EQ(first.logprob, r.logprobs[0].logprob);
+  opts.logprobs = -1;
+  const int64_t none = engine.add(prompt, opts);
+  engine.run_until_idle();
+  EXPECT_TRUE(engine.result(none).logprobs.empty());
+}
+
 }  // namespace
 
 // A request's log-probabilities are those of its tokens, and bit-identical

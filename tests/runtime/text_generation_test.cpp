@@ -75,8 +75,16 @@ TEST(TextGeneration, CancelFromCallbackStopsGeneration) {
     return ++calls < 3;
   });
   EXPECT_TRUE(r.cancelled);
-  EXPECT_STREQ(r.finish_reason(), "cancelled");
+  EXPECT_STREQ(r.finish_reason(), "stop") << "OpenAI's vocabulary: the caller stopped it";
   EXPECT_LT(r.gen.ids.size(), 32u);
+}
+
+TEST(FinishReason, OneVocabularyStopOrLength) {
+  EXPECT_STREQ(finish_reason(StopReason::Eos, false), "stop");
+  EXPECT_STREQ(finish_reason(StopReason::Callback, false), "stop");
+  EXPECT_STREQ(finish_reason(StopReason::MaxTokens, true), "stop");
+  EXPECT_STREQ(finish_reason(StopReason::MaxTokens, false), "length");
+  EXPECT_STREQ(finish_reason(StopReason::ContextFull, false), "length");
 }
 
 TEST(TextGeneration, EosStopsAndIsNotShown) {

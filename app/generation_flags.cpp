@@ -1,0 +1,50 @@
+#include "generation_flags.h"
+
+#include <cstdio>
+
+#include "thread_count.h"
+#include "util/error.h"
+
+namespace qinfer::cli {
+
+void GenerationFlags::add_options(CLI::App* cmd, const char* max_tokens_help) {
+  cmd->add_option("-m,--model", model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")->required();
+  cmd->add_option("-n,--max-tokens", max_tokens, max_tokens_help)->capture_default_str();
+  cmd->add_option("--ctx", ctx, "Context length: prompt + generated tokens (and the KV memory); 0 = the model's maximum")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", threads, "Threads; 0 = all hardware threads (more are capped)")->capture_default_str();
+  cmd->add_option("--weights", weights, "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
+      ->capture_default_str();
+  cmd->add_option("--kv", kv, "KV cache type: f32, f16, bf16")->capture_default_str();
+  cmd->add_option("--stop", stops, "Stop when this text appears (not printed); may be repeated");
+  sampling.add_options(cmd);
+}
+
+ModelBundle GenerationFlags::load(int& threads_used) const {
+  if (max_tokens < 1 && max_tokens != -1)
+    fail("-n ", max_tokens, ": give at least 1 token, or -1 to generate until eos or the context is full");
+  if (ctx < 0) fail("--ctx ", ctx, ": the context must be at least 1 token (or 0: the model's maximum)");
+  threads_used = thread_count(threads);
+  ModelBundle bundle = load_model_bundle(model, parse_load_options(weights, kv, threads_used));
+  context(bundle);
+  if (!bundle.has_generation_config && !sampling.temperature)
+    std::fprintf(stderr, "qinfer: note: %s has no generation_config.json: greedy decoding, as transformers does "
+                 "(--temp to sample)\n", bundle.dir.c_str());
+  return bundle;
+}
+
+int64_t GenerationFlags::context(const ModelBundle& bundle) const {
+  const int64_t model_max = bundle.model->config().max_position_embeddings;
+  if (ctx > model_max)
+    fail("--ctx ", ctx, " is more than the model's context of ", model_max, " tokens (max_position_embeddings)");
+  return ctx > 0 ? ctx : model_max;
+}
+
+engine::EngineOptions GenerationFlags::engine_options(const ModelBundle& bundle) const {
+  engine::EngineOptions o;
+  o.max_running = 1;
+  o.context = context(bundle);
+  return o;
+}
+
+}  // namespace qinfer::cli

@@ -1,0 +1,140 @@
+// `qinfer chat` on a terminal: a pseudo-terminal stands in for the user's, so
+// line editing (arrows, Ctrl-A), history (Up), Ctrl-C at the prompt (clears
+// the line, stays in the chat), Ctrl-C during a reply (stops it) and Ctrl-D
+// (quits) go through the real line discipline and signals.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+#include "text/tokenizer.h"
+
+using nlohmann::json;
+
+namespace {
+
+// A qinfer chat running on the slave side of a pseudo-terminal.
+class PtyChat {
+ public:
+  explicit PtyChat(const std::vector<std::string>& args) : home_("pty-home") {
+    std::vector<std::string> argv = {qinfer::test::qinfer_binary(), "chat", "-m",
+                                     qinfer::test::data_path("models/tiny"), "--print-prompt-ids", "--no-think"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pid_ = forkpty(&master_, nullptr, nullptr, nullptr);
+    if (pid_ == 0) {
+      setenv("TERM", "xterm", 1);
+      setenv("HOME", home_.path().c_str(), 1);  // no user ~/.editrc
+      std::vector<char*> c;
+      for (std::string& a : argv) c.push_back(a.data());
+      c.push_back(nullptr);
+      execv(c[0], c.data());
+      _exit(127);
+    }
+  }
+  ~PtyChat() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (master_ >= 0) close(master_);
+  }
+
+  void type(const std::string& keys) { ASSERT_EQ(write(master_, keys.data(), keys.size()), ssize_t(keys.size())); }
+
+  // Reads until `text` appears after the point the last expect() stopped at;
+  // false after 60 s (a hang) or when the process closed the terminal.
+  bool expect(const std::string& text) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (;;) {
+      const size_t at = out_.find(text, seen_);
+      if (at != std::string::npos) {
+        seen_ = at + text.size();
+        return true;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd p{master_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = read(master_, buf, sizeof buf);
+      if (n <= 0) return false;
+      out_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  // The message of each turn, decoded from the prompt ids chat prints: the
+  // text between the last "user\n" and "<|im_end|>".
+  std::vector<std::string> user_messages(const qinfer::Tokenizer& tok) const {
+    std::vector<std::string> msgs;
+    for (size_t at = out_.find("{\"prompt_ids\""); at != std::string::npos; at = out_.find("{\"prompt_ids\"", at + 1)) {
+      const json j = json::parse(out_.substr(at, out_.find('}', at) - at + 1));
+      const std::string text = tok.decode(j["prompt_ids"].get<std::vector<int32_t>>());
+      const size_t b = text.rfind("user\n") + 5;
+      msgs.push_back(text.substr(b, text.find("<|im_end|>", b) - b));
+    }
+    return msgs;
+  }
+
+  int wait_exit() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    exited_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  const std::string& output() const { return out_; }
+
+ private:
+  qinfer::test::ScratchDir home_;
+  int master_ = -1;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  std::string out_;
+  size_t seen_ = 0;
+};
+
+}  // namespace
+
+TEST(ChatPty, LineEditingHistoryAndCtrlCAtThePrompt) {
+  PtyChat chat({"--temp", "0", "-n", "2"});
+  ASSERT_TRUE(chat.expect("Ctrl-D quits.")) << chat.output();
+  ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  chat.type("abc\x1b[D\x1b[DX\x01Z\r");  // Left, Left, X, Ctrl-A, Z: "ZaXbc"
+  ASSERT_TRUE(chat.expect("tokens at")) << chat.output();
+  ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  chat.type("\x1b[A\r");  // Up: the previous message again
+  ASSERT_TRUE(chat.expect("tokens at")) << chat.output();
+  ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  chat.type("junk");
+  ASSERT_TRUE(chat.expect("junk")) << chat.output();
+  chat.type("\x03");  // Ctrl-C: drops the line, the chat goes on
+  ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  chat.type("ok\r");
+  ASSERT_TRUE(chat.expect("tokens at")) << chat.output();
+  ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  chat.type("\x04");  // Ctrl-D at an empty line quits
+  EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
+
+  const qinfer::Tokenizer tok = qinfer::Tokenizer::from_file(qinfer::test::data_path("tokenizer.json"));
+  EXPECT_EQ(chat.user_messages(tok), (std::vector<std::string>{"ZaXbc", "ZaXbc", "ok"})) << chat.output();
+}
+
+TEST(ChatPty, CtrlCStopsAReplyAndTheChatGoesOn) {
+  PtyChat chat({"--temp", "0", "-n", "30000"});  // a reply far longer than the test waits
+  ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  chat.type("Tell me everything\r");
+  ASSERT_TRUE(chat.expect("{\"prompt_ids\"")) << chat.output();
+  ASSERT_TRUE(chat.expect("\"turn\":1}")) << chat.output();
+  chat.type("\x03");
+  ASSERT_TRUE(chat.expect(", stopped]")) << chat.output();
+  ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  chat.type("/exit\r");
+  EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
+}

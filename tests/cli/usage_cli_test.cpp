@@ -1,0 +1,236 @@
+// What a new user meets first: parser errors, unknown commands, thread counts,
+// seeds, prompt mistakes, unwritable output, files that are not checkpoints.
+// Each case runs the real binary and checks its exit status and message.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "test_util.h"
+
+using nlohmann::json;
+using qinfer::test::data_path;
+using qinfer::test::run_command;
+using qinfer::test::ScratchDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string bin() { return qinfer::test::qinfer_binary(); }
+std::string tiny() { return data_path("models/tiny"); }
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// stdout and stderr apart.
+struct Outcome {
+  int exit_code;
+  std::string out, err;
+};
+Outcome run(const std::string& cmd) {
+  ScratchDir dir("usage");
+  const auto r = run_command(cmd + " 2> " + dir.file("err"));
+  return {r.exit_code, r.output, read_file(dir.file("err"))};
+}
+
+// A copy of tiny (files linked, not copied) without the files named in `without`.
+void link_tiny(const std::string& to, std::initializer_list<const char*> without = {}) {
+  fs::create_directories(to);
+  for (const auto& e : fs::directory_iterator(tiny())) {
+    const std::string name = e.path().filename().string();
+    if (std::find_if(without.begin(), without.end(), [&](const char* w) { return name == w; }) == without.end())
+      fs::create_symlink(e.path(), fs::path(to) / name);
+  }
+}
+
+const std::string kPrompt = " --prompt-ids 785,6722,315,9625,374";
+
+}  // namespace
+
+TEST(UsageCli, ParserErrorsSayQinferErrorAndExit2) {
+  for (const std::string args : {"generate -m x --bogus", "generate --prompt-ids 1", "", "generate -m x -n abc"}) {
+    const Outcome r = run(bin() + " " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind("qinfer: error: ", 0), 0u) << args << "\n" << r.err;
+  }
+  const Outcome r = run(bin() + " generate -m x --bogus");
+  EXPECT_NE(r.err.find("qinfer generate --help"), std::string::npos) << r.err;
+  EXPECT_EQ(run(bin() + " generate --help").exit_code, 0);
+}
+
+TEST(UsageCli, UnknownCommandSuggestsTheNearest) {
+  Outcome r = run(bin() + " generat -m x");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("qinfer: error: unknown command 'generat'; did you mean 'generate'?"), std::string::npos) << r.err;
+  r = run(bin() + " tokenise");
+  EXPECT_NE(r.err.find("did you mean 'tokenize'?"), std::string::npos) << r.err;
+  r = run(bin() + " frobnicate");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown command 'frobnicate'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("did you mean"), std::string::npos) << "nothing is near: " << r.err;
+}
+
+TEST(UsageCli, ThreadsAreValidatedAndCappedAtTheHardware) {
+  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  Outcome r = run(bin() + " generate -m " + tiny() + kPrompt + " -n 2 --temp 0 --json -t 100000");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["threads"], hardware);
+  EXPECT_NE(r.err.find("-t 100000 is more than the " + std::to_string(hardware) + " hardware threads"),
+            std::string::npos)
+      << r.err;
+  r = run(bin() + " generate -m " + tiny() + kPrompt + " -n 2 --temp 0 --json -t 0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["threads"], hardware) << "0 is every hardware thread";
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  for (const std::string& cmd : {" generate" + kPrompt, std::string(" bench -p 4 -n 2"), std::string(" batch")}) {
+    r = run(bin() + cmd + " -m " + tiny() + " -t -1 < /dev/null");
+    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_NE(r.err.find("-t -1: the thread count must be at least 1"), std::string::npos) << cmd << r.err;
+  }
+}
+
+TEST(UsageCli, UnseededRunsDifferAndThePrintedSeedReproduces) {
+  const std::string base = bin() + " generate -m " + tiny() + kPrompt + " -n 12 --temp 1 --top-k 0 --ignore-eos --json";
+  const json a = json::parse(run(base).out), b = json::parse(run(base).out);
+  ASSERT_TRUE(a["seed"].is_number_unsigned());
+  EXPECT_NE(a["seed"], b["seed"]) << "each run draws its own seed";
+  const json again = json::parse(run(base + " --seed " + std::to_string(a["seed"].get<uint64_t>())).out);
+  EXPECT_EQ(again["ids"], a["ids"]);
+  EXPECT_EQ(again["seed"], a["seed"]);
+  const json max = json::parse(run(base + " --seed 18446744073709551615").out);
+  EXPECT_EQ(max["seed"].get<uint64_t>(), UINT64_MAX);
+  for (const char* bad : {"-1", "18446744073709551616", "1e3", "x"}) {
+    const Outcome r = run(base + " --seed " + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.err.find("the seed must be an integer from 0 to 18446744073709551615"), std::string::npos)
+        << bad << ": " << r.err;
+  }
+}
+
+TEST(UsageCli, WithoutGenerationConfigDecodingIsGreedyAndSaysSo) {
+  ScratchDir dir("nogen");
+  link_tiny(dir.file("m"), {"generation_config.json"});
+  const Outcome r = run(bin() + " generate -m " + dir.file("m") + kPrompt + " -n 8 --ignore-eos --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("has no generation_config.json: greedy decoding, as transformers does"), std::string::npos)
+      << r.err;
+  const Outcome greedy = run(bin() + " generate -m " + tiny() + kPrompt + " -n 8 --ignore-eos --json --temp 0");
+  EXPECT_EQ(json::parse(r.out)["ids"], json::parse(greedy.out)["ids"]);
+}
+
+TEST(UsageCli, EachPromptMistakeHasItsOwnMessage) {
+  ScratchDir dir("prompt");
+  const std::string gen = bin() + " generate -m " + tiny() + " --temp 0 --json";
+  auto expect_error = [&](const std::string& args, const std::string& message) {
+    const Outcome r = run(gen + " " + args);
+    EXPECT_EQ(r.exit_code, 1) << args;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+  };
+  expect_error("-p ''", "the prompt is empty (-p \"\")");
+  expect_error("--prompt-file " + dir.path(), dir.path() + ": is a directory, not a file");
+  std::ofstream(dir.file("empty.txt")).close();
+  expect_error("--prompt-file " + dir.file("empty.txt"), "empty.txt: the prompt is empty");
+  expect_error("--prompt-file - < /dev/null", "--prompt-file - (standard input): the prompt is empty");
+  expect_error("--prompt-ids ''", "--prompt-ids is empty");
+  expect_error("-p x --prompt-ids 1", "exactly one of");
+  expect_error(kPrompt + " -n 4 --ctx 5", "the prompt (5 tokens) does not fit the context of 5 tokens");
+  expect_error(kPrompt + " --ctx 50000", "--ctx 50000 is more than the model's context of 40960 tokens");
+  expect_error(kPrompt + " -n 0", "-n 0: give at least 1 token, or -1");
+  expect_error(kPrompt + " --ctx 8 -n 4", "plus -n 4 exceeds the context length of 8 tokens; use -n 3 or less");
+
+  std::ofstream(dir.file("p.txt")) << "The capital of France is";
+  const Outcome from_stdin = run(gen + " --prompt-file - < " + dir.file("p.txt"));
+  ASSERT_EQ(from_stdin.exit_code, 0) << from_stdin.err;
+  EXPECT_EQ(json::parse(from_stdin.out)["prompt_ids"], json::array({785, 6722, 315, 9625, 374}));
+}
+
+TEST(UsageCli, MinusOneGeneratesUntilTheContextIsFull) {
+  const Outcome r = run(bin() + " generate -m " + tiny() + kPrompt + " --ctx 12 -n -1 --temp 0 --ignore-eos --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["ids"].size(), 8u) << "12 positions: 5 prompt + 7 generated with keys/values + the last token";
+  EXPECT_EQ(j["finish_reason"], "length");
+  const Outcome text = run(bin() + " generate -m " + tiny() + kPrompt + " --ctx 12 -n -1 --temp 0 --ignore-eos");
+  EXPECT_NE(text.err.find("length (the context is full)"), std::string::npos) << text.err;
+}
+
+TEST(UsageCli, EveryWriteIsChecked) {
+  ScratchDir dir("writes");
+  const std::string gen = bin() + " generate -m " + tiny() + kPrompt + " -n 4 --temp 0";
+  for (const std::string& args : {gen, gen + " --json", bin() + " tokenize -m " + tiny() + " hello"}) {
+    const Outcome r = run(args + " > /dev/full");
+    EXPECT_EQ(r.exit_code, 1) << args;
+    EXPECT_NE(r.err.find("qinfer: error: writing to standard output failed: No space left on device"),
+              std::string::npos)
+        << args << ": " << r.err;
+  }
+  Outcome r = run(gen + " --json --logits-out /dev/full");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("/dev/full: writing the logits failed (--logits-out)"), std::string::npos) << r.err;
+  // A path that cannot be created fails before anything is generated.
+  r = run(gen + " --logits-out " + dir.file("missing/l.f32"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot create the logits file (--logits-out): No such file or directory"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "") << "nothing generated";
+}
+
+TEST(UsageCli, FilesThatAreNotCheckpointsAreNamedSo) {
+  ScratchDir dir("gguf");
+  std::ofstream(dir.file("qwen3-0.6b-q4_0.gguf")) << "GGUF....";
+  std::ofstream(dir.file("model.bin")) << "GGUF\x03";
+  std::ofstream(dir.file("notes.txt")) << "hello";
+  for (const char* f : {"qwen3-0.6b-q4_0.gguf", "model.bin"}) {
+    const Outcome r = run(bin() + " generate -m " + dir.file(f) + " -p hi");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("GGUF is not supported; use the Hugging Face checkpoint directory"), std::string::npos)
+        << f << ": " << r.err;
+  }
+  const Outcome r = run(bin() + " generate -m " + dir.file("notes.txt") + " -p hi");
+  EXPECT_NE(r.err.find("notes.txt: is a file; -m takes a checkpoint directory"), std::string::npos) << r.err;
+}
+
+TEST(UsageCli, HubCacheWarnsWhenRefsMainNamesAMissingSnapshot) {
+  ScratchDir dir("hub");
+  const std::string repo = dir.file("models--Org--Tiny");
+  fs::create_directories(repo + "/refs");
+  std::ofstream(repo + "/refs/main") << "0123abc\n";
+  link_tiny(repo + "/snapshots/fedcba9");
+  const Outcome r = run("HF_HUB_CACHE=" + dir.path() + " " + bin() + " generate -m Org/Tiny" + kPrompt +
+                    " -n 2 --temp 0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("refs/main names snapshot '0123abc', which is missing; taking the newest other snapshot"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(UsageCli, DecodeRefusesIdsOutsideTheVocabulary) {
+  const Outcome r = run("echo '{\"ids\": [785, 999999]}' | " + bin() + " tokenize -m " + tiny() + " --decode");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("stdin line 1: token id 999999 is not in the tokenizer's vocabulary"), std::string::npos)
+      << r.err;
+}
+
+TEST(UsageCli, BenchChecksItsLimitsBeforeTiming) {
+  auto expect_error = [&](const std::string& args, const std::string& message) {
+    const Outcome r = run(bin() + " bench -m " + tiny() + " " + args);
+    EXPECT_EQ(r.exit_code, 1) << args;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(r.err.find("run 1"), std::string::npos) << "refused before timing: " << r.err;
+  };
+  expect_error("-p 40000 -n 1000", "-p 40000 plus -n 1000 exceeds the model's context of 40960 tokens");
+  expect_error("-p 4 -n 2 --quality 50000", "--quality 50000 exceeds the model's context of 40960 tokens");
+  expect_error("-p 4 -n 2 --quality -1", "--quality -1: give a number of prompt tokens");
+  const Outcome r = run(bin() + " bench -m " + tiny() + " -p 4 -n 2 --reps 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["weights"], "bf16") << "the format in use, not 'auto'";
+  EXPECT_TRUE(j["qinfer_version"].is_string());
+}
