@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Installs what is missing (Debian/Ubuntu), builds qinfer into build/, then runs
-# the main job: text generation with Qwen/Qwen3-0.6B when it is in the Hugging
-# Face cache, otherwise with the small random-weight checkpoint in the repo.
-#   scripts/setup.sh            install + build + demo
-#   scripts/setup.sh --no-run   install + build only (CI)
+# Installs what is missing (Debian/Ubuntu), builds qinfer into build/, installs
+# the binary into $QINFER_PREFIX/bin (default ~/.local/bin: no root needed),
+# then runs the main job: text generation with Qwen/Qwen3-0.6B when it is in
+# the Hugging Face cache, otherwise with the small random-weight checkpoint in
+# the repo.
+#   scripts/setup.sh            install packages + build + install qinfer + demo
+#   scripts/setup.sh --no-run   install packages + build only (CI)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS=(build-essential cmake pkg-config git nlohmann-json3-dev libhwy-dev libonig-dev libicu-dev
-      libcli11-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev)
+      libcli11-dev libcpp-httplib-dev libedit-dev libgtest-dev libgmock-dev libbenchmark-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -24,6 +26,14 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)"
 
 [ "${1:-}" = "--no-run" ] && exit 0
+
+prefix="${QINFER_PREFIX:-$HOME/.local}"
+cmake --install build --prefix "$prefix" >/dev/null
+echo "setup: installed $prefix/bin/qinfer"
+case ":$PATH:" in
+  *":$prefix/bin:"*) ;;
+  *) echo "setup: $prefix/bin is not on PATH; add it:  export PATH=\"$prefix/bin:\$PATH\"" ;;
+esac
 
 err=$(mktemp)
 if ./build/qinfer generate -m Qwen/Qwen3-0.6B -p "The capital of France is" -n 32 --temp 0 2>"$err"; then
