@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "thread_count.h"
 #include "engine/engine.h"
 #include "runtime/model_bundle.h"
 #include "runtime/text_stream.h"
+#include "thread_count.h"
 #include "util/error.h"
 #include "util/timer.h"
 
@@ -52,9 +52,9 @@ Job parse_job(const std::string& line, const ModelBundle& bundle) {
   Job job;
   const ordered_json j = ordered_json::parse(line, nullptr, false);
   if (j.is_discarded() || !j.is_object()) fail("not a JSON object");
-  static const char* known[] = {"prompt", "prompt_ids", "messages", "max_tokens", "temperature", "top_k", "top_p",
-                                "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "seed",
-                                "stop", "ignore_eos"};
+  static const char* known[] = {
+      "prompt", "prompt_ids",         "messages",         "max_tokens",        "temperature", "top_k", "top_p",
+      "min_p",  "repetition_penalty", "presence_penalty", "frequency_penalty", "seed",        "stop",  "ignore_eos"};
   for (const auto& item : j.items())
     if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return item.key() == k; }) ==
         std::end(known))
@@ -100,13 +100,15 @@ Job parse_job(const std::string& line, const ModelBundle& bundle) {
   }
   if (j.contains("stop")) {
     const ordered_json& stop = j["stop"];
-    if (stop.is_string()) job.stops.push_back(stop.get<std::string>());
+    if (stop.is_string())
+      job.stops.push_back(stop.get<std::string>());
     else if (stop.is_array())
       for (const auto& x : stop) {
         if (!x.is_string()) fail("\"stop\" must be a string or a list of strings");
         job.stops.push_back(x.get<std::string>());
       }
-    else fail("\"stop\" must be a string or a list of strings");
+    else
+      fail("\"stop\" must be a string or a list of strings");
   }
   Sampler check(s, static_cast<size_t>(bundle.model->config().vocab_size));  // out-of-range parameters fail here
   return job;
@@ -131,8 +133,10 @@ void run_batch(const BatchArgs& a) {
     Job job;
     try {
       job = parse_job(line, bundle);
-      if (bundle.tokenizer) job.text = std::make_unique<TextStream>(*bundle.tokenizer, job.stops);
-      else if (!job.stops.empty()) fail("\"stop\" needs the tokenizer (tokenizer.json) to see text");
+      if (bundle.tokenizer)
+        job.text = std::make_unique<TextStream>(*bundle.tokenizer, job.stops);
+      else if (!job.stops.empty())
+        fail("\"stop\" needs the tokenizer (tokenizer.json) to see text");
       TextStream* text = job.text.get();
       job.handle = engine.add(job.prompt, job.options, [text](int32_t id) { return text ? text->push(id) : true; });
     } catch (const Error& e) {
@@ -194,7 +198,8 @@ void add_batch_command(CLI::App& app) {
       "repetition_penalty, presence_penalty, frequency_penalty, seed, stop, ignore_eos), one JSON result per line "
       "out in input order ({\"ids\", \"text\", \"finish_reason\", \"prompt_tokens\", \"cached_tokens\"} or "
       "{\"error\"})");
-  cmd->add_option("-m,--model", a->model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")->required();
+  cmd->add_option("-m,--model", a->model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")
+      ->required();
   cmd->add_option("--parallel", a->parallel, "Sequences decoding at once")->capture_default_str();
   cmd->add_option("--max-batch-tokens", a->max_batch_tokens, "Tokens per step (prompts are prefilled in chunks of it)")
       ->capture_default_str();
@@ -202,7 +207,8 @@ void add_batch_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--block-size", a->block_size, "Positions per KV block")->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "Threads (default: all hardware threads)");
-  cmd->add_option("--weights", a->weights, "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
+  cmd->add_option("--weights", a->weights,
+                  "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
       ->capture_default_str();
   cmd->add_option("--kv", a->kv, "KV cache type: f32, f16, bf16")->capture_default_str();
   cmd->callback([a] { run_batch(*a); });

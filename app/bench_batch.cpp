@@ -9,9 +9,9 @@
 
 #include "build_info.h"
 #include "commands.h"
-#include "thread_count.h"
 #include "engine/engine.h"
 #include "io/model_dir.h"
+#include "thread_count.h"
 #include "util/error.h"
 #include "util/timer.h"
 
@@ -101,9 +101,14 @@ void run_bench_batch(const BenchBatchArgs& a) {
   }
   if (a.json) {
     const BuildInfo b = build_info();
-    nlohmann::ordered_json j = {{"model", dir},         {"threads", pool.size()},     {"weights", weight_format_name(model->weights().layers.at(0).gate_proj.format)},
-                                {"kv", a.kv},           {"prompt_tokens", a.prompt_tokens},
-                                {"gen_tokens", a.gen_tokens}, {"simd_target", b.simd_target}, {"levels", results}};
+    nlohmann::ordered_json j = {{"model", dir},
+                                {"threads", pool.size()},
+                                {"weights", weight_format_name(model->weights().layers.at(0).gate_proj.format)},
+                                {"kv", a.kv},
+                                {"prompt_tokens", a.prompt_tokens},
+                                {"gen_tokens", a.gen_tokens},
+                                {"simd_target", b.simd_target},
+                                {"levels", results}};
     std::printf("%s\n", j.dump().c_str());
   }
 }

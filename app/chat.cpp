@@ -102,9 +102,10 @@ void run_chat(ChatArgs& a) {
   LineReader in;
   const bool tty_out = ::isatty(STDOUT_FILENO);
   if (in.interactive())
-    std::fprintf(stderr, "qinfer chat with %s (thinking %s, context %lld, seed %llu). /help lists the commands, Ctrl-D quits.\n",
-                 bundle.dir.c_str(), a.no_think ? "off" : "on", static_cast<long long>(context),
-                 static_cast<unsigned long long>(opts.sampling.seed));
+    std::fprintf(
+        stderr, "qinfer chat with %s (thinking %s, context %lld, seed %llu). /help lists the commands, Ctrl-D quits.\n",
+        bundle.dir.c_str(), a.no_think ? "off" : "on", static_cast<long long>(context),
+        static_cast<unsigned long long>(opts.sampling.seed));
   int turn = 0;
   for (std::string message;;) {
     g_interrupted = false;
@@ -136,7 +137,8 @@ void run_chat(ChatArgs& a) {
 
     const std::vector<int32_t> prompt = conv.user_turn(message);
     ++turn;
-    if (a.print_prompt_ids) std::fprintf(stderr, "%s\n", nlohmann::json{{"turn", turn}, {"prompt_ids", prompt}}.dump().c_str());
+    if (a.print_prompt_ids)
+      std::fprintf(stderr, "%s\n", nlohmann::json{{"turn", turn}, {"prompt_ids", prompt}}.dump().c_str());
     if (static_cast<int64_t>(prompt.size()) >= context) {
       conv.drop_last_user_turn();
       std::fprintf(stderr, "[the conversation (%zu tokens) fills the context of %lld tokens: /reset to start over]\n",
@@ -146,8 +148,10 @@ void run_chat(ChatArgs& a) {
     ThinkSplitter splitter;
     TextStream text(tok, a.flags.stops, [&](std::string_view piece) {
       for (const ThinkSplitter::Part& p : splitter.push(piece)) {
-        if (!p.thinking) write_out(p.text);
-        else if (!a.hide_thinking) write_out(tty_out ? "\x1b[2m" + p.text + "\x1b[0m" : p.text);
+        if (!p.thinking)
+          write_out(p.text);
+        else if (!a.hide_thinking)
+          write_out(tty_out ? "\x1b[2m" + p.text + "\x1b[0m" : p.text);
       }
       return true;
     });
@@ -163,9 +167,9 @@ void run_chat(ChatArgs& a) {
     std::fprintf(stderr, "[%lld prompt tokens (%lld cached), first token %.2f s, %zu tokens at %.1f tok/s%s]\n",
                  static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.reused_tokens), r.prefill_s,
                  r.ids.size(), r.decode_tok_s(),
-                 g_interrupted                              ? ", stopped"
+                 g_interrupted                         ? ", stopped"
                  : r.reason == StopReason::ContextFull ? ", cut: the context is full, /reset to start over"
-                                                            : "");
+                                                       : "");
   }
 }
 
@@ -174,14 +178,16 @@ void run_chat(ChatArgs& a) {
 void add_chat_command(CLI::App& app) {
   auto a = std::make_shared<ChatArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "chat", "Chat with the model through its chat template: line editing on a terminal, one message per line "
-              "through a pipe; replies streamed");
+      "chat",
+      "Chat with the model through its chat template: line editing on a terminal, one message per line "
+      "through a pipe; replies streamed");
   a->flags.add_options(cmd, "Maximum tokens per reply; -1 = until eos or the context is full");
   cmd->add_option("--system", a->system, "System prompt");
   cmd->add_flag("--no-think", a->no_think,
                 "Disable Qwen3's thinking (enable_thinking=false): the template closes an empty think block in "
                 "every reply, so /think in a message cannot turn it back on");
-  cmd->add_flag("--hide-thinking", a->hide_thinking, "Do not print the reasoning (it is dimmed on a terminal otherwise)");
+  cmd->add_flag("--hide-thinking", a->hide_thinking,
+                "Do not print the reasoning (it is dimmed on a terminal otherwise)");
   cmd->add_flag("--print-prompt-ids", a->print_prompt_ids, "Print each turn's prompt ids as a JSON line on stderr");
   cmd->callback([a] { run_chat(*a); });
 }

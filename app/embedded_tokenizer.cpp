@@ -4,13 +4,16 @@
 // code generator, no size limit as with a char array literal). ELF targets;
 // QINFER_TOKENIZER_DIR is set for this file only by CMakeLists.txt, which also
 // makes it recompile when the files change.
-#define QINFER_EMBED(symbol, file)                                                    \
-  asm(".section .rodata\n"                                                            \
-      ".balign 16\n"                                                                  \
-      ".global " #symbol "\n" #symbol ":\n"                                           \
-      ".incbin \"" QINFER_TOKENIZER_DIR "/" file "\"\n"                              \
-      ".global " #symbol "_end\n" #symbol "_end:\n"                                   \
-      ".previous\n");                                                                 \
+#define QINFER_EMBED(symbol, file)               \
+  asm(".section .rodata\n"                       \
+      ".balign 16\n"                             \
+      ".global " #symbol "\n" #symbol            \
+      ":\n"                                      \
+      ".incbin \"" QINFER_TOKENIZER_DIR "/" file \
+      "\"\n"                                     \
+      ".global " #symbol "_end\n" #symbol        \
+      "_end:\n"                                  \
+      ".previous\n");                            \
   extern "C" const char symbol[], symbol##_end[];
 
 QINFER_EMBED(qinfer_tokenizer_json, "tokenizer.json")

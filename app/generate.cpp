@@ -168,8 +168,8 @@ void run_generate(GenerateArgs& a) {
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");
-    std::fprintf(stderr, "[%zu tokens, %s%s; prefill %.1f tok/s, decode %.1f tok/s, load %.2f s]\n", r.ids.size(), finish,
-                 r.reason == StopReason::ContextFull ? " (the context is full)" : "", r.prefill_tok_s(),
+    std::fprintf(stderr, "[%zu tokens, %s%s; prefill %.1f tok/s, decode %.1f tok/s, load %.2f s]\n", r.ids.size(),
+                 finish, r.reason == StopReason::ContextFull ? " (the context is full)" : "", r.prefill_tok_s(),
                  r.decode_tok_s(), bundle.load_s);
   }
 }
@@ -184,7 +184,8 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--prompt-ids", a->prompt_ids, "Prompt as comma-separated token ids, e.g. 785,6722,315");
   a->flags.add_options(cmd, "Maximum number of tokens to generate; -1 = until eos or the context is full");
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at end-of-sequence tokens");
-  CLI::Option* json = cmd->add_flag("--json", a->json, "Print one JSON object: prompt_ids, ids, text, finish_reason, seed, timing");
+  CLI::Option* json =
+      cmd->add_flag("--json", a->json, "Print one JSON object: prompt_ids, ids, text, finish_reason, seed, timing");
   cmd->add_option("--logprobs", a->logprobs,
                   "With --json: each generated token's logprob (log_softmax of the model's logits) and the N most "
                   "probable tokens'")

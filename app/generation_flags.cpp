@@ -8,11 +8,14 @@
 namespace qinfer::cli {
 
 void GenerationFlags::add_options(CLI::App* cmd, const char* max_tokens_help) {
-  cmd->add_option("-m,--model", model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")->required();
+  cmd->add_option("-m,--model", model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")
+      ->required();
   cmd->add_option("-n,--max-tokens", max_tokens, max_tokens_help)->capture_default_str();
-  cmd->add_option("--ctx", ctx, "Context length: prompt + generated tokens (and the KV memory); 0 = the model's maximum")
+  cmd->add_option("--ctx", ctx,
+                  "Context length: prompt + generated tokens (and the KV memory); 0 = the model's maximum")
       ->capture_default_str();
-  cmd->add_option("-t,--threads", threads, "Threads; 0 = all hardware threads (more are capped)")->capture_default_str();
+  cmd->add_option("-t,--threads", threads, "Threads; 0 = all hardware threads (more are capped)")
+      ->capture_default_str();
   cmd->add_option("--weights", weights, "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
       ->capture_default_str();
   cmd->add_option("--kv", kv, "KV cache type: f32, f16, bf16")->capture_default_str();
@@ -28,8 +31,10 @@ ModelBundle GenerationFlags::load(int& threads_used) const {
   ModelBundle bundle = load_model_bundle(model, parse_load_options(weights, kv, threads_used));
   context(bundle);
   if (!bundle.has_generation_config && !sampling.temperature)
-    std::fprintf(stderr, "qinfer: note: %s has no generation_config.json: greedy decoding, as transformers does "
-                 "(--temp to sample)\n", bundle.dir.c_str());
+    std::fprintf(stderr,
+                 "qinfer: note: %s has no generation_config.json: greedy decoding, as transformers does "
+                 "(--temp to sample)\n",
+                 bundle.dir.c_str());
   return bundle;
 }
 

@@ -61,12 +61,12 @@ bool stdout_written() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{
-      "qinfer: a C++ inference engine for Qwen3 models, loading Hugging Face checkpoints as downloaded"};
+  CLI::App app{"qinfer: a C++ inference engine for Qwen3 models, loading Hugging Face checkpoints as downloaded"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
-  app.set_version_flag("--version", [] { return qinfer::cli::version_text(); },
-                       "Print the version, git commit and the SIMD target chosen for this CPU");
+  app.set_version_flag(
+      "--version", [] { return qinfer::cli::version_text(); },
+      "Print the version, git commit and the SIMD target chosen for this CPU");
   qinfer::cli::add_generate_command(app);
   qinfer::cli::add_chat_command(app);
   qinfer::cli::add_make_test_model_command(app);

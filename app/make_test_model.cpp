@@ -18,7 +18,8 @@ void add_make_test_model_command(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
-      "make-test-model", "Write a RANDOM-weight Qwen3 checkpoint (HF layout, real shapes, the Qwen3 tokenizer) for benchmarks");
+      "make-test-model",
+      "Write a RANDOM-weight Qwen3 checkpoint (HF layout, real shapes, the Qwen3 tokenizer) for benchmarks");
   cmd->add_option("--preset", a->preset, "qwen3-0.6b or tiny")->capture_default_str();
   cmd->add_option("--dtype", a->dtype, "bf16, f16 or f32")->capture_default_str();
   cmd->add_option("--out", a->out, "Output directory (created; an existing one only with --force)")->required();
@@ -26,10 +27,14 @@ void add_make_test_model_command(CLI::App& app) {
   cmd->add_flag("--force", a->force, "Overwrite the checkpoint files in an existing --out directory");
   cmd->callback([a] {
     DType t;
-    if (a->dtype == "bf16") t = DType::BF16;
-    else if (a->dtype == "f16") t = DType::F16;
-    else if (a->dtype == "f32") t = DType::F32;
-    else fail("--dtype must be bf16, f16 or f32, not '", a->dtype, "'");
+    if (a->dtype == "bf16")
+      t = DType::BF16;
+    else if (a->dtype == "f16")
+      t = DType::F16;
+    else if (a->dtype == "f32")
+      t = DType::F32;
+    else
+      fail("--dtype must be bf16, f16 or f32, not '", a->dtype, "'");
     const Qwen3Config config = test_model_preset(a->preset);
     check_output_dir(a->out, a->force);
     write_test_model(a->out, config, t, a->seed);

@@ -21,10 +21,12 @@ void add_quantize_command(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
-      "quantize", "Write a copy of a checkpoint with Q8 or Q4 weights (32-weight blocks, half scales; see docs/performance.md)");
+      "quantize",
+      "Write a copy of a checkpoint with Q8 or Q4 weights (32-weight blocks, half scales; see docs/performance.md)");
   cmd->add_option("-m,--model", a->model, "Checkpoint directory or hub id (with float weights)")->required();
   cmd->add_option("--to", a->to, "q8 or q4")->required();
-  cmd->add_option("-o,--out", a->out, "Output directory (created; an existing one only with --force; not the model's own)")
+  cmd->add_option("-o,--out", a->out,
+                  "Output directory (created; an existing one only with --force; not the model's own)")
       ->required();
   cmd->add_option("-t,--threads", a->threads, "Threads; 0 = all hardware threads (more are capped)");
   cmd->add_flag("--force", a->force, "Overwrite the checkpoint files in an existing output directory");

@@ -23,7 +23,8 @@ struct SamplingOverrides {
     cmd->add_option("--top-k", top_k, "Keep the k most likely tokens; 0 = off");
     cmd->add_option("--top-p", top_p, "Nucleus sampling: smallest set with probability >= p; 1 = off");
     cmd->add_option("--min-p", min_p, "Drop tokens below min_p * p(most likely); 0 = off");
-    cmd->add_option("--repeat-penalty", repeat_penalty, "Repetition penalty over prompt + output (HF semantics); 1 = off");
+    cmd->add_option("--repeat-penalty", repeat_penalty,
+                    "Repetition penalty over prompt + output (HF semantics); 1 = off");
     cmd->add_option("--presence-penalty", presence_penalty, "Presence penalty over the output (OpenAI semantics)");
     cmd->add_option("--frequency-penalty", frequency_penalty, "Frequency penalty over the output (OpenAI semantics)");
     cmd->add_option("--seed", seed,

@@ -135,13 +135,20 @@ void Engine::postprocess(const Step& step) {
     const bool is_eos = !r.options.ignore_eos && std::find(eos.begin(), eos.end(), next) != eos.end();
     const bool keep_going = r.on_token ? r.on_token(next) : true;
     bool done = true;
-    if (is_eos) r.result.reason = StopReason::Eos;
-    else if (!keep_going) r.result.reason = StopReason::Callback;
-    else if (static_cast<int64_t>(r.result.ids.size()) >= r.options.max_new_tokens) r.result.reason = StopReason::MaxTokens;
-    else if (static_cast<int64_t>(seq.ids.size()) + 1 > context) r.result.reason = StopReason::ContextFull;
-    else done = false;
-    if (done) seq.status = Sequence::Status::Finished;
-    else seq.ids.push_back(next);  // its keys/values are computed in the next step
+    if (is_eos)
+      r.result.reason = StopReason::Eos;
+    else if (!keep_going)
+      r.result.reason = StopReason::Callback;
+    else if (static_cast<int64_t>(r.result.ids.size()) >= r.options.max_new_tokens)
+      r.result.reason = StopReason::MaxTokens;
+    else if (static_cast<int64_t>(seq.ids.size()) + 1 > context)
+      r.result.reason = StopReason::ContextFull;
+    else
+      done = false;
+    if (done)
+      seq.status = Sequence::Status::Finished;
+    else
+      seq.ids.push_back(next);  // its keys/values are computed in the next step
   }
 }
 

@@ -21,8 +21,8 @@
 namespace qinfer::engine {
 
 struct EngineOptions {
-  int32_t block_size = 16;        // positions per KV block
-  int32_t kv_blocks = 0;          // 0: enough for max_running sequences of the full context
+  int32_t block_size = 16;         // positions per KV block
+  int32_t kv_blocks = 0;           // 0: enough for max_running sequences of the full context
   int64_t max_batch_tokens = 512;  // the token budget of one step
   int64_t max_running = 16;        // sequences decoding at once
   int64_t context = 0;             // positions per sequence (prompt + output); 0: the model's maximum

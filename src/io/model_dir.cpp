@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <string_view>
 #include <vector>
 
@@ -36,7 +36,8 @@ bool is_hub_id(std::string_view s) {
   if (slash == std::string_view::npos || slash == 0 || slash + 1 == s.size()) return false;
   if (s.find('/', slash + 1) != std::string_view::npos) return false;
   for (char ch : s)
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' || ch == '/')) return false;
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' || ch == '/'))
+      return false;
   return s.find("..") == std::string_view::npos;
 }
 
@@ -77,9 +78,11 @@ std::string resolve_model_dir(const std::string& model_arg) {
     std::ifstream(model_arg, std::ios::binary).read(magic, sizeof magic);
     const bool gguf = model_arg.size() >= 5 && model_arg.compare(model_arg.size() - 5, 5, ".gguf") == 0;
     if (gguf || std::memcmp(magic, "GGUF", 4) == 0)
-      fail(model_arg, ": GGUF is not supported; use the Hugging Face checkpoint directory (config.json, "
+      fail(model_arg,
+           ": GGUF is not supported; use the Hugging Face checkpoint directory (config.json, "
            "model.safetensors, tokenizer.json), e.g. huggingface-cli download Qwen/Qwen3-0.6B");
-    fail(model_arg, ": is a file; -m takes a checkpoint directory (config.json, model.safetensors, tokenizer.json) "
+    fail(model_arg,
+         ": is a file; -m takes a checkpoint directory (config.json, model.safetensors, tokenizer.json) "
          "or a hub id like Qwen/Qwen3-0.6B");
   }
   if (!is_hub_id(model_arg))

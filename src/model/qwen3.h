@@ -74,7 +74,7 @@ class Qwen3Model {
 
  private:
   Qwen3Config config_;
-  Checkpoint checkpoint_;                     // owns the mappings the weights point into
+  Checkpoint checkpoint_;                    // owns the mappings the weights point into
   std::vector<std::vector<uint8_t>> owned_;  // converted matrices, and tensors misaligned in the file
   Qwen3Weights weights_;
   std::vector<float> rope_inv_freq_;
@@ -89,7 +89,7 @@ struct ForwardState {
   std::vector<AttentionSeq> attention;  // per sequence
   std::vector<int64_t> logit_rows;      // the rows whose logits are asked for
   Batch single;                         // the one-sequence forward's batch
-  std::vector<float> rope;  // cos/sin of every position of the step
+  std::vector<float> rope;              // cos/sin of every position of the step
 };
 
 // Runs the rows of a batch through the model, each sequence at its own

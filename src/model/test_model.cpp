@@ -87,7 +87,9 @@ void write_test_model(const std::string& dir, const Qwen3Config& c, DType dtype,
   auto mat = [&](const std::string& name, int64_t rows, int64_t cols) {
     ts.push_back(random_tensor(name, {rows, cols}, dtype, 0.0f, 0.02f, rng));
   };
-  auto norm = [&](const std::string& name, int64_t n) { ts.push_back(random_tensor(name, {n}, dtype, 1.0f, 0.1f, rng)); };
+  auto norm = [&](const std::string& name, int64_t n) {
+    ts.push_back(random_tensor(name, {n}, dtype, 1.0f, 0.1f, rng));
+  };
   mat("model.embed_tokens.weight", c.vocab_size, H);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";

@@ -13,10 +13,13 @@ const char* finish_reason(StopReason r, bool stopped_by_string) {
   if (stopped_by_string) return "stop";
   switch (r) {
     case StopReason::Eos:
-    case StopReason::Callback: return "stop";
+    case StopReason::Callback:
+      return "stop";
     case StopReason::MaxTokens:
-    case StopReason::ContextFull: return "length";
-    case StopReason::Error: return "error";
+    case StopReason::ContextFull:
+      return "length";
+    case StopReason::Error:
+      return "error";
   }
   return "?";
 }

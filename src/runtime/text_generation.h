@@ -14,12 +14,11 @@ namespace qinfer {
 
 struct TextGenerationResult {
   GenerationResult gen;
-  std::string text;              // everything emitted (special tokens skipped, stop string excluded)
+  std::string text;  // everything emitted (special tokens skipped, stop string excluded)
   bool stopped_by_string = false;
-  bool cancelled = false;        // on_text returned false
+  bool cancelled = false;  // on_text returned false
   const char* finish_reason() const { return qinfer::finish_reason(gen.reason, stopped_by_string); }
 };
-
 
 TextGenerationResult generate_text(Session& session, const Tokenizer& tokenizer, std::span<const int32_t> prompt,
                                    const GenerationOptions& opts, const std::vector<std::string>& stop_strings,

@@ -56,10 +56,11 @@ TEST(ChatCli, TurnTwoPromptIsTheTemplatedHistory) {
 
   // And that rendering is the Qwen3 ChatML layout with the whole history.
   const std::string text = b.tokenizer->decode(p2);
-  EXPECT_EQ(text.rfind("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWhat is the capital of France?<|im_end|>\n"
-                       "<|im_start|>assistant\n",
-                       0),
-            0u)
+  EXPECT_EQ(
+      text.rfind("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWhat is the capital of France?<|im_end|>\n"
+                 "<|im_start|>assistant\n",
+                 0),
+      0u)
       << text;
   EXPECT_NE(text.find("<|im_end|>\n<|im_start|>user\nAnd of Spain?<|im_end|>\n<|im_start|>assistant\n"),
             std::string::npos)
@@ -79,7 +80,8 @@ TEST(ChatCli, NoThinkAndResetShapeThePrompt) {
   const std::string t1 = b.tokenizer->decode(turns[0]["prompt_ids"].get<std::vector<int32_t>>());
   EXPECT_EQ(t1, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
   const std::string t2 = b.tokenizer->decode(turns[1]["prompt_ids"].get<std::vector<int32_t>>());
-  EXPECT_EQ(t2, "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n") << "reset clears history";
+  EXPECT_EQ(t2, "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
+      << "reset clears history";
 }
 
 TEST(Conversation, ThinkSplitterSeparatesReasoning) {
@@ -109,9 +111,9 @@ struct ChatRun {
 ChatRun chat(const std::string& input, const std::string& flags) {
   test::ScratchDir dir("chat");
   std::ofstream(dir.file("in.txt")) << input;
-  const auto r = test::run_command(test::qinfer_binary() + " chat -m " + test::data_path("models/tiny") +
-                                   " --print-prompt-ids " + flags + " < " + dir.file("in.txt") + " 2> " +
-                                   dir.file("err.txt"));
+  const auto r =
+      test::run_command(test::qinfer_binary() + " chat -m " + test::data_path("models/tiny") + " --print-prompt-ids " +
+                        flags + " < " + dir.file("in.txt") + " 2> " + dir.file("err.txt"));
   std::ifstream in(dir.file("err.txt"));
   std::stringstream err;
   err << in.rdbuf();
@@ -174,7 +176,8 @@ TEST(ChatCli, LaterTurnsComeFromThePrefixCacheWithTheSameReply) {
   o.eos_ids = b.eos_ids();
   for (const json& turn : r.turns) {
     Session fresh(*b.model, pool);
-    const auto reply = generate_text(fresh, *b.tokenizer, turn["prompt_ids"].get<std::vector<int32_t>>(), o, {}, nullptr);
+    const auto reply =
+        generate_text(fresh, *b.tokenizer, turn["prompt_ids"].get<std::vector<int32_t>>(), o, {}, nullptr);
     EXPECT_NE(r.out.find(reply.text), std::string::npos) << reply.text;
   }
 }

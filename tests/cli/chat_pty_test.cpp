@@ -25,8 +25,9 @@ namespace {
 class PtyChat {
  public:
   explicit PtyChat(const std::vector<std::string>& args) : home_("pty-home") {
-    std::vector<std::string> argv = {qinfer::test::qinfer_binary(), "chat", "-m",
-                                     qinfer::test::data_path("models/tiny"), "--print-prompt-ids", "--no-think"};
+    std::vector<std::string> argv = {
+        qinfer::test::qinfer_binary(), "chat",      "-m", qinfer::test::data_path("models/tiny"),
+        "--print-prompt-ids",          "--no-think"};
     argv.insert(argv.end(), args.begin(), args.end());
     pid_ = forkpty(&master_, nullptr, nullptr, nullptr);
     if (pid_ == 0) {
@@ -59,7 +60,8 @@ class PtyChat {
         seen_ = at + text.size();
         return true;
       }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return false;
       pollfd p{master_, POLLIN, 0};
       if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;

@@ -56,11 +56,13 @@ TEST(GenerateCli, StopsAtEosUnlessIgnored) {
   qinfer::test::ScratchDir dir("eos");
   namespace fs = std::filesystem;
   for (const auto& e : fs::directory_iterator(data_path("models/tiny")))
-    if (e.path().filename() != "generation_config.json") fs::copy(e.path(), dir.path() + "/" + e.path().filename().string());
+    if (e.path().filename() != "generation_config.json")
+      fs::copy(e.path(), dir.path() + "/" + e.path().filename().string());
   const json g = golden("tiny");
   const int first = g["prompts"][0]["greedy"][0].get<int>();
   std::ofstream(dir.file("generation_config.json")) << json{{"eos_token_id", {151645, first}}}.dump();
-  const std::string base = bin() + " generate -m " + dir.path() + " --prompt-ids 785,6722,315,9625,374 -n 5 --temp 0 --json";
+  const std::string base =
+      bin() + " generate -m " + dir.path() + " --prompt-ids 785,6722,315,9625,374 -n 5 --temp 0 --json";
   auto r = run_command(base);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   json out = json::parse(r.output);
@@ -190,7 +192,8 @@ namespace {
 void write_nan_model(const std::string& dir, int64_t first, int64_t n) {
   namespace fs = std::filesystem;
   for (const auto& e : fs::directory_iterator(data_path("models/tiny")))
-    if (e.path().filename() != "model.safetensors") fs::create_symlink(e.path(), dir + "/" + e.path().filename().string());
+    if (e.path().filename() != "model.safetensors")
+      fs::create_symlink(e.path(), dir + "/" + e.path().filename().string());
   std::ifstream in(data_path("models/tiny/model.safetensors"), std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
   uint64_t header_len = 0;
@@ -220,8 +223,8 @@ TEST(GenerateCli, NaNLogitsStopWithAnErrorNamingTheStep) {
     qinfer::test::ScratchDir dir("nan");
     write_nan_model(dir.path(), c.first, c.rows);
     for (const char* temp : {"0", "0.7"}) {
-      const auto r = run_command(bin() + " generate -m " + dir.path() + " --prompt-ids 785,6722,315,9625,374 -n 4 --temp " +
-                                 temp + " --json 2>&1");
+      const auto r = run_command(bin() + " generate -m " + dir.path() +
+                                 " --prompt-ids 785,6722,315,9625,374 -n 4 --temp " + temp + " --json 2>&1");
       EXPECT_EQ(r.exit_code, 1) << r.output;
       EXPECT_NE(r.output.find("qinfer: error: the model's logits for generated token 1 (position 5) have " +
                               std::to_string(c.nan_logits) + " NaN values of 151936: the weights are corrupt"),

@@ -25,7 +25,8 @@ std::string read_file(const std::string& path) {
 
 TEST(InstallCli, InstalledBinaryNeedsNoSourceTree) {
   qinfer::test::ScratchDir dir("install");
-  auto r = run_command("cmake --install " + std::string(QINFER_BUILD_DIR) + " --prefix " + dir.file("prefix") + " 2>&1");
+  auto r =
+      run_command("cmake --install " + std::string(QINFER_BUILD_DIR) + " --prefix " + dir.file("prefix") + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string installed = dir.file("prefix/bin/qinfer");
   ASSERT_TRUE(std::filesystem::exists(installed));

@@ -72,7 +72,8 @@ TEST(QuantizeCli, ExistingOutputNeedsForceAndQuantizedInputIsRefused) {
   ASSERT_EQ(run_command(make).exit_code, 0);
   auto r = run_command(make);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find(out + ": the directory exists and is not empty; pass --force"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(out + ": the directory exists and is not empty; pass --force"), std::string::npos)
+      << r.output;
   r = run_command(bin() + " make-test-model --preset tiny --dtype bf16 --force --out " + out + " 2>&1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
 

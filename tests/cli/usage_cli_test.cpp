@@ -68,7 +68,8 @@ TEST(UsageCli, ParserErrorsSayQinferErrorAndExit2) {
 TEST(UsageCli, UnknownCommandSuggestsTheNearest) {
   Outcome r = run(bin() + " generat -m x");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("qinfer: error: unknown command 'generat'; did you mean 'generate'?"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("qinfer: error: unknown command 'generat'; did you mean 'generate'?"), std::string::npos)
+      << r.err;
   r = run(bin() + " tokenise");
   EXPECT_NE(r.err.find("did you mean 'tokenize'?"), std::string::npos) << r.err;
   r = run(bin() + " frobnicate");
@@ -203,8 +204,8 @@ TEST(UsageCli, HubCacheWarnsWhenRefsMainNamesAMissingSnapshot) {
   fs::create_directories(repo + "/refs");
   std::ofstream(repo + "/refs/main") << "0123abc\n";
   link_tiny(repo + "/snapshots/fedcba9");
-  const Outcome r = run("HF_HUB_CACHE=" + dir.path() + " " + bin() + " generate -m Org/Tiny" + kPrompt +
-                    " -n 2 --temp 0 --json");
+  const Outcome r =
+      run("HF_HUB_CACHE=" + dir.path() + " " + bin() + " generate -m Org/Tiny" + kPrompt + " -n 2 --temp 0 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("refs/main names snapshot '0123abc', which is missing; taking the newest other snapshot"),
             std::string::npos)

@@ -18,8 +18,8 @@ const std::vector<float> kLogits = {2.0f, 1.0f, 0.5f, 0.0f, -1.0f};
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-SamplingParams make_params(float temperature, int top_k = 0, float top_p = 1.0f,
-                           float min_p = 0.0f, uint64_t seed = 1234) {
+SamplingParams make_params(float temperature, int top_k = 0, float top_p = 1.0f, float min_p = 0.0f,
+                           uint64_t seed = 1234) {
   SamplingParams p;
   p.temperature = temperature;
   p.top_k = top_k;
@@ -39,9 +39,8 @@ std::vector<int32_t> draws(Sampler& sampler, const std::vector<float>& logits, i
   return ids;
 }
 
-std::vector<int> draw_counts(const SamplingParams& params, const std::vector<float>& logits,
-                             int n, const std::vector<int32_t>& history = {},
-                             size_t prompt_len = 0) {
+std::vector<int> draw_counts(const SamplingParams& params, const std::vector<float>& logits, int n,
+                             const std::vector<int32_t>& history = {}, size_t prompt_len = 0) {
   Sampler sampler(params, logits.size());
   std::vector<int> counts(logits.size(), 0);
   for (int32_t id : draws(sampler, logits, n, history, prompt_len)) ++counts.at(id);
@@ -57,12 +56,11 @@ std::vector<int> support_of(const std::vector<int>& counts) {
 
 // The target distribution, written independently of the sampler: double
 // precision, a full stable sort, the filters exactly as specified.
-std::vector<double> reference_probs(const std::vector<float>& logits, double temperature,
-                                    int top_k = 0, double top_p = 1.0, double min_p = 0.0) {
+std::vector<double> reference_probs(const std::vector<float>& logits, double temperature, int top_k = 0,
+                                    double top_p = 1.0, double min_p = 0.0) {
   std::vector<size_t> order(logits.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return logits[a] > logits[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return logits[a] > logits[b]; });
   if (top_k > 0 && size_t(top_k) < order.size()) order.resize(top_k);
   double max_logit = logits[order[0]];
   std::vector<double> probs(logits.size(), 0.0);
@@ -90,8 +88,7 @@ std::vector<double> dense(const std::vector<TokenProb>& sparse, size_t vocab_siz
 }
 
 std::vector<double> distribution_of(const SamplingParams& params, const std::vector<float>& logits,
-                                    const std::vector<int32_t>& history = {},
-                                    size_t prompt_len = 0) {
+                                    const std::vector<int32_t>& history = {}, size_t prompt_len = 0) {
   Sampler sampler(params, logits.size());
   std::vector<float> scratch = logits;
   return dense(sampler.distribution(scratch, history, prompt_len), logits.size());
@@ -167,24 +164,20 @@ TEST(Sampler, GreedyAlwaysTakesTheArgmax) {
 }
 
 TEST(Sampler, TopK2HasSupportExactly01) {
-  EXPECT_EQ(support_of(draw_counts(make_params(1.0f, 2), kLogits, 10000)),
-            (std::vector<int>{0, 1}));
+  EXPECT_EQ(support_of(draw_counts(make_params(1.0f, 2), kLogits, 10000)), (std::vector<int>{0, 1}));
 }
 
 TEST(Sampler, TopP09HasSupport0123) {
-  EXPECT_EQ(support_of(draw_counts(make_params(1.0f, 0, 0.9f), kLogits, 10000)),
-            (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(support_of(draw_counts(make_params(1.0f, 0, 0.9f), kLogits, 10000)), (std::vector<int>{0, 1, 2, 3}));
 }
 
 TEST(Sampler, Temperature2TopP05HasSupport01) {
-  EXPECT_EQ(support_of(draw_counts(make_params(2.0f, 0, 0.5f), kLogits, 10000)),
-            (std::vector<int>{0, 1}));
+  EXPECT_EQ(support_of(draw_counts(make_params(2.0f, 0, 0.5f), kLogits, 10000)), (std::vector<int>{0, 1}));
 }
 
 TEST(Sampler, TopK1MakesTopPIrrelevant) {
   for (float top_p : {0.1f, 0.5f, 0.9f, 1.0f}) {
-    EXPECT_EQ(support_of(draw_counts(make_params(1.0f, 1, top_p), kLogits, 2000)),
-              (std::vector<int>{0}))
+    EXPECT_EQ(support_of(draw_counts(make_params(1.0f, 1, top_p), kLogits, 2000)), (std::vector<int>{0}))
         << "top_p " << top_p;
     expect_probs_near(distribution_of(make_params(1.0f, 1, top_p), kLogits), {1, 0, 0, 0, 0});
   }
@@ -218,11 +211,10 @@ TEST(Sampler, DrawnFrequenciesMatchTheTarget) {
     int top_k;
     float top_p, min_p;
   };
-  for (Config c : {Config{1.0f, 0, 1.0f, 0.0f}, Config{0.7f, 3, 1.0f, 0.0f},
-                   Config{1.0f, 0, 0.9f, 0.0f}, Config{1.5f, 0, 1.0f, 0.1f},
-                   Config{0.6f, 4, 0.95f, 0.05f}}) {
-    SCOPED_TRACE(testing::Message() << "T " << c.temperature << " top_k " << c.top_k << " top_p "
-                                    << c.top_p << " min_p " << c.min_p);
+  for (Config c : {Config{1.0f, 0, 1.0f, 0.0f}, Config{0.7f, 3, 1.0f, 0.0f}, Config{1.0f, 0, 0.9f, 0.0f},
+                   Config{1.5f, 0, 1.0f, 0.1f}, Config{0.6f, 4, 0.95f, 0.05f}}) {
+    SCOPED_TRACE(testing::Message() << "T " << c.temperature << " top_k " << c.top_k << " top_p " << c.top_p
+                                    << " min_p " << c.min_p);
     std::vector<double> target = reference_probs(kLogits, c.temperature, c.top_k, c.top_p, c.min_p);
     SamplingParams params = make_params(c.temperature, c.top_k, c.top_p, c.min_p);
     expect_probs_near(distribution_of(params, kLogits), target);
@@ -246,19 +238,16 @@ TEST(Sampler, LargeVocabularyMatchesTheReference) {
     int top_k;
     float top_p, min_p;
   };
-  for (Config c : {Config{0.6f, 0, 0.95f, 0.0f}, Config{1.0f, 0, 0.5f, 0.0f},
-                   Config{1.0f, 0, 0.999f, 0.0f}, Config{0.6f, 20, 0.95f, 0.0f},
-                   Config{1.0f, 0, 1.0f, 0.05f}, Config{0.8f, 100, 0.8f, 0.02f},
+  for (Config c : {Config{0.6f, 0, 0.95f, 0.0f}, Config{1.0f, 0, 0.5f, 0.0f}, Config{1.0f, 0, 0.999f, 0.0f},
+                   Config{0.6f, 20, 0.95f, 0.0f}, Config{1.0f, 0, 1.0f, 0.05f}, Config{0.8f, 100, 0.8f, 0.02f},
                    Config{1.0f, 0, 1.0f, 0.0f}}) {
-    SCOPED_TRACE(testing::Message() << "T " << c.temperature << " top_k " << c.top_k << " top_p "
-                                    << c.top_p << " min_p " << c.min_p);
-    expect_probs_near(
-        distribution_of(make_params(c.temperature, c.top_k, c.top_p, c.min_p), logits),
-        reference_probs(logits, c.temperature, c.top_k, c.top_p, c.min_p));
+    SCOPED_TRACE(testing::Message() << "T " << c.temperature << " top_k " << c.top_k << " top_p " << c.top_p
+                                    << " min_p " << c.min_p);
+    expect_probs_near(distribution_of(make_params(c.temperature, c.top_k, c.top_p, c.min_p), logits),
+                      reference_probs(logits, c.temperature, c.top_k, c.top_p, c.min_p));
   }
   // Qwen3's defaults: draws follow the 20-token target.
-  expect_draws_follow(make_params(0.6f, 20, 0.95f), logits,
-                      reference_probs(logits, 0.6f, 20, 0.95f), 20000);
+  expect_draws_follow(make_params(0.6f, 20, 0.95f), logits, reference_probs(logits, 0.6f, 20, 0.95f), 20000);
 }
 
 TEST(Sampler, TopPPrefixReachingFarDownTheTail) {
@@ -268,16 +257,14 @@ TEST(Sampler, TopPPrefixReachingFarDownTheTail) {
   logits[1234] = 0.0f;
   for (float top_p : {0.99999994f, 0.9999999f, 0.5f}) {
     SCOPED_TRACE(top_p);
-    expect_probs_near(distribution_of(make_params(1.0f, 0, top_p), logits),
-                      reference_probs(logits, 1.0f, 0, top_p));
+    expect_probs_near(distribution_of(make_params(1.0f, 0, top_p), logits), reference_probs(logits, 1.0f, 0, top_p));
   }
 }
 
 TEST(Sampler, TopKTiesGoToTheLowerIds) {
   const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 2.0f, 2.0f, 0.0f, 2.0f};
   expect_probs_near(distribution_of(make_params(1.0f, 3), logits), reference_probs(logits, 1.0f, 3));
-  EXPECT_EQ(support_of(draw_counts(make_params(1.0f, 3), logits, 3000)),
-            (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(support_of(draw_counts(make_params(1.0f, 3), logits, 3000)), (std::vector<int>{1, 2, 3}));
 }
 
 TEST(Sampler, TopKZeroOrAtLeastVocabularyMeansOff) {
@@ -291,10 +278,8 @@ TEST(Sampler, TopKZeroOrAtLeastVocabularyMeansOff) {
 
 TEST(Sampler, MinPKeepsTokensWithinAFactorOfTheTop) {
   // Relative probabilities at T = 1: 1, e^-1 = .37, e^-1.5 = .22, e^-2 = .14, e^-3 = .05.
-  EXPECT_EQ(support_of(draw_counts(make_params(1.0f, 0, 1.0f, 0.3f), kLogits, 5000)),
-            (std::vector<int>{0, 1}));
-  EXPECT_EQ(support_of(draw_counts(make_params(1.0f, 0, 1.0f, 0.2f), kLogits, 5000)),
-            (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(support_of(draw_counts(make_params(1.0f, 0, 1.0f, 0.3f), kLogits, 5000)), (std::vector<int>{0, 1}));
+  EXPECT_EQ(support_of(draw_counts(make_params(1.0f, 0, 1.0f, 0.2f), kLogits, 5000)), (std::vector<int>{0, 1, 2}));
   expect_probs_near(distribution_of(make_params(1.0f, 0, 1.0f, 0.2f), kLogits),
                     reference_probs(kLogits, 1.0f, 0, 1.0f, 0.2f));
   // min_p applies after top-p: its p_max is the top token either way.
@@ -324,8 +309,7 @@ TEST(Sampler, PresenceAndFrequencyPenaltiesCountGeneratedTokensOnly) {
   params.frequency_penalty = 0.25f;
   // Prompt {1, 1, 0}: not counted. Generated {0, 2, 0}.
   const std::vector<int32_t> history = {1, 1, 0, 0, 2, 0};
-  std::vector<float> penalized = {2.0f - 0.5f - 2 * 0.25f, 1.0f, 0.5f - 0.5f - 0.25f, 0.0f,
-                                  -1.0f};
+  std::vector<float> penalized = {2.0f - 0.5f - 2 * 0.25f, 1.0f, 0.5f - 0.5f - 0.25f, 0.0f, -1.0f};
   expect_probs_near(distribution_of(params, kLogits, history, 3), reference_probs(penalized, 1.0));
 
   // With the repetition penalty too: it goes first and covers the prompt.
@@ -337,8 +321,7 @@ TEST(Sampler, PresenceAndFrequencyPenaltiesCountGeneratedTokensOnly) {
 TEST(Sampler, LogitBiasAddsAndMinusInfinityBans) {
   SamplingParams params = make_params(1.0f);
   params.logit_bias = {{4, 10.0f}, {1, -0.5f}};
-  expect_probs_near(distribution_of(params, kLogits),
-                    reference_probs({2.0f, 0.5f, 0.5f, 0.0f, 9.0f}, 1.0));
+  expect_probs_near(distribution_of(params, kLogits), reference_probs({2.0f, 0.5f, 0.5f, 0.0f, 9.0f}, 1.0));
 
   params.logit_bias = {{0, -kInf}};
   EXPECT_EQ(draw_counts(params, kLogits, 5000)[0], 0);
@@ -357,8 +340,7 @@ TEST(Sampler, ExtremeLogitsStayFinite) {
     EXPECT_NEAR(std::accumulate(probs.begin(), probs.end(), 0.0), 1.0, 1e-9);
     expect_probs_near(probs, reference_probs(logits, temperature));
   }
-  for (float value : {1e4f, -1e4f, std::numeric_limits<float>::max(),
-                      std::numeric_limits<float>::lowest()}) {
+  for (float value : {1e4f, -1e4f, std::numeric_limits<float>::max(), std::numeric_limits<float>::lowest()}) {
     std::vector<float> equal(5, value);
     expect_probs_near(distribution_of(make_params(0.7f, 0, 0.9f), equal),
                       reference_probs({0, 0, 0, 0, 0}, 0.7f, 0, 0.9f));
@@ -369,8 +351,7 @@ TEST(Sampler, NanCountsAsMinusInfinityAndInfinityAsCertain) {
   const std::vector<float> with_nan = {kNaN, 1.0f, kNaN, 0.0f, kNaN};
   expect_probs_near(distribution_of(make_params(1.0f), with_nan),
                     reference_probs({-kInf, 1.0f, -kInf, 0.0f, -kInf}, 1.0));
-  EXPECT_EQ(support_of(draw_counts(make_params(1.0f, 2), with_nan, 2000)),
-            (std::vector<int>{1, 3}));
+  EXPECT_EQ(support_of(draw_counts(make_params(1.0f, 2), with_nan, 2000)), (std::vector<int>{1, 3}));
   EXPECT_EQ(draw_counts(make_params(0.0f), with_nan, 1)[1], 1);
 
   const std::vector<float> with_inf = {0.0f, kInf, 1.0f, kInf, kNaN};
@@ -381,6 +362,29 @@ TEST(Sampler, NanCountsAsMinusInfinityAndInfinityAsCertain) {
     std::vector<float> hopeless = {kNaN, -kInf, kNaN};
     Sampler sampler(make_params(temperature), hopeless.size());
     EXPECT_THROW(sampler.sample(hopeless, {}, 0), Error);
+  }
+}
+
+// The issue-11 report of "no token has a finite logit" with 1,000 NaN rows
+// in 151,936: at the vocabulary's size (the SIMD loops, not the scalar
+// tails of the 5-token rows above), NaN logits among finite ones are skipped
+// in every path; the report's rows held prompt tokens, so every logit was NaN.
+TEST(Sampler, ThousandNanLogitsInAFullVocabularyAreSkipped) {
+  const size_t V = 151936;
+  std::vector<float> base = normal_logits(V, 3.0f, 7);
+  std::vector<bool> is_nan(V);
+  for (size_t i = 0; i < 1000; ++i) is_nan[(i * 7919 + 13) % V] = true;
+  for (size_t i = 0; i < V; ++i)
+    if (is_nan[i]) base[i] = kNaN;
+  for (const SamplingParams& p : {make_params(0.0f), make_params(1.0f), make_params(0.7f, 20),
+                                  make_params(0.7f, 0, 0.9f), make_params(1.0f, 0, 1.0f, 0.05f)}) {
+    Sampler sampler(p, V);
+    for (int draw = 0; draw < 20; ++draw) {
+      std::vector<float> logits = base;
+      const int32_t id = sampler.sample(logits, {}, 0);
+      ASSERT_GE(id, 0);
+      ASSERT_FALSE(is_nan[static_cast<size_t>(id)]) << "drew a NaN logit's token at temperature " << p.temperature;
+    }
   }
 }
 

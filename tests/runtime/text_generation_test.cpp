@@ -55,11 +55,11 @@ TEST(TextGeneration, StopStringAcrossTokenBoundaryIsDetectedAndNotEmitted) {
   const size_t at = full.text.find(stop);
 
   std::string streamed;
-  const auto r = generate_text(s, *f.bundle.tokenizer, f.prompt, f.greedy(16), {"never-appears", stop},
-                               [&](std::string_view p) {
-                                 streamed += p;
-                                 return true;
-                               });
+  const auto r =
+      generate_text(s, *f.bundle.tokenizer, f.prompt, f.greedy(16), {"never-appears", stop}, [&](std::string_view p) {
+        streamed += p;
+        return true;
+      });
   EXPECT_TRUE(r.stopped_by_string);
   EXPECT_STREQ(r.finish_reason(), "stop");
   EXPECT_EQ(r.text, full.text.substr(0, at));
@@ -71,9 +71,8 @@ TEST(TextGeneration, CancelFromCallbackStopsGeneration) {
   Fixture f;
   Session s(*f.bundle.model, f.pool);
   int calls = 0;
-  const auto r = generate_text(s, *f.bundle.tokenizer, f.prompt, f.greedy(32), {}, [&](std::string_view) {
-    return ++calls < 3;
-  });
+  const auto r =
+      generate_text(s, *f.bundle.tokenizer, f.prompt, f.greedy(32), {}, [&](std::string_view) { return ++calls < 3; });
   EXPECT_TRUE(r.cancelled);
   EXPECT_STREQ(r.finish_reason(), "stop") << "OpenAI's vocabulary: the caller stopped it";
   EXPECT_LT(r.gen.ids.size(), 32u);
