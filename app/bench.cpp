@@ -11,12 +11,12 @@
 
 #include "build_info.h"
 #include "commands.h"
-#include "thread_count.h"
 #include "io/model_dir.h"
 #include "model/quality.h"
 #include "model/qwen3.h"
 #include "ops/simd.h"
 #include "runtime/session.h"
+#include "thread_count.h"
 #include "util/error.h"
 #include "util/timer.h"
 
@@ -103,9 +103,12 @@ nlohmann::ordered_json quality_report(const Qwen3Model& model, const std::string
     LogitAgreement a;
     a.clear_margin = 1.0;
     for (int64_t i = 0; i < n; ++i) a.add(&ref[i * V], &test[i * V], V);
-    report[decode ? "decode" : "prefill"] = {{"positions", a.rows},          {"top1_agreement", a.top1()},
-                                             {"clear_positions", a.clear_rows}, {"clear_top1_agreement", a.clear_top1()},
-                                             {"mean_kl", a.mean_kl()},        {"rms_logit_error", a.rms_error()}};
+    report[decode ? "decode" : "prefill"] = {{"positions", a.rows},
+                                             {"top1_agreement", a.top1()},
+                                             {"clear_positions", a.clear_rows},
+                                             {"clear_top1_agreement", a.clear_top1()},
+                                             {"mean_kl", a.mean_kl()},
+                                             {"rms_logit_error", a.rms_error()}};
   }
   return report;
 }
@@ -166,7 +169,8 @@ Probes probe_machine(ThreadPool& pool) { return {probe_read_gb_s(pool), probe_fm
 
 void run_bench(const BenchArgs& a) {
   if (a.prompt_tokens < 1 || a.gen_tokens < 2 || a.reps < 1) fail("bench needs -p >= 1, -n >= 2, --reps >= 1");
-  if (a.quality_tokens < 0) fail("--quality ", a.quality_tokens, ": give a number of prompt tokens (0: no quality report)");
+  if (a.quality_tokens < 0)
+    fail("--quality ", a.quality_tokens, ": give a number of prompt tokens (0: no quality report)");
   const std::string dir = resolve_model_dir(a.model);
   // Checked before the minutes of probes and timing, not after.
   const int64_t context = load_qwen3_config(dir + "/config.json").max_position_embeddings;
@@ -176,7 +180,8 @@ void run_bench(const BenchArgs& a) {
     fail("--quality ", a.quality_tokens, " exceeds the model's context of ", context, " tokens");
   if (a.quality_tokens > 0 && stored_quant_format(dir + "/config.json"))
     fail("--quality compares with the checkpoint as stored, and ", dir,
-         " is already quantized (it would be compared with itself): run it on the float checkpoint with --weights q8|q4");
+         " is already quantized (it would be compared with itself): run it on the float checkpoint with --weights "
+         "q8|q4");
   const int threads = thread_count(a.threads);
   const LoadOptions load_options = parse_load_options(a.weights, a.kv, threads);
   ThreadPool pool(threads);
@@ -204,17 +209,19 @@ void run_bench(const BenchArgs& a) {
     pp.push_back(res.prefill_tok_s());
     tg.push_back(res.decode_tok_s());
     if (!a.json)
-      std::fprintf(stderr, "run %d: pp%lld %.1f tok/s, tg%lld %.2f tok/s\n", r + 1, static_cast<long long>(a.prompt_tokens),
-                   pp.back(), static_cast<long long>(a.gen_tokens), tg.back());
+      std::fprintf(stderr, "run %d: pp%lld %.1f tok/s, tg%lld %.2f tok/s\n", r + 1,
+                   static_cast<long long>(a.prompt_tokens), pp.back(), static_cast<long long>(a.gen_tokens), tg.back());
   }
   const Stats P = stats(pp), T = stats(tg);
   const double peak_rss = peak_rss_mib();  // before the second probe's buffer
   const Probes after = probe_machine(pool);
-  const double probe = (before.read_gb_s + after.read_gb_s) / 2, fma_peak = (before.fma_gflop_s + after.fma_gflop_s) / 2;
+  const double probe = (before.read_gb_s + after.read_gb_s) / 2,
+               fma_peak = (before.fma_gflop_s + after.fma_gflop_s) / 2;
   // The memory budget of the targets: weights + the KV cache of the sequence + 150 MB.
   const KvCache kv = model->make_cache();
   const double kv_mib = static_cast<double>(a.prompt_tokens + a.gen_tokens) * model->config().num_hidden_layers * 2 *
-                        model->config().num_key_value_heads * model->config().head_dim * dtype_size(kv.dtype()) / 1048576.0;
+                        model->config().num_key_value_heads * model->config().head_dim * dtype_size(kv.dtype()) /
+                        1048576.0;
   const double weights_mib = static_cast<double>(model->weight_bytes()) / 1048576.0;
   // A decode step also reads the KV cache: at the mean context of the decode phase.
   const Qwen3Config& c = model->config();
@@ -267,27 +274,30 @@ void run_bench(const BenchArgs& a) {
   }
   std::printf("model        %s (%d threads, weights %s, KV cache %s, kernels %s)\n", dir.c_str(), pool.size(),
               weights.c_str(), a.kv.c_str(), build.simd_target.c_str());
-  std::printf("prefill      pp%lld  %8.1f tok/s  (min %.1f, max %.1f, %d runs)\n", static_cast<long long>(a.prompt_tokens),
-              P.median, P.min, P.max, a.reps);
-  std::printf("compute      prefill %.1f GFLOP/s; f32 FMA probe %.1f GFLOP/s (%.1f before, %.1f after) -> %.0f%% of peak\n",
-              pp_gflop_s, fma_peak, before.fma_gflop_s, after.fma_gflop_s, 100.0 * pp_gflop_s / fma_peak);
-  std::printf("decode       tg%lld  %8.2f tok/s  (min %.2f, max %.2f)\n", static_cast<long long>(a.gen_tokens), T.median,
-              T.min, T.max);
-  std::printf("bandwidth    %.3f GB/token (weights %.3f + KV %.3f) x %.2f tok/s = %.1f GB/s; read probe %.1f GB/s "
-              "(%.1f before, %.1f after) -> %.0f%% of roofline (%.1f tok/s)\n",
-              gb_per_token, decode_weight_bytes(*model) / 1e9, kv_read / 1e9, T.median, tg_gb_s, probe, before.read_gb_s,
-              after.read_gb_s, 100.0 * tg_gb_s / probe, probe / gb_per_token);
+  std::printf("prefill      pp%lld  %8.1f tok/s  (min %.1f, max %.1f, %d runs)\n",
+              static_cast<long long>(a.prompt_tokens), P.median, P.min, P.max, a.reps);
+  std::printf(
+      "compute      prefill %.1f GFLOP/s; f32 FMA probe %.1f GFLOP/s (%.1f before, %.1f after) -> %.0f%% of peak\n",
+      pp_gflop_s, fma_peak, before.fma_gflop_s, after.fma_gflop_s, 100.0 * pp_gflop_s / fma_peak);
+  std::printf("decode       tg%lld  %8.2f tok/s  (min %.2f, max %.2f)\n", static_cast<long long>(a.gen_tokens),
+              T.median, T.min, T.max);
+  std::printf(
+      "bandwidth    %.3f GB/token (weights %.3f + KV %.3f) x %.2f tok/s = %.1f GB/s; read probe %.1f GB/s "
+      "(%.1f before, %.1f after) -> %.0f%% of roofline (%.1f tok/s)\n",
+      gb_per_token, decode_weight_bytes(*model) / 1e9, kv_read / 1e9, T.median, tg_gb_s, probe, before.read_gb_s,
+      after.read_gb_s, 100.0 * tg_gb_s / probe, probe / gb_per_token);
   std::printf("load         %.3f s, first token of a 5-token prompt at %.3f s\n", load_s, first_token_s);
   std::printf("memory       peak RSS %.0f MiB (weights %.0f + KV %.0f + 150 = %.0f MiB budget)\n", peak_rss,
               weights_mib, kv_mib, weights_mib + kv_mib + 150);
   if (j.contains("quality"))
     for (const char* path : {"prefill", "decode"}) {
       const auto& q = j["quality"][path];
-      std::printf("quality      %-7s vs as stored, %lld positions: top-1 agreement %.1f%% (%.1f%% of %lld with margin >= 1), "
-                  "mean KL %.4f, rms logit error %.4f\n",
-                  path, q["positions"].get<long long>(), 100 * q["top1_agreement"].get<double>(),
-                  100 * q["clear_top1_agreement"].get<double>(), q["clear_positions"].get<long long>(),
-                  q["mean_kl"].get<double>(), q["rms_logit_error"].get<double>());
+      std::printf(
+          "quality      %-7s vs as stored, %lld positions: top-1 agreement %.1f%% (%.1f%% of %lld with margin >= 1), "
+          "mean KL %.4f, rms logit error %.4f\n",
+          path, q["positions"].get<long long>(), 100 * q["top1_agreement"].get<double>(),
+          100 * q["clear_top1_agreement"].get<double>(), q["clear_positions"].get<long long>(),
+          q["mean_kl"].get<double>(), q["rms_logit_error"].get<double>());
     }
 }
 
@@ -295,13 +305,16 @@ void run_bench(const BenchArgs& a) {
 
 void add_bench_command(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
-  CLI::App* cmd = app.add_subcommand("bench", "Measure prefill and decode tokens/s, decode GB/s against a bandwidth probe");
+  CLI::App* cmd =
+      app.add_subcommand("bench", "Measure prefill and decode tokens/s, decode GB/s against a bandwidth probe");
   cmd->add_option("-m,--model", a->model, "Checkpoint directory or hub id (see make-test-model)")->required();
-  cmd->add_option("-p,--prompt-tokens", a->prompt_tokens, "Prompt length for the prefill measurement")->capture_default_str();
+  cmd->add_option("-p,--prompt-tokens", a->prompt_tokens, "Prompt length for the prefill measurement")
+      ->capture_default_str();
   cmd->add_option("-n,--gen-tokens", a->gen_tokens, "Tokens decoded after the prompt")->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "Threads (default: all hardware threads)");
   cmd->add_option("--reps", a->reps, "Repetitions (median and spread are reported)")->capture_default_str();
-  cmd->add_option("--weights", a->weights, "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
+  cmd->add_option("--weights", a->weights,
+                  "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
       ->capture_default_str();
   cmd->add_option("--kv", a->kv, "KV cache type: f32, f16, bf16")->capture_default_str();
   cmd->add_option("--quality", a->quality_tokens,

@@ -66,7 +66,9 @@ void RequestStream::fail(std::string message) {
 }
 
 EngineLoop::EngineLoop(const Qwen3Model& model, ThreadPool& pool, const EngineLoopOptions& options)
-    : engine_(model, pool, options.engine), max_running_(options.engine.max_running), max_waiting_(options.max_waiting) {
+    : engine_(model, pool, options.engine),
+      max_running_(options.engine.max_running),
+      max_waiting_(options.max_waiting) {
   if (max_waiting_ < 0) fail("the queue length must not be negative");
   stats_.kv_blocks = engine_.blocks().n_blocks();
   thread_ = std::thread([this] { run(); });

@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -99,8 +102,12 @@ struct Binder {
 
   // `from` re-encoded as format `to` through f32, in owned memory, by groups
   // of 8 rows (a Q4 group; quant.h).
-  WeightMatrix convert(const WeightMatrix& from, WeightFormat to) {
+  WeightMatrix convert(const std::string& name, const WeightMatrix& from, WeightFormat to) {
     WeightMatrix w{to, nullptr, from.rows, from.cols};
+    // A NaN or infinity would become finite codes in Q8/Q4 (the block scale
+    // ignores it) and corrupt weights would pass unnoticed; as floats they
+    // reach the logits, where generation reports them.
+    std::atomic<int64_t> first_bad_row{INT64_MAX};
     std::vector<uint8_t>& buf = owned.emplace_back(w.bytes());
     w.data = buf.data();
     if (!pool) pool = std::make_unique<ThreadPool>(options.threads);
@@ -111,6 +118,12 @@ struct Binder {
         const int64_t r0 = static_cast<int64_t>(g) * kQuantGroupRows, n = std::min(kQuantGroupRows, w.rows - r0);
         for (int64_t r = 0; r < n; ++r) widen_row(from, r0 + r, &rows[r * w.cols]);
         if (w.quantized()) {
+          for (int64_t r = 0; r < n; ++r)
+            if (!std::all_of(&rows[r * w.cols], &rows[(r + 1) * w.cols], [](float x) { return std::isfinite(x); })) {
+              int64_t seen = first_bad_row.load();
+              while (r0 + r < seen && !first_bad_row.compare_exchange_weak(seen, r0 + r)) {
+              }
+            }
           quantize_matrix(w.quant_format(), rows.data(), n, w.cols,
                           buf.data() + quant_matrix_bytes(w.quant_format(), r0, w.cols));
         } else {
@@ -120,6 +133,9 @@ struct Binder {
         }
       }
     });
+    if (first_bad_row.load() != INT64_MAX)
+      fail("tensor ", name, " row ", first_bad_row.load(), " holds NaN or infinity: the checkpoint is corrupt (",
+           weight_format_name(to), " would hide it)");
     release_pages(from.data, from.bytes());
     return w;
   }
@@ -129,7 +145,7 @@ struct Binder {
     const std::optional<WeightFormat> to = options.weights;
     const bool quantizable = cols % kQuantBlock == 0;
     if (to && *to != out.format && (quantizable || (*to != WeightFormat::Q8 && *to != WeightFormat::Q4)))
-      out = convert(out, *to);
+      out = convert(name, out, *to);
     bytes += out.bytes();
   }
 

@@ -233,3 +233,18 @@ TEST(GenerateCli, NaNLogitsStopWithAnErrorNamingTheStep) {
     }
   }
 }
+
+TEST(GenerateCli, QuantizingNaNWeightsIsRefused) {
+  qinfer::test::ScratchDir dir("nanq");
+  write_nan_model(dir.path(), 150000, 3);
+  for (const std::string& cmd :
+       {std::string(" generate --prompt-ids 785,6722 -n 2 --weights q8 -m "),
+        std::string(" generate -p hi --weights q4 -m "), " quantize --to q8 -o " + dir.file("q") + " -m "}) {
+    const auto r = run_command(bin() + cmd + dir.path() + " 2>&1");
+    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_NE(
+        r.output.find("tensor model.embed_tokens.weight row 150000 holds NaN or infinity: the checkpoint is corrupt"),
+        std::string::npos)
+        << cmd << ": " << r.output;
+  }
+}
