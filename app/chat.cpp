@@ -25,7 +25,10 @@ namespace qinfer::cli {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
-extern "C" void on_sigint(int) { g_interrupted.store(true); }
+extern "C" void on_sigint(int) {
+  g_interrupted.store(true);
+  LineReader::interrupt();
+}
 
 constexpr const char* kHelp =
     "  /help             this list\n"

@@ -1,18 +1,39 @@
 #include "line_reader.h"
 
+#include <fcntl.h>
 #include <histedit.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <clocale>
 #include <cstdio>
+#include <cwchar>
 #include <iostream>
 
 namespace qinfer::cli {
 
+namespace {
+
+// Written by interrupt(), watched by read_char(): a self-pipe, the one wakeup
+// a signal handler can give that a later wait still sees.
+int g_wakeup[2] = {-1, -1};
+
+void drain_wakeups() {
+  char buf[64];
+  while (g_wakeup[0] >= 0 && ::read(g_wakeup[0], buf, sizeof buf) > 0) {
+  }
+}
+
+}  // namespace
+
 LineReader::LineReader() {
   if (!::isatty(STDIN_FILENO) || !::isatty(STDOUT_FILENO)) return;
+  if (g_wakeup[0] < 0 && ::pipe2(g_wakeup, O_NONBLOCK | O_CLOEXEC) != 0) return;  // plain reads
   el_ = el_init("qinfer", stdin, stdout, stderr);
-  if (!el_) return;  // no usable terminal description: plain reads
+  if (!el_) return;              // no usable terminal description: plain reads
+  std::setlocale(LC_CTYPE, "");  // the terminal's encoding, for libedit's wide characters
   hist_ = history_init();
   HistEvent ev;
   history(hist_, &ev, H_SETSIZE, 1000);
@@ -21,9 +42,8 @@ LineReader::LineReader() {
   el_set(el_, EL_PROMPT, &LineReader::prompt_of);
   el_set(el_, EL_EDITOR, "emacs");
   el_set(el_, EL_HIST, history, hist_);
-  // The chat's own SIGINT handler runs: a Ctrl-C makes read() fail with EINTR
-  // (libedit retries it only with EL_SAFEREAD, left off), so el_gets returns.
-  el_set(el_, EL_SIGNAL, 0);
+  el_set(el_, EL_SIGNAL, 0);  // the chat's own SIGINT handler runs, and calls interrupt()
+  el_set(el_, EL_GETCFN, &LineReader::read_char);
   el_source(el_, nullptr);  // ~/.editrc, as every libedit program
 }
 
@@ -32,10 +52,49 @@ LineReader::~LineReader() {
   if (hist_) history_end(hist_);
 }
 
+void LineReader::interrupt() {
+  if (g_wakeup[1] >= 0) {
+    const ssize_t ignored = ::write(g_wakeup[1], "", 1);
+    (void)ignored;  // a full pipe already holds a wakeup
+  }
+}
+
 const char* LineReader::prompt_of(editline* el) {
   LineReader* self = nullptr;
   el_get(el, EL_CLIENTDATA, &self);
   return self->prompt_.c_str();
+}
+
+// libedit's character source: one character from stdin, decoded from the
+// terminal's multibyte encoding, unless a wakeup arrives first (then -1, and
+// el_gets returns). 1: a character, 0: end of input, -1: error or wakeup.
+int LineReader::read_char(editline* el, wchar_t* out) {
+  char bytes[MB_LEN_MAX];
+  size_t n = 0;
+  for (;;) {
+    pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {g_wakeup[0], POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;  // a signal's wakeup shows in the pipe
+      return -1;
+    }
+    if (fds[1].revents & POLLIN) {
+      drain_wakeups();
+      LineReader* self = nullptr;
+      el_get(el, EL_CLIENTDATA, &self);
+      self->interrupted_ = true;
+      return -1;
+    }
+    const ssize_t got = ::read(STDIN_FILENO, &bytes[n], 1);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return static_cast<int>(got);
+    ++n;
+    std::mbstate_t state{};
+    wchar_t wc = 0;
+    const size_t used = std::mbrtowc(&wc, bytes, n, &state);
+    if (used == static_cast<size_t>(-2) && n < sizeof bytes) continue;                  // the rest of the character
+    *out = used > n ? static_cast<wchar_t>(static_cast<unsigned char>(bytes[0])) : wc;  // invalid: the byte itself
+    return 1;
+  }
 }
 
 LineReader::Status LineReader::read(const std::string& prompt, std::string& line) {
@@ -46,11 +105,13 @@ LineReader::Status LineReader::read(const std::string& prompt, std::string& line
     std::cin.clear();
     return Status::Interrupted;
   }
+  drain_wakeups();  // a Ctrl-C that stopped the last reply is spent
   prompt_ = prompt;
+  interrupted_ = false;
   int count = 0;
-  errno = 0;
   const char* got = el_gets(el_, &count);
-  if (!got) return count < 0 && errno == EINTR ? Status::Interrupted : Status::Eof;
+  if (interrupted_) return Status::Interrupted;
+  if (!got) return Status::Eof;
   line.assign(got, static_cast<size_t>(count));
   if (!line.empty() && line.back() == '\n') line.pop_back();
   return Status::Line;

@@ -20,18 +20,27 @@ class LineReader {
   LineReader& operator=(const LineReader&) = delete;
 
   bool interactive() const { return el_ != nullptr; }
-  // One line without its newline. Interrupted: a signal (Ctrl-C) arrived
-  // while waiting (the typed line is dropped); Eof: Ctrl-D or end of input.
+  // One line without its newline. Interrupted: interrupt() was called while
+  // waiting (the typed line is dropped); Eof: Ctrl-D or end of input.
   Status read(const std::string& prompt, std::string& line);
   // Adds a message to the history (Up recalls it).
   void remember(const std::string& message);
 
+  // Ends the read() in progress, or the next one, as Interrupted: for a
+  // SIGINT handler (async-signal-safe). A flag alone would be lost when the
+  // signal comes while libedit is not blocked in read(2), e.g. drawing the
+  // prompt: the terminal has already flushed the typed line, and nothing
+  // would end the wait.
+  static void interrupt();
+
  private:
   static const char* prompt_of(editline* el);
+  static int read_char(editline* el, wchar_t* out);
 
   editline* el_ = nullptr;
   history* hist_ = nullptr;
   std::string prompt_;
+  bool interrupted_ = false;
 };
 
 }  // namespace qinfer::cli

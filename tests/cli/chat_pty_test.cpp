@@ -7,6 +7,7 @@
 #include <pty.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -48,6 +49,18 @@ class PtyChat {
     if (master_ >= 0) close(master_);
   }
 
+  // Waits until the line editor has put the terminal in raw mode: libedit
+  // draws the prompt first, and keys typed before that go through the
+  // cooked line discipline (a Ctrl-D there reaches libedit as a NUL).
+  bool editing() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (termios t{}; std::chrono::steady_clock::now() < deadline;) {
+      if (tcgetattr(master_, &t) == 0 && !(t.c_lflag & ICANON)) return true;
+      usleep(1000);
+    }
+    return false;
+  }
+
   void type(const std::string& keys) { ASSERT_EQ(write(master_, keys.data(), keys.size()), ssize_t(keys.size())); }
 
   // Reads until `text` appears after the point the last expect() stopped at;
@@ -85,11 +98,24 @@ class PtyChat {
     return msgs;
   }
 
+  // The exit status, reading what it still writes; -1 when it has not
+  // exited within 60 s (a hang fails the test instead of blocking it).
   int wait_exit() {
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    exited_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      pollfd p{master_, POLLIN, 0};
+      if (poll(&p, 1, 100) > 0) {
+        char buf[4096];
+        const ssize_t n = read(master_, buf, sizeof buf);
+        if (n > 0) out_.append(buf, static_cast<size_t>(n));
+      }
+    }
+    return -1;
   }
   const std::string& output() const { return out_; }
 
@@ -108,19 +134,24 @@ TEST(ChatPty, LineEditingHistoryAndCtrlCAtThePrompt) {
   PtyChat chat({"--temp", "0", "-n", "2"});
   ASSERT_TRUE(chat.expect("Ctrl-D quits.")) << chat.output();
   ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  ASSERT_TRUE(chat.editing()) << chat.output();
   chat.type("abc\x1b[D\x1b[DX\x01Z\r");  // Left, Left, X, Ctrl-A, Z: "ZaXbc"
   ASSERT_TRUE(chat.expect("tokens at")) << chat.output();
   ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  ASSERT_TRUE(chat.editing()) << chat.output();
   chat.type("\x1b[A\r");  // Up: the previous message again
   ASSERT_TRUE(chat.expect("tokens at")) << chat.output();
   ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  ASSERT_TRUE(chat.editing()) << chat.output();
   chat.type("junk");
   ASSERT_TRUE(chat.expect("junk")) << chat.output();
   chat.type("\x03");  // Ctrl-C: drops the line, the chat goes on
   ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  ASSERT_TRUE(chat.editing()) << chat.output();
   chat.type("ok\r");
   ASSERT_TRUE(chat.expect("tokens at")) << chat.output();
   ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  ASSERT_TRUE(chat.editing()) << chat.output();
   chat.type("\x04");  // Ctrl-D at an empty line quits
   EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
 
@@ -131,12 +162,14 @@ TEST(ChatPty, LineEditingHistoryAndCtrlCAtThePrompt) {
 TEST(ChatPty, CtrlCStopsAReplyAndTheChatGoesOn) {
   PtyChat chat({"--temp", "0", "-n", "30000"});  // a reply far longer than the test waits
   ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  ASSERT_TRUE(chat.editing()) << chat.output();
   chat.type("Tell me everything\r");
   ASSERT_TRUE(chat.expect("{\"prompt_ids\"")) << chat.output();
   ASSERT_TRUE(chat.expect("\"turn\":1}")) << chat.output();
   chat.type("\x03");
   ASSERT_TRUE(chat.expect(", stopped]")) << chat.output();
   ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  ASSERT_TRUE(chat.editing()) << chat.output();
   chat.type("/exit\r");
   EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
 }
