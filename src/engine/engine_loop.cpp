@@ -180,8 +180,10 @@ void EngineLoop::retire_finished() {
   ended(live_.end() - end);
   for (auto l = end; l != live_.end(); ++l) {
     const GenerationResult& r = engine_.result(l->handle);
-    if (r.reason == StopReason::Error) l->stream->fail(r.error);  // NaN logits: no result to give
-    else l->stream->finish(r);
+    if (r.reason == StopReason::Error)
+      l->stream->fail(r.error);  // NaN logits: no result to give
+    else
+      l->stream->finish(r);
     engine_.erase(l->handle);
   }
   live_.erase(end, live_.end());
