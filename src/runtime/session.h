@@ -35,7 +35,7 @@ enum class StopReason { Eos, MaxTokens, ContextFull, Callback, Error };
 const char* finish_reason(StopReason r, bool stopped_by_string);
 
 struct GenerationResult {
-  std::vector<int32_t> ids;  // generated tokens (an eos that stopped generation included)
+  std::vector<int32_t> ids;             // generated tokens (an eos that stopped generation included)
   std::vector<TokenLogprobs> logprobs;  // per id, when GenerationOptions::logprobs >= 0
   StopReason reason = StopReason::MaxTokens;
   std::string error;  // reason Error: what went wrong, and at which token
