@@ -8,9 +8,9 @@ namespace qinfer::cli {
 
 struct BuildInfo {
   std::string version, commit;
-  std::string simd_target;       // chosen at run time, e.g. "AVX3_DL"
-  std::string simd_compiled;     // every target compiled in, best first
-  std::string int8_dot;          // the Q8/Q4 kernels' integer dot product
+  std::string simd_target;    // chosen at run time, e.g. "AVX3_DL"
+  std::string simd_compiled;  // every target compiled in, best first
+  std::string int8_dot;       // the Q8/Q4 kernels' integer dot product
 };
 
 BuildInfo build_info();

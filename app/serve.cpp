@@ -33,8 +33,9 @@ int32_t blocks_for_memory(const Qwen3Model& model, double mib, int32_t block_siz
   const double block_bytes = 2.0 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim * block_size *
                              static_cast<double>(dtype_size(model.kv_cache_dtype()));
   const double blocks = mib * 1024 * 1024 / block_bytes;
-  if (blocks < 1) fail("--kv-mem ", mib, " MiB holds no KV block (one block of ", block_size, " positions is ",
-                       block_bytes / (1024 * 1024), " MiB)");
+  if (blocks < 1)
+    fail("--kv-mem ", mib, " MiB holds no KV block (one block of ", block_size, " positions is ",
+         block_bytes / (1024 * 1024), " MiB)");
   return static_cast<int32_t>(std::min(blocks, 1e9));
 }
 
@@ -107,7 +108,8 @@ void add_serve_command(CLI::App& app) {
       "serve",
       "OpenAI-compatible HTTP server on the batching engine: /v1/chat/completions, /v1/completions, /v1/models, "
       "/health, /metrics, /tokenize, /detokenize");
-  cmd->add_option("-m,--model", a->model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")->required();
+  cmd->add_option("-m,--model", a->model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")
+      ->required();
   cmd->add_option("--served-model-name", a->served_name, "The model name requests use (default: -m as given)");
   cmd->add_option("--host", a->http.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", a->http.port, "Port (0: any free port)")->capture_default_str();
@@ -130,7 +132,8 @@ void add_serve_command(CLI::App& app) {
                   "Seconds in-flight requests may take to finish after SIGINT/SIGTERM")
       ->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "Threads (default: all hardware threads)");
-  cmd->add_option("--weights", a->weights, "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
+  cmd->add_option("--weights", a->weights,
+                  "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
       ->capture_default_str();
   cmd->add_option("--kv", a->kv, "KV cache type: f32, f16, bf16")->capture_default_str();
   cmd->callback([a] { run_serve(*a); });

@@ -47,9 +47,12 @@ struct Weights {
       for (int64_t c = 0; c < cols; ++c) row[c] = normal(rng);
       uint8_t* dst = data.data() + r * w.row_bytes();
       for (int64_t c = 0; c < cols; ++c) {
-        if (f == WeightFormat::F32) reinterpret_cast<float*>(dst)[c] = row[c];
-        else if (f == WeightFormat::BF16) reinterpret_cast<uint16_t*>(dst)[c] = f32_to_bf16(row[c]);
-        else reinterpret_cast<uint16_t*>(dst)[c] = f32_to_f16(row[c]);
+        if (f == WeightFormat::F32)
+          reinterpret_cast<float*>(dst)[c] = row[c];
+        else if (f == WeightFormat::BF16)
+          reinterpret_cast<uint16_t*>(dst)[c] = f32_to_bf16(row[c]);
+        else
+          reinterpret_cast<uint16_t*>(dst)[c] = f32_to_f16(row[c]);
       }
     }
     w.data = data.data();

@@ -82,9 +82,7 @@ void BM_Qwen3DefaultsWithPenalties(benchmark::State& state) {
 }
 void BM_TopPOnly(benchmark::State& state) { run(state, params(0.6f, 0, 0.95f, 0.0f), false); }
 void BM_MinPOnly(benchmark::State& state) { run(state, params(1.0f, 0, 1.0f, 0.05f), false); }
-void BM_TemperatureOnly(benchmark::State& state) {
-  run(state, params(1.0f, 0, 1.0f, 0.0f), false);
-}
+void BM_TemperatureOnly(benchmark::State& state) { run(state, params(1.0f, 0, 1.0f, 0.0f), false); }
 
 BENCHMARK(BM_CopyLogits)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Greedy)->Unit(benchmark::kMicrosecond);

@@ -116,8 +116,7 @@ void compare_with_hf() {
   const auto lines = std::get<hf::Reference>(found).run("bench", {kTokenizerJson, kCorpus, "3"});
   const auto result = nlohmann::json::parse(lines.at(0));
   const double theirs = result["mb_per_s"];
-  std::printf("HF tokenizers encode:       %.2f MB/s (%s)\n", theirs,
-              result["reference"].get<std::string>().c_str());
+  std::printf("HF tokenizers encode:       %.2f MB/s (%s)\n", theirs, result["reference"].get<std::string>().c_str());
   std::printf("speed-up:                   %.1fx (goal: >= 2x)\n", ours / theirs);
 }
 

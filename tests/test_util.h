@@ -46,8 +46,8 @@ inline std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
 class ScratchDir {
  public:
   explicit ScratchDir(const std::string& tag) {
-    path_ = std::filesystem::temp_directory_path() / ("qinfer-" + tag + "-" + std::to_string(::getpid()) + "-" +
-                                                      std::to_string(counter()++));
+    path_ = std::filesystem::temp_directory_path() /
+            ("qinfer-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }

@@ -66,8 +66,10 @@ class Reference {
     size_t n;
     while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) {
       for (size_t i = 0; i < n; ++i) {
-        if (buf[i] == '\n') lines.push_back(std::move(line)), line.clear();
-        else line += buf[i];
+        if (buf[i] == '\n')
+          lines.push_back(std::move(line)), line.clear();
+        else
+          line += buf[i];
       }
     }
     if (::pclose(pipe) != 0) throw std::runtime_error("failed: " + cmd);

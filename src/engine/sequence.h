@@ -10,8 +10,8 @@ namespace qinfer::engine {
 struct Sequence {
   enum class Status : uint8_t { Waiting, Running, Finished };
 
-  int64_t id = 0;               // arrival order: lower is older
-  std::vector<int32_t> ids;     // prompt, then generated tokens
+  int64_t id = 0;            // arrival order: lower is older
+  std::vector<int32_t> ids;  // prompt, then generated tokens
   int64_t prompt_len = 0;
   int64_t computed = 0;         // ids [0, computed) have keys/values in `blocks`
   int64_t cached = 0;           // of them, taken from the prefix cache at admission

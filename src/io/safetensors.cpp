@@ -26,11 +26,16 @@ std::string shape_str(const std::vector<int64_t>& shape) {
 namespace {
 
 bool parse_dtype(const std::string& s, DType* out) {
-  if (s == "F32") *out = DType::F32;
-  else if (s == "F16") *out = DType::F16;
-  else if (s == "BF16") *out = DType::BF16;
-  else if (s == "U8") *out = DType::U8;  // packed quantized weights
-  else return false;
+  if (s == "F32")
+    *out = DType::F32;
+  else if (s == "F16")
+    *out = DType::F16;
+  else if (s == "BF16")
+    *out = DType::BF16;
+  else if (s == "U8")
+    *out = DType::U8;  // packed quantized weights
+  else
+    return false;
   return true;
 }
 
@@ -42,8 +47,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
   if (size < 8) fail(path, ": truncated safetensors file: ", size, " bytes, too short for the 8-byte header length");
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | base[i];  // little-endian u64
-  if (header_len > kMaxHeaderBytes)
-    fail(path, ": safetensors header length ", header_len, " exceeds the 100 MB limit");
+  if (header_len > kMaxHeaderBytes) fail(path, ": safetensors header length ", header_len, " exceeds the 100 MB limit");
   if (header_len > size - 8)
     fail(path, ": safetensors header length ", header_len, " runs beyond the end of the file (", size,
          " bytes): truncated or not a safetensors file");
@@ -94,8 +98,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
     const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
     if (begin > end) bad("data_offsets begin " + std::to_string(begin) + " > end " + std::to_string(end));
     if (end > data_size)
-      bad("data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] out of range: the data section has " +
-          std::to_string(data_size) + " bytes");
+      bad("data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+          "] out of range: the data section has " + std::to_string(data_size) + " bytes");
     const uint64_t expect = numel * dtype_size(t.dtype);
     if (end - begin != expect)
       bad("byte length " + std::to_string(end - begin) + " does not match shape " + shape_str(t.shape) + " x " +
@@ -156,7 +160,8 @@ Checkpoint Checkpoint::open(const std::string& dir) {
   }
   for (const auto& [name, shard] : expected_shard) {
     auto it = ck.index_.find(name);
-    if (it == ck.index_.end()) fail(index_path, ": tensor '", name, "' is listed in shard ", shard, " but not found there");
+    if (it == ck.index_.end())
+      fail(index_path, ": tensor '", name, "' is listed in shard ", shard, " but not found there");
   }
   return ck;
 }

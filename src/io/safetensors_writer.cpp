@@ -25,7 +25,8 @@ void write_safetensors(const std::string& path, const std::vector<TensorData>& t
   for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(static_cast<uint64_t>(h.size()) >> (8 * i));
   out.write(reinterpret_cast<const char*>(len), 8);
   out.write(h.data(), static_cast<std::streamsize>(h.size()));
-  for (const TensorData& t : tensors) out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+  for (const TensorData& t : tensors)
+    out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
   if (!out.flush()) fail(path, ": write failed");
 }
 

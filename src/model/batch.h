@@ -10,8 +10,8 @@
 namespace qinfer {
 
 struct BatchSeq {
-  int64_t n = 0;     // rows of this sequence in the step
-  int64_t pos0 = 0;  // position of its first row; its blocks already hold [0, pos0)
+  int64_t n = 0;                    // rows of this sequence in the step
+  int64_t pos0 = 0;                 // position of its first row; its blocks already hold [0, pos0)
   std::span<const int32_t> blocks;  // the KV block table, covering [0, pos0 + n)
   enum class Logits : uint8_t { None, Last, All } logits = Logits::Last;
 };

@@ -29,9 +29,7 @@ class KvCache {
   // Records that positions [0, n) have been written.
   void note_written(int64_t n);
   // Bytes of the positions written so far (what is resident).
-  size_t bytes() const {
-    return 2 * static_cast<size_t>(n_layers_ * used_ * row_) * dtype_size(pool_.dtype());
-  }
+  size_t bytes() const { return 2 * static_cast<size_t>(n_layers_ * used_ * row_) * dtype_size(pool_.dtype()); }
 
  private:
   KvPool pool_;

@@ -36,8 +36,14 @@ void KvPool::release() {
 }
 
 KvPool::KvPool(KvPool&& o) noexcept
-    : n_layers_(o.n_layers_), row_(o.row_), n_blocks_(o.n_blocks_), block_size_(o.block_size_), dtype_(o.dtype_),
-      block_bytes_(o.block_bytes_), mapped_bytes_(o.mapped_bytes_), base_(std::exchange(o.base_, nullptr)) {}
+    : n_layers_(o.n_layers_),
+      row_(o.row_),
+      n_blocks_(o.n_blocks_),
+      block_size_(o.block_size_),
+      dtype_(o.dtype_),
+      block_bytes_(o.block_bytes_),
+      mapped_bytes_(o.mapped_bytes_),
+      base_(std::exchange(o.base_, nullptr)) {}
 
 KvPool& KvPool::operator=(KvPool&& o) noexcept {
   if (this != &o) {

@@ -46,11 +46,13 @@ kernels::Activations prepare(const float* x, size_t n, size_t k, std::initialize
     s.zero_dot_q8.resize(n * blocks);
     s.zero_dot_q4.resize(n * blocks);
     auto rows = [&](size_t i0, size_t i1) {
-      kernels::quantize_activation(x + i0 * k, i1 - i0, k, &s.q[i0 * k], &s.d[i0 * blocks],
-                                   &s.zero_dot_q8[i0 * blocks], &s.zero_dot_q4[i0 * blocks]);
+      kernels::quantize_activation(x + i0 * k, i1 - i0, k, &s.q[i0 * k], &s.d[i0 * blocks], &s.zero_dot_q8[i0 * blocks],
+                                   &s.zero_dot_q4[i0 * blocks]);
     };
-    if (n == 1) rows(0, 1);
-    else pool.parallel_for(n, 16, rows);
+    if (n == 1)
+      rows(0, 1);
+    else
+      pool.parallel_for(n, 16, rows);
     a.q = s.q.data();
     a.d = s.d.data();
     a.zero_dot[static_cast<int>(QuantFormat::Q8)] = s.zero_dot_q8.data();
@@ -90,32 +92,45 @@ std::vector<RowGroup> row_groups(std::initializer_list<MatmulTarget> targets, bo
 
 const char* weight_format_name(WeightFormat f) {
   switch (f) {
-    case WeightFormat::F32: return "f32";
-    case WeightFormat::F16: return "f16";
-    case WeightFormat::BF16: return "bf16";
-    case WeightFormat::Q8: return "q8";
-    case WeightFormat::Q4: return "q4";
+    case WeightFormat::F32:
+      return "f32";
+    case WeightFormat::F16:
+      return "f16";
+    case WeightFormat::BF16:
+      return "bf16";
+    case WeightFormat::Q8:
+      return "q8";
+    case WeightFormat::Q4:
+      return "q4";
   }
   return "?";
 }
 
 WeightFormat weight_format_of(DType t) {
   switch (t) {
-    case DType::F32: return WeightFormat::F32;
-    case DType::F16: return WeightFormat::F16;
-    case DType::BF16: return WeightFormat::BF16;
-    case DType::U8: break;
+    case DType::F32:
+      return WeightFormat::F32;
+    case DType::F16:
+      return WeightFormat::F16;
+    case DType::BF16:
+      return WeightFormat::BF16;
+    case DType::U8:
+      break;
   }
   fail("dtype ", dtype_name(t), " is not a float weight format");
 }
 
 DType float_dtype(WeightFormat f) {
   switch (f) {
-    case WeightFormat::F32: return DType::F32;
-    case WeightFormat::F16: return DType::F16;
-    case WeightFormat::BF16: return DType::BF16;
+    case WeightFormat::F32:
+      return DType::F32;
+    case WeightFormat::F16:
+      return DType::F16;
+    case WeightFormat::BF16:
+      return DType::BF16;
     case WeightFormat::Q8:
-    case WeightFormat::Q4: break;
+    case WeightFormat::Q4:
+      break;
   }
   fail("weight format ", weight_format_name(f), " is not a float dtype");
 }
@@ -161,7 +176,8 @@ void widen_row(const WeightMatrix& w, int64_t r, float* out) {
 void matmul_ref(const float* x, int64_t n, const WeightMatrix& w, float* y) {
   std::vector<float> row(static_cast<size_t>(w.cols));
   for (int64_t r = 0; r < w.rows; ++r) {
-    if (w.quantized()) dequantize_row(w.quant_format(), static_cast<const uint8_t*>(w.data), r, w.cols, row.data());
+    if (w.quantized())
+      dequantize_row(w.quant_format(), static_cast<const uint8_t*>(w.data), r, w.cols, row.data());
     else
       for (int64_t c = 0; c < w.cols; ++c) row[c] = load_as_f32(w.row_ptr(r), float_dtype(w.format), c);
     for (int64_t i = 0; i < n; ++i) {

@@ -34,16 +34,21 @@ struct WeightMatrix {
   QuantFormat quant_format() const { return format == WeightFormat::Q8 ? QuantFormat::Q8 : QuantFormat::Q4; }
   size_t row_bytes() const {
     switch (format) {
-      case WeightFormat::F32: return static_cast<size_t>(cols) * 4;
+      case WeightFormat::F32:
+        return static_cast<size_t>(cols) * 4;
       case WeightFormat::F16:
-      case WeightFormat::BF16: return static_cast<size_t>(cols) * 2;
+      case WeightFormat::BF16:
+        return static_cast<size_t>(cols) * 2;
       case WeightFormat::Q8:
-      case WeightFormat::Q4: break;
+      case WeightFormat::Q4:
+        break;
     }
     return quant_row_bytes(quant_format(), cols);
   }
   // Row r of a float matrix (Q8/Q4 store groups of 8 rows: quant.h).
-  const uint8_t* row_ptr(int64_t r) const { return static_cast<const uint8_t*>(data) + static_cast<size_t>(r) * row_bytes(); }
+  const uint8_t* row_ptr(int64_t r) const {
+    return static_cast<const uint8_t*>(data) + static_cast<size_t>(r) * row_bytes();
+  }
   size_t bytes() const {
     return quantized() ? quant_matrix_bytes(quant_format(), rows, cols) : static_cast<size_t>(rows) * row_bytes();
   }

@@ -2,8 +2,8 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/matmul_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
-#include <hwy/cache_control.h>
 #include <hwy/highway.h>
+#include <hwy/cache_control.h>
 
 #include <algorithm>
 #include <cmath>
@@ -176,15 +176,21 @@ HWY_NOINLINE void TileFloat(const typename Rows::T* const (&p)[kW], const float*
 template <class F>
 HWY_INLINE void WithFloatTileRows(size_t rows, const F& f) {
   switch (rows) {
-    case 1: return f(std::integral_constant<size_t, 1>{});
-    case 2: return f(std::integral_constant<size_t, 2>{});
-    case 3: return f(std::integral_constant<size_t, 3>{});
+    case 1:
+      return f(std::integral_constant<size_t, 1>{});
+    case 2:
+      return f(std::integral_constant<size_t, 2>{});
+    case 3:
+      return f(std::integral_constant<size_t, 3>{});
   }
   if constexpr (kFloatTileRows >= 6) {
     switch (rows) {
-      case 4: return f(std::integral_constant<size_t, 4>{});
-      case 5: return f(std::integral_constant<size_t, 5>{});
-      case 6: return f(std::integral_constant<size_t, 6>{});
+      case 4:
+        return f(std::integral_constant<size_t, 4>{});
+      case 5:
+        return f(std::integral_constant<size_t, 5>{});
+      case 6:
+        return f(std::integral_constant<size_t, 6>{});
     }
   }
   HWY_ASSERT(false);
@@ -206,9 +212,9 @@ struct GroupArgs {
   const uint8_t* g1;  // the next group (== g0 when there is only one)
   size_t blocks;
   const Activations* a;
-  size_t i0, k;       // first activation row, row length
+  size_t i0, k;  // first activation row, row length
   float* y;
-  size_t ldy, nr;     // y[i * ldy + j] for j < nr
+  size_t ldy, nr;  // y[i * ldy + j] for j < nr
 };
 
 #if HWY_TARGET == HWY_AVX3_DL
@@ -249,9 +255,9 @@ HWY_NOINLINE QINFER_VNNI void GroupTile(const GroupArgs& t) {
         hwy::Prefetch(p0 + line + kPrefetchBytes);
         hwy::Prefetch(p1 + line + kPrefetchBytes);
       }
-    const __m512 scales = _mm512_cvtph_ps(_mm256_inserti128_si256(
-        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p0))),
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1)), 1));
+    const __m512 scales = _mm512_cvtph_ps(
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p0))),
+                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1)), 1));
     __m512i w[8];  // w[c]: codes 4c..4c+3 of every row
     if constexpr (F == QuantFormat::Q8) {
 #pragma GCC unroll 8
@@ -334,7 +340,8 @@ HWY_NOINLINE void GroupTile(const GroupArgs& t) {
           std::memcpy(&x4, x + 4 * c, 4);
           const __m256i xv = _mm256_set1_epi32(x4);
           isum = _mm256_add_epi32(
-              isum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(xv, xv), _mm256_sign_epi8(w[c], xv)), ones));
+              isum,
+              _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(xv, xv), _mm256_sign_epi8(w[c], xv)), ones));
         }
         dot = _mm256_cvtepi32_ps(isum);
       } else {
@@ -377,8 +384,8 @@ HWY_NOINLINE void GroupTile(const GroupArgs& t) {
         int32_t isum = 0;
         for (size_t c = 0; c < 8; ++c)
           for (size_t e = 0; e < 4; ++e) {
-            const int code = F == QuantFormat::Q8 ? chunks[32 * c + e]
-                                                  : (chunks[32 * (c / 2) + e] >> (4 * (c % 2))) & 15;
+            const int code =
+                F == QuantFormat::Q8 ? chunks[32 * c + e] : (chunks[32 * (c / 2) + e] >> (4 * (c % 2))) & 15;
             isum += (code - zero) * x[4 * c + e];
           }
         uint16_t half;
@@ -403,8 +410,10 @@ const char* Int8DotPath() {
 
 template <size_t R>
 HWY_INLINE void GroupTileOf(const GroupArgs& t) {
-  if (t.format == QuantFormat::Q8) GroupTile<R, QuantFormat::Q8>(t);
-  else GroupTile<R, QuantFormat::Q4>(t);
+  if (t.format == QuantFormat::Q8)
+    GroupTile<R, QuantFormat::Q8>(t);
+  else
+    GroupTile<R, QuantFormat::Q4>(t);
 }
 
 // Weight rows [r0, r1) (r0 a multiple of 8) of a quantized matrix times
@@ -423,17 +432,41 @@ void QuantDotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t
     const size_t rows = std::min(kQuantTileRows, ni - i);
     for (size_t r = r0; r < r1; r += kTileWeightRows) {
       const uint8_t* g0 = base + r / kQuantGroupRows * group_bytes;
-      const GroupArgs t{f,  g0, r + kQuantGroupRows < r1 ? g0 + group_bytes : g0, blocks, &a, i0 + i, k,
-                        y + i * ldy + (r - r0), ldy, std::min(kTileWeightRows, r1 - r)};
+      const GroupArgs t{f,
+                        g0,
+                        r + kQuantGroupRows < r1 ? g0 + group_bytes : g0,
+                        blocks,
+                        &a,
+                        i0 + i,
+                        k,
+                        y + i * ldy + (r - r0),
+                        ldy,
+                        std::min(kTileWeightRows, r1 - r)};
       switch (rows) {
-        case 1: GroupTileOf<1>(t); break;
-        case 2: GroupTileOf<2>(t); break;
-        case 3: GroupTileOf<3>(t); break;
-        case 4: GroupTileOf<4>(t); break;
-        case 5: if constexpr (kQuantTileRows >= 5) GroupTileOf<5>(t); break;
-        case 6: if constexpr (kQuantTileRows >= 6) GroupTileOf<6>(t); break;
-        case 7: if constexpr (kQuantTileRows >= 7) GroupTileOf<7>(t); break;
-        case 8: if constexpr (kQuantTileRows >= 8) GroupTileOf<8>(t); break;
+        case 1:
+          GroupTileOf<1>(t);
+          break;
+        case 2:
+          GroupTileOf<2>(t);
+          break;
+        case 3:
+          GroupTileOf<3>(t);
+          break;
+        case 4:
+          GroupTileOf<4>(t);
+          break;
+        case 5:
+          if constexpr (kQuantTileRows >= 5) GroupTileOf<5>(t);
+          break;
+        case 6:
+          if constexpr (kQuantTileRows >= 6) GroupTileOf<6>(t);
+          break;
+        case 7:
+          if constexpr (kQuantTileRows >= 7) GroupTileOf<7>(t);
+          break;
+        case 8:
+          if constexpr (kQuantTileRows >= 8) GroupTileOf<8>(t);
+          break;
       }
     }
   }
@@ -521,10 +554,14 @@ void AccumulateStrided(const float* p, size_t np, size_t ldp, const void* v, siz
 void AttentionScores(const float* q, size_t nq, size_t ldq, const void* k, DType kt, size_t nk, size_t ldk, size_t hd,
                      float* s, size_t lds) {
   switch (kt) {
-    case DType::F32: return DotStrided<F32Rows>(q, nq, ldq, k, nk, ldk, hd, s, lds);
-    case DType::F16: return DotStrided<F16Rows>(q, nq, ldq, k, nk, ldk, hd, s, lds);
-    case DType::BF16: return DotStrided<BF16Rows>(q, nq, ldq, k, nk, ldk, hd, s, lds);
-    case DType::U8: break;
+    case DType::F32:
+      return DotStrided<F32Rows>(q, nq, ldq, k, nk, ldk, hd, s, lds);
+    case DType::F16:
+      return DotStrided<F16Rows>(q, nq, ldq, k, nk, ldk, hd, s, lds);
+    case DType::BF16:
+      return DotStrided<BF16Rows>(q, nq, ldq, k, nk, ldk, hd, s, lds);
+    case DType::U8:
+      break;
   }
   HWY_ASSERT(false);
 }
@@ -532,21 +569,28 @@ void AttentionScores(const float* q, size_t nq, size_t ldq, const void* k, DType
 void AttentionValues(const float* p, size_t np, size_t ldp, const void* v, DType vt, size_t nv, size_t ldv, size_t hd,
                      float* o, size_t ldo) {
   switch (vt) {
-    case DType::F32: return AccumulateStrided<F32Rows>(p, np, ldp, v, nv, ldv, hd, o, ldo);
-    case DType::F16: return AccumulateStrided<F16Rows>(p, np, ldp, v, nv, ldv, hd, o, ldo);
-    case DType::BF16: return AccumulateStrided<BF16Rows>(p, np, ldp, v, nv, ldv, hd, o, ldo);
-    case DType::U8: break;
+    case DType::F32:
+      return AccumulateStrided<F32Rows>(p, np, ldp, v, nv, ldv, hd, o, ldo);
+    case DType::F16:
+      return AccumulateStrided<F16Rows>(p, np, ldp, v, nv, ldv, hd, o, ldo);
+    case DType::BF16:
+      return AccumulateStrided<BF16Rows>(p, np, ldp, v, nv, ldv, hd, o, ldo);
+    case DType::U8:
+      break;
   }
   HWY_ASSERT(false);
 }
 
 size_t TileRows(WeightFormat f) {
   switch (f) {
-    case WeightFormat::F32: return kFloatTileRows;
+    case WeightFormat::F32:
+      return kFloatTileRows;
     case WeightFormat::F16:
-    case WeightFormat::BF16: return 1;
+    case WeightFormat::BF16:
+      return 1;
     case WeightFormat::Q8:
-    case WeightFormat::Q4: return kQuantTileRows;
+    case WeightFormat::Q4:
+      return kQuantTileRows;
   }
   return 1;
 }
@@ -573,7 +617,8 @@ HWY_INLINE void TileOf(const WeightMatrix& w, const Activations& a, size_t i0, c
       return TileFloat<R, BF16Rows>(p, a.x + i0 * k, k, k, y, ldy, t.stride, t.nr);
     }
     case WeightFormat::Q8:
-    case WeightFormat::Q4: break;  // QuantDotRows
+    case WeightFormat::Q4:
+      break;  // QuantDotRows
   }
   HWY_ASSERT(false);  // more rows than the format's tile: TileRows is the contract
 }
@@ -617,11 +662,18 @@ void WidenRows(const WeightMatrix& w, size_t r0, size_t r1, float* out) {
     }
     const uint8_t* row = w.row_ptr(static_cast<int64_t>(r));
     switch (w.format) {
-      case WeightFormat::F32: simd::widen_f32(row, DType::F32, k, o); break;
-      case WeightFormat::BF16: simd::widen_f32(row, DType::BF16, k, o); break;
-      case WeightFormat::F16: simd::widen_f32(row, DType::F16, k, o); break;
+      case WeightFormat::F32:
+        simd::widen_f32(row, DType::F32, k, o);
+        break;
+      case WeightFormat::BF16:
+        simd::widen_f32(row, DType::BF16, k, o);
+        break;
+      case WeightFormat::F16:
+        simd::widen_f32(row, DType::F16, k, o);
+        break;
       case WeightFormat::Q8:
-      case WeightFormat::Q4: break;
+      case WeightFormat::Q4:
+        break;
     }
   }
 }
@@ -650,7 +702,9 @@ void dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni,
               size_t ldy) {
   HWY_DYNAMIC_DISPATCH(DotRows)(w, a, i0, ni, r0, r1, y, ldy);
 }
-void widen_rows(const WeightMatrix& w, size_t r0, size_t r1, float* out) { HWY_DYNAMIC_DISPATCH(WidenRows)(w, r0, r1, out); }
+void widen_rows(const WeightMatrix& w, size_t r0, size_t r1, float* out) {
+  HWY_DYNAMIC_DISPATCH(WidenRows)(w, r0, r1, out);
+}
 void attention_scores(const float* q, size_t nq, size_t ldq, const void* k, DType kt, size_t nk, size_t ldk, size_t hd,
                       float* s, size_t lds) {
   HWY_DYNAMIC_DISPATCH(AttentionScores)(q, nq, ldq, k, kt, nk, ldk, hd, s, lds);

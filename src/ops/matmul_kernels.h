@@ -24,9 +24,9 @@ namespace qinfer::kernels {
 
 // Activation rows [n, k] in the forms the weight formats need.
 struct Activations {
-  const float* x = nullptr;     // [n, k]: float weights
-  const int8_t* q = nullptr;    // [n, k] quantized per 32-block: Q8, Q4 weights
-  const float* d = nullptr;     // [n, k/32] scale of each block of q
+  const float* x = nullptr;   // [n, k]: float weights
+  const int8_t* q = nullptr;  // [n, k] quantized per 32-block: Q8, Q4 weights
+  const float* d = nullptr;   // [n, k/32] scale of each block of q
   // [n, k/32] per format (QuantFormat as index): the dot product of each block
   // of q with the weights' zero code, -(zero code) * sum(q), which turns the
   // integer dot with the stored codes into the dot with the signed weights.

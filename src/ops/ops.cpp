@@ -128,8 +128,8 @@ void attention(std::span<const AttentionSeq> seqs, const AttentionShape& s, Thre
 void attention(const float* q, int64_t n, int64_t pos0, const void* k, const void* v, DType kv_type,
                const AttentionShape& s, float* out, ThreadPool& pool) {
   const int32_t block = 0;
-  const AttentionSeq seq{q, out, n, pos0,
-                         {static_cast<const uint8_t*>(k), static_cast<const uint8_t*>(v), 0, &block, pos0 + n, kv_type}};
+  const AttentionSeq seq{
+      q, out, n, pos0, {static_cast<const uint8_t*>(k), static_cast<const uint8_t*>(v), 0, &block, pos0 + n, kv_type}};
   attention(std::span(&seq, 1), s, pool);
 }
 

@@ -31,7 +31,8 @@ void rope(float* x, int64_t n, int64_t n_heads, int64_t hd, const int32_t* posit
 }
 
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(gate[i] / (1.0 + std::exp(-static_cast<double>(gate[i]))) * up[i]);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = static_cast<float>(gate[i] / (1.0 + std::exp(-static_cast<double>(gate[i]))) * up[i]);
 }
 
 void softmax(float* x, int64_t n) {
@@ -51,7 +52,8 @@ void attention(const float* q, int64_t n, int64_t pos0, const float* k, const fl
       double mx = -1e300, sum = 0;
       for (int64_t j = 0; j < len; ++j) {
         double s = 0;
-        for (int64_t i = 0; i < hd; ++i) s += static_cast<double>(q[(t * n_heads + h) * hd + i]) * k[(j * n_kv + kvh) * hd + i];
+        for (int64_t i = 0; i < hd; ++i)
+          s += static_cast<double>(q[(t * n_heads + h) * hd + i]) * k[(j * n_kv + kvh) * hd + i];
         p[j] = s / std::sqrt(static_cast<double>(hd));
         mx = std::max(mx, p[j]);
       }

@@ -46,14 +46,18 @@ void quantize_matrix(QuantFormat f, const float* x, int64_t rows, int64_t n, uin
     for (int64_t b = 0; b < blocks; ++b) {
       uint8_t* block = out + group_offset(f, r / kQuantGroupRows, n) + block_offset(f, b);
       uint16_t scale = 0;
-      if (r < rows) quantize_block(f, x + r * n + b * kQuantBlock, codes, &scale);
-      else std::fill(codes, codes + kQuantBlock, static_cast<uint8_t>(quant_zero_code(f)));  // padding rows: zeros
+      if (r < rows)
+        quantize_block(f, x + r * n + b * kQuantBlock, codes, &scale);
+      else
+        std::fill(codes, codes + kQuantBlock, static_cast<uint8_t>(quant_zero_code(f)));  // padding rows: zeros
       std::memcpy(block + 2 * j, &scale, 2);
       uint8_t* chunks = block + 2 * kQuantGroupRows + 4 * j;
       for (int c = 0; c < 8; ++c)
         for (int i = 0; i < 4; ++i) {
-          if (f == QuantFormat::Q8) chunks[32 * c + i] = codes[4 * c + i];
-          else if (c < 4) chunks[32 * c + i] = static_cast<uint8_t>(codes[8 * c + i] | codes[8 * c + 4 + i] << 4);
+          if (f == QuantFormat::Q8)
+            chunks[32 * c + i] = codes[4 * c + i];
+          else if (c < 4)
+            chunks[32 * c + i] = static_cast<uint8_t>(codes[8 * c + i] | codes[8 * c + 4 + i] << 4);
         }
     }
   }

@@ -79,7 +79,8 @@ void NarrowF32(const float* src, size_t n, DType t, void* dst) {
     auto* d = static_cast<uint16_t*>(dst);
     for (; i + N <= n; i += N) {
       const auto bits = hn::BitCast(du, hn::LoadU(df, src + i));
-      const auto rounded = hn::Add(bits, hn::Add(hn::Set(du, 0x7fffu), hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u))));
+      const auto rounded =
+          hn::Add(bits, hn::Add(hn::Set(du, 0x7fffu), hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u))));
       hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, hn::ShiftRight<16>(rounded))), d16, d + i);
     }
     for (; i < n; ++i) d[i] = f32_to_bf16(src[i]);
@@ -167,7 +168,9 @@ void widen_f32(const void* src, DType t, size_t n, float* dst) { HWY_DYNAMIC_DIS
 float dot(const float* a, const float* b, size_t n) { return HWY_DYNAMIC_DISPATCH(Dot)(a, b, n); }
 void axpy(float a, const float* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(Axpy)(a, x, y, n); }
 void narrow_f32(const float* src, size_t n, DType t, void* dst) { HWY_DYNAMIC_DISPATCH(NarrowF32)(src, n, t, dst); }
-void silu_mul(const float* gate, const float* up, size_t n, float* out) { HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, n, out); }
+void silu_mul(const float* gate, const float* up, size_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, n, out);
+}
 void softmax_scaled(float* x, size_t n, float scale) { HWY_DYNAMIC_DISPATCH(SoftmaxScaled)(x, n, scale); }
 double fma_peak_work(size_t iterations) { return HWY_DYNAMIC_DISPATCH(FmaPeakWork)(iterations); }
 std::string dispatched_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }

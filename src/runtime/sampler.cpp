@@ -27,9 +27,7 @@ constexpr int kBucketShift = 19;
 constexpr uint32_t kOneBits = 0x3F800000u;  // bit pattern of 1.0f
 constexpr size_t kBucketCount = kOneBits >> kBucketShift;
 
-size_t bucket_of(float weight) {
-  return (kOneBits - std::bit_cast<uint32_t>(weight)) >> kBucketShift;
-}
+size_t bucket_of(float weight) { return (kOneBits - std::bit_cast<uint32_t>(weight)) >> kBucketShift; }
 
 // The order of the filtered distribution: larger first, lower id on ties.
 bool ranks_before(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
@@ -52,15 +50,13 @@ Sampler::Sampler(SamplingParams params, size_t vocab_size)
   check_param(p.top_k >= 0, "top_k", float(p.top_k), ">= 0; 0 = off");
   check_param(p.top_p > 0 && p.top_p <= 1, "top_p", p.top_p, "(0, 1]; 1 = off");
   check_param(p.min_p >= 0 && p.min_p <= 1, "min_p", p.min_p, "[0, 1]; 0 = off");
-  check_param(std::isfinite(p.repetition_penalty) && p.repetition_penalty > 0,
-              "repetition_penalty", p.repetition_penalty, "finite, > 0; 1 = off");
+  check_param(std::isfinite(p.repetition_penalty) && p.repetition_penalty > 0, "repetition_penalty",
+              p.repetition_penalty, "finite, > 0; 1 = off");
   check_param(std::isfinite(p.presence_penalty), "presence_penalty", p.presence_penalty, "finite");
-  check_param(std::isfinite(p.frequency_penalty), "frequency_penalty", p.frequency_penalty,
-              "finite");
+  check_param(std::isfinite(p.frequency_penalty), "frequency_penalty", p.frequency_penalty, "finite");
   for (const auto& [id, bias] : p.logit_bias) {
     if (id < 0 || size_t(id) >= vocab_size)
-      fail("sampler: logit_bias token id ", id, " is outside the vocabulary (size ", vocab_size,
-           ")");
+      fail("sampler: logit_bias token id ", id, " is outside the vocabulary (size ", vocab_size, ")");
     if (std::isnan(bias) || bias == std::numeric_limits<float>::infinity())
       fail("sampler: logit_bias of token ", id, " is ", bias, " (must be finite or -inf)");
   }
@@ -70,8 +66,7 @@ Sampler::Sampler(SamplingParams params, size_t vocab_size)
   bucket_mass_.resize(kBucketCount);
 }
 
-int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history,
-                        size_t prompt_len) {
+int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len) {
   int32_t argmax = prepare_logits(logits, history, prompt_len);
   if (params_.temperature == 0) return argmax;
   select_candidates(logits, logits[argmax]);
@@ -96,8 +91,7 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
   return candidates_.ids.back();  // u rounded up to the total
 }
 
-std::vector<TokenProb> Sampler::distribution(std::span<float> logits,
-                                             std::span<const int32_t> history,
+std::vector<TokenProb> Sampler::distribution(std::span<float> logits, std::span<const int32_t> history,
                                              size_t prompt_len) {
   int32_t argmax = prepare_logits(logits, history, prompt_len);
   if (params_.temperature == 0) return {{argmax, 1.0}};
@@ -114,10 +108,8 @@ std::vector<TokenProb> Sampler::distribution(std::span<float> logits,
   return probs;
 }
 
-int32_t Sampler::prepare_logits(std::span<float> logits, std::span<const int32_t> history,
-                                size_t prompt_len) {
-  if (logits.size() != vocab_size_)
-    fail("sampler: got ", logits.size(), " logits for a vocabulary of ", vocab_size_);
+int32_t Sampler::prepare_logits(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len) {
+  if (logits.size() != vocab_size_) fail("sampler: got ", logits.size(), " logits for a vocabulary of ", vocab_size_);
   if (prompt_len > history.size())
     fail("sampler: prompt length ", prompt_len, " exceeds the history length ", history.size());
   apply_penalties(logits, history, prompt_len);
@@ -127,18 +119,17 @@ int32_t Sampler::prepare_logits(std::span<float> logits, std::span<const int32_t
   // +inf becomes the largest float so that max - logit stays finite.
   float max = sanitize_max(logits);
   if (max == kNegInf)
-    fail("sampler: no token has a finite logit after penalties and logit bias (all are -inf "
-         "or NaN)");
+    fail(
+        "sampler: no token has a finite logit after penalties and logit bias (all are -inf "
+        "or NaN)");
   return int32_t(find_first_at_least(logits, 0, max));
 }
 
-void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> history,
-                              size_t prompt_len) {
+void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len) {
   if (token_counts_.empty()) return;  // all penalties off
   for (size_t i = 0; i < history.size(); ++i)
     if (history[i] < 0 || size_t(history[i]) >= vocab_size_)
-      fail("sampler: history token ", i, " has id ", history[i], ", outside the vocabulary (size ",
-           vocab_size_, ")");
+      fail("sampler: history token ", i, " has id ", history[i], ", outside the vocabulary (size ", vocab_size_, ")");
 
   // token_counts_ is all zero between calls: mark, apply once per distinct
   // token, then clear only the entries touched.

@@ -47,15 +47,12 @@ class Sampler {
   // `history` is prompt + generated ids so far; its first `prompt_len` ids
   // are the prompt. NaN logits count as -infinity and +infinity as the
   // largest float; throws qinfer::Error when no token has a finite logit.
-  int32_t sample(std::span<float> logits, std::span<const int32_t> history,
-                 size_t prompt_len);
+  int32_t sample(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len);
 
   // The distribution sample() draws from: the tokens that survive the
   // filters with their renormalized probabilities, most probable first
   // (lowest id first on ties). Greedy gives the argmax with probability 1.
-  std::vector<TokenProb> distribution(std::span<float> logits,
-                                      std::span<const int32_t> history,
-                                      size_t prompt_len);
+  std::vector<TokenProb> distribution(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len);
 
   const SamplingParams& params() const { return params_; }
 
@@ -69,10 +66,8 @@ class Sampler {
 
   // Penalties and bias, then NaN -> -inf and +inf -> max float; returns the
   // argmax (lowest id on ties).
-  int32_t prepare_logits(std::span<float> logits, std::span<const int32_t> history,
-                         size_t prompt_len);
-  void apply_penalties(std::span<float> logits, std::span<const int32_t> history,
-                       size_t prompt_len);
+  int32_t prepare_logits(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len);
+  void apply_penalties(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len);
   // Fills candidates_ from the prepared logits: top-k, softmax weights,
   // top-p, min-p.
   void select_candidates(std::span<const float> logits, float max_logit);

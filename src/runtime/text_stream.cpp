@@ -23,8 +23,10 @@ void TextStream::finish() {
   if (stopped_by_string_ || cancelled_) return;
   const StopMatcher::Result m = stops_.push(detok_.flush());
   emit(m.emit);
-  if (m.stopped) stopped_by_string_ = true;
-  else emit(stops_.flush());
+  if (m.stopped)
+    stopped_by_string_ = true;
+  else
+    emit(stops_.flush());
 }
 
 }  // namespace qinfer

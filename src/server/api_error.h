@@ -19,10 +19,14 @@ class ApiError : public Error {
  private:
   static std::string default_type(int status) {
     switch (status) {
-      case 401: return "authentication_error";
-      case 404: return "not_found_error";
-      case 503: return "service_unavailable_error";
-      default: return status >= 500 ? "server_error" : "invalid_request_error";
+      case 401:
+        return "authentication_error";
+      case 404:
+        return "not_found_error";
+      case 503:
+        return "service_unavailable_error";
+      default:
+        return status >= 500 ? "server_error" : "invalid_request_error";
     }
   }
 };

@@ -57,10 +57,14 @@ ChatDelta ChatOutputParser::push(std::string_view text) {
     emit(std::string_view(held_).substr(0, at), out);
     held_.erase(0, at + tag.size());
     strip_leading_ = true;
-    if (tag == kThinkOpen) mode_ = Mode::Reasoning;
-    else if (tag == kThinkClose) mode_ = Mode::Content;
-    else if (tag == kToolOpen) mode_ = Mode::ToolCall, tool_text_.clear();
-    else close_tool_call(out, true);
+    if (tag == kThinkOpen)
+      mode_ = Mode::Reasoning;
+    else if (tag == kThinkClose)
+      mode_ = Mode::Content;
+    else if (tag == kToolOpen)
+      mode_ = Mode::ToolCall, tool_text_.clear();
+    else
+      close_tool_call(out, true);
   }
 }
 

@@ -38,8 +38,8 @@ class ChatOutputParser {
   void close_tool_call(ChatDelta& out, bool terminated);
 
   Mode mode_;
-  std::string held_;       // text not yet classified (a possible tag prefix)
-  std::string tool_text_;  // the body of the open <tool_call>
+  std::string held_;           // text not yet classified (a possible tag prefix)
+  std::string tool_text_;      // the body of the open <tool_call>
   bool strip_leading_;         // drop whitespace at the start of a section after a tag
   bool seen_content_ = false;  // <think> opens reasoning only before any answer text
   int tool_calls_ = 0;

@@ -17,14 +17,14 @@ struct CompletionRun::Choice {
   std::shared_ptr<engine::RequestStream> stream;
   std::unique_ptr<TextStream> text;
   std::optional<ChatOutputParser> parser;
-  std::string pieces;        // text the TextStream emitted since the last poll
-  std::vector<int32_t> ids;  // received before the first poll
+  std::string pieces;                            // text the TextStream emitted since the last poll
+  std::vector<int32_t> ids;                      // received before the first poll
   std::vector<TokenLogprobs> received_logprobs;  // with them, when asked for
   std::vector<TokenLogprobs> unsent_logprobs;    // of consumed tokens, for the next chunk
   std::vector<TokenLogprobs> logprobs;           // of every consumed token
   int64_t text_offset = 0;                       // streamed completions: bytes of text before the next token
-  int64_t tokens = 0;        // ids the text saw: the completion's tokens
-  bool stopped = false;      // a stop string ended it
+  int64_t tokens = 0;                            // ids the text saw: the completion's tokens
+  bool stopped = false;                          // a stop string ended it
   bool done = false;
   int tool_calls = 0;
   std::string finish_reason;
@@ -35,7 +35,9 @@ struct CompletionRun::Choice {
 
 namespace {
 
-double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 
 void append(ChatDelta& to, ChatDelta&& d) {
   to.reasoning += d.reasoning;
@@ -111,7 +113,8 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout) {
   if (!ids.empty()) {
     if (c.tokens == 0 && summary_.ttft_s < 0) summary_.ttft_s = seconds_between(start_, now);
     if (c.tokens > 0)
-      for (size_t k = 0; k < ids.size(); ++k) metrics_.record_inter_token(seconds_between(c.last_token, now) / ids.size());
+      for (size_t k = 0; k < ids.size(); ++k)
+        metrics_.record_inter_token(seconds_between(c.last_token, now) / ids.size());
     c.last_token = now;
   }
   for (size_t k = 0; k < ids.size(); ++k) {
@@ -133,16 +136,22 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout) {
     if (state == engine::RequestStream::State::Finished) c.result = c.stream->result();
   }
   ChatDelta d;
-  if (c.parser) d = c.parser->push(c.pieces);
-  else d.content = c.pieces;
+  if (c.parser)
+    d = c.parser->push(c.pieces);
+  else
+    d.content = c.pieces;
   c.pieces.clear();
   if (c.done) {
     if (c.parser) append(d, c.parser->finish());
     const StopReason r = c.result.reason;
-    if (state == engine::RequestStream::State::Failed) c.finish_reason = "abort";
-    else if (c.stopped || r == StopReason::Eos) c.finish_reason = "stop";
-    else if (r == StopReason::Callback) c.finish_reason = "abort";
-    else c.finish_reason = "length";
+    if (state == engine::RequestStream::State::Failed)
+      c.finish_reason = "abort";
+    else if (c.stopped || r == StopReason::Eos)
+      c.finish_reason = "stop";
+    else if (r == StopReason::Callback)
+      c.finish_reason = "abort";
+    else
+      c.finish_reason = "length";
     if (c.finish_reason == "stop" && c.parser && c.parser->saw_tool_call()) c.finish_reason = "tool_calls";
   }
   ChatDelta copy = d;
@@ -275,8 +284,10 @@ void CompletionRun::stream(const std::function<bool(const std::string&)>& write)
   };
   auto delta_chunk = [&](Choice& c, ordered_json delta, const ordered_json& finish) {
     ordered_json choice = {{"index", c.index}};
-    if (request_.chat) choice["delta"] = std::move(delta);
-    else choice["text"] = delta.value("content", "");
+    if (request_.chat)
+      choice["delta"] = std::move(delta);
+    else
+      choice["text"] = delta.value("content", "");
     choice["logprobs"] = ordered_json();
     if (!c.unsent_logprobs.empty()) {  // the tokens behind this chunk's text
       choice["logprobs"] = logprobs_json(c.unsent_logprobs, c.text_offset);

@@ -23,8 +23,8 @@ class CompletionRun {
   // Submits every choice and waits for each to start (its first token, or
   // the engine's refusal): ApiError 503 when the queue is full, 400 when the
   // engine refuses the prompt.
-  CompletionRun(const CompletionRequest& request, const ServedModel& model, engine::EngineLoop& loop,
-                Metrics& metrics, std::string id);
+  CompletionRun(const CompletionRequest& request, const ServedModel& model, engine::EngineLoop& loop, Metrics& metrics,
+                std::string id);
   ~CompletionRun();  // cancels what is still running
 
   // The whole answer (stream = false).

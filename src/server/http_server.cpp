@@ -2,9 +2,9 @@
 
 #include <sys/socket.h>
 
+#include <httplib.h>
 #include <atomic>
 #include <cstdio>
-#include <httplib.h>
 
 #include "server/api_error.h"
 #include "server/completion_run.h"
@@ -40,10 +40,9 @@ struct Route {
   const char* method;
   const char* path;
 };
-constexpr Route kRoutes[] = {{"GET", "/health"},         {"GET", "/metrics"},
-                             {"GET", "/v1/models"},      {"POST", "/v1/chat/completions"},
-                             {"POST", "/v1/completions"}, {"POST", "/tokenize"},
-                             {"POST", "/detokenize"}};
+constexpr Route kRoutes[] = {
+    {"GET", "/health"},          {"GET", "/metrics"},   {"GET", "/v1/models"},  {"POST", "/v1/chat/completions"},
+    {"POST", "/v1/completions"}, {"POST", "/tokenize"}, {"POST", "/detokenize"}};
 
 }  // namespace
 
@@ -80,8 +79,8 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
   auto log = [run, id = std::string(id)] {
     const auto& s = run->summary();
     const double decode_s = s.total_s - (s.ttft_s > 0 ? s.ttft_s : 0);
-    std::fprintf(stderr, "[serve] %s prompt %lld (cached %lld) completion %lld ttft %.3f s %.1f tok/s %s\n",
-                 id.c_str(), static_cast<long long>(s.prompt_tokens), static_cast<long long>(s.cached_tokens),
+    std::fprintf(stderr, "[serve] %s prompt %lld (cached %lld) completion %lld ttft %.3f s %.1f tok/s %s\n", id.c_str(),
+                 static_cast<long long>(s.prompt_tokens), static_cast<long long>(s.cached_tokens),
                  static_cast<long long>(s.completion_tokens), s.ttft_s,
                  decode_s > 0 && s.completion_tokens > 1 ? (s.completion_tokens - 1) / decode_s : 0.0,
                  s.finish_reason.c_str());
@@ -188,7 +187,8 @@ void HttpServer::Impl::routes() {
     } else if (res.status == 413) {
       send_error(res, ApiError(413, "the request body is larger than the server's limit"));
     } else {
-      send_error(res, ApiError(res.status, "the request could not be served (HTTP " + std::to_string(res.status) + ")"));
+      send_error(res,
+                 ApiError(res.status, "the request could not be served (HTTP " + std::to_string(res.status) + ")"));
     }
     return httplib::Server::HandlerResponse::Handled;
   }));
@@ -222,7 +222,8 @@ void HttpServer::bind() {
     fail("--port must be between 0 and 65535, got ", s.options.port);
   } else {
     if (!s.http.bind_to_port(s.options.host, s.options.port))
-      fail("cannot listen on ", s.options.host, ":", s.options.port, " (address in use, or not an address of this host)");
+      fail("cannot listen on ", s.options.host, ":", s.options.port,
+           " (address in use, or not an address of this host)");
     s.port = s.options.port;
   }
   if (s.listen_fd >= 0) ::listen(s.listen_fd, kListenBacklog);

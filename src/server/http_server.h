@@ -15,10 +15,10 @@ namespace qinfer::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;            // 0: any free port (see port())
-  std::string api_key;        // "" = no authentication
+  int port = 8080;      // 0: any free port (see port())
+  std::string api_key;  // "" = no authentication
   size_t max_body_bytes = 8u << 20;
-  int http_threads = 64;      // connections served at once
+  int http_threads = 64;  // connections served at once
 };
 
 class HttpServer {

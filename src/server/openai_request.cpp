@@ -58,9 +58,10 @@ void check_model(const ordered_json& body, const ServedModel& model) {
   if (!given(body, "model")) return;  // llama-server and vLLM serve their one model to requests that name none
   if (!body["model"].is_string()) bad("model", "'model' must be a string");
   if (body["model"].get<std::string>() != model.name)
-    throw ApiError(404, "The model '" + body["model"].get<std::string>() + "' does not exist; this server serves '" +
-                            model.name + "'",
-                   "model", "invalid_request_error");
+    throw ApiError(
+        404,
+        "The model '" + body["model"].get<std::string>() + "' does not exist; this server serves '" + model.name + "'",
+        "model", "invalid_request_error");
 }
 
 std::vector<std::string> stop_strings(const ordered_json& body) {
@@ -155,14 +156,15 @@ void check_length(const CompletionRequest& r, const ordered_json& body, const Se
     if (len == 0) bad(r.chat ? "messages" : "prompt", "the prompt is empty: at least one token is needed");
     if (len >= model.context)
       bad(r.chat ? "messages" : "prompt", "This model's maximum context length is " + std::to_string(model.context) +
-                                              " tokens. However, your " + what + " resulted in " +
-                                              std::to_string(len) + " tokens.");
+                                              " tokens. However, your " + what + " resulted in " + std::to_string(len) +
+                                              " tokens.");
     const bool explicit_length = given(body, "max_tokens") || given(body, "max_completion_tokens");
     if (explicit_length && len + r.options.max_new_tokens > model.context)
       bad(given(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens",
-          "This model's maximum context length is " + std::to_string(model.context) + " tokens. However, you requested " +
-              std::to_string(len + r.options.max_new_tokens) + " tokens (" + std::to_string(len) + " in the " + what +
-              ", " + std::to_string(r.options.max_new_tokens) + " in the completion).");
+          "This model's maximum context length is " + std::to_string(model.context) +
+              " tokens. However, you requested " + std::to_string(len + r.options.max_new_tokens) + " tokens (" +
+              std::to_string(len) + " in the " + what + ", " + std::to_string(r.options.max_new_tokens) +
+              " in the completion).");
   }
 }
 
@@ -194,8 +196,8 @@ ordered_json chat_messages(const ordered_json& body) {
     if (!m.contains("role") || !m["role"].is_string()) bad(param + ".role", "'" + param + ".role' must be a string");
     const std::string role = m["role"].get<std::string>();
     if (role != "system" && role != "user" && role != "assistant" && role != "tool" && role != "developer")
-      bad(param + ".role", "'" + param + ".role' is '" + role +
-                               "'; expected one of system, developer, user, assistant, tool");
+      bad(param + ".role",
+          "'" + param + ".role' is '" + role + "'; expected one of system, developer, user, assistant, tool");
     ordered_json out = m;
     if (role == "developer") out["role"] = "system";  // OpenAI's newer name for the system role
     if (m.contains("content")) out["content"] = message_content(m["content"], i);
@@ -297,9 +299,12 @@ CompletionRequest parse_completion_request(const ordered_json& body, const Serve
     r.prompts.push_back(ids(p));
   } else if (p.is_array() && !p.empty()) {
     for (const auto& item : p) {
-      if (item.is_string()) r.prompts.push_back(tok.encode(item.get<std::string>()));
-      else if (item.is_array()) r.prompts.push_back(ids(item));
-      else bad("prompt", "'prompt' must be a string, a list of token ids, or a list of either");
+      if (item.is_string())
+        r.prompts.push_back(tok.encode(item.get<std::string>()));
+      else if (item.is_array())
+        r.prompts.push_back(ids(item));
+      else
+        bad("prompt", "'prompt' must be a string, a list of token ids, or a list of either");
     }
   } else {
     bad("prompt", "'prompt' must be a string, a list of token ids, or a list of either");

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/session.h"
 #include "runtime/model_bundle.h"
+#include "runtime/session.h"
 
 namespace qinfer::server {
 

@@ -17,8 +17,8 @@ class JsonReader {
   JsonReader(std::string_view text, std::string origin);
 
   // Containers: for (bool more = r.enter('{', '}'); more; more = r.more('}')) { ... }
-  bool enter(char open, char close);  // consumes `open`; false (and consumes `close`) when empty
-  bool more(char close);              // consumes ',' (true) or `close` (false)
+  bool enter(char open, char close);           // consumes `open`; false (and consumes `close`) when empty
+  bool more(char close);                       // consumes ',' (true) or `close` (false)
   std::string_view key(std::string& scratch);  // a member name (as string()) and its ':'
 
   char peek();  // the next significant character, 0 at the end

@@ -39,9 +39,9 @@ class Tokenizer {
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
 
   std::optional<int32_t> token_to_id(std::string_view token) const;  // vocab (byte-level string) or added token
-  std::string id_to_piece(int32_t id) const;                         // raw vocab string (byte-level chars), "" when none
-  bool is_special(int32_t id) const;                                 // added token with special: true
-  bool names_token(int32_t id) const;                                // false for ids the vocabulary lacks
+  std::string id_to_piece(int32_t id) const;  // raw vocab string (byte-level chars), "" when none
+  bool is_special(int32_t id) const;          // added token with special: true
+  bool names_token(int32_t id) const;         // false for ids the vocabulary lacks
   // The bytes `id` decodes to ("" when it names no token); may be a fragment of a UTF-8 character.
   std::string_view token_bytes(int32_t id) const;
   // One past the largest id that names a token (151,669 for Qwen3, whose
@@ -60,15 +60,15 @@ class Tokenizer {
   void encode_stretch(std::string_view text, std::vector<int32_t>& ids, BpeCache* cache) const;
   static std::string_view slice(const std::string& arena, const std::vector<uint32_t>& offsets, int32_t id);
 
-  std::vector<Kind> kind_;              // by id
-  std::string pieces_;                  // byte-level strings, by id
+  std::vector<Kind> kind_;               // by id
+  std::string pieces_;                   // byte-level strings, by id
   std::vector<uint32_t> piece_offsets_;  // id -> [offsets[id], offsets[id + 1]) in pieces_
-  std::string bytes_;                   // decoded bytes, by id
+  std::string bytes_;                    // decoded bytes, by id
   std::vector<uint32_t> byte_offsets_;
   StringTable<int32_t> id_of_piece_;
   BpeModel bpe_;
-  AddedTokenMatcher added_;         // all added tokens
-  AddedTokenMatcher added_plain_;   // those with special: false
+  AddedTokenMatcher added_;        // all added tokens
+  AddedTokenMatcher added_plain_;  // those with special: false
   bool nfc_ = false;
   std::unique_ptr<SharedCache> cache_;
 };

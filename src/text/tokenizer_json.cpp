@@ -48,14 +48,14 @@ class Checker {
 
   bool normalizer(const json& v) const {
     if (v.is_null()) return false;
-    if (type_of(v, "normalizer") != "NFC")
-      unsupported("normalizer", v, "qinfer implements the NFC normalizer only");
+    if (type_of(v, "normalizer") != "NFC") unsupported("normalizer", v, "qinfer implements the NFC normalizer only");
     return true;
   }
 
   void pre_tokenizer(const json& v) const {
-    const char* why = "qinfer implements the Qwen2 pre-tokenizer: Sequence [Split(Qwen2 regex, Isolated), "
-                      "ByteLevel(add_prefix_space=false, use_regex=false)]";
+    const char* why =
+        "qinfer implements the Qwen2 pre-tokenizer: Sequence [Split(Qwen2 regex, Isolated), "
+        "ByteLevel(add_prefix_space=false, use_regex=false)]";
     if (v.is_null() || type_of(v, "pre_tokenizer") != "Sequence" || !v.contains("pretokenizers") ||
         !v["pretokenizers"].is_array() || v["pretokenizers"].size() != 2)
       unsupported("pre_tokenizer", v, why);
@@ -101,8 +101,8 @@ class Checker {
         fail(origin_, ": ", where, " needs a non-negative \"id\" and a non-empty \"content\": ", t.dump());
       for (const char* flag : {"single_word", "lstrip", "rstrip", "normalized"})
         require(t, flag, {false}, where, "qinfer matches added tokens verbatim in the raw text");
-      tokens.push_back({t["content"].get<std::string>(), checked_id(t["id"].get<uint64_t>(), where),
-                        t.value("special", false)});
+      tokens.push_back(
+          {t["content"].get<std::string>(), checked_id(t["id"].get<uint64_t>(), where), t.value("special", false)});
     }
     return tokens;
   }
@@ -190,9 +190,12 @@ TokenizerJson parse_tokenizer_json(std::string_view text, const std::string& ori
       has_model = true;
       for (bool in_model = r.enter('{', '}'); in_model; in_model = r.more('}')) {
         const std::string member(r.key(scratch));
-        if (member == "vocab") read_vocab(r, out);
-        else if (member == "merges") read_merges(r, out);
-        else check.model_member(member, check.parse(r.raw_value(), "model." + member));
+        if (member == "vocab")
+          read_vocab(r, out);
+        else if (member == "merges")
+          read_merges(r, out);
+        else
+          check.model_member(member, check.parse(r.raw_value(), "model." + member));
       }
       continue;
     }

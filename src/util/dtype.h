@@ -11,20 +11,27 @@ enum class DType : uint8_t { F32, F16, BF16, U8 };
 
 inline size_t dtype_size(DType t) {
   switch (t) {
-    case DType::F32: return 4;
+    case DType::F32:
+      return 4;
     case DType::F16:
-    case DType::BF16: return 2;
-    case DType::U8: return 1;
+    case DType::BF16:
+      return 2;
+    case DType::U8:
+      return 1;
   }
   return 0;
 }
 
 inline std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::U8: return "U8";
+    case DType::F32:
+      return "F32";
+    case DType::F16:
+      return "F16";
+    case DType::BF16:
+      return "BF16";
+    case DType::U8:
+      return "U8";
   }
   return "?";
 }
@@ -76,9 +83,9 @@ inline uint16_t f32_to_f16(float f) {
   std::memcpy(&bits, &f, 4);
   const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
   const uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00);  // NaN
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00);   // NaN
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00);  // rounds to >= 65520: inf
-  if (abs < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+  if (abs < 0x38800000u) {               // below the smallest normal half: subnormal or zero
     if (abs < 0x33000000u) return sign;  // below half the smallest subnormal
     const uint32_t mant = (abs & 0x7fffff) | 0x800000;
     const int shift = 126 - static_cast<int>(abs >> 23);  // 14 .. 24
@@ -111,7 +118,8 @@ inline float load_as_f32(const void* data, DType t, size_t i) {
       std::memcpy(&h, static_cast<const uint8_t*>(data) + 2 * i, 2);
       return bf16_to_f32(h);
     }
-    case DType::U8: return static_cast<const uint8_t*>(data)[i];
+    case DType::U8:
+      return static_cast<const uint8_t*>(data)[i];
   }
   return 0.0f;
 }

@@ -24,8 +24,11 @@ struct Request {
 };
 
 const Request kRequests[] = {
-    {"The capital of France is", 8, 0.0, 0}, {"Hello", 6, 0.8, 7},      {"1 2 3 4 5 6 7 8 9 10", 5, 0.0, 0},
-    {"The capital of France is", 7, 0.9, 3}, {"A much longer prompt that needs several chunks", 9, 0.0, 0},
+    {"The capital of France is", 8, 0.0, 0},
+    {"Hello", 6, 0.8, 7},
+    {"1 2 3 4 5 6 7 8 9 10", 5, 0.0, 0},
+    {"The capital of France is", 7, 0.9, 3},
+    {"A much longer prompt that needs several chunks", 9, 0.0, 0},
 };
 
 std::vector<json> lines_of(const std::string& out) {
@@ -52,8 +55,11 @@ TEST(BatchCli, EveryResultEqualsItsSoloGenerateInInputOrder) {
   {
     std::ofstream f(input);
     for (const Request& r : kRequests)
-      f << json{{"prompt", r.prompt}, {"max_tokens", r.max_tokens}, {"temperature", r.temperature},
-                {"seed", r.seed}, {"ignore_eos", true}}
+      f << json{{"prompt", r.prompt},
+                {"max_tokens", r.max_tokens},
+                {"temperature", r.temperature},
+                {"seed", r.seed},
+                {"ignore_eos", true}}
                .dump()
         << "\n";
   }
@@ -85,16 +91,21 @@ TEST(BatchCli, BadLinesGetAnErrorInTheirPlace) {
                        << "{\"prompt\": \"a\", \"temperature\": -1}\n"
                        << "{\"prompt_ids\": [785], \"max_tokens\": 2, \"stop\": [\"x\", 3]}\n"
                        << "{\"prompt_ids\": [785, 6722], \"max_tokens\": 3}\n";
-  const auto res = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>&1 >/dev/null");
-  const auto out = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>/dev/null");
+  const auto res =
+      run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>&1 >/dev/null");
+  const auto out =
+      run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>/dev/null");
   ASSERT_EQ(out.exit_code, 0) << out.output;
   const std::vector<json> lines = lines_of(out.output);
   ASSERT_EQ(lines.size(), 8u);
   EXPECT_EQ(lines[0]["ids"].size(), 3u);
   EXPECT_EQ(lines[7]["ids"], lines[0]["ids"]);
-  const char* errors[] = {"line 2: not a JSON object", "line 3: \"max_tokens\" must be at least 1",
-                          "line 4: token id 999999999 is outside the vocabulary", "line 5: give exactly one of",
-                          "line 6: ", "line 7: \"stop\" must be a string or a list of strings"};
+  const char* errors[] = {"line 2: not a JSON object",
+                          "line 3: \"max_tokens\" must be at least 1",
+                          "line 4: token id 999999999 is outside the vocabulary",
+                          "line 5: give exactly one of",
+                          "line 6: ",
+                          "line 7: \"stop\" must be a string or a list of strings"};
   for (size_t i = 0; i < std::size(errors); ++i)
     EXPECT_EQ(lines[i + 1]["error"].get<std::string>().rfind(errors[i], 0), 0u) << lines[i + 1].dump();
   EXPECT_NE(res.output.find("8 requests (6 refused)"), std::string::npos) << res.output;
@@ -102,8 +113,8 @@ TEST(BatchCli, BadLinesGetAnErrorInTheirPlace) {
 
 TEST(BatchCli, BadFlagsFailWithAMessage) {
   for (const char* flags : {"--parallel 0", "--max-batch-tokens 0", "--kv-blocks -3", "--weights q9"}) {
-    const auto res = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " " + flags +
-                                 " < /dev/null 2>&1");
+    const auto res =
+        run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " " + flags + " < /dev/null 2>&1");
     EXPECT_NE(res.exit_code, 0) << flags;
     EXPECT_NE(res.output.find("error"), std::string::npos) << flags << ": " << res.output;
   }

@@ -59,8 +59,8 @@ TEST(TokenizeCli, DecodeWritesTextLines) {
     for (const json& r : records) in << json{{"ids", r["ids"]}}.dump() << "\n";
   }
   for (bool skip : {false, true}) {
-    const auto r = run_command(tokenize_cmd(std::string(skip ? "--skip-special " : "") + "--decode < " +
-                                            dir.file("in.jsonl")));
+    const auto r =
+        run_command(tokenize_cmd(std::string(skip ? "--skip-special " : "") + "--decode < " + dir.file("in.jsonl")));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const auto lines = output_lines(r.output);
     ASSERT_EQ(lines.size(), records.size());
@@ -75,7 +75,10 @@ TEST(TokenizeCli, TextPrintsIdsAndPieces) {
   const auto r = run_command(tokenize_cmd("'The capital of France is' 2>&1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("5 tokens: [785,6722,315,9625,374]"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("6722\t\xC4\xA0" "capital\t\" capital\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("6722\t\xC4\xA0"
+                          "capital\t\" capital\""),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(TokenizeCli, BadInputIsAnErrorNamingTheLine) {

@@ -14,7 +14,8 @@ using qinfer::test::run_command;
 TEST(VersionCli, NamesVersionCommitAndDispatchedTarget) {
   const auto r = run_command(qinfer_binary() + " --version 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(^qinfer \d+\.\d+\.\d+ \(commit [0-9a-f]{7,}(-dirty)?|unknown\))")))
+  EXPECT_TRUE(
+      std::regex_search(r.output, std::regex(R"(^qinfer \d+\.\d+\.\d+ \(commit [0-9a-f]{7,}(-dirty)?|unknown\))")))
       << r.output;
   const std::string target = qinfer::simd::dispatched_target();
   EXPECT_NE(r.output.find("kernels: " + target + " "), std::string::npos) << r.output;

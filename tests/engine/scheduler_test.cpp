@@ -48,7 +48,8 @@ struct RunStats {
 
 // Steps until idle; requests[i] is added at step arrival[i]. The fake
 // runner generates a token for each sequence whose step reached its last id.
-RunStats run(Scheduler& sched, std::vector<Request>& reqs, const std::vector<int64_t>& arrival, int64_t max_steps = 10000) {
+RunStats run(Scheduler& sched, std::vector<Request>& reqs, const std::vector<int64_t>& arrival,
+             int64_t max_steps = 10000) {
   RunStats r;
   size_t next = 0;
   for (; r.steps < max_steps; ++r.steps) {

@@ -47,8 +47,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
     const auto json = qinfer::server::parse_json_body(body);
-    if (chat) (void)qinfer::server::parse_chat_request(json, served());
-    else (void)qinfer::server::parse_completion_request(json, served());
+    if (chat)
+      (void)qinfer::server::parse_chat_request(json, served());
+    else
+      (void)qinfer::server::parse_completion_request(json, served());
   } catch (const qinfer::Error&) {
     // ApiError or another clear error: what the client is told
   }

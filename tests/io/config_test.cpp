@@ -42,22 +42,26 @@ TEST(HfConfig, DefaultsFollowTransformers) {
 }
 
 TEST(HfConfig, RefusesOtherArchitectures) {
-  EXPECT_NE(error_of([] { parse_qwen3_config(R"({"architectures":["LlamaForCausalLM"]})", "c.json"); })
-                .find("architecture 'LlamaForCausalLM' is not supported"),
+  EXPECT_NE(error_of([] {
+              parse_qwen3_config(R"({"architectures":["LlamaForCausalLM"]})", "c.json");
+            }).find("architecture 'LlamaForCausalLM' is not supported"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_qwen3_config(R"({})", "c.json"); }).find("'(none)'"), std::string::npos);
 }
 
 TEST(HfConfig, RefusesBadValues) {
-  EXPECT_NE(error_of([] { parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"hidden_size":"x"})", "c"); })
-                .find("field 'hidden_size' has the wrong type"),
+  EXPECT_NE(error_of([] {
+              parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"hidden_size":"x"})", "c");
+            }).find("field 'hidden_size' has the wrong type"),
             std::string::npos);
   EXPECT_NE(error_of([] {
-              parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"num_attention_heads":6,"num_key_value_heads":4})", "c");
+              parse_qwen3_config(
+                  R"({"architectures":["Qwen3ForCausalLM"],"num_attention_heads":6,"num_key_value_heads":4})", "c");
             }).find("not a multiple"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"rope_scaling":{"type":"yarn"}})", "c"); })
-                .find("rope_scaling"),
+  EXPECT_NE(error_of([] {
+              parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"rope_scaling":{"type":"yarn"}})", "c");
+            }).find("rope_scaling"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_qwen3_config("{", "c.json"); }).find("c.json: not valid JSON"), std::string::npos);
 }

@@ -14,7 +14,8 @@ using qinfer::test::ScratchDir;
 
 namespace {
 
-void write_raw(const std::string& path, const std::string& header, size_t data_bytes, uint64_t header_len_override = 0) {
+void write_raw(const std::string& path, const std::string& header, size_t data_bytes,
+               uint64_t header_len_override = 0) {
   std::ofstream out(path, std::ios::binary);
   uint64_t n = header_len_override ? header_len_override : header.size();
   for (int i = 0; i < 8; ++i) out.put(static_cast<char>(n >> (8 * i)));
@@ -102,9 +103,10 @@ TEST(Safetensors, OffsetsReversed) {
 
 TEST(Safetensors, OverlappingTensors) {
   ScratchDir dir("st");
-  write_raw(dir.file("t.safetensors"),
-            R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
-            16);
+  write_raw(
+      dir.file("t.safetensors"),
+      R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
+      16);
   expect_error(dir.file("t.safetensors"), "overlap");
 }
 
@@ -128,14 +130,12 @@ TEST(Safetensors, MalformedEntries) {
   expect_error(dir.file("b.safetensors"), "shape");
   write_raw(dir.file("c.safetensors"), R"([1,2])", 0);
   expect_error(dir.file("c.safetensors"), "not a JSON object");
-  write_raw(dir.file("d.safetensors"),
-            R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})", 4);
+  write_raw(dir.file("d.safetensors"), R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})",
+            4);
   expect_error(dir.file("d.safetensors"), "too large");
 }
 
-TEST(Safetensors, MissingFile) {
-  expect_error("/nonexistent/dir/model.safetensors", "cannot open");
-}
+TEST(Safetensors, MissingFile) { expect_error("/nonexistent/dir/model.safetensors", "cannot open"); }
 
 TEST(Checkpoint, RequireChecksPresenceAndShape) {
   ScratchDir dir("ck");
@@ -164,7 +164,8 @@ TEST(Checkpoint, ShardedFixtureOpens) {
 
 TEST(Checkpoint, ShardListedButMissing) {
   ScratchDir dir("ck");
-  std::ofstream(dir.file("model.safetensors.index.json")) << R"({"weight_map":{"w":"model-00001-of-00002.safetensors"}})";
+  std::ofstream(dir.file("model.safetensors.index.json"))
+      << R"({"weight_map":{"w":"model-00001-of-00002.safetensors"}})";
   try {
     Checkpoint::open(dir.path());
     FAIL();

@@ -112,7 +112,8 @@ TEST(ChatTemplate, TemplateErrorsNameLineAndColumn) {
 // its own process, in parallel, so a shared fixed path would race.
 class TempFile {
  public:
-  explicit TempFile(const std::string& text) : dir_("chat-template"), path_(dir_.file("qinfer_chat_template_test.json")) {
+  explicit TempFile(const std::string& text)
+      : dir_("chat-template"), path_(dir_.file("qinfer_chat_template_test.json")) {
     std::ofstream(path_) << text;
   }
   const std::string& path() const { return path_; }

@@ -324,8 +324,7 @@ TEST(Limits, FuzzFindingsAreErrorsNamingTheLimit) {
        "over the render limit of 67108864"},
       {"{% set s = 'x' * 60000000 %}{{ (s ~ ',') * 0 }}{{ [s, s, s] | join(',') | length }}",
        "over the render limit of 67108864"},
-      {"{% set s = 'a' * 100000 %}{{ s | replace('a', 'b' * 1000) | length }}",
-       "over the render limit of 67108864"},
+      {"{% set s = 'a' * 100000 %}{{ s | replace('a', 'b' * 1000) | length }}", "over the render limit of 67108864"},
   };
   for (const auto& [source, message] : cases) {
     const std::string error = error_of(source);

@@ -132,13 +132,12 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
          std::string(dtype_name(c.kv));
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, BatchInvarianceTest,
-                         ::testing::Values(Case{"tiny", std::nullopt, DType::F32}, Case{"tiny2", std::nullopt, DType::F32},
-                                           Case{"tiny", WeightFormat::F32, DType::F16},
-                                           Case{"tiny", WeightFormat::Q8, DType::F32},
-                                           Case{"tiny", WeightFormat::Q4, DType::BF16},
-                                           Case{"tiny2", WeightFormat::Q8, DType::F16},
-                                           Case{"tiny2", WeightFormat::Q4, DType::F32}),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(
+    Formats, BatchInvarianceTest,
+    ::testing::Values(Case{"tiny", std::nullopt, DType::F32}, Case{"tiny2", std::nullopt, DType::F32},
+                      Case{"tiny", WeightFormat::F32, DType::F16}, Case{"tiny", WeightFormat::Q8, DType::F32},
+                      Case{"tiny", WeightFormat::Q4, DType::BF16}, Case{"tiny2", WeightFormat::Q8, DType::F16},
+                      Case{"tiny2", WeightFormat::Q4, DType::F32}),
+    case_name);
 
 }  // namespace

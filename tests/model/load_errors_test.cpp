@@ -25,12 +25,18 @@ std::vector<TensorData> tiny_tensors() {
     return TensorData{std::move(name), DType::F32, std::move(shape), std::vector<uint8_t>(n * 4)};
   };
   const std::string p = "model.layers.0.";
-  return {t("model.embed_tokens.weight", {10, 8}),        t(p + "input_layernorm.weight", {8}),
-          t(p + "self_attn.q_proj.weight", {8, 8}),       t(p + "self_attn.k_proj.weight", {4, 8}),
-          t(p + "self_attn.v_proj.weight", {4, 8}),       t(p + "self_attn.o_proj.weight", {8, 8}),
-          t(p + "self_attn.q_norm.weight", {4}),          t(p + "self_attn.k_norm.weight", {4}),
-          t(p + "post_attention_layernorm.weight", {8}),  t(p + "mlp.gate_proj.weight", {12, 8}),
-          t(p + "mlp.up_proj.weight", {12, 8}),           t(p + "mlp.down_proj.weight", {8, 12}),
+  return {t("model.embed_tokens.weight", {10, 8}),
+          t(p + "input_layernorm.weight", {8}),
+          t(p + "self_attn.q_proj.weight", {8, 8}),
+          t(p + "self_attn.k_proj.weight", {4, 8}),
+          t(p + "self_attn.v_proj.weight", {4, 8}),
+          t(p + "self_attn.o_proj.weight", {8, 8}),
+          t(p + "self_attn.q_norm.weight", {4}),
+          t(p + "self_attn.k_norm.weight", {4}),
+          t(p + "post_attention_layernorm.weight", {8}),
+          t(p + "mlp.gate_proj.weight", {12, 8}),
+          t(p + "mlp.up_proj.weight", {12, 8}),
+          t(p + "mlp.down_proj.weight", {8, 12}),
           t("model.norm.weight", {8})};
 }
 
@@ -69,8 +75,9 @@ TEST(ModelLoad, WrongShape) {
   auto ts = tiny_tensors();
   ts[9].shape = {8, 12};  // gate_proj transposed
   write_safetensors(d.file("model.safetensors"), ts);
-  EXPECT_NE(load_error(d.path()).find("'model.layers.0.mlp.gate_proj.weight' has shape [8, 12], the config implies [12, 8]"),
-            std::string::npos)
+  EXPECT_NE(
+      load_error(d.path()).find("'model.layers.0.mlp.gate_proj.weight' has shape [8, 12], the config implies [12, 8]"),
+      std::string::npos)
       << load_error(d.path());
 }
 
@@ -118,6 +125,7 @@ TEST(ModelLoad, TokenOutsideVocabularyIsAnError) {
     forward(*m, ok, 3, cache, st, pool);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("needs 5 positions but the context length is 4"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("needs 5 positions but the context length is 4"), std::string::npos)
+        << e.what();
   }
 }

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "each_target.h"
-#include "test_util.h"
 #include "ops/matmul.h"
 #include "ops/ops_ref.h"
 #include "ops/simd.h"
+#include "test_util.h"
 
 using namespace qinfer;
 
@@ -213,8 +213,13 @@ TEST(Ops, PagedAttentionOfABatchEqualsContiguousBitForBit) {
     };
     std::vector<Seq> seqs;
     for (auto [n, pos0] : {std::pair{1, 40}, std::pair{7, 0}, std::pair{3, 17}, std::pair{1, 5}}) {
-      Seq q{n, pos0, randn(n * n_heads * hd, 11 + n), randn((pos0 + n) * row, 12 + pos0),
-            randn((pos0 + n) * row, 13 + pos0), {}, {}};
+      Seq q{n,
+            pos0,
+            randn(n * n_heads * hd, 11 + n),
+            randn((pos0 + n) * row, 12 + pos0),
+            randn((pos0 + n) * row, 13 + pos0),
+            {},
+            {}};
       q.alone.resize(q.q.size());
       attention(q.q.data(), n, pos0, q.k.data(), q.v.data(), {n_heads, n_kv, hd}, q.alone.data(), pool);
       seqs.push_back(std::move(q));
@@ -240,7 +245,10 @@ TEST(Ops, PagedAttentionOfABatchEqualsContiguousBitForBit) {
     std::vector<AttentionSeq> batch;
     const auto* base = reinterpret_cast<const uint8_t*>(kv_pool.data());
     for (size_t i = 0; i < seqs.size(); ++i)
-      batch.push_back({seqs[i].q.data(), outs[i].data(), seqs[i].n, seqs[i].pos0,
+      batch.push_back({seqs[i].q.data(),
+                       outs[i].data(),
+                       seqs[i].n,
+                       seqs[i].pos0,
                        {base, base + block_size * row * sizeof(float), block_floats * sizeof(float),
                         seqs[i].table.data(), block_size, DType::F32}});
     attention(batch, {n_heads, n_kv, hd}, pool);

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "each_target.h"
-#include "test_util.h"
 #include "ops/matmul.h"
 #include "ops/matmul_kernels.h"
+#include "test_util.h"
 
 using namespace qinfer;
 
@@ -127,9 +127,9 @@ TEST(Quant, DequantizeErrorWithinHalfAStepPerBlock) {
             const float err = std::fabs(back[c] - xr[c]);
             // Q4 clamps a value opposite to the extreme from code +8 to +7: one step.
             const bool clamped = f == WeightFormat::Q4 && std::fabs(xr[c]) > 7.5f * d;
-            ASSERT_LE(err, (clamped ? 1.0f : 0.5f) * d * (1 + 1e-3f) + 1e-12f) << name(f) << " cols=" << cols << " row "
-                                                                                 << r << " at " << c << ": " << xr[c]
-                                                                                 << " -> " << back[c] << ", d=" << d;
+            ASSERT_LE(err, (clamped ? 1.0f : 0.5f) * d * (1 + 1e-3f) + 1e-12f)
+                << name(f) << " cols=" << cols << " row " << r << " at " << c << ": " << xr[c] << " -> " << back[c]
+                << ", d=" << d;
           }
         }
       }

@@ -38,13 +38,11 @@ std::vector<std::string> bytes_of(const std::string& text) {
 
 // Independent definition: the text before the stop string that ends first
 // (the longest if several end at the same byte), or all of it.
-std::string reference_output(const std::string& text, const std::vector<std::string>& stops,
-                             bool* stopped) {
+std::string reference_output(const std::string& text, const std::vector<std::string>& stops, bool* stopped) {
   for (size_t end = 1; end <= text.size(); ++end) {
     const std::string* longest = nullptr;
     for (const std::string& s : stops)
-      if (s.size() <= end && text.compare(end - s.size(), s.size(), s) == 0 &&
-          (!longest || s.size() > longest->size()))
+      if (s.size() <= end && text.compare(end - s.size(), s.size(), s) == 0 && (!longest || s.size() > longest->size()))
         longest = &s;
     if (longest) {
       *stopped = true;
@@ -142,9 +140,7 @@ TEST(StopMatcher, MultibyteUtf8) {
   EXPECT_EQ(other.text, "です。");
 }
 
-TEST(StopMatcher, EmptyStopStringIsAnError) {
-  EXPECT_THROW(StopMatcher({"ok", ""}), Error);
-}
+TEST(StopMatcher, EmptyStopStringIsAnError) { EXPECT_THROW(StopMatcher({"ok", ""}), Error); }
 
 TEST(StopMatcher, ResultDoesNotDependOnHowTheTextIsSplit) {
   const std::vector<std::string> stops = {"ab", "abc", "bca", "cc", "cabab"};

@@ -82,7 +82,8 @@ struct Fixture {
   std::thread serving;
 };
 
-const ordered_json kMessages = ordered_json::parse(R"([{"role": "user", "content": "What is the capital of France?"}])");
+const ordered_json kMessages =
+    ordered_json::parse(R"([{"role": "user", "content": "What is the capital of France?"}])");
 
 }  // namespace
 
@@ -135,10 +136,9 @@ TEST(HttpServer, GreedyChatEqualsTheSoloRunAndTheStreamSaysTheSame) {
 
 TEST(HttpServer, CompletionsWithStopStringsAndSeveralChoices) {
   Fixture f;
-  const ordered_json plain = f.post("/v1/completions", {{"prompt", "The capital of France"},
-                                                        {"max_tokens", 10},
-                                                        {"temperature", 0},
-                                                        {"ignore_eos", true}});
+  const ordered_json plain =
+      f.post("/v1/completions",
+             {{"prompt", "The capital of France"}, {"max_tokens", 10}, {"temperature", 0}, {"ignore_eos", true}});
   const std::string text = plain["choices"][0]["text"];
   ASSERT_GE(text.size(), 4u);
   const std::string stop = text.substr(2, 2);
@@ -151,14 +151,14 @@ TEST(HttpServer, CompletionsWithStopStringsAndSeveralChoices) {
   EXPECT_EQ(stopped["choices"][0]["finish_reason"], "stop");
   EXPECT_LT(stopped["usage"]["completion_tokens"].get<int>(), 10);
 
-  const ordered_json several = f.post(
-      "/v1/completions",
-      {{"prompt", {"a b c", "d e f"}}, {"n", 2}, {"max_tokens", 4}, {"temperature", 1.0}, {"seed", 5}});
+  const ordered_json several =
+      f.post("/v1/completions",
+             {{"prompt", {"a b c", "d e f"}}, {"n", 2}, {"max_tokens", 4}, {"temperature", 1.0}, {"seed", 5}});
   ASSERT_EQ(several["choices"].size(), 4u);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(several["choices"][i]["index"], i);
-  const ordered_json again = f.post(
-      "/v1/completions",
-      {{"prompt", {"a b c", "d e f"}}, {"n", 2}, {"max_tokens", 4}, {"temperature", 1.0}, {"seed", 5}});
+  const ordered_json again =
+      f.post("/v1/completions",
+             {{"prompt", {"a b c", "d e f"}}, {"n", 2}, {"max_tokens", 4}, {"temperature", 1.0}, {"seed", 5}});
   EXPECT_EQ(several["choices"], again["choices"]);  // seeded: reproducible
 }
 
@@ -184,8 +184,8 @@ TEST(HttpServer, ErrorsInOpenAiShape) {
                "application/json"),
         400, "'top_k' must be an integer");
   check(c.Post("/v1/completions", R"({"prompt": "x", "model": "other"})", "application/json"), 404, "does not exist");
-  check(c.Post("/v1/completions", ordered_json({{"prompt", std::vector<int>(130, 5)}}).dump(), "application/json"),
-        400, "maximum context length is 128 tokens");
+  check(c.Post("/v1/completions", ordered_json({{"prompt", std::vector<int>(130, 5)}}).dump(), "application/json"), 400,
+        "maximum context length is 128 tokens");
   check(c.Post("/detokenize", R"({"tokens": [1, 999999]})", "application/json"), 400, "token ids");
   const ordered_json tok = f.post("/tokenize", {{"prompt", "hello world"}});
   EXPECT_EQ(tok["tokens"], (std::vector<int>{14990, 1879}));
@@ -209,12 +209,12 @@ TEST(HttpServer, ApiKeyGuardsAllButHealthAndMetrics) {
 
 TEST(HttpServer, ClientThatLeavesMidStreamFreesItsSequence) {
   Fixture f;
-  const ordered_json body = {{"prompt", "Once upon a time"}, {"max_tokens", 100}, {"ignore_eos", true},
-                             {"stream", true}, {"temperature", 0}};
+  const ordered_json body = {
+      {"prompt", "Once upon a time"}, {"max_tokens", 100}, {"ignore_eos", true}, {"stream", true}, {"temperature", 0}};
   int chunks = 0;
   auto c = f.client();
-  auto res = c.Post(
-      "/v1/completions", httplib::Headers{}, body.dump(), "application/json");  // a whole run, for comparison
+  auto res =
+      c.Post("/v1/completions", httplib::Headers{}, body.dump(), "application/json");  // a whole run, for comparison
   ASSERT_TRUE(res);
   const size_t whole_events = Fixture::events(res->body).size();
   EXPECT_GT(whole_events, 50u);
@@ -228,7 +228,8 @@ TEST(HttpServer, ClientThatLeavesMidStreamFreesItsSequence) {
   req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++chunks < 3; };
   auto gone = leaver.send(req);
   EXPECT_FALSE(gone);  // we cancelled the read
-  for (int i = 0; i < 100 && (f.metric("qinfer:num_requests_running") != 0 || f.metric("qinfer:kv_cache_usage_perc") != 0); ++i)
+  for (int i = 0;
+       i < 100 && (f.metric("qinfer:num_requests_running") != 0 || f.metric("qinfer:kv_cache_usage_perc") != 0); ++i)
     std::this_thread::sleep_for(50ms);
   EXPECT_EQ(f.metric("qinfer:num_requests_running"), 0);
   EXPECT_EQ(f.metric("qinfer:kv_cache_usage_perc"), 0);
@@ -250,8 +251,8 @@ TEST(HttpServer, FullQueueAnswers503WithRetryAfter) {
 
 TEST(HttpServer, LogprobsOfEachTokenAlikeInStreamAndJson) {
   Fixture f;
-  const ordered_json body = {{"messages", kMessages}, {"max_tokens", 6}, {"temperature", 0}, {"ignore_eos", true},
-                             {"logprobs", true}, {"top_logprobs", 2}};
+  const ordered_json body = {{"messages", kMessages}, {"max_tokens", 6},  {"temperature", 0},
+                             {"ignore_eos", true},    {"logprobs", true}, {"top_logprobs", 2}};
   const ordered_json answer = f.post("/v1/chat/completions", body);
   const ordered_json& content = answer["choices"][0]["logprobs"]["content"];
   ASSERT_EQ(content.size(), 6u);
@@ -282,8 +283,9 @@ TEST(HttpServer, LogprobsOfEachTokenAlikeInStreamAndJson) {
       for (const auto& t : e["choices"][0]["logprobs"]["content"]) joined.push_back(t);
   EXPECT_EQ(joined, content);
 
-  const ordered_json completion = f.post("/v1/completions", {{"prompt", "The capital"}, {"max_tokens", 4},
-                                                             {"temperature", 0}, {"ignore_eos", true}, {"logprobs", 1}});
+  const ordered_json completion =
+      f.post("/v1/completions",
+             {{"prompt", "The capital"}, {"max_tokens", 4}, {"temperature", 0}, {"ignore_eos", true}, {"logprobs", 1}});
   const ordered_json& lp = completion["choices"][0]["logprobs"];
   ASSERT_EQ(lp["tokens"].size(), 4u);
   EXPECT_EQ(lp["token_logprobs"].size(), 4u);
@@ -295,8 +297,9 @@ TEST(HttpServer, ChoicesOfOnePromptShareItsCachedPrefix) {
   Fixture f;  // blocks of 4 positions
   std::vector<int> prompt(21);
   for (int i = 0; i < 21; ++i) prompt[i] = 1000 + 37 * i;
-  const ordered_json answer = f.post("/v1/completions", {{"prompt", prompt}, {"n", 3}, {"max_tokens", 3},
-                                                         {"temperature", 0.8}, {"seed", 1}, {"ignore_eos", true}});
+  const ordered_json answer = f.post(
+      "/v1/completions",
+      {{"prompt", prompt}, {"n", 3}, {"max_tokens", 3}, {"temperature", 0.8}, {"seed", 1}, {"ignore_eos", true}});
   ASSERT_EQ(answer["choices"].size(), 3u);
   // Choices 2 and 3 each find the 5 full blocks of the 21-token prompt cached.
   EXPECT_GE(f.metric("qinfer:prefix_cache_hits_total"), 2 * 20);

@@ -23,8 +23,10 @@ class OpenAiRequest : public ::testing::Test {
   ApiError error_of(const std::string& body, bool chat, int64_t context = 64) const {
     try {
       const ordered_json j = parse_json_body(body);
-      if (chat) parse_chat_request(j, served(context));
-      else parse_completion_request(j, served(context));
+      if (chat)
+        parse_chat_request(j, served(context));
+      else
+        parse_completion_request(j, served(context));
     } catch (const ApiError& e) {
       return e;
     }
@@ -46,8 +48,9 @@ TEST_F(OpenAiRequest, ChatRendersTheTemplateAndTakesTheSamplingFields) {
   const CompletionRequest r = parse_chat_request(body, served());
   ASSERT_EQ(r.prompts.size(), 1u);
   const std::string rendered = bundle_->require_tokenizer().decode(r.prompts[0]);
-  EXPECT_EQ(rendered, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n"
-                      "<|im_start|>assistant\n");
+  EXPECT_EQ(rendered,
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n"
+            "<|im_start|>assistant\n");
   const SamplingParams& s = r.options.sampling;
   EXPECT_FLOAT_EQ(s.temperature, 0.5f);
   EXPECT_EQ(s.top_k, 7);
@@ -85,7 +88,9 @@ TEST_F(OpenAiRequest, DefaultsFromTheModelAndUntilTheContextIsFull) {
 }
 
 TEST_F(OpenAiRequest, CompletionPromptForms) {
-  auto prompts = [&](const char* body) { return parse_completion_request(ordered_json::parse(body), served()).prompts; };
+  auto prompts = [&](const char* body) {
+    return parse_completion_request(ordered_json::parse(body), served()).prompts;
+  };
   EXPECT_EQ(prompts(R"({"prompt": [1, 2, 3]})"), (std::vector<std::vector<int32_t>>{{1, 2, 3}}));
   EXPECT_EQ(prompts(R"({"prompt": [[1, 2], [3]]})"), (std::vector<std::vector<int32_t>>{{1, 2}, {3}}));
   EXPECT_EQ(prompts(R"({"prompt": ["hello world", [5]]})"), (std::vector<std::vector<int32_t>>{{14990, 1879}, {5}}));

@@ -34,9 +34,9 @@ const hf::Reference* hf_reference(std::string& why_not) {
   return nullptr;
 }
 
-#define REQUIRE_HF_REFERENCE(ref)                                                                     \
-  std::string why_not;                                                                                \
-  const hf::Reference* ref = hf_reference(why_not);                                                   \
+#define REQUIRE_HF_REFERENCE(ref)                   \
+  std::string why_not;                              \
+  const hf::Reference* ref = hf_reference(why_not); \
   if (ref == nullptr) GTEST_SKIP() << "SKIPPED: no Hugging Face tokenizers reference: " << why_not
 
 // Runs `mode` of hf_tokenize.js on one JSON object per input line.
@@ -50,15 +50,18 @@ std::vector<json> run_hf(const hf::Reference& ref, const std::string& mode, cons
   std::vector<json> out;
   for (const std::string& line : ref.run(mode, {test::data_path("tokenizer.json")}, in_path))
     out.push_back(json::parse(line));
-  if (out.size() != inputs.size()) throw std::runtime_error("hf_tokenize.js answered " + std::to_string(out.size()) +
-                                                            " lines for " + std::to_string(inputs.size()));
+  if (out.size() != inputs.size())
+    throw std::runtime_error("hf_tokenize.js answered " + std::to_string(out.size()) + " lines for " +
+                             std::to_string(inputs.size()));
   return out;
 }
 
 using test::is_surrogate;
 using test::utf8_of;
 
-std::string printable(std::string_view s) { return json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string printable(std::string_view s) {
+  return json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 // Text built from atoms that exercise each stage: added tokens and fragments
 // of them, whitespace HF does and does not count as \s, contractions, NFC
@@ -72,10 +75,17 @@ class RandomText {
     std::string text;
     for (size_t k = std::uniform_int_distribution<size_t>(1, 40)(rng_); k > 0; --k) {
       switch (std::uniform_int_distribution<int>(0, 9)(rng_)) {
-        case 0: text += any_code_point(0x10FFFF); break;
-        case 1: text += any_code_point(0xFFFF); break;
-        case 2: text += combining_mark(); break;
-        default: text += kAtoms[std::uniform_int_distribution<size_t>(0, std::size(kAtoms) - 1)(rng_)];
+        case 0:
+          text += any_code_point(0x10FFFF);
+          break;
+        case 1:
+          text += any_code_point(0xFFFF);
+          break;
+        case 2:
+          text += combining_mark();
+          break;
+        default:
+          text += kAtoms[std::uniform_int_distribution<size_t>(0, std::size(kAtoms) - 1)(rng_)];
       }
     }
     return text;
@@ -89,25 +99,131 @@ class RandomText {
     return utf8_of(cp);
   }
   std::string combining_mark() {
-    static constexpr std::pair<char32_t, char32_t> kBlocks[] = {
-        {0x0300, 0x036F}, {0x1AB0, 0x1AFF}, {0x1DC0, 0x1DFF}, {0x20D0, 0x20FF}, {0x0C00, 0x0C7F}, {0x0890, 0x08FF}};
+    static constexpr std::pair<char32_t, char32_t> kBlocks[] = {{0x0300, 0x036F}, {0x1AB0, 0x1AFF}, {0x1DC0, 0x1DFF},
+                                                                {0x20D0, 0x20FF}, {0x0C00, 0x0C7F}, {0x0890, 0x08FF}};
     const auto& [lo, hi] = kBlocks[std::uniform_int_distribution<size_t>(0, std::size(kBlocks) - 1)(rng_)];
     return utf8_of(std::uniform_int_distribution<char32_t>(lo, hi)(rng_));
   }
 
   static constexpr const char* kAtoms[] = {
-      "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>", "<tool_call>", "</tool_response>",
-      "<|fim_prefix|>", "<|im_", "|>", "<", "<|", "<|im_start|", "<<|im_end|>>", "<|vision_pad|>",
-      " ", "  ", "   ", "\t", "\n", "\n\n", "\r\n", "\r", "\v", "\f", "\u0085", "\u00a0", "\u3000", "\u2028",
-      "\u2009", "\ufeff", "\u200b", "\u180e",
-      "'s", "'T", "'re", "'VE", "'m", "'LL", "'d", "'", "'\u017f", "'\u212a",
-      "e\u0301", "a\u0308", "A\u030a", "\u212b", "\u1e9b\u0323", "\u0344", "\u1100\u1161\u11a8", "\uac00\u11a8",
-      "o\u0328\u0304", "\u0958", "\u1ac1\u0323", "\u0c15\u0c4d\u0c3c", "\u1df8\u0316", "\u0898",
-      "hello", "World", "the", " quick", "don", "IT", "x", "Z", "naïve", "über", "café",
-      "0", "7", "2024", "3.14", "1,000", "\u0663", "\u2167", "\u00bd", "\uff11",
-      ".", ",", "!", "?", "...", "--", "(", ")", "{", "}", "[]", "\"", "#", "$", "%", "&", "*", "/", "\\", "_", "=",
-      "日本語", "中文", "한국어", "Русский", "العربية", "हिन्दी", "ไทย", "ελληνικά", "עברית", "ქართული",
-      "😀", "👍🏽", "👨‍👩‍👧", "🇫🇷", "\U0001FAE9", "\U0002EBF0", "\U000323B0", "\x01", "\x7f", "\u00ad",
+      "<|im_start|>",
+      "<|im_end|>",
+      "<|endoftext|>",
+      "<think>",
+      "</think>",
+      "<tool_call>",
+      "</tool_response>",
+      "<|fim_prefix|>",
+      "<|im_",
+      "|>",
+      "<",
+      "<|",
+      "<|im_start|",
+      "<<|im_end|>>",
+      "<|vision_pad|>",
+      " ",
+      "  ",
+      "   ",
+      "\t",
+      "\n",
+      "\n\n",
+      "\r\n",
+      "\r",
+      "\v",
+      "\f",
+      "\u0085",
+      "\u00a0",
+      "\u3000",
+      "\u2028",
+      "\u2009",
+      "\ufeff",
+      "\u200b",
+      "\u180e",
+      "'s",
+      "'T",
+      "'re",
+      "'VE",
+      "'m",
+      "'LL",
+      "'d",
+      "'",
+      "'\u017f",
+      "'\u212a",
+      "e\u0301",
+      "a\u0308",
+      "A\u030a",
+      "\u212b",
+      "\u1e9b\u0323",
+      "\u0344",
+      "\u1100\u1161\u11a8",
+      "\uac00\u11a8",
+      "o\u0328\u0304",
+      "\u0958",
+      "\u1ac1\u0323",
+      "\u0c15\u0c4d\u0c3c",
+      "\u1df8\u0316",
+      "\u0898",
+      "hello",
+      "World",
+      "the",
+      " quick",
+      "don",
+      "IT",
+      "x",
+      "Z",
+      "naïve",
+      "über",
+      "café",
+      "0",
+      "7",
+      "2024",
+      "3.14",
+      "1,000",
+      "\u0663",
+      "\u2167",
+      "\u00bd",
+      "\uff11",
+      ".",
+      ",",
+      "!",
+      "?",
+      "...",
+      "--",
+      "(",
+      ")",
+      "{",
+      "}",
+      "[]",
+      "\"",
+      "#",
+      "$",
+      "%",
+      "&",
+      "*",
+      "/",
+      "\\",
+      "_",
+      "=",
+      "日本語",
+      "中文",
+      "한국어",
+      "Русский",
+      "العربية",
+      "हिन्दी",
+      "ไทย",
+      "ελληνικά",
+      "עברית",
+      "ქართული",
+      "😀",
+      "👍🏽",
+      "👨‍👩‍👧",
+      "🇫🇷",
+      "\U0001FAE9",
+      "\U0002EBF0",
+      "\U000323B0",
+      "\x01",
+      "\x7f",
+      "\u00ad",
   };
   std::mt19937 rng_;
 };
@@ -128,8 +244,11 @@ TEST(HfDifferential, EncodeRandomText) {
   size_t same = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
     const auto ids = tok.encode(texts[i]);
-    if (json(ids) == expected[i]["ids"]) ++same;
-    else ADD_FAILURE() << json(texts[i]).dump() << "\n  ours " << json(ids).dump() << "\n  HF   " << expected[i]["ids"].dump();
+    if (json(ids) == expected[i]["ids"])
+      ++same;
+    else
+      ADD_FAILURE() << json(texts[i]).dump() << "\n  ours " << json(ids).dump() << "\n  HF   "
+                    << expected[i]["ids"].dump();
   }
   EXPECT_EQ(same, texts.size());
 }
@@ -151,10 +270,18 @@ TEST(HfDifferential, DecodeRandomIds) {
     std::vector<int32_t> ids;
     for (int k = uniform(1, 24); k > 0; --k) {
       switch (uniform(0, 5)) {
-        case 0: case 1: ids.push_back(byte_tokens[uniform(0, int32_t(byte_tokens.size()) - 1)]); break;
-        case 2: ids.push_back(uniform(151643, 151668)); break;
-        case 3: ids.push_back(uniform(151669, 151935)); break;
-        default: ids.push_back(uniform(0, 151642));
+        case 0:
+        case 1:
+          ids.push_back(byte_tokens[uniform(0, int32_t(byte_tokens.size()) - 1)]);
+          break;
+        case 2:
+          ids.push_back(uniform(151643, 151668));
+          break;
+        case 3:
+          ids.push_back(uniform(151669, 151935));
+          break;
+        default:
+          ids.push_back(uniform(0, 151642));
       }
     }
     sequences.push_back(ids);

@@ -96,17 +96,75 @@ TEST(Qwen2PreTokenizer, Examples) {
   EXPECT_EQ(pieces("2024"), (V{"2", "0", "2", "4"}));
   EXPECT_EQ(pieces("it's IT'S we'LL 'sa"), (V{"it", "'s", " IT", "'S", " we", "'LL", " '", "sa"}));
   EXPECT_EQ(pieces("\tfoo \n\n  x"), (V{"\tfoo", " \n\n", " ", " x"}));
-  EXPECT_EQ(pieces("a \xEF\xBB\xBF" "b"), (V{"a", " \xEF\xBB\xBF", "b"}));  // U+FEFF is not \s
-  EXPECT_EQ(pieces("a\xC2\x85" "b"), (V{"a", "\xC2\x85" "b"}));           // U+0085 is
+  EXPECT_EQ(pieces("a \xEF\xBB\xBF"
+                   "b"),
+            (V{"a", " \xEF\xBB\xBF", "b"}));  // U+FEFF is not \s
+  EXPECT_EQ(pieces("a\xC2\x85"
+                   "b"),
+            (V{"a",
+               "\xC2\x85"
+               "b"}));  // U+0085 is
 }
 
 // Random strings over an alphabet of the regex's edge cases, compared split by split.
 TEST(Qwen2PreTokenizer, SameSplitsAsOnigurumaOnRandomText) {
-  const std::vector<std::string> atoms = {
-      "a", "Z", "é", "ß", "日", "한", "ж", "ا", "1", "٣", "Ⅻ", "½", "0", " ", "  ", "\t", "\n", "\r", "\r\n", "\v",
-      "\f", "\xC2\x85", "\xC2\xA0", "\xE3\x80\x80", "\xE2\x80\xA8", "\xEF\xBB\xBF", "'", "'s", "'S", "'t", "'re",
-      "'VE", "'m", "'ll", "'D", "'Ll", "'ſ", "'K", "ﬆ", "!", ".", ",", "-", "_", "\"", "(", "😀", "👍🏽", "\xCC\x81",
-      "\xE1\xAB\x81", "\xE2\x80\x8B", "\xC2\xAD", "\x01", "\x7F", "$", "€", "¥"};
+  const std::vector<std::string> atoms = {"a",
+                                          "Z",
+                                          "é",
+                                          "ß",
+                                          "日",
+                                          "한",
+                                          "ж",
+                                          "ا",
+                                          "1",
+                                          "٣",
+                                          "Ⅻ",
+                                          "½",
+                                          "0",
+                                          " ",
+                                          "  ",
+                                          "\t",
+                                          "\n",
+                                          "\r",
+                                          "\r\n",
+                                          "\v",
+                                          "\f",
+                                          "\xC2\x85",
+                                          "\xC2\xA0",
+                                          "\xE3\x80\x80",
+                                          "\xE2\x80\xA8",
+                                          "\xEF\xBB\xBF",
+                                          "'",
+                                          "'s",
+                                          "'S",
+                                          "'t",
+                                          "'re",
+                                          "'VE",
+                                          "'m",
+                                          "'ll",
+                                          "'D",
+                                          "'Ll",
+                                          "'ſ",
+                                          "'K",
+                                          "ﬆ",
+                                          "!",
+                                          ".",
+                                          ",",
+                                          "-",
+                                          "_",
+                                          "\"",
+                                          "(",
+                                          "😀",
+                                          "👍🏽",
+                                          "\xCC\x81",
+                                          "\xE1\xAB\x81",
+                                          "\xE2\x80\x8B",
+                                          "\xC2\xAD",
+                                          "\x01",
+                                          "\x7F",
+                                          "$",
+                                          "€",
+                                          "¥"};
   std::mt19937 rng(20240611);
   std::uniform_int_distribution<size_t> pick(0, atoms.size() - 1), length(1, 24);
   std::uniform_int_distribution<uint32_t> any_cp(0, 0x10FFFF), coin(0, 9);

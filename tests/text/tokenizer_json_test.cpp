@@ -21,8 +21,8 @@ std::string bl(std::string_view bytes) { return byte_level::from_bytes(bytes); }
 json tiny_tokenizer(bool merges_as_pairs) {
   json vocab = json::object();
   for (int b = 0; b < 256; ++b) vocab[bl(std::string(1, char(b)))] = b;
-  const std::vector<std::pair<std::string, std::string>> merges = {{"h", "e"}, {"l", "l"}, {"he", "ll"}, {"a", "a"},
-                                                                   {" ", "w"}};
+  const std::vector<std::pair<std::string, std::string>> merges = {
+      {"h", "e"}, {"l", "l"}, {"he", "ll"}, {"a", "a"}, {" ", "w"}};
   json merge_list = json::array();
   int id = 256;
   for (const auto& [l, r] : merges) {
@@ -34,20 +34,36 @@ json tiny_tokenizer(bool merges_as_pairs) {
       {"truncation", nullptr},
       {"padding", nullptr},
       {"added_tokens",
-       {{{"id", 261}, {"content", "<|end|>"}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
-         {"normalized", false}, {"special", true}}}},
+       {{{"id", 261},
+         {"content", "<|end|>"},
+         {"single_word", false},
+         {"lstrip", false},
+         {"rstrip", false},
+         {"normalized", false},
+         {"special", true}}}},
       {"normalizer", {{"type", "NFC"}}},
       {"pre_tokenizer",
        {{"type", "Sequence"},
         {"pretokenizers",
-         {{{"type", "Split"}, {"pattern", {{"Regex", kQwen2PreTokenizerRegex}}}, {"behavior", "Isolated"}, {"invert", false}},
+         {{{"type", "Split"},
+           {"pattern", {{"Regex", kQwen2PreTokenizerRegex}}},
+           {"behavior", "Isolated"},
+           {"invert", false}},
           {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}}}}},
-      {"post_processor", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}},
+      {"post_processor",
+       {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}},
       {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}},
       {"model",
-       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", ""},
-        {"end_of_word_suffix", ""}, {"fuse_unk", false}, {"byte_fallback", false}, {"ignore_merges", false},
-        {"vocab", vocab}, {"merges", merge_list}}},
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", ""},
+        {"end_of_word_suffix", ""},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"ignore_merges", false},
+        {"vocab", vocab},
+        {"merges", merge_list}}},
   };
 }
 
@@ -66,7 +82,8 @@ TEST(TokenizerJson, BothMergeFormsEncodeAlike) {
   for (bool pairs : {false, true}) {
     const Tokenizer tok = Tokenizer::from_json(tiny_tokenizer(pairs).dump());
     EXPECT_EQ(tok.encode("hello world"), (std::vector<int32_t>{258, 'o', 260, 'o', 'r', 'l', 'd'})) << pairs;
-    EXPECT_EQ(tok.encode("aaa<|end|>aaaa"), (std::vector<int32_t>{259, 'a', 261, 259, 259})) << pairs;  // leftmost first
+    EXPECT_EQ(tok.encode("aaa<|end|>aaaa"), (std::vector<int32_t>{259, 'a', 261, 259, 259}))
+        << pairs;  // leftmost first
     EXPECT_EQ(tok.decode(tok.encode("hello<|end|>")), "hello<|end|>");
     EXPECT_EQ(tok.decode(tok.encode("hello<|end|>"), true), "hello");
     EXPECT_EQ(tok.vocab_size(), 262u);
@@ -80,7 +97,11 @@ TEST(TokenizerJson, RefusesWhatItDoesNotImplement) {
     const char* message;
   };
   const std::vector<Case> cases = {
-      {"normalizer", [](json& j) { j["normalizer"] = {{"type", "NFKC"}}; }, "normalizer"},
+      {"normalizer",
+       [](json& j) {
+         j["normalizer"] = {{"type", "NFKC"}};
+       },
+       "normalizer"},
       {"regex", [](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\s+"; },
        "pre_tokenizer.pretokenizers[0].pattern"},
       {"split behavior", [](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed"; }, "behavior"},
@@ -89,9 +110,21 @@ TEST(TokenizerJson, RefusesWhatItDoesNotImplement) {
        "add_prefix_space"},
       {"no pre-tokenizer", [](json& j) { j.erase("pre_tokenizer"); }, "pre_tokenizer"},
       {"null pre-tokenizer", [](json& j) { j["pre_tokenizer"] = nullptr; }, "pre_tokenizer"},
-      {"decoder", [](json& j) { j["decoder"] = {{"type", "WordPiece"}}; }, "decoder"},
-      {"post-processor", [](json& j) { j["post_processor"] = {{"type", "TemplateProcessing"}}; }, "post_processor"},
-      {"truncation", [](json& j) { j["truncation"] = {{"max_length", 8}}; }, "truncation"},
+      {"decoder",
+       [](json& j) {
+         j["decoder"] = {{"type", "WordPiece"}};
+       },
+       "decoder"},
+      {"post-processor",
+       [](json& j) {
+         j["post_processor"] = {{"type", "TemplateProcessing"}};
+       },
+       "post_processor"},
+      {"truncation",
+       [](json& j) {
+         j["truncation"] = {{"max_length", 8}};
+       },
+       "truncation"},
       {"model type", [](json& j) { j["model"]["type"] = "Unigram"; }, "model.type"},
       {"dropout", [](json& j) { j["model"]["dropout"] = 0.1; }, "model.dropout"},
       {"byte fallback", [](json& j) { j["model"]["byte_fallback"] = true; }, "model.byte_fallback"},

@@ -36,15 +36,19 @@ void check_records(const std::string& fixture) {
     const json& r = records[i];
     const auto expected = r["ids"].get<std::vector<int32_t>>();
     const auto ids = tok.encode(r["text"].get<std::string>());
-    if (ids == expected) ++ids_ok;
-    else ADD_FAILURE() << fixture << " line " << i + 1 << " (" << r["cat"] << ") " << r["text"].dump() << "\n  ids  "
-                       << test::ids_to_string(ids) << "\n  want " << test::ids_to_string(expected);
+    if (ids == expected)
+      ++ids_ok;
+    else
+      ADD_FAILURE() << fixture << " line " << i + 1 << " (" << r["cat"] << ") " << r["text"].dump() << "\n  ids  "
+                    << test::ids_to_string(ids) << "\n  want " << test::ids_to_string(expected);
     const std::string decoded = r["decoded"];
     const std::string decoded_skip = r.value("decoded_skip_special", decoded);
     const bool ok = tok.decode(expected) == decoded && tok.decode(expected, true) == decoded_skip;
-    if (ok) ++decode_ok;
-    else ADD_FAILURE() << fixture << " line " << i + 1 << ": decode " << json(tok.decode(expected)).dump()
-                       << " / skip " << json(tok.decode(expected, true)).dump();
+    if (ok)
+      ++decode_ok;
+    else
+      ADD_FAILURE() << fixture << " line " << i + 1 << ": decode " << json(tok.decode(expected)).dump() << " / skip "
+                    << json(tok.decode(expected, true)).dump();
   }
   std::cout << fixture << ": ids " << ids_ok << "/" << records.size() << ", decode " << decode_ok << "/"
             << records.size() << "\n";
