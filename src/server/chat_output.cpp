@@ -91,7 +91,8 @@ void ChatOutputParser::emit(std::string_view text, ChatDelta& out) {
     out.reasoning += text;
   } else {
     out.content += text;
-    seen_content_ = true;
+    // Whitespace alone does not begin the answer: a <think> may still follow.
+    seen_content_ = seen_content_ || !std::all_of(text.begin(), text.end(), is_space);
   }
 }
 

@@ -90,3 +90,14 @@ TEST(ChatOutput, TagPrefixAtTheEndIsHeldThenReleased) {
   EXPECT_EQ(p.push(" <").content, " ");
   EXPECT_EQ(p.finish().content, "<");
 }
+
+// A fuzz finding: whitespace before <think> arriving in its own pieces made
+// the pieces count as the answer's start, so the think block became text.
+TEST(ChatOutput, WhitespaceBeforeThinkIsTheSameWholeOrInPieces) {
+  const std::string text = "\r\r\n <think>\nreasoning\n</think>\n\nanswer";
+  const ChatDelta a = whole(text), b = bytewise(text);
+  EXPECT_EQ(a.reasoning, "reasoning\n");
+  EXPECT_EQ(b.reasoning, a.reasoning);
+  EXPECT_EQ(b.content, a.content);
+  EXPECT_EQ(a.content, "\r\r\n answer");
+}
