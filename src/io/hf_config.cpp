@@ -15,7 +15,7 @@ json parse_object(const std::string& text, const std::string& origin) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large
     fail(origin, ": not valid JSON: ", e.what());
   }
   if (!j.is_object()) fail(origin, ": expected a JSON object");

@@ -55,7 +55,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
   json header;
   try {
     header = json::parse(base + 8, base + 8 + header_len);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large
     fail(path, ": safetensors header is not valid JSON: ", e.what());
   }
   if (!header.is_object()) fail(path, ": safetensors header is not a JSON object");
@@ -129,7 +129,7 @@ Checkpoint Checkpoint::open(const std::string& dir) {
     json index;
     try {
       index = json::parse(read_text_file(index_path));
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large
       fail(index_path, ": not valid JSON: ", e.what());
     }
     if (!index.contains("weight_map") || !index["weight_map"].is_object())

@@ -64,6 +64,8 @@ TEST(HfConfig, RefusesBadValues) {
             }).find("rope_scaling"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_qwen3_config("{", "c.json"); }).find("c.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_qwen3_config(R"({"hidden_size": 1E999})", "c.json"); }).find("c.json: not valid JSON"),
+            std::string::npos);
 }
 
 TEST(HfConfig, MissingConfigJson) {

@@ -89,6 +89,13 @@ TEST(Safetensors, HeaderNotJson) {
   expect_error(dir.file("t.safetensors"), "not valid JSON");
 }
 
+// A fuzz finding: a number too large for a double is nlohmann's out_of_range, which escaped as an internal error.
+TEST(Safetensors, HeaderNumberOverflow) {
+  ScratchDir dir("st");
+  write_raw(dir.file("t.safetensors"), R"({"x":{"dtype":"F32","shape":[2E999],"data_offsets":[0,8]}})", 8);
+  expect_error(dir.file("t.safetensors"), "not valid JSON");
+}
+
 TEST(Safetensors, OffsetsOutOfRange) {
   ScratchDir dir("st");
   write_raw(dir.file("t.safetensors"), R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[100,108]}})", 16);

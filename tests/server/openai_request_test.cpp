@@ -147,6 +147,10 @@ TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
 TEST_F(OpenAiRequest, MalformedBodiesUnknownModelsAndOverlongPrompts) {
   EXPECT_EQ(error_of("{\"prompt\": ", false).status, 400);
   EXPECT_EQ(error_of("[1, 2]", false).status, 400);
+  // A fuzz finding: a number too large for a double is nlohmann's out_of_range, not a parse_error.
+  const ApiError overflow = error_of(R"({"prompt": "x", "temperature": 1E999999})", false);
+  EXPECT_EQ(overflow.status, 400);
+  EXPECT_NE(std::string(overflow.what()).find("number overflow"), std::string::npos) << overflow.what();
   const ApiError model = error_of(R"({"prompt": "x", "model": "gpt-4"})", false);
   EXPECT_EQ(model.status, 404);
   EXPECT_EQ(model.param, "model");
