@@ -45,6 +45,7 @@ void Scheduler::preempt(Sequence* seq, Step& step) {
   auto at = std::find_if(waiting_.begin(), waiting_.end(), [&](const Sequence* w) { return w->id > seq->id; });
   waiting_.insert(at, seq);
   step.preempted.push_back(seq);
+  ++preemptions_;
 }
 
 Step Scheduler::schedule() {

@@ -47,6 +47,8 @@ class Scheduler {
   bool idle() const { return waiting_.empty() && running_.empty(); }
   size_t waiting() const { return waiting_.size(); }
   size_t running() const { return running_.size(); }
+  // Sequences preempted so far (each time counts).
+  int64_t preemptions() const { return preemptions_; }
 
  private:
   void preempt(Sequence* seq, Step& step);
@@ -55,6 +57,7 @@ class Scheduler {
   int64_t max_batch_tokens_, max_running_;
   std::deque<Sequence*> waiting_;   // oldest first
   std::vector<Sequence*> running_;  // oldest first
+  int64_t preemptions_ = 0;
 };
 
 }  // namespace qinfer::engine

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 
+#include "model/test_model.h"
 #include "test_util.h"
 #include "util/error.h"
 
@@ -87,47 +88,70 @@ TEST_P(EngineTest, EveryRequestGetsTheIdsOfItsSoloRun) {
 
 INSTANTIATE_TEST_SUITE_P(Weights, EngineTest, ::testing::Values("stored", "q4"));
 
-// Many short random requests through a tiny KV pool (forcing preemption),
-// some cancelled at random steps: the pool is all free at idle and every
-// request that was not cancelled ends with the ids of its solo run.
-TEST(Engine, RandomRequestsWithCancellationsUnderPreemption) {
-  auto model = Qwen3Model::load(test::data_path("models/tiny"));
-  ThreadPool pool(2);
+// Thousands of short random requests through a tiny KV pool (forcing
+// preemption), some sharing a prefix, arriving at random and some cancelled at
+// random steps: the pool is all free at idle and every request that was not
+// cancelled ends with the ids of its solo run. A 512-token vocabulary keeps a
+// step cheap enough to run thousands under the sanitizers.
+TEST(Engine, ThousandsOfRandomRequestsWithCancellationsUnderPreemption) {
+  test::ScratchDir dir("engine-stress");
+  Qwen3Config config = test_model_preset("tiny");
+  config.vocab_size = 512;
+  config.eos_token_ids = {7};
+  write_test_model(dir.path(), config, DType::BF16, 5);
+  auto model = Qwen3Model::load(dir.path());
+  ThreadPool pool(1);  // the engine's logic under test; one thread keeps it fast on a loaded machine
   std::mt19937 rng(42);
+  std::vector<std::vector<int32_t>> prefixes(4);
+  for (auto& p : prefixes)
+    for (size_t t = 0; t < 4 + rng() % 6; ++t) p.push_back(static_cast<int32_t>(rng() % 512));
   struct Item {
     std::vector<int32_t> prompt;
     GenerationOptions opts;
     int64_t handle = -1;
     int64_t cancel_at = -1;  // step at which it is cancelled, -1: never
   };
-  std::vector<Item> items(120);
+  std::vector<Item> items(2000);
   for (Item& it : items) {
-    const int64_t len = 1 + static_cast<int64_t>(rng() % 12);
-    for (int64_t t = 0; t < len; ++t) it.prompt.push_back(static_cast<int32_t>(rng() % 151000));
-    it.opts.max_new_tokens = 1 + static_cast<int64_t>(rng() % 8);
-    it.opts.ignore_eos = true;
+    if (rng() % 3 == 0) it.prompt = prefixes[rng() % prefixes.size()];
+    const size_t len = 1 + rng() % 6;
+    for (size_t t = 0; t < len; ++t) it.prompt.push_back(static_cast<int32_t>(rng() % 512));
+    it.opts.max_new_tokens = 1 + static_cast<int64_t>(rng() % 12);
+    it.opts.ignore_eos = rng() % 4 != 0;
     it.opts.sampling.temperature = rng() % 2 ? 0.0f : 0.9f;
     it.opts.sampling.seed = rng();
-    if (rng() % 4 == 0) it.cancel_at = static_cast<int64_t>(rng() % 40);
+    if (rng() % 4 == 0) it.cancel_at = -2;  // cancelled a few steps after it arrives
   }
-  Engine engine(*model, pool, {4, 8, 12, 6});  // 8 blocks of 4 positions; requests need up to 5
+  Engine engine(*model, pool, {4, 7, 12, 6});  // 7 blocks of 4 positions; a request needs up to 7
   int64_t step = 0;
   size_t next = 0;
   while (next < items.size() || !engine.scheduler().idle()) {
-    for (int k = 0; k < 3 && next < items.size(); ++k, ++next)  // three arrivals per step
-      items[next].handle = engine.add(items[next].prompt, items[next].opts);
+    for (size_t k = rng() % 4; k > 0 && next < items.size(); --k, ++next) {
+      Item& it = items[next];
+      it.handle = engine.add(it.prompt, it.opts);
+      if (it.cancel_at == -2) it.cancel_at = step + static_cast<int64_t>(rng() % 24);
+    }
     for (Item& it : items)
       if (it.cancel_at == step && it.handle >= 0) engine.cancel(it.handle);
     engine.step();
     ++step;
   }
   EXPECT_EQ(engine.blocks().used_blocks(), 0);
+  EXPECT_GT(engine.blocks().prefix_hits(), 0);
+  EXPECT_GT(engine.scheduler().preemptions(), 0);
+  size_t compared = 0, cancelled = 0;
   for (const Item& it : items) {
     ASSERT_TRUE(engine.finished(it.handle));
-    if (engine.result(it.handle).reason == StopReason::Callback) continue;  // cancelled before it ended
+    if (engine.result(it.handle).reason == StopReason::Callback) {  // cancelled before it ended
+      ++cancelled;
+      continue;
+    }
     Session solo(*model, pool);
-    EXPECT_EQ(engine.result(it.handle).ids, solo.generate(it.prompt, it.opts, {}).ids) << "request " << it.handle;
+    ASSERT_EQ(engine.result(it.handle).ids, solo.generate(it.prompt, it.opts, {}).ids) << "request " << it.handle;
+    ++compared;
   }
+  EXPECT_GT(cancelled, 100u);
+  EXPECT_GT(compared, 1000u);
 }
 
 TEST(Engine, CancelAndCallbackStopFreeTheirBlocks) {

@@ -115,6 +115,7 @@ TEST(Scheduler, PreemptsWhenBlocksRunOutAndStillFinishesEveryoneCorrectly) {
   for (int i = 0; i < 6; ++i) reqs.push_back({make_seq(i, 10, i), 12, -1});
   const RunStats r = run(sched, reqs, std::vector<int64_t>(reqs.size(), 0));
   EXPECT_GT(r.preemptions, 0);
+  EXPECT_EQ(sched.preemptions(), r.preemptions);
   expect_all_finished_as_alone(reqs);
   EXPECT_EQ(bm.free_blocks(), bm.n_blocks());
 }
