@@ -71,56 +71,123 @@ void softmax(float* x, int64_t n) { simd::softmax_scaled(x, static_cast<size_t>(
 void attention(std::span<const AttentionSeq> seqs, const AttentionShape& s, ThreadPool& pool) {
   const int64_t group = s.n_heads / s.n_kv, hd = s.hd, kv_stride = s.n_kv * hd;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  // Tasks: (sequence, block of query positions, kv head), the ones that see
-  // the most keys first so the threads finish together.
-  struct Task {
+  // Items: (sequence, block of query positions, kv head); an item whose keys
+  // span several chunks writes each chunk's normalized partial result and
+  // softmax statistics to `partials` for the merge below.
+  struct Item {
     const AttentionSeq* seq;
-    int64_t t0, t1, kvh;
+    int64_t t0, t1, kvh, chunks;
+    size_t partial;  // offset of its chunks' [rows, hd] results in partials
   };
-  std::vector<Task> tasks;
+  // Tasks: one chunk of one item, the largest first so the threads finish together.
+  struct Task {
+    const Item* item;
+    int64_t chunk;
+  };
+  std::vector<Item> items;
+  size_t partial_floats = 0;
   for (const AttentionSeq& q : seqs)
     for (int64_t t0 = 0; t0 < q.n; t0 += kQueryBlock)
-      for (int64_t kvh = 0; kvh < s.n_kv; ++kvh) tasks.push_back({&q, t0, std::min(q.n, t0 + kQueryBlock), kvh});
-  std::stable_sort(tasks.begin(), tasks.end(),
-                   [](const Task& a, const Task& b) { return a.seq->pos0 + a.t1 > b.seq->pos0 + b.t1; });
+      for (int64_t kvh = 0; kvh < s.n_kv; ++kvh) {
+        const int64_t t1 = std::min(q.n, t0 + kQueryBlock), len = q.pos0 + t1;
+        const int64_t chunks = (len + kAttentionKeyChunk - 1) / kAttentionKeyChunk;
+        items.push_back({&q, t0, t1, kvh, chunks, partial_floats});
+        if (chunks > 1) partial_floats += static_cast<size_t>(chunks * (t1 - t0) * group * hd);
+      }
+  std::vector<Task> tasks;
+  for (const Item& item : items)
+    for (int64_t c = 0; c < item.chunks; ++c) tasks.push_back({&item, c});
+  auto keys_of = [](const Task& t) {
+    return std::min(t.item->seq->pos0 + t.item->t1 - t.chunk * kAttentionKeyChunk, kAttentionKeyChunk);
+  };
+  std::stable_sort(tasks.begin(), tasks.end(), [&](const Task& a, const Task& b) { return keys_of(a) > keys_of(b); });
+  // The calling thread's buffers, shared with the workers through these pointers.
+  thread_local std::vector<float> partial_buffer;
+  thread_local std::vector<simd::SoftmaxStats> stats_buffer;
+  partial_buffer.resize(partial_floats);
+  stats_buffer.resize(partial_floats / static_cast<size_t>(hd));
+  float* const partials = partial_buffer.data();
+  simd::SoftmaxStats* const stats = stats_buffer.data();
   pool.parallel_for_dynamic(tasks.size(), 1, [&](size_t task0, size_t task1) {
     thread_local std::vector<float> qb, scores, ob;
     for (size_t i = task0; i < task1; ++i) {
-      const Task& task = tasks[i];
-      const AttentionSeq& sq = *task.seq;
+      const Item& item = *tasks[i].item;
+      const AttentionSeq& sq = *item.seq;
       const KvBlocks& kv = sq.kv;
-      const int64_t t0 = task.t0, t1 = task.t1, kvh = task.kvh;
-      const int64_t rows = (t1 - t0) * group, len = sq.pos0 + t1;  // keys 0 .. the block's last position
+      const int64_t t0 = item.t0, t1 = item.t1, kvh = item.kvh;
+      // Keys [c0, c1) of the chunk; query position t sees keys 0 .. pos0 + t.
+      const int64_t c0 = tasks[i].chunk * kAttentionKeyChunk;
+      const int64_t c1 = std::min(sq.pos0 + t1, c0 + kAttentionKeyChunk), len = c1 - c0;
+      const int64_t rows = (t1 - t0) * group;
       // The block's query rows (position-major, then the group's heads) gathered contiguously.
       qb.resize(static_cast<size_t>(rows * hd));
       for (int64_t t = t0; t < t1; ++t)
         std::copy_n(sq.q + (t * s.n_heads + kvh * group) * hd, group * hd, &qb[(t - t0) * group * hd]);
       scores.resize(static_cast<size_t>(rows * len));
       const size_t head_offset = static_cast<size_t>(kvh * hd) * dtype_size(kv.type);
-      auto each_block = [&](auto&& fn) {  // fn(first position, positions, keys, values) over [0, len)
-        for (int64_t p0 = 0; p0 < len; p0 += kv.block_size) {
-          const size_t at = static_cast<size_t>(kv.blocks[p0 / kv.block_size]) * kv.block_stride + head_offset;
-          fn(p0, std::min(kv.block_size, len - p0), kv.keys + at, kv.values + at);
+      auto each_block = [&](auto&& fn) {  // fn(first position, positions, keys, values) over [c0, c1)
+        for (int64_t p = c0; p < c1;) {
+          const int64_t in_block = p % kv.block_size, count = std::min(kv.block_size - in_block, c1 - p);
+          const size_t at = static_cast<size_t>(kv.blocks[p / kv.block_size]) * kv.block_stride + head_offset +
+                            static_cast<size_t>(in_block * kv_stride) * dtype_size(kv.type);
+          fn(p - c0, count, kv.keys + at, kv.values + at);
+          p += count;
         }
       };
       each_block([&](int64_t p0, int64_t count, const uint8_t* k, const uint8_t*) {
         kernels::attention_scores(qb.data(), rows, hd, k, kv.type, count, kv_stride, hd, &scores[p0], len);
       });
+      simd::SoftmaxStats* row_stats =
+          item.chunks > 1 ? &stats[(item.partial + static_cast<size_t>(tasks[i].chunk * rows * hd)) / hd] : nullptr;
       for (int64_t r = 0; r < rows; ++r) {
-        // Causal: query at position pos0 + t sees keys 0 .. pos0 + t; the rest weigh 0.
-        const int64_t visible = sq.pos0 + t0 + r / group + 1;
+        const int64_t visible = std::clamp<int64_t>(sq.pos0 + t0 + r / group + 1 - c0, 0, len);
         float* row = &scores[r * len];
-        simd::softmax_scaled(row, static_cast<size_t>(visible), scale);
+        const simd::SoftmaxStats st =
+            visible > 0 ? simd::softmax_scaled(row, static_cast<size_t>(visible), scale) : simd::SoftmaxStats{0, 0};
         std::fill(row + visible, row + len, 0.0f);
+        if (row_stats) row_stats[r] = st;
       }
-      ob.assign(static_cast<size_t>(rows * hd), 0.0f);
+      float* o = item.chunks > 1 ? &partials[item.partial + static_cast<size_t>(tasks[i].chunk * rows * hd)] : nullptr;
+      if (!o) {
+        ob.resize(static_cast<size_t>(rows * hd));
+        o = ob.data();
+      }
+      std::fill_n(o, rows * hd, 0.0f);
       // Block after block, each value row accumulated in position order, as
       // over one contiguous cache.
       each_block([&](int64_t p0, int64_t count, const uint8_t*, const uint8_t* v) {
-        kernels::attention_values(&scores[p0], rows, len, v, kv.type, count, kv_stride, hd, ob.data(), hd);
+        kernels::attention_values(&scores[p0], rows, len, v, kv.type, count, kv_stride, hd, o, hd);
       });
-      for (int64_t t = t0; t < t1; ++t)
-        std::copy_n(&ob[(t - t0) * group * hd], group * hd, sq.out + (t * s.n_heads + kvh * group) * hd);
+      if (item.chunks == 1)
+        for (int64_t t = t0; t < t1; ++t)
+          std::copy_n(&o[(t - t0) * group * hd], group * hd, sq.out + (t * s.n_heads + kvh * group) * hd);
+    }
+  });
+  if (partial_floats == 0) return;
+  // Each row of a chunked item: its chunks' results weighted by their share of
+  // the whole softmax, in chunk order. A row that sees one chunk only gets
+  // that chunk's result times exactly 1, the bits of an unchunked row.
+  pool.parallel_for_dynamic(items.size(), 1, [&](size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; ++i) {
+      const Item& item = items[i];
+      if (item.chunks == 1) continue;
+      const AttentionSeq& sq = *item.seq;
+      const int64_t rows = (item.t1 - item.t0) * group;
+      const size_t chunk_floats = static_cast<size_t>(rows * hd);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t t = item.t0 + r / group, seen = (sq.pos0 + t) / kAttentionKeyChunk + 1;  // chunks it sees
+        auto stat = [&](int64_t c) { return stats[(item.partial + c * chunk_floats) / hd + r]; };
+        float mx = stat(0).max;
+        for (int64_t c = 1; c < seen; ++c) mx = std::max(mx, stat(c).max);
+        float total = 0;
+        for (int64_t c = 0; c < seen; ++c) total += std::exp(stat(c).max - mx) * stat(c).sum;
+        float* out = sq.out + (t * s.n_heads + item.kvh * group + r % group) * hd;
+        for (int64_t c = 0; c < seen; ++c) {
+          const float weight = std::exp(stat(c).max - mx) * stat(c).sum / total;
+          const float* part = &partials[item.partial + c * chunk_floats + r * hd];
+          for (int64_t d = 0; d < hd; ++d) out[d] = c == 0 ? weight * part[d] : out[d] + weight * part[d];
+        }
+      }
     }
   });
 }

@@ -39,6 +39,13 @@ void softmax(float* x, int64_t n);
 // its block, with the matmul's register tiles. A query row's result does not
 // depend on the block it is computed in (decode equals prefill bit for bit),
 // nor on how its keys are cut into blocks of storage.
+// A query row whose visible keys span more than kAttentionKeyChunk positions
+// is computed chunk by chunk (keys [0, C), [C, 2C), ...), each chunk a task of
+// its own, so one long sequence spreads over the threads (flash-decoding);
+// the chunks' softmaxes are merged in chunk order. The chunks are fixed
+// positions, so a row's arithmetic still depends only on its own position.
+constexpr int64_t kAttentionKeyChunk = 512;
+
 struct AttentionShape {
   int64_t n_heads, n_kv, hd;
 };

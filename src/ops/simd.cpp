@@ -102,7 +102,7 @@ void SiluMul(const float* gate, const float* up, size_t n, float* out) {
   for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
-void SoftmaxScaled(float* x, size_t n, float scale) {
+SoftmaxStats SoftmaxScaled(float* x, size_t n, float scale) {
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
   const auto vscale = hn::Set(df, scale);
@@ -128,6 +128,7 @@ void SoftmaxScaled(float* x, size_t n, float scale) {
   const auto inv = hn::Set(df, 1.0f / sum);
   for (i = 0; i + N <= n; i += N) hn::StoreU(hn::Mul(hn::LoadU(df, x + i), inv), df, x + i);
   for (; i < n; ++i) x[i] *= 1.0f / sum;
+  return {mx, sum};
 }
 
 double FmaPeakWork(size_t iterations) {
@@ -171,7 +172,9 @@ void narrow_f32(const float* src, size_t n, DType t, void* dst) { HWY_DYNAMIC_DI
 void silu_mul(const float* gate, const float* up, size_t n, float* out) {
   HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, n, out);
 }
-void softmax_scaled(float* x, size_t n, float scale) { HWY_DYNAMIC_DISPATCH(SoftmaxScaled)(x, n, scale); }
+SoftmaxStats softmax_scaled(float* x, size_t n, float scale) {
+  return HWY_DYNAMIC_DISPATCH(SoftmaxScaled)(x, n, scale);
+}
 double fma_peak_work(size_t iterations) { return HWY_DYNAMIC_DISPATCH(FmaPeakWork)(iterations); }
 std::string dispatched_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 std::string compiled_targets() {

@@ -23,7 +23,12 @@ void narrow_f32(const float* src, size_t n, DType t, void* dst);
 void silu_mul(const float* gate, const float* up, size_t n, float* out);
 
 // x = softmax(x * scale), in place, in f32 with the maximum subtracted.
-void softmax_scaled(float* x, size_t n, float scale);
+// Returns that maximum (of x * scale) and the sum of the exponentials the
+// results were divided by, so partial softmaxes can be merged.
+struct SoftmaxStats {
+  float max, sum;
+};
+SoftmaxStats softmax_scaled(float* x, size_t n, float scale);
 
 // The machine's f32 multiply-add peak, for benchmarks: runs `iterations`
 // rounds of independent register-resident FMAs and returns the number of

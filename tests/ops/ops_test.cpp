@@ -189,7 +189,9 @@ TEST(Ops, SiluMulAndSoftmax) {
 TEST(Ops, AttentionGqaCausalWithOffset) {
   ThreadPool pool(2);
   for (auto [n_heads, n_kv, hd] : {std::tuple{4, 2, 24}, std::tuple{6, 1, 7}, std::tuple{3, 3, 16}})
-    for (auto [n, pos0] : {std::pair{1, 0}, std::pair{5, 0}, std::pair{1, 40}, std::pair{3, 17}}) {
+    for (auto [n, pos0] : {std::pair{1, 0}, std::pair{5, 0}, std::pair{1, 40}, std::pair{3, 17},
+                           // keys in several chunks of kAttentionKeyChunk (512), merged
+                           std::pair{1, 1024}, std::pair{40, 500}, std::pair{3, 1100}}) {
       const int64_t total = pos0 + n;
       auto q = randn(n * n_heads * hd, 1), k = randn(total * n_kv * hd, 2), v = randn(total * n_kv * hd, 3);
       std::vector<float> got(q.size()), want(q.size());
@@ -197,6 +199,22 @@ TEST(Ops, AttentionGqaCausalWithOffset) {
       ref::attention(q.data(), n, pos0, k.data(), v.data(), n_heads, n_kv, hd, want.data());
       expect_close(got, want, 2e-5f, "attention");
     }
+}
+
+// Query rows computed together (prefill) give the bits of the same rows
+// computed one at a time (decode), also where a row's keys span several
+// chunks and where the rows of one block see different numbers of chunks.
+TEST(Ops, AttentionRowsEqualOneAtATimeBitForBit) {
+  ThreadPool pool(2);
+  const int64_t n_heads = 4, n_kv = 2, hd = 24, n = 40, pos0 = 1010;  // positions 1010..1049 cross 1024
+  const int64_t total = pos0 + n, row = n_heads * hd;
+  const auto q = randn(n * row, 21), k = randn(total * n_kv * hd, 22), v = randn(total * n_kv * hd, 23);
+  std::vector<float> together(q.size()), alone(row);
+  attention(q.data(), n, pos0, k.data(), v.data(), {n_heads, n_kv, hd}, together.data(), pool);
+  for (int64_t t = 0; t < n; ++t) {
+    attention(&q[t * row], 1, pos0 + t, k.data(), v.data(), {n_heads, n_kv, hd}, alone.data(), pool);
+    ASSERT_EQ(std::memcmp(alone.data(), &together[t * row], row * sizeof(float)), 0) << "position " << pos0 + t;
+  }
 }
 
 // Keys and values in blocks of a pool, in a shuffled block order, give the
@@ -212,7 +230,7 @@ TEST(Ops, PagedAttentionOfABatchEqualsContiguousBitForBit) {
       std::vector<int32_t> table;
     };
     std::vector<Seq> seqs;
-    for (auto [n, pos0] : {std::pair{1, 40}, std::pair{7, 0}, std::pair{3, 17}, std::pair{1, 5}}) {
+    for (auto [n, pos0] : {std::pair{1, 40}, std::pair{7, 0}, std::pair{3, 17}, std::pair{1, 5}, std::pair{2, 1030}}) {
       Seq q{n,
             pos0,
             randn(n * n_heads * hd, 11 + n),
