@@ -6,6 +6,9 @@
 //     L2: the compute speed of the decode kernel alone.
 //   BM_Prefill/<format>/<threads>: 512 activation rows against the
 //     [3072, 1024] gate_proj shape: GFLOP/s (counter "flops").
+//   BM_BatchedDecode/<format>/<rows>: a few activation rows (the sequences of
+//     a batched decode step) against the 100M-weight matrix, 2 threads:
+//     GFLOP/s, the weights streamed once for all rows.
 //   BM_Attention/<threads>: causal prefill attention of 512 positions,
 //     16 query heads over 8 kv heads of 128.
 #include <benchmark/benchmark.h>
@@ -107,6 +110,20 @@ void BM_Prefill(benchmark::State& state, WeightFormat f) {
   state.counters["flops"] = benchmark::Counter(2.0 * n * rows * cols * state.iterations(), benchmark::Counter::kIsRate);
 }
 
+void BM_BatchedDecode(benchmark::State& state, WeightFormat f) {
+  const int64_t n = state.range(0), rows = 98304, cols = 1024;
+  static std::unique_ptr<Weights> weights;
+  if (!weights || weights->w.format != f) weights = std::make_unique<Weights>(f, rows, cols);
+  ThreadPool pool(2);
+  const auto x = activations(n * cols);
+  std::vector<float> y(n * rows);
+  for (auto _ : state) {
+    matmul(x.data(), n, weights->w, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["flops"] = benchmark::Counter(2.0 * n * rows * cols * state.iterations(), benchmark::Counter::kIsRate);
+}
+
 void BM_Attention(benchmark::State& state) {
   const int64_t n = 512, nh = 16, nkv = 8, hd = 128;
   ThreadPool pool(static_cast<int>(state.range(0)));
@@ -132,6 +149,8 @@ BENCHMARK_CAPTURE(BM_DecodeInCache, bf16, WeightFormat::BF16)->Arg(1);
 BENCHMARK_CAPTURE(BM_DecodeInCache, q8, WeightFormat::Q8)->Arg(1);
 BENCHMARK_CAPTURE(BM_DecodeInCache, q4, WeightFormat::Q4)->Arg(1);
 QINFER_FORMATS(BM_Prefill);
+BENCHMARK_CAPTURE(BM_BatchedDecode, q8, WeightFormat::Q8)->Arg(4)->Arg(16)->Arg(64)->UseRealTime();
+BENCHMARK_CAPTURE(BM_BatchedDecode, q4, WeightFormat::Q4)->Arg(4)->Arg(16)->Arg(64)->UseRealTime();
 BENCHMARK(BM_Attention)->Arg(1)->Arg(2)->UseRealTime();
 
 }  // namespace
