@@ -1,10 +1,14 @@
-// qinfer make-test-model: a random-weight checkpoint with real shapes, for benchmarks without a download.
+// qinfer make-test-model: a random-weight checkpoint with real shapes, for
+// benchmarks without a download; with --script, one whose greedy reply is a
+// given text, for testing what reads replies (reasoning and tool-call splits).
 #include <cstdio>
+#include <vector>
 
 #include "commands.h"
 #include "embedded_tokenizer.h"
 #include "model/test_model.h"
 #include "output_dir.h"
+#include "text/tokenizer.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 
@@ -12,19 +16,24 @@ namespace qinfer::cli {
 
 void add_make_test_model_command(CLI::App& app) {
   struct Args {
-    std::string preset = "qwen3-0.6b", dtype = "bf16", out;
+    std::string preset = "qwen3-0.6b", dtype = "bf16", out, script;
     uint64_t seed = 0;
     bool force = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "make-test-model",
-      "Write a RANDOM-weight Qwen3 checkpoint (HF layout, real shapes, the Qwen3 tokenizer) for benchmarks");
+      "Write a RANDOM-weight Qwen3 checkpoint (HF layout, real shapes, the Qwen3 tokenizer) for benchmarks; with "
+      "--script, one whose greedy reply is a given text, for tests");
   cmd->add_option("--preset", a->preset, "qwen3-0.6b or tiny")->capture_default_str();
   cmd->add_option("--dtype", a->dtype, "bf16, f16 or f32")->capture_default_str();
   cmd->add_option("--out", a->out, "Output directory (created; an existing one only with --force)")->required();
   cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
   cmd->add_flag("--force", a->force, "Overwrite the checkpoint files in an existing --out directory");
+  cmd->add_option("--script", a->script,
+                  "Instead of random weights: weights whose greedy continuation of a prompt ending in \"\\n\" (as a "
+                  "chat template's generation prompt does) is TEXT's tokens, then <|im_end|>; for testing reply "
+                  "parsing. A token may recur in \"\\n\" + TEXT only before the same next token");
   cmd->callback([a] {
     DType t;
     if (a->dtype == "bf16")
@@ -36,12 +45,31 @@ void add_make_test_model_command(CLI::App& app) {
     else
       fail("--dtype must be bf16, f16 or f32, not '", a->dtype, "'");
     const Qwen3Config config = test_model_preset(a->preset);
+    std::vector<int32_t> chain;
+    if (!a->script.empty()) {
+      // The chain starts at "\n": the last token of "<|im_start|>assistant\n".
+      const Tokenizer tokenizer = Tokenizer::from_json(embedded_tokenizer_json());
+      chain = tokenizer.encode("\n");
+      const std::vector<int32_t> script = tokenizer.encode(a->script);
+      chain.insert(chain.end(), script.begin(), script.end());
+      const int32_t eos = config.eos_token_ids.at(0);
+      if (chain.back() != eos) chain.push_back(eos);
+    }
     check_output_dir(a->out, a->force);
-    write_test_model(a->out, config, t, a->seed);
+    if (chain.empty()) {
+      write_test_model(a->out, config, t, a->seed);
+    } else {
+      write_scripted_test_model(a->out, config, t, chain);
+    }
     write_file(a->out + "/tokenizer.json", embedded_tokenizer_json());
     write_file(a->out + "/tokenizer_config.json", embedded_tokenizer_config_json());
-    std::printf("wrote %s (%s, %s, seed %llu; random weights)\n", a->out.c_str(), a->preset.c_str(), a->dtype.c_str(),
-                static_cast<unsigned long long>(a->seed));
+    if (chain.empty()) {
+      std::printf("wrote %s (%s, %s, seed %llu; random weights)\n", a->out.c_str(), a->preset.c_str(), a->dtype.c_str(),
+                  static_cast<unsigned long long>(a->seed));
+    } else {
+      std::printf("wrote %s (%s, %s; scripted: greedy decoding after \"\\n\" follows %zu tokens)\n", a->out.c_str(),
+                  a->preset.c_str(), a->dtype.c_str(), chain.size() - 1);
+    }
   });
 }
 

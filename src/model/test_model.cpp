@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
+#include <utility>
 
 #include "io/safetensors_writer.h"
 #include "util/error.h"
@@ -59,37 +61,34 @@ struct FastNormal {
   }
 };
 
+void set_element(TensorData& t, int64_t i, float v) {
+  if (t.dtype == DType::F32) {
+    std::memcpy(&t.bytes[4 * i], &v, 4);
+  } else {
+    const uint16_t h = t.dtype == DType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+    std::memcpy(&t.bytes[2 * i], &h, 2);
+  }
+}
+
 TensorData random_tensor(const std::string& name, std::vector<int64_t> shape, DType dtype, float mean, float std,
                          FastNormal& rng) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   TensorData t{name, dtype, std::move(shape), std::vector<uint8_t>(static_cast<size_t>(n) * dtype_size(dtype))};
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = mean + std * rng();
-    if (dtype == DType::F32) {
-      std::memcpy(&t.bytes[4 * i], &v, 4);
-    } else {
-      const uint16_t h = dtype == DType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
-      std::memcpy(&t.bytes[2 * i], &h, 2);
-    }
-  }
+  for (int64_t i = 0; i < n; ++i) set_element(t, i, mean + std * rng());
   return t;
 }
 
-}  // namespace
-
-void write_test_model(const std::string& dir, const Qwen3Config& c, DType dtype, uint64_t seed) {
-  std::filesystem::create_directories(dir);
-  FastNormal rng{seed * 0x2545f4914f6cdd1dull + 1};
+// Every tensor of a Qwen3 checkpoint in file order; make(name, shape, is_norm) makes each.
+template <typename Make>
+std::vector<TensorData> checkpoint_tensors(const Qwen3Config& c, Make make) {
   const int64_t H = c.hidden_size, hd = c.head_dim, q = c.num_attention_heads * hd, kv = c.num_key_value_heads * hd,
                 I = c.intermediate_size;
   std::vector<TensorData> ts;
   auto mat = [&](const std::string& name, int64_t rows, int64_t cols) {
-    ts.push_back(random_tensor(name, {rows, cols}, dtype, 0.0f, 0.02f, rng));
+    ts.push_back(make(name, {rows, cols}, false));
   };
-  auto norm = [&](const std::string& name, int64_t n) {
-    ts.push_back(random_tensor(name, {n}, dtype, 1.0f, 0.1f, rng));
-  };
+  auto norm = [&](const std::string& name, int64_t n) { ts.push_back(make(name, {n}, true)); };
   mat("model.embed_tokens.weight", c.vocab_size, H);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
@@ -107,17 +106,25 @@ void write_test_model(const std::string& dir, const Qwen3Config& c, DType dtype,
   }
   norm("model.norm.weight", H);
   if (!c.tie_word_embeddings) mat("lm_head.weight", c.vocab_size, H);
-  write_safetensors(dir + "/model.safetensors", ts);
+  return ts;
+}
 
+TensorData& tensor_named(std::vector<TensorData>& ts, const std::string& name) {
+  for (TensorData& t : ts)
+    if (t.name == name) return t;
+  fail("internal: no tensor ", name);
+}
+
+void write_config_files(const std::string& dir, const Qwen3Config& c, DType dtype) {
   const char* torch_dtype = dtype == DType::BF16 ? "bfloat16" : dtype == DType::F16 ? "float16" : "float32";
   nlohmann::ordered_json config = {{"architectures", {"Qwen3ForCausalLM"}},
                                    {"attention_bias", false},
                                    {"bos_token_id", 151643},
                                    {"eos_token_id", c.eos_token_ids.empty() ? 151645 : c.eos_token_ids[0]},
-                                   {"head_dim", hd},
+                                   {"head_dim", c.head_dim},
                                    {"hidden_act", "silu"},
-                                   {"hidden_size", H},
-                                   {"intermediate_size", I},
+                                   {"hidden_size", c.hidden_size},
+                                   {"intermediate_size", c.intermediate_size},
                                    {"max_position_embeddings", c.max_position_embeddings},
                                    {"model_type", "qwen3"},
                                    {"num_attention_heads", c.num_attention_heads},
@@ -135,6 +142,63 @@ void write_test_model(const std::string& dir, const Qwen3Config& c, DType dtype,
                                 {"pad_token_id", 151643}, {"temperature", 0.6}, {"top_k", 20},
                                 {"top_p", 0.95}};
   write_file(dir + "/generation_config.json", gen.dump(2) + "\n");
+}
+
+}  // namespace
+
+void write_test_model(const std::string& dir, const Qwen3Config& c, DType dtype, uint64_t seed) {
+  std::filesystem::create_directories(dir);
+  FastNormal rng{seed * 0x2545f4914f6cdd1dull + 1};
+  write_safetensors(dir + "/model.safetensors",
+                    checkpoint_tensors(c, [&](const std::string& name, std::vector<int64_t> shape, bool is_norm) {
+                      return random_tensor(name, std::move(shape), dtype, is_norm ? 1.0f : 0.0f, is_norm ? 0.1f : 0.02f,
+                                           rng);
+                    }));
+  write_config_files(dir, c, dtype);
+}
+
+void write_scripted_test_model(const std::string& dir, Qwen3Config c, DType dtype, std::span<const int32_t> chain) {
+  if (chain.size() < 2) fail("a scripted model needs a chain of at least two tokens (a start and what follows it)");
+  for (size_t i = 0; i < chain.size(); ++i)
+    if (chain[i] < 0 || chain[i] >= c.vocab_size)
+      fail("scripted chain: token ", i, " is id ", chain[i], ", outside the vocabulary [0, ", c.vocab_size, ")");
+  // The one-hot slot of each token that has a successor, and that successor.
+  std::unordered_map<int32_t, std::pair<int64_t, int32_t>> slot_of;
+  std::vector<int32_t> sources;
+  for (size_t i = 0; i + 1 < chain.size(); ++i) {
+    const auto [it, added] = slot_of.try_emplace(chain[i], static_cast<int64_t>(sources.size()), chain[i + 1]);
+    if (added) {
+      sources.push_back(chain[i]);
+    } else if (it->second.second != chain[i + 1]) {
+      fail("scripted chain: token id ", chain[i], " is followed by ", it->second.second, " and, at position ", i + 1,
+           ", by ", chain[i + 1],
+           "; the next token depends only on the current one, so a token may recur only with "
+           "the same successor");
+    }
+  }
+  if (static_cast<int64_t>(sources.size()) > c.hidden_size)
+    fail("scripted chain: ", sources.size(), " distinct tokens have a successor, but hidden size ", c.hidden_size,
+         " holds at most ", c.hidden_size, " (use a larger preset or a shorter script)");
+
+  c.tie_word_embeddings = false;  // the lm_head rows are not the embeddings
+  std::filesystem::create_directories(dir);
+  auto ts = checkpoint_tensors(c, [&](const std::string& name, std::vector<int64_t> shape, bool is_norm) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    TensorData t{name, dtype, std::move(shape), std::vector<uint8_t>(static_cast<size_t>(n) * dtype_size(dtype))};
+    if (is_norm)
+      for (int64_t i = 0; i < n; ++i) set_element(t, i, 1.0f);
+    return t;
+  });
+  TensorData& embed = tensor_named(ts, "model.embed_tokens.weight");
+  TensorData& lm_head = tensor_named(ts, "lm_head.weight");
+  for (const int32_t token : sources) {
+    const auto [slot, next] = slot_of.at(token);
+    set_element(embed, token * c.hidden_size + slot, 1.0f);
+    set_element(lm_head, next * c.hidden_size + slot, 16.0f);
+  }
+  write_safetensors(dir + "/model.safetensors", ts);
+  write_config_files(dir, c, dtype);
 }
 
 }  // namespace qinfer

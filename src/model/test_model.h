@@ -1,7 +1,9 @@
 // Random-weight Qwen3 checkpoints in Hugging Face layout, with the real shapes,
-// so anyone can run and benchmark the engine without downloading weights.
+// so anyone can run and benchmark the engine without downloading weights; and
+// scripted ones, whose greedy output is a chain of tokens chosen by a test.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "io/hf_config.h"
@@ -15,5 +17,20 @@ Qwen3Config test_model_preset(const std::string& name);
 // Writes config.json, generation_config.json and model.safetensors (weights
 // ~N(0, 0.02), norm weights ~1) into dir, which is created if needed.
 void write_test_model(const std::string& dir, const Qwen3Config& config, DType dtype, uint64_t seed);
+
+// A checkpoint whose greedy decoding follows a fixed chain of token ids: after
+// chain[i] comes chain[i + 1], whatever came before. It exists to test what
+// reads the output (the <think> / <tool_call> split of a chat reply), which
+// random weights never exercise. How: every layer's o_proj and down_proj are
+// zero, so the residual stream stays the token's embedding; each token with a
+// successor gets a one-hot embedding e_k (k < hidden_size), every other token
+// a zero one; the final norm is 1 and the (untied) lm_head row of the
+// successor is 16 e_k, so its logit (16 sqrt(hidden_size)) is the only
+// non-zero one, a margin that sampling at any temperature the API allows
+// (up to 2) does not undo either. A token may recur only with the same
+// successor; the last one has none (end the chain with an eos id). Error
+// naming the conflict, an id outside the vocabulary, or more distinct tokens
+// with a successor than hidden_size.
+void write_scripted_test_model(const std::string& dir, Qwen3Config config, DType dtype, std::span<const int32_t> chain);
 
 }  // namespace qinfer

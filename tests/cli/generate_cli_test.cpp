@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -135,6 +136,32 @@ TEST(MakeTestModelCli, WritesALoadableCheckpoint) {
   r = run_command(bin() + " make-test-model --preset huge --out " + dir.path() + " 2>&1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("unknown preset 'huge'"), std::string::npos) << r.output;
+}
+
+TEST(MakeTestModelCli, ScriptedCheckpointRepliesWithTheScriptThenStops) {
+  qinfer::test::ScratchDir dir("mtm-script");
+  const std::string script = "<think>Two plus two makes four.</think>\n\nThe answer is 4";
+  std::ofstream(dir.file("script.txt")) << script;
+  auto r = run_command(bin() + " make-test-model --preset tiny --out " + dir.file("m") + " --script \"$(cat " +
+                       dir.file("script.txt") + ")\" 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("scripted"), std::string::npos) << r.output;
+  // A chat prompt ends in "assistant\n"; sampling with the checkpoint's defaults follows the script too.
+  std::ofstream(dir.file("prompt.txt")) << "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n";
+  for (const std::string sampling : {"--temp 0", "--seed 3"}) {
+    r = run_command(bin() + " generate -m " + dir.file("m") + " --prompt-file " + dir.file("prompt.txt") +
+                    " -n 40 --json " + sampling);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const json j = json::parse(r.output);
+    EXPECT_EQ(j["text"], script) << sampling;
+    EXPECT_EQ(j["finish_reason"], "stop") << sampling;  // the script ends in <|im_end|>
+  }
+  // "\n" then "\nabc": "\n" would be followed by "\n" and by "abc".
+  r = run_command(bin() + " make-test-model --preset tiny --out " + dir.file("bad") +
+                  " --script \"$(printf '\\nabc')\" 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("token id 198 is followed by 198"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("bad")));
 }
 
 TEST(GenerateCli, TextPromptJsonHasTextWithoutPromptAndHonoursStop) {
