@@ -201,8 +201,13 @@ ordered_json chat_messages(const ordered_json& body) {
     ordered_json out = m;
     if (role == "developer") out["role"] = "system";  // OpenAI's newer name for the system role
     if (m.contains("content")) out["content"] = message_content(m["content"], i);
-    if (!out.contains("content") && !(role == "assistant" && m.contains("tool_calls")))
-      bad(param + ".content", "'" + param + ".content' is missing");
+    if (!out.contains("content") || out["content"].is_null()) {
+      // OpenAI allows no content only beside tool calls (its own replies carry "content": null
+      // there); templates read content as a string, so it becomes "", as vLLM and llama-server do.
+      if (!(role == "assistant" && m.contains("tool_calls")))
+        bad(param + ".content", "'" + param + ".content' is missing (null is allowed only beside tool_calls)");
+      out["content"] = "";
+    }
     if (m.contains("tool_calls")) {
       if (!m["tool_calls"].is_array()) bad(param + ".tool_calls", "'" + param + ".tool_calls' must be a list");
       for (auto& call : out["tool_calls"]) {

@@ -78,6 +78,25 @@ TEST_F(OpenAiRequest, EnableThinkingFalseClosesTheThinkBlockInThePrompt) {
   EXPECT_FALSE(r.starts_in_reasoning);
 }
 
+// A follow-up turn sends the assistant's reply back as the SDK returned it:
+// "content": null (or none) beside its tool_calls, arguments as a JSON string.
+TEST_F(OpenAiRequest, AnAssistantToolCallWithNullContentAndItsResultRender) {
+  for (const char* content : {R"("content": null, )", ""}) {
+    const ordered_json body = ordered_json::parse(std::string(R"({"messages": [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", )") + content + R"("tool_calls": [{"id": "call_1", "type": "function",
+          "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "18 C"}]})");
+    const CompletionRequest r = parse_chat_request(body, served(512));
+    const std::string rendered = bundle_->require_tokenizer().decode(r.prompts[0]);
+    EXPECT_NE(rendered.find("<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                            "{\"city\": \"Paris\"}}\n</tool_call><|im_end|>"),
+              std::string::npos)
+        << rendered;
+    EXPECT_NE(rendered.find("<tool_response>\n18 C\n</tool_response>"), std::string::npos) << rendered;
+  }
+}
+
 TEST_F(OpenAiRequest, DefaultsFromTheModelAndUntilTheContextIsFull) {
   const CompletionRequest r = parse_completion_request(ordered_json::parse(R"({"prompt": "Hello"})"), served(50));
   EXPECT_EQ(r.options.max_new_tokens, 50);  // the context ends it
@@ -108,6 +127,9 @@ TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
       {R"({"messages": []})", true, "messages", "must not be empty"},
       {R"({"messages": [{"role": "wizard", "content": "x"}]})", true, "messages[0].role", "'wizard'"},
       {R"({"messages": [{"role": "user"}]})", true, "messages[0].content", "missing"},
+      {R"({"messages": [{"role": "user", "content": null}]})", true, "messages[0].content", "only beside tool_calls"},
+      {R"({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": null}]})", true,
+       "messages[1].content", "missing"},
       {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", true, "messages[0].content",
        "text only"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": {}})", true, "tools", "list"},
