@@ -1,0 +1,204 @@
+// Reasoning and tool calls through the official openai client, on scripted
+// checkpoints (`qinfer make-test-model --script TEXT`: weights whose reply to
+// any chat prompt is TEXT, then <|im_end|>), so the server's split of
+// <think>...</think> into reasoning_content and <tool_call>{json}</tool_call>
+// into tool_calls is checked on tokens a model really emits, streamed and not.
+//   QINFER=build/qinfer node --test tests/openai_client/reasoning_tools.test.mjs
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import fs from 'node:fs';
+import os from 'node:os';
+import OpenAI from 'openai';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const qinfer = path.resolve(root, process.env.QINFER ?? 'build/qinfer');
+
+// The next token depends only on the current one, so no token of a script may
+// recur before a different one: hence the unusual JSON spacing.
+const REASONING = 'The user wants the weather in Paris.';
+const CALL_JSON = '{"name": "get_weather","arguments":{"city":"Paris"}}';
+const TOOL_SCRIPT = `<think>${REASONING}</think>\n\n<tool_call>${CALL_JSON}</tool_call>`;
+const ANSWER_REASONING = 'Two plus two makes four.';
+const ANSWER = 'The answer is 4';
+const ANSWER_SCRIPT = `<think>${ANSWER_REASONING}</think>\n\n${ANSWER}`;
+
+const tools = [{
+  type: 'function',
+  function: {
+    name: 'get_weather', description: 'Current weather in a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+}];
+const weatherQuestion = [{ role: 'user', content: 'What is the weather in Paris?' }];
+const sumQuestion = [{ role: 'user', content: 'What is 2+2?' }];
+const TAGS = /<\/?think>|<\/?tool_call>/;
+
+const servers = [];
+const dirs = [];
+
+async function serveScript(script) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qinfer-scripted-'));
+  dirs.push(dir);
+  execFileSync(qinfer, ['make-test-model', '--preset', 'tiny', '--out', path.join(dir, 'm'), '--script', script]);
+  const proc = spawn(qinfer, ['serve', '-m', path.join(dir, 'm'), '--served-model-name', 'scripted', '--port', '0',
+    '-t', '1', '--ctx', '1024', '--parallel', '2'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  servers.push(proc);
+  let log = '';
+  proc.stderr.setEncoding('utf8');
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('no listening line: ' + log)), 30000);
+    proc.stderr.on('data', (d) => {
+      log += d;
+      const m = log.match(/listening on (http:\/\/[\d.]+:\d+)/);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    proc.on('exit', (code) => reject(new Error(`qinfer serve exited ${code}: ${log}`)));
+  });
+  for (let i = 0; i < 600; ++i) {
+    const r = await fetch(url + '/health').catch(() => null);
+    if (r && r.status === 200) return { url, client: new OpenAI({ baseURL: url + '/v1', apiKey: 'none', maxRetries: 0 }) };
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('never healthy: ' + log);
+}
+
+let toolServer, answerServer;
+
+before(async () => {
+  [toolServer, answerServer] = await Promise.all([serveScript(TOOL_SCRIPT), serveScript(ANSWER_SCRIPT)]);
+});
+
+after(() => {
+  for (const p of servers) if (p.exitCode === null) p.kill('SIGKILL');
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+async function tokenCount(server, text) {
+  const r = await fetch(server.url + '/tokenize', { method: 'POST', body: JSON.stringify({ prompt: text }) });
+  return (await r.json()).count;
+}
+
+// A stream's deltas, put together the way a client does: reasoning and
+// content concatenated, tool calls assembled piece by piece by their index.
+async function collectStream(client, body) {
+  const stream = await client.chat.completions.create({ ...body, stream: true });
+  const out = { reasoning: '', content: '', calls: [], finish: null, role: null, ids: new Set(), contentPieces: [],
+    reasoningPieces: 0 };
+  for await (const chunk of stream) {
+    out.ids.add(chunk.id);
+    for (const c of chunk.choices) {
+      const d = c.delta;
+      if (d.role) out.role = d.role;
+      if (d.reasoning_content) { out.reasoning += d.reasoning_content; ++out.reasoningPieces; }
+      if (typeof d.content === 'string') { out.content += d.content; out.contentPieces.push(d.content); }
+      for (const t of d.tool_calls ?? []) {
+        const call = (out.calls[t.index] ??= { id: '', type: '', function: { name: '', arguments: '' } });
+        if (t.id) call.id += t.id;
+        if (t.type) call.type = t.type;
+        if (t.function?.name) call.function.name += t.function.name;
+        if (t.function?.arguments) call.function.arguments += t.function.arguments;
+      }
+      if (c.finish_reason) out.finish = c.finish_reason;
+    }
+  }
+  return out;
+}
+
+function assertWeatherCall(calls) {
+  assert.equal(calls.length, 1);
+  const [call] = calls;
+  assert.equal(call.type, 'function');
+  assert.ok(typeof call.id === 'string' && call.id.length > 0, 'a tool call has an id');
+  assert.equal(call.function.name, 'get_weather');
+  assert.equal(typeof call.function.arguments, 'string', 'arguments are a JSON string, as OpenAI sends them');
+  assert.deepEqual(JSON.parse(call.function.arguments), JSON.parse(CALL_JSON).arguments);
+}
+
+test('the tool script holds the call the tests expect', () => {
+  assert.deepEqual(JSON.parse(CALL_JSON), { name: 'get_weather', arguments: { city: 'Paris' } });
+});
+
+test('tool call: reasoning apart, no raw tags, tool_calls parsed, finish_reason tool_calls, usage exact', async () => {
+  const r = await toolServer.client.chat.completions.create({ model: 'scripted', messages: weatherQuestion, tools,
+    temperature: 0 });
+  const [choice] = r.choices;
+  assert.equal(choice.finish_reason, 'tool_calls');
+  assert.equal(choice.message.role, 'assistant');
+  assert.equal(choice.message.reasoning_content, REASONING);
+  assert.ok(!choice.message.content, `no content beside the call, got ${JSON.stringify(choice.message.content)}`);
+  assertWeatherCall(choice.message.tool_calls);
+  // Every token of the script, then <|im_end|>.
+  assert.equal(r.usage.completion_tokens, (await tokenCount(toolServer, TOOL_SCRIPT)) + 1);
+});
+
+test('tool call streamed: the deltas add up to the JSON answer, never a raw tag', async () => {
+  const body = { model: 'scripted', messages: weatherQuestion, tools, temperature: 0 };
+  const whole = (await toolServer.client.chat.completions.create(body)).choices[0].message;
+  const s = await collectStream(toolServer.client, body);
+  assert.equal(s.ids.size, 1);
+  assert.equal(s.role, 'assistant');
+  assert.equal(s.finish, 'tool_calls');
+  assert.equal(s.reasoning, whole.reasoning_content);
+  assert.ok(s.reasoningPieces > 1, 'reasoning streams token by token, not held back to the end');
+  for (const piece of s.contentPieces) assert.doesNotMatch(piece, TAGS);
+  assert.equal(s.content, whole.content ?? '');
+  assertWeatherCall(s.calls);
+  assert.equal(s.calls[0].function.name, whole.tool_calls[0].function.name);
+  assert.equal(s.calls[0].function.arguments, whole.tool_calls[0].function.arguments);
+  assert.match(s.calls[0].id, /^call_/);
+});
+
+test('enable_thinking: false continues after the empty think block: the call alone', async () => {
+  const body = { model: 'scripted', messages: weatherQuestion, tools, temperature: 0,
+    chat_template_kwargs: { enable_thinking: false } };
+  const [choice] = (await toolServer.client.chat.completions.create(body)).choices;
+  assert.equal(choice.finish_reason, 'tool_calls');
+  assert.equal(choice.message.reasoning_content, undefined);
+  assert.ok(!choice.message.content);
+  assertWeatherCall(choice.message.tool_calls);
+  const s = await collectStream(toolServer.client, body);
+  assert.equal(s.reasoning, '');
+  assert.equal(s.finish, 'tool_calls');
+  assertWeatherCall(s.calls);
+});
+
+test('a follow-up turn with the assistant tool call and the tool result is accepted', async () => {
+  const first = await toolServer.client.chat.completions.create({ model: 'scripted', messages: weatherQuestion, tools,
+    temperature: 0 });
+  const call = first.choices[0].message.tool_calls[0];
+  const followUp = [...weatherQuestion, first.choices[0].message,
+    { role: 'tool', tool_call_id: call.id, content: '{"temperature_c": 18, "sky": "clear"}' }];
+  const second = await toolServer.client.chat.completions.create({ model: 'scripted', messages: followUp, tools,
+    temperature: 0 });
+  assert.equal(second.choices.length, 1);
+  // The call and its result are in the prompt: it grew by more than the tool result's tokens.
+  assert.ok(second.usage.prompt_tokens > first.usage.prompt_tokens + 10,
+    `${second.usage.prompt_tokens} vs ${first.usage.prompt_tokens}`);
+  assert.equal(second.choices[0].finish_reason, 'tool_calls');  // the script calls the tool again
+});
+
+test('plain answer: reasoning, then content, finish_reason stop; streamed alike', async () => {
+  const body = { model: 'scripted', messages: sumQuestion, temperature: 0 };
+  const [choice] = (await answerServer.client.chat.completions.create(body)).choices;
+  assert.equal(choice.finish_reason, 'stop');
+  assert.equal(choice.message.reasoning_content, ANSWER_REASONING);
+  assert.equal(choice.message.content, ANSWER);
+  assert.equal(choice.message.tool_calls, undefined);
+  const s = await collectStream(answerServer.client, body);
+  assert.equal(s.finish, 'stop');
+  assert.equal(s.reasoning, ANSWER_REASONING);
+  assert.equal(s.content, ANSWER);
+  for (const piece of s.contentPieces) assert.doesNotMatch(piece, TAGS);
+  assert.equal(s.calls.length, 0);
+});
+
+test('plain answer with enable_thinking: false: the content alone', async () => {
+  const body = { model: 'scripted', messages: sumQuestion, chat_template_kwargs: { enable_thinking: false } };
+  const [choice] = (await answerServer.client.chat.completions.create(body)).choices;  // default sampling
+  assert.equal(choice.finish_reason, 'stop');
+  assert.equal(choice.message.reasoning_content, undefined);
+  assert.equal(choice.message.content, ANSWER);
+});
