@@ -65,18 +65,22 @@ struct RowGroup {
   size_t target, r0, r1;
 };
 
-// The targets' rows cut into groups. In decode the last groups of the job
-// are cut four times finer, so the threads finish together instead of one
-// waiting for the other's last large group.
-std::vector<RowGroup> row_groups(std::initializer_list<MatmulTarget> targets, bool decode) {
+// The targets' rows cut into groups: long ones where the weights stream
+// (decode; Q8/Q4 with few rows), short ones otherwise. The last long groups
+// of the job are cut four times finer, so the threads finish together instead
+// of one waiting for the other's last large group.
+std::vector<RowGroup> row_groups(std::initializer_list<MatmulTarget> targets, size_t rows) {
   constexpr size_t kFinerTail = 2;  // groups at the end cut into quarters
   std::vector<RowGroup> groups;
+  bool streamed = false;
   for (size_t ti = 0; ti < targets.size(); ++ti) {
     const WeightMatrix& w = targets.begin()[ti].w;
-    const size_t m = static_cast<size_t>(w.rows), size = decode ? decode_group_rows(w) : kPrefillGroupRows;
+    const bool stream = rows == 1 || (w.quantized() && rows <= kernels::kStreamedRows);
+    streamed |= stream;
+    const size_t m = static_cast<size_t>(w.rows), size = stream ? decode_group_rows(w) : kPrefillGroupRows;
     for (size_t r = 0; r < m; r += size) groups.push_back({ti, r, std::min(m, r + size)});
   }
-  if (!decode) return groups;
+  if (!streamed) return groups;
   std::vector<RowGroup> tail;
   for (size_t i = groups.size() > kFinerTail ? groups.size() - kFinerTail : 0; i < groups.size(); ++i) {
     const RowGroup g = groups[i];
@@ -145,7 +149,7 @@ void matmul(const float* x, int64_t n, std::initializer_list<MatmulTarget> targe
   const kernels::Activations a = prepare(x, rows, k, targets, scratch, pool);
 
   // Groups of weight rows of all targets, claimed by whichever thread is free.
-  const std::vector<RowGroup> groups = row_groups(targets, rows == 1);
+  const std::vector<RowGroup> groups = row_groups(targets, rows);
   pool.parallel_for_dynamic(groups.size(), 1, [&](size_t g0, size_t g1) {
     thread_local std::vector<float> widened;
     for (size_t g = g0; g < g1; ++g) {

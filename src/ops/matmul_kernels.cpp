@@ -215,6 +215,7 @@ struct GroupArgs {
   size_t i0, k;  // first activation row, row length
   float* y;
   size_t ldy, nr;  // y[i * ldy + j] for j < nr
+  bool prefetch;   // the weights come from memory: fetch ahead of the stream
 };
 
 #if HWY_TARGET == HWY_AVX3_DL
@@ -250,7 +251,7 @@ HWY_NOINLINE QINFER_VNNI void GroupTile(const GroupArgs& t) {
   for (size_t b = 0; b < blocks; ++b) {
     const uint8_t* p0 = t.g0 + b * BB;
     const uint8_t* p1 = t.g1 + b * BB;
-    if constexpr (R == 1)
+    if (t.prefetch)
       for (size_t line = 0; line < BB; line += 64) {
         hwy::Prefetch(p0 + line + kPrefetchBytes);
         hwy::Prefetch(p1 + line + kPrefetchBytes);
@@ -317,7 +318,7 @@ HWY_NOINLINE void GroupTile(const GroupArgs& t) {
   const int32_t* zero_dot = t.a->zero_dot[static_cast<int>(QuantFormat::Q4)] + t.i0 * blocks;
   for (size_t b = 0; b < blocks; ++b) {
     const uint8_t* p = t.g0 + b * BB;
-    if constexpr (R == 1)
+    if (t.prefetch)
       for (size_t line = 0; line < BB; line += 64) hwy::Prefetch(p + line + kPrefetchBytes);
     const __m256 scales = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     __m256i w[8];  // w[c]: codes 4c..4c+3 of every row (Q8: as signed q)
@@ -416,11 +417,41 @@ HWY_INLINE void GroupTileOf(const GroupArgs& t) {
     GroupTile<R, QuantFormat::Q4>(t);
 }
 
+// The tile of `rows` (1 .. kQuantTileRows) activation rows.
+void GroupTileRows(size_t rows, const GroupArgs& t) {
+  switch (rows) {
+    case 1:
+      return GroupTileOf<1>(t);
+    case 2:
+      return GroupTileOf<2>(t);
+    case 3:
+      return GroupTileOf<3>(t);
+    case 4:
+      return GroupTileOf<4>(t);
+    case 5:
+      if constexpr (kQuantTileRows >= 5) return GroupTileOf<5>(t);
+      break;
+    case 6:
+      if constexpr (kQuantTileRows >= 6) return GroupTileOf<6>(t);
+      break;
+    case 7:
+      if constexpr (kQuantTileRows >= 7) return GroupTileOf<7>(t);
+      break;
+    case 8:
+      if constexpr (kQuantTileRows >= 8) return GroupTileOf<8>(t);
+      break;
+  }
+  HWY_ASSERT(false);
+}
+
 // Weight rows [r0, r1) (r0 a multiple of 8) of a quantized matrix times
-// activation rows [i0, i0 + ni): activation tiles outside, the tiles of one
-// or two groups inside, so a tile's activation rows stay in L1 while the
-// caller's group of weight rows (sized for L2) streams past. Decode (ni == 1)
-// walks consecutive groups: one long stream.
+// activation rows [i0, i0 + ni). Many rows (prefill): activation tiles
+// outside, the tiles of one or two groups inside, so a tile's activation rows
+// stay in L1 while the caller's group of weight rows (sized for L2) streams
+// past. Few rows (decode, batched decode: ni <= kStreamedRows): weight tiles
+// outside, so the caller's long run of weight rows streams from memory once,
+// prefetched ahead by the first activation tile and reused from L1 by the
+// others. Either way each output is one tile's fixed arithmetic.
 void QuantDotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
                   size_t ldy) {
   const size_t k = static_cast<size_t>(w.cols), blocks = k / kQuantBlock;
@@ -428,48 +459,19 @@ void QuantDotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t
   const size_t group_bytes = blocks * quant_block_bytes(f);
   const auto* base = static_cast<const uint8_t*>(w.data);
   constexpr size_t kTileWeightRows = kGroupsPerTile * kQuantGroupRows;
-  for (size_t i = 0; i < ni; i += kQuantTileRows) {
-    const size_t rows = std::min(kQuantTileRows, ni - i);
-    for (size_t r = r0; r < r1; r += kTileWeightRows) {
-      const uint8_t* g0 = base + r / kQuantGroupRows * group_bytes;
-      const GroupArgs t{f,
-                        g0,
-                        r + kQuantGroupRows < r1 ? g0 + group_bytes : g0,
-                        blocks,
-                        &a,
-                        i0 + i,
-                        k,
-                        y + i * ldy + (r - r0),
-                        ldy,
-                        std::min(kTileWeightRows, r1 - r)};
-      switch (rows) {
-        case 1:
-          GroupTileOf<1>(t);
-          break;
-        case 2:
-          GroupTileOf<2>(t);
-          break;
-        case 3:
-          GroupTileOf<3>(t);
-          break;
-        case 4:
-          GroupTileOf<4>(t);
-          break;
-        case 5:
-          if constexpr (kQuantTileRows >= 5) GroupTileOf<5>(t);
-          break;
-        case 6:
-          if constexpr (kQuantTileRows >= 6) GroupTileOf<6>(t);
-          break;
-        case 7:
-          if constexpr (kQuantTileRows >= 7) GroupTileOf<7>(t);
-          break;
-        case 8:
-          if constexpr (kQuantTileRows >= 8) GroupTileOf<8>(t);
-          break;
-      }
-    }
+  auto tile = [&](size_t i, size_t r, bool prefetch) {
+    const uint8_t* g0 = base + r / kQuantGroupRows * group_bytes;
+    GroupTileRows(std::min(kQuantTileRows, ni - i),
+                  {f, g0, r + kQuantGroupRows < r1 ? g0 + group_bytes : g0, blocks, &a, i0 + i, k,
+                   y + i * ldy + (r - r0), ldy, std::min(kTileWeightRows, r1 - r), prefetch});
+  };
+  if (ni <= kStreamedRows) {
+    for (size_t r = r0; r < r1; r += kTileWeightRows)
+      for (size_t i = 0; i < ni; i += kQuantTileRows) tile(i, r, i == 0);
+    return;
   }
+  for (size_t i = 0; i < ni; i += kQuantTileRows)
+    for (size_t r = r0; r < r1; r += kTileWeightRows) tile(i, r, false);
 }
 
 // ---------------------------------------------------------------- attention

@@ -41,6 +41,11 @@ void quantize_activation(const float* x, size_t n, size_t k, int8_t* q, float* d
 // How the Q8/Q4 kernels compute their integer dot products on this CPU.
 const char* int8_dot_path();
 
+// Q8/Q4 with at most this many activation rows (decode, a batched decode
+// step) stream the weights: the caller gives each thread long runs of weight
+// rows, each tile of weights read from memory once for all the rows.
+constexpr size_t kStreamedRows = 32;
+
 // Activation rows processed together by one register tile.
 size_t tile_rows(WeightFormat f);
 

@@ -248,18 +248,18 @@ TEST_P(QuantMatmulTest, PrefillRowsEqualDecodeBitForBit) {
     ThreadPool pool(2);
     const WeightFormat f = GetParam();
     for (int64_t rows : {8, 24, 67, 1040})
-      for (int64_t cols : {32, 1024}) {
-        const QuantMatrix m(f, randn(rows * cols, rows + 3 * cols, 0.05f), rows, cols);
-        const int64_t n = 13;
-        const auto x = randn(n * cols, 21 + rows);
-        std::vector<float> all(n * rows), one(rows);
-        matmul(x.data(), n, m.w, all.data(), pool);
-        for (int64_t i = 0; i < n; ++i) {
-          matmul(&x[i * cols], 1, m.w, one.data(), pool);
-          ASSERT_EQ(std::memcmp(one.data(), &all[i * rows], rows * sizeof(float)), 0)
-              << name(f) << " rows=" << rows << " cols=" << cols << " activation row " << i;
+      for (int64_t cols : {32, 1024})
+        for (int64_t n : {13, 40}) {  // weights streamed once for all rows (<= 32), or prefill's order
+          const QuantMatrix m(f, randn(rows * cols, rows + 3 * cols, 0.05f), rows, cols);
+          const auto x = randn(n * cols, 21 + rows);
+          std::vector<float> all(n * rows), one(rows);
+          matmul(x.data(), n, m.w, all.data(), pool);
+          for (int64_t i = 0; i < n; ++i) {
+            matmul(&x[i * cols], 1, m.w, one.data(), pool);
+            ASSERT_EQ(std::memcmp(one.data(), &all[i * rows], rows * sizeof(float)), 0)
+                << name(f) << " rows=" << rows << " cols=" << cols << " n=" << n << " activation row " << i;
+          }
         }
-      }
   });
 }
 
