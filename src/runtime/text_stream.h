@@ -1,7 +1,7 @@
 // One request's generated ids seen as text: the streaming detokenizer and the
 // stop-string matcher, so a frontend only ever receives text a user should
 // see (special tokens skipped, a stop string and anything after it held back).
-// Shared by generate_text (one Session) and the batching engine's frontends.
+// Shared by every frontend: generate, chat, batch and serve.
 #pragma once
 #include <functional>
 #include <string>

@@ -8,7 +8,7 @@
 
 #include "runtime/conversation.h"
 #include "runtime/model_bundle.h"
-#include "runtime/text_generation.h"
+#include "runtime/session.h"
 #include "test_util.h"
 
 using namespace qinfer;
@@ -48,9 +48,9 @@ TEST(ChatCli, TurnTwoPromptIsTheTemplatedHistory) {
   o.max_new_tokens = 6;
   o.sampling.temperature = 0;
   o.eos_ids = b.eos_ids();
-  const auto reply = generate_text(s, *b.tokenizer, p1, o, {}, nullptr);
-  EXPECT_NE(r.output.find(reply.text), std::string::npos) << "reply 1 is printed";
-  conv.assistant_reply(reply.text);
+  const std::string reply = b.tokenizer->decode(s.generate(p1, o, nullptr).ids, true);
+  EXPECT_NE(r.output.find(reply), std::string::npos) << "reply 1 is printed";
+  conv.assistant_reply(reply);
   const auto p2 = conv.user_turn("And of Spain?");
   EXPECT_EQ(turns[1]["prompt_ids"].get<std::vector<int32_t>>(), p2);
 
@@ -176,9 +176,9 @@ TEST(ChatCli, LaterTurnsComeFromThePrefixCacheWithTheSameReply) {
   o.eos_ids = b.eos_ids();
   for (const json& turn : r.turns) {
     Session fresh(*b.model, pool);
-    const auto reply =
-        generate_text(fresh, *b.tokenizer, turn["prompt_ids"].get<std::vector<int32_t>>(), o, {}, nullptr);
-    EXPECT_NE(r.out.find(reply.text), std::string::npos) << reply.text;
+    const std::string reply =
+        b.tokenizer->decode(fresh.generate(turn["prompt_ids"].get<std::vector<int32_t>>(), o, nullptr).ids, true);
+    EXPECT_NE(r.out.find(reply), std::string::npos) << reply;
   }
 }
 

@@ -1,14 +1,37 @@
-// Generation as text: streaming pieces, stop strings split across tokens, eos.
-#include "runtime/text_generation.h"
+// Generation as text through TextStream: streaming pieces, stop strings split
+// across tokens, cancellation, eos.
+#include "runtime/text_stream.h"
 
 #include <gtest/gtest.h>
 
 #include "runtime/model_bundle.h"
+#include "runtime/session.h"
 #include "test_util.h"
 
 using namespace qinfer;
 
 namespace {
+
+struct TextGenerationResult {
+  GenerationResult gen;
+  std::string text;  // everything emitted
+  bool stopped_by_string = false, cancelled = false;
+  const char* finish_reason() const { return qinfer::finish_reason(gen.reason, stopped_by_string); }
+};
+
+// One Session's generation seen through a TextStream, as the frontends run it.
+TextGenerationResult generate_text(Session& session, const Tokenizer& tokenizer, std::span<const int32_t> prompt,
+                                   const GenerationOptions& opts, const std::vector<std::string>& stop_strings,
+                                   const OnText& on_text) {
+  TextGenerationResult r;
+  TextStream stream(tokenizer, stop_strings, on_text);
+  r.gen = session.generate(prompt, opts, [&](int32_t id) { return stream.push(id); });
+  stream.finish();
+  r.text = stream.text();
+  r.stopped_by_string = stream.stopped_by_string();
+  r.cancelled = stream.cancelled();
+  return r;
+}
 
 struct Fixture {
   ModelBundle bundle = load_model_bundle(test::data_path("models/tiny"));
