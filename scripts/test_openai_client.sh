@@ -3,6 +3,8 @@
 # alone and as three replicas behind nginx: installs Node, npm and nginx from
 # Debian and the pinned client from npm when missing, then runs the tests
 # against the qinfer binary of $BUILD (default build/).
+#   scripts/test_openai_client.sh            every tests/openai_client/*.test.mjs
+#   scripts/test_openai_client.sh serve load  those two only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -19,4 +21,6 @@ fi
 if [ ! -d tests/openai_client/node_modules/openai ]; then
   (cd tests/openai_client && npm ci --no-audit --no-fund --loglevel=error)
 fi
-QINFER="$BUILD/qinfer" node --test tests/openai_client/
+tests=(tests/openai_client/)
+(($#)) && tests=("${@/#/tests/openai_client/}") && tests=("${tests[@]/%/.test.mjs}")
+QINFER="$BUILD/qinfer" node --test "${tests[@]}"
