@@ -289,11 +289,8 @@ HWY_NOINLINE QINFER_VNNI void GroupTile(const GroupArgs& t) {
       acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(scales, _mm512_set1_ps(dx[i * blocks + b])),
                                acc[i]);
   }
-  for (size_t i = 0; i < R; ++i) {
-    HWY_ALIGN float out[16];
-    _mm512_store_ps(out, acc[i]);
-    std::copy_n(out, t.nr, t.y + i * t.ldy);
-  }
+  const __mmask16 outputs = static_cast<__mmask16>((1u << t.nr) - 1);
+  for (size_t i = 0; i < R; ++i) _mm512_mask_storeu_ps(t.y + i * t.ldy, outputs, acc[i]);
 }
 #elif HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 // AVX2 (and AVX-512 without VNNI): 8 lanes, one group. vpmaddubsw multiplies
@@ -359,6 +356,10 @@ HWY_NOINLINE void GroupTile(const GroupArgs& t) {
     }
   }
   for (size_t i = 0; i < R; ++i) {
+    if (t.nr == 8) {
+      _mm256_storeu_ps(t.y + i * t.ldy, acc[i]);
+      continue;
+    }
     HWY_ALIGN float out[8];
     _mm256_store_ps(out, acc[i]);
     std::copy_n(out, t.nr, t.y + i * t.ldy);
@@ -476,6 +477,9 @@ void QuantDotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t
 
 // ---------------------------------------------------------------- attention
 
+// Key and value rows are fetched this many rows ahead.
+constexpr size_t kStridedAhead = 8;
+
 // y[i * ldy + j] = dot(x row i, row j of w) for i < nx, j < nw, rows of length
 // k at strides ldx and ldw: attention scores, keys stored as Rows::T.
 template <class Rows>
@@ -488,6 +492,10 @@ void DotStrided(const float* x, size_t nx, size_t ldx, const void* w, size_t nw,
       const size_t nr = std::min(kW, nw - j);
       const typename Rows::T* p[kW];
       for (size_t q = 0; q < kW; ++q) p[q] = base + (j + std::min(q, nr - 1)) * ldw;
+      // Key rows lie a KV row apart: fetch the rows of a later tile.
+      for (size_t q = 0; q < kW; ++q)
+        for (size_t line = 0; line < k * sizeof(typename Rows::T); line += 64)
+          hwy::Prefetch(reinterpret_cast<const uint8_t*>(p[q] + kStridedAhead * ldw) + line);
       float* yt = y + i * ldy + j;
       WithFloatTileRows(rows, [&](auto R) { TileFloat<R(), Rows>(p, x + i * ldx, ldx, k, yt, ldy, 1, nr); });
     }
@@ -516,6 +524,10 @@ HWY_INLINE void TileAccumulate(const float* p, size_t ldp, const typename Rows::
     for (size_t c = 0; c < C; ++c) acc[r][c] = hn::LoadU(df, o + r * ldo + c * N);
   for (size_t j = 0; j < nv; ++j) {
     const typename Rows::T* vj = v + j * ldv;
+    // Value rows lie a KV row apart (all kv heads of a position): fetch the
+    // columns of a row a few positions ahead.
+    for (size_t line = 0; line < C * N * sizeof(typename Rows::T); line += 64)
+      hwy::Prefetch(reinterpret_cast<const uint8_t*>(vj + kStridedAhead * ldv) + line);
     hn::Vec<DF> vc[C];
     for (size_t c = 0; c < C; ++c) {
       vc[c] = Rows::Load(df, vj + c * N);
