@@ -44,7 +44,7 @@ const char* int8_dot_path();
 // Q8/Q4 with at most this many activation rows (decode, a batched decode
 // step) stream the weights: the caller gives each thread long runs of weight
 // rows, each tile of weights read from memory once for all the rows.
-constexpr size_t kStreamedRows = 32;
+constexpr size_t kStreamedRows = 64;
 
 // Activation rows processed together by one register tile.
 size_t tile_rows(WeightFormat f);

@@ -249,7 +249,7 @@ TEST_P(QuantMatmulTest, PrefillRowsEqualDecodeBitForBit) {
     const WeightFormat f = GetParam();
     for (int64_t rows : {8, 24, 67, 1040})
       for (int64_t cols : {32, 1024})
-        for (int64_t n : {13, 40}) {  // weights streamed once for all rows (<= 32), or prefill's order
+        for (int64_t n : {13, 70}) {  // weights streamed once for all rows (<= 64), or prefill's order
           const QuantMatrix m(f, randn(rows * cols, rows + 3 * cols, 0.05f), rows, cols);
           const auto x = randn(n * cols, 21 + rows);
           std::vector<float> all(n * rows), one(rows);
