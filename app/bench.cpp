@@ -2,7 +2,6 @@
 // probe measured in the same run (the machine's noise makes cross-run
 // comparisons meaningless), prefill GFLOP/s against an FMA probe of the same
 // run, load time and peak memory.
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -15,6 +14,7 @@
 #include "model/quality.h"
 #include "model/qwen3.h"
 #include "ops/simd.h"
+#include "peak_rss.h"
 #include "runtime/session.h"
 #include "thread_count.h"
 #include "util/error.h"
@@ -50,30 +50,6 @@ double probe_read_gb_s(ThreadPool& pool) {
     best = std::max(best, n * sizeof(float) / t.seconds() / 1e9);
   }
   return best;
-}
-
-// Starts a new peak-RSS measurement (Linux: writing 5 to clear_refs resets
-// the high-water mark), so the probe's buffer does not count.
-void reset_peak_rss() {
-  if (FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
-    std::fputs("5", f);
-    std::fclose(f);
-  }
-}
-
-// VmHWM: the peak resident set since the last reset_peak_rss().
-double peak_rss_mib() {
-  if (FILE* f = std::fopen("/proc/self/status", "r")) {
-    char line[256];
-    long kib = -1;
-    while (std::fgets(line, sizeof line, f))
-      if (std::sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
-    std::fclose(f);
-    if (kib >= 0) return kib / 1024.0;
-  }
-  struct rusage ru {};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss / 1024.0;
 }
 
 struct Stats {

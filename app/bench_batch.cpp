@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "engine/engine.h"
 #include "io/model_dir.h"
+#include "peak_rss.h"
 #include "thread_count.h"
 #include "util/error.h"
 #include "util/timer.h"
@@ -61,6 +62,7 @@ void run_bench_batch(const BenchBatchArgs& a) {
     o.max_running = P;
     o.max_batch_tokens = std::clamp<int64_t>(P * a.prompt_tokens, 512, 8192);
     o.kv_blocks = static_cast<int32_t>(P * ((a.prompt_tokens + a.gen_tokens + o.block_size - 1) / o.block_size + 1));
+    reset_peak_rss();
     engine::Engine engine(*model, pool, o);
     GenerationOptions g;
     g.max_new_tokens = a.gen_tokens;
@@ -90,14 +92,20 @@ void run_bench_batch(const BenchBatchArgs& a) {
       }
     }
     const double agg = decode_s > 0 ? decoded / decode_s : 0;
+    const double kv_mib = static_cast<double>(engine.kv_pool().bytes()) / (1 << 20), rss = peak_rss_mib();
     results.push_back({{"parallel", P},
                        {"prefill_tok_s", prefill_s > 0 ? prefilled / prefill_s : 0},
                        {"decode_tok_s", agg},
                        {"decode_tok_s_per_seq", agg / P},
-                       {"kv_blocks", engine.blocks().n_blocks()}});
+                       {"kv_blocks", engine.blocks().n_blocks()},
+                       {"kv_pool_mib", kv_mib},
+                       {"peak_rss_mib", rss}});
     if (!a.json)
-      std::printf("parallel %4lld  prefill %8.1f tok/s  decode %8.1f tok/s aggregate, %6.2f per sequence\n",
-                  static_cast<long long>(P), results.back()["prefill_tok_s"].get<double>(), agg, agg / P);
+      std::printf(
+          "parallel %4lld  prefill %8.1f tok/s  decode %8.1f tok/s aggregate, %6.2f per sequence  "
+          "KV pool %.1f MiB (%lld blocks), peak RSS %.0f MiB\n",
+          static_cast<long long>(P), results.back()["prefill_tok_s"].get<double>(), agg, agg / P, kv_mib,
+          static_cast<long long>(engine.blocks().n_blocks()), rss);
   }
   if (a.json) {
     const BuildInfo b = build_info();

@@ -64,6 +64,7 @@ class Engine {
   // Positions a sequence may hold: EngineOptions::context capped by the model's.
   int64_t context() const { return context_; }
   const BlockManager& blocks() const { return blocks_; }
+  const KvPool& kv_pool() const { return kv_; }
   const Scheduler& scheduler() const { return scheduler_; }
 
  private:

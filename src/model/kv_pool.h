@@ -26,6 +26,9 @@ class KvPool {
   DType dtype() const { return dtype_; }
   int64_t block_size() const { return block_size_; }
   int64_t n_blocks() const { return n_blocks_; }
+  // Address space reserved for every block of every layer; pages are
+  // committed as blocks are first written.
+  size_t bytes() const { return mapped_bytes_; }
 
   // Stores the f32 keys and values [n, n_kv_heads * head_dim] of positions
   // [pos, pos + n) of the sequence with block table `table` (converted to

@@ -126,6 +126,25 @@ TEST(BenchCli, JsonReportsSpeedAndRoofline) {
   EXPECT_GE(j["tg_tok_s_max"].get<double>(), j["tg_tok_s"].get<double>());
 }
 
+TEST(BenchBatchCli, JsonReportsEachLevelWithItsKvPoolAndPeakRss) {
+  const auto r =
+      run_command(bin() + " bench-batch -m " + data_path("models/tiny") + " --parallel 1,3 -p 5 -n 4 -t 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json j = json::parse(r.output);
+  ASSERT_EQ(j.at("levels").size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const json& level = j["levels"][i];
+    EXPECT_EQ(level.at("parallel").get<int>(), i == 0 ? 1 : 3);
+    for (const char* key : {"prefill_tok_s", "decode_tok_s", "decode_tok_s_per_seq", "kv_pool_mib", "peak_rss_mib"})
+      EXPECT_GT(level.at(key).get<double>(), 0) << key << " at level " << i;
+    EXPECT_NEAR(level["decode_tok_s_per_seq"].get<double>() * level["parallel"].get<double>(),
+                level["decode_tok_s"].get<double>(), 1e-6 * level["decode_tok_s"].get<double>());
+  }
+  // Three sequences need about three times the blocks of one.
+  EXPECT_GT(j["levels"][1]["kv_blocks"].get<int>(), 2 * j["levels"][0]["kv_blocks"].get<int>());
+  EXPECT_GT(j["levels"][1]["kv_pool_mib"].get<double>(), 2 * j["levels"][0]["kv_pool_mib"].get<double>());
+}
+
 TEST(MakeTestModelCli, WritesALoadableCheckpoint) {
   qinfer::test::ScratchDir dir("mtm");
   auto r = run_command(bin() + " make-test-model --preset tiny --dtype f16 --seed 7 --out " + dir.path() + " 2>&1");
