@@ -9,15 +9,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import net from 'node:net';
 import path from 'node:path';
 import fs from 'node:fs';
 import os from 'node:os';
 import OpenAI from 'openai';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const qinfer = path.resolve(root, process.env.QINFER ?? 'build/qinfer');
+import { root, qinfer } from './serve_process.mjs';
 const modelDir = path.join(root, 'tests/data/models/tiny');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

@@ -5,32 +5,14 @@
 // server must be idle with every block free afterwards.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const qinfer = path.resolve(root, process.env.QINFER ?? 'build/qinfer');
+import { root, startServe } from './serve_process.mjs';
 
 test('bounded load with a shared prefix: all served, prefix cached, idle after', async () => {
-  const proc = spawn(qinfer, ['serve', '-m', path.join(root, 'tests/data/models/tiny'), '--port', '0', '-t', '2',
-    '--ctx', '512', '--parallel', '8', '--block-size', '16'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  proc.stderr.setEncoding('utf8');
-  const url = await new Promise((resolve, reject) => {
-    proc.stderr.on('data', (d) => {
-      log += d;
-      const m = log.match(/listening on (http:\/\/[\d.]+:\d+)/);
-      if (m) resolve(m[1]);
-    });
-    proc.on('exit', (code) => reject(new Error(`qinfer serve exited ${code}: ${log}`)));
-  });
+  const { proc, url } = await startServe(['-m', path.join(root, 'tests/data/models/tiny'), '--port', '0', '-t', '2',
+    '--ctx', '512', '--parallel', '8', '--block-size', '16']);
   try {
-    for (let i = 0; i < 300; ++i) {
-      const r = await fetch(url + '/health').catch(() => null);
-      if (r && r.status === 200) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
     const out = execFileSync('node', [path.join(root, 'bench/serve_bench.mjs'), '--url', url, '--requests', '48',
       '--concurrency', '8', '--rate', '40', '--input-len', '96', '--output-len', '16', '--shared-prefix', '64',
       '--json'], { timeout: 120000 }).toString();

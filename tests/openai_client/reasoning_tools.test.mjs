@@ -6,15 +6,12 @@
 //   QINFER=build/qinfer node --test tests/openai_client/reasoning_tools.test.mjs
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import fs from 'node:fs';
 import os from 'node:os';
 import OpenAI from 'openai';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const qinfer = path.resolve(root, process.env.QINFER ?? 'build/qinfer');
+import { qinfer, startServe } from './serve_process.mjs';
 
 // The next token depends only on the current one, so no token of a script may
 // recur before a different one: hence the unusual JSON spacing.
@@ -43,26 +40,10 @@ async function serveScript(script) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qinfer-scripted-'));
   dirs.push(dir);
   execFileSync(qinfer, ['make-test-model', '--preset', 'tiny', '--out', path.join(dir, 'm'), '--script', script]);
-  const proc = spawn(qinfer, ['serve', '-m', path.join(dir, 'm'), '--served-model-name', 'scripted', '--port', '0',
-    '-t', '1', '--ctx', '1024', '--parallel', '2'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const { proc, url } = await startServe(['-m', path.join(dir, 'm'), '--served-model-name', 'scripted', '--port', '0',
+    '-t', '1', '--ctx', '1024', '--parallel', '2']);
   servers.push(proc);
-  let log = '';
-  proc.stderr.setEncoding('utf8');
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('no listening line: ' + log)), 30000);
-    proc.stderr.on('data', (d) => {
-      log += d;
-      const m = log.match(/listening on (http:\/\/[\d.]+:\d+)/);
-      if (m) { clearTimeout(timer); resolve(m[1]); }
-    });
-    proc.on('exit', (code) => reject(new Error(`qinfer serve exited ${code}: ${log}`)));
-  });
-  for (let i = 0; i < 600; ++i) {
-    const r = await fetch(url + '/health').catch(() => null);
-    if (r && r.status === 200) return { url, client: new OpenAI({ baseURL: url + '/v1', apiKey: 'none', maxRetries: 0 }) };
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('never healthy: ' + log);
+  return { url, client: new OpenAI({ baseURL: url + '/v1', apiKey: 'none', maxRetries: 0 }) };
 }
 
 let toolServer, answerServer;

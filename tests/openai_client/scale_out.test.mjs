@@ -5,15 +5,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const qinfer = path.resolve(root, process.env.QINFER ?? 'build/qinfer');
+import { root, startServe } from './serve_process.mjs';
 const modelDir = path.join(root, 'tests/data/models/tiny');
 const nginxBin = ['/usr/sbin/nginx', '/usr/local/sbin/nginx'].find((p) => fs.existsSync(p));
 
@@ -28,24 +25,9 @@ function freePort() {
 }
 
 async function startReplica() {
-  const proc = spawn(qinfer, ['serve', '-m', modelDir, '--served-model-name', 'tiny', '--port', '0', '-t', '1',
-    '--ctx', '512', '--block-size', '4', '--parallel', '4'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  proc.stderr.setEncoding('utf8');
-  const port = await new Promise((resolve, reject) => {
-    proc.stderr.on('data', (d) => {
-      log += d;
-      const m = log.match(/listening on http:\/\/[\d.]+:(\d+)/);
-      if (m) resolve(Number(m[1]));
-    });
-    proc.on('exit', (code) => reject(new Error(`replica exited ${code}: ${log}`)));
-  });
-  for (let i = 0; i < 300; ++i) {
-    const r = await fetch(`http://127.0.0.1:${port}/health`).catch(() => null);
-    if (r && r.status === 200) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { proc, port };
+  const { proc, url } = await startServe(['-m', modelDir, '--served-model-name', 'tiny', '--port', '0', '-t', '1',
+    '--ctx', '512', '--block-size', '4', '--parallel', '4']);
+  return { proc, port: Number(new URL(url).port) };
 }
 
 const skip = nginxBin ? false : 'nginx is not installed (scripts/test_openai_client.sh installs it)';

@@ -6,45 +6,21 @@
 //   QINFER=build/qinfer node --test tests/openai_client/
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import fs from 'node:fs';
 import os from 'node:os';
 import OpenAI from 'openai';
+import { root, qinfer, startServe } from './serve_process.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const qinfer = path.resolve(root, process.env.QINFER ?? 'build/qinfer');
 const modelDir = path.join(root, 'tests/data/models/tiny');
 const KEY = 'test-key';
 
-let server, baseURL, client, stderr = '';
-
-async function startServer(args) {
-  const proc = spawn(qinfer, ['serve', '-m', modelDir, '--port', '0', '-t', '2', ...args], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  proc.stderr.setEncoding('utf8');
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('no listening line: ' + stderr)), 30000);
-    proc.stderr.on('data', (d) => {
-      stderr += d;
-      const m = stderr.match(/listening on (http:\/\/[\d.]+:\d+)/);
-      if (m) { clearTimeout(timer); resolve(m[1]); }
-    });
-    proc.on('exit', (code) => reject(new Error(`qinfer serve exited ${code}: ${stderr}`)));
-  });
-  for (let i = 0; i < 300; ++i) {
-    const r = await fetch(url + '/health').catch(() => null);
-    if (r && r.status === 200) return { proc, url };
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('never healthy: ' + stderr);
-}
+let server, baseURL, client, serverLog;
 
 before(async () => {
-  ({ proc: server, url: baseURL } = await startServer(['--api-key', KEY, '--ctx', '512', '--parallel', '8',
-    '--block-size', '4', '--max-queue', '64']));
+  ({ proc: server, url: baseURL, log: serverLog } = await startServe(['-m', modelDir, '--port', '0', '-t', '2',
+    '--api-key', KEY, '--ctx', '512', '--parallel', '8', '--block-size', '4', '--max-queue', '64']));
   client = new OpenAI({ baseURL: baseURL + '/v1', apiKey: KEY, maxRetries: 0 });
 });
 
@@ -172,5 +148,5 @@ test('SIGTERM: the server finishes and exits 0', async () => {
   server.kill('SIGTERM');
   const { code } = await exited;
   assert.equal(code, 0);
-  assert.match(stderr, /stopped/);
+  assert.match(serverLog(), /stopped/);
 });
