@@ -70,11 +70,17 @@ void set_element(TensorData& t, int64_t i, float v) {
   }
 }
 
+// A tensor of zeros; n is set to its element count.
+TensorData zero_tensor(const std::string& name, std::vector<int64_t> shape, DType dtype, int64_t& n) {
+  n = 1;
+  for (int64_t d : shape) n *= d;
+  return {name, dtype, std::move(shape), std::vector<uint8_t>(static_cast<size_t>(n) * dtype_size(dtype))};
+}
+
 TensorData random_tensor(const std::string& name, std::vector<int64_t> shape, DType dtype, float mean, float std,
                          FastNormal& rng) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  TensorData t{name, dtype, std::move(shape), std::vector<uint8_t>(static_cast<size_t>(n) * dtype_size(dtype))};
+  int64_t n;
+  TensorData t = zero_tensor(name, std::move(shape), dtype, n);
   for (int64_t i = 0; i < n; ++i) set_element(t, i, mean + std * rng());
   return t;
 }
@@ -183,9 +189,8 @@ void write_scripted_test_model(const std::string& dir, Qwen3Config c, DType dtyp
   c.tie_word_embeddings = false;  // the lm_head rows are not the embeddings
   std::filesystem::create_directories(dir);
   auto ts = checkpoint_tensors(c, [&](const std::string& name, std::vector<int64_t> shape, bool is_norm) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    TensorData t{name, dtype, std::move(shape), std::vector<uint8_t>(static_cast<size_t>(n) * dtype_size(dtype))};
+    int64_t n;
+    TensorData t = zero_tensor(name, std::move(shape), dtype, n);
     if (is_norm)
       for (int64_t i = 0; i < n; ++i) set_element(t, i, 1.0f);
     return t;
