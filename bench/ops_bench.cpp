@@ -59,6 +59,10 @@ struct Weights {
       }
     }
     w.data = data.data();
+    std::vector<uint8_t> rows_layout = std::move(data);  // matmul takes float weights as panels
+    data.resize(float_panel_bytes(f, rows, cols));
+    ThreadPool pool(1);
+    w = pack_float_panels(w, data.data(), pool);
   }
 };
 

@@ -14,6 +14,7 @@
 #include "model/batch.h"
 #include "model/kv_cache.h"
 #include "ops/matmul.h"
+#include "util/owned_bytes.h"
 #include "util/thread_pool.h"
 
 namespace qinfer {
@@ -74,8 +75,8 @@ class Qwen3Model {
 
  private:
   Qwen3Config config_;
-  Checkpoint checkpoint_;                    // owns the mappings the weights point into
-  std::vector<std::vector<uint8_t>> owned_;  // converted matrices, and tensors misaligned in the file
+  Checkpoint checkpoint_;          // owns the mappings the weights point into
+  std::vector<OwnedBytes> owned_;  // float matrices as panels, converted (Q8/Q4) matrices
   Qwen3Weights weights_;
   std::vector<float> rope_inv_freq_;
   size_t weight_bytes_ = 0;

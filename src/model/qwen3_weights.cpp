@@ -21,6 +21,7 @@
 #include "ops/simd.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
+#include "util/owned_bytes.h"
 
 namespace qinfer {
 
@@ -69,13 +70,13 @@ struct Binder {
   const Checkpoint& ck;
   const LoadOptions& options;
   std::optional<QuantFormat> stored_quant;  // from config.json's quantization_config
-  std::vector<std::vector<uint8_t>>& owned;
+  std::vector<OwnedBytes>& owned;
   size_t& bytes;
   std::unique_ptr<ThreadPool> pool;  // created on the first conversion
 
   const uint8_t* aligned_data(const TensorView& t, size_t alignment) {
     if (reinterpret_cast<uintptr_t>(t.data) % alignment == 0) return t.data;
-    owned.emplace_back(t.data, t.data + t.nbytes);
+    std::memcpy(owned.emplace_back(t.nbytes).data(), t.data, t.nbytes);
     return owned.back().data();
   }
 
@@ -108,7 +109,7 @@ struct Binder {
     // ignores it) and corrupt weights would pass unnoticed; as floats they
     // reach the logits, where generation reports them.
     std::atomic<int64_t> first_bad_row{INT64_MAX};
-    std::vector<uint8_t>& buf = owned.emplace_back(w.bytes());
+    OwnedBytes& buf = owned.emplace_back(w.bytes());
     w.data = buf.data();
     if (!pool) pool = std::make_unique<ThreadPool>(options.threads);
     const size_t groups = static_cast<size_t>((w.rows + kQuantGroupRows - 1) / kQuantGroupRows);
@@ -140,12 +141,27 @@ struct Binder {
     return w;
   }
 
+  // A float matrix as panels (the layout matmul takes), in owned memory; the
+  // rows it came from are given back (file pages) or freed (a conversion).
+  WeightMatrix packed(const WeightMatrix& rows) {
+    const bool converted = !owned.empty() && rows.data == owned.back().data();
+    if (!pool) pool = std::make_unique<ThreadPool>(options.threads);
+    OwnedBytes& buf = owned.emplace_back(float_panel_bytes(rows.format, rows.rows, rows.cols));
+    const WeightMatrix w = pack_float_panels(rows, buf.data(), *pool);
+    if (converted)
+      owned.erase(owned.end() - 2);
+    else
+      release_pages(rows.data, rows.bytes());
+    return w;
+  }
+
   void matrix(const std::string& name, WeightMatrix& out, int64_t rows, int64_t cols) {
     out = stored(name, rows, cols);
     const std::optional<WeightFormat> to = options.weights;
     const bool quantizable = cols % kQuantBlock == 0;
     if (to && *to != out.format && (quantizable || (*to != WeightFormat::Q8 && *to != WeightFormat::Q4)))
       out = convert(name, out, *to);
+    if (!out.quantized()) out = packed(out);
     bytes += out.bytes();
   }
 
@@ -253,8 +269,11 @@ void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir)
                              DType::U8,
                              {quant_stored_rows(w.quant_format(), rows), static_cast<int64_t>(w.row_bytes())},
                              bytes_of(w.data, w.bytes())});
-        else
-          tensors.push_back({name, float_dtype(w.format), {rows, cols}, bytes_of(w.data, w.bytes())});
+        else {
+          std::vector<uint8_t> data(static_cast<size_t>(rows) * w.row_bytes());
+          for (int64_t r = 0; r < rows; ++r) copy_float_row(w, r, &data[r * w.row_bytes()]);
+          tensors.push_back({name, float_dtype(w.format), {rows, cols}, std::move(data)});
+        }
       },
       [&](const std::string& name, const std::vector<float>& v, int64_t n) {
         tensors.push_back({name, DType::F32, {n}, bytes_of(v.data(), v.size() * sizeof(float))});

@@ -1,6 +1,8 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "ops/matmul_kernels.h"
@@ -10,21 +12,24 @@ namespace qinfer {
 
 namespace {
 
-// Weight rows a thread claims at a time, whole multiples of 16 (a quantized
-// tile is one or two groups of 8 rows: quant.h). Prefill: a group stays in L2
+// Weight rows a thread claims at a time, whole multiples of a granule: 16 for
+// Q8/Q4 (a tile is one or two groups of 8 rows: quant.h), 64 for float weights
+// (two panels: matmul.h). Prefill: a group stays in L2
 // while every activation tile passes over it. Decode: about 1 MiB, so a thread's stream
 // runs long before it restarts at another group (the model's matrices are only
 // 0.6-3.5 MB, and shorter groups restart the stream often enough to cost decode
 // speed: docs/performance.md, "What bounds each figure there"), while the finer
 // tail (row_groups) still lets both threads finish together.
-constexpr size_t kPrefillGroupRows = 16;
+size_t granule(const WeightMatrix& w) { return w.quantized() ? 16 : 64; }
+size_t prefill_group_rows(const WeightMatrix& w) { return granule(w); }
 size_t decode_group_rows(const WeightMatrix& w) {
-  return std::clamp<size_t>((1024u << 10) / w.row_bytes() / 16 * 16, 64, 2048);
+  const size_t g = granule(w);
+  return std::clamp<size_t>((1024u << 10) / w.row_bytes() / g * g, 64, 2048);
 }
 
 // Per-call scratch, reused across calls by the thread that calls matmul.
 struct Scratch {
-  std::vector<float> d;
+  std::vector<float> packed, d;
   std::vector<int32_t> zero_dot_q8, zero_dot_q4;
   std::vector<int8_t> q;
 };
@@ -39,6 +44,16 @@ kernels::Activations prepare(const float* x, size_t n, size_t k, std::initialize
                              Scratch& s, ThreadPool& pool) {
   kernels::Activations a;
   a.x = x;
+  const bool floats =
+      std::any_of(targets.begin(), targets.end(), [](const MatmulTarget& t) { return !t.w.quantized(); });
+  if (floats && n > 1) {
+    s.packed.resize(n * k);
+    const size_t tile = kernels::float_tile_rows();
+    pool.parallel_for((n + tile - 1) / tile, 1, [&](size_t t0, size_t t1) {
+      kernels::pack_activation(x, n, k, t0 * tile, std::min(n, t1 * tile), s.packed.data());
+    });
+    a.packed = s.packed.data();
+  }
   if (any_format(targets, WeightFormat::Q4) || any_format(targets, WeightFormat::Q8)) {
     const size_t blocks = k / kQuantBlock;
     s.q.resize(n * k);
@@ -77,14 +92,15 @@ std::vector<RowGroup> row_groups(std::initializer_list<MatmulTarget> targets, si
     const WeightMatrix& w = targets.begin()[ti].w;
     const bool stream = rows == 1 || (w.quantized() && rows <= kernels::kStreamedRows);
     streamed |= stream;
-    const size_t m = static_cast<size_t>(w.rows), size = stream ? decode_group_rows(w) : kPrefillGroupRows;
+    const size_t m = static_cast<size_t>(w.rows), size = stream ? decode_group_rows(w) : prefill_group_rows(w);
     for (size_t r = 0; r < m; r += size) groups.push_back({ti, r, std::min(m, r + size)});
   }
   if (!streamed) return groups;
   std::vector<RowGroup> tail;
   for (size_t i = groups.size() > kFinerTail ? groups.size() - kFinerTail : 0; i < groups.size(); ++i) {
     const RowGroup g = groups[i];
-    const size_t quarter = std::max<size_t>(16, (g.r1 - g.r0) / 4 / 16 * 16);
+    const size_t unit = granule(targets.begin()[g.target].w);
+    const size_t quarter = std::max(unit, (g.r1 - g.r0) / 4 / unit * unit);
     for (size_t r = g.r0; r < g.r1; r += quarter) tail.push_back({g.target, r, std::min(g.r1, r + quarter)});
   }
   groups.resize(groups.size() - std::min(groups.size(), kFinerTail));
@@ -93,6 +109,75 @@ std::vector<RowGroup> row_groups(std::initializer_list<MatmulTarget> targets, si
 }
 
 }  // namespace
+
+size_t WeightMatrix::bytes() const {
+  if (quantized()) return quant_matrix_bytes(quant_format(), rows, cols);
+  return panels ? float_panel_bytes(format, rows, cols) : static_cast<size_t>(rows) * row_bytes();
+}
+
+size_t float_panel_bytes(WeightFormat f, int64_t rows, int64_t cols) {
+  const int64_t padded = (rows + kFloatPanelRows - 1) / kFloatPanelRows * kFloatPanelRows;
+  return static_cast<size_t>(padded) * WeightMatrix{f, nullptr, 1, cols}.row_bytes();
+}
+
+namespace {
+
+// Where element (r, c) of a panel matrix lies, in elements from its start.
+size_t panel_index(const WeightMatrix& w, int64_t r, int64_t c) {
+  return static_cast<size_t>((r / kFloatPanelRows * w.cols + c) * kFloatPanelRows + r % kFloatPanelRows);
+}
+
+// Panel p of rows-layout w into dst, element type E; by 64 columns at a time,
+// so the 32 rows read and the columns written stay in L1.
+template <class E>
+void pack_panel(const WeightMatrix& w, size_t p, E* dst) {
+  constexpr int64_t kColumns = 64;
+  const int64_t first = static_cast<int64_t>(p) * kFloatPanelRows, n = std::min(kFloatPanelRows, w.rows - first);
+  for (int64_t c0 = 0; c0 < w.cols; c0 += kColumns) {
+    const int64_t c1 = std::min(w.cols, c0 + kColumns);
+    for (int64_t j = 0; j < kFloatPanelRows; ++j) {
+      E* out = dst + c0 * kFloatPanelRows + j;
+      if (j >= n) {  // padding
+        for (int64_t c = c0; c < c1; ++c, out += kFloatPanelRows) *out = E{};
+        continue;
+      }
+      const E* row = reinterpret_cast<const E*>(w.row_ptr(first + j));
+      for (int64_t c = c0; c < c1; ++c, out += kFloatPanelRows) std::memcpy(out, row + c, sizeof(E));
+    }
+  }
+}
+
+}  // namespace
+
+WeightMatrix pack_float_panels(const WeightMatrix& w, void* out, ThreadPool& pool) {
+  if (w.quantized() || w.panels) fail("pack_float_panels: not a float matrix in rows layout");
+  const size_t e = dtype_size(float_dtype(w.format)), panel_bytes = static_cast<size_t>(w.cols * kFloatPanelRows) * e;
+  const size_t panels = static_cast<size_t>((w.rows + kFloatPanelRows - 1) / kFloatPanelRows);
+  auto* dst = static_cast<uint8_t*>(out);
+  pool.parallel_for_dynamic(panels, 4, [&](size_t p0, size_t p1) {
+    for (size_t p = p0; p < p1; ++p) {
+      if (e == 4)
+        pack_panel(w, p, reinterpret_cast<uint32_t*>(dst + p * panel_bytes));
+      else
+        pack_panel(w, p, reinterpret_cast<uint16_t*>(dst + p * panel_bytes));
+    }
+  });
+  WeightMatrix packed = w;
+  packed.data = out;
+  packed.panels = true;
+  return packed;
+}
+
+void copy_float_row(const WeightMatrix& w, int64_t r, void* out) {
+  if (!w.panels) {
+    std::memcpy(out, w.row_ptr(r), w.row_bytes());
+    return;
+  }
+  const size_t e = dtype_size(float_dtype(w.format));
+  const auto* data = static_cast<const uint8_t*>(w.data);
+  for (int64_t c = 0; c < w.cols; ++c)
+    std::memcpy(static_cast<uint8_t*>(out) + c * e, data + panel_index(w, r, c) * e, e);
+}
 
 const char* weight_format_name(WeightFormat f) {
   switch (f) {
@@ -141,6 +226,8 @@ DType float_dtype(WeightFormat f) {
 
 void matmul(const float* x, int64_t n, std::initializer_list<MatmulTarget> targets, ThreadPool& pool) {
   if (n <= 0 || targets.size() == 0) return;
+  for (const MatmulTarget& t : targets)
+    if (!t.w.quantized() && !t.w.panels) fail("matmul: float weights must be packed as panels (pack_float_panels)");
   const size_t k = static_cast<size_t>(targets.begin()->w.cols), rows = static_cast<size_t>(n);
   for (const MatmulTarget& t : targets)
     if (t.w.cols != targets.begin()->w.cols)
@@ -151,20 +238,9 @@ void matmul(const float* x, int64_t n, std::initializer_list<MatmulTarget> targe
   // Groups of weight rows of all targets, claimed by whichever thread is free.
   const std::vector<RowGroup> groups = row_groups(targets, rows);
   pool.parallel_for_dynamic(groups.size(), 1, [&](size_t g0, size_t g1) {
-    thread_local std::vector<float> widened;
     for (size_t g = g0; g < g1; ++g) {
       const MatmulTarget& t = targets.begin()[groups[g].target];
-      const size_t m = static_cast<size_t>(t.w.rows), r0 = groups[g].r0, r1 = groups[g].r1;
-      if (rows > 1 && (t.w.format == WeightFormat::BF16 || t.w.format == WeightFormat::F16)) {
-        // Widen the group once for all activation rows: the f32 tile
-        // multiplies several rows at a time.
-        widened.resize((r1 - r0) * k);
-        kernels::widen_rows(t.w, r0, r1, widened.data());
-        const WeightMatrix group{WeightFormat::F32, widened.data(), static_cast<int64_t>(r1 - r0), t.w.cols};
-        kernels::dot_rows(group, a, 0, rows, 0, r1 - r0, t.y + r0, m);
-      } else {
-        kernels::dot_rows(t.w, a, 0, rows, r0, r1, t.y + r0, m);
-      }
+      kernels::dot_rows(t.w, a, 0, rows, groups[g].r0, groups[g].r1, t.y + groups[g].r0, static_cast<size_t>(t.w.rows));
     }
   });
 }
@@ -174,7 +250,22 @@ void matmul(const float* x, int64_t n, const WeightMatrix& w, float* y, ThreadPo
 }
 
 void widen_row(const WeightMatrix& w, int64_t r, float* out) {
+  if (w.panels) {
+    const DType t = float_dtype(w.format);
+    for (int64_t c = 0; c < w.cols; ++c) out[c] = load_as_f32(w.data, t, panel_index(w, r, c));
+    return;
+  }
   kernels::widen_rows(w, static_cast<size_t>(r), static_cast<size_t>(r) + 1, out);
+}
+
+float float_dot(const float* x, const void* w_row, DType t, size_t k) {
+  float total = 0;
+  for (size_t b = 0; b < k; b += kFloatDotBlock) {
+    float s = 0;
+    for (size_t e = b; e < std::min(k, b + kFloatDotBlock); ++e) s = std::fma(x[e], load_as_f32(w_row, t, e), s);
+    total = b == 0 ? s : total + s;
+  }
+  return total;
 }
 
 void matmul_ref(const float* x, int64_t n, const WeightMatrix& w, float* y) {
@@ -183,7 +274,7 @@ void matmul_ref(const float* x, int64_t n, const WeightMatrix& w, float* y) {
     if (w.quantized())
       dequantize_row(w.quant_format(), static_cast<const uint8_t*>(w.data), r, w.cols, row.data());
     else
-      for (int64_t c = 0; c < w.cols; ++c) row[c] = load_as_f32(w.row_ptr(r), float_dtype(w.format), c);
+      widen_row(w, r, row.data());
     for (int64_t i = 0; i < n; ++i) {
       double s = 0;
       for (int64_t c = 0; c < w.cols; ++c) s += static_cast<double>(x[i * w.cols + c]) * row[c];

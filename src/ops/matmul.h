@@ -1,9 +1,9 @@
 // y = x · Wᵀ for a batch of activation rows: the one matmul of the engine.
-// Prefill (many rows) runs a blocked GEMM: float weight panels are widened to
-// f32 once per block and multiplied by a register-tiled micro-kernel. Decode
-// (one row) streams each weight row once, widening inside the dot product,
-// which is what makes it run at memory bandwidth. Arithmetic is f32, except
-// Q8/Q4 weights, whose blocks are integer dot products with the activation
+// Float weights: every output is float_dot below, computed over the weights'
+// panels (the rows side by side, packed once at load) with the weight rows in
+// the vector lanes: decode streams each panel once at memory bandwidth,
+// prefill widens it to f32 once and runs a register-tiled micro-kernel over
+// it. Q8/Q4 weights: blocks of integer dot products with the activation
 // quantized per 32-block (see quant.h), in prefill and decode alike. A row's
 // result never depends on how many rows share the call.
 #pragma once
@@ -23,12 +23,14 @@ const char* weight_format_name(WeightFormat f);
 
 // A [rows, cols] weight matrix: rows = output features, cols = input
 // features (the PyTorch nn.Linear layout). Float formats are rows of
-// elements; Q8/Q4 quantized groups of 8 rows (quant.h).
+// elements as a checkpoint stores them, or panels (pack_float_panels), the
+// layout matmul takes; Q8/Q4 are quantized groups of 8 rows (quant.h).
 struct WeightMatrix {
   WeightFormat format = WeightFormat::F32;
   const void* data = nullptr;
   int64_t rows = 0;
   int64_t cols = 0;
+  bool panels = false;  // float formats: packed by pack_float_panels
 
   bool quantized() const { return format == WeightFormat::Q8 || format == WeightFormat::Q4; }
   QuantFormat quant_format() const { return format == WeightFormat::Q8 ? QuantFormat::Q8 : QuantFormat::Q4; }
@@ -45,20 +47,32 @@ struct WeightMatrix {
     }
     return quant_row_bytes(quant_format(), cols);
   }
-  // Row r of a float matrix (Q8/Q4 store groups of 8 rows: quant.h).
+  // Row r of a float matrix in rows layout (Q8/Q4 store groups of 8 rows: quant.h).
   const uint8_t* row_ptr(int64_t r) const {
     return static_cast<const uint8_t*>(data) + static_cast<size_t>(r) * row_bytes();
   }
-  size_t bytes() const {
-    return quantized() ? quant_matrix_bytes(quant_format(), rows, cols) : static_cast<size_t>(rows) * row_bytes();
-  }
+  size_t bytes() const;
 };
+
+// Float weights as matmul takes them: the rows in panels of kFloatPanelRows,
+// each stored [cols][kFloatPanelRows] (the panel's rows side by side at every
+// column) in the matrix's float format, the last panel padded with zero rows.
+// So weight rows sit in the vector lanes, and decode reads a matrix as one
+// sequential stream. A checkpoint's rows are packed once, at load.
+constexpr int64_t kFloatPanelRows = 32;
+size_t float_panel_bytes(WeightFormat f, int64_t rows, int64_t cols);
+// w (float, rows layout) packed into out (float_panel_bytes bytes); the
+// result views out.
+WeightMatrix pack_float_panels(const WeightMatrix& w, void* out, ThreadPool& pool);
+// Row r of a float matrix in its own format (either layout): row_bytes() bytes.
+void copy_float_row(const WeightMatrix& w, int64_t r, void* out);
 
 // The float formats a checkpoint stores, as weight formats, and back.
 WeightFormat weight_format_of(DType t);
 DType float_dtype(WeightFormat f);
 
 // y[n, w.rows] = x[n, w.cols] · Wᵀ, multi-threaded over output features.
+// Float weights must be panels.
 void matmul(const float* x, int64_t n, const WeightMatrix& w, float* y, ThreadPool& pool);
 
 // Several matrices applied to the same x (q/k/v, gate/up) in one parallel
@@ -70,11 +84,20 @@ struct MatmulTarget {
 };
 void matmul(const float* x, int64_t n, std::initializer_list<MatmulTarget> targets, ThreadPool& pool);
 
+// The sum a float weight row gives, by definition: k cut into blocks of
+// kFloatDotBlock, each block one chain of fused multiply-adds in k order from
+// zero, the block sums added in order. (A chain per output lets a kernel keep
+// weight rows in the vector lanes; the blocks keep the rounding error of a
+// 1024-3072 term sum at that of a 16-lane split.) The kernels give exactly
+// this where their target fuses multiply-adds (kernels::fused_float_dot).
+constexpr size_t kFloatDotBlock = 16;
+float float_dot(const float* x, const void* w_row, DType t, size_t k);
+
 // Plain scalar version (double accumulation over the weights as stored,
-// dequantized for Q8/Q4, and x as given) for tests.
+// dequantized for Q8/Q4, and x as given; either float layout) for tests.
 void matmul_ref(const float* x, int64_t n, const WeightMatrix& w, float* y);
 
-// Row r of w as f32 (embedding lookup; dequantized for Q8/Q4).
+// Row r of w as f32 (embedding lookup; dequantized for Q8/Q4; either float layout).
 void widen_row(const WeightMatrix& w, int64_t r, float* out);
 
 }  // namespace qinfer

@@ -24,13 +24,12 @@ using D16 = hn::CappedTag<int16_t, 16>;
 using D32 = hn::Repartition<int32_t, D16>;
 using DF32 = hn::Repartition<float, D16>;
 
-// Weight rows per register tile: four independent streams keep enough loads
-// in flight in decode, and each activation vector loaded serves four rows.
+// Key rows per attention-score tile: each query vector loaded serves four keys.
 constexpr size_t kW = 4;
 
-// Decode streams weights from memory: software prefetch this far ahead of the
-// loads (measured best among 2-12 KiB on the 2-core AVX2 machine: ~10% more
-// bandwidth than the hardware prefetchers alone).
+// Q8/Q4 decode streams weights from memory: software prefetch this far ahead
+// of the loads (measured best among 2-12 KiB on the 2-core AVX2 machine: ~10%
+// more bandwidth than the hardware prefetchers alone).
 constexpr size_t kPrefetchBytes = 12288;
 
 template <class D, class V>
@@ -84,19 +83,6 @@ HWY_INLINE void KeepInRegister(V& v) {
 #endif
 }
 
-// The weight rows of a tile, first + j * stride for j < nr, whose outputs go
-// to y[j * stride]. Missing rows (j >= nr) repeat the last one, computed and
-// discarded, so the tiles have no row branches.
-struct TileRowSet {
-  size_t first, stride, nr;
-};
-
-template <class T>
-HWY_INLINE void RowPointers(const WeightMatrix& w, const TileRowSet& t, const T* (&p)[kW]) {
-  for (size_t j = 0; j < kW; ++j)
-    p[j] = reinterpret_cast<const T*>(w.row_ptr(static_cast<int64_t>(t.first + std::min(j, t.nr - 1) * t.stride)));
-}
-
 // s + sum of w[e] * x[e] for e in [from, k): the elements past the last full
 // vector, one shared function so every tile size rounds them alike. An
 // explicit fused multiply-add: left to the compiler, `s += w * x` is
@@ -106,8 +92,7 @@ float TailDot(float s, const void* w, DType t, const float* x, size_t from, size
   return s;
 }
 
-// Float rows differ only in how a vector of weights is loaded (widened in
-// registers: the weights are never copied in decode).
+// Key rows differ only in how a vector is loaded (widened in registers).
 struct F32Rows {
   using T = float;
   static constexpr DType kType = DType::F32;
@@ -129,8 +114,8 @@ struct BF16Rows {
   }
 };
 
-// Activation rows of the f32 prefill tile: R * kW accumulators, R row
-// vectors and one weight vector fill the registers (16 on AVX2: R = 3; 32 on
+// Query rows of the attention-score tile: R * kW accumulators, R query
+// vectors and one key vector fill the registers (16 on AVX2: R = 3; 32 on
 // AVX-512: R = 6).
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 constexpr size_t kFloatTileRows = 6;
@@ -138,13 +123,14 @@ constexpr size_t kFloatTileRows = 6;
 constexpr size_t kFloatTileRows = 3;
 #endif
 
-// R activation rows times kW weight rows. Not inlined: inside DotRows the
-// compiler keeps the other tiles' constants in registers and spills
-// accumulators to the stack, a store/load in every FMA chain (measured on
-// AVX2: prefill 35 instead of 72 GFLOP/s per core).
+// R query rows times kW key rows, dot-product style: one vector accumulator
+// per pair, lanes along k, reduced at the end. Not inlined: inlined, the
+// compiler kept other tiles' constants in registers and spilled accumulators
+// to the stack, a store/load in every FMA chain (measured on AVX2: 35 instead
+// of 72 GFLOP/s per core).
 template <size_t R, class Rows>
 HWY_NOINLINE void TileFloat(const typename Rows::T* const (&p)[kW], const float* x, size_t ldx, size_t k, float* y,
-                            size_t ldy, size_t ldj, size_t nr) {
+                            size_t ldy, size_t nr) {
   static_assert(R >= 1 && R <= kFloatTileRows);
   const DF df;
   const size_t N = hn::Lanes(df);
@@ -158,9 +144,6 @@ HWY_NOINLINE void TileFloat(const typename Rows::T* const (&p)[kW], const float*
       u[r] = hn::LoadU(df, x + r * ldx + i);
       KeepInRegister(u[r]);
     }
-    if constexpr (R == 1)
-      if ((i * sizeof(typename Rows::T)) % 64 == 0)  // once per cache line
-        for (size_t j = 0; j < kW; ++j) hwy::Prefetch(reinterpret_cast<const uint8_t*>(p[j] + i) + kPrefetchBytes);
     for (size_t j = 0; j < kW; ++j) {
       auto w = Rows::Load(df, p[j] + i);
       KeepInRegister(w);
@@ -168,8 +151,7 @@ HWY_NOINLINE void TileFloat(const typename Rows::T* const (&p)[kW], const float*
     }
   }
   for (size_t r = 0; r < R; ++r)
-    for (size_t j = 0; j < nr; ++j)
-      y[r * ldy + j * ldj] = TailDot(Sum(df, acc[r][j]), p[j], Rows::kType, x + r * ldx, i, k);
+    for (size_t j = 0; j < nr; ++j) y[r * ldy + j] = TailDot(Sum(df, acc[r][j]), p[j], Rows::kType, x + r * ldx, i, k);
 }
 
 // Calls f(std::integral_constant<size_t, R>{}) for rows == R, 1 <= R <= kFloatTileRows.
@@ -497,7 +479,7 @@ void DotStrided(const float* x, size_t nx, size_t ldx, const void* w, size_t nw,
         for (size_t line = 0; line < k * sizeof(typename Rows::T); line += 64)
           hwy::Prefetch(reinterpret_cast<const uint8_t*>(p[q] + kStridedAhead * ldw) + line);
       float* yt = y + i * ldy + j;
-      WithFloatTileRows(rows, [&](auto R) { TileFloat<R(), Rows>(p, x + i * ldx, ldx, k, yt, ldy, 1, nr); });
+      WithFloatTileRows(rows, [&](auto R) { TileFloat<R(), Rows>(p, x + i * ldx, ldx, k, yt, ldy, nr); });
     }
   }
 }
@@ -595,77 +577,6 @@ void AttentionValues(const float* p, size_t np, size_t ldp, const void* v, DType
   HWY_ASSERT(false);
 }
 
-size_t TileRows(WeightFormat f) {
-  switch (f) {
-    case WeightFormat::F32:
-      return kFloatTileRows;
-    case WeightFormat::F16:
-    case WeightFormat::BF16:
-      return 1;
-    case WeightFormat::Q8:
-    case WeightFormat::Q4:
-      return kQuantTileRows;
-  }
-  return 1;
-}
-
-// One tile: R (<= TileRows) activation rows starting at i0 times the weight rows of t.
-template <size_t R>
-HWY_INLINE void TileOf(const WeightMatrix& w, const Activations& a, size_t i0, const TileRowSet& t, float* y,
-                       size_t ldy) {
-  const size_t k = static_cast<size_t>(w.cols);
-  switch (w.format) {
-    case WeightFormat::F32: {
-      const float* p[kW];
-      RowPointers(w, t, p);
-      return TileFloat<R, F32Rows>(p, a.x + i0 * k, k, k, y, ldy, t.stride, t.nr);
-    }
-    case WeightFormat::F16: {
-      const hwy::float16_t* p[kW];
-      RowPointers(w, t, p);
-      return TileFloat<R, F16Rows>(p, a.x + i0 * k, k, k, y, ldy, t.stride, t.nr);
-    }
-    case WeightFormat::BF16: {
-      const hwy::bfloat16_t* p[kW];
-      RowPointers(w, t, p);
-      return TileFloat<R, BF16Rows>(p, a.x + i0 * k, k, k, y, ldy, t.stride, t.nr);
-    }
-    case WeightFormat::Q8:
-    case WeightFormat::Q4:
-      break;  // QuantDotRows
-  }
-  HWY_ASSERT(false);  // more rows than the format's tile: TileRows is the contract
-}
-
-void DotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
-             size_t ldy) {
-  if (w.quantized()) return QuantDotRows(w, a, i0, ni, r0, r1, y, ldy);
-  if (ni == 1) {
-    // Decode streams the weights from memory. Rows side by side would be four
-    // short streams restarting every tile (a 2 KiB bf16 row is 32 cache lines),
-    // which the prefetchers follow badly (measured: half the bandwidth of
-    // long rows); instead tile t takes row t of each quarter of the group, so
-    // the four streams run through the whole group.
-    const size_t quarter = (r1 - r0) / kW;
-    for (size_t t = 0; t < quarter; ++t) TileOf<1>(w, a, i0, {r0 + t, quarter, kW}, y + t, ldy);
-    for (size_t r = r0 + kW * quarter; r < r1; r += kW)
-      TileOf<1>(w, a, i0, {r, 1, std::min(kW, r1 - r)}, y + (r - r0), ldy);
-    return;
-  }
-  // Prefill: activation tiles outside, weight rows inside, so the tile's
-  // rows stay in L1 while the caller's group of weight rows (sized for L2)
-  // streams past.
-  const size_t R = TileRows(w.format);
-  for (size_t i = 0; i < ni; i += R) {
-    const size_t rows = std::min(R, ni - i);
-    for (size_t r = r0; r < r1; r += kW) {
-      const TileRowSet t{r, 1, std::min(kW, r1 - r)};
-      float* yt = y + i * ldy + (r - r0);
-      WithFloatTileRows(rows, [&](auto R) { TileOf<R()>(w, a, i0 + i, t, yt, ldy); });
-    }
-  }
-}
-
 void WidenRows(const WeightMatrix& w, size_t r0, size_t r1, float* out) {
   const size_t k = static_cast<size_t>(w.cols);
   for (size_t r = r0; r < r1; ++r) {
@@ -700,8 +611,7 @@ HWY_AFTER_NAMESPACE();
 namespace qinfer::kernels {
 HWY_EXPORT(QuantizeActivation);
 HWY_EXPORT(Int8DotPath);
-HWY_EXPORT(TileRows);
-HWY_EXPORT(DotRows);
+HWY_EXPORT(QuantDotRows);
 HWY_EXPORT(WidenRows);
 HWY_EXPORT(AttentionScores);
 HWY_EXPORT(AttentionValues);
@@ -711,10 +621,10 @@ void quantize_activation(const float* x, size_t n, size_t k, int8_t* q, float* d
   HWY_DYNAMIC_DISPATCH(QuantizeActivation)(x, n, k, q, d, zero_dot_q8, zero_dot_q4);
 }
 const char* int8_dot_path() { return HWY_DYNAMIC_DISPATCH(Int8DotPath)(); }
-size_t tile_rows(WeightFormat f) { return HWY_DYNAMIC_DISPATCH(TileRows)(f); }
 void dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
               size_t ldy) {
-  HWY_DYNAMIC_DISPATCH(DotRows)(w, a, i0, ni, r0, r1, y, ldy);
+  if (!w.quantized()) return float_dot_rows(w, a, i0, ni, r0, r1, y, ldy);
+  HWY_DYNAMIC_DISPATCH(QuantDotRows)(w, a, i0, ni, r0, r1, y, ldy);
 }
 void widen_rows(const WeightMatrix& w, size_t r0, size_t r1, float* out) {
   HWY_DYNAMIC_DISPATCH(WidenRows)(w, r0, r1, out);

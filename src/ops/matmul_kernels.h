@@ -1,19 +1,17 @@
-// The per-target SIMD kernels behind matmul() (matmul_kernels.cpp, Highway
-// with run-time dispatch). matmul.cpp drives them: it prepares the activation
-// rows once, then shares out groups of weight rows among the threads.
-// Exposed for the tests and micro-benchmarks.
+// The per-target SIMD kernels behind matmul() (Highway, with run-time
+// dispatch): float_matmul_kernels.cpp for float weights, matmul_kernels.cpp
+// for Q8/Q4 weights and attention. matmul.cpp drives them: it prepares the
+// activation rows once, then shares out groups of weight rows among the
+// threads. Exposed for the tests and micro-benchmarks.
 //
-// The float kernels multiply a tile of activation rows by four weight rows at
-// a time, dot-product style: one vector accumulator per (activation row,
-// weight row), lanes running along k, reduced at the end. Each accumulator
-// sees the same sequence of operations whatever the number of activation rows
-// and whether a bf16/f16 row is widened in registers (decode, reading the
-// weights as stored) or first into an f32 group (prefill). The Q8/Q4 kernels
-// take one or two groups of 8 interleaved weight rows (quant.h) with the rows
-// in the lanes, and the activation quantized to int8 per 32-block, in decode
-// and prefill alike; a row's result is a fixed sequence of exact block
-// integer dot products, conversions, scalings and FMAs. So decode and prefill
-// give bit-identical results in every format.
+// Float weights: each output is float_dot (matmul.h), over the weights'
+// panels with the weight rows in the vector lanes, whatever the number of
+// activation rows. The Q8/Q4 kernels take one or
+// two groups of 8 interleaved weight rows (quant.h) with the rows in the
+// lanes, and the activation quantized to int8 per 32-block, in decode and
+// prefill alike; a row's result is a fixed sequence of exact block integer
+// dot products, conversions, scalings and FMAs. So decode and prefill give
+// bit-identical results in every format.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -24,9 +22,10 @@ namespace qinfer::kernels {
 
 // Activation rows [n, k] in the forms the weight formats need.
 struct Activations {
-  const float* x = nullptr;   // [n, k]: float weights
-  const int8_t* q = nullptr;  // [n, k] quantized per 32-block: Q8, Q4 weights
-  const float* d = nullptr;   // [n, k/32] scale of each block of q
+  const float* x = nullptr;       // [n, k]: float weights, one row
+  const float* packed = nullptr;  // x in tiles for float weights, n > 1 (pack_activation)
+  const int8_t* q = nullptr;      // [n, k] quantized per 32-block: Q8, Q4 weights
+  const float* d = nullptr;       // [n, k/32] scale of each block of q
   // [n, k/32] per format (QuantFormat as index): the dot product of each block
   // of q with the weights' zero code, -(zero code) * sum(q), which turns the
   // integer dot with the stored codes into the dot with the signed weights.
@@ -46,14 +45,25 @@ const char* int8_dot_path();
 // rows, each tile of weights read from memory once for all the rows.
 constexpr size_t kStreamedRows = 64;
 
-// Activation rows processed together by one register tile.
-size_t tile_rows(WeightFormat f);
-
 // y[i * ldy + (r - r0)] = dot(activation row i0 + i, weight row r), for i < ni
-// and r in [r0, r1). F16/BF16 weights need ni == 1 (decode); prefill
-// multiplies them widened to f32 groups (widen_rows). Q8/Q4: r0 a multiple of 8.
+// and r in [r0, r1). Q8/Q4: r0 a multiple of 8. Float weights: panels
+// (matmul.h), r0 a multiple of kFloatPanelRows; with ni > 1, a.packed holds
+// the activation rows from i0 (a tile's first row).
 void dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
               size_t ldy);
+// dot_rows for float weights.
+void float_dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
+                    size_t ldy);
+
+// Rows [i0, i1) (i0 a multiple of float_tile_rows()) of x [n, k] packed for
+// float weights: tiles of float_tile_rows() rows (the last of n may be
+// shorter), each [k][rows], at out + (tile's first row) * k.
+void pack_activation(const float* x, size_t n, size_t k, size_t i0, size_t i1, float* out);
+// Activation rows per float tile.
+size_t float_tile_rows();
+// Whether this target's float kernels fuse their multiply-adds (all but
+// SSSE3/SSE4 and the emulated targets): then they give float_dot's bits.
+bool fused_float_dot();
 
 // Rows [r0, r1) of w as f32 (all formats), into out[(r - r0) * w.cols + c].
 void widen_rows(const WeightMatrix& w, size_t r0, size_t r1, float* out);

@@ -4,14 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "each_target.h"
 #include "ops/matmul.h"
+#include "ops/matmul_kernels.h"
 #include "ops/ops_ref.h"
 #include "ops/simd.h"
 #include "test_util.h"
+#include "util/error.h"
 
 using namespace qinfer;
 
@@ -35,6 +38,17 @@ std::vector<uint8_t> store_as(const std::vector<float>& v, DType t) {
   }
   return out;
 }
+
+// A float matrix from rows of bytes, as panels (the layout matmul takes).
+struct PanelMatrix {
+  std::vector<uint8_t> data;
+  WeightMatrix w;
+  PanelMatrix(const std::vector<uint8_t>& rows_bytes, DType t, int64_t rows, int64_t cols)
+      : data(float_panel_bytes(weight_format_of(t), rows, cols)) {
+    ThreadPool pool(1);
+    w = pack_float_panels(WeightMatrix{weight_format_of(t), rows_bytes.data(), rows, cols}, data.data(), pool);
+  }
+};
 
 void expect_close(const std::vector<float>& a, const std::vector<float>& b, float tol, const std::string& what) {
   ASSERT_EQ(a.size(), b.size());
@@ -95,14 +109,41 @@ TEST_P(MatmulTest, MatchesScalarAtOddSizes) {
       for (int64_t rows : {1, 5, 13, 67})
         for (int64_t cols : {1, 9, 33, 130}) {
           auto wbytes = store_as(randn(rows * cols, rows * 131 + cols), t);
-          WeightMatrix w{weight_format_of(t), wbytes.data(), rows, cols};
+          const WeightMatrix w{weight_format_of(t), wbytes.data(), rows, cols};
+          const PanelMatrix packed(wbytes, t, rows, cols);
           auto x = randn(n * cols, 7 + n);
           std::vector<float> got(n * rows), want(n * rows);
-          matmul(x.data(), n, w, got.data(), pool);
+          matmul(x.data(), n, packed.w, got.data(), pool);
           matmul_ref(x.data(), n, w, want.data());
           expect_close(got, want, 2e-5f,
                        "matmul " + std::string(dtype_name(t)) + " n=" + std::to_string(n) +
                            " rows=" + std::to_string(rows) + " cols=" + std::to_string(cols));
+        }
+  });
+}
+
+// float_dot is the definition of a float weight row's sum: the kernels give
+// its bits on every target that fuses multiply-adds, for any number of rows,
+// at sizes around the panels, tiles and blocks (rows and k short of, at and
+// past a multiple), including the widths decode and prefill share out.
+TEST_P(MatmulTest, FloatWeightsGiveFloatDotBitForBit) {
+  test::for_each_target([&] {
+    if (!kernels::fused_float_dot()) return;  // SSSE3/SSE4, emulated: MatchesScalarAtOddSizes
+    ThreadPool pool(2);
+    const DType t = GetParam();
+    for (int64_t n : {1, 2, 6, 13, 25})
+      for (int64_t rows : {1, 17, 31, 32, 33, 65, 130})
+        for (int64_t cols : {1, 16, 31, 32, 33, 95, 300}) {
+          auto wbytes = store_as(randn(rows * cols, rows * 7 + cols), t);
+          const WeightMatrix w{weight_format_of(t), wbytes.data(), rows, cols};
+          const PanelMatrix packed(wbytes, t, rows, cols);
+          auto x = randn(n * cols, 3 + n);
+          std::vector<float> got(n * rows);
+          matmul(x.data(), n, packed.w, got.data(), pool);
+          for (int64_t i = 0; i < n; ++i)
+            for (int64_t r = 0; r < rows; ++r)
+              ASSERT_EQ(got[i * rows + r], float_dot(&x[i * cols], w.row_ptr(r), t, cols))
+                  << dtype_name(t) << " n=" << n << " rows=" << rows << " cols=" << cols << " at " << i << "," << r;
         }
   });
 }
@@ -115,17 +156,42 @@ TEST_P(MatmulTest, PrefillRowsEqualDecodeBitForBit) {
     ThreadPool pool(2);
     const DType t = GetParam();
     const int64_t n = 7, rows = 37, cols = 300;
-    auto wbytes = store_as(randn(rows * cols, 5), t);
-    WeightMatrix w{weight_format_of(t), wbytes.data(), rows, cols};
+    const PanelMatrix w(store_as(randn(rows * cols, 5), t), t, rows, cols);
     auto x = randn(n * cols, 6);
     std::vector<float> batched(n * rows), single(rows);
-    matmul(x.data(), n, w, batched.data(), pool);
+    matmul(x.data(), n, w.w, batched.data(), pool);
     for (int64_t i = 0; i < n; ++i) {
-      matmul(x.data() + i * cols, 1, w, single.data(), pool);
+      matmul(x.data() + i * cols, 1, w.w, single.data(), pool);
       for (int64_t r = 0; r < rows; ++r)
         ASSERT_EQ(batched[i * rows + r], single[r]) << dtype_name(t) << " row " << i << " output " << r;
     }
   });
+}
+
+// Panels keep every row: read back (as stored and widened) they are the rows
+// they were packed from, the padding past the last row is not a row, and
+// matmul refuses float rows it was not given as panels.
+TEST_P(MatmulTest, PanelsHoldTheRowsTheyWerePackedFrom) {
+  const DType t = GetParam();
+  for (int64_t rows : {1, 32, 45}) {
+    const int64_t cols = 19;
+    const auto wbytes = store_as(randn(rows * cols, 9), t);
+    const WeightMatrix w{weight_format_of(t), wbytes.data(), rows, cols};
+    const PanelMatrix packed(wbytes, t, rows, cols);
+    EXPECT_EQ(packed.w.bytes(), static_cast<size_t>((rows + 31) / 32 * 32 * cols) * dtype_size(t));
+    std::vector<uint8_t> row(w.row_bytes());
+    std::vector<float> wide(cols), want(cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      copy_float_row(packed.w, r, row.data());
+      ASSERT_EQ(0, std::memcmp(row.data(), w.row_ptr(r), row.size())) << "row " << r;
+      widen_row(packed.w, r, wide.data());
+      widen_row(w, r, want.data());
+      ASSERT_EQ(wide, want) << "row " << r;
+    }
+    std::vector<float> x(cols, 1.0f), y(rows);
+    ThreadPool pool(1);
+    EXPECT_THROW(matmul(x.data(), 1, w, y.data(), pool), Error);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypes, MatmulTest, ::testing::Values(DType::F32, DType::F16, DType::BF16),

@@ -1,0 +1,269 @@
+// Float weights (F32, F16, BF16) times f32 activation rows: the sums of
+// float_dot (matmul.h). Highway kernels with dynamic dispatch: this file is
+// compiled once per target.
+//
+// The weights are panels (matmul.h): at each k a panel holds its 32 rows side
+// by side, so weight rows sit in the vector lanes and every output is its own
+// chain of fused multiply-adds along k, block by block. Decode streams a
+// panel and broadcasts the activation at each k. Prefill widens a panel to f32
+// once and passes every tile of activation rows over it, outer-product style
+// as BLAS kernels do: at each k a tile loads its weight vectors once and adds
+// each row's broadcast activation times them to R x kTileVectors accumulators.
+// Both do the same operations per output, so a row's result never depends on
+// the number of rows in the call.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/float_matmul_kernels.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+#include <hwy/aligned_allocator.h>
+#include <hwy/cache_control.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "ops/matmul_kernels.h"
+#include "ops/simd.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace qinfer::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+
+// Weight vectors and activation rows of a prefill tile: R x 2 accumulators, 2
+// weight vectors and a broadcast fill 27 of AVX-512's 32 registers, 15 of
+// AVX2's 16. A tile covers 2 vectors of a panel's 32 columns.
+constexpr size_t kTileVectors = 2;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+constexpr size_t kPanelTileRows = 12;
+#elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+constexpr size_t kPanelTileRows = 6;
+#else
+constexpr size_t kPanelTileRows = 4;
+#endif
+constexpr size_t kP = static_cast<size_t>(kFloatPanelRows);
+
+// Decode fetches the panel stream this far ahead.
+constexpr size_t kPrefetchBytes = 4096;
+
+// Pins a vector in a register: x86 compilers like to fold a vector used by
+// several FMAs back into each of them as a memory operand, which makes the
+// load ports the bottleneck instead of the FMA units.
+template <class V>
+HWY_INLINE void KeepInRegister(V& v) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && (HWY_COMPILER_GCC || HWY_COMPILER_CLANG)
+  asm("" : "+v"(v.raw));
+#else
+  (void)v;
+#endif
+}
+
+// Loads a vector of weights as f32.
+template <class T>
+HWY_INLINE hn::Vec<DF> LoadWeights(DF df, const T* p) {
+  if constexpr (std::is_same_v<T, float>)
+    return hn::LoadU(df, p);
+  else
+    return hn::PromoteTo(df, hn::LoadU(hn::Rebind<T, DF>(), p));
+}
+
+// total[r * C + j] for r < R, j < C = kTileVectors lanes: float_dot of
+// activation row r, xp[e * R + r], with panel column j, panel[e * kFloatPanelRows + j],
+// over k in [0, n), block by block.
+template <size_t R>
+HWY_NOINLINE void PanelTile(const float* HWY_RESTRICT panel, const float* HWY_RESTRICT xp, size_t n,
+                            float* HWY_RESTRICT total) {
+  const DF df;
+  const size_t N = hn::Lanes(df), C = kTileVectors * N;
+  constexpr size_t kPanelVectors = kTileVectors;
+  for (size_t b = 0; b < n; b += kFloatDotBlock) {
+    hn::Vec<DF> acc[R][kPanelVectors];
+#pragma GCC unroll 16
+    for (size_t r = 0; r < R; ++r)
+      for (size_t c = 0; c < kPanelVectors; ++c) acc[r][c] = hn::Zero(df);
+    const size_t end = std::min(n, b + kFloatDotBlock);
+    for (size_t e = b; e < end; ++e) {
+      hn::Vec<DF> w[kPanelVectors];
+      for (size_t c = 0; c < kPanelVectors; ++c) {
+        w[c] = hn::LoadU(df, panel + e * kFloatPanelRows + c * N);
+        KeepInRegister(w[c]);
+      }
+#pragma GCC unroll 16
+      for (size_t r = 0; r < R; ++r) {
+        auto x = hn::Set(df, xp[e * R + r]);
+        KeepInRegister(x);
+        for (size_t c = 0; c < kPanelVectors; ++c) acc[r][c] = hn::MulAdd(x, w[c], acc[r][c]);
+      }
+    }
+    const bool assign = b == 0;
+#pragma GCC unroll 16
+    for (size_t r = 0; r < R; ++r)
+      for (size_t c = 0; c < kPanelVectors; ++c) {
+        float* t = total + r * C + c * N;
+        hn::Store(assign ? acc[r][c] : hn::Add(hn::Load(df, t), acc[r][c]), df, t);
+      }
+  }
+}
+
+// Calls f(std::integral_constant<size_t, R>{}) for rows == R, 1 <= R <= kPanelTileRows.
+template <class F>
+HWY_INLINE void WithPanelTileRows(size_t rows, const F& f) {
+  switch (rows) {
+    case 1:
+      return f(std::integral_constant<size_t, 1>{});
+    case 2:
+      return f(std::integral_constant<size_t, 2>{});
+    case 3:
+      return f(std::integral_constant<size_t, 3>{});
+    case 4:
+      return f(std::integral_constant<size_t, 4>{});
+  }
+  if constexpr (kPanelTileRows >= 6) {
+    switch (rows) {
+      case 5:
+        return f(std::integral_constant<size_t, 5>{});
+      case 6:
+        return f(std::integral_constant<size_t, 6>{});
+    }
+  }
+  if constexpr (kPanelTileRows >= 12) {
+    switch (rows) {
+      case 7:
+        return f(std::integral_constant<size_t, 7>{});
+      case 8:
+        return f(std::integral_constant<size_t, 8>{});
+      case 9:
+        return f(std::integral_constant<size_t, 9>{});
+      case 10:
+        return f(std::integral_constant<size_t, 10>{});
+      case 11:
+        return f(std::integral_constant<size_t, 11>{});
+      case 12:
+        return f(std::integral_constant<size_t, 12>{});
+    }
+  }
+  HWY_ASSERT(false);
+}
+
+// ---------------------------------------------------------------- decode
+
+// total[j] = float_dot(x, panel row j) for the 32 rows of a panel.
+template <class T>
+HWY_NOINLINE void DecodePanel(const T* HWY_RESTRICT panel, const float* HWY_RESTRICT x, size_t k,
+                              float* HWY_RESTRICT total) {
+  const DF df;
+  const size_t N = hn::Lanes(df), V = kP / N;
+  hn::Vec<DF> sum[kP], acc[kP];  // V of them
+  for (size_t b = 0; b < k; b += kFloatDotBlock) {
+    for (size_t c = 0; c < V; ++c) acc[c] = hn::Zero(df);
+    const size_t end = std::min(k, b + kFloatDotBlock);
+    for (size_t e = b; e < end; ++e) {
+      const T* w = panel + e * kP;
+      if ((e * kP * sizeof(T)) % 64 == 0)
+        for (size_t line = 0; line < kP * sizeof(T); line += 64)
+          hwy::Prefetch(reinterpret_cast<const uint8_t*>(w) + kPrefetchBytes + line);
+      const auto xe = hn::Set(df, x[e]);
+      for (size_t c = 0; c < V; ++c) acc[c] = hn::MulAdd(xe, LoadWeights(df, w + c * N), acc[c]);
+    }
+    for (size_t c = 0; c < V; ++c) sum[c] = b == 0 ? acc[c] : hn::Add(sum[c], acc[c]);
+  }
+  for (size_t c = 0; c < V; ++c) hn::StoreU(sum[c], df, total + c * N);
+}
+
+// ---------------------------------------------------------------- rows
+
+template <class T>
+void Rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
+          size_t ldy) {
+  const size_t k = static_cast<size_t>(w.cols), C = kTileVectors * hn::Lanes(DF());
+  const T* base = static_cast<const T*>(w.data);
+  HWY_ALIGN float total[kPanelTileRows * kP];
+  thread_local hwy::AlignedFreeUniquePtr<float[]> widened;
+  thread_local size_t widened_size = 0;
+  if (ni > 1 && !std::is_same_v<T, float> && widened_size < k * kP) {
+    widened = hwy::AllocateAligned<float>(k * kP);
+    widened_size = k * kP;
+  }
+  for (size_t r = r0; r < r1; r += kP) {
+    const T* panel = base + r / kP * k * kP;
+    const size_t nr = std::min(kP, r1 - r);  // rows past r1: padding or another caller's
+    if (ni == 1) {
+      DecodePanel(panel, a.x + i0 * k, k, total);
+      std::copy_n(total, nr, y + (r - r0));
+      continue;
+    }
+    // Prefill, batched decode: the panel as f32 once, then every tile of
+    // activation rows (a.packed: tiles of kPanelTileRows rows) over each
+    // kTileVectors-vector stretch of its columns.
+    const float* wide;
+    if constexpr (std::is_same_v<T, float>) {
+      wide = panel;
+    } else {
+      simd::widen_f32(panel, std::is_same_v<T, hwy::float16_t> ? DType::F16 : DType::BF16, k * kP, widened.get());
+      wide = widened.get();
+    }
+    for (size_t i = 0; i < ni; i += kPanelTileRows) {
+      const size_t rows = std::min(kPanelTileRows, ni - i);
+      const float* xp = a.packed + (i0 + i) * k;
+      for (size_t c0 = 0; c0 < nr; c0 += C) {
+        WithPanelTileRows(rows, [&](auto R) { PanelTile<R()>(wide + c0, xp, k, total); });
+        const size_t nc = std::min(C, nr - c0);
+        for (size_t q = 0; q < rows; ++q) std::copy_n(total + q * C, nc, y + (i + q) * ldy + (r - r0) + c0);
+      }
+    }
+  }
+}
+
+void FloatDotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
+                  size_t ldy) {
+  switch (w.format) {
+    case WeightFormat::F32:
+      return Rows<float>(w, a, i0, ni, r0, r1, y, ldy);
+    case WeightFormat::F16:
+      return Rows<hwy::float16_t>(w, a, i0, ni, r0, r1, y, ldy);
+    case WeightFormat::BF16:
+      return Rows<hwy::bfloat16_t>(w, a, i0, ni, r0, r1, y, ldy);
+    case WeightFormat::Q8:
+    case WeightFormat::Q4:
+      break;
+  }
+  HWY_ASSERT(false);
+}
+
+// Rows [i0, i1) of x [n, k] into tiles of kPanelTileRows rows (the last may
+// be shorter), each [k][rows]: out + (tile's first row) * k, as Rows reads them.
+void PackActivation(const float* x, size_t n, size_t k, size_t i0, size_t i1, float* out) {
+  for (size_t t = i0; t < i1; t += kPanelTileRows) {
+    const size_t rows = std::min(kPanelTileRows, n - t);
+    float* o = out + t * k;
+    for (size_t e = 0; e < k; ++e)
+      for (size_t q = 0; q < rows; ++q) o[e * rows + q] = x[(t + q) * k + e];
+  }
+}
+
+size_t PanelTileRowsOf() { return kPanelTileRows; }
+bool FusedFloatDot() { return HWY_NATIVE_FMA; }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace qinfer::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace qinfer::kernels {
+HWY_EXPORT(FloatDotRows);
+HWY_EXPORT(PackActivation);
+HWY_EXPORT(PanelTileRowsOf);
+HWY_EXPORT(FusedFloatDot);
+
+void float_dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
+                    size_t ldy) {
+  HWY_DYNAMIC_DISPATCH(FloatDotRows)(w, a, i0, ni, r0, r1, y, ldy);
+}
+void pack_activation(const float* x, size_t n, size_t k, size_t i0, size_t i1, float* out) {
+  HWY_DYNAMIC_DISPATCH(PackActivation)(x, n, k, i0, i1, out);
+}
+size_t float_tile_rows() { return HWY_DYNAMIC_DISPATCH(PanelTileRowsOf)(); }
+bool fused_float_dot() { return HWY_DYNAMIC_DISPATCH(FusedFloatDot)(); }
+}  // namespace qinfer::kernels
+#endif
