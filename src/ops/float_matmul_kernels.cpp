@@ -21,8 +21,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/keep_in_register-inl.h"
 #include "ops/matmul_kernels.h"
 #include "ops/simd.h"
+#include "ops/with_rows.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace qinfer::kernels {
@@ -46,18 +48,6 @@ constexpr size_t kP = static_cast<size_t>(kFloatPanelRows);
 
 // Decode fetches the panel stream this far ahead.
 constexpr size_t kPrefetchBytes = 4096;
-
-// Pins a vector in a register: x86 compilers like to fold a vector used by
-// several FMAs back into each of them as a memory operand, which makes the
-// load ports the bottleneck instead of the FMA units.
-template <class V>
-HWY_INLINE void KeepInRegister(V& v) {
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && (HWY_COMPILER_GCC || HWY_COMPILER_CLANG)
-  asm("" : "+v"(v.raw));
-#else
-  (void)v;
-#endif
-}
 
 // Loads a vector of weights as f32.
 template <class T>
@@ -104,46 +94,6 @@ HWY_NOINLINE void PanelTile(const float* HWY_RESTRICT panel, const float* HWY_RE
         hn::Store(assign ? acc[r][c] : hn::Add(hn::Load(df, t), acc[r][c]), df, t);
       }
   }
-}
-
-// Calls f(std::integral_constant<size_t, R>{}) for rows == R, 1 <= R <= kPanelTileRows.
-template <class F>
-HWY_INLINE void WithPanelTileRows(size_t rows, const F& f) {
-  switch (rows) {
-    case 1:
-      return f(std::integral_constant<size_t, 1>{});
-    case 2:
-      return f(std::integral_constant<size_t, 2>{});
-    case 3:
-      return f(std::integral_constant<size_t, 3>{});
-    case 4:
-      return f(std::integral_constant<size_t, 4>{});
-  }
-  if constexpr (kPanelTileRows >= 6) {
-    switch (rows) {
-      case 5:
-        return f(std::integral_constant<size_t, 5>{});
-      case 6:
-        return f(std::integral_constant<size_t, 6>{});
-    }
-  }
-  if constexpr (kPanelTileRows >= 12) {
-    switch (rows) {
-      case 7:
-        return f(std::integral_constant<size_t, 7>{});
-      case 8:
-        return f(std::integral_constant<size_t, 8>{});
-      case 9:
-        return f(std::integral_constant<size_t, 9>{});
-      case 10:
-        return f(std::integral_constant<size_t, 10>{});
-      case 11:
-        return f(std::integral_constant<size_t, 11>{});
-      case 12:
-        return f(std::integral_constant<size_t, 12>{});
-    }
-  }
-  HWY_ASSERT(false);
 }
 
 // ---------------------------------------------------------------- decode
@@ -207,7 +157,7 @@ void Rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, siz
       const size_t rows = std::min(kPanelTileRows, ni - i);
       const float* xp = a.packed + (i0 + i) * k;
       for (size_t c0 = 0; c0 < nr; c0 += C) {
-        WithPanelTileRows(rows, [&](auto R) { PanelTile<R()>(wide + c0, xp, k, total); });
+        with_rows<kPanelTileRows>(rows, [&](auto R) { PanelTile<R()>(wide + c0, xp, k, total); });
         const size_t nc = std::min(C, nr - c0);
         for (size_t q = 0; q < rows; ++q) std::copy_n(total + q * C, nc, y + (i + q) * ldy + (r - r0) + c0);
       }

@@ -9,8 +9,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "ops/keep_in_register-inl.h"
 #include "ops/matmul_kernels.h"
 #include "ops/simd.h"
+#include "ops/with_rows.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace qinfer::kernels {
@@ -69,19 +71,6 @@ void QuantizeActivation(const float* x, size_t n, size_t k, int8_t* q, float* d,
 }
 
 // ---------------------------------------------------------------- tiles
-
-// Pins a vector in a register. x86 compilers like to fold a vector that is
-// used several times back into each instruction as a memory operand, which
-// turns a tile's loads-per-FMA from (R + 4) / 4R into more than one and makes
-// the load ports, not the FMA units, the bottleneck.
-template <class V>
-HWY_INLINE void KeepInRegister(V& v) {
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && (HWY_COMPILER_GCC || HWY_COMPILER_CLANG)
-  asm("" : "+v"(v.raw));
-#else
-  (void)v;
-#endif
-}
 
 // s + sum of w[e] * x[e] for e in [from, k): the elements past the last full
 // vector, one shared function so every tile size rounds them alike. An
@@ -152,30 +141,6 @@ HWY_NOINLINE void TileFloat(const typename Rows::T* const (&p)[kW], const float*
   }
   for (size_t r = 0; r < R; ++r)
     for (size_t j = 0; j < nr; ++j) y[r * ldy + j] = TailDot(Sum(df, acc[r][j]), p[j], Rows::kType, x + r * ldx, i, k);
-}
-
-// Calls f(std::integral_constant<size_t, R>{}) for rows == R, 1 <= R <= kFloatTileRows.
-template <class F>
-HWY_INLINE void WithFloatTileRows(size_t rows, const F& f) {
-  switch (rows) {
-    case 1:
-      return f(std::integral_constant<size_t, 1>{});
-    case 2:
-      return f(std::integral_constant<size_t, 2>{});
-    case 3:
-      return f(std::integral_constant<size_t, 3>{});
-  }
-  if constexpr (kFloatTileRows >= 6) {
-    switch (rows) {
-      case 4:
-        return f(std::integral_constant<size_t, 4>{});
-      case 5:
-        return f(std::integral_constant<size_t, 5>{});
-      case 6:
-        return f(std::integral_constant<size_t, 6>{});
-    }
-  }
-  HWY_ASSERT(false);
 }
 
 // ---------------------------------------------------------------- quantized
@@ -402,29 +367,7 @@ HWY_INLINE void GroupTileOf(const GroupArgs& t) {
 
 // The tile of `rows` (1 .. kQuantTileRows) activation rows.
 void GroupTileRows(size_t rows, const GroupArgs& t) {
-  switch (rows) {
-    case 1:
-      return GroupTileOf<1>(t);
-    case 2:
-      return GroupTileOf<2>(t);
-    case 3:
-      return GroupTileOf<3>(t);
-    case 4:
-      return GroupTileOf<4>(t);
-    case 5:
-      if constexpr (kQuantTileRows >= 5) return GroupTileOf<5>(t);
-      break;
-    case 6:
-      if constexpr (kQuantTileRows >= 6) return GroupTileOf<6>(t);
-      break;
-    case 7:
-      if constexpr (kQuantTileRows >= 7) return GroupTileOf<7>(t);
-      break;
-    case 8:
-      if constexpr (kQuantTileRows >= 8) return GroupTileOf<8>(t);
-      break;
-  }
-  HWY_ASSERT(false);
+  with_rows<kQuantTileRows>(rows, [&](auto R) { GroupTileOf<R()>(t); });
 }
 
 // Weight rows [r0, r1) (r0 a multiple of 8) of a quantized matrix times
@@ -479,7 +422,7 @@ void DotStrided(const float* x, size_t nx, size_t ldx, const void* w, size_t nw,
         for (size_t line = 0; line < k * sizeof(typename Rows::T); line += 64)
           hwy::Prefetch(reinterpret_cast<const uint8_t*>(p[q] + kStridedAhead * ldw) + line);
       float* yt = y + i * ldy + j;
-      WithFloatTileRows(rows, [&](auto R) { TileFloat<R(), Rows>(p, x + i * ldx, ldx, k, yt, ldy, nr); });
+      with_rows<kFloatTileRows>(rows, [&](auto R) { TileFloat<R(), Rows>(p, x + i * ldx, ldx, k, yt, ldy, nr); });
     }
   }
 }
