@@ -58,7 +58,7 @@ HWY_INLINE hn::Vec<DF> LoadWeights(DF df, const T* p) {
     return hn::PromoteTo(df, hn::LoadU(hn::Rebind<T, DF>(), p));
 }
 
-// total[r * C + j] for r < R, j < C = kTileVectors lanes: float_dot of
+// total[r * C + j] for r < R, j < C (kTileVectors vectors' lanes): float_dot of
 // activation row r, xp[e * R + r], with panel column j, panel[e * kFloatPanelRows + j],
 // over k in [0, n), block by block.
 template <size_t R>
@@ -66,16 +66,15 @@ HWY_NOINLINE void PanelTile(const float* HWY_RESTRICT panel, const float* HWY_RE
                             float* HWY_RESTRICT total) {
   const DF df;
   const size_t N = hn::Lanes(df), C = kTileVectors * N;
-  constexpr size_t kPanelVectors = kTileVectors;
   for (size_t b = 0; b < n; b += kFloatDotBlock) {
-    hn::Vec<DF> acc[R][kPanelVectors];
+    hn::Vec<DF> acc[R][kTileVectors];
 #pragma GCC unroll 16
     for (size_t r = 0; r < R; ++r)
-      for (size_t c = 0; c < kPanelVectors; ++c) acc[r][c] = hn::Zero(df);
+      for (size_t c = 0; c < kTileVectors; ++c) acc[r][c] = hn::Zero(df);
     const size_t end = std::min(n, b + kFloatDotBlock);
     for (size_t e = b; e < end; ++e) {
-      hn::Vec<DF> w[kPanelVectors];
-      for (size_t c = 0; c < kPanelVectors; ++c) {
+      hn::Vec<DF> w[kTileVectors];
+      for (size_t c = 0; c < kTileVectors; ++c) {
         w[c] = hn::LoadU(df, panel + e * kFloatPanelRows + c * N);
         KeepInRegister(w[c]);
       }
@@ -83,13 +82,13 @@ HWY_NOINLINE void PanelTile(const float* HWY_RESTRICT panel, const float* HWY_RE
       for (size_t r = 0; r < R; ++r) {
         auto x = hn::Set(df, xp[e * R + r]);
         KeepInRegister(x);
-        for (size_t c = 0; c < kPanelVectors; ++c) acc[r][c] = hn::MulAdd(x, w[c], acc[r][c]);
+        for (size_t c = 0; c < kTileVectors; ++c) acc[r][c] = hn::MulAdd(x, w[c], acc[r][c]);
       }
     }
     const bool assign = b == 0;
 #pragma GCC unroll 16
     for (size_t r = 0; r < R; ++r)
-      for (size_t c = 0; c < kPanelVectors; ++c) {
+      for (size_t c = 0; c < kTileVectors; ++c) {
         float* t = total + r * C + c * N;
         hn::Store(assign ? acc[r][c] : hn::Add(hn::Load(df, t), acc[r][c]), df, t);
       }
@@ -110,9 +109,8 @@ HWY_NOINLINE void DecodePanel(const T* HWY_RESTRICT panel, const float* HWY_REST
     const size_t end = std::min(k, b + kFloatDotBlock);
     for (size_t e = b; e < end; ++e) {
       const T* w = panel + e * kP;
-      if ((e * kP * sizeof(T)) % 64 == 0)
-        for (size_t line = 0; line < kP * sizeof(T); line += 64)
-          hwy::Prefetch(reinterpret_cast<const uint8_t*>(w) + kPrefetchBytes + line);
+      for (size_t line = 0; line < kP * sizeof(T); line += 64)  // a column is 1-2 whole cache lines
+        hwy::Prefetch(reinterpret_cast<const uint8_t*>(w) + kPrefetchBytes + line);
       const auto xe = hn::Set(df, x[e]);
       for (size_t c = 0; c < V; ++c) acc[c] = hn::MulAdd(xe, LoadWeights(df, w + c * N), acc[c]);
     }

@@ -14,14 +14,13 @@ namespace {
 
 // Weight rows a thread claims at a time, whole multiples of a granule: 16 for
 // Q8/Q4 (a tile is one or two groups of 8 rows: quant.h), 64 for float weights
-// (two panels: matmul.h). Prefill: a group stays in L2
+// (two panels: matmul.h). Prefill: one granule, which stays in L2
 // while every activation tile passes over it. Decode: about 1 MiB, so a thread's stream
 // runs long before it restarts at another group (the model's matrices are only
 // 0.6-3.5 MB, and shorter groups restart the stream often enough to cost decode
 // speed: docs/performance.md, "What bounds each figure there"), while the finer
 // tail (row_groups) still lets both threads finish together.
 size_t granule(const WeightMatrix& w) { return w.quantized() ? 16 : 64; }
-size_t prefill_group_rows(const WeightMatrix& w) { return granule(w); }
 size_t decode_group_rows(const WeightMatrix& w) {
   const size_t g = granule(w);
   return std::clamp<size_t>((1024u << 10) / w.row_bytes() / g * g, 64, 2048);
@@ -92,7 +91,7 @@ std::vector<RowGroup> row_groups(std::initializer_list<MatmulTarget> targets, si
     const WeightMatrix& w = targets.begin()[ti].w;
     const bool stream = rows == 1 || (w.quantized() && rows <= kernels::kStreamedRows);
     streamed |= stream;
-    const size_t m = static_cast<size_t>(w.rows), size = stream ? decode_group_rows(w) : prefill_group_rows(w);
+    const size_t m = static_cast<size_t>(w.rows), size = stream ? decode_group_rows(w) : granule(w);
     for (size_t r = 0; r < m; r += size) groups.push_back({ti, r, std::min(m, r + size)});
   }
   if (!streamed) return groups;
@@ -142,7 +141,7 @@ void pack_panel(const WeightMatrix& w, size_t p, E* dst) {
         continue;
       }
       const E* row = reinterpret_cast<const E*>(w.row_ptr(first + j));
-      for (int64_t c = c0; c < c1; ++c, out += kFloatPanelRows) std::memcpy(out, row + c, sizeof(E));
+      for (int64_t c = c0; c < c1; ++c, out += kFloatPanelRows) *out = row[c];
     }
   }
 }
