@@ -10,9 +10,10 @@
 
 #include "commands.h"
 #include "engine/engine.h"
+#include "load_flags.h"
 #include "runtime/model_bundle.h"
 #include "runtime/text_stream.h"
-#include "thread_count.h"
+#include "server/openai_request.h"
 #include "util/error.h"
 #include "util/timer.h"
 
@@ -24,8 +25,7 @@ using nlohmann::ordered_json;
 
 struct BatchArgs {
   std::string model;
-  int threads = 0;
-  std::string weights = "auto", kv = "f32";
+  LoadFlags load;
   int64_t parallel = 16, max_batch_tokens = 512;
   int32_t kv_blocks = 0, block_size = 16;
 };
@@ -39,25 +39,19 @@ struct Job {
   int64_t handle = -1;
 };
 
-template <class T>
-T number(const ordered_json& j, const char* key, T fallback) {
-  if (!j.contains(key) || j[key].is_null()) return fallback;
-  if (!j[key].is_number()) fail("\"", key, "\" must be a number");
-  return j[key].get<T>();
-}
+constexpr int64_t kDefaultMaxTokens = 128;  // a line without max_tokens
 
 // One input line into a job: the prompt (text, ids or chat messages) and the
-// request's generation options on top of the model's defaults.
+// generation fields, read by the server's rules (server/openai_request.h) on
+// top of the model's defaults. Unknown fields are refused: a misspelt one
+// would otherwise be a silent default.
 Job parse_job(const std::string& line, const ModelBundle& bundle) {
   Job job;
   const ordered_json j = ordered_json::parse(line, nullptr, false);
   if (j.is_discarded() || !j.is_object()) fail("not a JSON object");
-  static const char* known[] = {
-      "prompt", "prompt_ids",         "messages",         "max_tokens",        "temperature", "top_k", "top_p",
-      "min_p",  "repetition_penalty", "presence_penalty", "frequency_penalty", "seed",        "stop",  "ignore_eos"};
   for (const auto& item : j.items())
-    if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return item.key() == k; }) ==
-        std::end(known))
+    if (item.key() != "prompt" && item.key() != "prompt_ids" && item.key() != "messages" &&
+        !server::is_generation_field(item.key()))
       fail("unknown field \"", item.key(), "\"");
   const int given = j.contains("prompt") + j.contains("prompt_ids") + j.contains("messages");
   if (given != 1) fail("give exactly one of \"prompt\", \"prompt_ids\", \"messages\"");
@@ -71,46 +65,14 @@ Job parse_job(const std::string& line, const ModelBundle& bundle) {
     if (!j["prompt"].is_string()) fail("\"prompt\" must be a string");
     job.prompt = bundle.require_tokenizer().encode(j["prompt"].get<std::string>());
   } else {
-    if (!j["messages"].is_array()) fail("\"messages\" must be an array");
     ChatTemplateInput in;
-    in.messages = j["messages"];
+    in.messages = server::chat_messages(j);
     in.add_generation_prompt = true;
     job.prompt = bundle.require_tokenizer().encode(bundle.require_chat_template().render(in));
   }
-  GenerationOptions& o = job.options;
-  o.max_new_tokens = number<int64_t>(j, "max_tokens", 128);
-  if (o.max_new_tokens < 1) fail("\"max_tokens\" must be at least 1");
-  SamplingParams& s = o.sampling;
-  s = bundle.default_sampling();
-  s.temperature = number<float>(j, "temperature", s.temperature);
-  s.top_k = number<int>(j, "top_k", s.top_k);
-  s.top_p = number<float>(j, "top_p", s.top_p);
-  s.min_p = number<float>(j, "min_p", s.min_p);
-  s.repetition_penalty = number<float>(j, "repetition_penalty", s.repetition_penalty);
-  s.presence_penalty = number<float>(j, "presence_penalty", s.presence_penalty);
-  s.frequency_penalty = number<float>(j, "frequency_penalty", s.frequency_penalty);
-  if (j.contains("seed")) {
-    if (!j["seed"].is_number_unsigned()) fail("\"seed\" must be a non-negative integer");
-    s.seed = j["seed"].get<uint64_t>();
-  }
-  o.eos_ids = bundle.eos_ids();
-  if (j.contains("ignore_eos")) {
-    if (!j["ignore_eos"].is_boolean()) fail("\"ignore_eos\" must be true or false");
-    o.ignore_eos = j["ignore_eos"].get<bool>();
-  }
-  if (j.contains("stop")) {
-    const ordered_json& stop = j["stop"];
-    if (stop.is_string())
-      job.stops.push_back(stop.get<std::string>());
-    else if (stop.is_array())
-      for (const auto& x : stop) {
-        if (!x.is_string()) fail("\"stop\" must be a string or a list of strings");
-        job.stops.push_back(x.get<std::string>());
-      }
-    else
-      fail("\"stop\" must be a string or a list of strings");
-  }
-  Sampler check(s, static_cast<size_t>(bundle.model->config().vocab_size));  // out-of-range parameters fail here
+  server::GenerationFields fields = server::parse_generation_fields(j, bundle, kDefaultMaxTokens);
+  job.options = std::move(fields.options);
+  job.stops = std::move(fields.stop);
   return job;
 }
 
@@ -119,10 +81,9 @@ void run_batch(const BatchArgs& a) {
   if (a.max_batch_tokens < 1) fail("--max-batch-tokens must be at least 1");
   if (a.block_size < 1) fail("--block-size must be at least 1");
   if (a.kv_blocks < 0) fail("--kv-blocks must be positive (or 0: enough for --parallel full contexts)");
-  const int threads = thread_count(a.threads);
-  const LoadOptions load_options = parse_load_options(a.weights, a.kv, threads);
+  const LoadOptions load_options = a.load.options();
   const ModelBundle bundle = load_model_bundle(a.model, load_options);
-  ThreadPool pool(threads);
+  ThreadPool pool(load_options.threads);
   engine::Engine engine(*bundle.model, pool, {a.block_size, a.kv_blocks, a.max_batch_tokens, a.parallel});
 
   std::vector<Job> jobs;
@@ -172,6 +133,7 @@ void run_batch(const BatchArgs& a) {
       out["finish_reason"] = finish_reason(r.reason, job.text && job.text->stopped_by_string());
       out["prompt_tokens"] = r.prompt_tokens;
       out["cached_tokens"] = r.reused_tokens;
+      out["seed"] = job.options.sampling.seed;  // drawn afresh for a line without one: this reproduces it
       prompt_tokens += r.prompt_tokens;
       generated += static_cast<int64_t>(r.ids.size());
     }
@@ -194,10 +156,10 @@ void add_batch_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "batch",
       "Generate for many requests at once through the batching engine: JSON lines in on stdin ({\"prompt\": ...} | "
-      "{\"prompt_ids\": [...]} | {\"messages\": [...]}, with optional max_tokens, temperature, top_k, top_p, min_p, "
-      "repetition_penalty, presence_penalty, frequency_penalty, seed, stop, ignore_eos), one JSON result per line "
-      "out in input order ({\"ids\", \"text\", \"finish_reason\", \"prompt_tokens\", \"cached_tokens\"} or "
-      "{\"error\"})");
+      "{\"prompt_ids\": [...]} | {\"messages\": [...]}, with optional max_tokens (default 128), temperature, top_k, "
+      "top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty, logit_bias, seed, stop, ignore_eos, read "
+      "as the server reads them), one JSON result per line out in input order ({\"ids\", \"text\", "
+      "\"finish_reason\", \"prompt_tokens\", \"cached_tokens\", \"seed\"} or {\"error\"})");
   cmd->add_option("-m,--model", a->model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")
       ->required();
   cmd->add_option("--parallel", a->parallel, "Sequences decoding at once")->capture_default_str();
@@ -206,11 +168,7 @@ void add_batch_command(CLI::App& app) {
   cmd->add_option("--kv-blocks", a->kv_blocks, "KV pool size in blocks (0: --parallel full contexts, committed on use)")
       ->capture_default_str();
   cmd->add_option("--block-size", a->block_size, "Positions per KV block")->capture_default_str();
-  cmd->add_option("-t,--threads", a->threads, "Threads (default: all hardware threads)");
-  cmd->add_option("--weights", a->weights,
-                  "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
-      ->capture_default_str();
-  cmd->add_option("--kv", a->kv, "KV cache type: f32, f16, bf16")->capture_default_str();
+  a->load.add_options(cmd);
   cmd->callback([a] { run_batch(*a); });
 }
 

@@ -11,12 +11,12 @@
 #include "build_info.h"
 #include "commands.h"
 #include "io/model_dir.h"
+#include "load_flags.h"
 #include "model/quality.h"
 #include "model/qwen3.h"
 #include "ops/simd.h"
 #include "peak_rss.h"
 #include "runtime/session.h"
-#include "thread_count.h"
 #include "util/error.h"
 #include "util/timer.h"
 
@@ -27,8 +27,8 @@ namespace {
 struct BenchArgs {
   std::string model;
   int64_t prompt_tokens = 512, gen_tokens = 128;
-  int threads = 0, reps = 3;
-  std::string weights = "auto", kv = "f32";
+  int reps = 3;
+  LoadFlags load;
   int64_t quality_tokens = 0;
   bool json = false;
 };
@@ -158,9 +158,8 @@ void run_bench(const BenchArgs& a) {
     fail("--quality compares with the checkpoint as stored, and ", dir,
          " is already quantized (it would be compared with itself): run it on the float checkpoint with --weights "
          "q8|q4");
-  const int threads = thread_count(a.threads);
-  const LoadOptions load_options = parse_load_options(a.weights, a.kv, threads);
-  ThreadPool pool(threads);
+  const LoadOptions load_options = a.load.options();
+  ThreadPool pool(load_options.threads);
   const Probes before = probe_machine(pool);
   reset_peak_rss();
   // Cold start: load, then the first token of a 5-token prompt (which pages
@@ -236,7 +235,7 @@ void run_bench(const BenchArgs& a) {
                               {"roofline_tok_s", probe / gb_per_token},
                               {"roofline_pct", 100.0 * tg_gb_s / probe},
                               {"weights", weights},
-                              {"kv", a.kv},
+                              {"kv", a.load.kv},
                               {"load_s", load_s},
                               {"first_token_s", first_token_s},
                               {"weights_mib", weights_mib},
@@ -249,7 +248,7 @@ void run_bench(const BenchArgs& a) {
     return;
   }
   std::printf("model        %s (%d threads, weights %s, KV cache %s, kernels %s)\n", dir.c_str(), pool.size(),
-              weights.c_str(), a.kv.c_str(), build.simd_target.c_str());
+              weights.c_str(), a.load.kv.c_str(), build.simd_target.c_str());
   std::printf("prefill      pp%lld  %8.1f tok/s  (min %.1f, max %.1f, %d runs)\n",
               static_cast<long long>(a.prompt_tokens), P.median, P.min, P.max, a.reps);
   std::printf(
@@ -287,12 +286,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-p,--prompt-tokens", a->prompt_tokens, "Prompt length for the prefill measurement")
       ->capture_default_str();
   cmd->add_option("-n,--gen-tokens", a->gen_tokens, "Tokens decoded after the prompt")->capture_default_str();
-  cmd->add_option("-t,--threads", a->threads, "Threads (default: all hardware threads)");
   cmd->add_option("--reps", a->reps, "Repetitions (median and spread are reported)")->capture_default_str();
-  cmd->add_option("--weights", a->weights,
-                  "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
-      ->capture_default_str();
-  cmd->add_option("--kv", a->kv, "KV cache type: f32, f16, bf16")->capture_default_str();
+  a->load.add_options(cmd);
   cmd->add_option("--quality", a->quality_tokens,
                   "After timing: compare logits with the checkpoint as stored over this many prompt tokens "
                   "(top-1 agreement, KL; prefill and decode)");

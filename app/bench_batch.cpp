@@ -11,8 +11,8 @@
 #include "commands.h"
 #include "engine/engine.h"
 #include "io/model_dir.h"
+#include "load_flags.h"
 #include "peak_rss.h"
-#include "thread_count.h"
 #include "util/error.h"
 #include "util/timer.h"
 
@@ -24,8 +24,7 @@ struct BenchBatchArgs {
   std::string model;
   std::string parallel = "1,4,16,64";
   int64_t prompt_tokens = 128, gen_tokens = 128;
-  int threads = 0;
-  std::string weights = "auto", kv = "f16";
+  LoadFlags load{"f16"};
   bool json = false;
 };
 
@@ -49,13 +48,12 @@ std::vector<int64_t> parse_levels(const std::string& s) {
 void run_bench_batch(const BenchBatchArgs& a) {
   if (a.prompt_tokens < 1 || a.gen_tokens < 2) fail("-p must be at least 1 and -n at least 2");
   const std::vector<int64_t> levels = parse_levels(a.parallel);
-  const int threads = thread_count(a.threads);
-  const LoadOptions lo = parse_load_options(a.weights, a.kv, threads);
+  const LoadOptions lo = a.load.options();
   const std::string dir = resolve_model_dir(a.model);
   auto model = Qwen3Model::load(dir, lo);
   const int64_t context = model->config().max_position_embeddings;
   if (a.prompt_tokens + a.gen_tokens > context) fail("-p + -n exceeds the context length of ", context);
-  ThreadPool pool(threads);
+  ThreadPool pool(lo.threads);
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   for (const int64_t P : levels) {
     engine::EngineOptions o;
@@ -112,7 +110,7 @@ void run_bench_batch(const BenchBatchArgs& a) {
     nlohmann::ordered_json j = {{"model", dir},
                                 {"threads", pool.size()},
                                 {"weights", weight_format_name(model->weights().layers.at(0).gate_proj.format)},
-                                {"kv", a.kv},
+                                {"kv", a.load.kv},
                                 {"prompt_tokens", a.prompt_tokens},
                                 {"gen_tokens", a.gen_tokens},
                                 {"simd_target", b.simd_target},
@@ -131,9 +129,7 @@ void add_bench_batch_command(CLI::App& app) {
   cmd->add_option("--parallel", a->parallel, "Comma-separated numbers of concurrent sequences")->capture_default_str();
   cmd->add_option("-p,--prompt-tokens", a->prompt_tokens, "Prompt length of each sequence")->capture_default_str();
   cmd->add_option("-n,--gen-tokens", a->gen_tokens, "Tokens each sequence generates")->capture_default_str();
-  cmd->add_option("-t,--threads", a->threads, "Threads (default: all hardware threads)");
-  cmd->add_option("--weights", a->weights, "Weight format: auto, bf16, f16, f32, q8, q4")->capture_default_str();
-  cmd->add_option("--kv", a->kv, "KV cache type: f32, f16, bf16")->capture_default_str();
+  a->load.add_options(cmd);
   cmd->add_flag("--json", a->json, "Print one JSON object");
   cmd->callback([a] { run_bench_batch(*a); });
 }

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 
-#include "thread_count.h"
 #include "util/error.h"
 
 namespace qinfer::cli {
@@ -14,11 +13,7 @@ void GenerationFlags::add_options(CLI::App* cmd, const char* max_tokens_help) {
   cmd->add_option("--ctx", ctx,
                   "Context length: prompt + generated tokens (and the KV memory); 0 = the model's maximum")
       ->capture_default_str();
-  cmd->add_option("-t,--threads", threads, "Threads; 0 = all hardware threads (more are capped)")
-      ->capture_default_str();
-  cmd->add_option("--weights", weights, "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
-      ->capture_default_str();
-  cmd->add_option("--kv", kv, "KV cache type: f32, f16, bf16")->capture_default_str();
+  load_flags.add_options(cmd);
   cmd->add_option("--stop", stops, "Stop when this text appears (not printed); may be repeated");
   sampling.add_options(cmd);
 }
@@ -27,8 +22,9 @@ ModelBundle GenerationFlags::load(int& threads_used) const {
   if (max_tokens < 1 && max_tokens != -1)
     fail("-n ", max_tokens, ": give at least 1 token, or -1 to generate until eos or the context is full");
   if (ctx < 0) fail("--ctx ", ctx, ": the context must be at least 1 token (or 0: the model's maximum)");
-  threads_used = thread_count(threads);
-  ModelBundle bundle = load_model_bundle(model, parse_load_options(weights, kv, threads_used));
+  const LoadOptions options = load_flags.options();
+  threads_used = options.threads;
+  ModelBundle bundle = load_model_bundle(model, options);
   context(bundle);
   if (!bundle.has_generation_config && !sampling.temperature)
     std::fprintf(stderr,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "load_flags.h"
 #include "runtime/model_bundle.h"
 #include "sampling_options.h"
 
@@ -15,8 +16,7 @@ namespace qinfer::cli {
 
 struct GenerationFlags {
   std::string model;
-  int threads = 0;  // as given; see thread_count()
-  std::string weights = "auto", kv = "f32";
+  LoadFlags load_flags;
   int64_t max_tokens;  // -1: until eos or the context is full
   int64_t ctx = 0;     // 0: the model's max_position_embeddings
   std::vector<std::string> stops;
@@ -25,7 +25,7 @@ struct GenerationFlags {
   explicit GenerationFlags(int64_t default_max_tokens) : max_tokens(default_max_tokens) {}
   void add_options(CLI::App* cmd, const char* max_tokens_help);
 
-  // Validates -n and -t, then loads the checkpoint with --weights / --kv.
+  // Validates -n and the load flags, then loads the checkpoint; threads_used is -t's count.
   ModelBundle load(int& threads_used) const;
   // --ctx against the model's maximum.
   int64_t context(const ModelBundle& bundle) const;

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "engine/engine_loop.h"
+#include "load_flags.h"
 #include "runtime/model_bundle.h"
 #include "server/http_server.h"
 #include "util/error.h"
@@ -21,8 +22,7 @@ namespace {
 struct ServeArgs {
   std::string model, served_name;
   server::ServerOptions http;
-  int threads = 0;
-  std::string weights = "auto", kv = "f32";
+  LoadFlags load;
   int64_t parallel = 16, max_batch_tokens = 512, max_queue = 256, ctx = 0;
   int32_t kv_blocks = 0, block_size = 16;
   double kv_mem_mib = 0, shutdown_timeout = 10;
@@ -47,7 +47,7 @@ void run_serve(const ServeArgs& a) {
   if (a.kv_blocks < 0) fail("--kv-blocks must be positive (or 0: --parallel full contexts)");
   if (a.kv_blocks > 0 && a.kv_mem_mib > 0) fail("pass --kv-blocks or --kv-mem, not both");
   if (a.shutdown_timeout < 0) fail("--shutdown-timeout must not be negative");
-  const LoadOptions load_options = parse_load_options(a.weights, a.kv, a.threads);
+  const LoadOptions load_options = a.load.options();
 
   // Signals are taken by sigwait below, never by a handler on a random thread.
   sigset_t stop_signals;
@@ -70,7 +70,7 @@ void run_serve(const ServeArgs& a) {
   try {
     bundle = std::make_unique<ModelBundle>(load_model_bundle(a.model, load_options));
     bundle->require_tokenizer();
-    pool = std::make_unique<ThreadPool>(a.threads);
+    pool = std::make_unique<ThreadPool>(load_options.threads);
     engine::EngineLoopOptions lo;
     lo.engine = {a.block_size, a.kv_blocks, a.max_batch_tokens, a.parallel, a.ctx};
     if (a.kv_mem_mib > 0) lo.engine.kv_blocks = blocks_for_memory(*bundle->model, a.kv_mem_mib, a.block_size);
@@ -131,11 +131,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--shutdown-timeout", a->shutdown_timeout,
                   "Seconds in-flight requests may take to finish after SIGINT/SIGTERM")
       ->capture_default_str();
-  cmd->add_option("-t,--threads", a->threads, "Threads (default: all hardware threads)");
-  cmd->add_option("--weights", a->weights,
-                  "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
-      ->capture_default_str();
-  cmd->add_option("--kv", a->kv, "KV cache type: f32, f16, bf16")->capture_default_str();
+  a->load.add_options(cmd);
   cmd->callback([a] { run_serve(*a); });
 }
 

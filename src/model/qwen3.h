@@ -48,8 +48,6 @@ DType parse_kv_dtype(const std::string& name);
 // The format of a checkpoint written by Qwen3Model::save with quantized
 // weights (config.json's quantization_config); nullopt for a float checkpoint.
 std::optional<QuantFormat> stored_quant_format(const std::string& config_path);
-// LoadOptions from the CLI's --weights, --kv and -t values.
-LoadOptions parse_load_options(const std::string& weights, const std::string& kv, int threads);
 
 class Qwen3Model {
  public:

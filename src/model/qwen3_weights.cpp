@@ -213,14 +213,6 @@ DType parse_kv_dtype(const std::string& name) {
   fail("unknown KV cache type '", name, "' (known: f32, f16, bf16)");
 }
 
-LoadOptions parse_load_options(const std::string& weights, const std::string& kv, int threads) {
-  LoadOptions o;
-  o.weights = parse_weight_format(weights);
-  o.kv_cache = parse_kv_dtype(kv);
-  o.threads = threads;
-  return o;
-}
-
 std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadOptions& options) {
   auto m = std::make_unique<Qwen3Model>();
   m->config_ = load_qwen3_config(dir + "/config.json");

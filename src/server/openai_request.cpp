@@ -16,6 +16,10 @@ using nlohmann::ordered_json;
 constexpr int kMaxChoices = 16;
 constexpr size_t kMaxStops = 16;
 constexpr int64_t kMaxTopLogprobs = 20;  // OpenAI's limit for top_logprobs
+// What parse_generation_fields reads.
+constexpr const char* kGenerationFields[] = {
+    "temperature", "top_p", "top_k", "min_p",      "presence_penalty",      "frequency_penalty", "repetition_penalty",
+    "logit_bias",  "seed",  "stop",  "max_tokens", "max_completion_tokens", "ignore_eos"};
 
 [[noreturn]] void bad(const std::string& param, const std::string& message) { throw ApiError(400, message, param); }
 
@@ -111,33 +115,9 @@ std::vector<std::pair<int32_t, float>> logit_bias(const ordered_json& body, int6
 CompletionRequest common_fields(const ordered_json& body, const ServedModel& model) {
   CompletionRequest r;
   check_model(body, model);
-  const int64_t vocab = model.bundle.model->config().vocab_size;
-  SamplingParams& s = r.options.sampling;
-  s = model.bundle.default_sampling();
-  s.temperature = static_cast<float>(number(body, "temperature", s.temperature, 0, 2));
-  s.top_p = static_cast<float>(number(body, "top_p", s.top_p, 0, 1));
-  if (given(body, "top_p") && s.top_p <= 0) bad("top_p", "'top_p' must be greater than 0");
-  const int64_t top_k = integer(body, "top_k", s.top_k, -1, vocab);
-  s.top_k = static_cast<int>(top_k < 0 ? 0 : top_k);  // -1 = off, as vLLM
-  s.min_p = static_cast<float>(number(body, "min_p", s.min_p, 0, 1));
-  s.presence_penalty = static_cast<float>(number(body, "presence_penalty", s.presence_penalty, -2, 2));
-  s.frequency_penalty = static_cast<float>(number(body, "frequency_penalty", s.frequency_penalty, -2, 2));
-  s.repetition_penalty = static_cast<float>(number(body, "repetition_penalty", s.repetition_penalty, 0, 10));
-  if (given(body, "repetition_penalty") && s.repetition_penalty <= 0)
-    bad("repetition_penalty", "'repetition_penalty' must be greater than 0");
-  s.logit_bias = logit_bias(body, vocab);
-  if (given(body, "seed")) {
-    const ordered_json& seed = body["seed"];
-    if (!seed.is_number_integer()) bad("seed", "'seed' must be an integer");
-    s.seed = seed.is_number_unsigned() ? seed.get<uint64_t>() : static_cast<uint64_t>(seed.get<int64_t>());
-  } else {
-    s.seed = std::random_device{}() * 0x100000000ull + std::random_device{}();  // unseeded: each request differs
-  }
-  r.stop = stop_strings(body);
-  const char* length_key = given(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-  r.options.max_new_tokens = integer(body, length_key, model.context, 1, std::numeric_limits<int32_t>::max());
-  r.options.eos_ids = model.bundle.eos_ids();
-  r.options.ignore_eos = boolean(body, "ignore_eos", false);
+  GenerationFields g = parse_generation_fields(body, model.bundle, model.context);
+  r.options = std::move(g.options);
+  r.stop = std::move(g.stop);
   r.n = static_cast<int>(integer(body, "n", 1, 1, kMaxChoices));
   r.stream = boolean(body, "stream", false);
   if (given(body, "stream_options")) {
@@ -184,6 +164,48 @@ ordered_json message_content(const ordered_json& content, size_t index) {
   return text;
 }
 
+}  // namespace
+
+GenerationFields parse_generation_fields(const ordered_json& body, const ModelBundle& bundle,
+                                         int64_t default_max_tokens) {
+  GenerationFields g;
+  const int64_t vocab = bundle.model->config().vocab_size;
+  SamplingParams& s = g.options.sampling;
+  s = bundle.default_sampling();
+
+  s.temperature = static_cast<float>(number(body, "temperature", s.temperature, 0, 2));
+  s.top_p = static_cast<float>(number(body, "top_p", s.top_p, 0, 1));
+  if (given(body, "top_p") && s.top_p <= 0) bad("top_p", "'top_p' must be greater than 0");
+  const int64_t top_k = integer(body, "top_k", s.top_k, -1, vocab);
+  s.top_k = static_cast<int>(top_k < 0 ? 0 : top_k);  // -1 = off, as vLLM
+  s.min_p = static_cast<float>(number(body, "min_p", s.min_p, 0, 1));
+  s.presence_penalty = static_cast<float>(number(body, "presence_penalty", s.presence_penalty, -2, 2));
+  s.frequency_penalty = static_cast<float>(number(body, "frequency_penalty", s.frequency_penalty, -2, 2));
+  s.repetition_penalty = static_cast<float>(number(body, "repetition_penalty", s.repetition_penalty, 0, 10));
+  if (given(body, "repetition_penalty") && s.repetition_penalty <= 0)
+    bad("repetition_penalty", "'repetition_penalty' must be greater than 0");
+  s.logit_bias = logit_bias(body, vocab);
+  if (given(body, "seed")) {
+    const ordered_json& seed = body["seed"];
+    if (!seed.is_number_integer()) bad("seed", "'seed' must be an integer");
+    s.seed = seed.is_number_unsigned() ? seed.get<uint64_t>() : static_cast<uint64_t>(seed.get<int64_t>());
+  } else {
+    s.seed = std::random_device{}() * 0x100000000ull + std::random_device{}();  // unseeded: each request differs
+  }
+  g.stop = stop_strings(body);
+  const char* length_key = given(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  g.options.max_new_tokens = integer(body, length_key, default_max_tokens, 1, std::numeric_limits<int32_t>::max());
+  g.options.eos_ids = bundle.eos_ids();
+  g.options.ignore_eos = boolean(body, "ignore_eos", false);
+  return g;
+}
+
+bool is_generation_field(std::string_view key) {
+  for (const char* field : kGenerationFields)
+    if (key == field) return true;
+  return false;
+}
+
 ordered_json chat_messages(const ordered_json& body) {
   if (!given(body, "messages") || !body["messages"].is_array())
     bad("messages", "'messages' must be a list of messages");
@@ -226,8 +248,6 @@ ordered_json chat_messages(const ordered_json& body) {
   }
   return messages;
 }
-
-}  // namespace
 
 ordered_json parse_json_body(const std::string& body) {
   ordered_json j;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/model_bundle.h"
@@ -29,6 +30,23 @@ struct CompletionRequest {
   bool stream = false, include_usage = false;
   bool starts_in_reasoning = false;  // chat: the rendered prompt leaves a <think> block open
 };
+
+// The generation fields every request form reads (both endpoints, and the
+// lines of qinfer batch): sampling on top of the model's generation_config
+// (temperature, top_p, top_k, min_p, the penalties, logit_bias), seed (a fresh
+// one when absent), stop, max_tokens / max_completion_tokens
+// (default_max_tokens when absent) and ignore_eos.
+struct GenerationFields {
+  GenerationOptions options;
+  std::vector<std::string> stop;
+};
+GenerationFields parse_generation_fields(const nlohmann::ordered_json& body, const ModelBundle& bundle,
+                                         int64_t default_max_tokens);
+// Whether parse_generation_fields reads the field `key`.
+bool is_generation_field(std::string_view key);
+// body["messages"] checked and as the chat template reads them: "developer"
+// is "system", content parts joined into a string, tool call arguments parsed.
+nlohmann::ordered_json chat_messages(const nlohmann::ordered_json& body);
 
 CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const ServedModel& model);
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, const ServedModel& model);

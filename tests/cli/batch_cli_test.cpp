@@ -80,35 +80,61 @@ TEST(BatchCli, EveryResultEqualsItsSoloGenerateInInputOrder) {
   }
 }
 
+TEST(BatchCli, AnUnseededLineGetsAFreshSeedThatReproducesIt) {
+  qinfer::test::ScratchDir dir("batch-seed");
+  const std::string input = dir.file("requests.jsonl");
+  const std::string line = R"({"prompt_ids": [785, 6722], "max_tokens": 12, "temperature": 1.5, "ignore_eos": true})";
+  std::ofstream(input) << line << "\n" << line << "\n";
+  const auto res =
+      run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>/dev/null");
+  ASSERT_EQ(res.exit_code, 0) << res.output;
+  const std::vector<json> out = lines_of(res.output);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_NE(out[0]["seed"], out[1]["seed"]) << "each unseeded line draws its own seed";
+  json again = json::parse(line);
+  again["seed"] = out[1]["seed"];
+  std::ofstream(input) << again.dump() << "\n";
+  const auto rerun =
+      run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>/dev/null");
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.output;
+  EXPECT_EQ(lines_of(rerun.output).at(0)["ids"], out[1]["ids"]);
+}
+
 TEST(BatchCli, BadLinesGetAnErrorInTheirPlace) {
   qinfer::test::ScratchDir dir("batch-bad");
   const std::string input = dir.file("requests.jsonl");
-  std::ofstream(input) << "{\"prompt_ids\": [785, 6722], \"max_tokens\": 3}\n"
+  std::ofstream(input) << "{\"prompt_ids\": [785, 6722], \"max_tokens\": 3, \"temperature\": 0}\n"
                        << "not json\n"
                        << "{\"prompt\": \"x\", \"max_tokens\": 0}\n"
                        << "{\"prompt_ids\": [999999999]}\n"
                        << "{\"prompt\": \"a\", \"prompt_ids\": [1]}\n"
                        << "{\"prompt\": \"a\", \"temperature\": -1}\n"
                        << "{\"prompt_ids\": [785], \"max_tokens\": 2, \"stop\": [\"x\", 3]}\n"
-                       << "{\"prompt_ids\": [785, 6722], \"max_tokens\": 3}\n";
+                       << "{\"prompt\": \"a\", \"temprature\": 0.5}\n"
+                       << "{\"prompt\": \"a\", \"logit_bias\": {\"abc\": 1}}\n"
+                       << "{\"messages\": [{\"role\": \"robot\", \"content\": \"hi\"}]}\n"
+                       << "{\"prompt_ids\": [785, 6722], \"max_tokens\": 3, \"temperature\": 0}\n";
   const auto res =
       run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>&1 >/dev/null");
   const auto out =
       run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>/dev/null");
   ASSERT_EQ(out.exit_code, 0) << out.output;
   const std::vector<json> lines = lines_of(out.output);
-  ASSERT_EQ(lines.size(), 8u);
+  ASSERT_EQ(lines.size(), 11u);
   EXPECT_EQ(lines[0]["ids"].size(), 3u);
-  EXPECT_EQ(lines[7]["ids"], lines[0]["ids"]);
+  EXPECT_EQ(lines[10]["ids"], lines[0]["ids"]);
   const char* errors[] = {"line 2: not a JSON object",
-                          "line 3: \"max_tokens\" must be at least 1",
+                          "line 3: 'max_tokens' must be between 1 and",
                           "line 4: token id 999999999 is outside the vocabulary",
                           "line 5: give exactly one of",
                           "line 6: ",
-                          "line 7: \"stop\" must be a string or a list of strings"};
+                          "line 7: 'stop' must be a string or a list of strings",
+                          "line 8: unknown field \"temprature\"",
+                          "line 9: 'logit_bias' key 'abc' is not a token id",
+                          "line 10: 'messages[0].role' is 'robot'"};
   for (size_t i = 0; i < std::size(errors); ++i)
     EXPECT_EQ(lines[i + 1]["error"].get<std::string>().rfind(errors[i], 0), 0u) << lines[i + 1].dump();
-  EXPECT_NE(res.output.find("8 requests (6 refused)"), std::string::npos) << res.output;
+  EXPECT_NE(res.output.find("11 requests (9 refused)"), std::string::npos) << res.output;
 }
 
 TEST(BatchCli, BadFlagsFailWithAMessage) {

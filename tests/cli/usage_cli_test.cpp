@@ -90,8 +90,11 @@ TEST(UsageCli, ThreadsAreValidatedAndCappedAtTheHardware) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["threads"], hardware) << "0 is every hardware thread";
   EXPECT_TRUE(r.err.empty()) << r.err;
-  for (const std::string& cmd : {" generate" + kPrompt, std::string(" bench -p 4 -n 2"), std::string(" batch")}) {
-    r = run(bin() + cmd + " -m " + tiny() + " -t -1 < /dev/null");
+  // Every command that computes shares the flag; serve must refuse it before it listens (timeout: it would serve).
+  for (const std::string& cmd :
+       {" generate" + kPrompt, std::string(" chat"), std::string(" bench -p 4 -n 2"), std::string(" batch"),
+        std::string(" bench-batch --parallel 1 -p 4 -n 2"), std::string(" serve --port 0")}) {
+    r = run("timeout 60 " + bin() + cmd + " -m " + tiny() + " -t -1 < /dev/null");
     EXPECT_EQ(r.exit_code, 1) << cmd;
     EXPECT_NE(r.err.find("-t -1: the thread count must be at least 1"), std::string::npos) << cmd << r.err;
   }

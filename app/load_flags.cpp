@@ -1,0 +1,23 @@
+#include "load_flags.h"
+
+#include "thread_count.h"
+
+namespace qinfer::cli {
+
+void LoadFlags::add_options(CLI::App* cmd) {
+  cmd->add_option("-t,--threads", threads, "Threads; 0 = all hardware threads (more are capped)")
+      ->capture_default_str();
+  cmd->add_option("--weights", weights, "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
+      ->capture_default_str();
+  cmd->add_option("--kv", kv, "KV cache type: f32, f16, bf16")->capture_default_str();
+}
+
+LoadOptions LoadFlags::options() const {
+  LoadOptions o;
+  o.threads = thread_count(threads);
+  o.weights = parse_weight_format(weights);
+  o.kv_cache = parse_kv_dtype(kv);
+  return o;
+}
+
+}  // namespace qinfer::cli
