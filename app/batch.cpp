@@ -99,7 +99,8 @@ void run_batch(const BatchArgs& a) {
       else if (!job.stops.empty())
         fail("\"stop\" needs the tokenizer (tokenizer.json) to see text");
       TextStream* text = job.text.get();
-      job.handle = engine.add(job.prompt, job.options, [text](int32_t id) { return text ? text->push(id) : true; });
+      job.handle = engine.add(job.prompt, job.options,
+                              [text](int32_t id, const TokenLogprobs*) { return text ? text->push(id) : true; });
     } catch (const Error& e) {
       job = Job{};
       job.error = std::string("line ") + std::to_string(line_no) + ": " + e.what();

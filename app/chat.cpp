@@ -158,7 +158,7 @@ void run_chat(ChatArgs& a) {
       }
       return true;
     });
-    const int64_t handle = engine.add(prompt, opts, [&](int32_t id) { return text.push(id); });
+    const int64_t handle = engine.add(prompt, opts, [&](int32_t id, const TokenLogprobs*) { return text.push(id); });
     while (engine.step())
       if (g_interrupted && !engine.finished(handle)) engine.cancel(handle);
     text.finish();

@@ -138,7 +138,7 @@ void run_generate(GenerateArgs& a) {
     });
   ThreadPool pool(threads);
   engine::Engine engine(*bundle.model, pool, a.flags.engine_options(bundle));
-  const int64_t handle = engine.add(prompt, opts, [&](int32_t id) {
+  const int64_t handle = engine.add(prompt, opts, [&](int32_t id, const TokenLogprobs*) {
     if (text) return text->push(id);
     if (!a.json) std::printf("%d ", id), std::fflush(stdout);
     return true;

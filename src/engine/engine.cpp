@@ -32,7 +32,7 @@ Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& o
       scheduler_(blocks_, options.max_batch_tokens, options.max_running),
       runner_(model, kv_, pool) {}
 
-int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& options, OnToken on_token) {
+int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& options, OnEngineToken on_token) {
   if (prompt.empty()) fail("the prompt is empty: at least one token is needed");
   const int64_t context = context_;
   if (static_cast<int64_t>(prompt.size()) >= context)
@@ -133,7 +133,8 @@ void Engine::postprocess(const Step& step) {
     if (r.options.logprobs >= 0) r.result.logprobs.push_back(token_logprobs(logits, next, r.options.logprobs));
     const auto& eos = r.options.eos_ids;
     const bool is_eos = !r.options.ignore_eos && std::find(eos.begin(), eos.end(), next) != eos.end();
-    const bool keep_going = r.on_token ? r.on_token(next) : true;
+    const TokenLogprobs* logprobs = r.options.logprobs >= 0 ? &r.result.logprobs.back() : nullptr;
+    const bool keep_going = r.on_token ? r.on_token(next, logprobs) : true;
     bool done = true;
     if (is_eos)
       r.result.reason = StopReason::Eos;

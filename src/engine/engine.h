@@ -7,6 +7,7 @@
 // A request's tokens are exactly those Session::generate gives it alone.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <unordered_map>
@@ -28,14 +29,18 @@ struct EngineOptions {
   int64_t context = 0;             // positions per sequence (prompt + output); 0: the model's maximum
 };
 
+// Sees each generated id and, when the request asked for them
+// (GenerationOptions::logprobs >= 0), its log-probabilities (nullptr
+// otherwise); returns false to stop the request.
+using OnEngineToken = std::function<bool(int32_t id, const TokenLogprobs* logprobs)>;
+
 class Engine {
  public:
   Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& options = {});
 
-  // Queues a request; on_token sees each generated id (return false to stop
-  // it). Returns its handle. Error for an empty prompt or one the context or
-  // the KV pool cannot hold.
-  int64_t add(std::span<const int32_t> prompt, const GenerationOptions& options, OnToken on_token = {});
+  // Queues a request; on_token sees each generated token. Returns its handle. Error for an empty prompt or one the
+  // context or the KV pool cannot hold.
+  int64_t add(std::span<const int32_t> prompt, const GenerationOptions& options, OnEngineToken on_token = {});
   // Stops a request wherever it is and frees its blocks; its result keeps
   // what it generated (reason Callback).
   void cancel(int64_t handle);
@@ -71,7 +76,7 @@ class Engine {
   struct Request {
     Sequence seq;
     GenerationOptions options;
-    OnToken on_token;
+    OnEngineToken on_token;
     std::unique_ptr<Sampler> sampler;
     GenerationResult result;
     std::vector<float> prompt_logits;

@@ -149,15 +149,12 @@ void EngineLoop::run() {
 void EngineLoop::admit(std::deque<Incoming>& incoming) {
   for (Incoming& in : incoming) {
     RequestStream* stream = in.stream.get();
-    // The callback runs in step(), after add() has returned the handle it reads the logprobs through.
-    auto handle_of = std::make_shared<int64_t>(-1);
-    const bool logprobs = in.options.logprobs >= 0;
     try {
-      *handle_of = engine_.add(in.prompt, in.options, [this, stream, handle_of, logprobs](int32_t id) {
-        stream->push(id, logprobs ? &engine_.result(*handle_of).logprobs.back() : nullptr);
+      const int64_t handle = engine_.add(in.prompt, in.options, [stream](int32_t id, const TokenLogprobs* logprobs) {
+        stream->push(id, logprobs);
         return !stream->cancelled();
       });
-      live_.push_back({*handle_of, std::move(in.stream)});
+      live_.push_back({handle, std::move(in.stream)});
     } catch (const Error& e) {
       ended(1);
       stream->fail(e.what());

@@ -165,7 +165,7 @@ TEST(Engine, CancelAndCallbackStopFreeTheirBlocks) {
   const std::vector<int32_t> prompt = {785, 6722, 315, 9625, 374, 11, 12, 13, 14, 15};
   const int64_t a = engine.add(prompt, opts);
   int seen = 0;
-  const int64_t b = engine.add(prompt, opts, [&](int32_t) { return ++seen < 3; });
+  const int64_t b = engine.add(prompt, opts, [&](int32_t, const TokenLogprobs*) { return ++seen < 3; });
   engine.step();
   engine.step();
   engine.cancel(a);
@@ -236,10 +236,20 @@ TEST(Engine, RecordsEachTokensLogprobs) {
   opts.logprobs = 4;
   opts.keep_prompt_logits = true;
   const std::vector<int32_t> prompt = {785, 6722, 315, 9625, 374};
-  const int64_t h = engine.add(prompt, opts);
+  std::vector<TokenLogprobs> seen;  // what the callback was handed, token by token
+  const int64_t h = engine.add(prompt, opts, [&](int32_t id, const TokenLogprobs* logprobs) {
+    if (!logprobs) {
+      ADD_FAILURE() << "asked for, so handed to the callback";
+      return true;
+    }
+    EXPECT_EQ(logprobs->id, id);
+    seen.push_back(*logprobs);
+    return true;
+  });
   engine.run_until_idle();
   const GenerationResult& r = engine.result(h);
   ASSERT_EQ(r.logprobs.size(), r.ids.size());
+  ASSERT_EQ(seen.size(), r.ids.size());
   for (size_t i = 0; i < r.ids.size(); ++i) {
     EXPECT_EQ(r.logprobs[i].id, r.ids[i]);
     ASSERT_EQ(r.logprobs[i].top.size(), 4u);
@@ -247,11 +257,16 @@ TEST(Engine, RecordsEachTokensLogprobs) {
     EXPECT_EQ(r.logprobs[i].top[0].second, r.logprobs[i].logprob);
     EXPECT_LE(r.logprobs[i].logprob, 0.0f);
     EXPECT_GE(r.logprobs[i].top[0].second, r.logprobs[i].top[3].second);
+    EXPECT_EQ(seen[i].logprob, r.logprobs[i].logprob);
+    EXPECT_EQ(seen[i].top, r.logprobs[i].top);
   }
   const TokenLogprobs first = token_logprobs(engine.prompt_logits(h), r.ids[0], 4);
   EXPECT_EQ(first.logprob, r.logprobs[0].logprob);
   opts.logprobs = -1;
-  const int64_t none = engine.add(prompt, opts);
+  const int64_t none = engine.add(prompt, opts, [](int32_t, const TokenLogprobs* logprobs) {
+    EXPECT_EQ(logprobs, nullptr) << "not asked for";
+    return true;
+  });
   engine.run_until_idle();
   EXPECT_TRUE(engine.result(none).logprobs.empty());
 }
