@@ -190,6 +190,84 @@ void PackActivation(const float* x, size_t n, size_t k, size_t i0, size_t i1, fl
   }
 }
 
+constexpr size_t kPanelRows = static_cast<size_t>(kFloatPanelRows);
+
+#if HWY_TARGET != HWY_SCALAR
+// The 8 x 8 block of 16-bit elements at src (rows `stride` apart) transposed
+// into dst (columns kPanelRows apart): three rounds of interleaves, of
+// 16-, 32- and 64-bit lanes, in 128-bit registers.
+void Transpose8x8(const uint16_t* src, size_t stride, uint16_t* dst) {
+  const hn::Full128<uint16_t> d16;
+  const hn::Full128<uint32_t> d32;
+  const hn::Full128<uint64_t> d64;
+  decltype(hn::Zero(d32)) u[8];
+  for (size_t h = 0; h < 2; ++h) {  // rows 0-3, then 4-7
+    const uint16_t* s = src + 4 * h * stride;
+    const auto r0 = hn::LoadU(d16, s), r1 = hn::LoadU(d16, s + stride);
+    const auto r2 = hn::LoadU(d16, s + 2 * stride), r3 = hn::LoadU(d16, s + 3 * stride);
+    const auto t0 = hn::BitCast(d32, hn::InterleaveLower(d16, r0, r1));  // rows 0,1 of columns 0-3
+    const auto t1 = hn::BitCast(d32, hn::InterleaveUpper(d16, r0, r1));  // ... of columns 4-7
+    const auto t2 = hn::BitCast(d32, hn::InterleaveLower(d16, r2, r3));
+    const auto t3 = hn::BitCast(d32, hn::InterleaveUpper(d16, r2, r3));
+    u[4 * h + 0] = hn::InterleaveLower(d32, t0, t2);  // 4 rows of columns 0, 1
+    u[4 * h + 1] = hn::InterleaveUpper(d32, t0, t2);  // ... of columns 2, 3
+    u[4 * h + 2] = hn::InterleaveLower(d32, t1, t3);
+    u[4 * h + 3] = hn::InterleaveUpper(d32, t1, t3);
+  }
+  for (size_t q = 0; q < 4; ++q) {
+    const auto lo = hn::BitCast(d64, u[q]), hi = hn::BitCast(d64, u[4 + q]);
+    hn::StoreU(hn::BitCast(d16, hn::InterleaveLower(d64, lo, hi)), d16, dst + (2 * q) * kPanelRows);
+    hn::StoreU(hn::BitCast(d16, hn::InterleaveUpper(d64, lo, hi)), d16, dst + (2 * q + 1) * kPanelRows);
+  }
+}
+
+// The same for a 4 x 4 block of 32-bit elements: interleaves of 32- and 64-bit lanes.
+void Transpose4x4(const uint32_t* src, size_t stride, uint32_t* dst) {
+  const hn::Full128<uint32_t> d32;
+  const hn::Full128<uint64_t> d64;
+  const auto r0 = hn::LoadU(d32, src), r1 = hn::LoadU(d32, src + stride);
+  const auto r2 = hn::LoadU(d32, src + 2 * stride), r3 = hn::LoadU(d32, src + 3 * stride);
+  const auto t0 = hn::BitCast(d64, hn::InterleaveLower(d32, r0, r1)),
+             t1 = hn::BitCast(d64, hn::InterleaveUpper(d32, r0, r1));
+  const auto t2 = hn::BitCast(d64, hn::InterleaveLower(d32, r2, r3)),
+             t3 = hn::BitCast(d64, hn::InterleaveUpper(d32, r2, r3));
+  hn::StoreU(hn::BitCast(d32, hn::InterleaveLower(d64, t0, t2)), d32, dst);
+  hn::StoreU(hn::BitCast(d32, hn::InterleaveUpper(d64, t0, t2)), d32, dst + kPanelRows);
+  hn::StoreU(hn::BitCast(d32, hn::InterleaveLower(d64, t1, t3)), d32, dst + 2 * kPanelRows);
+  hn::StoreU(hn::BitCast(d32, hn::InterleaveUpper(d64, t1, t3)), d32, dst + 3 * kPanelRows);
+}
+
+void TransposeBlock(const uint16_t* src, size_t stride, uint16_t* dst) { Transpose8x8(src, stride, dst); }
+void TransposeBlock(const uint32_t* src, size_t stride, uint32_t* dst) { Transpose4x4(src, stride, dst); }
+#endif
+
+// A whole panel (kFloatPanelRows rows, `stride` elements apart, from `rows`)
+// into dst [cols][kFloatPanelRows]: square blocks transposed in registers, 64
+// columns at a time so the rows read and the columns written stay in L1; the
+// columns past the last whole block one by one.
+template <class E>
+void PackFullPanelOf(const E* rows, size_t stride, size_t cols, E* dst) {
+  size_t whole = 0;
+#if HWY_TARGET != HWY_SCALAR
+  constexpr size_t kBlock = 16 / sizeof(E), kColumns = 64;
+  whole = cols / kBlock * kBlock;
+  for (size_t c0 = 0; c0 < whole; c0 += kColumns) {
+    const size_t c1 = std::min(whole, c0 + kColumns);
+    for (size_t j = 0; j < kPanelRows; j += kBlock)
+      for (size_t c = c0; c < c1; c += kBlock) TransposeBlock(rows + j * stride + c, stride, dst + c * kPanelRows + j);
+  }
+#endif
+  for (size_t c = whole; c < cols; ++c)
+    for (size_t j = 0; j < kPanelRows; ++j) dst[c * kPanelRows + j] = rows[j * stride + c];
+}
+
+void PackFullPanel(const void* rows, size_t element_bytes, size_t stride, size_t cols, void* dst) {
+  if (element_bytes == 4)
+    PackFullPanelOf(static_cast<const uint32_t*>(rows), stride, cols, static_cast<uint32_t*>(dst));
+  else
+    PackFullPanelOf(static_cast<const uint16_t*>(rows), stride, cols, static_cast<uint16_t*>(dst));
+}
+
 size_t PanelTileRowsOf() { return kPanelTileRows; }
 bool FusedFloatDot() { return HWY_NATIVE_FMA; }
 
@@ -201,6 +279,7 @@ HWY_AFTER_NAMESPACE();
 namespace qinfer::kernels {
 HWY_EXPORT(FloatDotRows);
 HWY_EXPORT(PackActivation);
+HWY_EXPORT(PackFullPanel);
 HWY_EXPORT(PanelTileRowsOf);
 HWY_EXPORT(FusedFloatDot);
 
@@ -210,6 +289,9 @@ void float_dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size
 }
 void pack_activation(const float* x, size_t n, size_t k, size_t i0, size_t i1, float* out) {
   HWY_DYNAMIC_DISPATCH(PackActivation)(x, n, k, i0, i1, out);
+}
+void pack_full_panel(const void* rows, size_t element_bytes, size_t stride, size_t cols, void* dst) {
+  HWY_DYNAMIC_DISPATCH(PackFullPanel)(rows, element_bytes, stride, cols, dst);
 }
 size_t float_tile_rows() { return HWY_DYNAMIC_DISPATCH(PanelTileRowsOf)(); }
 bool fused_float_dot() { return HWY_DYNAMIC_DISPATCH(FusedFloatDot)(); }

@@ -155,7 +155,10 @@ WeightMatrix pack_float_panels(const WeightMatrix& w, void* out, ThreadPool& poo
   auto* dst = static_cast<uint8_t*>(out);
   pool.parallel_for_dynamic(panels, 4, [&](size_t p0, size_t p1) {
     for (size_t p = p0; p < p1; ++p) {
-      if (e == 4)
+      if (static_cast<int64_t>(p + 1) * kFloatPanelRows <= w.rows)
+        kernels::pack_full_panel(w.row_ptr(static_cast<int64_t>(p) * kFloatPanelRows), e, static_cast<size_t>(w.cols),
+                                 static_cast<size_t>(w.cols), dst + p * panel_bytes);
+      else if (e == 4)
         pack_panel(w, p, reinterpret_cast<uint32_t*>(dst + p * panel_bytes));
       else
         pack_panel(w, p, reinterpret_cast<uint16_t*>(dst + p * panel_bytes));

@@ -59,6 +59,11 @@ void float_dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size
 // float weights: tiles of float_tile_rows() rows (the last of n may be
 // shorter), each [k][rows], at out + (tile's first row) * k.
 void pack_activation(const float* x, size_t n, size_t k, size_t i0, size_t i1, float* out);
+// One whole panel of float weights (matmul.h): kFloatPanelRows rows of `cols`
+// elements of element_bytes (2 or 4), `stride` elements apart from `rows`,
+// into dst [cols][kFloatPanelRows]. pack_float_panels' fast path; its plain
+// loop is the reference the tests hold it to.
+void pack_full_panel(const void* rows, size_t element_bytes, size_t stride, size_t cols, void* dst);
 // Activation rows per float tile.
 size_t float_tile_rows();
 // Whether this target's float kernels fuse their multiply-adds (all but

@@ -173,8 +173,9 @@ TEST_P(MatmulTest, PrefillRowsEqualDecodeBitForBit) {
 // matmul refuses float rows it was not given as panels.
 TEST_P(MatmulTest, PanelsHoldTheRowsTheyWerePackedFrom) {
   const DType t = GetParam();
-  for (int64_t rows : {1, 32, 45}) {
-    const int64_t cols = 19;
+  // Whole panels take the transposing kernel, with columns past its last block
+  // (19, 77) and several 64-column strips (77); a partial panel the plain loop.
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1, 19}, {32, 19}, {45, 19}, {70, 77}, {64, 8}}) {
     const auto wbytes = store_as(randn(rows * cols, 9), t);
     const WeightMatrix w{weight_format_of(t), wbytes.data(), rows, cols};
     const PanelMatrix packed(wbytes, t, rows, cols);
