@@ -190,11 +190,9 @@ void PackActivation(const float* x, size_t n, size_t k, size_t i0, size_t i1, fl
   }
 }
 
-constexpr size_t kPanelRows = static_cast<size_t>(kFloatPanelRows);
-
 #if HWY_TARGET != HWY_SCALAR
 // The 8 x 8 block of 16-bit elements at src (rows `stride` apart) transposed
-// into dst (columns kPanelRows apart): three rounds of interleaves, of
+// into dst (columns kP apart): three rounds of interleaves, of
 // 16-, 32- and 64-bit lanes, in 128-bit registers.
 void Transpose8x8(const uint16_t* src, size_t stride, uint16_t* dst) {
   const hn::Full128<uint16_t> d16;
@@ -216,8 +214,8 @@ void Transpose8x8(const uint16_t* src, size_t stride, uint16_t* dst) {
   }
   for (size_t q = 0; q < 4; ++q) {
     const auto lo = hn::BitCast(d64, u[q]), hi = hn::BitCast(d64, u[4 + q]);
-    hn::StoreU(hn::BitCast(d16, hn::InterleaveLower(d64, lo, hi)), d16, dst + (2 * q) * kPanelRows);
-    hn::StoreU(hn::BitCast(d16, hn::InterleaveUpper(d64, lo, hi)), d16, dst + (2 * q + 1) * kPanelRows);
+    hn::StoreU(hn::BitCast(d16, hn::InterleaveLower(d64, lo, hi)), d16, dst + (2 * q) * kP);
+    hn::StoreU(hn::BitCast(d16, hn::InterleaveUpper(d64, lo, hi)), d16, dst + (2 * q + 1) * kP);
   }
 }
 
@@ -232,9 +230,9 @@ void Transpose4x4(const uint32_t* src, size_t stride, uint32_t* dst) {
   const auto t2 = hn::BitCast(d64, hn::InterleaveLower(d32, r2, r3)),
              t3 = hn::BitCast(d64, hn::InterleaveUpper(d32, r2, r3));
   hn::StoreU(hn::BitCast(d32, hn::InterleaveLower(d64, t0, t2)), d32, dst);
-  hn::StoreU(hn::BitCast(d32, hn::InterleaveUpper(d64, t0, t2)), d32, dst + kPanelRows);
-  hn::StoreU(hn::BitCast(d32, hn::InterleaveLower(d64, t1, t3)), d32, dst + 2 * kPanelRows);
-  hn::StoreU(hn::BitCast(d32, hn::InterleaveUpper(d64, t1, t3)), d32, dst + 3 * kPanelRows);
+  hn::StoreU(hn::BitCast(d32, hn::InterleaveUpper(d64, t0, t2)), d32, dst + kP);
+  hn::StoreU(hn::BitCast(d32, hn::InterleaveLower(d64, t1, t3)), d32, dst + 2 * kP);
+  hn::StoreU(hn::BitCast(d32, hn::InterleaveUpper(d64, t1, t3)), d32, dst + 3 * kP);
 }
 
 void TransposeBlock(const uint16_t* src, size_t stride, uint16_t* dst) { Transpose8x8(src, stride, dst); }
@@ -253,12 +251,12 @@ void PackFullPanelOf(const E* rows, size_t stride, size_t cols, E* dst) {
   whole = cols / kBlock * kBlock;
   for (size_t c0 = 0; c0 < whole; c0 += kColumns) {
     const size_t c1 = std::min(whole, c0 + kColumns);
-    for (size_t j = 0; j < kPanelRows; j += kBlock)
-      for (size_t c = c0; c < c1; c += kBlock) TransposeBlock(rows + j * stride + c, stride, dst + c * kPanelRows + j);
+    for (size_t j = 0; j < kP; j += kBlock)
+      for (size_t c = c0; c < c1; c += kBlock) TransposeBlock(rows + j * stride + c, stride, dst + c * kP + j);
   }
 #endif
   for (size_t c = whole; c < cols; ++c)
-    for (size_t j = 0; j < kPanelRows; ++j) dst[c * kPanelRows + j] = rows[j * stride + c];
+    for (size_t j = 0; j < kP; ++j) dst[c * kP + j] = rows[j * stride + c];
 }
 
 void PackFullPanel(const void* rows, size_t element_bytes, size_t stride, size_t cols, void* dst) {

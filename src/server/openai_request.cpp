@@ -172,7 +172,6 @@ GenerationFields parse_generation_fields(const ordered_json& body, const ModelBu
   const int64_t vocab = bundle.model->config().vocab_size;
   SamplingParams& s = g.options.sampling;
   s = bundle.default_sampling();
-
   s.temperature = static_cast<float>(number(body, "temperature", s.temperature, 0, 2));
   s.top_p = static_cast<float>(number(body, "top_p", s.top_p, 0, 1));
   if (given(body, "top_p") && s.top_p <= 0) bad("top_p", "'top_p' must be greater than 0");
