@@ -59,14 +59,15 @@ kernels::Activations prepare(const float* x, size_t n, size_t k, std::initialize
     s.d.resize(n * blocks);
     s.zero_dot_q8.resize(n * blocks);
     s.zero_dot_q4.resize(n * blocks);
-    auto rows = [&](size_t i0, size_t i1) {
-      kernels::quantize_activation(x + i0 * k, i1 - i0, k, &s.q[i0 * k], &s.d[i0 * blocks], &s.zero_dot_q8[i0 * blocks],
-                                   &s.zero_dot_q4[i0 * blocks]);
+    const size_t tile = kernels::quant_tile_rows();
+    auto tiles = [&](size_t t0, size_t t1) {
+      kernels::quantize_activation(x, n, k, t0 * tile, std::min(n, t1 * tile), s.q.data(), s.d.data(),
+                                   s.zero_dot_q8.data(), s.zero_dot_q4.data());
     };
     if (n == 1)
-      rows(0, 1);
+      tiles(0, 1);
     else
-      pool.parallel_for(n, 16, rows);
+      pool.parallel_for((n + tile - 1) / tile, 2, tiles);
     a.q = s.q.data();
     a.d = s.d.data();
     a.zero_dot[static_cast<int>(QuantFormat::Q8)] = s.zero_dot_q8.data();

@@ -39,37 +39,6 @@ HWY_INLINE float Sum(D d, V v) {
   return hn::GetLane(hn::SumOfLanes(d, v));
 }
 
-// ---------------------------------------------------------------- activation
-
-// Vectorized, with the scalar definition's exact operations (an IEEE divide
-// for d and 1/d, a multiply, round to nearest even, a clamp), so every target
-// quantizes alike.
-void QuantizeActivation(const float* x, size_t n, size_t k, int8_t* q, float* d, int32_t* zero_dot_q8,
-                        int32_t* zero_dot_q4) {
-  const hn::CappedTag<float, kQuantBlock> df;  // a block is a whole number of vectors
-  const hn::Rebind<int32_t, decltype(df)> di;
-  const hn::Rebind<int8_t, decltype(df)> d8;
-  const size_t N = hn::Lanes(df);
-  for (size_t b = 0; b < n * k / kQuantBlock; ++b) {
-    const float* xb = x + b * kQuantBlock;
-    auto vmax = hn::Zero(df);
-    for (size_t i = 0; i < kQuantBlock; i += N) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, xb + i)));
-    const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
-    d[b] = amax / 127.0f;
-    const auto inv = hn::Set(df, amax > 0 ? 127.0f / amax : 0.0f);
-    const auto lo = hn::Set(df, -127.0f), hi = hn::Set(df, 127.0f);
-    auto sum = hn::Zero(di);
-    for (size_t i = 0; i < kQuantBlock; i += N) {
-      const auto v = hn::NearestInt(hn::Min(hn::Max(hn::Round(hn::Mul(hn::LoadU(df, xb + i), inv)), lo), hi));
-      sum = hn::Add(sum, v);
-      hn::StoreU(hn::DemoteTo(d8, v), d8, q + b * kQuantBlock + i);
-    }
-    const int32_t total = hn::GetLane(hn::SumOfLanes(di, sum));
-    zero_dot_q8[b] = -quant_zero_code(QuantFormat::Q8) * total;
-    zero_dot_q4[b] = -quant_zero_code(QuantFormat::Q4) * total;
-  }
-}
-
 // ---------------------------------------------------------------- tiles
 
 // s + sum of w[e] * x[e] for e in [from, k): the elements past the last full
@@ -165,6 +134,21 @@ struct GroupArgs {
   bool prefetch;   // the weights come from memory: fetch ahead of the stream
 };
 
+// The quantized activation of the tile of R rows from row i0 (Activations:
+// tiles of kQuantTileRows rows, the last maybe shorter). Each block of the
+// tile is its rows' 4-byte chunks c = 0..7, c-major: row i's chunk c at
+// q + block * 32 * R + 4 * (c * R + i). d and zero_dot are [block][row]. So
+// one pointer with constant offsets reaches every operand of a block.
+struct QuantTile {
+  const int8_t* q;
+  const float* d;
+  const int32_t* zero_dot;
+};
+inline QuantTile quant_tile(const Activations& a, QuantFormat f, size_t i0, size_t k) {
+  const size_t blocks = k / kQuantBlock;
+  return {a.q + i0 * k, a.d + i0 * blocks, a.zero_dot[static_cast<int>(f)] + i0 * blocks};
+}
+
 #if HWY_TARGET == HWY_AVX3_DL
 // AVX-512 VNNI: 16 lanes, two groups side by side; vpdpbusd multiplies the
 // unsigned codes by the signed activation bytes, 4 per lane, into int32
@@ -172,7 +156,7 @@ struct GroupArgs {
 // the activation's zero_dot (-zero code * sum(x)), so it ends as the exact
 // dot with the signed weights.
 constexpr size_t kGroupsPerTile = 2;
-constexpr size_t kQuantTileRows = 8;
+constexpr size_t kQuantTileRows = 12;
 // Highway 1.0.3 selects AVX3_DL only on CPUs with AVX512-VNNI but does not
 // let the compiler emit it (its target string names AVX-VNNI instead). The
 // whole AVX-512 set is named: clang replaces Highway's pragma target with a
@@ -191,11 +175,8 @@ HWY_NOINLINE QINFER_VNNI void GroupTile(const GroupArgs& t) {
   __m512 acc[R];
 #pragma GCC unroll 16
   for (size_t i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
-  const size_t blocks = t.blocks, k = t.k;
-  const int8_t* xq = t.a->q + t.i0 * k;
-  const float* dx = t.a->d + t.i0 * blocks;
-  const int32_t* zero_dot = t.a->zero_dot[static_cast<int>(F)] + t.i0 * blocks;
-  for (size_t b = 0; b < blocks; ++b) {
+  const QuantTile x = quant_tile(*t.a, F, t.i0, t.k);
+  for (size_t b = 0; b < t.blocks; ++b) {
     const uint8_t* p0 = t.g0 + b * BB;
     const uint8_t* p1 = t.g1 + b * BB;
     if (t.prefetch)
@@ -206,35 +187,36 @@ HWY_NOINLINE QINFER_VNNI void GroupTile(const GroupArgs& t) {
     const __m512 scales = _mm512_cvtph_ps(
         _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p0))),
                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1)), 1));
-    __m512i w[8];  // w[c]: codes 4c..4c+3 of every row
+    // The integer dots of all rows advance together: R independent chains
+    // hide vpdpbusd's latency. Each weight vector (codes 4c..4c+3 of every
+    // row) is loaded when its turn comes, so the registers go to the rows.
+    const int8_t* xb = x.q + b * kQuantBlock * R;
+    __m512i isum[R];
+#pragma GCC unroll 16
+    for (size_t i = 0; i < R; ++i) isum[i] = _mm512_set1_epi32(x.zero_dot[b * R + i]);
+    auto step = [&](size_t c, __m512i w) {
+#pragma GCC unroll 16
+      for (size_t i = 0; i < R; ++i) {
+        int32_t x4;
+        std::memcpy(&x4, xb + 4 * (c * R + i), 4);
+        isum[i] = _mm512_dpbusd_epi32(isum[i], w, _mm512_set1_epi32(x4));
+      }
+    };
     if constexpr (F == QuantFormat::Q8) {
 #pragma GCC unroll 8
-      for (size_t c = 0; c < 8; ++c) w[c] = Join(p0 + 16 + 32 * c, p1 + 16 + 32 * c);
+      for (size_t c = 0; c < 8; ++c) step(c, Join(p0 + 16 + 32 * c, p1 + 16 + 32 * c));
     } else {
 #pragma GCC unroll 4
       for (size_t c = 0; c < 4; ++c) {
         const __m512i codes = Join(p0 + 16 + 32 * c, p1 + 16 + 32 * c);
-        w[2 * c] = _mm512_and_si512(codes, low);
-        w[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(codes, 4), low);
+        step(2 * c, _mm512_and_si512(codes, low));
+        step(2 * c + 1, _mm512_and_si512(_mm512_srli_epi16(codes, 4), low));
       }
     }
-    // The integer dots of all rows advance together: R independent chains
-    // hide vpdpbusd's latency.
-    __m512i isum[R];
-#pragma GCC unroll 16
-    for (size_t i = 0; i < R; ++i) isum[i] = _mm512_set1_epi32(zero_dot[i * blocks + b]);
-#pragma GCC unroll 8
-    for (size_t c = 0; c < 8; ++c)
-#pragma GCC unroll 16
-      for (size_t i = 0; i < R; ++i) {
-        int32_t x4;
-        std::memcpy(&x4, xq + i * k + b * kQuantBlock + 4 * c, 4);
-        isum[i] = _mm512_dpbusd_epi32(isum[i], w[c], _mm512_set1_epi32(x4));
-      }
 #pragma GCC unroll 16
     for (size_t i = 0; i < R; ++i)
-      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(scales, _mm512_set1_ps(dx[i * blocks + b])),
-                               acc[i]);
+      acc[i] =
+          _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(scales, _mm512_set1_ps(x.d[b * R + i])), acc[i]);
   }
   const __mmask16 outputs = static_cast<__mmask16>((1u << t.nr) - 1);
   for (size_t i = 0; i < R; ++i) _mm512_mask_storeu_ps(t.y + i * t.ldy, outputs, acc[i]);
@@ -256,11 +238,8 @@ HWY_NOINLINE void GroupTile(const GroupArgs& t) {
   const __m256i low = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(-128);
   __m256 acc[R];
   for (size_t i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
-  const size_t blocks = t.blocks, k = t.k;
-  const int8_t* xq = t.a->q + t.i0 * k;
-  const float* dx = t.a->d + t.i0 * blocks;
-  const int32_t* zero_dot = t.a->zero_dot[static_cast<int>(QuantFormat::Q4)] + t.i0 * blocks;
-  for (size_t b = 0; b < blocks; ++b) {
+  const QuantTile x = quant_tile(*t.a, QuantFormat::Q4, t.i0, t.k);  // Q8 needs no zero dots here
+  for (size_t b = 0; b < t.blocks; ++b) {
     const uint8_t* p = t.g0 + b * BB;
     if (t.prefetch)
       for (size_t line = 0; line < BB; line += 64) hwy::Prefetch(p + line + kPrefetchBytes);
@@ -276,13 +255,13 @@ HWY_NOINLINE void GroupTile(const GroupArgs& t) {
       }
     }
     for (size_t i = 0; i < R; ++i) {
-      const int8_t* x = xq + i * k + b * kQuantBlock;
+      const int8_t* xb = x.q + b * kQuantBlock * R + 4 * i;  // chunk c at 4 * c * R
       __m256 dot;
       if constexpr (F == QuantFormat::Q8) {
         __m256i isum = _mm256_setzero_si256();
         for (size_t c = 0; c < 8; ++c) {
           int32_t x4;
-          std::memcpy(&x4, x + 4 * c, 4);
+          std::memcpy(&x4, xb + 4 * c * R, 4);
           const __m256i xv = _mm256_set1_epi32(x4);
           isum = _mm256_add_epi32(
               isum,
@@ -293,13 +272,13 @@ HWY_NOINLINE void GroupTile(const GroupArgs& t) {
         __m256i sum16 = _mm256_setzero_si256();
         for (size_t c = 0; c < 8; ++c) {
           int32_t x4;
-          std::memcpy(&x4, x + 4 * c, 4);
+          std::memcpy(&x4, xb + 4 * c * R, 4);
           sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(w[c], _mm256_set1_epi32(x4)));
         }
         dot = _mm256_cvtepi32_ps(
-            _mm256_add_epi32(_mm256_madd_epi16(sum16, ones), _mm256_set1_epi32(zero_dot[i * blocks + b])));
+            _mm256_add_epi32(_mm256_madd_epi16(sum16, ones), _mm256_set1_epi32(x.zero_dot[b * R + i])));
       }
-      acc[i] = _mm256_fmadd_ps(dot, _mm256_mul_ps(scales, _mm256_set1_ps(dx[i * blocks + b])), acc[i]);
+      acc[i] = _mm256_fmadd_ps(dot, _mm256_mul_ps(scales, _mm256_set1_ps(x.d[b * R + i])), acc[i]);
     }
   }
   for (size_t i = 0; i < R; ++i) {
@@ -321,31 +300,72 @@ template <size_t R, QuantFormat F>
 HWY_NOINLINE void GroupTile(const GroupArgs& t) {
   const size_t BB = quant_block_bytes(F), blocks = t.blocks;
   const int zero = quant_zero_code(F);
+  const QuantTile x = quant_tile(*t.a, F, t.i0, t.k);
   for (size_t i = 0; i < R; ++i) {
-    const int8_t* xq = t.a->q + (t.i0 + i) * t.k;
-    const float* dx = t.a->d + (t.i0 + i) * blocks;
     for (size_t j = 0; j < t.nr; ++j) {
       float acc = 0;
       for (size_t b = 0; b < blocks; ++b) {
         const uint8_t* p = t.g0 + b * BB;
         const uint8_t* chunks = p + 16 + 4 * j;
-        const int8_t* x = xq + b * kQuantBlock;
+        const int8_t* xb = x.q + b * kQuantBlock * R + 4 * i;  // chunk c at 4 * c * R
         int32_t isum = 0;
         for (size_t c = 0; c < 8; ++c)
           for (size_t e = 0; e < 4; ++e) {
             const int code =
                 F == QuantFormat::Q8 ? chunks[32 * c + e] : (chunks[32 * (c / 2) + e] >> (4 * (c % 2))) & 15;
-            isum += (code - zero) * x[4 * c + e];
+            isum += (code - zero) * xb[4 * c * R + e];
           }
         uint16_t half;
         std::memcpy(&half, p + 2 * j, 2);
-        acc = std::fma(static_cast<float>(isum), f16_to_f32(half) * dx[b], acc);
+        acc = std::fma(static_cast<float>(isum), f16_to_f32(half) * x.d[b * R + i], acc);
       }
       t.y[i * t.ldy + j] = acc;
     }
   }
 }
 #endif
+
+// ---------------------------------------------------------------- activation
+
+// Rows [i0, i1) of x [n, k] (i0 a tile's first row) quantized into the tiles
+// GroupTile reads (QuantTile). Vectorized, with the scalar definition's exact
+// operations (an IEEE divide for d and 1/d, a multiply, round to nearest
+// even, a clamp), so every target quantizes alike.
+void QuantizeActivation(const float* x, size_t n, size_t k, size_t i0, size_t i1, int8_t* q, float* d,
+                        int32_t* zero_dot_q8, int32_t* zero_dot_q4) {
+  const hn::CappedTag<float, kQuantBlock> df;  // a block is a whole number of vectors
+  const hn::Rebind<int32_t, decltype(df)> di;
+  const hn::Rebind<int8_t, decltype(df)> d8;
+  const size_t N = hn::Lanes(df), blocks = k / kQuantBlock;
+  for (size_t t = i0; t < i1; t += kQuantTileRows) {
+    const size_t rows = std::min(kQuantTileRows, n - t);
+    for (size_t i = 0; i < rows; ++i)
+      for (size_t b = 0; b < blocks; ++b) {
+        const float* xb = x + (t + i) * k + b * kQuantBlock;
+        auto vmax = hn::Zero(df);
+        for (size_t e = 0; e < kQuantBlock; e += N) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, xb + e)));
+        const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
+        const size_t at = t * blocks + b * rows + i;  // [block][row] in the tile
+        d[at] = amax / 127.0f;
+        const auto inv = hn::Set(df, amax > 0 ? 127.0f / amax : 0.0f);
+        const auto lo = hn::Set(df, -127.0f), hi = hn::Set(df, 127.0f);
+        auto sum = hn::Zero(di);
+        HWY_ALIGN int8_t block[kQuantBlock];
+        for (size_t e = 0; e < kQuantBlock; e += N) {
+          const auto v = hn::NearestInt(hn::Min(hn::Max(hn::Round(hn::Mul(hn::LoadU(df, xb + e), inv)), lo), hi));
+          sum = hn::Add(sum, v);
+          hn::StoreU(hn::DemoteTo(d8, v), d8, block + e);
+        }
+        int8_t* out = q + t * k + b * kQuantBlock * rows + 4 * i;
+        for (size_t c = 0; c < kQuantBlock / 4; ++c) std::memcpy(out + 4 * c * rows, block + 4 * c, 4);
+        const int32_t total = hn::GetLane(hn::SumOfLanes(di, sum));
+        zero_dot_q8[at] = -quant_zero_code(QuantFormat::Q8) * total;
+        zero_dot_q4[at] = -quant_zero_code(QuantFormat::Q4) * total;
+      }
+  }
+}
+
+size_t QuantTileRowsOf() { return kQuantTileRows; }
 
 const char* Int8DotPath() {
 #if HWY_TARGET == HWY_AVX3_DL
@@ -553,16 +573,18 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace qinfer::kernels {
 HWY_EXPORT(QuantizeActivation);
+HWY_EXPORT(QuantTileRowsOf);
 HWY_EXPORT(Int8DotPath);
 HWY_EXPORT(QuantDotRows);
 HWY_EXPORT(WidenRows);
 HWY_EXPORT(AttentionScores);
 HWY_EXPORT(AttentionValues);
 
-void quantize_activation(const float* x, size_t n, size_t k, int8_t* q, float* d, int32_t* zero_dot_q8,
-                         int32_t* zero_dot_q4) {
-  HWY_DYNAMIC_DISPATCH(QuantizeActivation)(x, n, k, q, d, zero_dot_q8, zero_dot_q4);
+void quantize_activation(const float* x, size_t n, size_t k, size_t i0, size_t i1, int8_t* q, float* d,
+                         int32_t* zero_dot_q8, int32_t* zero_dot_q4) {
+  HWY_DYNAMIC_DISPATCH(QuantizeActivation)(x, n, k, i0, i1, q, d, zero_dot_q8, zero_dot_q4);
 }
+size_t quant_tile_rows() { return HWY_DYNAMIC_DISPATCH(QuantTileRowsOf)(); }
 const char* int8_dot_path() { return HWY_DYNAMIC_DISPATCH(Int8DotPath)(); }
 void dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
               size_t ldy) {

@@ -24,18 +24,25 @@ namespace qinfer::kernels {
 struct Activations {
   const float* x = nullptr;       // [n, k]: float weights, one row
   const float* packed = nullptr;  // x in tiles for float weights, n > 1 (pack_activation)
-  const int8_t* q = nullptr;      // [n, k] quantized per 32-block: Q8, Q4 weights
-  const float* d = nullptr;       // [n, k/32] scale of each block of q
-  // [n, k/32] per format (QuantFormat as index): the dot product of each block
-  // of q with the weights' zero code, -(zero code) * sum(q), which turns the
-  // integer dot with the stored codes into the dot with the signed weights.
+  // Q8, Q4 weights: x quantized per 32-block, in tiles of quant_tile_rows()
+  // rows (quantize_activation; one row is a tile of its own). q: the int8
+  // values; d: each block's scale; zero_dot, per format (QuantFormat as
+  // index): each block's dot product with the weights' zero code,
+  // -(zero code) * sum(q), which turns the integer dot with the stored codes
+  // into the dot with the signed weights.
+  const int8_t* q = nullptr;  // n * k
+  const float* d = nullptr;   // n * k / 32 (as zero_dot)
   const int32_t* zero_dot[2] = {nullptr, nullptr};
 };
 
-// n rows of x quantized per 32-block: q = round(x / d) in [-127, 127],
-// d = max|x| / 127, and each block's zero_dot for Q8 and Q4.
-void quantize_activation(const float* x, size_t n, size_t k, int8_t* q, float* d, int32_t* zero_dot_q8,
-                         int32_t* zero_dot_q4);
+// Rows [i0, i1) (i0 a multiple of quant_tile_rows()) of x [n, k] quantized
+// per 32-block: q = round(x / d) in [-127, 127], d = max|x| / 127, and each
+// block's zero_dot for Q8 and Q4; into the tiles the kernels read, the tile
+// from row t at q + t * k, d + t * k / 32 and zero_dot + t * k / 32.
+void quantize_activation(const float* x, size_t n, size_t k, size_t i0, size_t i1, int8_t* q, float* d,
+                         int32_t* zero_dot_q8, int32_t* zero_dot_q4);
+// Activation rows per Q8/Q4 tile.
+size_t quant_tile_rows();
 
 // How the Q8/Q4 kernels compute their integer dot products on this CPU.
 const char* int8_dot_path();
@@ -46,9 +53,9 @@ const char* int8_dot_path();
 constexpr size_t kStreamedRows = 64;
 
 // y[i * ldy + (r - r0)] = dot(activation row i0 + i, weight row r), for i < ni
-// and r in [r0, r1). Q8/Q4: r0 a multiple of 8. Float weights: panels
-// (matmul.h), r0 a multiple of kFloatPanelRows; with ni > 1, a.packed holds
-// the activation rows from i0 (a tile's first row).
+// and r in [r0, r1); i0 a tile's first row. Q8/Q4: r0 a multiple of 8.
+// Float weights: panels (matmul.h), r0 a multiple of kFloatPanelRows; with
+// ni > 1, a.packed holds the activation rows from i0.
 void dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
               size_t ldy);
 // dot_rows for float weights.
