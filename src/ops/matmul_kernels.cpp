@@ -39,6 +39,38 @@ HWY_INLINE float Sum(D d, V v) {
   return hn::GetLane(hn::SumOfLanes(d, v));
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// v with its 128-bit blocks added together (the same 4 lanes where there is
+// only one block).
+template <class D>
+HWY_INLINE hn::Vec<hn::Full128<float>> AddBlocks(D d, hn::Vec<D> v) {
+  if constexpr (hn::MaxLanes(D()) <= 4) {
+    (void)d;
+    return v;
+  } else {
+    const hn::Half<D> dh;
+    return AddBlocks(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
+  }
+}
+#endif
+
+// out[j] = the sum of v[j]'s lanes, j < 4: one reduction tree for the four
+// (pairs of lanes inside each 128-bit block, then the blocks), about a third
+// of the shuffles and adds of four separate SumOfLanes.
+HWY_INLINE void LaneSums4(DF df, const hn::Vec<DF> (&v)[4], float* out) {
+#if HWY_TARGET == HWY_SCALAR
+  for (size_t j = 0; j < 4; ++j) out[j] = Sum(df, v[j]);
+#else
+  const hn::Repartition<uint64_t, DF> du;
+  // Per block: [a0 + a2, b0 + b2, a1 + a3, b1 + b3], the same for c and d.
+  const auto ab = hn::BitCast(du, hn::Add(hn::InterleaveLower(df, v[0], v[1]), hn::InterleaveUpper(df, v[0], v[1])));
+  const auto cd = hn::BitCast(du, hn::Add(hn::InterleaveLower(df, v[2], v[3]), hn::InterleaveUpper(df, v[2], v[3])));
+  const auto abcd =
+      hn::Add(hn::BitCast(df, hn::InterleaveLower(du, ab, cd)), hn::BitCast(df, hn::InterleaveUpper(du, ab, cd)));
+  hn::StoreU(AddBlocks(df, abcd), hn::Full128<float>(), out);
+#endif
+}
+
 // ---------------------------------------------------------------- tiles
 
 // s + sum of w[e] * x[e] for e in [from, k): the elements past the last full
@@ -108,8 +140,12 @@ HWY_NOINLINE void TileFloat(const typename Rows::T* const (&p)[kW], const float*
       for (size_t r = 0; r < R; ++r) acc[r][j] = hn::MulAdd(w, u[r], acc[r][j]);
     }
   }
-  for (size_t r = 0; r < R; ++r)
-    for (size_t j = 0; j < nr; ++j) y[r * ldy + j] = TailDot(Sum(df, acc[r][j]), p[j], Rows::kType, x + r * ldx, i, k);
+  static_assert(kW == 4, "LaneSums4 reduces a row's accumulators");
+  for (size_t r = 0; r < R; ++r) {
+    float sums[kW];
+    LaneSums4(df, acc[r], sums);
+    for (size_t j = 0; j < nr; ++j) y[r * ldy + j] = TailDot(sums[j], p[j], Rows::kType, x + r * ldx, i, k);
+  }
 }
 
 // ---------------------------------------------------------------- quantized
