@@ -486,10 +486,10 @@ void DotStrided(const float* x, size_t nx, size_t ldx, const void* w, size_t nw,
 // o[i][c0 .. c0 + C*N) += sum over j < nv of p[i][j] * v[j][c0 ..]: R rows of
 // probabilities times C vectors of value columns, outer-product style (each
 // value vector loaded once serves R rows).
-// Probability rows of the attention-values tile: 4R accumulators and 4 value
-// vectors in 16 (AVX2) or 32 (AVX-512) registers.
+// Probability rows of the attention-values tile: 4R accumulators, 4 value
+// vectors and a broadcast in 16 (AVX2) or 32 (AVX-512) registers.
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-constexpr size_t kValueTileRows = 4;
+constexpr size_t kValueTileRows = 6;
 #else
 constexpr size_t kValueTileRows = 2;
 #endif
