@@ -1,6 +1,8 @@
 #include "load_flags.h"
 
+#include "ops/simd.h"
 #include "thread_count.h"
+#include "util/error.h"
 
 namespace qinfer::cli {
 
@@ -10,6 +12,9 @@ void LoadFlags::add_options(CLI::App* cmd) {
   cmd->add_option("--weights", weights, "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
       ->capture_default_str();
   cmd->add_option("--kv", kv, "KV cache type: f32, f16, bf16")->capture_default_str();
+  cmd->add_option("--simd", simd,
+                  "Run the kernels of this SIMD target or a lesser one (e.g. AVX2 on an AVX-512 host; "
+                  "`qinfer --version` lists those compiled in)");
 }
 
 LoadOptions LoadFlags::options() const {
@@ -17,6 +22,9 @@ LoadOptions LoadFlags::options() const {
   o.threads = thread_count(threads);
   o.weights = parse_weight_format(weights);
   o.kv_cache = parse_kv_dtype(kv);
+  if (!simd.empty() && !simd::limit_target(simd))
+    fail("--simd ", simd,
+         ": not a SIMD target this binary can run on this CPU; it can run: ", simd::runnable_targets());
   return o;
 }
 

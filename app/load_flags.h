@@ -1,5 +1,5 @@
 // The flags of every command that loads a model to compute on it: -t,
-// --weights and --kv. One definition, so each command validates them alike
+// --weights, --kv and --simd. One definition, so each command validates them alike
 // (the thread count capped at the hardware, the formats named on error).
 #pragma once
 #include <CLI/CLI.hpp>
@@ -12,10 +12,12 @@ namespace qinfer::cli {
 struct LoadFlags {
   int threads = 0;  // as given; see thread_count()
   std::string weights = "auto", kv;
+  std::string simd;  // empty: the best target this CPU runs
 
   explicit LoadFlags(std::string default_kv = "f32") : kv(std::move(default_kv)) {}
   void add_options(CLI::App* cmd);
   // The validated values; .threads is the count to run with (never 0).
+  // Applies --simd: the kernels dispatch to that target from then on.
   LoadOptions options() const;
 };
 

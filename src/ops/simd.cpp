@@ -5,6 +5,7 @@
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -184,6 +185,26 @@ std::string compiled_targets() {
     names += hwy::TargetName(bits & -bits);
   }
   return names;
+}
+std::string runnable_targets() {
+  std::string names;
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    if (!names.empty()) names += ' ';
+    names += hwy::TargetName(target);
+  }
+  return names;
+}
+bool limit_target(const std::string& name) {
+  auto upper = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return s;
+  };
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    if (upper(name) != hwy::TargetName(target)) continue;
+    hwy::DisableTargets(target - 1);  // the lower bits are the better targets
+    return true;
+  }
+  return false;
 }
 }  // namespace qinfer::simd
 #endif

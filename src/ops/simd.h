@@ -40,4 +40,13 @@ double fma_peak_work(size_t iterations);
 std::string dispatched_target();
 std::string compiled_targets();
 
+// The compiled targets this CPU can run, best first.
+std::string runnable_targets();
+
+// Dispatches every kernel from now on to the runnable target named (e.g.
+// "AVX2", case-insensitive) or a lesser one, as on a CPU without the better
+// ones: to measure or debug one ISA's kernels on a host that has more. False
+// (nothing changed) when `name` is not among runnable_targets().
+bool limit_target(const std::string& name);
+
 }  // namespace qinfer::simd

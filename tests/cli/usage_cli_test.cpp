@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ops/simd.h"
 #include "test_util.h"
 
 using nlohmann::json;
@@ -97,6 +98,28 @@ TEST(UsageCli, ThreadsAreValidatedAndCappedAtTheHardware) {
     r = run("timeout 60 " + bin() + cmd + " -m " + tiny() + " -t -1 < /dev/null");
     EXPECT_EQ(r.exit_code, 1) << cmd;
     EXPECT_NE(r.err.find("-t -1: the thread count must be at least 1"), std::string::npos) << cmd << r.err;
+  }
+}
+
+// --simd runs the kernels of a lesser target than the CPU's best (in a
+// -march=native build the CPU's best is the only one compiled in).
+TEST(UsageCli, SimdTakesARunnableTargetByNameOrNamesThem) {
+  const std::string runnable = qinfer::simd::runnable_targets();
+  const std::string least = runnable.substr(runnable.rfind(' ') + 1);
+  std::string lower = least;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  Outcome r = run(bin() + " bench -m " + tiny() + " -p 4 -n 2 --reps 1 --json --simd " + lower);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["simd_target"], least);
+  EXPECT_NE(j["simd_compiled"].get<std::string>().find(least), std::string::npos);
+  for (const std::string& cmd :
+       {" generate" + kPrompt, std::string(" bench -p 4 -n 2"), std::string(" serve --port 0")}) {
+    r = run("timeout 60 " + bin() + cmd + " -m " + tiny() + " --simd avx9 < /dev/null");
+    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_NE(r.err.find("--simd avx9: not a SIMD target this binary can run on this CPU; it can run: " + runnable),
+              std::string::npos)
+        << cmd << r.err;
   }
 }
 

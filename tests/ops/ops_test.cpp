@@ -342,3 +342,25 @@ TEST(Ops, PagedAttentionOfABatchEqualsContiguousBitForBit) {
           << "sequence " << i << ", blocks of " << block_size;
   }
 }
+
+// --simd: each runnable target can be chosen by name, whatever its case; a
+// name this CPU cannot run changes nothing.
+TEST(SimdTarget, LimitDispatchesToTheNamedTargetOnly) {
+  std::vector<std::string> names;
+  for (int64_t t : hwy::SupportedAndGeneratedTargets()) names.push_back(hwy::TargetName(t));
+  ASSERT_FALSE(names.empty());
+  const std::string best = simd::dispatched_target();
+  EXPECT_EQ(best, names.front());
+  for (const std::string& name : names) {
+    std::string lower = name;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    ASSERT_TRUE(simd::limit_target(lower)) << name;
+    EXPECT_EQ(simd::dispatched_target(), name);
+    EXPECT_EQ(simd::runnable_targets().rfind(name, 0), 0u)
+        << "the better targets are gone: " << simd::runnable_targets();
+    hwy::DisableTargets(0);
+  }
+  EXPECT_FALSE(simd::limit_target("AVX9"));
+  EXPECT_FALSE(simd::limit_target(""));
+  EXPECT_EQ(simd::dispatched_target(), best);
+}
