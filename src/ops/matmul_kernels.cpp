@@ -258,7 +258,8 @@ HWY_NOINLINE QINFER_VNNI void GroupTile(const GroupArgs& t) {
   for (size_t i = 0; i < R; ++i) _mm512_mask_storeu_ps(t.y + i * t.ldy, outputs, acc[i]);
 }
 #elif HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-// AVX2 (and AVX-512 without VNNI): 8 lanes, one group. vpmaddubsw multiplies
+// AVX2 (and AVX-512 without VNNI): 8 lanes, one group; with AVX-VNNI,
+// vpdpbusd as on AVX3_DL (GroupTileAvxVnni). Without: vpmaddubsw multiplies
 // unsigned by signed bytes into pairwise int16 sums. Q4: the 4-bit codes are
 // the unsigned operand (8 products of 2 * 15 * 127 fit in int16); Q8: its
 // codes minus 128 (the signed q) take x's sign so |x| can be the unsigned
@@ -267,6 +268,20 @@ constexpr size_t kGroupsPerTile = 1;
 constexpr size_t kQuantTileRows = 4;
 
 HWY_INLINE __m256i Load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// The tile's outputs: t.nr of each row's 8.
+template <size_t R>
+HWY_INLINE void StoreTile(const __m256 (&acc)[R], const GroupArgs& t) {
+  for (size_t i = 0; i < R; ++i) {
+    if (t.nr == 8) {
+      _mm256_storeu_ps(t.y + i * t.ldy, acc[i]);
+      continue;
+    }
+    HWY_ALIGN float out[8];
+    _mm256_store_ps(out, acc[i]);
+    std::copy_n(out, t.nr, t.y + i * t.ldy);
+  }
+}
 
 template <size_t R, QuantFormat F>
 HWY_NOINLINE void GroupTile(const GroupArgs& t) {
@@ -317,15 +332,50 @@ HWY_NOINLINE void GroupTile(const GroupArgs& t) {
       acc[i] = _mm256_fmadd_ps(dot, _mm256_mul_ps(scales, _mm256_set1_ps(x.d[b * R + i])), acc[i]);
     }
   }
-  for (size_t i = 0; i < R; ++i) {
-    if (t.nr == 8) {
-      _mm256_storeu_ps(t.y + i * t.ldy, acc[i]);
-      continue;
+  StoreTile<R>(acc, t);
+}
+
+// AVX-VNNI (the CPU has it, simd::avx_vnni()): 256-bit vpdpbusd, as the
+// AVX3_DL tile with one group. The same integers as the vpmaddubsw tile, so
+// the same bits.
+#define QINFER_AVX_VNNI __attribute__((target("avx,avx2,bmi,bmi2,fma,f16c,avxvnni")))
+
+template <size_t R, QuantFormat F>
+HWY_NOINLINE QINFER_AVX_VNNI void GroupTileAvxVnni(const GroupArgs& t) {
+  const size_t BB = quant_block_bytes(F);
+  const __m256i low = _mm256_set1_epi8(15);
+  __m256 acc[R];
+  for (size_t i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+  const QuantTile x = quant_tile(*t.a, F, t.i0, t.k);
+  for (size_t b = 0; b < t.blocks; ++b) {
+    const uint8_t* p = t.g0 + b * BB;
+    if (t.prefetch)
+      for (size_t line = 0; line < BB; line += 64) hwy::Prefetch(p + line + kPrefetchBytes);
+    const __m256 scales = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const int8_t* xb = x.q + b * kQuantBlock * R;
+    __m256i isum[R];
+    for (size_t i = 0; i < R; ++i) isum[i] = _mm256_set1_epi32(x.zero_dot[b * R + i]);
+    auto step = [&](size_t c, __m256i w) {
+      for (size_t i = 0; i < R; ++i) {
+        int32_t x4;
+        std::memcpy(&x4, xb + 4 * (c * R + i), 4);
+        isum[i] = _mm256_dpbusd_avx_epi32(isum[i], w, _mm256_set1_epi32(x4));
+      }
+    };
+    if constexpr (F == QuantFormat::Q8) {
+      for (size_t c = 0; c < 8; ++c) step(c, Load32(p + 16 + 32 * c));
+    } else {
+      for (size_t c = 0; c < 4; ++c) {
+        const __m256i codes = Load32(p + 16 + 32 * c);
+        step(2 * c, _mm256_and_si256(codes, low));
+        step(2 * c + 1, _mm256_and_si256(_mm256_srli_epi16(codes, 4), low));
+      }
     }
-    HWY_ALIGN float out[8];
-    _mm256_store_ps(out, acc[i]);
-    std::copy_n(out, t.nr, t.y + i * t.ldy);
+    for (size_t i = 0; i < R; ++i)
+      acc[i] =
+          _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_mul_ps(scales, _mm256_set1_ps(x.d[b * R + i])), acc[i]);
   }
+  StoreTile<R>(acc, t);
 }
 #else
 // Portable: the same operations row by row, in the same order.
@@ -407,6 +457,7 @@ const char* Int8DotPath() {
 #if HWY_TARGET == HWY_AVX3_DL
   return "vpdpbusd (AVX512-VNNI), 16 rows per vector";
 #elif HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  if (HWY_TARGET == HWY_AVX2 && simd::avx_vnni()) return "vpdpbusd (AVX-VNNI), 8 rows per vector";
   return "vpmaddubsw, 8 rows per vector";
 #else
   return "portable";
@@ -423,6 +474,17 @@ HWY_INLINE void GroupTileOf(const GroupArgs& t) {
 
 // The tile of `rows` (1 .. kQuantTileRows) activation rows.
 void GroupTileRows(size_t rows, const GroupArgs& t) {
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+  if (simd::avx_vnni()) {
+    with_rows<kQuantTileRows>(rows, [&](auto R) {
+      if (t.format == QuantFormat::Q8)
+        GroupTileAvxVnni<R(), QuantFormat::Q8>(t);
+      else
+        GroupTileAvxVnni<R(), QuantFormat::Q4>(t);
+    });
+    return;
+  }
+#endif
   with_rows<kQuantTileRows>(rows, [&](auto R) { GroupTileOf<R()>(t); });
 }
 

@@ -5,12 +5,17 @@
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
 
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "ops/simd.h"
+
+#if HWY_ARCH_X86
+#include <cpuid.h>
+#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace qinfer::simd {
@@ -177,31 +182,77 @@ SoftmaxStats softmax_scaled(float* x, size_t n, float scale) {
   return HWY_DYNAMIC_DISPATCH(SoftmaxScaled)(x, n, scale);
 }
 double fma_peak_work(size_t iterations) { return HWY_DYNAMIC_DISPATCH(FmaPeakWork)(iterations); }
-std::string dispatched_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
-std::string compiled_targets() {
-  std::string names;
-  for (int64_t bits = HWY_TARGETS; bits != 0; bits &= bits - 1) {  // lowest bit = best target
-    if (!names.empty()) names += ' ';
-    names += hwy::TargetName(bits & -bits);
-  }
-  return names;
+namespace {
+constexpr const char* kAvx2Vnni = "AVX2_VNNI";
+
+bool cpu_avx_vnni() {
+#if HWY_ARCH_X86
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1);  // CPUID.(7,1):EAX[4]
+#else
+  return false;
+#endif
 }
-std::string runnable_targets() {
-  std::string names;
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    if (!names.empty()) names += ' ';
-    names += hwy::TargetName(target);
-  }
-  return names;
+
+std::atomic<bool>& avx_vnni_on() {
+  static std::atomic<bool> on{cpu_avx_vnni()};
+  return on;
 }
-bool limit_target(const std::string& name) {
-  auto upper = [](std::string s) {
-    for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return s;
+}  // namespace
+
+bool cpu_has_avx_vnni() { return cpu_avx_vnni(); }
+bool avx_vnni() { return avx_vnni_on().load(std::memory_order_relaxed); }
+void use_avx_vnni(bool on) { avx_vnni_on().store(on && cpu_avx_vnni(), std::memory_order_relaxed); }
+
+namespace {
+
+// Highway's targets in `bits`, best first, with AVX2_VNNI before AVX2 where
+// it is on (`all`: whether it is or not).
+std::string target_list(int64_t bits, bool all) {
+  std::string names;
+  auto add = [&](const char* name) {
+    if (!names.empty()) names += ' ';
+    names += name;
   };
+  for (; bits != 0; bits &= bits - 1) {  // lowest bit = best target
+    const int64_t target = bits & -bits;
+#if HWY_ARCH_X86
+    if (target == HWY_AVX2 && (all || avx_vnni())) add(kAvx2Vnni);
+#endif
+    add(hwy::TargetName(target));
+  }
+  return names;
+}
+
+// hwy::SupportedTargets() less what limit_target turned off, leaving the
+// dispatch as it was: Highway 1.0.3's SupportedTargets() points the dispatch
+// at the CPU's best target before it applies DisableTargets' mask.
+int64_t supported_targets() {
+  const int64_t targets = hwy::SupportedTargets();
+  hwy::GetChosenTarget().Update(targets);
+  return targets;
+}
+
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+}  // namespace
+
+std::string dispatched_target() {
+  const std::string name = HWY_DYNAMIC_DISPATCH(TargetName)();
+  return name == "AVX2" && avx_vnni() ? kAvx2Vnni : name;
+}
+std::string compiled_targets() { return target_list(HWY_TARGETS, true); }
+std::string runnable_targets() { return target_list(supported_targets() & HWY_TARGETS, false); }
+bool limit_target(const std::string& name) {
+  const std::string wanted = upper(name);
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    if (upper(name) != hwy::TargetName(target)) continue;
+    const std::string base = hwy::TargetName(target);
+    const bool vnni = wanted == kAvx2Vnni && base == "AVX2" && cpu_avx_vnni();
+    if (wanted != base && !vnni) continue;
     hwy::DisableTargets(target - 1);  // the lower bits are the better targets
+    if (base == "AVX2") use_avx_vnni(vnni);
     return true;
   }
   return false;

@@ -35,8 +35,11 @@ SoftmaxStats softmax_scaled(float* x, size_t n, float scale);
 // floating-point operations done (2 per lane per FMA).
 double fma_peak_work(size_t iterations);
 
-// The Highway target the kernels dispatch to on this CPU (e.g. "AVX3_DL"), and
-// every target compiled in, best first ("AVX3_DL AVX3 AVX2 ...").
+// The target the kernels dispatch to on this CPU (e.g. "AVX3_DL"), and every
+// target compiled in, best first ("AVX3_DL AVX3 AVX2_VNNI AVX2 ..."). Targets
+// are Highway's, plus AVX2_VNNI: the AVX2 kernels with AVX-VNNI's 256-bit
+// vpdpbusd for Q8/Q4 (Intel's client CPUs since Alder Lake, which lack
+// AVX-512; Zen 5), chosen at run time inside Highway's AVX2 target.
 std::string dispatched_target();
 std::string compiled_targets();
 
@@ -48,5 +51,13 @@ std::string runnable_targets();
 // ones: to measure or debug one ISA's kernels on a host that has more. False
 // (nothing changed) when `name` is not among runnable_targets().
 bool limit_target(const std::string& name);
+
+// Whether the AVX2 kernels use AVX-VNNI: the CPU has it and neither
+// limit_target("AVX2") nor use_avx_vnni(false) turned it off.
+bool avx_vnni();
+bool cpu_has_avx_vnni();
+// Turns AVX-VNNI on (where the CPU has it) or off for the AVX2 kernels: the
+// tests run those kernels both ways.
+void use_avx_vnni(bool on);
 
 }  // namespace qinfer::simd
