@@ -261,9 +261,10 @@ HWY_NOINLINE QINFER_VNNI void GroupTile(const GroupArgs& t) {
 // AVX2 (and AVX-512 without VNNI): 8 lanes, one group; with AVX-VNNI,
 // vpdpbusd as on AVX3_DL (GroupTileAvxVnni). Without: vpmaddubsw multiplies
 // unsigned by signed bytes into pairwise int16 sums. Q4: the 4-bit codes are
-// the unsigned operand (8 products of 2 * 15 * 127 fit in int16); Q8: its
-// codes minus 128 (the signed q) take x's sign so |x| can be the unsigned
-// operand (2 * 127 * 127 fits), one int32 widening per chunk.
+// the unsigned operand (8 products of 2 * 15 * 127 fit in int16); Q8: x
+// takes the sign of its codes minus 128 (the signed q, never -128), so |q|,
+// made once per block for every row, can be the unsigned operand (2 * 127 *
+// 127 fits), one int32 widening per chunk.
 constexpr size_t kGroupsPerTile = 1;
 constexpr size_t kQuantTileRows = 4;
 
@@ -295,10 +296,12 @@ HWY_NOINLINE void GroupTile(const GroupArgs& t) {
     if (t.prefetch)
       for (size_t line = 0; line < BB; line += 64) hwy::Prefetch(p + line + kPrefetchBytes);
     const __m256 scales = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    __m256i w[8];  // w[c]: codes 4c..4c+3 of every row (Q8: as signed q)
+    __m256i w[8];      // w[c]: codes 4c..4c+3 of every row (Q8: as signed q)
+    __m256i w_abs[8];  // Q8: |q|, the unsigned operand for every row
     for (size_t c = 0; c < 8; ++c) {
       if constexpr (F == QuantFormat::Q8) {
         w[c] = _mm256_xor_si256(Load32(p + 16 + 32 * c), flip);
+        w_abs[c] = _mm256_sign_epi8(w[c], w[c]);
       } else if (c % 2 == 0) {
         const __m256i codes = Load32(p + 16 + 16 * c);
         w[c] = _mm256_and_si256(codes, low);
@@ -314,9 +317,8 @@ HWY_NOINLINE void GroupTile(const GroupArgs& t) {
           int32_t x4;
           std::memcpy(&x4, xb + 4 * c * R, 4);
           const __m256i xv = _mm256_set1_epi32(x4);
-          isum = _mm256_add_epi32(
-              isum,
-              _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(xv, xv), _mm256_sign_epi8(w[c], xv)), ones));
+          isum = _mm256_add_epi32(isum,
+                                  _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs[c], _mm256_sign_epi8(xv, w[c])), ones));
         }
         dot = _mm256_cvtepi32_ps(isum);
       } else {

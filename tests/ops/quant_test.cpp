@@ -263,6 +263,34 @@ TEST_P(QuantMatmulTest, PrefillRowsEqualDecodeBitForBit) {
   });
 }
 
+// A Q8 code of 0 (q = -128) is never written by quantize_matrix, but a
+// checkpoint quantized elsewhere may hold it: every target still computes the
+// exact integer dot, in decode and prefill (the AVX2 kernel once took
+// -128 * -x for -128 * x, moving x's sign onto a q that has no opposite).
+TEST(QuantMatmul, Q8CodeZeroIsExactOnEveryTarget) {
+  test::for_each_target([&] {
+    ThreadPool pool(1);
+    const int64_t rows = 16, cols = 64;
+    QuantMatrix m(WeightFormat::Q8, randn(rows * cols, 5, 0.05f), rows, cols);
+    for (size_t c = 0; c < 8; ++c)  // all codes of the first block of rows 0-7
+      std::fill_n(&m.bytes[16 + 32 * c], 32, uint8_t{0});
+    for (int64_t n : {1, 3}) {
+      const auto x = randn(n * cols, 11 + n);
+      std::vector<float> got(n * rows);
+      matmul(x.data(), n, m.w, got.data(), pool);
+      for (int64_t i = 0; i < n; ++i) {
+        std::vector<int> q;
+        std::vector<double> d;
+        quantize_activation_ref(&x[i * cols], cols, q, d);
+        for (int64_t r = 0; r < rows; ++r) {
+          const double want = quantized_dot_ref(m.w, r, q, d);
+          ASSERT_NEAR(got[i * rows + r], want, 1e-5 * (1 + std::fabs(want))) << "n=" << n << " row " << i << " r=" << r;
+        }
+      }
+    }
+  });
+}
+
 // The integer decode path differs from f32 math only by the activation's
 // quantization: within a small relative error of the dequantized product.
 TEST_P(QuantMatmulTest, DecodeCloseToDequantizedProduct) {
