@@ -18,10 +18,7 @@ cd "$(dirname "$0")/.."
 
 CLANG_FORMAT=${CLANG_FORMAT:-clang-format-14}
 if ! command -v "$CLANG_FORMAT" >/dev/null && [[ $CLANG_FORMAT == clang-format-14 ]]; then
-  echo "check_format: installing clang-format-14"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
-  $SUDO apt-get update -qq || true
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang-format-14
+  scripts/apt_install.sh check_format clang-format-14
 fi
 
 base=${1:-HEAD~1}

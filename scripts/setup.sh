@@ -11,16 +11,7 @@ cd "$(dirname "$0")/.."
 
 PKGS=(build-essential cmake pkg-config git nlohmann-json3-dev libhwy-dev libonig-dev libicu-dev
       libcli11-dev libcpp-httplib-dev libedit-dev libgtest-dev libgmock-dev libbenchmark-dev)
-missing=()
-for p in "${PKGS[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
-  $SUDO apt-get update -qq || true
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+scripts/apt_install.sh setup "${PKGS[@]}"
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)"

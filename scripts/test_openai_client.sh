@@ -12,12 +12,7 @@ missing=()
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 [ -x /usr/sbin/nginx ] || missing+=(nginx)
-if ((${#missing[@]})); then
-  echo "test_openai_client: installing ${missing[*]}"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
-  $SUDO apt-get update -qq || true
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+scripts/apt_install.sh test_openai_client "${missing[@]}"
 if [ ! -d tests/openai_client/node_modules/openai ]; then
   (cd tests/openai_client && npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -32,7 +32,7 @@ constexpr size_t kW = 4;
 // Q8/Q4 decode streams weights from memory: software prefetch this far ahead
 // of the loads (measured best among 2-12 KiB on the 2-core AVX2 machine: ~10%
 // more bandwidth than the hardware prefetchers alone).
-constexpr size_t kPrefetchBytes = 12288;
+[[maybe_unused]] constexpr size_t kPrefetchBytes = 12288;  // the portable tile does not prefetch
 
 template <class D, class V>
 HWY_INLINE float Sum(D d, V v) {
@@ -204,6 +204,19 @@ HWY_INLINE QINFER_VNNI __m512i Join(const uint8_t* lo, const uint8_t* hi) {
                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi)), 1);
 }
 
+// isum[i] += the dot of w's lanes with activation row i's 4-byte chunk at
+// xc + 4 i, broadcast. (A function, not a lambda: clang does not give a
+// lambda its enclosing function's target attribute.)
+template <size_t R>
+HWY_INLINE QINFER_VNNI void ChunkDots(__m512i (&isum)[R], __m512i w, const int8_t* xc) {
+#pragma GCC unroll 16
+  for (size_t i = 0; i < R; ++i) {
+    int32_t x4;
+    std::memcpy(&x4, xc + 4 * i, 4);
+    isum[i] = _mm512_dpbusd_epi32(isum[i], w, _mm512_set1_epi32(x4));
+  }
+}
+
 template <size_t R, QuantFormat F>
 HWY_NOINLINE QINFER_VNNI void GroupTile(const GroupArgs& t) {
   const size_t BB = quant_block_bytes(F);
@@ -230,23 +243,15 @@ HWY_NOINLINE QINFER_VNNI void GroupTile(const GroupArgs& t) {
     __m512i isum[R];
 #pragma GCC unroll 16
     for (size_t i = 0; i < R; ++i) isum[i] = _mm512_set1_epi32(x.zero_dot[b * R + i]);
-    auto step = [&](size_t c, __m512i w) {
-#pragma GCC unroll 16
-      for (size_t i = 0; i < R; ++i) {
-        int32_t x4;
-        std::memcpy(&x4, xb + 4 * (c * R + i), 4);
-        isum[i] = _mm512_dpbusd_epi32(isum[i], w, _mm512_set1_epi32(x4));
-      }
-    };
     if constexpr (F == QuantFormat::Q8) {
 #pragma GCC unroll 8
-      for (size_t c = 0; c < 8; ++c) step(c, Join(p0 + 16 + 32 * c, p1 + 16 + 32 * c));
+      for (size_t c = 0; c < 8; ++c) ChunkDots(isum, Join(p0 + 16 + 32 * c, p1 + 16 + 32 * c), xb + 4 * c * R);
     } else {
 #pragma GCC unroll 4
       for (size_t c = 0; c < 4; ++c) {
         const __m512i codes = Join(p0 + 16 + 32 * c, p1 + 16 + 32 * c);
-        step(2 * c, _mm512_and_si512(codes, low));
-        step(2 * c + 1, _mm512_and_si512(_mm512_srli_epi16(codes, 4), low));
+        ChunkDots(isum, _mm512_and_si512(codes, low), xb + 8 * c * R);
+        ChunkDots(isum, _mm512_and_si512(_mm512_srli_epi16(codes, 4), low), xb + 4 * (2 * c + 1) * R);
       }
     }
 #pragma GCC unroll 16
@@ -340,7 +345,19 @@ HWY_NOINLINE void GroupTile(const GroupArgs& t) {
 // AVX-VNNI (the CPU has it, simd::avx_vnni()): 256-bit vpdpbusd, as the
 // AVX3_DL tile with one group. The same integers as the vpmaddubsw tile, so
 // the same bits.
-#define QINFER_AVX_VNNI __attribute__((target("avx,avx2,bmi,bmi2,fma,f16c,avxvnni")))
+// Highway's own target string plus AVX-VNNI (clang takes a function's
+// target attribute instead of the pragma's, GCC in addition to it).
+#define QINFER_AVX_VNNI __attribute__((target(HWY_TARGET_STR ",avxvnni")))
+
+// ChunkDots on 256 bits.
+template <size_t R>
+HWY_INLINE QINFER_AVX_VNNI void ChunkDotsAvxVnni(__m256i (&isum)[R], __m256i w, const int8_t* xc) {
+  for (size_t i = 0; i < R; ++i) {
+    int32_t x4;
+    std::memcpy(&x4, xc + 4 * i, 4);
+    isum[i] = _mm256_dpbusd_avx_epi32(isum[i], w, _mm256_set1_epi32(x4));
+  }
+}
 
 template <size_t R, QuantFormat F>
 HWY_NOINLINE QINFER_AVX_VNNI void GroupTileAvxVnni(const GroupArgs& t) {
@@ -357,20 +374,13 @@ HWY_NOINLINE QINFER_AVX_VNNI void GroupTileAvxVnni(const GroupArgs& t) {
     const int8_t* xb = x.q + b * kQuantBlock * R;
     __m256i isum[R];
     for (size_t i = 0; i < R; ++i) isum[i] = _mm256_set1_epi32(x.zero_dot[b * R + i]);
-    auto step = [&](size_t c, __m256i w) {
-      for (size_t i = 0; i < R; ++i) {
-        int32_t x4;
-        std::memcpy(&x4, xb + 4 * (c * R + i), 4);
-        isum[i] = _mm256_dpbusd_avx_epi32(isum[i], w, _mm256_set1_epi32(x4));
-      }
-    };
     if constexpr (F == QuantFormat::Q8) {
-      for (size_t c = 0; c < 8; ++c) step(c, Load32(p + 16 + 32 * c));
+      for (size_t c = 0; c < 8; ++c) ChunkDotsAvxVnni(isum, Load32(p + 16 + 32 * c), xb + 4 * c * R);
     } else {
       for (size_t c = 0; c < 4; ++c) {
         const __m256i codes = Load32(p + 16 + 32 * c);
-        step(2 * c, _mm256_and_si256(codes, low));
-        step(2 * c + 1, _mm256_and_si256(_mm256_srli_epi16(codes, 4), low));
+        ChunkDotsAvxVnni(isum, _mm256_and_si256(codes, low), xb + 8 * c * R);
+        ChunkDotsAvxVnni(isum, _mm256_and_si256(_mm256_srli_epi16(codes, 4), low), xb + 4 * (2 * c + 1) * R);
       }
     }
     for (size_t i = 0; i < R; ++i)

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs those of the Debian/Ubuntu packages named that are not installed
+# (with sudo when not root): the one way the scripts install what they need.
+#   scripts/apt_install.sh WHO PACKAGE...   (WHO names the caller in the message)
+set -euo pipefail
+who=$1
+shift
+missing=()
+for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+((${#missing[@]})) || exit 0
+echo "$who: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+$SUDO apt-get update -qq || true
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
