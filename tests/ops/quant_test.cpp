@@ -73,6 +73,25 @@ double quantized_dot_ref(const WeightMatrix& w, int64_t r, const std::vector<int
   return total;
 }
 
+// got [n, w.rows] = x [n, w.cols] times w, against the integer reference
+// row by row (each activation row quantized on its own); names the first
+// output that differs.
+::testing::AssertionResult matches_integer_reference(const WeightMatrix& w, const std::vector<float>& x, int64_t n,
+                                                     const std::vector<float>& got) {
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<int> q;
+    std::vector<double> d;
+    quantize_activation_ref(&x[i * w.cols], w.cols, q, d);
+    for (int64_t r = 0; r < w.rows; ++r) {
+      const double want = quantized_dot_ref(w, r, q, d), have = got[i * w.rows + r];
+      if (std::fabs(have - want) > 1e-5 * (1 + std::fabs(want)))
+        return ::testing::AssertionFailure()
+               << "activation row " << i << ", output " << r << ": " << have << " against " << want;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 }  // namespace
 
 TEST(Quant, F16RoundingMatchesTheCompiler) {
@@ -201,14 +220,7 @@ TEST_P(QuantMatmulTest, DecodeMatchesIntegerReference) {
         x[0] = 0;  // a zero in the activation (Q8 moves its sign onto the weights)
         std::vector<float> got(rows);
         matmul(x.data(), 1, m.w, got.data(), pool);
-        std::vector<int> q;
-        std::vector<double> d;
-        quantize_activation_ref(x.data(), cols, q, d);
-        for (int64_t r = 0; r < rows; ++r) {
-          const double want = quantized_dot_ref(m.w, r, q, d);
-          ASSERT_NEAR(got[r], want, 1e-5 * (1 + std::fabs(want)))
-              << name(f) << " rows=" << rows << " cols=" << cols << " r=" << r;
-        }
+        ASSERT_TRUE(matches_integer_reference(m.w, x, 1, got)) << name(f) << " rows=" << rows << " cols=" << cols;
       }
   });
 }
@@ -226,16 +238,8 @@ TEST_P(QuantMatmulTest, PrefillMatchesIntegerReference) {
           const auto x = randn(n * cols, 9 + n);
           std::vector<float> got(n * rows);
           matmul(x.data(), n, m.w, got.data(), pool);
-          for (int64_t i = 0; i < n; ++i) {
-            std::vector<int> q;
-            std::vector<double> d;
-            quantize_activation_ref(&x[i * cols], cols, q, d);
-            for (int64_t r = 0; r < rows; ++r) {
-              const double want = quantized_dot_ref(m.w, r, q, d);
-              ASSERT_NEAR(got[i * rows + r], want, 1e-5 * (1 + std::fabs(want)))
-                  << name(f) << " n=" << n << " rows=" << rows << " cols=" << cols << " row " << i << " r=" << r;
-            }
-          }
+          ASSERT_TRUE(matches_integer_reference(m.w, x, n, got))
+              << name(f) << " n=" << n << " rows=" << rows << " cols=" << cols;
         }
   });
 }
@@ -278,15 +282,7 @@ TEST(QuantMatmul, Q8CodeZeroIsExactOnEveryTarget) {
       const auto x = randn(n * cols, 11 + n);
       std::vector<float> got(n * rows);
       matmul(x.data(), n, m.w, got.data(), pool);
-      for (int64_t i = 0; i < n; ++i) {
-        std::vector<int> q;
-        std::vector<double> d;
-        quantize_activation_ref(&x[i * cols], cols, q, d);
-        for (int64_t r = 0; r < rows; ++r) {
-          const double want = quantized_dot_ref(m.w, r, q, d);
-          ASSERT_NEAR(got[i * rows + r], want, 1e-5 * (1 + std::fabs(want))) << "n=" << n << " row " << i << " r=" << r;
-        }
-      }
+      ASSERT_TRUE(matches_integer_reference(m.w, x, n, got)) << "n=" << n;
     }
   });
 }
