@@ -207,18 +207,18 @@ TEST(HttpServer, ApiKeyGuardsAllButHealthAndMetrics) {
   EXPECT_EQ(ordered_json::parse(models->body)["data"][0]["id"], "tiny");
 }
 
+// The client leaves after three events of a run long enough (4000 tokens)
+// that this is mid-stream however the server groups tokens into events: it
+// groups more when the machine is loaded, so a count of events says nothing.
 TEST(HttpServer, ClientThatLeavesMidStreamFreesItsSequence) {
-  Fixture f;
-  const ordered_json body = {
-      {"prompt", "Once upon a time"}, {"max_tokens", 100}, {"ignore_eos", true}, {"stream", true}, {"temperature", 0}};
+  constexpr int kMaxTokens = 4000;
+  Fixture f(engine::EngineLoopOptions{{4, 0, 64, 8, 4096}, 16});
+  const ordered_json body = {{"prompt", "Once upon a time"},
+                             {"max_tokens", kMaxTokens},
+                             {"ignore_eos", true},
+                             {"stream", true},
+                             {"temperature", 0}};
   int chunks = 0;
-  auto c = f.client();
-  auto res =
-      c.Post("/v1/completions", httplib::Headers{}, body.dump(), "application/json");  // a whole run, for comparison
-  ASSERT_TRUE(res);
-  const size_t whole_events = Fixture::events(res->body).size();
-  EXPECT_GT(whole_events, 50u);
-  // Now leave after three events.
   httplib::Client leaver("127.0.0.1", f.http.port());
   httplib::Request req;
   req.method = "POST";
@@ -229,11 +229,16 @@ TEST(HttpServer, ClientThatLeavesMidStreamFreesItsSequence) {
   auto gone = leaver.send(req);
   EXPECT_FALSE(gone);  // we cancelled the read
   for (int i = 0;
-       i < 100 && (f.metric("qinfer:num_requests_running") != 0 || f.metric("qinfer:kv_cache_usage_perc") != 0); ++i)
+       i < 200 && (f.metric("qinfer:num_requests_running") != 0 || f.metric("qinfer:kv_cache_usage_perc") != 0); ++i)
     std::this_thread::sleep_for(50ms);
   EXPECT_EQ(f.metric("qinfer:num_requests_running"), 0);
   EXPECT_EQ(f.metric("qinfer:kv_cache_usage_perc"), 0);
-  EXPECT_GE(f.metric("qinfer:request_success_total"), 1);
+  const double generated = f.metric("qinfer:generation_tokens_total");
+  EXPECT_GT(generated, 0);
+  EXPECT_LT(generated, kMaxTokens) << "the run stopped when its client left";
+  // The server goes on serving.
+  const ordered_json after = f.post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 5}});
+  EXPECT_EQ(after["usage"]["completion_tokens"], 5);
 }
 
 TEST(HttpServer, FullQueueAnswers503WithRetryAfter) {
