@@ -198,13 +198,6 @@ std::atomic<bool>& avx_vnni_on() {
   static std::atomic<bool> on{cpu_avx_vnni()};
   return on;
 }
-}  // namespace
-
-bool cpu_has_avx_vnni() { return cpu_avx_vnni(); }
-bool avx_vnni() { return avx_vnni_on().load(std::memory_order_relaxed); }
-void use_avx_vnni(bool on) { avx_vnni_on().store(on && cpu_avx_vnni(), std::memory_order_relaxed); }
-
-namespace {
 
 // Highway's targets in `bits`, best first, with AVX2_VNNI before AVX2 where
 // it is on (`all`: whether it is or not).
@@ -217,20 +210,21 @@ std::string target_list(int64_t bits, bool all) {
   for (; bits != 0; bits &= bits - 1) {  // lowest bit = best target
     const int64_t target = bits & -bits;
 #if HWY_ARCH_X86
-    if (target == HWY_AVX2 && (all || avx_vnni())) add(kAvx2Vnni);
+    if (target == HWY_AVX2 && (all || avx_vnni_on().load(std::memory_order_relaxed))) add(kAvx2Vnni);
 #endif
     add(hwy::TargetName(target));
   }
   return names;
 }
 
-// hwy::SupportedTargets() less what limit_target turned off, leaving the
-// dispatch as it was: Highway 1.0.3's SupportedTargets() points the dispatch
-// at the CPU's best target before it applies DisableTargets' mask.
-int64_t supported_targets() {
+// The compiled targets this CPU runs, less what limit_target turned off,
+// leaving the dispatch as it was: Highway 1.0.3's SupportedTargets() points
+// the dispatch at the CPU's best target before it applies DisableTargets'
+// mask.
+int64_t runnable_bits() {
   const int64_t targets = hwy::SupportedTargets();
   hwy::GetChosenTarget().Update(targets);
-  return targets;
+  return targets & HWY_TARGETS;
 }
 
 std::string upper(std::string s) {
@@ -239,17 +233,22 @@ std::string upper(std::string s) {
 }
 }  // namespace
 
+bool cpu_has_avx_vnni() { return cpu_avx_vnni(); }
+bool avx_vnni() { return avx_vnni_on().load(std::memory_order_relaxed); }
+void use_avx_vnni(bool on) { avx_vnni_on().store(on && cpu_avx_vnni(), std::memory_order_relaxed); }
+
 std::string dispatched_target() {
   const std::string name = HWY_DYNAMIC_DISPATCH(TargetName)();
   return name == "AVX2" && avx_vnni() ? kAvx2Vnni : name;
 }
 std::string compiled_targets() { return target_list(HWY_TARGETS, true); }
-std::string runnable_targets() { return target_list(supported_targets() & HWY_TARGETS, false); }
+std::string runnable_targets() { return target_list(runnable_bits(), false); }
 bool limit_target(const std::string& name) {
   const std::string wanted = upper(name);
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+  for (int64_t bits = runnable_bits(); bits != 0; bits &= bits - 1) {
+    const int64_t target = bits & -bits;
     const std::string base = hwy::TargetName(target);
-    const bool vnni = wanted == kAvx2Vnni && base == "AVX2" && cpu_avx_vnni();
+    const bool vnni = wanted == kAvx2Vnni && base == "AVX2" && avx_vnni();
     if (wanted != base && !vnni) continue;
     hwy::DisableTargets(target - 1);  // the lower bits are the better targets
     if (base == "AVX2") use_avx_vnni(vnni);

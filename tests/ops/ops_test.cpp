@@ -370,4 +370,10 @@ TEST(SimdTarget, LimitDispatchesToTheNamedTargetOnly) {
   EXPECT_FALSE(simd::limit_target(""));
   EXPECT_EQ(simd::dispatched_target(), best);
   EXPECT_EQ(simd::runnable_targets(), all);
+  // A refused name leaves an earlier limit as it was.
+  ASSERT_TRUE(simd::limit_target(names.back()));
+  EXPECT_FALSE(simd::limit_target("AVX9"));
+  EXPECT_EQ(simd::dispatched_target(), names.back());
+  hwy::DisableTargets(0);
+  simd::use_avx_vnni(true);
 }
