@@ -271,7 +271,7 @@ HWY_NOINLINE QINFER_VNNI void GroupTile(const GroupArgs& t) {
 // block for every row, can be the unsigned operand (|q| <= 128 as an unsigned
 // byte, even for q = -128: 2 * 128 * 127 fits), one int32 widening per chunk.
 // 8 rows a tile: the weights' preparation serves twice the rows of 4 (q8 and
-// q4 prefill +6-14 % on `vpmaddubsw`, the same with AVX-VNNI); 12 spill.
+// q4 prefill +6-14 % with vpmaddubsw, unchanged with AVX-VNNI); 12 spill.
 constexpr size_t kGroupsPerTile = 1;
 constexpr size_t kQuantTileRows = 8;
 
@@ -345,10 +345,10 @@ HWY_NOINLINE void GroupTile(const GroupArgs& t) {
 }
 
 // AVX-VNNI (the CPU has it, simd::avx_vnni()): 256-bit vpdpbusd, as the
-// AVX3_DL tile with one group. The same integers as the vpmaddubsw tile, so
-// the same bits.
-// Highway's own target string plus AVX-VNNI (clang takes a function's
-// target attribute instead of the pragma's, GCC in addition to it).
+// AVX3_DL tile with one group: the same integers as the vpmaddubsw tile, so
+// the same bits. Its target attribute is Highway's target string plus
+// AVX-VNNI (clang takes a function's attribute instead of the pragma's, GCC
+// in addition to it).
 #define QINFER_AVX_VNNI __attribute__((target(HWY_TARGET_STR ",avxvnni")))
 
 // ChunkDots on 256 bits.
