@@ -182,10 +182,7 @@ SoftmaxStats softmax_scaled(float* x, size_t n, float scale) {
   return HWY_DYNAMIC_DISPATCH(SoftmaxScaled)(x, n, scale);
 }
 double fma_peak_work(size_t iterations) { return HWY_DYNAMIC_DISPATCH(FmaPeakWork)(iterations); }
-namespace {
-constexpr const char* kAvx2Vnni = "AVX2_VNNI";
-
-bool cpu_avx_vnni() {
+bool cpu_has_avx_vnni() {
 #if HWY_ARCH_X86
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1);  // CPUID.(7,1):EAX[4]
@@ -194,8 +191,11 @@ bool cpu_avx_vnni() {
 #endif
 }
 
+namespace {
+constexpr const char* kAvx2Vnni = "AVX2_VNNI";
+
 std::atomic<bool>& avx_vnni_on() {
-  static std::atomic<bool> on{cpu_avx_vnni()};
+  static std::atomic<bool> on{cpu_has_avx_vnni()};
   return on;
 }
 
@@ -233,9 +233,8 @@ std::string upper(std::string s) {
 }
 }  // namespace
 
-bool cpu_has_avx_vnni() { return cpu_avx_vnni(); }
 bool avx_vnni() { return avx_vnni_on().load(std::memory_order_relaxed); }
-void use_avx_vnni(bool on) { avx_vnni_on().store(on && cpu_avx_vnni(), std::memory_order_relaxed); }
+void use_avx_vnni(bool on) { avx_vnni_on().store(on && cpu_has_avx_vnni(), std::memory_order_relaxed); }
 
 std::string dispatched_target() {
   const std::string name = HWY_DYNAMIC_DISPATCH(TargetName)();
