@@ -9,16 +9,25 @@
 //   BM_BatchedDecode/<format>/<rows>: a few activation rows (the sequences of
 //     a batched decode step) against the 100M-weight matrix, 2 threads:
 //     GFLOP/s, the weights streamed once for all rows.
-//   BM_Attention/<threads>: causal prefill attention of 512 positions,
-//     16 query heads over 8 kv heads of 128.
+//   BM_Attention/<kv type>/<threads>: causal prefill attention of 512
+//     positions, 16 query heads over 8 kv heads of 128, keys and values in a
+//     KV pool of 16-position blocks (the engine's).
+//   BM_AttentionDecode/<kv type>/<depth>: one query position over `depth`
+//     cached positions, 1 thread: a decode step's attention at that depth.
+// --simd=TARGET (first argument) runs the kernels of a lesser target, as
+// qinfer's --simd does.
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "model/kv_pool.h"
 #include "ops/matmul.h"
 #include "ops/ops.h"
 #include "ops/quant.h"
+#include "ops/simd.h"
 
 using namespace qinfer;
 
@@ -128,17 +137,52 @@ void BM_BatchedDecode(benchmark::State& state, WeightFormat f) {
   state.counters["flops"] = benchmark::Counter(2.0 * n * rows * cols * state.iterations(), benchmark::Counter::kIsRate);
 }
 
-void BM_Attention(benchmark::State& state) {
-  const int64_t n = 512, nh = 16, nkv = 8, hd = 128;
+// Queries and a KV pool holding `positions` random keys and values.
+struct AttentionInputs {
+  static constexpr int64_t kHeads = 16, kKvHeads = 8, kHeadDim = 128, kBlock = 16;
+  std::vector<float> q, out;
+  std::vector<int32_t> table;
+  KvPool pool;
+
+  AttentionInputs(int64_t queries, int64_t positions, DType kv)
+      : q(activations(queries * kHeads * kHeadDim)),
+        out(q.size()),
+        pool(1, kKvHeads, kHeadDim, (positions + kBlock - 1) / kBlock, kBlock, kv) {
+    for (int32_t b = 0; b < pool.n_blocks(); ++b) table.push_back(b);
+    const auto k = activations(positions * kKvHeads * kHeadDim), v = activations(positions * kKvHeads * kHeadDim);
+    pool.store(0, table.data(), 0, positions, k.data(), v.data());
+  }
+  void run(int64_t n, int64_t pos0, ThreadPool& threads) {
+    const AttentionSeq seq{q.data(), out.data(), n, pos0, pool.blocks(0, table.data())};
+    attention(std::span(&seq, 1), {kHeads, kKvHeads, kHeadDim}, threads);
+  }
+};
+
+void BM_Attention(benchmark::State& state, DType kv) {
+  const int64_t n = 512;
   ThreadPool pool(static_cast<int>(state.range(0)));
-  const auto q = activations(n * nh * hd), k = activations(n * nkv * hd), v = activations(n * nkv * hd);
-  std::vector<float> out(n * nh * hd);
+  AttentionInputs in(n, n, kv);
   for (auto _ : state) {
-    attention(q.data(), n, 0, k.data(), v.data(), {nh, nkv, hd}, out.data(), pool);
-    benchmark::DoNotOptimize(out.data());
+    in.run(n, 0, pool);
+    benchmark::DoNotOptimize(in.out.data());
   }
   // QK^T and PV over the causal half: 2 * 2 * n^2/2 * hd per head.
-  state.counters["flops"] = benchmark::Counter(2.0 * n * n * hd * nh * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["flops"] =
+      benchmark::Counter(2.0 * n * n * AttentionInputs::kHeadDim * AttentionInputs::kHeads * state.iterations(),
+                         benchmark::Counter::kIsRate);
+}
+
+void BM_AttentionDecode(benchmark::State& state, DType kv) {
+  const int64_t depth = state.range(0);
+  ThreadPool pool(1);
+  AttentionInputs in(1, depth + 1, kv);
+  for (auto _ : state) {
+    in.run(1, depth, pool);
+    benchmark::DoNotOptimize(in.out.data());
+  }
+  state.counters["flops"] =
+      benchmark::Counter(4.0 * (depth + 1) * AttentionInputs::kHeadDim * AttentionInputs::kHeads * state.iterations(),
+                         benchmark::Counter::kIsRate);
 }
 
 #define QINFER_FORMATS(BM)                                                        \
@@ -155,8 +199,29 @@ BENCHMARK_CAPTURE(BM_DecodeInCache, q4, WeightFormat::Q4)->Arg(1);
 QINFER_FORMATS(BM_Prefill);
 BENCHMARK_CAPTURE(BM_BatchedDecode, q8, WeightFormat::Q8)->Arg(4)->Arg(16)->Arg(64)->UseRealTime();
 BENCHMARK_CAPTURE(BM_BatchedDecode, q4, WeightFormat::Q4)->Arg(4)->Arg(16)->Arg(64)->UseRealTime();
-BENCHMARK(BM_Attention)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Attention, f16, DType::F16)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Attention, f32, DType::F32)->Arg(1)->UseRealTime();
+BENCHMARK_CAPTURE(BM_AttentionDecode, f16, DType::F16)->Arg(512)->Arg(4096);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  const std::string simd_flag = "--simd=";
+  if (argc > 1 && std::string(argv[1]).starts_with(simd_flag)) {
+    const std::string target = std::string(argv[1]).substr(simd_flag.size());
+    if (!simd::limit_target(target)) {
+      std::fprintf(stderr, "ops_bench: --simd: %s is not one of: %s\n", target.c_str(),
+                   simd::runnable_targets().c_str());
+      return 1;
+    }
+    argv[1] = argv[0];
+    ++argv;
+    --argc;
+  }
+  std::fprintf(stderr, "kernels: %s\n", simd::dispatched_target().c_str());
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "ops/simd.h"
 #include "util/error.h"
@@ -14,7 +15,13 @@ namespace qinfer {
 
 KvPool::KvPool(int64_t n_layers, int64_t n_kv_heads, int64_t head_dim, int64_t n_blocks, int64_t block_size,
                DType dtype)
-    : n_layers_(n_layers), row_(n_kv_heads * head_dim), n_blocks_(n_blocks), block_size_(block_size), dtype_(dtype) {
+    : n_layers_(n_layers),
+      n_kv_heads_(n_kv_heads),
+      head_dim_(head_dim),
+      row_(n_kv_heads * head_dim),
+      n_blocks_(n_blocks),
+      block_size_(block_size),
+      dtype_(dtype) {
   if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
     fail("KV cache dtype must be F32, F16 or BF16, not ", dtype_name(dtype));
   if (n_blocks <= 0 || block_size <= 0) fail("KV pool: ", n_blocks, " blocks of ", block_size, " positions");
@@ -37,6 +44,8 @@ void KvPool::release() {
 
 KvPool::KvPool(KvPool&& o) noexcept
     : n_layers_(o.n_layers_),
+      n_kv_heads_(o.n_kv_heads_),
+      head_dim_(o.head_dim_),
       row_(o.row_),
       n_blocks_(o.n_blocks_),
       block_size_(o.block_size_),
@@ -49,6 +58,8 @@ KvPool& KvPool::operator=(KvPool&& o) noexcept {
   if (this != &o) {
     release();
     n_layers_ = o.n_layers_;
+    n_kv_heads_ = o.n_kv_heads_;
+    head_dim_ = o.head_dim_;
     row_ = o.row_;
     n_blocks_ = o.n_blocks_;
     block_size_ = o.block_size_;
@@ -67,9 +78,15 @@ void KvPool::store(int64_t layer, const int32_t* table, int64_t pos, int64_t n, 
     const int64_t block = table[p / block_size_], in_block = p % block_size_;
     if (block < 0 || block >= n_blocks_) fail("KV pool: block id ", block, " outside [0, ", n_blocks_, ")");
     const int64_t count = std::min(block_size_ - in_block, pos + n - p);
-    uint8_t* at = layer_base + static_cast<size_t>(block) * block_bytes_ + static_cast<size_t>(in_block * row_) * elem;
-    simd::narrow_f32(k + (p - pos) * row_, static_cast<size_t>(count * row_), dtype_, at);
-    simd::narrow_f32(v + (p - pos) * row_, static_cast<size_t>(count * row_), dtype_, at + half);
+    uint8_t* keys = layer_base + static_cast<size_t>(block) * block_bytes_;
+    const size_t bytes = static_cast<size_t>(count * row_) * elem;
+    thread_local std::vector<uint8_t> narrowed;
+    narrowed.resize(bytes);
+    simd::narrow_f32(k + (p - pos) * row_, static_cast<size_t>(count * row_), dtype_, narrowed.data());
+    transpose_keys(narrowed.data(), dtype_, count, n_kv_heads_, head_dim_, block_size_,
+                   keys + static_cast<size_t>(in_block) * elem);
+    simd::narrow_f32(v + (p - pos) * row_, static_cast<size_t>(count * row_), dtype_,
+                     keys + half + static_cast<size_t>(in_block * row_) * elem);
     p += count;
   }
 }

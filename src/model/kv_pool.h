@@ -1,7 +1,9 @@
 // Keys and values of many sequences in one pool of fixed-size blocks
 // (PagedAttention's layout): a sequence owns a table of block ids, position
-// p of it lives in block table[p / block_size]. Layout: [layer][block][k|v]
-// [position in block][kv_head, head_dim], in f32 (exact) or a 16-bit type.
+// p of it lives in block table[p / block_size]. Layout: [layer][block][k|v],
+// a block's keys transposed, [kv_head][head_dim][position in block], its
+// values [position in block][kv_head][head_dim] (KvBlocks in ops.h), in f32
+// (exact) or a 16-bit type.
 // Address space for every block is reserved up front; pages are committed as
 // positions are first written, so an idle pool costs nothing.
 #pragma once
@@ -39,7 +41,7 @@ class KvPool {
 
  private:
   void release();
-  int64_t n_layers_, row_, n_blocks_, block_size_;
+  int64_t n_layers_, n_kv_heads_, head_dim_, row_, n_blocks_, block_size_;
   DType dtype_;
   size_t block_bytes_ = 0, mapped_bytes_ = 0;  // block_bytes_: keys and values of one block of one layer
   uint8_t* base_ = nullptr;

@@ -93,7 +93,7 @@ std::span<const float> forward(const Qwen3Model& model, std::span<const int32_t>
   cache.ensure(pos0 + n);
   Batch& b = s.single;
   b.tokens.assign(tokens.begin(), tokens.end());
-  b.seqs = {{n, pos0, std::span(cache.table(), 1), all_logits ? BatchSeq::Logits::All : BatchSeq::Logits::Last}};
+  b.seqs = {{n, pos0, cache.table(), all_logits ? BatchSeq::Logits::All : BatchSeq::Logits::Last}};
   auto logits = forward(model, b, cache.pool(), s, pool);
   cache.note_written(pos0 + n);
   return logits;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "ops/keep_in_register-inl.h"
 #include "ops/matmul_kernels.h"
@@ -26,63 +27,12 @@ using D16 = hn::CappedTag<int16_t, 16>;
 using D32 = hn::Repartition<int32_t, D16>;
 using DF32 = hn::Repartition<float, D16>;
 
-// Key rows per attention-score tile: each query vector loaded serves four keys.
-constexpr size_t kW = 4;
-
 // Q8/Q4 decode streams weights from memory: software prefetch this far ahead
 // of the loads (measured best among 2-12 KiB on the 2-core AVX2 machine: ~10%
 // more bandwidth than the hardware prefetchers alone).
 [[maybe_unused]] constexpr size_t kPrefetchBytes = 12288;  // the portable tile does not prefetch
 
-template <class D, class V>
-HWY_INLINE float Sum(D d, V v) {
-  return hn::GetLane(hn::SumOfLanes(d, v));
-}
-
-#if HWY_TARGET != HWY_SCALAR
-// v with its 128-bit blocks added together (the same 4 lanes where there is
-// only one block).
-template <class D>
-HWY_INLINE hn::Vec<hn::Full128<float>> AddBlocks(D d, hn::Vec<D> v) {
-  if constexpr (hn::MaxLanes(D()) <= 4) {
-    (void)d;
-    return v;
-  } else {
-    const hn::Half<D> dh;
-    return AddBlocks(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
-  }
-}
-#endif
-
-// out[j] = the sum of v[j]'s lanes, j < 4: one reduction tree for the four
-// (pairs of lanes inside each 128-bit block, then the blocks), about a third
-// of the shuffles and adds of four separate SumOfLanes.
-HWY_INLINE void LaneSums4(DF df, const hn::Vec<DF> (&v)[4], float* out) {
-#if HWY_TARGET == HWY_SCALAR
-  for (size_t j = 0; j < 4; ++j) out[j] = Sum(df, v[j]);
-#else
-  const hn::Repartition<uint64_t, DF> du;
-  // Per block: [a0 + a2, b0 + b2, a1 + a3, b1 + b3], the same for c and d.
-  const auto ab = hn::BitCast(du, hn::Add(hn::InterleaveLower(df, v[0], v[1]), hn::InterleaveUpper(df, v[0], v[1])));
-  const auto cd = hn::BitCast(du, hn::Add(hn::InterleaveLower(df, v[2], v[3]), hn::InterleaveUpper(df, v[2], v[3])));
-  const auto abcd =
-      hn::Add(hn::BitCast(df, hn::InterleaveLower(du, ab, cd)), hn::BitCast(df, hn::InterleaveUpper(du, ab, cd)));
-  hn::StoreU(AddBlocks(df, abcd), hn::Full128<float>(), out);
-#endif
-}
-
-// ---------------------------------------------------------------- tiles
-
-// s + sum of w[e] * x[e] for e in [from, k): the elements past the last full
-// vector, one shared function so every tile size rounds them alike. An
-// explicit fused multiply-add: left to the compiler, `s += w * x` is
-// contracted in some inlined copies and not in others.
-float TailDot(float s, const void* w, DType t, const float* x, size_t from, size_t k) {
-  for (size_t e = from; e < k; ++e) s = std::fma(load_as_f32(w, t, e), x[e], s);
-  return s;
-}
-
-// Key rows differ only in how a vector is loaded (widened in registers).
+// Keys and values differ only in how a vector is loaded (widened in registers).
 struct F32Rows {
   using T = float;
   static constexpr DType kType = DType::F32;
@@ -103,50 +53,6 @@ struct BF16Rows {
     return hn::PromoteTo(df, hn::LoadU(hn::Rebind<hwy::bfloat16_t, DF>(), p));
   }
 };
-
-// Query rows of the attention-score tile: R * kW accumulators, R query
-// vectors and one key vector fill the registers (16 on AVX2: R = 3; 32 on
-// AVX-512: R = 6).
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-constexpr size_t kFloatTileRows = 6;
-#else
-constexpr size_t kFloatTileRows = 3;
-#endif
-
-// R query rows times kW key rows, dot-product style: one vector accumulator
-// per pair, lanes along k, reduced at the end. Not inlined: inlined, the
-// compiler kept other tiles' constants in registers and spilled accumulators
-// to the stack, a store/load in every FMA chain (measured on AVX2: 35 instead
-// of 72 GFLOP/s per core).
-template <size_t R, class Rows>
-HWY_NOINLINE void TileFloat(const typename Rows::T* const (&p)[kW], const float* x, size_t ldx, size_t k, float* y,
-                            size_t ldy, size_t nr) {
-  static_assert(R >= 1 && R <= kFloatTileRows);
-  const DF df;
-  const size_t N = hn::Lanes(df);
-  hn::Vec<DF> acc[R][kW];
-  for (size_t r = 0; r < R; ++r)
-    for (size_t j = 0; j < kW; ++j) acc[r][j] = hn::Zero(df);
-  size_t i = 0;
-  for (; i + N <= k; i += N) {
-    hn::Vec<DF> u[R];
-    for (size_t r = 0; r < R; ++r) {
-      u[r] = hn::LoadU(df, x + r * ldx + i);
-      KeepInRegister(u[r]);
-    }
-    for (size_t j = 0; j < kW; ++j) {
-      auto w = Rows::Load(df, p[j] + i);
-      KeepInRegister(w);
-      for (size_t r = 0; r < R; ++r) acc[r][j] = hn::MulAdd(w, u[r], acc[r][j]);
-    }
-  }
-  static_assert(kW == 4, "LaneSums4 reduces a row's accumulators");
-  for (size_t r = 0; r < R; ++r) {
-    float sums[kW];
-    LaneSums4(df, acc[r], sums);
-    for (size_t j = 0; j < nr; ++j) y[r * ldy + j] = TailDot(sums[j], p[j], Rows::kType, x + r * ldx, i, k);
-  }
-}
 
 // ---------------------------------------------------------------- quantized
 
@@ -534,28 +440,99 @@ void QuantDotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t
 
 // ---------------------------------------------------------------- attention
 
-// Key and value rows are fetched this many rows ahead.
+// Value rows are fetched this many rows ahead.
 constexpr size_t kStridedAhead = 8;
 
-// y[i * ldy + j] = dot(x row i, row j of w) for i < nx, j < nw, rows of length
-// k at strides ldx and ldw: attention scores, keys stored as Rows::T.
-template <class Rows>
-void DotStrided(const float* x, size_t nx, size_t ldx, const void* w, size_t nw, size_t ldw, size_t k, float* y,
-                size_t ldy) {
-  const auto* base = static_cast<const typename Rows::T*>(w);
-  for (size_t i = 0; i < nx; i += kFloatTileRows) {
-    const size_t rows = std::min(kFloatTileRows, nx - i);
-    for (size_t j = 0; j < nw; j += kW) {
-      const size_t nr = std::min(kW, nw - j);
-      const typename Rows::T* p[kW];
-      for (size_t q = 0; q < kW; ++q) p[q] = base + (j + std::min(q, nr - 1)) * ldw;
-      // Key rows lie a KV row apart: fetch the rows of a later tile.
-      for (size_t q = 0; q < kW; ++q)
-        for (size_t line = 0; line < k * sizeof(typename Rows::T); line += 64)
-          hwy::Prefetch(reinterpret_cast<const uint8_t*>(p[q] + kStridedAhead * ldw) + line);
-      float* yt = y + i * ldy + j;
-      with_rows<kFloatTileRows>(rows, [&](auto R) { TileFloat<R(), Rows>(p, x + i * ldx, ldx, k, yt, ldy, nr); });
+// The attention-score tile: R query rows times C vectors of keys, R*C
+// accumulators, C key vectors and a broadcast in 16 (AVX2) or 32 (AVX-512)
+// registers.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+constexpr size_t kScoreTileRows = 6, kScoreTileVectors = 4;
+#else
+constexpr size_t kScoreTileRows = 4, kScoreTileVectors = 3;
+#endif
+
+// s[r * lds + col[c] + lane] = dot(q row r, key lane of vector c), r < R,
+// c < C: keys in transposed blocks (kt[c] + d * ldk: dimension d of the
+// vector's N consecutive keys), outer-product style: one accumulator per
+// (row, vector), one multiply-add per dimension in order. The last vector
+// stores its first `last_lanes` lanes only. Not inlined, so each tile has
+// the whole register file (inlined tiles have spilled accumulators).
+template <size_t R, size_t C, class Rows>
+HWY_NOINLINE void ScoreTile(const float* q, size_t ldq, const typename Rows::T* const (&kt)[C], size_t ldk, size_t hd,
+                            float* s, size_t lds, const size_t (&col)[C], size_t last_lanes) {
+  const DF df;
+  hn::Vec<DF> acc[R][C];
+  for (size_t r = 0; r < R; ++r)
+    for (size_t c = 0; c < C; ++c) acc[r][c] = hn::Zero(df);
+  for (size_t d = 0; d < hd; ++d) {
+    hn::Vec<DF> k[C];
+    for (size_t c = 0; c < C; ++c) {
+      k[c] = Rows::Load(df, kt[c] + d * ldk);
+      KeepInRegister(k[c]);
     }
+    for (size_t r = 0; r < R; ++r) {
+      const auto b = hn::Set(df, q[r * ldq + d]);
+      for (size_t c = 0; c < C; ++c) acc[r][c] = hn::MulAdd(b, k[c], acc[r][c]);
+    }
+  }
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t c = 0; c + 1 < C; ++c) hn::StoreU(acc[r][c], df, s + r * lds + col[c]);
+    hn::BlendedStore(acc[r][C - 1], hn::FirstN(df, last_lanes), df, s + r * lds + col[C - 1]);
+  }
+}
+
+// All query rows times C key vectors, tiles of kScoreTileRows rows.
+template <size_t C, class Rows>
+void ScoreRows(const float* q, size_t nq, size_t ldq, const typename Rows::T* const (&kt)[C], size_t ldk, size_t hd,
+               float* s, size_t lds, const size_t (&col)[C], size_t last_lanes) {
+  for (size_t i = 0; i < nq; i += kScoreTileRows)
+    with_rows<kScoreTileRows>(std::min(kScoreTileRows, nq - i), [&](auto R) {
+      ScoreTile<R(), C, Rows>(q + i * ldq, ldq, kt, ldk, hd, s + i * lds, lds, col, last_lanes);
+    });
+}
+
+// AttentionScores for keys stored as Rows::T. The keys [p0, p1) are cut into
+// vectors of N consecutive keys within a block; a block's last few keys (fewer
+// than N) are copied into a vector of their own, zeros after them, so every
+// score comes out of the same vector arithmetic.
+template <class Rows>
+void ScoresOverBlocks(const float* q, size_t nq, size_t ldq, const KvBlocks& kv, size_t head, size_t hd, int64_t p0,
+                      int64_t p1, float* s, size_t lds) {
+  using T = typename Rows::T;
+  const size_t N = hn::Lanes(DF()), bs = static_cast<size_t>(kv.block_size);
+  constexpr size_t C = kScoreTileVectors;
+  const T* vectors[C];
+  size_t cols[C], ready = 0;
+  thread_local std::vector<T> part;
+  for (int64_t p = p0; p < p1;) {
+    const size_t in_block = static_cast<size_t>(p) % bs, count = std::min(bs - in_block, static_cast<size_t>(p1 - p));
+    const T* keys = reinterpret_cast<const T*>(kv.keys + static_cast<size_t>(kv.blocks[static_cast<size_t>(p) / bs]) *
+                                                             kv.block_stride) +
+                    head * hd * bs + in_block;
+    const size_t col = static_cast<size_t>(p - p0);
+    size_t v = 0;
+    for (; v + N <= count; v += N) {
+      vectors[ready] = keys + v;
+      cols[ready] = col + v;
+      if (++ready == C) {
+        ScoreRows<C, Rows>(q, nq, ldq, vectors, bs, hd, s, lds, cols, N);
+        ready = 0;
+      }
+    }
+    if (v < count) {  // the block's last keys
+      part.assign(hd * N, T());
+      for (size_t d = 0; d < hd; ++d) std::copy_n(keys + d * bs + v, count - v, &part[d * N]);
+      const T* one[1] = {part.data()};
+      const size_t at[1] = {col + v};
+      ScoreRows<1, Rows>(q, nq, ldq, one, N, hd, s, lds, at, count - v);
+    }
+    p += static_cast<int64_t>(count);
+  }
+  for (size_t c = 0; c < ready; ++c) {  // the vectors short of a whole tile
+    const T* one[1] = {vectors[c]};
+    const size_t at[1] = {cols[c]};
+    ScoreRows<1, Rows>(q, nq, ldq, one, bs, hd, s, lds, at, N);
   }
 }
 
@@ -622,15 +599,15 @@ void AccumulateStrided(const float* p, size_t np, size_t ldp, const void* v, siz
   for (; i < np; ++i) AccumulateRowTile<1, Rows>(p + i * ldp, ldp, base, nv, ldv, d, o + i * ldo, ldo);
 }
 
-void AttentionScores(const float* q, size_t nq, size_t ldq, const void* k, DType kt, size_t nk, size_t ldk, size_t hd,
-                     float* s, size_t lds) {
-  switch (kt) {
+void AttentionScores(const float* q, size_t nq, size_t ldq, const KvBlocks& kv, size_t head, size_t hd, int64_t p0,
+                     int64_t p1, float* s, size_t lds) {
+  switch (kv.type) {
     case DType::F32:
-      return DotStrided<F32Rows>(q, nq, ldq, k, nk, ldk, hd, s, lds);
+      return ScoresOverBlocks<F32Rows>(q, nq, ldq, kv, head, hd, p0, p1, s, lds);
     case DType::F16:
-      return DotStrided<F16Rows>(q, nq, ldq, k, nk, ldk, hd, s, lds);
+      return ScoresOverBlocks<F16Rows>(q, nq, ldq, kv, head, hd, p0, p1, s, lds);
     case DType::BF16:
-      return DotStrided<BF16Rows>(q, nq, ldq, k, nk, ldk, hd, s, lds);
+      return ScoresOverBlocks<BF16Rows>(q, nq, ldq, kv, head, hd, p0, p1, s, lds);
     case DType::U8:
       break;
   }
@@ -706,9 +683,9 @@ void dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni,
 void widen_rows(const WeightMatrix& w, size_t r0, size_t r1, float* out) {
   HWY_DYNAMIC_DISPATCH(WidenRows)(w, r0, r1, out);
 }
-void attention_scores(const float* q, size_t nq, size_t ldq, const void* k, DType kt, size_t nk, size_t ldk, size_t hd,
-                      float* s, size_t lds) {
-  HWY_DYNAMIC_DISPATCH(AttentionScores)(q, nq, ldq, k, kt, nk, ldk, hd, s, lds);
+void attention_scores(const float* q, size_t nq, size_t ldq, const KvBlocks& kv, size_t head, size_t hd, int64_t p0,
+                      int64_t p1, float* s, size_t lds) {
+  HWY_DYNAMIC_DISPATCH(AttentionScores)(q, nq, ldq, kv, head, hd, p0, p1, s, lds);
 }
 void attention_values(const float* p, size_t np, size_t ldp, const void* v, DType vt, size_t nv, size_t ldv, size_t hd,
                       float* o, size_t ldo) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "ops/matmul.h"
+#include "ops/ops.h"
 
 namespace qinfer::kernels {
 
@@ -80,12 +81,17 @@ bool fused_float_dot();
 // Rows [r0, r1) of w as f32 (all formats), into out[(r - r0) * w.cols + c].
 void widen_rows(const WeightMatrix& w, size_t r0, size_t r1, float* out);
 
-// ---- Attention, with the same tiles. Keys and values are rows of a KV cache
-// (F32, F16 or BF16) at a stride.
+// ---- Attention. Keys and values are in a KV cache's blocks (F32, F16 or BF16;
+// KvBlocks in ops.h).
 
-// s[i * lds + j] = dot(q row i, k row j) for i < nq, j < nk (rows of hd).
-void attention_scores(const float* q, size_t nq, size_t ldq, const void* k, DType kt, size_t nk, size_t ldk, size_t hd,
-                      float* s, size_t lds);
+// s[i * lds + (p - p0)] = dot(q row i, key of position p) for i < nq and p in
+// [p0, p1): the keys of kv head `head` (hd dimensions) in kv's transposed
+// blocks, consecutive keys in the vector lanes. Each score is one multiply-add
+// chain over dimensions 0 .. hd-1 in order, fused where the target has FMA: it
+// depends on neither the rows nor the keys computed alongside, nor on the
+// blocks the keys are stored in.
+void attention_scores(const float* q, size_t nq, size_t ldq, const KvBlocks& kv, size_t head, size_t hd, int64_t p0,
+                      int64_t p1, float* s, size_t lds);
 // o[i * ldo + c] += sum over j < nv of p[i * ldp + j] * v[j * ldv + c], for i < np, c < hd.
 void attention_values(const float* p, size_t np, size_t ldp, const void* v, DType vt, size_t nv, size_t ldv, size_t hd,
                       float* o, size_t ldo);

@@ -125,18 +125,18 @@ void attention(std::span<const AttentionSeq> seqs, const AttentionShape& s, Thre
         std::copy_n(sq.q + (t * s.n_heads + kvh * group) * hd, group * hd, &qb[(t - t0) * group * hd]);
       scores.resize(static_cast<size_t>(rows * len));
       const size_t head_offset = static_cast<size_t>(kvh * hd) * dtype_size(kv.type);
-      auto each_block = [&](auto&& fn) {  // fn(first position, positions, keys, values) over [c0, c1)
+      auto each_block = [&](auto&& fn) {  // fn(first position, positions, values) over [c0, c1)
         for (int64_t p = c0; p < c1;) {
           const int64_t in_block = p % kv.block_size, count = std::min(kv.block_size - in_block, c1 - p);
           const size_t at = static_cast<size_t>(kv.blocks[p / kv.block_size]) * kv.block_stride + head_offset +
                             static_cast<size_t>(in_block * kv_stride) * dtype_size(kv.type);
-          fn(p - c0, count, kv.keys + at, kv.values + at);
+          fn(p - c0, count, kv.values + at);
           p += count;
         }
       };
-      each_block([&](int64_t p0, int64_t count, const uint8_t* k, const uint8_t*) {
-        kernels::attention_scores(qb.data(), rows, hd, k, kv.type, count, kv_stride, hd, &scores[p0], len);
-      });
+      kernels::attention_scores(qb.data(), static_cast<size_t>(rows), static_cast<size_t>(hd), kv,
+                                static_cast<size_t>(kvh), static_cast<size_t>(hd), c0, c1, scores.data(),
+                                static_cast<size_t>(len));
       simd::SoftmaxStats* row_stats =
           item.chunks > 1 ? &stats[(item.partial + static_cast<size_t>(tasks[i].chunk * rows * hd)) / hd] : nullptr;
       for (int64_t r = 0; r < rows; ++r) {
@@ -155,7 +155,7 @@ void attention(std::span<const AttentionSeq> seqs, const AttentionShape& s, Thre
       std::fill_n(o, rows * hd, 0.0f);
       // Block after block, each value row accumulated in position order, as
       // over one contiguous cache.
-      each_block([&](int64_t p0, int64_t count, const uint8_t*, const uint8_t* v) {
+      each_block([&](int64_t p0, int64_t count, const uint8_t* v) {
         kernels::attention_values(&scores[p0], rows, len, v, kv.type, count, kv_stride, hd, o, hd);
       });
       if (item.chunks == 1)
@@ -192,11 +192,28 @@ void attention(std::span<const AttentionSeq> seqs, const AttentionShape& s, Thre
   });
 }
 
+void transpose_keys(const void* k, DType type, int64_t n, int64_t n_kv, int64_t hd, int64_t ld, void* out) {
+  const int64_t row = n_kv * hd;
+  auto move = [&](const auto* src, auto* dst) {
+    // 16 (head, dimension) pairs at a time: the source rows' lines are read
+    // once, 16 destination rows are written position after position.
+    for (int64_t e0 = 0; e0 < row; e0 += 16)
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t e = e0; e < std::min(row, e0 + 16); ++e) dst[e * ld + t] = src[t * row + e];
+  };
+  if (dtype_size(type) == 4)
+    move(static_cast<const uint32_t*>(k), static_cast<uint32_t*>(out));
+  else
+    move(static_cast<const uint16_t*>(k), static_cast<uint16_t*>(out));
+}
+
 void attention(const float* q, int64_t n, int64_t pos0, const void* k, const void* v, DType kv_type,
                const AttentionShape& s, float* out, ThreadPool& pool) {
+  const int64_t len = pos0 + n;
+  std::vector<uint8_t> keys(static_cast<size_t>(len * s.n_kv * s.hd) * dtype_size(kv_type));
+  transpose_keys(k, kv_type, len, s.n_kv, s.hd, len, keys.data());
   const int32_t block = 0;
-  const AttentionSeq seq{
-      q, out, n, pos0, {static_cast<const uint8_t*>(k), static_cast<const uint8_t*>(v), 0, &block, pos0 + n, kv_type}};
+  const AttentionSeq seq{q, out, n, pos0, {keys.data(), static_cast<const uint8_t*>(v), 0, &block, len, kv_type}};
   attention(std::span(&seq, 1), s, pool);
 }
 

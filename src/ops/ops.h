@@ -51,9 +51,13 @@ struct AttentionShape {
 };
 
 // A sequence's keys and values in blocks of block_size positions: position p
-// lives in block blocks[p / block_size], whose [block_size, n_kv, hd] rows of
-// keys start at keys + blocks[...] * block_stride (values likewise). One
-// contiguous cache is a single block (block_stride unused).
+// lives in block blocks[p / block_size] at index i = p % block_size. A block's
+// keys start at keys + blocks[...] * block_stride and are stored transposed,
+// [n_kv][hd][block_size] (element (head h, dimension d) of position i at
+// (h * hd + d) * block_size + i), so the score tile reads consecutive keys in
+// its vector lanes; its values start at values + blocks[...] * block_stride
+// as [block_size][n_kv][hd] rows. One contiguous cache is a single block
+// (block_stride unused).
 struct KvBlocks {
   const uint8_t* keys;
   const uint8_t* values;
@@ -62,6 +66,10 @@ struct KvBlocks {
   int64_t block_size;
   DType type;
 };
+
+// Keys of n positions as rows [n][n_kv][hd] of `type` (F32, F16, BF16), into a
+// block's transposed layout: row t to index t of out [n_kv][hd][ld].
+void transpose_keys(const void* k, DType type, int64_t n, int64_t n_kv, int64_t hd, int64_t ld, void* out);
 
 // One sequence's share of a batched attention call.
 struct AttentionSeq {
@@ -75,7 +83,9 @@ struct AttentionSeq {
 // shared out among the threads, the longest first).
 void attention(std::span<const AttentionSeq> seqs, const AttentionShape& s, ThreadPool& pool);
 
-// One sequence over contiguous keys/values.
+// One sequence over contiguous keys and values, [pos0 + n][n_kv][hd] rows as
+// the k and v projections give them (the keys are transposed into one block
+// first): for the tests and benchmarks.
 void attention(const float* q, int64_t n, int64_t pos0, const void* k, const void* v, DType kv_type,
                const AttentionShape& s, float* out, ThreadPool& pool);
 inline void attention(const float* q, int64_t n, int64_t pos0, const float* k, const float* v, const AttentionShape& s,

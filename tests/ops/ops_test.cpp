@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <sstream>
 #include <vector>
@@ -269,6 +272,51 @@ TEST(Ops, AttentionGqaCausalWithOffset) {
     }
 }
 
+// Each attention score is one multiply-add chain over the dimensions in order
+// (fused where the target fuses): on every target, for every KV type, at block
+// sizes short of, at and past the vector widths, with key ranges that start
+// and end inside blocks and blocks in a shuffled order. So a score cannot
+// depend on the keys or rows computed alongside or on the blocks.
+TEST(Ops, AttentionScoresAreOneMultiplyAddChainPerKeyOnEveryTarget) {
+  test::for_each_target([&] {
+    const bool fused = kernels::fused_float_dot();
+    const int64_t n_kv = 2, head = 1;
+    for (DType t : {DType::F32, DType::F16, DType::BF16})
+      for (int64_t hd : {7, 24, 128})
+        for (int64_t block_size : {1, 3, 16, 21, 128})
+          for (auto [nq, p0, p1] : {std::tuple{1, 0, 1}, std::tuple{2, 5, 70}, std::tuple{7, 0, 64},
+                                    std::tuple{13, 19, 300}, std::tuple{6, 127, 129}}) {
+            const int64_t row = n_kv * hd, blocks = (p1 + block_size - 1) / block_size;
+            const auto keys = store_as(randn(p1 * row, hd + p1), t);  // [p1][n_kv][hd]
+            const size_t elem = dtype_size(t), block_bytes = static_cast<size_t>(block_size * row) * elem;
+            std::vector<uint8_t> pool(blocks * block_bytes, 0xff);  // NaN in every unwritten slot
+            std::vector<int32_t> table(blocks);
+            std::iota(table.begin(), table.end(), 0);
+            std::shuffle(table.begin(), table.end(), std::mt19937(static_cast<uint32_t>(blocks)));
+            for (int64_t b = 0; b < blocks; ++b)
+              transpose_keys(&keys[b * block_size * row * elem], t, std::min(block_size, p1 - b * block_size), n_kv, hd,
+                             block_size, &pool[table[b] * block_bytes]);
+            const KvBlocks kv{pool.data(), pool.data(), block_bytes, table.data(), block_size, t};
+            const auto q = randn(nq * hd, 3 * hd);
+            const int64_t len = p1 - p0;
+            std::vector<float> got(nq * len, NAN);
+            kernels::attention_scores(q.data(), nq, hd, kv, head, hd, p0, p1, got.data(), len);
+            for (int64_t i = 0; i < nq; ++i)
+              for (int64_t p = p0; p < p1; ++p) {
+                float want = 0;
+                for (int64_t d = 0; d < hd; ++d) {
+                  const float k = load_as_f32(keys.data(), t, p * row + head * hd + d), x = q[i * hd + d];
+                  want = fused ? std::fma(x, k, want)
+                               : want + static_cast<float>(static_cast<double>(x) * static_cast<double>(k));
+                }
+                ASSERT_EQ(std::bit_cast<uint32_t>(got[i * len + p - p0]), std::bit_cast<uint32_t>(want))
+                    << dtype_name(t) << " hd=" << hd << " blocks of " << block_size << " row " << i << " position " << p
+                    << " of [" << p0 << ", " << p1 << ")";
+              }
+          }
+  });
+}
+
 // Query rows computed together (prefill) give the bits of the same rows
 // computed one at a time (decode), also where a row's keys span several
 // chunks and where the rows of one block see different numbers of chunks.
@@ -310,7 +358,8 @@ TEST(Ops, PagedAttentionOfABatchEqualsContiguousBitForBit) {
       attention(q.q.data(), n, pos0, q.k.data(), q.v.data(), {n_heads, n_kv, hd}, q.alone.data(), pool);
       seqs.push_back(std::move(q));
     }
-    // A pool of blocks [block][k|v][pos][row]; each sequence's blocks taken in reverse order.
+    // A pool of blocks [block][k|v] (keys transposed, KvBlocks); each
+    // sequence's blocks taken in reverse order.
     int64_t total_blocks = 0;
     for (const Seq& q : seqs) total_blocks += (q.pos0 + q.n + block_size - 1) / block_size;
     const size_t block_floats = static_cast<size_t>(2 * block_size * row);
@@ -320,10 +369,9 @@ TEST(Ops, PagedAttentionOfABatchEqualsContiguousBitForBit) {
       for (int64_t p0 = 0; p0 < q.pos0 + q.n; p0 += block_size) {
         const int32_t b = --next;
         q.table.push_back(b);
-        for (int64_t p = p0; p < std::min(q.pos0 + q.n, p0 + block_size); ++p) {
-          std::copy_n(&q.k[p * row], row, &kv_pool[b * block_floats + (p - p0) * row]);
-          std::copy_n(&q.v[p * row], row, &kv_pool[b * block_floats + (block_size + p - p0) * row]);
-        }
+        const int64_t count = std::min(q.pos0 + q.n - p0, block_size);
+        transpose_keys(&q.k[p0 * row], DType::F32, count, n_kv, hd, block_size, &kv_pool[b * block_floats]);
+        std::copy_n(&q.v[p0 * row], count * row, &kv_pool[b * block_floats + block_size * row]);
       }
     }
     std::vector<std::vector<float>> outs;
