@@ -79,14 +79,13 @@ void KvPool::store(int64_t layer, const int32_t* table, int64_t pos, int64_t n, 
     if (block < 0 || block >= n_blocks_) fail("KV pool: block id ", block, " outside [0, ", n_blocks_, ")");
     const int64_t count = std::min(block_size_ - in_block, pos + n - p);
     uint8_t* keys = layer_base + static_cast<size_t>(block) * block_bytes_;
-    const size_t bytes = static_cast<size_t>(count * row_) * elem;
+    const size_t elems = static_cast<size_t>(count * row_);
     thread_local std::vector<uint8_t> narrowed;
-    narrowed.resize(bytes);
-    simd::narrow_f32(k + (p - pos) * row_, static_cast<size_t>(count * row_), dtype_, narrowed.data());
-    transpose_keys(narrowed.data(), dtype_, count, n_kv_heads_, head_dim_, block_size_,
-                   keys + static_cast<size_t>(in_block) * elem);
-    simd::narrow_f32(v + (p - pos) * row_, static_cast<size_t>(count * row_), dtype_,
-                     keys + half + static_cast<size_t>(in_block * row_) * elem);
+    narrowed.resize(2 * elems * elem);
+    simd::narrow_f32(k + (p - pos) * row_, elems, dtype_, narrowed.data());
+    simd::narrow_f32(v + (p - pos) * row_, elems, dtype_, narrowed.data() + elems * elem);
+    store_in_block(narrowed.data(), narrowed.data() + elems * elem, dtype_, count, n_kv_heads_, head_dim_, block_size_,
+                   in_block, keys, keys + half);
     p += count;
   }
 }

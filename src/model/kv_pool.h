@@ -2,7 +2,7 @@
 // (PagedAttention's layout): a sequence owns a table of block ids, position
 // p of it lives in block table[p / block_size]. Layout: [layer][block][k|v],
 // a block's keys transposed, [kv_head][head_dim][position in block], its
-// values [position in block][kv_head][head_dim] (KvBlocks in ops.h), in f32
+// values [kv_head][position in block][head_dim] (KvBlocks in ops.h), in f32
 // (exact) or a 16-bit type.
 // Address space for every block is reserved up front; pages are committed as
 // positions are first written, so an idle pool costs nothing.

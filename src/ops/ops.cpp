@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "ops/matmul_kernels.h"
@@ -69,7 +70,7 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out, ThreadP
 void softmax(float* x, int64_t n) { simd::softmax_scaled(x, static_cast<size_t>(n), 1.0f); }
 
 void attention(std::span<const AttentionSeq> seqs, const AttentionShape& s, ThreadPool& pool) {
-  const int64_t group = s.n_heads / s.n_kv, hd = s.hd, kv_stride = s.n_kv * hd;
+  const int64_t group = s.n_heads / s.n_kv, hd = s.hd;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   // Items: (sequence, block of query positions, kv head); an item whose keys
   // span several chunks writes each chunk's normalized partial result and
@@ -124,12 +125,11 @@ void attention(std::span<const AttentionSeq> seqs, const AttentionShape& s, Thre
       for (int64_t t = t0; t < t1; ++t)
         std::copy_n(sq.q + (t * s.n_heads + kvh * group) * hd, group * hd, &qb[(t - t0) * group * hd]);
       scores.resize(static_cast<size_t>(rows * len));
-      const size_t head_offset = static_cast<size_t>(kvh * hd) * dtype_size(kv.type);
       auto each_block = [&](auto&& fn) {  // fn(first position, positions, values) over [c0, c1)
         for (int64_t p = c0; p < c1;) {
           const int64_t in_block = p % kv.block_size, count = std::min(kv.block_size - in_block, c1 - p);
-          const size_t at = static_cast<size_t>(kv.blocks[p / kv.block_size]) * kv.block_stride + head_offset +
-                            static_cast<size_t>(in_block * kv_stride) * dtype_size(kv.type);
+          const size_t at = static_cast<size_t>(kv.blocks[p / kv.block_size]) * kv.block_stride +
+                            static_cast<size_t>((kvh * kv.block_size + in_block) * hd) * dtype_size(kv.type);
           fn(p - c0, count, kv.values + at);
           p += count;
         }
@@ -156,7 +156,7 @@ void attention(std::span<const AttentionSeq> seqs, const AttentionShape& s, Thre
       // Block after block, each value row accumulated in position order, as
       // over one contiguous cache.
       each_block([&](int64_t p0, int64_t count, const uint8_t* v) {
-        kernels::attention_values(&scores[p0], rows, len, v, kv.type, count, kv_stride, hd, o, hd);
+        kernels::attention_values(&scores[p0], rows, len, v, kv.type, count, hd, hd, o, hd);
       });
       if (item.chunks == 1)
         for (int64_t t = t0; t < t1; ++t)
@@ -192,28 +192,36 @@ void attention(std::span<const AttentionSeq> seqs, const AttentionShape& s, Thre
   });
 }
 
-void transpose_keys(const void* k, DType type, int64_t n, int64_t n_kv, int64_t hd, int64_t ld, void* out) {
+void store_in_block(const void* k, const void* v, DType type, int64_t n, int64_t n_kv, int64_t hd, int64_t block_size,
+                    int64_t at, void* block_keys, void* block_values) {
   const int64_t row = n_kv * hd;
-  auto move = [&](const auto* src, auto* dst) {
+  const size_t elem = dtype_size(type);
+  auto keys = [&](const auto* src, auto* dst) {
     // 16 (head, dimension) pairs at a time: the source rows' lines are read
-    // once, 16 destination rows are written position after position.
+    // once, 16 destination rows are written index after index.
     for (int64_t e0 = 0; e0 < row; e0 += 16)
       for (int64_t t = 0; t < n; ++t)
-        for (int64_t e = e0; e < std::min(row, e0 + 16); ++e) dst[e * ld + t] = src[t * row + e];
+        for (int64_t e = e0; e < std::min(row, e0 + 16); ++e) dst[e * block_size + at + t] = src[t * row + e];
   };
-  if (dtype_size(type) == 4)
-    move(static_cast<const uint32_t*>(k), static_cast<uint32_t*>(out));
+  if (elem == 4)
+    keys(static_cast<const uint32_t*>(k), static_cast<uint32_t*>(block_keys));
   else
-    move(static_cast<const uint16_t*>(k), static_cast<uint16_t*>(out));
+    keys(static_cast<const uint16_t*>(k), static_cast<uint16_t*>(block_keys));
+  for (int64_t h = 0; h < n_kv; ++h)
+    for (int64_t t = 0; t < n; ++t)
+      std::memcpy(static_cast<uint8_t*>(block_values) + static_cast<size_t>((h * block_size + at + t) * hd) * elem,
+                  static_cast<const uint8_t*>(v) + static_cast<size_t>((t * n_kv + h) * hd) * elem,
+                  static_cast<size_t>(hd) * elem);
 }
 
 void attention(const float* q, int64_t n, int64_t pos0, const void* k, const void* v, DType kv_type,
                const AttentionShape& s, float* out, ThreadPool& pool) {
   const int64_t len = pos0 + n;
-  std::vector<uint8_t> keys(static_cast<size_t>(len * s.n_kv * s.hd) * dtype_size(kv_type));
-  transpose_keys(k, kv_type, len, s.n_kv, s.hd, len, keys.data());
-  const int32_t block = 0;
-  const AttentionSeq seq{q, out, n, pos0, {keys.data(), static_cast<const uint8_t*>(v), 0, &block, len, kv_type}};
+  const size_t bytes = static_cast<size_t>(len * s.n_kv * s.hd) * dtype_size(kv_type);
+  std::vector<uint8_t> block(2 * bytes);
+  store_in_block(k, v, kv_type, len, s.n_kv, s.hd, len, 0, block.data(), block.data() + bytes);
+  const int32_t table = 0;
+  const AttentionSeq seq{q, out, n, pos0, {block.data(), block.data() + bytes, 0, &table, len, kv_type}};
   attention(std::span(&seq, 1), s, pool);
 }
 

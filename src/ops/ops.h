@@ -52,12 +52,12 @@ struct AttentionShape {
 
 // A sequence's keys and values in blocks of block_size positions: position p
 // lives in block blocks[p / block_size] at index i = p % block_size. A block's
-// keys start at keys + blocks[...] * block_stride and are stored transposed,
-// [n_kv][hd][block_size] (element (head h, dimension d) of position i at
+// keys start at keys + blocks[...] * block_stride, transposed per kv head,
+// [n_kv][hd][block_size] (element (head h, dimension d) of index i at
 // (h * hd + d) * block_size + i), so the score tile reads consecutive keys in
-// its vector lanes; its values start at values + blocks[...] * block_stride
-// as [block_size][n_kv][hd] rows. One contiguous cache is a single block
-// (block_stride unused).
+// its vector lanes; its values start at values + blocks[...] * block_stride,
+// per kv head, [n_kv][block_size][hd], so a head's value rows are adjacent.
+// One contiguous cache is a single block (block_stride unused).
 struct KvBlocks {
   const uint8_t* keys;
   const uint8_t* values;
@@ -67,9 +67,11 @@ struct KvBlocks {
   DType type;
 };
 
-// Keys of n positions as rows [n][n_kv][hd] of `type` (F32, F16, BF16), into a
-// block's transposed layout: row t to index t of out [n_kv][hd][ld].
-void transpose_keys(const void* k, DType type, int64_t n, int64_t n_kv, int64_t hd, int64_t ld, void* out);
+// Keys and values of n positions, [n][n_kv][hd] rows of `type` (F32, F16,
+// BF16) as the k and v projections give them, into indices [at, at + n) of
+// one block's keys and values (KvBlocks' layout).
+void store_in_block(const void* k, const void* v, DType type, int64_t n, int64_t n_kv, int64_t hd, int64_t block_size,
+                    int64_t at, void* block_keys, void* block_values);
 
 // One sequence's share of a batched attention call.
 struct AttentionSeq {
@@ -84,8 +86,8 @@ struct AttentionSeq {
 void attention(std::span<const AttentionSeq> seqs, const AttentionShape& s, ThreadPool& pool);
 
 // One sequence over contiguous keys and values, [pos0 + n][n_kv][hd] rows as
-// the k and v projections give them (the keys are transposed into one block
-// first): for the tests and benchmarks.
+// the k and v projections give them (stored into one block first): for the
+// tests and benchmarks.
 void attention(const float* q, int64_t n, int64_t pos0, const void* k, const void* v, DType kv_type,
                const AttentionShape& s, float* out, ThreadPool& pool);
 inline void attention(const float* q, int64_t n, int64_t pos0, const float* k, const float* v, const AttentionShape& s,

@@ -288,14 +288,17 @@ TEST(Ops, AttentionScoresAreOneMultiplyAddChainPerKeyOnEveryTarget) {
                                     std::tuple{13, 19, 300}, std::tuple{6, 127, 129}}) {
             const int64_t row = n_kv * hd, blocks = (p1 + block_size - 1) / block_size;
             const auto keys = store_as(randn(p1 * row, hd + p1), t);  // [p1][n_kv][hd]
-            const size_t elem = dtype_size(t), block_bytes = static_cast<size_t>(block_size * row) * elem;
+            const size_t elem = dtype_size(t), half = static_cast<size_t>(block_size * row) * elem,
+                         block_bytes = 2 * half;                    // keys, then values (the keys again)
             std::vector<uint8_t> pool(blocks * block_bytes, 0xff);  // NaN in every unwritten slot
             std::vector<int32_t> table(blocks);
             std::iota(table.begin(), table.end(), 0);
             std::shuffle(table.begin(), table.end(), std::mt19937(static_cast<uint32_t>(blocks)));
-            for (int64_t b = 0; b < blocks; ++b)
-              transpose_keys(&keys[b * block_size * row * elem], t, std::min(block_size, p1 - b * block_size), n_kv, hd,
-                             block_size, &pool[table[b] * block_bytes]);
+            for (int64_t b = 0; b < blocks; ++b) {
+              const uint8_t* from = &keys[b * block_size * row * elem];
+              store_in_block(from, from, t, std::min(block_size, p1 - b * block_size), n_kv, hd, block_size, 0,
+                             &pool[table[b] * block_bytes], &pool[table[b] * block_bytes + half]);
+            }
             const KvBlocks kv{pool.data(), pool.data(), block_bytes, table.data(), block_size, t};
             const auto q = randn(nq * hd, 3 * hd);
             const int64_t len = p1 - p0;
@@ -358,8 +361,8 @@ TEST(Ops, PagedAttentionOfABatchEqualsContiguousBitForBit) {
       attention(q.q.data(), n, pos0, q.k.data(), q.v.data(), {n_heads, n_kv, hd}, q.alone.data(), pool);
       seqs.push_back(std::move(q));
     }
-    // A pool of blocks [block][k|v] (keys transposed, KvBlocks); each
-    // sequence's blocks taken in reverse order.
+    // A pool of blocks [block][k|v] (KvBlocks' layout); each sequence's
+    // blocks taken in reverse order.
     int64_t total_blocks = 0;
     for (const Seq& q : seqs) total_blocks += (q.pos0 + q.n + block_size - 1) / block_size;
     const size_t block_floats = static_cast<size_t>(2 * block_size * row);
@@ -370,8 +373,8 @@ TEST(Ops, PagedAttentionOfABatchEqualsContiguousBitForBit) {
         const int32_t b = --next;
         q.table.push_back(b);
         const int64_t count = std::min(q.pos0 + q.n - p0, block_size);
-        transpose_keys(&q.k[p0 * row], DType::F32, count, n_kv, hd, block_size, &kv_pool[b * block_floats]);
-        std::copy_n(&q.v[p0 * row], count * row, &kv_pool[b * block_floats + block_size * row]);
+        store_in_block(&q.k[p0 * row], &q.v[p0 * row], DType::F32, count, n_kv, hd, block_size, 0,
+                       &kv_pool[b * block_floats], &kv_pool[b * block_floats + block_size * row]);
       }
     }
     std::vector<std::vector<float>> outs;
