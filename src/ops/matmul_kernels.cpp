@@ -440,9 +440,6 @@ void QuantDotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t
 
 // ---------------------------------------------------------------- attention
 
-// Value rows are fetched this many rows ahead.
-constexpr size_t kStridedAhead = 8;
-
 // The attention-score tile: R query rows times C vectors of keys, R*C
 // accumulators, C key vectors and a broadcast in 16 (AVX2) or 32 (AVX-512)
 // registers.
@@ -536,67 +533,86 @@ void ScoresOverBlocks(const float* q, size_t nq, size_t ldq, const KvBlocks& kv,
   }
 }
 
-// o[i][c0 .. c0 + C*N) += sum over j < nv of p[i][j] * v[j][c0 ..]: R rows of
-// probabilities times C vectors of value columns, outer-product style (each
-// value vector loaded once serves R rows).
-// Probability rows of the attention-values tile: 4R accumulators, 4 value
-// vectors and a broadcast in 16 (AVX2) or 32 (AVX-512) registers.
+// The attention-values tile: R probability rows times C vectors of value
+// columns, R*C accumulators, C value vectors and a broadcast in 16 (AVX2) or
+// 32 (AVX-512) registers.
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 constexpr size_t kValueTileRows = 6;
 #else
 constexpr size_t kValueTileRows = 2;
 #endif
+constexpr size_t kValueTileVectors = 4;
 
+// Consecutive value rows of one kv head in one block.
+template <class T>
+struct ValueRun {
+  const T* rows;  // row j at rows + j * hd
+  size_t count;
+};
+
+// o[r * ldo + c0 ..] (C vectors) = the sum over the runs' rows j, in order, of
+// p[r * ldp + j] * row j's columns c0 .., for r < R: outer-product style, each
+// value vector loaded once serves R rows.
 template <size_t R, size_t C, class Rows>
-HWY_INLINE void TileAccumulate(const float* p, size_t ldp, const typename Rows::T* v, size_t ldv, size_t nv, float* o,
-                               size_t ldo) {
-  static_assert(R <= kValueTileRows && C <= 4, "4R accumulators, 4 value vectors");
+HWY_NOINLINE void ValueTile(const float* p, size_t ldp, const ValueRun<typename Rows::T>* runs, size_t n_runs,
+                            size_t hd, size_t c0, float* o, size_t ldo) {
   const DF df;
   const size_t N = hn::Lanes(df);
   hn::Vec<DF> acc[R][C];
   for (size_t r = 0; r < R; ++r)
-    for (size_t c = 0; c < C; ++c) acc[r][c] = hn::LoadU(df, o + r * ldo + c * N);
-  for (size_t j = 0; j < nv; ++j) {
-    const typename Rows::T* vj = v + j * ldv;
-    // Value rows lie a KV row apart (all kv heads of a position): fetch the
-    // columns of a row a few positions ahead.
-    for (size_t line = 0; line < C * N * sizeof(typename Rows::T); line += 64)
-      hwy::Prefetch(reinterpret_cast<const uint8_t*>(vj + kStridedAhead * ldv) + line);
-    hn::Vec<DF> vc[C];
-    for (size_t c = 0; c < C; ++c) {
-      vc[c] = Rows::Load(df, vj + c * N);
-      KeepInRegister(vc[c]);
+    for (size_t c = 0; c < C; ++c) acc[r][c] = hn::Zero(df);
+  size_t j = 0;
+  for (size_t run = 0; run < n_runs; ++run)
+    for (size_t i = 0; i < runs[run].count; ++i, ++j) {
+      const typename Rows::T* vj = runs[run].rows + i * hd + c0;
+      hn::Vec<DF> vc[C];
+      for (size_t c = 0; c < C; ++c) {
+        vc[c] = Rows::Load(df, vj + c * N);
+        KeepInRegister(vc[c]);
+      }
+      for (size_t r = 0; r < R; ++r) {
+        const auto b = hn::Set(df, p[r * ldp + j]);
+        for (size_t c = 0; c < C; ++c) acc[r][c] = hn::MulAdd(b, vc[c], acc[r][c]);
+      }
     }
-    for (size_t r = 0; r < R; ++r) {
-      const auto b = hn::Set(df, p[r * ldp + j]);
-      for (size_t c = 0; c < C; ++c) acc[r][c] = hn::MulAdd(b, vc[c], acc[r][c]);
-    }
-  }
   for (size_t r = 0; r < R; ++r)
-    for (size_t c = 0; c < C; ++c) hn::StoreU(acc[r][c], df, o + r * ldo + c * N);
+    for (size_t c = 0; c < C; ++c) hn::StoreU(acc[r][c], df, o + r * ldo + c0 + c * N);
 }
 
-template <size_t R, class Rows>
-void AccumulateRowTile(const float* p, size_t ldp, const typename Rows::T* v, size_t nv, size_t ldv, size_t d, float* o,
-                       size_t ldo) {
-  const size_t N = hn::Lanes(DF());
-  size_t c = 0;
-  for (; c + 4 * N <= d; c += 4 * N) TileAccumulate<R, 4, Rows>(p, ldp, v + c, ldv, nv, o + c, ldo);
-  for (; c + N <= d; c += N) TileAccumulate<R, 1, Rows>(p, ldp, v + c, ldv, nv, o + c, ldo);
-  for (; c < d; ++c)  // columns past the last vector
-    for (size_t r = 0; r < R; ++r)
-      for (size_t j = 0; j < nv; ++j) o[r * ldo + c] += p[r * ldp + j] * load_as_f32(v + j * ldv, Rows::kType, c);
-}
-
+// AttentionValues for values stored as Rows::T: tiles of kValueTileRows rows,
+// each over the whole key range, block after block.
 template <class Rows>
-void AccumulateStrided(const float* p, size_t np, size_t ldp, const void* v, size_t nv, size_t ldv, size_t d, float* o,
-                       size_t ldo) {
-  const auto* base = static_cast<const typename Rows::T*>(v);
-  size_t i = 0;
-  for (; i + kValueTileRows <= np; i += kValueTileRows)
-    AccumulateRowTile<kValueTileRows, Rows>(p + i * ldp, ldp, base, nv, ldv, d, o + i * ldo, ldo);
-  for (; i + 2 <= np; i += 2) AccumulateRowTile<2, Rows>(p + i * ldp, ldp, base, nv, ldv, d, o + i * ldo, ldo);
-  for (; i < np; ++i) AccumulateRowTile<1, Rows>(p + i * ldp, ldp, base, nv, ldv, d, o + i * ldo, ldo);
+void ValuesOverBlocks(const float* p, size_t np, size_t ldp, const KvBlocks& kv, size_t head, size_t hd, int64_t p0,
+                      int64_t p1, float* o, size_t ldo) {
+  using T = typename Rows::T;
+  const size_t N = hn::Lanes(DF()), bs = static_cast<size_t>(kv.block_size);
+  thread_local std::vector<ValueRun<T>> runs;
+  runs.clear();
+  for (int64_t q = p0; q < p1;) {
+    const size_t in_block = static_cast<size_t>(q) % bs, count = std::min(bs - in_block, static_cast<size_t>(p1 - q));
+    const T* block = reinterpret_cast<const T*>(
+        kv.values + static_cast<size_t>(kv.blocks[static_cast<size_t>(q) / bs]) * kv.block_stride);
+    runs.push_back({block + (head * bs + in_block) * hd, count});
+    q += static_cast<int64_t>(count);
+  }
+  for (size_t i = 0; i < np; i += kValueTileRows)
+    with_rows<kValueTileRows>(std::min(kValueTileRows, np - i), [&](auto R) {
+      const float* pr = p + i * ldp;
+      float* or_ = o + i * ldo;
+      size_t c = 0;
+      for (; c + kValueTileVectors * N <= hd; c += kValueTileVectors * N)
+        ValueTile<R(), kValueTileVectors, Rows>(pr, ldp, runs.data(), runs.size(), hd, c, or_, ldo);
+      for (; c + N <= hd; c += N) ValueTile<R(), 1, Rows>(pr, ldp, runs.data(), runs.size(), hd, c, or_, ldo);
+      for (; c < hd; ++c)  // columns past the last vector
+        for (size_t r = 0; r < R(); ++r) {
+          float sum = 0;
+          size_t j = 0;
+          for (const ValueRun<T>& run : runs)
+            for (size_t k = 0; k < run.count; ++k, ++j)
+              sum = std::fma(pr[r * ldp + j], load_as_f32(run.rows, Rows::kType, k * hd + c), sum);
+          or_[r * ldo + c] = sum;
+        }
+    });
 }
 
 void AttentionScores(const float* q, size_t nq, size_t ldq, const KvBlocks& kv, size_t head, size_t hd, int64_t p0,
@@ -614,15 +630,15 @@ void AttentionScores(const float* q, size_t nq, size_t ldq, const KvBlocks& kv, 
   HWY_ASSERT(false);
 }
 
-void AttentionValues(const float* p, size_t np, size_t ldp, const void* v, DType vt, size_t nv, size_t ldv, size_t hd,
-                     float* o, size_t ldo) {
-  switch (vt) {
+void AttentionValues(const float* p, size_t np, size_t ldp, const KvBlocks& kv, size_t head, size_t hd, int64_t p0,
+                     int64_t p1, float* o, size_t ldo) {
+  switch (kv.type) {
     case DType::F32:
-      return AccumulateStrided<F32Rows>(p, np, ldp, v, nv, ldv, hd, o, ldo);
+      return ValuesOverBlocks<F32Rows>(p, np, ldp, kv, head, hd, p0, p1, o, ldo);
     case DType::F16:
-      return AccumulateStrided<F16Rows>(p, np, ldp, v, nv, ldv, hd, o, ldo);
+      return ValuesOverBlocks<F16Rows>(p, np, ldp, kv, head, hd, p0, p1, o, ldo);
     case DType::BF16:
-      return AccumulateStrided<BF16Rows>(p, np, ldp, v, nv, ldv, hd, o, ldo);
+      return ValuesOverBlocks<BF16Rows>(p, np, ldp, kv, head, hd, p0, p1, o, ldo);
     case DType::U8:
       break;
   }
@@ -687,9 +703,9 @@ void attention_scores(const float* q, size_t nq, size_t ldq, const KvBlocks& kv,
                       int64_t p1, float* s, size_t lds) {
   HWY_DYNAMIC_DISPATCH(AttentionScores)(q, nq, ldq, kv, head, hd, p0, p1, s, lds);
 }
-void attention_values(const float* p, size_t np, size_t ldp, const void* v, DType vt, size_t nv, size_t ldv, size_t hd,
-                      float* o, size_t ldo) {
-  HWY_DYNAMIC_DISPATCH(AttentionValues)(p, np, ldp, v, vt, nv, ldv, hd, o, ldo);
+void attention_values(const float* p, size_t np, size_t ldp, const KvBlocks& kv, size_t head, size_t hd, int64_t p0,
+                      int64_t p1, float* o, size_t ldo) {
+  HWY_DYNAMIC_DISPATCH(AttentionValues)(p, np, ldp, kv, head, hd, p0, p1, o, ldo);
 }
 }  // namespace qinfer::kernels
 #endif

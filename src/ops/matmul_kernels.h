@@ -92,8 +92,11 @@ void widen_rows(const WeightMatrix& w, size_t r0, size_t r1, float* out);
 // blocks the keys are stored in.
 void attention_scores(const float* q, size_t nq, size_t ldq, const KvBlocks& kv, size_t head, size_t hd, int64_t p0,
                       int64_t p1, float* s, size_t lds);
-// o[i * ldo + c] += sum over j < nv of p[i * ldp + j] * v[j * ldv + c], for i < np, c < hd.
-void attention_values(const float* p, size_t np, size_t ldp, const void* v, DType vt, size_t nv, size_t ldv, size_t hd,
-                      float* o, size_t ldo);
+// o[i * ldo + c] = the sum over positions p in [p0, p1), in order, of
+// s[i * lds + (p - p0)] times column c of p's value, for i < np and c < hd:
+// the values of kv head `head` in kv's blocks. Each output is one
+// multiply-add chain over the positions, whatever the blocks.
+void attention_values(const float* s, size_t np, size_t lds, const KvBlocks& kv, size_t head, size_t hd, int64_t p0,
+                      int64_t p1, float* o, size_t ldo);
 
 }  // namespace qinfer::kernels

@@ -125,15 +125,6 @@ void attention(std::span<const AttentionSeq> seqs, const AttentionShape& s, Thre
       for (int64_t t = t0; t < t1; ++t)
         std::copy_n(sq.q + (t * s.n_heads + kvh * group) * hd, group * hd, &qb[(t - t0) * group * hd]);
       scores.resize(static_cast<size_t>(rows * len));
-      auto each_block = [&](auto&& fn) {  // fn(first position, positions, values) over [c0, c1)
-        for (int64_t p = c0; p < c1;) {
-          const int64_t in_block = p % kv.block_size, count = std::min(kv.block_size - in_block, c1 - p);
-          const size_t at = static_cast<size_t>(kv.blocks[p / kv.block_size]) * kv.block_stride +
-                            static_cast<size_t>((kvh * kv.block_size + in_block) * hd) * dtype_size(kv.type);
-          fn(p - c0, count, kv.values + at);
-          p += count;
-        }
-      };
       kernels::attention_scores(qb.data(), static_cast<size_t>(rows), static_cast<size_t>(hd), kv,
                                 static_cast<size_t>(kvh), static_cast<size_t>(hd), c0, c1, scores.data(),
                                 static_cast<size_t>(len));
@@ -152,12 +143,8 @@ void attention(std::span<const AttentionSeq> seqs, const AttentionShape& s, Thre
         ob.resize(static_cast<size_t>(rows * hd));
         o = ob.data();
       }
-      std::fill_n(o, rows * hd, 0.0f);
-      // Block after block, each value row accumulated in position order, as
-      // over one contiguous cache.
-      each_block([&](int64_t p0, int64_t count, const uint8_t* v) {
-        kernels::attention_values(&scores[p0], rows, len, v, kv.type, count, hd, hd, o, hd);
-      });
+      kernels::attention_values(scores.data(), static_cast<size_t>(rows), static_cast<size_t>(len), kv,
+                                static_cast<size_t>(kvh), static_cast<size_t>(hd), c0, c1, o, static_cast<size_t>(hd));
       if (item.chunks == 1)
         for (int64_t t = t0; t < t1; ++t)
           std::copy_n(&o[(t - t0) * group * hd], group * hd, sq.out + (t * s.n_heads + kvh * group) * hd);

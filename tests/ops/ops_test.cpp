@@ -320,6 +320,49 @@ TEST(Ops, AttentionScoresAreOneMultiplyAddChainPerKeyOnEveryTarget) {
   });
 }
 
+// Each attention output column is one multiply-add chain over the positions
+// in order (fused where the target fuses): on every target, for every KV
+// type, whatever the blocks (head_dim a multiple of every target's vector).
+TEST(Ops, AttentionValuesAreOneMultiplyAddChainPerColumnOnEveryTarget) {
+  test::for_each_target([&] {
+    const bool fused = kernels::fused_float_dot();
+    const int64_t n_kv = 2, head = 1;
+    for (DType t : {DType::F32, DType::F16, DType::BF16})
+      for (int64_t hd : {16, 128})
+        for (int64_t block_size : {1, 5, 16, 128})
+          for (auto [np, p0, p1] : {std::tuple{1, 0, 1}, std::tuple{2, 5, 70}, std::tuple{13, 19, 300}}) {
+            const int64_t row = n_kv * hd, blocks = (p1 + block_size - 1) / block_size, len = p1 - p0;
+            const auto values = store_as(randn(p1 * row, hd + p1), t);  // [p1][n_kv][hd]
+            const size_t elem = dtype_size(t), half = static_cast<size_t>(block_size * row) * elem;
+            std::vector<uint8_t> pool(blocks * 2 * half, 0xff);  // NaN in every unwritten slot
+            std::vector<int32_t> table(blocks);
+            std::iota(table.begin(), table.end(), 0);
+            std::shuffle(table.begin(), table.end(), std::mt19937(static_cast<uint32_t>(blocks)));
+            for (int64_t b = 0; b < blocks; ++b) {
+              const uint8_t* from = &values[b * block_size * row * elem];
+              store_in_block(from, from, t, std::min(block_size, p1 - b * block_size), n_kv, hd, block_size, 0,
+                             &pool[table[b] * 2 * half], &pool[table[b] * 2 * half + half]);
+            }
+            const KvBlocks kv{pool.data(), pool.data() + half, 2 * half, table.data(), block_size, t};
+            const auto probs = randn(np * len, 5 * hd);
+            std::vector<float> got(np * hd, NAN);
+            kernels::attention_values(probs.data(), np, len, kv, head, hd, p0, p1, got.data(), hd);
+            for (int64_t i = 0; i < np; ++i)
+              for (int64_t c = 0; c < hd; ++c) {
+                float want = 0;
+                for (int64_t p = p0; p < p1; ++p) {
+                  const float v = load_as_f32(values.data(), t, p * row + head * hd + c), x = probs[i * len + p - p0];
+                  want = fused ? std::fma(x, v, want)
+                               : want + static_cast<float>(static_cast<double>(x) * static_cast<double>(v));
+                }
+                ASSERT_EQ(std::bit_cast<uint32_t>(got[i * hd + c]), std::bit_cast<uint32_t>(want))
+                    << dtype_name(t) << " hd=" << hd << " blocks of " << block_size << " row " << i << " column " << c
+                    << " over [" << p0 << ", " << p1 << ")";
+              }
+          }
+  });
+}
+
 // Query rows computed together (prefill) give the bits of the same rows
 // computed one at a time (decode), also where a row's keys span several
 // chunks and where the rows of one block see different numbers of chunks.
