@@ -272,6 +272,31 @@ TEST(Ops, AttentionGqaCausalWithOffset) {
     }
 }
 
+// Rows [positions][n_kv][hd] of type t stored as both the keys and the values
+// of a KV pool of block_size-position blocks, taken in a shuffled order; NaN
+// in every slot no position fills.
+struct ShuffledBlocks {
+  std::vector<uint8_t> pool;
+  std::vector<int32_t> table;
+  KvBlocks kv;
+
+  ShuffledBlocks(const std::vector<uint8_t>& rows, DType t, int64_t positions, int64_t n_kv, int64_t hd,
+                 int64_t block_size)
+      : table((positions + block_size - 1) / block_size) {
+    const size_t elem = dtype_size(t), half = static_cast<size_t>(block_size * n_kv * hd) * elem;
+    pool.assign(table.size() * 2 * half, 0xff);
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), std::mt19937(static_cast<uint32_t>(table.size())));
+    for (size_t b = 0; b < table.size(); ++b) {
+      const int64_t first = static_cast<int64_t>(b) * block_size;
+      const uint8_t* from = &rows[static_cast<size_t>(first * n_kv * hd) * elem];
+      store_in_block(from, from, t, std::min(block_size, positions - first), n_kv, hd, block_size, 0,
+                     &pool[table[b] * 2 * half], &pool[table[b] * 2 * half + half]);
+    }
+    kv = {pool.data(), pool.data() + half, 2 * half, table.data(), block_size, t};
+  }
+};
+
 // Each attention score is one multiply-add chain over the dimensions in order
 // (fused where the target fuses): on every target, for every KV type, at block
 // sizes short of, at and past the vector widths, with key ranges that start
@@ -286,24 +311,13 @@ TEST(Ops, AttentionScoresAreOneMultiplyAddChainPerKeyOnEveryTarget) {
         for (int64_t block_size : {1, 3, 16, 21, 128})
           for (auto [nq, p0, p1] : {std::tuple{1, 0, 1}, std::tuple{2, 5, 70}, std::tuple{7, 0, 64},
                                     std::tuple{13, 19, 300}, std::tuple{6, 127, 129}}) {
-            const int64_t row = n_kv * hd, blocks = (p1 + block_size - 1) / block_size;
+            const int64_t row = n_kv * hd;
             const auto keys = store_as(randn(p1 * row, hd + p1), t);  // [p1][n_kv][hd]
-            const size_t elem = dtype_size(t), half = static_cast<size_t>(block_size * row) * elem,
-                         block_bytes = 2 * half;                    // keys, then values (the keys again)
-            std::vector<uint8_t> pool(blocks * block_bytes, 0xff);  // NaN in every unwritten slot
-            std::vector<int32_t> table(blocks);
-            std::iota(table.begin(), table.end(), 0);
-            std::shuffle(table.begin(), table.end(), std::mt19937(static_cast<uint32_t>(blocks)));
-            for (int64_t b = 0; b < blocks; ++b) {
-              const uint8_t* from = &keys[b * block_size * row * elem];
-              store_in_block(from, from, t, std::min(block_size, p1 - b * block_size), n_kv, hd, block_size, 0,
-                             &pool[table[b] * block_bytes], &pool[table[b] * block_bytes + half]);
-            }
-            const KvBlocks kv{pool.data(), pool.data(), block_bytes, table.data(), block_size, t};
+            const ShuffledBlocks blocks(keys, t, p1, n_kv, hd, block_size);
             const auto q = randn(nq * hd, 3 * hd);
             const int64_t len = p1 - p0;
             std::vector<float> got(nq * len, NAN);
-            kernels::attention_scores(q.data(), nq, hd, kv, head, hd, p0, p1, got.data(), len);
+            kernels::attention_scores(q.data(), nq, hd, blocks.kv, head, hd, p0, p1, got.data(), len);
             for (int64_t i = 0; i < nq; ++i)
               for (int64_t p = p0; p < p1; ++p) {
                 float want = 0;
@@ -331,22 +345,12 @@ TEST(Ops, AttentionValuesAreOneMultiplyAddChainPerColumnOnEveryTarget) {
       for (int64_t hd : {16, 128})
         for (int64_t block_size : {1, 5, 16, 128})
           for (auto [np, p0, p1] : {std::tuple{1, 0, 1}, std::tuple{2, 5, 70}, std::tuple{13, 19, 300}}) {
-            const int64_t row = n_kv * hd, blocks = (p1 + block_size - 1) / block_size, len = p1 - p0;
+            const int64_t row = n_kv * hd, len = p1 - p0;
             const auto values = store_as(randn(p1 * row, hd + p1), t);  // [p1][n_kv][hd]
-            const size_t elem = dtype_size(t), half = static_cast<size_t>(block_size * row) * elem;
-            std::vector<uint8_t> pool(blocks * 2 * half, 0xff);  // NaN in every unwritten slot
-            std::vector<int32_t> table(blocks);
-            std::iota(table.begin(), table.end(), 0);
-            std::shuffle(table.begin(), table.end(), std::mt19937(static_cast<uint32_t>(blocks)));
-            for (int64_t b = 0; b < blocks; ++b) {
-              const uint8_t* from = &values[b * block_size * row * elem];
-              store_in_block(from, from, t, std::min(block_size, p1 - b * block_size), n_kv, hd, block_size, 0,
-                             &pool[table[b] * 2 * half], &pool[table[b] * 2 * half + half]);
-            }
-            const KvBlocks kv{pool.data(), pool.data() + half, 2 * half, table.data(), block_size, t};
+            const ShuffledBlocks blocks(values, t, p1, n_kv, hd, block_size);
             const auto probs = randn(np * len, 5 * hd);
             std::vector<float> got(np * hd, NAN);
-            kernels::attention_values(probs.data(), np, len, kv, head, hd, p0, p1, got.data(), hd);
+            kernels::attention_values(probs.data(), np, len, blocks.kv, head, hd, p0, p1, got.data(), hd);
             for (int64_t i = 0; i < np; ++i)
               for (int64_t c = 0; c < hd; ++c) {
                 float want = 0;
