@@ -53,12 +53,12 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
 
     // Attention block: norm -> q/k/v -> QK-norm -> RoPE -> (k, v into each
     // sequence's KV blocks) -> causal GQA over them -> o_proj -> residual.
-    rmsnorm(s.x.data(), L.input_norm.data(), n, H, eps, s.h.data());
+    rmsnorm(s.x.data(), L.input_norm.data(), n, H, eps, s.h.data(), pool);
     matmul(s.h.data(), n, {{L.q_proj, s.q.data()}, {L.k_proj, s.k.data()}, {L.v_proj, s.v.data()}}, pool);
-    rmsnorm(s.q.data(), L.q_norm.data(), n * nh, hd, eps, s.q.data());
-    rmsnorm(s.k.data(), L.k_norm.data(), n * nkv, hd, eps, s.k.data());
-    rope(s.q.data(), n, nh, hd, s.rope.data());
-    rope(s.k.data(), n, nkv, hd, s.rope.data());
+    rmsnorm(s.q.data(), L.q_norm.data(), n * nh, hd, eps, s.q.data(), pool);
+    rmsnorm(s.k.data(), L.k_norm.data(), n * nkv, hd, eps, s.k.data(), pool);
+    rope(s.q.data(), n, nh, hd, s.rope.data(), pool);
+    rope(s.k.data(), n, nkv, hd, s.rope.data(), pool);
     s.attention.clear();
     int64_t row0 = 0;
     for (const BatchSeq& q : batch.seqs) {
@@ -69,19 +69,20 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
     }
     attention(s.attention, {nh, nkv, hd}, pool);
     matmul(s.attn.data(), n, L.o_proj, s.h.data(), pool);
-    for (int64_t i = 0; i < n * H; ++i) s.x[i] += s.h[i];
+    add_in_place(s.x.data(), s.h.data(), n * H, pool);
 
     // MLP block: norm -> down(silu(gate) * up) -> residual.
-    rmsnorm(s.x.data(), L.post_attention_norm.data(), n, H, eps, s.h.data());
+    rmsnorm(s.x.data(), L.post_attention_norm.data(), n, H, eps, s.h.data(), pool);
     matmul(s.h.data(), n, {{L.gate_proj, s.gate.data()}, {L.up_proj, s.up.data()}}, pool);
     silu_mul(s.gate.data(), s.up.data(), n * I, s.gate.data(), pool);
     matmul(s.gate.data(), n, L.down_proj, s.h.data(), pool);
-    for (int64_t i = 0; i < n * H; ++i) s.x[i] += s.h[i];
+    add_in_place(s.x.data(), s.h.data(), n * H, pool);
   }
 
   // Final norm and lm_head, for the rows whose logits are asked for.
   const int64_t rows = static_cast<int64_t>(s.logit_rows.size());
-  for (int64_t r = 0; r < rows; ++r) rmsnorm(&s.x[s.logit_rows[r] * H], w.final_norm.data(), 1, H, eps, &s.h[r * H]);
+  for (int64_t r = 0; r < rows; ++r)
+    rmsnorm(&s.x[s.logit_rows[r] * H], w.final_norm.data(), 1, H, eps, &s.h[r * H], pool);
   s.logits.resize(rows * V);
   matmul(s.h.data(), rows, w.lm_head, s.logits.data(), pool);
   return s.logits;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "ops/matmul_kernels.h"
@@ -18,14 +19,27 @@ constexpr int64_t kQueryBlock = 16;
 constexpr int64_t kParallelElements = 1 << 15;
 }  // namespace
 
-void rmsnorm(const float* x, const float* w, int64_t n, int64_t dim, float eps, float* out) {
-  for (int64_t r = 0; r < n; ++r) {
-    const float* xr = x + r * dim;
-    float* yr = out + r * dim;
-    const float ms = simd::dot(xr, xr, static_cast<size_t>(dim)) / static_cast<float>(dim);
-    const float inv = 1.0f / std::sqrt(ms + eps);
-    for (int64_t i = 0; i < dim; ++i) yr[i] = w[i] * (xr[i] * inv);
-  }
+namespace {
+// fn(begin, end) over [0, n) items of `cost` elements each: on the calling
+// thread when there are few elements, else shared out among the threads.
+void over_items(int64_t n, int64_t cost, ThreadPool& pool, const std::function<void(size_t, size_t)>& fn) {
+  if (n * cost < kParallelElements)
+    fn(0, static_cast<size_t>(n));
+  else
+    pool.parallel_for(static_cast<size_t>(n), 1, fn);
+}
+}  // namespace
+
+void rmsnorm(const float* x, const float* w, int64_t n, int64_t dim, float eps, float* out, ThreadPool& pool) {
+  over_items(n, dim, pool, [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * dim;
+      float* yr = out + r * dim;
+      const float ms = simd::dot(xr, xr, static_cast<size_t>(dim)) / static_cast<float>(dim);
+      const float inv = 1.0f / std::sqrt(ms + eps);
+      for (int64_t i = 0; i < dim; ++i) yr[i] = w[i] * (xr[i] * inv);
+    }
+  });
 }
 
 void rope_inv_freq(double theta, int64_t hd, float* inv_freq) {
@@ -44,20 +58,28 @@ void rope_cos_sin(const int32_t* positions, int64_t n, const float* inv_freq, in
     }
 }
 
-void rope(float* x, int64_t n, int64_t n_heads, int64_t hd, const float* cs) {
+void rope(float* x, int64_t n, int64_t n_heads, int64_t hd, const float* cs, ThreadPool& pool) {
   const int64_t half = hd / 2;
-  for (int64_t t = 0; t < n; ++t) {
-    const float* c = cs + t * hd;
-    const float* s = c + half;
-    for (int64_t h = 0; h < n_heads; ++h) {
-      float* v = x + (t * n_heads + h) * hd;
-      for (int64_t i = 0; i < half; ++i) {
-        const float a = v[i], b = v[i + half];
-        v[i] = a * c[i] - b * s[i];
-        v[i + half] = b * c[i] + a * s[i];
+  over_items(n, n_heads * hd, pool, [&](size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; ++t) {
+      const float* c = cs + t * hd;
+      const float* s = c + half;
+      for (int64_t h = 0; h < n_heads; ++h) {
+        float* v = x + (static_cast<int64_t>(t) * n_heads + h) * hd;
+        for (int64_t i = 0; i < half; ++i) {
+          const float a = v[i], b = v[i + half];
+          v[i] = a * c[i] - b * s[i];
+          v[i + half] = b * c[i] + a * s[i];
+        }
       }
     }
-  }
+  });
+}
+
+void add_in_place(float* x, const float* y, int64_t n, ThreadPool& pool) {
+  over_items(n, 1, pool, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) x[i] += y[i];
+  });
 }
 
 void silu_mul(const float* gate, const float* up, int64_t n, float* out, ThreadPool& pool) {

@@ -11,7 +11,9 @@ namespace qinfer {
 
 // out[r] = w * x[r] / sqrt(mean(x[r]^2) + eps) for each of n rows of length dim
 // (in place when out == x). Statistics in f32.
-void rmsnorm(const float* x, const float* w, int64_t n, int64_t dim, float eps, float* out);
+// Many rows are shared out among the pool's threads (each row's result is
+// the same either way), as are rope's positions and add_in_place's elements.
+void rmsnorm(const float* x, const float* w, int64_t n, int64_t dim, float eps, float* out, ThreadPool& pool);
 
 // inv_freq[i] = theta^(-2i/hd), rounded to f32 as transformers does.
 void rope_inv_freq(double theta, int64_t hd, float* inv_freq);
@@ -22,7 +24,10 @@ void rope_cos_sin(const int32_t* positions, int64_t n, const float* inv_freq, in
 
 // Rotary embedding, rotate_half pairing (i with i + hd/2), in place on
 // x[n, n_heads, hd]; row t uses cs[t * hd ...] from rope_cos_sin.
-void rope(float* x, int64_t n, int64_t n_heads, int64_t hd, const float* cs);
+void rope(float* x, int64_t n, int64_t n_heads, int64_t hd, const float* cs, ThreadPool& pool);
+
+// x[i] += y[i] for i < n (the residual connections).
+void add_in_place(float* x, const float* y, int64_t n, ThreadPool& pool);
 
 // out[i] = silu(gate[i]) * up[i], shared out among the pool's threads.
 void silu_mul(const float* gate, const float* up, int64_t n, float* out, ThreadPool& pool);

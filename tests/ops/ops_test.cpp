@@ -210,18 +210,50 @@ TEST(Simd, FmaPeakWorkCountsTwoFlopsPerLanePerFma) {
 }
 
 TEST(Ops, RmsNorm) {
+  ThreadPool pool(2);
   for (int64_t dim : {1, 7, 24, 129}) {
     auto x = randn(3 * dim, 11, 3.0f), w = randn(dim, 12);
     std::vector<float> got(x.size()), want(x.size());
-    rmsnorm(x.data(), w.data(), 3, dim, 1e-6f, got.data());
+    rmsnorm(x.data(), w.data(), 3, dim, 1e-6f, got.data(), pool);
     ref::rmsnorm(x.data(), w.data(), 3, dim, 1e-6f, want.data());
     expect_close(got, want, 1e-5f, "rmsnorm dim=" + std::to_string(dim));
-    rmsnorm(x.data(), w.data(), 3, dim, 1e-6f, x.data());  // in place
+    rmsnorm(x.data(), w.data(), 3, dim, 1e-6f, x.data(), pool);  // in place
     expect_close(x, want, 1e-5f, "rmsnorm in place");
   }
 }
 
+// Enough rows that rmsnorm, rope and add_in_place share them out among the
+// threads: each row gets the bits it gets alone.
+TEST(Ops, RowOpsSharedOutGiveEachRowItsBitsAlone) {
+  ThreadPool pool(2);
+  const int64_t n = 300, dim = 129, heads = 2, hd = 64;
+  const auto x = randn(n * dim, 31), w = randn(dim, 32), y = randn(n * dim, 33);
+  std::vector<float> together(x.size()), alone(dim);
+  rmsnorm(x.data(), w.data(), n, dim, 1e-6f, together.data(), pool);
+  for (int64_t r = 0; r < n; ++r) {
+    rmsnorm(&x[r * dim], w.data(), 1, dim, 1e-6f, alone.data(), pool);
+    ASSERT_EQ(std::memcmp(alone.data(), &together[r * dim], dim * sizeof(float)), 0) << "rmsnorm row " << r;
+  }
+  std::vector<int32_t> pos(n);
+  std::iota(pos.begin(), pos.end(), 7);
+  std::vector<float> inv(hd / 2), cs(n * hd);
+  rope_inv_freq(1e6, hd, inv.data());
+  rope_cos_sin(pos.data(), n, inv.data(), hd, cs.data());
+  auto rotated = randn(n * heads * hd, 34);
+  const auto original = rotated;
+  rope(rotated.data(), n, heads, hd, cs.data(), pool);
+  for (int64_t t = 0; t < n; ++t) {
+    std::vector<float> one(&original[t * heads * hd], &original[(t + 1) * heads * hd]);
+    rope(one.data(), 1, heads, hd, &cs[t * hd], pool);
+    ASSERT_EQ(std::memcmp(one.data(), &rotated[t * heads * hd], one.size() * sizeof(float)), 0) << "rope row " << t;
+  }
+  auto sum = x;
+  add_in_place(sum.data(), y.data(), n * dim, pool);
+  for (int64_t i = 0; i < n * dim; ++i) ASSERT_EQ(sum[i], x[i] + y[i]) << i;
+}
+
 TEST(Ops, RopeAtLaterPositions) {
+  ThreadPool pool(2);
   const int64_t hd = 24, heads = 3, n = 4;
   const int32_t pos[n] = {0, 1, 37, 1000};
   std::vector<float> inv(hd / 2);
@@ -230,7 +262,7 @@ TEST(Ops, RopeAtLaterPositions) {
   auto want = x;
   std::vector<float> cs(n * hd);
   rope_cos_sin(pos, n, inv.data(), hd, cs.data());
-  rope(x.data(), n, heads, hd, cs.data());
+  rope(x.data(), n, heads, hd, cs.data(), pool);
   ref::rope(want.data(), n, heads, hd, pos, 1e6);
   expect_close(x, want, 2e-5f, "rope");
   auto orig = randn(n * heads * hd, 5);
