@@ -40,8 +40,9 @@ void softmax(float* x, int64_t n);
 // kv_type (F32, F16 or BF16). q and out are [n, n_heads, hd]; query head h
 // reads kv head h / (n_heads/n_kv).
 // Work is split into (kv head, block of query positions) tasks; a task reads
-// each K and V row once for all query heads of its group and all positions of
-// its block, with the matmul's register tiles. A query row's result does not
+// each key and value once for all query heads of its group and all positions
+// of its block, with outer-product register tiles (keys in the vector lanes
+// for the scores, head_dim for the values). A query row's result does not
 // depend on the block it is computed in (decode equals prefill bit for bit),
 // nor on how its keys are cut into blocks of storage.
 // A query row whose visible keys span more than kAttentionKeyChunk positions
