@@ -18,14 +18,13 @@ KvPool::KvPool(int64_t n_layers, int64_t n_kv_heads, int64_t head_dim, int64_t n
     : n_layers_(n_layers),
       n_kv_heads_(n_kv_heads),
       head_dim_(head_dim),
-      row_(n_kv_heads * head_dim),
       n_blocks_(n_blocks),
       block_size_(block_size),
       dtype_(dtype) {
   if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
     fail("KV cache dtype must be F32, F16 or BF16, not ", dtype_name(dtype));
   if (n_blocks <= 0 || block_size <= 0) fail("KV pool: ", n_blocks, " blocks of ", block_size, " positions");
-  block_bytes_ = 2 * static_cast<size_t>(block_size * row_) * dtype_size(dtype);
+  block_bytes_ = 2 * static_cast<size_t>(block_size * row()) * dtype_size(dtype);
   mapped_bytes_ = static_cast<size_t>(n_layers * n_blocks) * block_bytes_;
   if (mapped_bytes_ == 0) return;
   void* p = ::mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -46,7 +45,6 @@ KvPool::KvPool(KvPool&& o) noexcept
     : n_layers_(o.n_layers_),
       n_kv_heads_(o.n_kv_heads_),
       head_dim_(o.head_dim_),
-      row_(o.row_),
       n_blocks_(o.n_blocks_),
       block_size_(o.block_size_),
       dtype_(o.dtype_),
@@ -60,7 +58,6 @@ KvPool& KvPool::operator=(KvPool&& o) noexcept {
     n_layers_ = o.n_layers_;
     n_kv_heads_ = o.n_kv_heads_;
     head_dim_ = o.head_dim_;
-    row_ = o.row_;
     n_blocks_ = o.n_blocks_;
     block_size_ = o.block_size_;
     dtype_ = o.dtype_;
@@ -79,11 +76,11 @@ void KvPool::store(int64_t layer, const int32_t* table, int64_t pos, int64_t n, 
     if (block < 0 || block >= n_blocks_) fail("KV pool: block id ", block, " outside [0, ", n_blocks_, ")");
     const int64_t count = std::min(block_size_ - in_block, pos + n - p);
     uint8_t* keys = layer_base + static_cast<size_t>(block) * block_bytes_;
-    const size_t elems = static_cast<size_t>(count * row_);
+    const size_t elems = static_cast<size_t>(count * row());
     thread_local std::vector<uint8_t> narrowed;
     narrowed.resize(2 * elems * elem);
-    simd::narrow_f32(k + (p - pos) * row_, elems, dtype_, narrowed.data());
-    simd::narrow_f32(v + (p - pos) * row_, elems, dtype_, narrowed.data() + elems * elem);
+    simd::narrow_f32(k + (p - pos) * row(), elems, dtype_, narrowed.data());
+    simd::narrow_f32(v + (p - pos) * row(), elems, dtype_, narrowed.data() + elems * elem);
     store_in_block(narrowed.data(), narrowed.data() + elems * elem, dtype_, count, n_kv_heads_, head_dim_, block_size_,
                    in_block, keys, keys + half);
     p += count;

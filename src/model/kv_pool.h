@@ -41,7 +41,8 @@ class KvPool {
 
  private:
   void release();
-  int64_t n_layers_, n_kv_heads_, head_dim_, row_, n_blocks_, block_size_;
+  int64_t row() const { return n_kv_heads_ * head_dim_; }  // elements of one position's keys (or values)
+  int64_t n_layers_, n_kv_heads_, head_dim_, n_blocks_, block_size_;
   DType dtype_;
   size_t block_bytes_ = 0, mapped_bytes_ = 0;  // block_bytes_: keys and values of one block of one layer
   uint8_t* base_ = nullptr;
