@@ -219,6 +219,7 @@ void run_bench(const BenchArgs& a) {
                               {"simd_target", build.simd_target},
                               {"simd_compiled", build.simd_compiled},
                               {"int8_dot", build.int8_dot},
+                              {"bf16_products", build.bf16_products},
                               {"threads", pool.size()},
                               {"prompt_tokens", a.prompt_tokens},
                               {"gen_tokens", a.gen_tokens},
@@ -240,6 +241,7 @@ void run_bench(const BenchArgs& a) {
                               {"roofline_tok_s", probe / gb_per_token},
                               {"roofline_pct", 100.0 * tg_gb_s / probe},
                               {"weights", weights},
+                              {"fast_prefill", a.load.fast_prefill},
                               {"kv", a.load.kv},
                               {"load_s", load_s},
                               {"first_token_s", first_token_s},
@@ -252,8 +254,9 @@ void run_bench(const BenchArgs& a) {
     std::printf("%s\n", j.dump().c_str());
     return;
   }
-  std::printf("model        %s (%d threads, weights %s, KV cache %s, kernels %s)\n", dir.c_str(), pool.size(),
-              weights.c_str(), a.load.kv.c_str(), build.simd_target.c_str());
+  std::printf("model        %s (%d threads, weights %s%s, KV cache %s, kernels %s)\n", dir.c_str(), pool.size(),
+              weights.c_str(), a.load.fast_prefill ? (" with bf16 products: " + build.bf16_products).c_str() : "",
+              a.load.kv.c_str(), build.simd_target.c_str());
   std::printf("prefill      pp%lld  %8.1f tok/s  (min %.1f, max %.1f, %d runs)\n",
               static_cast<long long>(a.prompt_tokens), P.median, P.min, P.max, a.reps);
   std::printf(

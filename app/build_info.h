@@ -11,6 +11,7 @@ struct BuildInfo {
   std::string simd_target;    // chosen at run time, e.g. "AVX3_DL"
   std::string simd_compiled;  // every target compiled in, best first
   std::string int8_dot;       // the Q8/Q4 kernels' integer dot product
+  std::string bf16_products;  // --fast-prefill's pair products
 };
 
 BuildInfo build_info();

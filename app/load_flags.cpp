@@ -12,6 +12,9 @@ void LoadFlags::add_options(CLI::App* cmd) {
   cmd->add_option("--weights", weights, "Weight format: auto (as stored), bf16, f16, f32, q8, q4 (converted at load)")
       ->capture_default_str();
   cmd->add_option("--kv", kv, "KV cache type: f32, f16, bf16")->capture_default_str();
+  cmd->add_flag("--fast-prefill", fast_prefill,
+                "bf16 weights: multiply with the activations rounded to bf16 (vdpbf16ps where the CPU has "
+                "AVX512-BF16), in prefill and decode alike; faster, no longer exactly transformers' arithmetic");
   cmd->add_option("--simd", simd,
                   "Run the kernels of this SIMD target or a lesser one (e.g. AVX2 on an AVX-512 host; "
                   "`qinfer --version` lists those compiled in)");
@@ -22,6 +25,7 @@ LoadOptions LoadFlags::options() const {
   o.threads = thread_count(threads);
   o.weights = parse_weight_format(weights);
   o.kv_cache = parse_kv_dtype(kv);
+  o.bf16_products = fast_prefill;
   if (!simd.empty() && !simd::limit_target(simd))
     fail("--simd ", simd,
          ": not a SIMD target this binary can run on this CPU; it can run: ", simd::runnable_targets());

@@ -1,5 +1,5 @@
 // The flags of every command that loads a model to compute on it: -t,
-// --weights, --kv and --simd. One definition, so each command validates them alike
+// --weights, --kv, --simd and --fast-prefill. One definition, so each command validates them alike
 // (the thread count capped at the hardware, the formats named on error).
 #pragma once
 #include <CLI/CLI.hpp>
@@ -13,6 +13,7 @@ struct LoadFlags {
   int threads = 0;  // as given; see thread_count()
   std::string weights = "auto", kv;
   std::string simd;  // empty: the best target this CPU runs
+  bool fast_prefill = false;
 
   explicit LoadFlags(std::string default_kv = "f32") : kv(std::move(default_kv)) {}
   void add_options(CLI::App* cmd);

@@ -12,6 +12,9 @@
 //   BM_Attention/<kv type>/<threads>: causal prefill attention of 512
 //     positions, 16 query heads over 8 kv heads of 128, keys and values in a
 //     KV pool of 16-position blocks (the engine's).
+//   BM_AttentionDeep/<kv type>/<depth>: the same 512 query positions after
+//     `depth` cached ones (the last 512 of a depth + 512 prompt), 1 thread:
+//     where long prompts spend their prefill.
 //   BM_AttentionDecode/<kv type>/<depth>: one query position over `depth`
 //     cached positions, 1 thread: a decode step's attention at that depth.
 // --simd=TARGET (first argument) runs the kernels of a lesser target, as
@@ -172,6 +175,20 @@ void BM_Attention(benchmark::State& state, DType kv) {
                          benchmark::Counter::kIsRate);
 }
 
+void BM_AttentionDeep(benchmark::State& state, DType kv) {
+  const int64_t n = 512, depth = state.range(0);
+  ThreadPool pool(1);
+  AttentionInputs in(n, depth + n, kv);
+  for (auto _ : state) {
+    in.run(n, depth, pool);
+    benchmark::DoNotOptimize(in.out.data());
+  }
+  // Each query sees depth keys plus the causal half of its own 512.
+  state.counters["flops"] = benchmark::Counter(
+      4.0 * n * (depth + n / 2.0) * AttentionInputs::kHeadDim * AttentionInputs::kHeads * state.iterations(),
+      benchmark::Counter::kIsRate);
+}
+
 void BM_AttentionDecode(benchmark::State& state, DType kv) {
   const int64_t depth = state.range(0);
   ThreadPool pool(1);
@@ -201,6 +218,7 @@ BENCHMARK_CAPTURE(BM_BatchedDecode, q8, WeightFormat::Q8)->Arg(4)->Arg(16)->Arg(
 BENCHMARK_CAPTURE(BM_BatchedDecode, q4, WeightFormat::Q4)->Arg(4)->Arg(16)->Arg(64)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Attention, f16, DType::F16)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Attention, f32, DType::F32)->Arg(1)->UseRealTime();
+BENCHMARK_CAPTURE(BM_AttentionDeep, f16, DType::F16)->Arg(3584)->UseRealTime();
 BENCHMARK_CAPTURE(BM_AttentionDecode, f16, DType::F16)->Arg(512)->Arg(4096);
 
 }  // namespace

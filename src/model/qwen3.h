@@ -39,6 +39,12 @@ struct LoadOptions {
   std::optional<WeightFormat> weights;
   DType kv_cache = DType::F32;  // F32, F16 or BF16 (see KvCache)
   int threads = 0;              // for the conversion; <= 0: all hardware threads
+  // bf16 weights only (Error otherwise): every matrix multiplies with the
+  // activation rounded to bf16, by pairs as AVX512-BF16 does
+  // (WeightMatrix::bf16_products), in prefill and decode alike: faster
+  // prefill where the CPU has the instruction, no longer transformers' exact
+  // arithmetic (--fast-prefill; bench --quality measures how far).
+  bool bf16_products = false;
 };
 
 // "bf16", "f16", "f32", "q8", "q4" (Error otherwise); "auto" is nullopt (as stored).

@@ -162,6 +162,12 @@ struct Binder {
     if (to && *to != out.format && (quantizable || (*to != WeightFormat::Q8 && *to != WeightFormat::Q4)))
       out = convert(name, out, *to);
     if (!out.quantized()) out = packed(out);
+    if (options.bf16_products) {
+      if (out.format != WeightFormat::BF16)
+        fail("--fast-prefill multiplies bf16 weights, and ", name, " is ", weight_format_name(out.format),
+             (to ? "" : " as stored"), ": load the weights as bf16 (--weights bf16) or leave --fast-prefill out");
+      out.bf16_products = true;
+    }
     bytes += out.bytes();
   }
 

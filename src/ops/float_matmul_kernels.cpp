@@ -95,6 +95,119 @@ HWY_NOINLINE void PanelTile(const float* HWY_RESTRICT panel, const float* HWY_RE
   }
 }
 
+// ---------------------------------------------------------------- bf16 products
+
+// The pairs of a bf16 panel as vdpbf16ps takes them: dword m * kP + j holds
+// row j's columns 2m (low half) and 2m+1 (high half), subnormals as zeros
+// (the instruction's reading of them, made here for every target).
+void PairPanel(const uint16_t* HWY_RESTRICT panel, size_t k, uint32_t* HWY_RESTRICT out) {
+  size_t j0 = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const hn::Full128<uint16_t> d16;
+  const hn::Full128<uint32_t> d32;
+  const auto exponent = hn::Set(d16, 0x7f80), sign = hn::Set(d16, 0x8000);
+  auto flush = [&](decltype(exponent) v) {
+    return hn::IfThenElse(hn::Eq(hn::And(v, exponent), hn::Zero(d16)), hn::And(v, sign), v);
+  };
+  for (size_t m = 0; m < k / 2; ++m)
+    for (size_t j = 0; j < kP; j += 8) {  // 8 rows: their two columns interleaved
+      const auto even = flush(hn::LoadU(d16, panel + 2 * m * kP + j));
+      const auto odd = flush(hn::LoadU(d16, panel + (2 * m + 1) * kP + j));
+      hn::StoreU(hn::BitCast(d32, hn::InterleaveLower(d16, even, odd)), d32, out + m * kP + j);
+      hn::StoreU(hn::BitCast(d32, hn::InterleaveUpper(d16, even, odd)), d32, out + m * kP + j + 4);
+    }
+  j0 = kP;
+#endif
+  auto flush_one = [](uint16_t h) -> uint32_t { return (h & 0x7f80u) != 0 ? h : h & 0x8000u; };
+  for (size_t m = 0; m < k / 2; ++m)
+    for (size_t j = j0; j < kP; ++j)
+      out[m * kP + j] = flush_one(panel[2 * m * kP + j]) | flush_one(panel[(2 * m + 1) * kP + j]) << 16;
+}
+
+// The bf16 halves of pair vectors as f32: column 2m+1 (high) and 2m (low).
+template <class V>
+HWY_INLINE hn::Vec<DF> HighHalf(V v) {
+  return hn::BitCast(DF(), hn::And(v, hn::Set(hn::RebindToUnsigned<DF>(), 0xffff0000u)));
+}
+template <class V>
+HWY_INLINE hn::Vec<DF> LowHalf(V v) {
+  return hn::BitCast(DF(), hn::ShiftLeft<16>(v));
+}
+HWY_INLINE float HighHalf(uint32_t v) {
+  float f;
+  v &= 0xffff0000u;
+  std::memcpy(&f, &v, 4);
+  return f;
+}
+HWY_INLINE float LowHalf(uint32_t v) { return HighHalf(v << 16); }
+
+// PanelTile for bf16 products (bf16_pair_dot): activation pairs xp[m * R + r]
+// against the pair panel, each pair two multiply-adds, the high halves first.
+template <size_t R>
+HWY_NOINLINE void PairTile(const uint32_t* HWY_RESTRICT pairs, const uint32_t* HWY_RESTRICT xp, size_t n,
+                           float* HWY_RESTRICT total) {
+  const DF df;
+  const hn::RebindToUnsigned<DF> du;
+  const size_t N = hn::Lanes(df), C = kTileVectors * N;
+  for (size_t b = 0; b < n; b += kFloatDotBlock) {
+    hn::Vec<DF> acc[R][kTileVectors];
+    for (size_t r = 0; r < R; ++r)
+      for (size_t c = 0; c < kTileVectors; ++c) acc[r][c] = hn::Zero(df);
+    for (size_t m = b / 2; m < std::min(n, b + kFloatDotBlock) / 2; ++m) {
+      hn::Vec<DF> hi[kTileVectors], lo[kTileVectors];
+      for (size_t c = 0; c < kTileVectors; ++c) {
+        const auto w = hn::LoadU(du, pairs + m * kP + c * N);
+        hi[c] = HighHalf(w);
+        lo[c] = LowHalf(w);
+      }
+      for (size_t r = 0; r < R; ++r) {
+        const uint32_t x = xp[m * R + r];
+        const auto xh = hn::Set(df, HighHalf(x)), xl = hn::Set(df, LowHalf(x));
+        for (size_t c = 0; c < kTileVectors; ++c) acc[r][c] = hn::MulAdd(xl, lo[c], hn::MulAdd(xh, hi[c], acc[r][c]));
+      }
+    }
+    for (size_t r = 0; r < R; ++r)
+      for (size_t c = 0; c < kTileVectors; ++c) {
+        float* t = total + r * C + c * N;
+        hn::Store(b == 0 ? acc[r][c] : hn::Add(hn::Load(df, t), acc[r][c]), df, t);
+      }
+  }
+}
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+// The same with vdpbf16ps, on CPUs with AVX512-BF16 (16 lanes: a tile is a
+// whole panel). clang replaces Highway's pragma target with a function's own,
+// so the whole set is named.
+#define QINFER_BF16 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx512bf16")))
+constexpr bool kBf16Instruction = true;
+template <size_t R>
+HWY_NOINLINE QINFER_BF16 void PairTileBf16(const uint32_t* HWY_RESTRICT pairs, const uint32_t* HWY_RESTRICT xp,
+                                           size_t n, float* HWY_RESTRICT total) {
+  for (size_t b = 0; b < n; b += kFloatDotBlock) {
+    __m512 acc[R][2];
+    for (size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (size_t m = b / 2; m < std::min(n, b + kFloatDotBlock) / 2; ++m) {
+      const __m512bh w0 = (__m512bh)_mm512_loadu_si512(pairs + m * kP);
+      const __m512bh w1 = (__m512bh)_mm512_loadu_si512(pairs + m * kP + 16);
+      for (size_t r = 0; r < R; ++r) {
+        const __m512bh x = (__m512bh)_mm512_set1_epi32(static_cast<int>(xp[m * R + r]));
+        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], x, w0);
+        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], x, w1);
+      }
+    }
+    for (size_t r = 0; r < R; ++r)
+      for (size_t c = 0; c < 2; ++c) {
+        float* t = total + r * kP + c * 16;
+        _mm512_store_ps(t, b == 0 ? acc[r][c] : _mm512_add_ps(_mm512_load_ps(t), acc[r][c]));
+      }
+  }
+}
+#else
+constexpr bool kBf16Instruction = false;
+#endif
+
+bool UsesBf16Instruction() { return kBf16Instruction && simd::cpu_has_avx512_bf16(); }
+
 // ---------------------------------------------------------------- decode
 
 // total[j] = float_dot(x, panel row j) for the 32 rows of a panel.
@@ -113,6 +226,29 @@ HWY_NOINLINE void DecodePanel(const T* HWY_RESTRICT panel, const float* HWY_REST
         hwy::Prefetch(reinterpret_cast<const uint8_t*>(w) + kPrefetchBytes + line);
       const auto xe = hn::Set(df, x[e]);
       for (size_t c = 0; c < V; ++c) acc[c] = hn::MulAdd(xe, LoadWeights(df, w + c * N), acc[c]);
+    }
+    for (size_t c = 0; c < V; ++c) sum[c] = b == 0 ? acc[c] : hn::Add(sum[c], acc[c]);
+  }
+  for (size_t c = 0; c < V; ++c) hn::StoreU(sum[c], df, total + c * N);
+}
+
+// DecodePanel for bf16 products: two multiply-adds per pair on the panel as
+// stored (PairRows sets flush-to-zero and denormals-are-zero, so its
+// subnormal weights count as zero as PairPanel makes them).
+HWY_NOINLINE void DecodePairPanel(const hwy::bfloat16_t* HWY_RESTRICT panel, const uint32_t* HWY_RESTRICT xp, size_t k,
+                                  float* HWY_RESTRICT total) {
+  const DF df;
+  const size_t N = hn::Lanes(df), V = kP / N;
+  hn::Vec<DF> sum[kP], acc[kP];  // V of them
+  for (size_t b = 0; b < k; b += kFloatDotBlock) {
+    for (size_t c = 0; c < V; ++c) acc[c] = hn::Zero(df);
+    for (size_t m = b / 2; m < std::min(k, b + kFloatDotBlock) / 2; ++m) {
+      const hwy::bfloat16_t* w = panel + 2 * m * kP;
+      for (size_t line = 0; line < 2 * kP * sizeof(*w); line += 64)
+        hwy::Prefetch(reinterpret_cast<const uint8_t*>(w) + kPrefetchBytes + line);
+      const auto xh = hn::Set(df, HighHalf(xp[m])), xl = hn::Set(df, LowHalf(xp[m]));
+      for (size_t c = 0; c < V; ++c)
+        acc[c] = hn::MulAdd(xl, LoadWeights(df, w + c * N), hn::MulAdd(xh, LoadWeights(df, w + kP + c * N), acc[c]));
     }
     for (size_t c = 0; c < V; ++c) sum[c] = b == 0 ? acc[c] : hn::Add(sum[c], acc[c]);
   }
@@ -163,6 +299,56 @@ void Rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, siz
   }
 }
 
+// Rows for bf16-product weights. Decode streams each panel as stored;
+// otherwise a panel's pairs are made once and every tile of activation
+// pairs passes over them.
+void PairRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
+              size_t ldy) {
+  const size_t k = static_cast<size_t>(w.cols), C = kTileVectors * hn::Lanes(DF());
+  const auto* base = static_cast<const uint16_t*>(w.data);
+  const bool instruction = UsesBf16Instruction();
+  HWY_ALIGN float total[kPanelTileRows * kP];
+  thread_local hwy::AlignedFreeUniquePtr<uint32_t[]> pairs;
+  thread_local size_t pairs_size = 0;
+  if (pairs_size < k / 2 * kP) {
+    pairs = hwy::AllocateAligned<uint32_t>(k / 2 * kP);
+    pairs_size = k / 2 * kP;
+  }
+#if HWY_ARCH_X86
+  // Subnormal sums and weights to zero, as vdpbf16ps takes and gives them (bf16_pair_dot).
+  const unsigned csr = _mm_getcsr();
+  _mm_setcsr(csr | _MM_FLUSH_ZERO_ON | _MM_DENORMALS_ZERO_ON);
+#endif
+  for (size_t r = r0; r < r1; r += kP) {
+    const size_t nr = std::min(kP, r1 - r);
+    if (ni == 1) {
+      DecodePairPanel(reinterpret_cast<const hwy::bfloat16_t*>(base) + r / kP * k * kP, a.pairs + i0 * (k / 2), k,
+                      total);
+      std::copy_n(total, nr, y + (r - r0));
+      continue;
+    }
+    PairPanel(base + r / kP * k * kP, k, pairs.get());
+    for (size_t i = 0; i < ni; i += kPanelTileRows) {
+      const size_t rows = std::min(kPanelTileRows, ni - i);
+      const uint32_t* xp = a.pairs + (i0 + i) * (k / 2);
+      for (size_t c0 = 0; c0 < nr; c0 += C) {
+        with_rows<kPanelTileRows>(rows, [&](auto R) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+          if (instruction) return PairTileBf16<R()>(pairs.get() + c0, xp, k, total);
+#endif
+          PairTile<R()>(pairs.get() + c0, xp, k, total);
+        });
+        const size_t nc = std::min(C, nr - c0);
+        for (size_t q = 0; q < rows; ++q) std::copy_n(total + q * C, nc, y + (i + q) * ldy + (r - r0) + c0);
+      }
+    }
+  }
+#if HWY_ARCH_X86
+  _mm_setcsr(csr);
+#endif
+  (void)instruction;
+}
+
 void FloatDotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
                   size_t ldy) {
   switch (w.format) {
@@ -171,6 +357,7 @@ void FloatDotRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t
     case WeightFormat::F16:
       return Rows<hwy::float16_t>(w, a, i0, ni, r0, r1, y, ldy);
     case WeightFormat::BF16:
+      if (w.bf16_products) return PairRows(w, a, i0, ni, r0, r1, y, ldy);
       return Rows<hwy::bfloat16_t>(w, a, i0, ni, r0, r1, y, ldy);
     case WeightFormat::Q8:
     case WeightFormat::Q4:
@@ -188,6 +375,23 @@ void PackActivation(const float* x, size_t n, size_t k, size_t i0, size_t i1, fl
     for (size_t e = 0; e < k; ++e)
       for (size_t q = 0; q < rows; ++q) o[e * rows + q] = x[(t + q) * k + e];
   }
+}
+
+// PackActivation for bf16-product weights: pairs of bf16 operands.
+void PackBf16Pairs(const float* x, size_t n, size_t k, size_t i0, size_t i1, uint32_t* out) {
+  for (size_t t = i0; t < i1; t += kPanelTileRows) {
+    const size_t rows = std::min(kPanelTileRows, n - t);
+    uint32_t* o = out + t * (k / 2);
+    for (size_t m = 0; m < k / 2; ++m)
+      for (size_t q = 0; q < rows; ++q) {
+        const float* xr = x + (t + q) * k + 2 * m;
+        o[m * rows + q] = bf16_operand(xr[0]) | static_cast<uint32_t>(bf16_operand(xr[1])) << 16;
+      }
+  }
+}
+
+const char* Bf16ProductPath() {
+  return UsesBf16Instruction() ? "vdpbf16ps (AVX512-BF16)" : "two f32 multiply-adds per pair";
 }
 
 #if HWY_TARGET != HWY_SCALAR
@@ -277,6 +481,8 @@ HWY_AFTER_NAMESPACE();
 namespace qinfer::kernels {
 HWY_EXPORT(FloatDotRows);
 HWY_EXPORT(PackActivation);
+HWY_EXPORT(PackBf16Pairs);
+HWY_EXPORT(Bf16ProductPath);
 HWY_EXPORT(PackFullPanel);
 HWY_EXPORT(PanelTileRowsOf);
 HWY_EXPORT(FusedFloatDot);
@@ -288,6 +494,10 @@ void float_dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size
 void pack_activation(const float* x, size_t n, size_t k, size_t i0, size_t i1, float* out) {
   HWY_DYNAMIC_DISPATCH(PackActivation)(x, n, k, i0, i1, out);
 }
+void pack_bf16_pairs(const float* x, size_t n, size_t k, size_t i0, size_t i1, uint32_t* out) {
+  HWY_DYNAMIC_DISPATCH(PackBf16Pairs)(x, n, k, i0, i1, out);
+}
+const char* bf16_product_path() { return HWY_DYNAMIC_DISPATCH(Bf16ProductPath)(); }
 void pack_full_panel(const void* rows, size_t element_bytes, size_t stride, size_t cols, void* dst) {
   HWY_DYNAMIC_DISPATCH(PackFullPanel)(rows, element_bytes, stride, cols, dst);
 }

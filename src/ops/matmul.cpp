@@ -29,6 +29,7 @@ size_t decode_group_rows(const WeightMatrix& w) {
 // Per-call scratch, reused across calls by the thread that calls matmul.
 struct Scratch {
   std::vector<float> packed, d;
+  std::vector<uint32_t> pairs;
   std::vector<int32_t> zero_dot_q8, zero_dot_q4;
   std::vector<int8_t> q;
 };
@@ -43,8 +44,8 @@ kernels::Activations prepare(const float* x, size_t n, size_t k, std::initialize
                              Scratch& s, ThreadPool& pool) {
   kernels::Activations a;
   a.x = x;
-  const bool floats =
-      std::any_of(targets.begin(), targets.end(), [](const MatmulTarget& t) { return !t.w.quantized(); });
+  const bool floats = std::any_of(targets.begin(), targets.end(),
+                                  [](const MatmulTarget& t) { return !t.w.quantized() && !t.w.bf16_products; });
   if (floats && n > 1) {
     s.packed.resize(n * k);
     const size_t tile = kernels::float_tile_rows();
@@ -52,6 +53,19 @@ kernels::Activations prepare(const float* x, size_t n, size_t k, std::initialize
       kernels::pack_activation(x, n, k, t0 * tile, std::min(n, t1 * tile), s.packed.data());
     });
     a.packed = s.packed.data();
+  }
+  if (std::any_of(targets.begin(), targets.end(), [](const MatmulTarget& t) { return t.w.bf16_products; })) {
+    if (k % 2 != 0) fail("matmul: bf16 products need an even width, not ", k);
+    s.pairs.resize(n * k / 2);
+    const size_t tile = kernels::float_tile_rows();
+    auto tiles = [&](size_t t0, size_t t1) {
+      kernels::pack_bf16_pairs(x, n, k, t0 * tile, std::min(n, t1 * tile), s.pairs.data());
+    };
+    if (n == 1)
+      tiles(0, 1);
+    else
+      pool.parallel_for((n + tile - 1) / tile, 1, tiles);
+    a.pairs = s.pairs.data();
   }
   if (any_format(targets, WeightFormat::Q4) || any_format(targets, WeightFormat::Q8)) {
     const size_t blocks = k / kQuantBlock;
@@ -267,6 +281,22 @@ float float_dot(const float* x, const void* w_row, DType t, size_t k) {
     float s = 0;
     for (size_t e = b; e < std::min(k, b + kFloatDotBlock); ++e) s = std::fma(x[e], load_as_f32(w_row, t, e), s);
     total = b == 0 ? s : total + s;
+  }
+  return total;
+}
+
+float bf16_pair_dot(const float* x, const void* w_row_bf16, size_t k) {
+  auto f32 = [](uint16_t h) { return bf16_to_f32((h & 0x7f80u) != 0 ? h : h & 0x8000u); };  // subnormals to zero
+  auto flush = [](float v) { return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.0f, v) : v; };
+  const auto* w = static_cast<const uint16_t*>(w_row_bf16);
+  float total = 0;
+  for (size_t b = 0; b < k; b += kFloatDotBlock) {
+    float s = 0;
+    for (size_t e = b; e < std::min(k, b + kFloatDotBlock); e += 2) {
+      s = flush(std::fma(f32(bf16_operand(x[e + 1])), f32(w[e + 1]), s));
+      s = flush(std::fma(f32(bf16_operand(x[e])), f32(w[e]), s));
+    }
+    total = b == 0 ? s : flush(total + s);
   }
   return total;
 }

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 
 #include "ops/quant.h"
@@ -31,6 +32,9 @@ struct WeightMatrix {
   int64_t rows = 0;
   int64_t cols = 0;
   bool panels = false;  // float formats: packed by pack_float_panels
+  // BF16 panels only, opt in (--fast-prefill): each output is bf16_pair_dot
+  // below instead of float_dot, in prefill and decode alike.
+  bool bf16_products = false;
 
   bool quantized() const { return format == WeightFormat::Q8 || format == WeightFormat::Q4; }
   QuantFormat quant_format() const { return format == WeightFormat::Q8 ? QuantFormat::Q8 : QuantFormat::Q4; }
@@ -92,6 +96,24 @@ void matmul(const float* x, int64_t n, std::initializer_list<MatmulTarget> targe
 // this where their target fuses multiply-adds (kernels::fused_float_dot).
 constexpr size_t kFloatDotBlock = 16;
 float float_dot(const float* x, const void* w_row, DType t, size_t k);
+
+// The opt-in sum of bf16 weights (WeightMatrix::bf16_products): x rounded to
+// bf16 (bf16_operand), then, as AVX512-BF16's vdpbf16ps adds a pair of
+// products, for each pair of columns (2m, 2m+1): s += x[2m+1] * w[2m+1], then
+// s += x[2m] * w[2m], each sum rounded once (a product of two bf16 is exact in
+// f32); subnormal weights count as zero and every subnormal sum becomes zero
+// (the instruction's rules); blocks as float_dot's. So every x86 target that
+// lacks the instruction gives its bits with two multiply-adds per pair under
+// flush-to-zero. k even.
+float bf16_pair_dot(const float* x, const void* w_row_bf16, size_t k);
+// x rounded to bf16 to nearest even, subnormals to zero (vdpbf16ps reads its
+// operands so; a NaN stays a NaN).
+inline uint16_t bf16_operand(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7f800000u) == 0) return static_cast<uint16_t>((bits >> 16) & 0x8000u);  // zero, subnormal
+  return f32_to_bf16(x);
+}
 
 // Plain scalar version (double accumulation over the weights as stored,
 // dequantized for Q8/Q4, and x as given; either float layout) for tests.

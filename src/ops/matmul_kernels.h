@@ -23,8 +23,9 @@ namespace qinfer::kernels {
 
 // Activation rows [n, k] in the forms the weight formats need.
 struct Activations {
-  const float* x = nullptr;       // [n, k]: float weights, one row
-  const float* packed = nullptr;  // x in tiles for float weights, n > 1 (pack_activation)
+  const float* x = nullptr;         // [n, k]: float weights, one row
+  const float* packed = nullptr;    // x in tiles for float weights, n > 1 (pack_activation)
+  const uint32_t* pairs = nullptr;  // x in tiles of bf16 pairs for bf16-product weights (pack_bf16_pairs)
   // Q8, Q4 weights: x quantized per 32-block, in tiles of quant_tile_rows()
   // rows (quantize_activation; one row is a tile of its own). q: the int8
   // values; d: each block's scale; zero_dot, per format (QuantFormat as
@@ -67,6 +68,14 @@ void float_dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size
 // float weights: tiles of float_tile_rows() rows (the last of n may be
 // shorter), each [k][rows], at out + (tile's first row) * k.
 void pack_activation(const float* x, size_t n, size_t k, size_t i0, size_t i1, float* out);
+// The same for bf16-product weights (WeightMatrix::bf16_products): each row's
+// columns 2m, 2m+1 rounded by bf16_operand into one 32-bit pair (2m in the
+// low half), tiles [k/2][rows] at out + (tile's first row) * k / 2; one row
+// is a tile of its own.
+void pack_bf16_pairs(const float* x, size_t n, size_t k, size_t i0, size_t i1, uint32_t* out);
+// How the bf16-product kernels multiply on this CPU: vdpbf16ps where the
+// target is AVX-512 and the CPU has AVX512-BF16, else two multiply-adds.
+const char* bf16_product_path();
 // One whole panel of float weights (matmul.h): kFloatPanelRows rows of `cols`
 // elements of element_bytes (2 or 4), `stride` elements apart from `rows`,
 // into dst [cols][kFloatPanelRows]. pack_float_panels' fast path; its plain

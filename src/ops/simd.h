@@ -56,6 +56,8 @@ bool limit_target(const std::string& name);
 // limit_target("AVX2") nor use_avx_vnni(false) turned it off.
 bool avx_vnni();
 bool cpu_has_avx_vnni();
+// Whether the CPU has AVX512-BF16 (vdpbf16ps), which Highway 1.0.3 does not detect.
+bool cpu_has_avx512_bf16();
 // Turns AVX-VNNI on (where the CPU has it) or off for the AVX2 kernels: the
 // tests run those kernels both ways.
 void use_avx_vnni(bool on);

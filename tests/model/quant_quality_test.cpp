@@ -97,6 +97,45 @@ TEST_P(QuantQualityTest, AgainstExactPathTeacherForcedOverGoldenPaths) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, QuantQualityTest, ::testing::Values("tiny", "tiny2"));
 
+// --fast-prefill: bf16 weights times the activation rounded to bf16. Against
+// the same bf16 weights on the exact path its only error is the activations'
+// rounding (relative 2^-9, finer than Q8's int8 activations), so it is held
+// to Q8's bounds; and its prefill gives decode's logits bit for bit (the
+// contract batching relies on), where the two run different kernels' tiles.
+TEST_P(QuantQualityTest, FastPrefillStaysCloseAndPrefillEqualsDecode) {
+  const std::string fixture = GetParam();
+  const std::string dir = test::data_path("models/" + fixture);
+  LoadOptions exact_options, fast_options;
+  exact_options.weights = fast_options.weights = WeightFormat::BF16;
+  fast_options.bf16_products = true;
+  auto exact = Qwen3Model::load(dir, exact_options), fast = Qwen3Model::load(dir, fast_options);
+  EXPECT_TRUE(fast->weights().layers[0].gate_proj.bf16_products);
+  EXPECT_TRUE(fast->weights().lm_head.bf16_products);
+  const LogitAgreement a = agreement(*exact, *fast, fixture, false);
+  print(fixture + " bf16 products", a);
+  EXPECT_GE(a.rows, 180);
+  EXPECT_GE(a.clear_top1(), 0.99);
+  EXPECT_GE(a.top1(), 0.85);
+  EXPECT_LT(a.mean_kl(), 0.05);
+  EXPECT_GT(a.rms_error(), 0);  // it is not the exact path
+  ThreadPool pool(2);
+  const auto seq = golden_sequences(fixture).at(0);
+  EXPECT_EQ(teacher_forced_logits(*fast, seq, false, pool), teacher_forced_logits(*fast, seq, true, pool));
+}
+
+TEST(FastPrefill, RefusesWeightsThatAreNotBf16) {
+  LoadOptions opts;
+  opts.bf16_products = true;
+  opts.weights = WeightFormat::Q8;
+  try {
+    Qwen3Model::load(test::data_path("models/tiny2"), opts);
+    FAIL() << "--fast-prefill took q8 weights";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--fast-prefill multiplies bf16 weights"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is q8"), std::string::npos) << e.what();
+  }
+}
+
 TEST(QuantizedCheckpoint, SavedModelLoadsInPlaceWithIdenticalLogits) {
   for (WeightFormat f : {WeightFormat::Q8, WeightFormat::Q4}) {
     const std::string src = test::data_path("models/tiny2");  // f16, untied lm_head, sharded

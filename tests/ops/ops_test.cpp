@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -201,6 +202,102 @@ TEST_P(MatmulTest, PanelsHoldTheRowsTheyWerePackedFrom) {
 
 INSTANTIATE_TEST_SUITE_P(AllDtypes, MatmulTest, ::testing::Values(DType::F32, DType::F16, DType::BF16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// bf16_operand rounds to nearest even and flushes subnormals, as vdpbf16ps reads its operands.
+TEST(Bf16Products, OperandRoundsToNearestEvenAndFlushesSubnormals) {
+  const float half_ulp = std::ldexp(1.0f, -8);  // half a bf16 ulp at 1
+  EXPECT_EQ(bf16_operand(1.0f), 0x3f80);
+  EXPECT_EQ(bf16_operand(1.0f + half_ulp), 0x3f80);                  // tie: to the even 1.0
+  EXPECT_EQ(bf16_operand(1.0f + 3 * half_ulp), 0x3f82);              // tie: to the even 1.015625
+  EXPECT_EQ(bf16_operand(1.0f + half_ulp + half_ulp / 64), 0x3f81);  // past the tie: up
+  EXPECT_EQ(bf16_operand(-2.5f), 0xc020);
+  EXPECT_EQ(bf16_operand(1e-40f), 0x0000);                             // subnormal
+  EXPECT_EQ(bf16_operand(-1e-40f), 0x8000);                            // keeps its sign
+  EXPECT_EQ(bf16_operand(std::numeric_limits<float>::min()), 0x0080);  // the least normal stays
+  EXPECT_TRUE(std::isnan(bf16_to_f32(bf16_operand(std::nanf("")))));
+  EXPECT_EQ(bf16_operand(std::numeric_limits<float>::infinity()), 0x7f80);
+}
+
+// Weights with bf16_products give bf16_pair_dot's bits on every target (with
+// vdpbf16ps where the CPU has AVX512-BF16, two multiply-adds elsewhere), for
+// any number of rows, at sizes around the panels, tiles and blocks; a row of
+// a batched product equals the row alone. Subnormal weights and activations
+// are among the values.
+TEST(Bf16Products, GiveBf16PairDotBitForBitOnEveryTarget) {
+  test::for_each_target([&] {
+    ThreadPool pool(2);
+    for (int64_t n : {1, 2, 6, 13, 25})
+      for (int64_t rows : {1, 17, 32, 33, 65})
+        for (int64_t cols : {2, 16, 30, 32, 34, 96, 300}) {
+          auto wbytes = store_as(randn(rows * cols, rows * 5 + cols), DType::BF16);
+          for (size_t e = 3; e < wbytes.size() / 2; e += 37) {  // subnormal weights: count as zero
+            const uint16_t sub = e % 2 ? 0x0005 : 0x8040;
+            std::memcpy(&wbytes[2 * e], &sub, 2);
+          }
+          PanelMatrix packed(wbytes, DType::BF16, rows, cols);
+          packed.w.bf16_products = true;
+          auto x = randn(n * cols, 11 + n);
+          for (size_t e = 5; e < x.size(); e += 29) x[e] = e % 2 ? 3e-39f : -1e-40f;  // subnormal activations
+          std::vector<float> got(n * rows), single(rows);
+          matmul(x.data(), n, packed.w, got.data(), pool);
+          for (int64_t i = 0; i < n; ++i) {
+            matmul(&x[i * cols], 1, packed.w, single.data(), pool);
+            for (int64_t r = 0; r < rows; ++r) {
+              const float want = bf16_pair_dot(&x[i * cols], &wbytes[2 * r * cols], cols);
+              ASSERT_EQ(got[i * rows + r], want) << kernels::bf16_product_path() << " n=" << n << " rows=" << rows
+                                                 << " cols=" << cols << " at " << i << "," << r;
+              ASSERT_EQ(single[r], want) << "decode, rows=" << rows << " cols=" << cols << " at " << i << "," << r;
+            }
+          }
+        }
+  });
+}
+
+// Sums that fall below the least normal float become zeros on every target,
+// as vdpbf16ps makes them: products of ~1e-20 by ~1e-19 are subnormal.
+TEST(Bf16Products, SubnormalSumsAreZerosOnEveryTarget) {
+  test::for_each_target([&] {
+    ThreadPool pool(1);
+    const int64_t n = 3, rows = 33, cols = 64;
+    auto w = randn(rows * cols, 4), x = randn(n * cols, 5);
+    for (float& v : w) v *= 1e-19f;
+    for (float& v : x) v *= 1e-20f;
+    const auto wbytes = store_as(w, DType::BF16);
+    PanelMatrix packed(wbytes, DType::BF16, rows, cols);
+    packed.w.bf16_products = true;
+    std::vector<float> got(n * rows);
+    matmul(x.data(), n, packed.w, got.data(), pool);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t r = 0; r < rows; ++r) {
+        ASSERT_EQ(got[i * rows + r], bf16_pair_dot(&x[i * cols], &wbytes[2 * r * cols], cols)) << i << "," << r;
+        ASSERT_EQ(got[i * rows + r], 0.0f) << i << "," << r;
+      }
+  });
+}
+
+// The pair sum is close to the exact product of the rounded operands, and
+// its pairs are added the way round (high half first) that vdpbf16ps adds them:
+// the two orders differ for some of these sums.
+TEST(Bf16Products, PairDotAddsTheHighHalfFirst) {
+  const size_t k = 64;
+  int differ = 0;
+  for (uint32_t seed = 0; seed < 200; ++seed) {
+    auto x = randn(k, seed), w = randn(k, 1000 + seed);
+    auto wbytes = store_as(w, DType::BF16);
+    std::vector<float> swapped_x(k), swapped_w(k);
+    for (size_t e = 0; e < k; ++e) {
+      swapped_x[e] = x[e ^ 1];
+      swapped_w[e] = bf16_to_f32(f32_to_bf16(w[e ^ 1]));
+    }
+    auto swapped_bytes = store_as(swapped_w, DType::BF16);
+    const float got = bf16_pair_dot(x.data(), wbytes.data(), k);
+    double exact = 0;
+    for (size_t e = 0; e < k; ++e) exact += static_cast<double>(bf16_to_f32(bf16_operand(x[e]))) * swapped_w[e ^ 1];
+    ASSERT_NEAR(got, exact, 1e-5 * (1 + std::fabs(exact)));
+    differ += got != bf16_pair_dot(swapped_x.data(), swapped_bytes.data(), k);
+  }
+  EXPECT_GT(differ, 0) << "swapping each pair's halves never changed a sum: the order is untested";
+}
 
 TEST(Simd, FmaPeakWorkCountsTwoFlopsPerLanePerFma) {
   const double w = simd::fma_peak_work(1000);
