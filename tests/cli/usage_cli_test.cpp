@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ops/matmul_kernels.h"
 #include "ops/simd.h"
 #include "test_util.h"
 
@@ -120,6 +121,27 @@ TEST(UsageCli, SimdTakesARunnableTargetByNameOrNamesThem) {
     EXPECT_NE(r.err.find("--simd avx9: not a SIMD target this binary can run on this CPU; it can run: " + runnable),
               std::string::npos)
         << cmd << r.err;
+  }
+}
+
+// --fast-prefill: bench says it ran and which products; generate runs with
+// it; weights that are not bf16 are an error naming the flag and the format.
+TEST(UsageCli, FastPrefillRunsOnBf16WeightsAndRefusesOthers) {
+  Outcome r = run(bin() + " bench -m " + tiny() + " -p 4 -n 2 --reps 1 --json --fast-prefill");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["fast_prefill"], true);
+  EXPECT_EQ(j["weights"], "bf16");
+  EXPECT_EQ(j["bf16_products"], qinfer::kernels::bf16_product_path());
+  r = run(bin() + " generate -m " + tiny() + kPrompt + " -n 4 --temp 0 --fast-prefill");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* weights : {"q8", "f32"}) {
+    r = run(bin() + " generate -m " + tiny() + kPrompt + " -n 4 --fast-prefill --weights " + weights);
+    EXPECT_EQ(r.exit_code, 1) << weights;
+    EXPECT_NE(r.err.find(std::string("--fast-prefill multiplies bf16 weights, and model.embed_tokens.weight is ") +
+                         weights + ": load the weights as bf16 (--weights bf16)"),
+              std::string::npos)
+        << r.err;
   }
 }
 

@@ -48,6 +48,10 @@ class EngineTest : public ::testing::TestWithParam<const char*> {};
 TEST_P(EngineTest, EveryRequestGetsTheIdsOfItsSoloRun) {
   LoadOptions lo;
   if (std::string(GetParam()) == "q4") lo.weights = WeightFormat::Q4;
+  if (std::string(GetParam()) == "bf16_products") {  // --fast-prefill
+    lo.weights = WeightFormat::BF16;
+    lo.bf16_products = true;
+  }
   auto model = Qwen3Model::load(test::data_path("models/tiny"), lo);
   ThreadPool pool(2);
   const std::vector<Req> reqs = requests();
@@ -86,7 +90,7 @@ TEST_P(EngineTest, EveryRequestGetsTheIdsOfItsSoloRun) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Weights, EngineTest, ::testing::Values("stored", "q4"));
+INSTANTIATE_TEST_SUITE_P(Weights, EngineTest, ::testing::Values("stored", "q4", "bf16_products"));
 
 // Thousands of short random requests through a tiny KV pool (forcing
 // preemption), some sharing a prefix, arriving at random and some cancelled at
