@@ -98,30 +98,24 @@ HWY_NOINLINE void PanelTile(const float* HWY_RESTRICT panel, const float* HWY_RE
 // ---------------------------------------------------------------- bf16 products
 
 // The pairs of a bf16 panel as vdpbf16ps takes them: dword m * kP + j holds
-// row j's columns 2m (low half) and 2m+1 (high half), subnormals as zeros
-// (the instruction's reading of them, made here for every target).
+// row j's columns 2m (low half) and 2m+1 (high half). (Subnormals stay: the
+// instruction reads them as zeros, and PairRows has the other targets do so.)
 void PairPanel(const uint16_t* HWY_RESTRICT panel, size_t k, uint32_t* HWY_RESTRICT out) {
   size_t j0 = 0;
 #if HWY_TARGET != HWY_SCALAR
   const hn::Full128<uint16_t> d16;
   const hn::Full128<uint32_t> d32;
-  const auto exponent = hn::Set(d16, 0x7f80), sign = hn::Set(d16, 0x8000);
-  auto flush = [&](decltype(exponent) v) {
-    return hn::IfThenElse(hn::Eq(hn::And(v, exponent), hn::Zero(d16)), hn::And(v, sign), v);
-  };
   for (size_t m = 0; m < k / 2; ++m)
     for (size_t j = 0; j < kP; j += 8) {  // 8 rows: their two columns interleaved
-      const auto even = flush(hn::LoadU(d16, panel + 2 * m * kP + j));
-      const auto odd = flush(hn::LoadU(d16, panel + (2 * m + 1) * kP + j));
+      const auto even = hn::LoadU(d16, panel + 2 * m * kP + j), odd = hn::LoadU(d16, panel + (2 * m + 1) * kP + j);
       hn::StoreU(hn::BitCast(d32, hn::InterleaveLower(d16, even, odd)), d32, out + m * kP + j);
       hn::StoreU(hn::BitCast(d32, hn::InterleaveUpper(d16, even, odd)), d32, out + m * kP + j + 4);
     }
   j0 = kP;
 #endif
-  auto flush_one = [](uint16_t h) -> uint32_t { return (h & 0x7f80u) != 0 ? h : h & 0x8000u; };
   for (size_t m = 0; m < k / 2; ++m)
     for (size_t j = j0; j < kP; ++j)
-      out[m * kP + j] = flush_one(panel[2 * m * kP + j]) | flush_one(panel[(2 * m + 1) * kP + j]) << 16;
+      out[m * kP + j] = panel[2 * m * kP + j] | static_cast<uint32_t>(panel[(2 * m + 1) * kP + j]) << 16;
 }
 
 // The bf16 halves of pair vectors as f32: column 2m+1 (high) and 2m (low).
@@ -233,8 +227,7 @@ HWY_NOINLINE void DecodePanel(const T* HWY_RESTRICT panel, const float* HWY_REST
 }
 
 // DecodePanel for bf16 products: two multiply-adds per pair on the panel as
-// stored (PairRows sets flush-to-zero and denormals-are-zero, so its
-// subnormal weights count as zero as PairPanel makes them).
+// stored (under PairRows' flush-to-zero and denormals-are-zero).
 HWY_NOINLINE void DecodePairPanel(const hwy::bfloat16_t* HWY_RESTRICT panel, const uint32_t* HWY_RESTRICT xp, size_t k,
                                   float* HWY_RESTRICT total) {
   const DF df;
@@ -310,12 +303,13 @@ void PairRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni,
   HWY_ALIGN float total[kPanelTileRows * kP];
   thread_local hwy::AlignedFreeUniquePtr<uint32_t[]> pairs;
   thread_local size_t pairs_size = 0;
-  if (pairs_size < k / 2 * kP) {
+  if (ni > 1 && pairs_size < k / 2 * kP) {  // decode reads the panels as stored
     pairs = hwy::AllocateAligned<uint32_t>(k / 2 * kP);
     pairs_size = k / 2 * kP;
   }
 #if HWY_ARCH_X86
-  // Subnormal sums and weights to zero, as vdpbf16ps takes and gives them (bf16_pair_dot).
+  // Subnormal weights and sums to zero, as vdpbf16ps reads and gives them
+  // (bf16_pair_dot): the multiply-adds of the other targets and of decode.
   const unsigned csr = _mm_getcsr();
   _mm_setcsr(csr | _MM_FLUSH_ZERO_ON | _MM_DENORMALS_ZERO_ON);
 #endif
