@@ -6,7 +6,11 @@ set -euo pipefail
 who=$1
 shift
 missing=()
-for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+# dpkg-query -W, not dpkg -s: with a second architecture (arm64 for
+# scripts/test_kernels_arm64.sh) dpkg -s refuses a name installed for both.
+for p in "$@"; do
+  dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")
+done
 ((${#missing[@]})) || exit 0
 echo "$who: installing ${missing[*]}"
 SUDO=""

@@ -9,6 +9,15 @@
 #include <string>
 #include <vector>
 
+// The compiler's own IEEE half-precision type, the reference for the f16
+// conversions: _Float16 (GCC on x86; clang 14 only with AVX512-FP16), __fp16
+// on 64-bit ARM (where GCC 12 has no _Float16 in C++).
+#if defined(__aarch64__)
+#define QINFER_TEST_NATIVE_F16 __fp16
+#elif defined(__FLT16_MAX__)
+#define QINFER_TEST_NATIVE_F16 _Float16
+#endif
+
 namespace qinfer::test {
 
 inline std::string data_path(const std::string& rel) { return std::string(QINFER_TEST_DATA) + "/" + rel; }

@@ -227,7 +227,7 @@ HWY_NOINLINE void DecodePanel(const T* HWY_RESTRICT panel, const float* HWY_REST
 }
 
 // DecodePanel for bf16 products: two multiply-adds per pair on the panel as
-// stored (under PairRows' flush-to-zero and denormals-are-zero).
+// stored (under PairRows' SubnormalsAsZeros).
 HWY_NOINLINE void DecodePairPanel(const hwy::bfloat16_t* HWY_RESTRICT panel, const uint32_t* HWY_RESTRICT xp, size_t k,
                                   float* HWY_RESTRICT total) {
   const DF df;
@@ -292,6 +292,34 @@ void Rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, siz
   }
 }
 
+// While it lives, subnormal operands and results of float arithmetic are read
+// and given as zeros, as vdpbf16ps does (bf16_pair_dot): x86's MXCSR
+// flush-to-zero and denormals-are-zero, AArch64's FPCR.FZ (which does both).
+class SubnormalsAsZeros {
+ public:
+  SubnormalsAsZeros() {
+#if HWY_ARCH_X86
+    saved_ = _mm_getcsr();
+    _mm_setcsr(static_cast<unsigned>(saved_) | _MM_FLUSH_ZERO_ON | _MM_DENORMALS_ZERO_ON);
+#elif HWY_ARCH_ARM_A64
+    asm volatile("mrs %0, fpcr" : "=r"(saved_));
+    asm volatile("msr fpcr, %0" : : "r"(saved_ | uint64_t{1} << 24));
+#endif
+  }
+  ~SubnormalsAsZeros() {
+#if HWY_ARCH_X86
+    _mm_setcsr(static_cast<unsigned>(saved_));
+#elif HWY_ARCH_ARM_A64
+    asm volatile("msr fpcr, %0" : : "r"(saved_));
+#endif
+  }
+  SubnormalsAsZeros(const SubnormalsAsZeros&) = delete;
+  SubnormalsAsZeros& operator=(const SubnormalsAsZeros&) = delete;
+
+ private:
+  uint64_t saved_ = 0;
+};
+
 // Rows for bf16-product weights. Decode streams each panel as stored;
 // otherwise a panel's pairs are made once and every tile of activation
 // pairs passes over them.
@@ -307,12 +335,8 @@ void PairRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni,
     pairs = hwy::AllocateAligned<uint32_t>(k / 2 * kP);
     pairs_size = k / 2 * kP;
   }
-#if HWY_ARCH_X86
-  // Subnormal weights and sums to zero, as vdpbf16ps reads and gives them
-  // (bf16_pair_dot): the multiply-adds of the other targets and of decode.
-  const unsigned csr = _mm_getcsr();
-  _mm_setcsr(csr | _MM_FLUSH_ZERO_ON | _MM_DENORMALS_ZERO_ON);
-#endif
+  // For the multiply-adds of the targets without the instruction and of decode.
+  const SubnormalsAsZeros flush;
   for (size_t r = r0; r < r1; r += kP) {
     const size_t nr = std::min(kP, r1 - r);
     if (ni == 1) {
@@ -337,9 +361,6 @@ void PairRows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni,
       }
     }
   }
-#if HWY_ARCH_X86
-  _mm_setcsr(csr);
-#endif
   (void)instruction;
 }
 

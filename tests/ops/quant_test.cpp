@@ -95,8 +95,8 @@ double quantized_dot_ref(const WeightMatrix& w, int64_t r, const std::vector<int
 }  // namespace
 
 TEST(Quant, F16RoundingMatchesTheCompiler) {
-#ifndef __FLT16_MAX__
-  GTEST_SKIP() << "this compiler has no _Float16 for this target to compare with";
+#ifndef QINFER_TEST_NATIVE_F16
+  GTEST_SKIP() << "this compiler has no half-precision type for this target to compare with";
 #else
   std::mt19937 rng(5);
   std::vector<float> values = {0.0f,     -0.0f,   1.0f,       65504.0f, 65519.0f, 65520.0f,  1e-8f, 5.96e-8f,
@@ -110,7 +110,7 @@ TEST(Quant, F16RoundingMatchesTheCompiler) {
   for (int e = -30; e <= 16; ++e)
     for (int i = 0; i < 2000; ++i) values.push_back(std::ldexp(1.0f + i / 2000.0f, e) * (i % 2 ? -1 : 1));
   for (float f : values) {
-    const _Float16 native = static_cast<_Float16>(f);
+    const QINFER_TEST_NATIVE_F16 native = static_cast<QINFER_TEST_NATIVE_F16>(f);
     uint16_t want;
     std::memcpy(&want, &native, 2);
     ASSERT_EQ(f32_to_f16(f), want) << f;
