@@ -12,8 +12,10 @@ SANITIZE=${SANITIZE:-OFF}
 TYPE=Release BENCH=ON CLIENT_TESTS=() FLAGS=()
 if [ "$SANITIZE" = ON ]; then
   # Line tables (-g1) are all a sanitizer report needs; full debug info
-  # made a quarter of the sanitizer build's compile time.
-  TYPE=RelWithDebInfo BENCH=OFF CLIENT_TESTS=(serve load) FLAGS=("-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
+  # made a quarter of the sanitizer build's compile time. -O1 (what ASan's
+  # authors advise) halves the compile time of -O2 (10.5 against ~20 min on
+  # 2 cores) and the suite runs no slower (218 s against 219 s).
+  TYPE=RelWithDebInfo BENCH=OFF CLIENT_TESTS=(serve load) FLAGS=("-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
 fi
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=$TYPE -DQINFER_SANITIZE="$SANITIZE" -DQINFER_BENCH=$BENCH "${FLAGS[@]}" >/dev/null
 cmake --build "$BUILD" -j"$(nproc)"
