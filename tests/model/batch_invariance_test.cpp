@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "model/qwen3.h"
+#include "ops/matmul_kernels.h"
 #include "test_util.h"
 #include "util/error.h"
 
@@ -43,10 +44,11 @@ TEST_P(BatchInvarianceTest, PrefillChunksAndDecodeGiveTheSameBits) {
   opts.kv_cache = c.kv;
   auto model = Qwen3Model::load(test::data_path(std::string("models/") + c.model), opts);
   ThreadPool pool(2);
-  // 70 tokens: at once, more rows than Q8/Q4 stream the weights for
-  // (kernels::kStreamedRows), so prefill's tile order meets decode's.
+  // At once, more rows than Q8/Q4 stream the weights for, so prefill's tile
+  // order meets decode's.
+  const size_t n = kernels::kStreamedRows + 6;
   std::vector<int32_t> ids;
-  for (int i = 0; i < 70; ++i) ids.push_back((i * 7919 + 13) % 151000);
+  for (size_t i = 0; i < n; ++i) ids.push_back(static_cast<int32_t>((i * 7919 + 13) % 151000));
   const std::vector<float> at_once = logits_in_chunks(*model, ids, ids.size(), pool);
   const size_t V = static_cast<size_t>(model->config().vocab_size);
   ASSERT_EQ(at_once.size(), ids.size() * V);
