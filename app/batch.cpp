@@ -47,8 +47,7 @@ constexpr int64_t kDefaultMaxTokens = 128;  // a line without max_tokens
 // would otherwise be a silent default.
 Job parse_job(const std::string& line, const ModelBundle& bundle) {
   Job job;
-  const ordered_json j = ordered_json::parse(line, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) fail("not a JSON object");
+  const ordered_json j = server::parse_json_body(line, "the line");
   for (const auto& item : j.items())
     if (item.key() != "prompt" && item.key() != "prompt_ids" && item.key() != "messages" &&
         !server::is_generation_field(item.key()))
@@ -57,8 +56,12 @@ Job parse_job(const std::string& line, const ModelBundle& bundle) {
   if (given != 1) fail("give exactly one of \"prompt\", \"prompt_ids\", \"messages\"");
   if (j.contains("prompt_ids")) {
     if (!j["prompt_ids"].is_array()) fail("\"prompt_ids\" must be an array of token ids");
+    const int64_t vocab = bundle.model->config().vocab_size;
     for (const auto& id : j["prompt_ids"]) {
       if (!id.is_number_integer()) fail("\"prompt_ids\" must be an array of token ids");
+      if (id.is_number_unsigned() ? id.get<uint64_t>() >= static_cast<uint64_t>(vocab)
+                                  : id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab)
+        fail("token id ", id.dump(), " is outside the vocabulary [0, ", vocab, ")");
       job.prompt.push_back(id.get<int32_t>());
     }
   } else if (j.contains("prompt")) {

@@ -16,6 +16,9 @@ using nlohmann::ordered_json;
 constexpr int kMaxChoices = 16;
 constexpr size_t kMaxStops = 16;
 constexpr int64_t kMaxTopLogprobs = 20;  // OpenAI's limit for top_logprobs
+// Deeper JSON is refused while parsing: copying a value recurses once per
+// level, and a body of a million '[' would overflow the stack.
+constexpr int kMaxJsonDepth = 128;
 // What parse_generation_fields reads.
 constexpr const char* kGenerationFields[] = {
     "temperature", "top_p", "top_k", "min_p",      "presence_penalty",      "frequency_penalty", "repetition_penalty",
@@ -248,14 +251,19 @@ ordered_json chat_messages(const ordered_json& body) {
   return messages;
 }
 
-ordered_json parse_json_body(const std::string& body) {
+ordered_json parse_json_body(const std::string& body, const std::string& what) {
+  const ordered_json::parser_callback_t depth_limit = [&what](int depth, nlohmann::json::parse_event_t, ordered_json&) {
+    if (depth > kMaxJsonDepth)
+      throw ApiError(400, what + " is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    return true;
+  };
   ordered_json j;
   try {
-    j = ordered_json::parse(body);
+    j = ordered_json::parse(body, depth_limit);
   } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number too large
-    throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
+    throw ApiError(400, what + " is not valid JSON: " + e.what());
   }
-  if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object");
+  if (!j.is_object()) throw ApiError(400, what + " must be a JSON object");
   return j;
 }
 
@@ -307,11 +315,14 @@ CompletionRequest parse_completion_request(const ordered_json& body, const Serve
   if (!given(body, "prompt")) bad("prompt", "'prompt' is missing");
   const ordered_json& p = body["prompt"];
   const int64_t vocab = model.bundle.model->config().vocab_size;
-  auto ids = [&](const ordered_json& list) {
+  // `path` names the list in the message: prompt, prompt[1], ...
+  auto ids = [&](const ordered_json& list, const std::string& path) {
     std::vector<int32_t> out;
-    for (const auto& id : list) {
+    for (size_t k = 0; k < list.size(); ++k) {
+      const ordered_json& id = list[k];
       if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab)
-        bad("prompt", "'prompt' token ids must be integers in [0, " + std::to_string(vocab) + ")");
+        bad("prompt", "'prompt' token ids must be integers in [0, " + std::to_string(vocab) + "); " + path + "[" +
+                          std::to_string(k) + "] is " + id.dump());
       out.push_back(id.get<int32_t>());
     }
     return out;
@@ -320,13 +331,14 @@ CompletionRequest parse_completion_request(const ordered_json& body, const Serve
   if (p.is_string()) {
     r.prompts.push_back(tok.encode(p.get<std::string>()));
   } else if (p.is_array() && !p.empty() && p[0].is_number()) {
-    r.prompts.push_back(ids(p));
+    r.prompts.push_back(ids(p, "prompt"));
   } else if (p.is_array() && !p.empty()) {
-    for (const auto& item : p) {
+    for (size_t k = 0; k < p.size(); ++k) {
+      const ordered_json& item = p[k];
       if (item.is_string())
         r.prompts.push_back(tok.encode(item.get<std::string>()));
       else if (item.is_array())
-        r.prompts.push_back(ids(item));
+        r.prompts.push_back(ids(item, "prompt[" + std::to_string(k) + "]"));
       else
         bad("prompt", "'prompt' must be a string, a list of token ids, or a list of either");
     }

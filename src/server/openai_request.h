@@ -51,7 +51,8 @@ nlohmann::ordered_json chat_messages(const nlohmann::ordered_json& body);
 CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const ServedModel& model);
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, const ServedModel& model);
 
-// The body as a JSON object, or ApiError 400 saying where it is malformed.
-nlohmann::ordered_json parse_json_body(const std::string& body);
+// The body as a JSON object, or ApiError 400 saying where it is malformed
+// (`what` names it in the message), or that it nests deeper than 128 levels.
+nlohmann::ordered_json parse_json_body(const std::string& body, const std::string& what = "the request body");
 
 }  // namespace qinfer::server

@@ -113,6 +113,9 @@ TEST(BatchCli, BadLinesGetAnErrorInTheirPlace) {
                        << "{\"prompt\": \"a\", \"temprature\": 0.5}\n"
                        << "{\"prompt\": \"a\", \"logit_bias\": {\"abc\": 1}}\n"
                        << "{\"messages\": [{\"role\": \"robot\", \"content\": \"hi\"}]}\n"
+                       << "{\"prompt_ids\": [4294967297]}\n"  // 2^32 + 1 would pass for id 1 in 32 bits
+                       << "{\"prompt\": \"a\", \"stop\": " << std::string(100000, '[') << std::string(100000, ']')
+                       << "}\n"
                        << "{\"prompt_ids\": [785, 6722], \"max_tokens\": 3, \"temperature\": 0}\n";
   const auto res =
       run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>&1 >/dev/null");
@@ -120,10 +123,10 @@ TEST(BatchCli, BadLinesGetAnErrorInTheirPlace) {
       run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>/dev/null");
   ASSERT_EQ(out.exit_code, 0) << out.output;
   const std::vector<json> lines = lines_of(out.output);
-  ASSERT_EQ(lines.size(), 11u);
+  ASSERT_EQ(lines.size(), 13u);
   EXPECT_EQ(lines[0]["ids"].size(), 3u);
-  EXPECT_EQ(lines[10]["ids"], lines[0]["ids"]);
-  const char* errors[] = {"line 2: not a JSON object",
+  EXPECT_EQ(lines[12]["ids"], lines[0]["ids"]);
+  const char* errors[] = {"line 2: the line is not valid JSON",
                           "line 3: 'max_tokens' must be between 1 and",
                           "line 4: token id 999999999 is outside the vocabulary",
                           "line 5: give exactly one of",
@@ -131,10 +134,12 @@ TEST(BatchCli, BadLinesGetAnErrorInTheirPlace) {
                           "line 7: 'stop' must be a string or a list of strings",
                           "line 8: unknown field \"temprature\"",
                           "line 9: 'logit_bias' key 'abc' is not a token id",
-                          "line 10: 'messages[0].role' is 'robot'"};
+                          "line 10: 'messages[0].role' is 'robot'",
+                          "line 11: token id 4294967297 is outside the vocabulary",
+                          "line 12: the line is nested deeper than 128 levels"};
   for (size_t i = 0; i < std::size(errors); ++i)
     EXPECT_EQ(lines[i + 1]["error"].get<std::string>().rfind(errors[i], 0), 0u) << lines[i + 1].dump();
-  EXPECT_NE(res.output.find("11 requests (9 refused)"), std::string::npos) << res.output;
+  EXPECT_NE(res.output.find("13 requests (11 refused)"), std::string::npos) << res.output;
 }
 
 TEST(BatchCli, BadFlagsFailWithAMessage) {

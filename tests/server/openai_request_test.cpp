@@ -153,7 +153,8 @@ TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
       {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", true, "top_logprobs", "needs"},
       {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": 1})", true, "logprobs", "true or false"},
       {R"({"prompt": 5})", false, "prompt", "must be a string"},
-      {R"({"prompt": [1, -1]})", false, "prompt", "[0, 151936)"},
+      {R"({"prompt": [1, -1]})", false, "prompt", "[0, 151936); prompt[1] is -1"},
+      {R"({"prompt": [[1], [2, 3, 151936]]})", false, "prompt", "[0, 151936); prompt[1][2] is 151936"},
       {R"({"prompt": ""})", false, "prompt", "empty"},
       {R"({})", false, "prompt", "missing"},
       {R"({"prompt": "x", "model": 3})", false, "model", "string"},
@@ -163,6 +164,23 @@ TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
     EXPECT_EQ(e.status, 400) << c.body;
     EXPECT_EQ(e.param, c.param) << c.body;
     EXPECT_NE(std::string(e.what()).find(c.message_part), std::string::npos) << c.body << ": " << e.what();
+  }
+}
+
+// A fuzz-like finding: 200,000 nested lists in a message overflowed the
+// stack when the message was copied; such bodies are refused while parsing.
+TEST_F(OpenAiRequest, DeeplyNestedBodiesAreRefusedWhileParsing) {
+  auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+  for (const std::string& where : {std::string(R"("messages": [{"role": "user", "content": "x", "extra": @}])"),
+                                   std::string(R"("messages": [{"role": "user", "content": "x"}], "tools": [{"type":
+                                       "function", "function": {"name": "f", "parameters": @}}])")}) {
+    std::string body = "{" + where + "}";
+    const size_t at = body.find('@');
+    const ApiError deep = error_of(std::string(body).replace(at, 1, nested(200000)), true);
+    EXPECT_EQ(deep.status, 400);
+    EXPECT_NE(std::string(deep.what()).find("nested deeper than 128 levels"), std::string::npos) << deep.what();
+    const ApiError shallow = error_of(std::string(body).replace(at, 1, nested(100)), true, 4096);
+    EXPECT_EQ(shallow.status, 0) << shallow.what();
   }
 }
 
