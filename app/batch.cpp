@@ -88,6 +88,9 @@ void run_batch(const BatchArgs& a) {
   const ModelBundle bundle = load_model_bundle(a.model, load_options);
   ThreadPool pool(load_options.threads);
   engine::Engine engine(*bundle.model, pool, {a.block_size, a.kv_blocks, a.max_batch_tokens, a.parallel});
+  if (const int64_t model_max = bundle.model->config().max_position_embeddings; engine.context() < model_max)
+    std::fprintf(stderr, "note: the KV pool holds %lld positions: a request ends (\"length\") when it fills them\n",
+                 static_cast<long long>(engine.context()));
 
   std::vector<Job> jobs;
   int64_t line_no = 0;

@@ -84,6 +84,10 @@ void run_serve(const ServeArgs& a) {
     throw;
   }
   const auto stats = loop->stats();
+  const int64_t model_max = bundle->model->config().max_position_embeddings;
+  if (const int64_t wanted = a.ctx > 0 ? std::min(a.ctx, model_max) : model_max; served->context < wanted)
+    std::fprintf(stderr, "qinfer serve: note: the KV pool holds %lld positions, so that is the context, not %lld\n",
+                 static_cast<long long>(served->context), static_cast<long long>(wanted));
   http.set_ready(*served, *loop, a.block_size);
   std::fprintf(stderr, "qinfer serve: ready: model '%s', context %lld, %d KV blocks of %d positions, %lld parallel\n",
                served->name.c_str(), static_cast<long long>(served->context), stats.kv_blocks, a.block_size,

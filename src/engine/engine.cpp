@@ -14,10 +14,23 @@ int64_t context_length(const Qwen3Model& model, const EngineOptions& o) {
   return o.context > 0 ? std::min(o.context, model_max) : model_max;
 }
 
+constexpr int64_t kMaxPoolBlocks = int64_t{1} << 24;  // the block manager's tables take ~64 bytes a block
+
 int32_t pool_blocks(const Qwen3Model& model, const EngineOptions& o) {
+  if (o.block_size < 1) fail("the KV block size must be at least 1 position, got ", o.block_size);
+  if (o.kv_blocks > kMaxPoolBlocks)
+    fail("a KV pool of ", o.kv_blocks, " blocks is more than the ", kMaxPoolBlocks, " one engine manages");
   if (o.kv_blocks > 0) return o.kv_blocks;
-  const int64_t per_seq = (context_length(model, o) + o.block_size - 1) / o.block_size;
-  return static_cast<int32_t>(std::min<int64_t>(per_seq * o.max_running, int64_t{1} << 24));
+  const int64_t context = context_length(model, o);
+  const int64_t per_seq = context / o.block_size + (context % o.block_size != 0);
+  const int64_t seqs = std::min(o.max_running, kMaxPoolBlocks);  // no overflow below
+  return static_cast<int32_t>(kMaxPoolBlocks / per_seq < seqs ? kMaxPoolBlocks : per_seq * seqs);
+}
+
+// A sequence must fit the pool alone: preemption frees room for the oldest
+// running one, never more than the whole pool.
+int64_t capped_context(const Qwen3Model& model, const EngineOptions& o) {
+  return std::min(context_length(model, o), static_cast<int64_t>(pool_blocks(model, o)) * o.block_size);
 }
 
 }  // namespace
@@ -25,7 +38,7 @@ int32_t pool_blocks(const Qwen3Model& model, const EngineOptions& o) {
 Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& options)
     : model_(model),
       options_(options),
-      context_(context_length(model, options)),
+      context_(capped_context(model, options)),
       kv_(model.config().num_hidden_layers, model.config().num_key_value_heads, model.config().head_dim,
           pool_blocks(model, options), options.block_size, model.kv_cache_dtype()),
       blocks_(pool_blocks(model, options), options.block_size),

@@ -66,7 +66,8 @@ class Engine {
   };
   StepStats last_step() const { return last_step_; }
 
-  // Positions a sequence may hold: EngineOptions::context capped by the model's.
+  // Positions a sequence may hold: EngineOptions::context capped by the model's
+  // and by the KV pool's.
   int64_t context() const { return context_; }
   const BlockManager& blocks() const { return blocks_; }
   const KvPool& kv_pool() const { return kv_; }

@@ -142,6 +142,28 @@ TEST(BatchCli, BadLinesGetAnErrorInTheirPlace) {
   EXPECT_NE(res.output.find("13 requests (11 refused)"), std::string::npos) << res.output;
 }
 
+// A hunt finding: a request longer than the whole KV pool made the run fail
+// with no result for any line. The pool now caps each request's context.
+TEST(BatchCli, ARequestLongerThanThePoolEndsThereAndTheOthersRun) {
+  qinfer::test::ScratchDir dir("batch-pool");
+  const std::string input = dir.file("requests.jsonl");
+  std::ofstream(input) << R"({"prompt_ids": [785, 6722], "max_tokens": 2})"
+                       << "\n"
+                       << R"({"prompt_ids": [785, 6722], "max_tokens": 100, "ignore_eos": true})"
+                       << "\n";
+  const auto res = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " --kv-blocks 3 < " + input +
+                               " 2>" + dir.file("err"));
+  ASSERT_EQ(res.exit_code, 0) << res.output;
+  const std::vector<json> out = lines_of(res.output);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0]["ids"].size(), 2u);
+  EXPECT_EQ(out[1]["finish_reason"], "length");
+  EXPECT_EQ(out[1]["ids"].size(), 48u - 2 + 1) << "3 blocks of 16 positions; the last token needs none";
+  std::stringstream err;
+  err << std::ifstream(dir.file("err")).rdbuf();
+  EXPECT_NE(err.str().find("the KV pool holds 48 positions"), std::string::npos) << err.str();
+}
+
 TEST(BatchCli, BadFlagsFailWithAMessage) {
   for (const char* flags : {"--parallel 0", "--max-batch-tokens 0", "--kv-blocks -3", "--weights q9"}) {
     const auto res =

@@ -202,6 +202,38 @@ TEST(Engine, MaxContextCapsEverySequence) {
   EXPECT_THROW(engine.add(std::vector<int32_t>(12, 1), opts), Error);
 }
 
+// A hunt finding: with a pool smaller than one full context, a sequence that
+// outgrew it alone was preempted, could not come back, and the step threw,
+// ending every request in flight. The pool now caps the context.
+TEST(Engine, APoolSmallerThanTheContextCapsIt) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(2);
+  EngineOptions eo;
+  eo.context = 2048;
+  eo.kv_blocks = 4;
+  eo.block_size = 16;
+  eo.max_running = 2;
+  Engine engine(*model, pool, eo);
+  EXPECT_EQ(engine.context(), 64);
+  GenerationOptions opts;
+  opts.ignore_eos = true;
+  opts.sampling.temperature = 0;
+  opts.max_new_tokens = 500;
+  const std::vector<int32_t> prompt = {785, 6722, 315, 9625, 374};
+  const int64_t long_one = engine.add(prompt, opts);
+  opts.max_new_tokens = 40;
+  const std::vector<int32_t> other_prompt = {9707, 11, 1879};
+  const int64_t other = engine.add(other_prompt, opts);
+  engine.run_until_idle();
+  EXPECT_EQ(engine.result(long_one).reason, StopReason::ContextFull);
+  EXPECT_EQ(engine.result(other).reason, StopReason::MaxTokens);
+  EXPECT_EQ(engine.result(other).ids.size(), 40u);
+  EXPECT_GT(engine.scheduler().preemptions(), 0) << "the two did not fit together: one waited for the other";
+  EXPECT_THROW(engine.add(std::vector<int32_t>(64, 1), opts), Error) << "a prompt the pool cannot hold";
+  eo.kv_blocks = (1 << 24) + 1;
+  EXPECT_THROW(Engine(*model, pool, eo), Error) << "the block tables alone would take a gigabyte";
+}
+
 TEST(Engine, KeepsPromptLogitsAndTimesEachRequest) {
   auto model = Qwen3Model::load(test::data_path("models/tiny"));
   ThreadPool pool(2);
