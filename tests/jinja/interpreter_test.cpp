@@ -333,6 +333,31 @@ TEST(Limits, FuzzFindingsAreErrorsNamingTheLimit) {
   }
 }
 
+// Hunt findings: values nested through a namespace. 30,000 levels printed
+// recursed until the stack overflowed; a list holding another twice per
+// level made the cycle check (and printing, and ==) walk 2^depth paths.
+// Nesting stops at 512 levels, the cycle check visits each list once, each
+// level compared is a step, and a string being printed is checked as it
+// grows, not once built.
+TEST(Limits, ValuesNestedThroughANamespaceAreBounded) {
+  const std::string chain =
+      "{% set ns = namespace(x=[]) %}{% for i in range(30000) %}{% set ns.x = [ns.x] %}{% endfor %}";
+  const std::string twice =
+      "{% set ns = namespace(x=[], y=[]) %}{% for i in range(60) %}"
+      "{% set ns.x = [ns.x, ns.x] %}{% set ns.y = [ns.y, ns.y] %}{% endfor %}";
+  const std::pair<std::string, const char*> cases[] = {
+      {chain, "values nested deeper than 512 levels"},
+      {twice + "{{ ns.x }}", "over the render limit of 67108864"},
+      {twice + "{{ ns.x | tojson }}", "over the render limit of 67108864"},
+      {twice + "{{ ns.x == ns.y }}", "evaluation steps"},
+  };
+  for (const auto& [source, message] : cases) {
+    const std::string error = error_of(source);
+    EXPECT_NE(error.find(message), std::string::npos) << source << "\n-> " << error;
+  }
+  EXPECT_EQ(render(twice + "{{ ns.x == ns.x }}"), "True") << "the same list, as Python: no walk";
+}
+
 // Wide formats are exact, not cut at a buffer size; batch(0) is jinja2's.
 TEST(Limits, WideFormatsAreExact) {
   EXPECT_EQ(render("{{ '%600d' % 1 }}"), std::string(599, ' ') + "1");

@@ -7,6 +7,7 @@ namespace qinfer::jinja {
 namespace {
 
 thread_local RenderBudget* current = nullptr;
+thread_local int value_nesting = 0;
 const RenderLimits kDefaults;
 
 }  // namespace
@@ -38,5 +39,14 @@ void RenderBudget::step() {
     eval_fail("the template runs more than ", current->limits_.max_steps,
               " evaluation steps (the render limit; a loop that does not end?)");
 }
+
+NestedValueLevel::NestedValueLevel() {
+  if (value_nesting >= kMaxValueNesting)
+    eval_fail("the template's values nested deeper than ", kMaxValueNesting, " levels");
+  RenderBudget::step();
+  ++value_nesting;
+}
+
+NestedValueLevel::~NestedValueLevel() { --value_nesting; }
 
 }  // namespace qinfer::jinja

@@ -42,4 +42,16 @@ class RenderBudget {
   RenderBudget* outer_;
 };
 
+// One level of a walk over nested values (printing, tojson, ==, <, the
+// namespace cycle check): an evaluation step, and a C++ stack frame, so
+// walks stop with an EvalError at kMaxValueNesting levels.
+class NestedValueLevel {
+ public:
+  static constexpr int kMaxValueNesting = 512;
+  NestedValueLevel();
+  ~NestedValueLevel();
+  NestedValueLevel(const NestedValueLevel&) = delete;
+  NestedValueLevel& operator=(const NestedValueLevel&) = delete;
+};
+
 }  // namespace qinfer::jinja

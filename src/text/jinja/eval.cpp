@@ -2,6 +2,7 @@
 // jinja2's semantics: Undefined for missing names and attributes, Python
 // truthiness and operators, a fresh scope per loop iteration.
 #include <algorithm>
+#include <unordered_set>
 
 #include "text/jinja/ast.h"
 #include "text/jinja/builtins.h"
@@ -248,17 +249,25 @@ Flow IfStmt::render(Context& ctx, std::string& out) const {
 
 namespace {
 
-bool reaches(const Value& v, const ObjectData* target) {
+// Whether `target` is inside v; `seen` holds the containers already walked
+// (values share them, so a tree walk could take 2^depth paths).
+bool reaches(const Value& v, const ObjectData* target, std::unordered_set<const void*>& seen) {
+  const void* container = v.is_object() ? static_cast<const void*>(&v.as_object())
+                          : v.is_list() ? static_cast<const void*>(&v.as_list())
+                          : v.is_dict() ? static_cast<const void*>(&v.as_dict())
+                                        : nullptr;
+  if (!container || !seen.insert(container).second) return false;
+  NestedValueLevel level;
   if (v.is_object()) {
     if (&v.as_object() == target) return true;
     for (const auto& [k, attr] : v.as_object().attrs)
-      if (reaches(attr, target)) return true;
+      if (reaches(attr, target, seen)) return true;
   } else if (v.is_list()) {
     for (const Value& item : v.as_list().items)
-      if (reaches(item, target)) return true;
-  } else if (v.is_dict()) {
+      if (reaches(item, target, seen)) return true;
+  } else {
     for (const auto& [k, item] : v.as_dict().entries)
-      if (reaches(k, target) || reaches(item, target)) return true;
+      if (reaches(k, target, seen) || reaches(item, target, seen)) return true;
   }
   return false;
 }
@@ -272,7 +281,8 @@ void Target::assign(Context& ctx, const Value& value) const {
       eval_fail("cannot assign attribute '", attribute, "' on non-namespace object '", name, "'");
     // Only objects are mutable, so only this assignment can close a cycle
     // (which printing would follow forever).
-    if (reaches(value, &ns->as_object())) eval_fail("a namespace cannot contain itself");
+    std::unordered_set<const void*> seen;
+    if (reaches(value, &ns->as_object(), seen)) eval_fail("a namespace cannot contain itself");
     ns->as_object().set(attribute, value);
   } else if (is_tuple) {
     if (!value.is_list() && !value.is_dict() && !value.is_string() && !value.is_generator())

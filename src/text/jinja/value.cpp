@@ -110,19 +110,23 @@ std::string Value::object_description() const { return is_none() ? "None" : type
 namespace {
 
 std::string sequence_repr(const std::vector<Value>& items, const char* open, const char* close) {
+  NestedValueLevel level;
   std::string out = open;
   for (size_t i = 0; i < items.size(); ++i) {
     if (i) out += ", ";
     out += repr(items[i]);
+    RenderBudget::check_string(static_cast<double>(out.size()));
   }
   return out.append(close);
 }
 
 std::string dict_repr(const std::vector<std::pair<Value, Value>>& entries) {
+  NestedValueLevel level;
   std::string out = "{";
   for (size_t i = 0; i < entries.size(); ++i) {
     if (i) out += ", ";
     out += repr(entries[i].first) + ": " + repr(entries[i].second);
+    RenderBudget::check_string(static_cast<double>(out.size()));
   }
   return out + "}";
 }
@@ -200,6 +204,8 @@ bool equals(const Value& a, const Value& b) {
   if (a.is_list() && b.is_list()) {
     const ListData& x = a.as_list();
     const ListData& y = b.as_list();
+    if (&x == &y) return true;  // as Python's list ==, which takes identity for equality first
+    NestedValueLevel level;
     if (x.is_tuple != y.is_tuple || x.items.size() != y.items.size()) return false;
     for (size_t i = 0; i < x.items.size(); ++i)
       if (!equals(x.items[i], y.items[i])) return false;
@@ -208,6 +214,8 @@ bool equals(const Value& a, const Value& b) {
   if (a.is_dict() && b.is_dict()) {
     const DictData& x = a.as_dict();
     const DictData& y = b.as_dict();
+    if (&x == &y) return true;
+    NestedValueLevel level;
     if (x.entries.size() != y.entries.size()) return false;
     for (const auto& [k, v] : x.entries) {
       const Value* other = y.find(k);
@@ -229,6 +237,7 @@ int compare(const Value& a, const Value& b) {
     return (c > 0) - (c < 0);
   }
   if (a.is_list() && b.is_list() && a.as_list().is_tuple == b.as_list().is_tuple) {
+    NestedValueLevel level;
     const auto& x = a.as_list().items;
     const auto& y = b.as_list().items;
     for (size_t i = 0; i < x.size() && i < y.size(); ++i)
@@ -348,6 +357,7 @@ class JsonWriter {
     } else if (v.is_string()) {
       append_json_string(out, v.as_string(), o_.ensure_ascii);
     } else if (v.is_list()) {
+      NestedValueLevel level;
       const auto& items = v.as_list().items;
       if (items.empty()) {
         out += "[]";
@@ -357,10 +367,12 @@ class JsonWriter {
       for (size_t i = 0; i < items.size(); ++i) {
         separate(i, depth + 1);
         write(items[i], depth + 1);
+        RenderBudget::check_string(static_cast<double>(out.size()));
       }
       close(depth);
       out += ']';
     } else if (v.is_dict()) {
+      NestedValueLevel level;
       std::vector<std::pair<std::string, const Value*>> entries;
       for (const auto& [k, val] : v.as_dict().entries) entries.emplace_back(json_key(k), &val);
       if (o_.sort_keys)
@@ -376,6 +388,7 @@ class JsonWriter {
         append_json_string(out, entries[i].first, o_.ensure_ascii);
         out += o_.key_separator;
         write(*entries[i].second, depth + 1);
+        RenderBudget::check_string(static_cast<double>(out.size()));
       }
       close(depth);
       out += '}';
