@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "io/model_dir.h"
+#include "server/openai_request.h"
 #include "text/jinja/chat_template.h"
 #include "util/error.h"
 
@@ -22,13 +23,7 @@ namespace {
 using json = nlohmann::ordered_json;
 
 ChatTemplateInput parse_input(const std::string& text) {
-  json request;
-  try {
-    request = json::parse(text);
-  } catch (const json::exception& e) {
-    fail("stdin: not JSON: ", e.what());
-  }
-  if (!request.is_object()) fail("stdin: expected a JSON object with \"messages\"");
+  const json request = server::parse_json_body(text, "stdin");  // at most 128 levels deep: values are copied
   if (!request.contains("messages")) fail("stdin: missing \"messages\"");
   ChatTemplateInput in;
   for (auto& [key, value] : request.items()) {

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "io/model_dir.h"
+#include "server/openai_request.h"
 #include "text/tokenizer.h"
 #include "util/error.h"
 
@@ -47,14 +48,8 @@ void for_each_stdin_record(const char* field, OnRecord on_record) {
   for (std::string line; std::getline(std::cin, line);) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json record;
-    try {
-      record = json::parse(line);
-    } catch (const json::exception& e) {
-      fail("stdin line ", line_no, ": not JSON: ", e.what());
-    }
-    if (!record.is_object() || !record.contains(field))
-      fail("stdin line ", line_no, ": expected an object with \"", field, "\"");
+    const json record = server::parse_json_body(line, "stdin line " + std::to_string(line_no));
+    if (!record.contains(field)) fail("stdin line ", line_no, ": expected an object with \"", field, "\"");
     try {
       on_record(record[field]);
     } catch (const json::exception& e) {
@@ -84,11 +79,18 @@ void run_tokenize(const TokenizeArgs& a) {
     });
   } else if (a.decode) {
     for_each_stdin_record("ids", [&](const json& ids) {
-      const auto v = ids.get<std::vector<int32_t>>();
-      for (int32_t id : v)
-        if (!tok.names_token(id))
-          fail("token id ", id, " is not in the tokenizer's vocabulary (ids 0 to ", tok.vocab_size() - 1,
+      if (!ids.is_array()) fail("\"ids\" must be a list of token ids");
+      std::vector<int32_t> v;
+      for (const json& id : ids) {
+        const uint64_t vocab = tok.vocab_size();
+        const bool in_range = id.is_number_unsigned()  ? id.get<uint64_t>() < vocab
+                              : id.is_number_integer() ? id.get<int64_t>() >= 0 && id.get<uint64_t>() < vocab
+                                                       : false;
+        if (!in_range || !tok.names_token(id.get<int32_t>()))
+          fail("token id ", id.dump(), " is not in the tokenizer's vocabulary (ids 0 to ", tok.vocab_size() - 1,
                ", some unused)");
+        v.push_back(id.get<int32_t>());
+      }
       print_line({{"text", tok.decode(v, a.skip_special)}});
     });
   } else {

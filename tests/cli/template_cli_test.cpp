@@ -81,8 +81,11 @@ TEST(TemplateCli, BadInputFailsWithAMessage) {
     EXPECT_EQ(r.exit_code, 1) << request;
     EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
   };
-  fails_with("not json", "stdin: not JSON");
-  fails_with("[]", "expected a JSON object");
+  fails_with("not json", "stdin is not valid JSON");
+  fails_with("[]", "stdin must be a JSON object");
+  fails_with(R"({"messages": [{"role": "user", "content": "hi", "x": )" + std::string(100000, '[') +
+                 std::string(100000, ']') + "}]}",
+             "stdin is nested deeper than 128 levels");  // a hunt finding: 10^6 levels overflowed the stack
   fails_with("{}", "missing \"messages\"");
   fails_with(R"({"messages": {}})", "\"messages\" must be an array");
   fails_with(R"({"messages": [], "tools": 1})", "\"tools\" must be an array or null");

@@ -87,6 +87,15 @@ TEST(TokenizeCli, BadInputIsAnErrorNamingTheLine) {
   const auto r = run_command(tokenize_cmd("--jsonl < " + dir.file("in.jsonl") + " 2>&1"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("stdin line 2"), std::string::npos) << r.output;
+  // Hunt findings: ids beyond 32 bits, fractions and booleans were truncated or converted into other tokens.
+  for (const char* ids : {"[4294967336]", "[40.9]", "[true]", "[18446744073709551615]", "[-1]"}) {
+    std::ofstream(dir.file("ids.jsonl")) << "{\"ids\": [40]}\n{\"ids\": " << ids << "}\n";
+    const auto bad = run_command(tokenize_cmd("--decode < " + dir.file("ids.jsonl") + " 2>&1"));
+    EXPECT_EQ(bad.exit_code, 1) << ids << ": " << bad.output;
+    const std::string id = std::string(ids).substr(1, std::string(ids).size() - 2);
+    EXPECT_NE(bad.output.find("stdin line 2: token id " + id + " is not in"), std::string::npos)
+        << ids << ": " << bad.output;
+  }
   const auto none = run_command(tokenize_cmd("2>&1"));
   EXPECT_EQ(none.exit_code, 1);
   EXPECT_NE(none.output.find("exactly one of"), std::string::npos) << none.output;
