@@ -1,5 +1,6 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -296,14 +297,22 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
       }
     }
   }
-  std::string rendered;
+  std::string rendered, without_prompt;
   try {
     rendered = model.bundle.require_chat_template().render(in);
+    in.add_generation_prompt = false;
+    without_prompt = model.bundle.require_chat_template().render(in);
   } catch (const Error& e) {
     bad("messages", std::string("the chat template refused the conversation: ") + e.what());
   }
-  const size_t open = rendered.rfind("<think>");
-  r.starts_in_reasoning = open != std::string::npos && rendered.find("</think>", open) == std::string::npos;
+  // Whether the reply starts inside a <think> block: only the generation
+  // prompt counts, not a "<think>" the conversation itself mentions.
+  const size_t common = static_cast<size_t>(
+      std::mismatch(rendered.begin(), rendered.end(), without_prompt.begin(), without_prompt.end()).first -
+      rendered.begin());
+  const std::string_view generation_prompt = std::string_view(rendered).substr(common);
+  const size_t open = generation_prompt.rfind("<think>");
+  r.starts_in_reasoning = open != std::string::npos && generation_prompt.find("</think>", open) == std::string::npos;
   r.prompts.push_back(model.bundle.require_tokenizer().encode(rendered));
   check_length(r, body, model, "messages");
   return r;

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "server/api_error.h"
 #include "test_util.h"
 
@@ -76,6 +79,27 @@ TEST_F(OpenAiRequest, EnableThinkingFalseClosesTheThinkBlockInThePrompt) {
   const std::string rendered = bundle_->require_tokenizer().decode(r.prompts[0]);
   EXPECT_NE(rendered.find("<think>\n\n</think>\n\n"), std::string::npos) << rendered;
   EXPECT_FALSE(r.starts_in_reasoning);
+}
+
+// A hunt finding: a user asking about the "<think>" tag had the whole reply
+// filed as reasoning. Only the generation prompt can open the block.
+TEST_F(OpenAiRequest, OnlyTheGenerationPromptCanStartTheReplyInReasoning) {
+  auto starts_in_reasoning = [](const ModelBundle& bundle, const std::string& content) {
+    ordered_json body = {{"messages", {{{"role", "user"}, {"content", content}}}}};
+    return parse_chat_request(body, {bundle, "m", 4096}).starts_in_reasoning;
+  };
+  EXPECT_FALSE(starts_in_reasoning(*bundle_, "What does the <think> tag do?"));
+  // A template that opens the block itself, as thinking-only models' do.
+  test::ScratchDir dir("openai-think");
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"})
+    std::filesystem::create_symlink(test::data_path(std::string("models/tiny/") + f), dir.file(f));
+  std::ofstream(dir.file("tokenizer_config.json"))
+      << ordered_json{{"chat_template",
+                       "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                       "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}"}};
+  const ModelBundle thinking = load_model_bundle(dir.path());
+  EXPECT_TRUE(starts_in_reasoning(thinking, "Hi"));
+  EXPECT_TRUE(starts_in_reasoning(thinking, "What does </think> do?"));
 }
 
 // A follow-up turn sends the assistant's reply back as the SDK returned it:
