@@ -21,7 +21,7 @@ namespace {
 
 struct ServeArgs {
   std::string model, served_name;
-  server::ServerOptions http;
+  server::ServerOptions http = {.http_threads = 0};
   LoadFlags load;
   int64_t parallel = 16, max_batch_tokens = 512, max_queue = 256, ctx = 0;
   int32_t kv_blocks = 0, block_size = 16;
@@ -47,6 +47,7 @@ void run_serve(const ServeArgs& a) {
   if (a.kv_blocks < 0) fail("--kv-blocks must be positive (or 0: --parallel full contexts)");
   if (a.kv_blocks > 0 && a.kv_mem_mib > 0) fail("pass --kv-blocks or --kv-mem, not both");
   if (a.shutdown_timeout < 0) fail("--shutdown-timeout must not be negative");
+  if (a.http.http_threads < 0) fail("--http-threads must not be negative (0: --parallel + --max-queue + 16)");
   const LoadOptions load_options = a.load.options();
 
   // Signals are taken by sigwait below, never by a handler on a random thread.
@@ -57,7 +58,12 @@ void run_serve(const ServeArgs& a) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);  // a client that vanished is a failed write, not the end of the server
 
-  server::HttpServer http(a.http);
+  // Each request the engine holds, running or waiting, keeps its connection's
+  // thread; beyond those, spare threads keep /health and /metrics answering.
+  server::ServerOptions http_options = a.http;
+  if (http_options.http_threads == 0)
+    http_options.http_threads = static_cast<int>(std::min<int64_t>(a.parallel + a.max_queue + 16, 1 << 14));
+  server::HttpServer http(http_options);
   http.bind();
   std::thread serving([&] { http.serve(); });
   std::fprintf(stderr, "qinfer serve: listening on http://%s:%d (loading %s)\n", a.http.host.c_str(), http.port(),
@@ -131,7 +137,10 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--block-size", a->block_size, "Positions per KV block")->capture_default_str();
   cmd->add_option("--max-body", a->http.max_body_bytes, "Largest request body in bytes (more: 413)")
       ->capture_default_str();
-  cmd->add_option("--http-threads", a->http.http_threads, "Connections served at once")->capture_default_str();
+  cmd->add_option("--http-threads", a->http.http_threads,
+                  "Connections served at once (0: --parallel + --max-queue + 16, so that every request the engine "
+                  "holds has one and /health, /metrics still answer)")
+      ->capture_default_str();
   cmd->add_option("--shutdown-timeout", a->shutdown_timeout,
                   "Seconds in-flight requests may take to finish after SIGINT/SIGTERM")
       ->capture_default_str();

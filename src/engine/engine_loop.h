@@ -78,6 +78,8 @@ class EngineLoop {
   };
   Stats stats() const;
   int64_t context() const { return engine_.context(); }
+  // Requests it holds at once, running and waiting: submit() refuses more.
+  int64_t capacity() const { return max_running_ + max_waiting_; }
 
   // Refuses new requests, lets the running ones finish until `deadline`,
   // cancels what is left, and returns once the engine is idle.

@@ -72,6 +72,13 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
       throw ApiError(400, why, request.chat ? "messages" : "prompt");
     }
   };
+  // A request larger than the whole queue would get 503 (retry later) forever.
+  if (const int64_t choices = static_cast<int64_t>(request.prompts.size()) * request.n; choices > loop.capacity())
+    throw ApiError(400,
+                   "this request asks for " + std::to_string(choices) +
+                       " completions (prompts x n); the server holds at most " + std::to_string(loop.capacity()) +
+                       " at once (running and waiting)",
+                   request.n > 1 ? "n" : "prompt");
   for (size_t p = 0; p < request.prompts.size(); ++p)
     for (int i = 0; i < request.n; ++i) {
       auto c = std::make_unique<Choice>();

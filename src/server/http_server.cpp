@@ -126,8 +126,9 @@ void HttpServer::Impl::routes() {
             [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
   http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     const ordered_json body = parse_json_body(req.body);
-    const char* key = body.contains("prompt") ? "prompt" : "content";  // vLLM's name, llama-server's
-    if (!body.contains(key) || !body[key].is_string()) throw ApiError(400, "'prompt' must be a string", "prompt");
+    const std::string key = body.contains("prompt") ? "prompt" : "content";  // vLLM's name, llama-server's
+    if (!body.contains(key) || !body[key].is_string())
+      throw ApiError(400, "'" + key + "' must be a string (the text to tokenize: 'prompt' or 'content')", key);
     const std::vector<int32_t> ids = model->bundle.require_tokenizer().encode(body[key].get<std::string>());
     send_json(res, {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", model->context}});
   });
@@ -185,7 +186,12 @@ void HttpServer::Impl::routes() {
       }
       send_error(res, ApiError(404, "no route " + req.method + " " + req.path));
     } else if (res.status == 413) {
-      send_error(res, ApiError(413, "the request body is larger than the server's limit"));
+      // The HTTP library caps form-encoded bodies (curl -d's default type) at 8 KiB whatever --max-body says.
+      const bool form = req.get_header_value("Content-Type") == "application/x-www-form-urlencoded";
+      send_error(res, ApiError(413, std::string("the request body is larger than the server's limit") +
+                                        (form ? " (8192 bytes when sent as application/x-www-form-urlencoded, curl "
+                                                "-d's default: send it with Content-Type: application/json)"
+                                              : "")));
     } else {
       send_error(res,
                  ApiError(res.status, "the request could not be served (HTTP " + std::to_string(res.status) + ")"));

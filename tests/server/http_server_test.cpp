@@ -179,6 +179,9 @@ TEST(HttpServer, ErrorsInOpenAiShape) {
   check(wrong_method, 405, "not allowed");
   EXPECT_EQ(wrong_method->get_header_value("Allow"), "POST");
   check(c.Post("/v1/completions", std::string(5000, ' '), "application/json"), 413, "limit");
+  check(c.Post("/v1/completions", std::string(5000, ' '), "application/x-www-form-urlencoded"), 413,
+        "send it with Content-Type: application/json");
+  check(c.Post("/tokenize", R"({"content": 5})", "application/json"), 400, "'content' must be a string");
   check(c.Post("/v1/completions", "{\"prompt\": [1,", "application/json"), 400, "not valid JSON");
   check(c.Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "top_k": "many"})",
                "application/json"),
@@ -252,6 +255,11 @@ TEST(HttpServer, FullQueueAnswers503WithRetryAfter) {
   EXPECT_EQ(res->status, 503) << res->body;
   EXPECT_EQ(res->get_header_value("Retry-After"), "1");
   busy.join();
+  // A request the server could never hold is a 400, not a 503 to retry forever.
+  const ordered_json never = f.post("/v1/completions", {{"prompt", "b"}, {"max_tokens", 2}, {"n", 2}}, 400);
+  EXPECT_EQ(never["error"]["param"], "n");
+  EXPECT_NE(never["error"]["message"].get<std::string>().find("holds at most 1 at once"), std::string::npos)
+      << never.dump();
 }
 
 TEST(HttpServer, LogprobsOfEachTokenAlikeInStreamAndJson) {
