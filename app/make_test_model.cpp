@@ -61,8 +61,8 @@ void add_make_test_model_command(CLI::App& app) {
     } else {
       write_scripted_test_model(a->out, config, t, chain);
     }
-    write_file(a->out + "/tokenizer.json", embedded_tokenizer_json());
-    write_file(a->out + "/tokenizer_config.json", embedded_tokenizer_config_json());
+    write_file(replaced_file(a->out, "tokenizer.json"), embedded_tokenizer_json());
+    write_file(replaced_file(a->out, "tokenizer_config.json"), embedded_tokenizer_config_json());
     if (chain.empty()) {
       std::printf("wrote %s (%s, %s, seed %llu; random weights)\n", a->out.c_str(), a->preset.c_str(), a->dtype.c_str(),
                   static_cast<unsigned long long>(a->seed));

@@ -276,7 +276,7 @@ void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir)
       [&](const std::string& name, const std::vector<float>& v, int64_t n) {
         tensors.push_back({name, DType::F32, {n}, bytes_of(v.data(), v.size() * sizeof(float))});
       });
-  write_safetensors(out_dir + "/model.safetensors", tensors);
+  write_safetensors(replaced_file(out_dir, "model.safetensors"), tensors);
 
   nlohmann::ordered_json config = nlohmann::ordered_json::parse(read_text_file(source_dir + "/config.json"));
   if (quant)
@@ -290,10 +290,9 @@ void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir)
          "their codes interleaved 4 bytes at a time (ops/quant.h)"}};
   else
     config.erase("quantization_config");
-  write_file(out_dir + "/config.json", config.dump(2) + "\n");
+  write_file(replaced_file(out_dir, "config.json"), config.dump(2) + "\n");
   for (const char* f : {"generation_config.json", "tokenizer.json", "tokenizer_config.json"})
-    if (fs::exists(source_dir + "/" + f))
-      fs::copy_file(source_dir + "/" + f, out_dir + "/" + f, fs::copy_options::overwrite_existing);
+    if (fs::exists(source_dir + "/" + f)) fs::copy_file(source_dir + "/" + f, replaced_file(out_dir, f));
 }
 
 }  // namespace qinfer

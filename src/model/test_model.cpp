@@ -143,11 +143,11 @@ void write_config_files(const std::string& dir, const Qwen3Config& c, DType dtyp
                                    {"torch_dtype", torch_dtype},
                                    {"use_sliding_window", false},
                                    {"vocab_size", c.vocab_size}};
-  write_file(dir + "/config.json", config.dump(2) + "\n");
+  write_file(replaced_file(dir, "config.json"), config.dump(2) + "\n");
   nlohmann::ordered_json gen = {{"bos_token_id", 151643}, {"do_sample", true},  {"eos_token_id", {151645, 151643}},
                                 {"pad_token_id", 151643}, {"temperature", 0.6}, {"top_k", 20},
                                 {"top_p", 0.95}};
-  write_file(dir + "/generation_config.json", gen.dump(2) + "\n");
+  write_file(replaced_file(dir, "generation_config.json"), gen.dump(2) + "\n");
 }
 
 }  // namespace
@@ -155,7 +155,7 @@ void write_config_files(const std::string& dir, const Qwen3Config& c, DType dtyp
 void write_test_model(const std::string& dir, const Qwen3Config& c, DType dtype, uint64_t seed) {
   std::filesystem::create_directories(dir);
   FastNormal rng{seed * 0x2545f4914f6cdd1dull + 1};
-  write_safetensors(dir + "/model.safetensors",
+  write_safetensors(replaced_file(dir, "model.safetensors"),
                     checkpoint_tensors(c, [&](const std::string& name, std::vector<int64_t> shape, bool is_norm) {
                       return random_tensor(name, std::move(shape), dtype, is_norm ? 1.0f : 0.0f, is_norm ? 0.1f : 0.02f,
                                            rng);
@@ -202,7 +202,7 @@ void write_scripted_test_model(const std::string& dir, Qwen3Config c, DType dtyp
     set_element(embed, token * c.hidden_size + slot, 1.0f);
     set_element(lm_head, next * c.hidden_size + slot, 16.0f);
   }
-  write_safetensors(dir + "/model.safetensors", ts);
+  write_safetensors(replaced_file(dir, "model.safetensors"), ts);
   write_config_files(dir, c, dtype);
 }
 

@@ -81,6 +81,12 @@ void write_file(const std::string& path, std::string_view bytes) {
   if (!out) fail(path, ": write failed: ", std::strerror(errno));
 }
 
+std::string replaced_file(const std::string& dir, const std::string& name) {
+  const std::string path = dir + "/" + name;
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) fail(path, ": cannot replace: ", std::strerror(errno));
+  return path;
+}
+
 bool file_exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);

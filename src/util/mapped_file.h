@@ -34,5 +34,9 @@ bool file_exists(const std::string& path);
 // Creates or replaces path with bytes; an Error naming the file when any of it
 // could not be written (a full disk included).
 void write_file(const std::string& path, std::string_view bytes);
+// dir/name for a checkpoint file about to be written, its old directory entry
+// removed first: the entry may be a link to another checkpoint's file (a
+// Hugging Face snapshot's are), which writing through would overwrite.
+std::string replaced_file(const std::string& dir, const std::string& name);
 
 }  // namespace qinfer

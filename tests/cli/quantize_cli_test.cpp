@@ -2,6 +2,7 @@
 // end to end through the built binary.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -91,4 +92,28 @@ TEST(QuantizeCli, ExistingOutputNeedsForceAndQuantizedInputIsRefused) {
   r = run_command(bin() + " bench -m " + q + " -p 4 -n 2 --quality 4 2>&1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("already quantized (it would be compared with itself)"), std::string::npos) << r.output;
+}
+
+// A hunt finding: an output directory whose files link to the source's (as a
+// Hugging Face cache snapshot's do) had the source overwritten by --force.
+TEST(QuantizeCli, ForceReplacesLinksInTheOutputInsteadOfWritingThroughThem) {
+  namespace fs = std::filesystem;
+  qinfer::test::ScratchDir dir("quantize-links");
+  const std::string src = dir.file("src"), out = dir.file("out");
+  fs::copy(data_path("models/tiny"), src);
+  fs::create_directory(out);
+  for (const auto& f : fs::directory_iterator(src))
+    fs::create_symlink(f.path(), out + "/" + f.path().filename().string());
+  auto bytes = [](const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const auto r = run_command(bin() + " quantize -m " + src + " --to q8 -o " + out + " --force 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const auto& f : fs::directory_iterator(data_path("models/tiny"))) {
+    const std::string name = f.path().filename().string();
+    EXPECT_EQ(bytes(src + "/" + name), bytes(f.path())) << name << " of the source was changed";
+    EXPECT_FALSE(fs::is_symlink(out + "/" + name)) << name;
+  }
+  EXPECT_EQ(generate(out, "")["ids"], generate(data_path("models/tiny"), "--weights q8")["ids"]);
 }
