@@ -192,6 +192,7 @@ void CompletionRun::finalize() {
     }
   }
   summary_.finish_reason = choices_.empty() ? "" : choices_[0]->finish_reason;
+  if (summary_.finish_reason.empty()) summary_.finish_reason = "abort";  // it ended unfinished: its client left
   summary_.total_s = seconds_between(start_, Clock::now());
   metrics_.record_request(summary_.prompt_tokens, summary_.completion_tokens, summary_.ttft_s, summary_.total_s,
                           summary_.finish_reason);
@@ -247,7 +248,8 @@ ordered_json CompletionRun::logprobs_json(const std::vector<TokenLogprobs>& lps,
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
 }
 
-ordered_json CompletionRun::run_to_end() {
+ordered_json CompletionRun::run_to_end(const std::function<bool()>& client_waiting) {
+  auto last_check = Clock::now();
   for (bool running = true; running;) {
     running = false;
     for (auto& c : choices_)
@@ -255,6 +257,11 @@ ordered_json CompletionRun::run_to_end() {
         poll(*c, 100ms);
         running |= !c->done;
       }
+    if (running && Clock::now() - last_check > 1s) {
+      last_check = Clock::now();
+      if (!client_waiting())
+        for (auto& c : choices_) c->stream->cancel();
+    }
   }
   finalize();
   ordered_json choices = ordered_json::array();

@@ -27,8 +27,9 @@ class CompletionRun {
                 std::string id);
   ~CompletionRun();  // cancels what is still running
 
-  // The whole answer (stream = false).
-  nlohmann::ordered_json run_to_end();
+  // The whole answer (stream = false). Every second until then it asks
+  // `client_waiting`; when that says no, every choice is cancelled.
+  nlohmann::ordered_json run_to_end(const std::function<bool()>& client_waiting);
   // SSE events ("data: {...}\n\n", then "data: [DONE]\n\n") through `write`;
   // when write fails (the client left), every choice is cancelled.
   void stream(const std::function<bool(const std::string&)>& write);

@@ -51,8 +51,25 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
   line(out, name + "_count", labels, static_cast<double>(count_));
 }
 
+namespace {
+
+// A label value as the text exposition format writes it.
+std::string escaped_label(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\' || c == '"') out += '\\';
+    out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  return out;
+}
+
+}  // namespace
+
 Metrics::Metrics(std::string model_name)
-    : labels_("model_name=\"" + model_name + "\""), ttft_(kTtftBounds), itl_(kItlBounds), e2e_(kE2eBounds) {}
+    : labels_("model_name=\"" + escaped_label(model_name) + "\""),
+      ttft_(kTtftBounds),
+      itl_(kItlBounds),
+      e2e_(kE2eBounds) {}
 
 void Metrics::record_request(int64_t prompt_tokens, int64_t generation_tokens, double ttft, double e2e,
                              const std::string& finish_reason) {

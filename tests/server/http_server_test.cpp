@@ -239,9 +239,29 @@ TEST(HttpServer, ClientThatLeavesMidStreamFreesItsSequence) {
   const double generated = f.metric("qinfer:generation_tokens_total");
   EXPECT_GT(generated, 0);
   EXPECT_LT(generated, kMaxTokens) << "the run stopped when its client left";
+  const std::string page = f.client().Get("/metrics")->body;
+  EXPECT_NE(page.find("finished_reason=\"abort\"} 1\n"), std::string::npos) << page;  // not under ""
   // The server goes on serving.
   const ordered_json after = f.post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 5}});
   EXPECT_EQ(after["usage"]["completion_tokens"], 5);
+}
+
+// A hunt finding: a client that gave up on a JSON (not streamed) answer
+// left its request generating to the end. The server notices within seconds.
+TEST(HttpServer, ClientThatLeavesAJsonRequestFreesItsSequence) {
+  constexpr int kMaxTokens = 16000;
+  Fixture f(engine::EngineLoopOptions{{4, 0, 64, 8, 16384}, 16});
+  auto impatient = f.client();
+  impatient.set_read_timeout(0, 300'000);
+  const ordered_json body = {{"prompt", "Once upon a time"}, {"max_tokens", kMaxTokens}, {"ignore_eos", true}};
+  EXPECT_FALSE(impatient.Post("/v1/completions", body.dump(), "application/json")) << "the client timed out";
+  for (int i = 0; i < 400 && f.metric("qinfer:num_requests_running") != 0; ++i) std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(f.metric("qinfer:num_requests_running"), 0);
+  EXPECT_LT(f.metric("qinfer:generation_tokens_total"), kMaxTokens) << "the run stopped when its client left";
+  // A patient client gets its JSON, whitespace before it while it waited.
+  const ordered_json answer =
+      f.post("/v1/completions", {{"prompt", "Once"}, {"max_tokens", 1500}, {"ignore_eos", true}});
+  EXPECT_EQ(answer["usage"]["completion_tokens"], 1500);
 }
 
 TEST(HttpServer, FullQueueAnswers503WithRetryAfter) {
