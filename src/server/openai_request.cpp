@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "server/api_error.h"
@@ -115,8 +116,56 @@ std::vector<std::pair<int32_t, float>> logit_bias(const ordered_json& body, int6
   return out;
 }
 
+// OpenAI's API refuses a field it does not know, so a misspelt one (max_token)
+// is an error there, not a silent default; so here. Fields that only label or
+// route a request are taken and ignored; ones that would change the answer
+// and that this server does not implement are refused by name.
+void check_field_names(const ordered_json& body, bool chat) {
+  static const std::set<std::string_view> kBoth = {
+      "model",    "n",     "stream",       "stream_options",   "logprobs",         "user",
+      "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier"};
+  static const std::set<std::string_view> kChat = {"messages",
+                                                   "top_logprobs",
+                                                   "tools",
+                                                   "tool_choice",
+                                                   "chat_template_kwargs",
+                                                   "response_format",
+                                                   "parallel_tool_calls",
+                                                   "functions",
+                                                   "function_call",
+                                                   "audio",
+                                                   "modalities",
+                                                   "prediction",
+                                                   "web_search_options",
+                                                   "reasoning_effort",
+                                                   "verbosity"};
+  static const std::set<std::string_view> kCompletions = {"prompt", "echo", "best_of", "suffix"};
+  for (const auto& item : body.items()) {
+    const std::string& key = item.key();
+    if (!is_generation_field(key) && !kBoth.count(key) && !(chat ? kChat : kCompletions).count(key))
+      bad(key, "Unrecognized request argument supplied: " + key);
+  }
+  // The unsupported ones, where their value asks for nothing this server does not do.
+  auto refuse_unless = [&](const char* key, bool harmless) {
+    if (given(body, key) && !harmless)
+      bad(key, std::string("'") + key + "' = " + body[key].dump() + " is not supported by this server");
+  };
+  for (const char* key :
+       {"functions", "function_call", "audio", "prediction", "web_search_options", "reasoning_effort", "verbosity"})
+    refuse_unless(key, false);
+  refuse_unless("modalities", body.value("modalities", ordered_json()) == ordered_json::array({"text"}));
+  refuse_unless("echo", body.value("echo", ordered_json()) == false);
+  refuse_unless("suffix", body.value("suffix", ordered_json()) == "");
+  refuse_unless("best_of", body.value("best_of", ordered_json()) == body.value("n", ordered_json(1)));
+  refuse_unless("response_format", body.value("response_format", ordered_json()) == ordered_json{{"type", "text"}});
+  const ordered_json choice = body.value("tool_choice", ordered_json());
+  refuse_unless("tool_choice", choice == "auto" || choice == "none");
+  refuse_unless("parallel_tool_calls", body.value("parallel_tool_calls", ordered_json()) == true);
+}
+
 // The fields both endpoints share: sampling, stops, lengths, n, streaming.
-CompletionRequest common_fields(const ordered_json& body, const ServedModel& model) {
+CompletionRequest common_fields(const ordered_json& body, const ServedModel& model, bool chat) {
+  check_field_names(body, chat);
   CompletionRequest r;
   check_model(body, model);
   GenerationFields g = parse_generation_fields(body, model.bundle, model.context);
@@ -130,7 +179,6 @@ CompletionRequest common_fields(const ordered_json& body, const ServedModel& mod
     if (!r.stream) bad("stream_options", "'stream_options' is only allowed when 'stream' is true");
     r.include_usage = boolean(so, "include_usage", false);
   }
-  if (given(body, "echo") && boolean(body, "echo", false)) bad("echo", "'echo' is not supported by this server yet");
   return r;
 }
 
@@ -269,7 +317,7 @@ ordered_json parse_json_body(const std::string& body, const std::string& what) {
 }
 
 CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel& model) {
-  CompletionRequest r = common_fields(body, model);
+  CompletionRequest r = common_fields(body, model, true);
   r.chat = true;
   const bool logprobs = boolean(body, "logprobs", false);
   const int64_t top = integer(body, "top_logprobs", 0, 0, kMaxTopLogprobs);
@@ -283,7 +331,8 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
     for (const auto& t : body["tools"])
       if (!t.is_object() || !t.contains("function") || !t["function"].is_object())
         bad("tools", "each tool must be {\"type\": \"function\", \"function\": {...}}");
-    if (!body["tools"].empty()) in.tools = body["tools"];
+    // tool_choice "none": the model is not told of the tools, so it calls none.
+    if (!body["tools"].empty() && body.value("tool_choice", ordered_json()) != "none") in.tools = body["tools"];
   }
   if (given(body, "chat_template_kwargs")) {
     const ordered_json& kw = body["chat_template_kwargs"];
@@ -319,7 +368,7 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
 }
 
 CompletionRequest parse_completion_request(const ordered_json& body, const ServedModel& model) {
-  CompletionRequest r = common_fields(body, model);
+  CompletionRequest r = common_fields(body, model, false);
   r.options.logprobs = static_cast<int32_t>(integer(body, "logprobs", -1, 0, kMaxTopLogprobs));
   if (!given(body, "prompt")) bad("prompt", "'prompt' is missing");
   const ordered_json& p = body["prompt"];

@@ -1,8 +1,11 @@
 // OpenAI request bodies (/v1/chat/completions, /v1/completions) mapped onto
 // what the engine runs: token ids per prompt and the generation options, on
 // top of the model's generation_config defaults. Every field is checked for
-// type and range; a bad one is an ApiError (400) naming it. Fields we do not
-// use (user, response_format, ...) are ignored, as vLLM and llama-server do.
+// type and range; a bad one is an ApiError (400) naming it. As OpenAI's API,
+// an unknown field is refused (a misspelt one would be a silent default);
+// fields that only label a request (user, metadata, ...) are ignored, and
+// ones this server does not implement (response_format json, tool_choice
+// required, echo, ...) are refused by name unless their value asks for nothing.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>

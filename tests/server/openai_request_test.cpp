@@ -182,6 +182,20 @@ TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
       {R"({"prompt": ""})", false, "prompt", "empty"},
       {R"({})", false, "prompt", "missing"},
       {R"({"prompt": "x", "model": 3})", false, "model", "string"},
+      // OpenAI refuses fields it does not know: a misspelt max_tokens ran to the end of the context.
+      {R"({"prompt": "x", "max_token": 5})", false, "max_token", "Unrecognized request argument supplied: max_token"},
+      {R"({"prompt": "x", "messages": []})", false, "messages", "Unrecognized request argument"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "echo": true})", true, "echo", "Unrecognized"},
+      {R"({"prompt": "x", "echo": true})", false, "echo", "not supported"},
+      {R"({"prompt": "x", "suffix": "end"})", false, "suffix", "not supported"},
+      {R"({"prompt": "x", "best_of": 3})", false, "best_of", "not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})", true,
+       "response_format", "not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})", true, "tool_choice",
+       "not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "parallel_tool_calls": false})", true, "parallel_tool_calls",
+       "not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "functions": []})", true, "functions", "not supported"},
   };
   for (const Case& c : cases) {
     const ApiError e = error_of(c.body, c.chat);
@@ -206,6 +220,26 @@ TEST_F(OpenAiRequest, DeeplyNestedBodiesAreRefusedWhileParsing) {
     const ApiError shallow = error_of(std::string(body).replace(at, 1, nested(100)), true, 4096);
     EXPECT_EQ(shallow.status, 0) << shallow.what();
   }
+}
+
+// What a client sends to label or route a request, or asks for with the
+// value that changes nothing, is taken; tool_choice "none" keeps the tools
+// out of the prompt.
+TEST_F(OpenAiRequest, FieldsThatChangeNothingAreAccepted) {
+  for (const char* body : {R"({"prompt": "x", "user": "u", "metadata": {"a": "b"}, "store": false,
+                              "service_tier": "auto", "echo": false, "suffix": "", "best_of": 2, "n": 2})",
+                           R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "text"},
+                              "tool_choice": "auto", "parallel_tool_calls": true, "modalities": ["text"]})"})
+    EXPECT_EQ(error_of(body, std::string(body).find("messages") != std::string::npos).status, 0) << body;
+  const ordered_json tools = ordered_json::parse(R"({"messages": [{"role": "user", "content": "x"}],
+      "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]})");
+  auto rendered = [&](const ordered_json& body) {
+    return bundle_->require_tokenizer().decode(parse_chat_request(body, served(4096)).prompts[0]);
+  };
+  EXPECT_NE(rendered(tools).find("get_weather"), std::string::npos);
+  ordered_json none = tools;
+  none["tool_choice"] = "none";
+  EXPECT_EQ(rendered(none).find("get_weather"), std::string::npos);
 }
 
 TEST_F(OpenAiRequest, MalformedBodiesUnknownModelsAndOverlongPrompts) {
