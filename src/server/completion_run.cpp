@@ -22,7 +22,7 @@ struct CompletionRun::Choice {
   std::vector<TokenLogprobs> received_logprobs;  // with them, when asked for
   std::vector<TokenLogprobs> unsent_logprobs;    // of consumed tokens, for the next chunk
   std::vector<TokenLogprobs> logprobs;           // of every consumed token
-  int64_t text_offset = 0;                       // streamed completions: bytes of text before the next token
+  int64_t text_offset = 0;                       // streamed completions: characters before the next token
   int64_t tokens = 0;                            // ids the text saw: the completion's tokens
   bool stopped = false;                          // a stop string ended it
   bool done = false;
@@ -243,7 +243,9 @@ ordered_json CompletionRun::logprobs_json(const std::vector<TokenLogprobs>& lps,
     for (const auto& [id, lp] : l.top) alternatives[piece(id)] = lp;
     top.push_back(std::move(alternatives));
     offsets.push_back(text_offset);
-    if (!tok.is_special(l.id)) text_offset += static_cast<int64_t>(piece(l.id).size());
+    // In characters, as Python counts the text: every byte but UTF-8's continuation bytes starts one.
+    if (!tok.is_special(l.id))
+      for (const char b : piece(l.id)) text_offset += (static_cast<uint8_t>(b) & 0xC0) != 0x80;
   }
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
 }

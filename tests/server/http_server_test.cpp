@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <filesystem>
 #include <thread>
+
+#include "model/test_model.h"
 
 #include "test_util.h"
 
@@ -19,8 +22,9 @@ using namespace std::chrono_literals;
 namespace {
 
 struct Fixture {
-  explicit Fixture(engine::EngineLoopOptions lo = {{4, 0, 64, 8, 128}, 16}, std::string key = "")
-      : bundle(load_model_bundle(test::data_path("models/tiny"))),
+  explicit Fixture(engine::EngineLoopOptions lo = {{4, 0, 64, 8, 128}, 16}, std::string key = "",
+                   const std::string& model = test::data_path("models/tiny"))
+      : bundle(load_model_bundle(model)),
         pool(2),
         loop(*bundle.model, pool, lo),
         served{bundle, "tiny", loop.context()},
@@ -324,6 +328,39 @@ TEST(HttpServer, LogprobsOfEachTokenAlikeInStreamAndJson) {
   EXPECT_EQ(lp["token_logprobs"].size(), 4u);
   EXPECT_EQ(lp["top_logprobs"][0].size(), 1u);
   EXPECT_EQ(lp["text_offset"][0], 0);
+}
+
+// A hunt finding: text_offset counted bytes, so after a 3-byte character
+// every offset was 2 too high. OpenAI's (Python's) offsets count characters.
+TEST(HttpServer, CompletionTextOffsetsCountCharacters) {
+  test::ScratchDir dir("http-offsets");
+  const ModelBundle tiny = load_model_bundle(test::data_path("models/tiny"));
+  std::vector<int32_t> chain = tiny.require_tokenizer().encode("x\u5375y\u00e9z");  // x 卵 y é z
+  chain.push_back(tiny.eos_ids().at(0));
+  write_scripted_test_model(dir.path(), test_model_preset("tiny"), DType::BF16, chain);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    std::filesystem::copy_file(test::data_path(std::string("models/tiny/") + f), dir.file(f));
+  Fixture f({{4, 0, 64, 8, 128}, 16}, "", dir.path());
+  for (const bool stream : {false, true}) {
+    const ordered_json body = {{"prompt", std::vector<int32_t>{chain[0]}},
+                               {"max_tokens", 10},
+                               {"temperature", 0},
+                               {"logprobs", 0},
+                               {"stream", stream}};
+    auto res = f.client().Post("/v1/completions", body.dump(), "application/json");
+    ASSERT_TRUE(res && res->status == 200);
+    std::string text;
+    ordered_json tokens = ordered_json::array(), offsets = ordered_json::array();
+    for (const ordered_json& e : stream ? Fixture::events(res->body) : std::vector{ordered_json::parse(res->body)}) {
+      if (e["choices"].empty()) continue;
+      text += e["choices"][0]["text"].get<std::string>();
+      if (e["choices"][0]["logprobs"].is_null()) continue;
+      for (const auto& t : e["choices"][0]["logprobs"]["tokens"]) tokens.push_back(t);
+      for (const auto& o : e["choices"][0]["logprobs"]["text_offset"]) offsets.push_back(o);
+    }
+    EXPECT_EQ(text, "\u5375y\u00e9z");
+    EXPECT_EQ(offsets, ordered_json::parse("[0, 1, 2, 3, 4]")) << tokens.dump() << " stream " << stream;
+  }
 }
 
 TEST(HttpServer, ChoicesOfOnePromptShareItsCachedPrefix) {
