@@ -155,7 +155,7 @@ void Engine::postprocess(const Step& step) {
       r.result.reason = StopReason::Callback;
     else if (static_cast<int64_t>(r.result.ids.size()) >= r.options.max_new_tokens)
       r.result.reason = StopReason::MaxTokens;
-    else if (static_cast<int64_t>(seq.ids.size()) + 1 > context)
+    else if (static_cast<int64_t>(seq.ids.size()) + 1 >= context)  // prompt + completion: at most the context
       r.result.reason = StopReason::ContextFull;
     else
       done = false;

@@ -81,7 +81,7 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
       r.reason = StopReason::MaxTokens;
       break;
     }
-    if (static_cast<int64_t>(tokens_.size()) + 1 > context) {
+    if (static_cast<int64_t>(tokens_.size()) + 1 >= context) {  // prompt + completion: at most the context
       r.reason = StopReason::ContextFull;
       break;
     }

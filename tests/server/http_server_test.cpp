@@ -199,6 +199,20 @@ TEST(HttpServer, ErrorsInOpenAiShape) {
   EXPECT_EQ(f.post("/detokenize", {{"tokens", {14990, 1879}}})["prompt"], "hello world");
 }
 
+// A hunt finding: without max_tokens a request ran to one token past the
+// context that an explicit max_tokens is held to.
+TEST(HttpServer, WithoutMaxTokensPromptAndCompletionFillTheContextExactly) {
+  Fixture f;  // context 128
+  for (const int prompt : {127, 100}) {
+    const ordered_json answer =
+        f.post("/v1/completions", {{"prompt", std::vector<int>(prompt, 5)}, {"ignore_eos", true}, {"temperature", 0}});
+    EXPECT_EQ(answer["usage"]["total_tokens"], 128) << prompt;
+    EXPECT_EQ(answer["choices"][0]["finish_reason"], "length");
+  }
+  f.post("/v1/completions", {{"prompt", std::vector<int>(100, 5)}, {"max_tokens", 28}}, 200);
+  f.post("/v1/completions", {{"prompt", std::vector<int>(100, 5)}, {"max_tokens", 29}}, 400);
+}
+
 TEST(HttpServer, ApiKeyGuardsAllButHealthAndMetrics) {
   Fixture f(engine::EngineLoopOptions{{4, 0, 64, 8, 128}, 16}, "sekrit");
   auto c = f.client();
