@@ -1,5 +1,6 @@
 #include "io/hf_config.h"
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
@@ -32,6 +33,11 @@ void read_key(const json& j, const char* key, T* out, const std::string& origin)
       if (!it->is_boolean()) throw json::type_error::create(302, "expected a boolean", nullptr);
     } else if constexpr (std::is_integral_v<T>) {
       if (!it->is_number_integer()) throw json::type_error::create(302, "expected an integer", nullptr);
+      const bool fits = it->is_number_unsigned()
+                            ? it->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+                            : it->get<int64_t>() >= std::numeric_limits<T>::min() &&
+                                  it->get<int64_t>() <= std::numeric_limits<T>::max();
+      if (!fits) fail(origin, ": field '", key, "' = ", it->dump(), " is out of range");
     } else if constexpr (std::is_floating_point_v<T>) {
       if (!it->is_number()) throw json::type_error::create(302, "expected a number", nullptr);
     }
@@ -141,6 +147,15 @@ GenerationConfig parse_generation_config(const std::string& text, const std::str
   read_opt(j, "min_p", &g.min_p, origin);
   read_opt(j, "repetition_penalty", &g.repetition_penalty, origin);
   read_opt(j, "top_k", &g.top_k, origin);
+  // The ranges transformers' GenerationConfig accepts (top_k 0: off).
+  auto check = [&](const char* key, const auto& value, bool ok) {
+    if (value && !ok) fail(origin, ": field '", key, "' = ", j[key].dump(), " is out of range");
+  };
+  check("temperature", g.temperature, g.temperature >= 0.0f);
+  check("top_p", g.top_p, g.top_p > 0.0f && g.top_p <= 1.0f);
+  check("min_p", g.min_p, g.min_p >= 0.0f && g.min_p <= 1.0f);
+  check("repetition_penalty", g.repetition_penalty, g.repetition_penalty > 0.0f);
+  check("top_k", g.top_k, g.top_k >= 0);
   return g;
 }
 

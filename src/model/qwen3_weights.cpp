@@ -226,6 +226,10 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
   m->kv_cache_ = options.kv_cache;
   const Qwen3Config& c = m->config_;
   Qwen3Weights& w = m->weights_;
+  // Checked before the layer tables are sized by it: a config may say 10^12.
+  const std::string last_layer = "model.layers." + std::to_string(c.num_hidden_layers - 1) + ".input_layernorm.weight";
+  if (!m->checkpoint_.find(last_layer))
+    fail(dir, "/config.json: num_hidden_layers is ", c.num_hidden_layers, " but the checkpoint has no ", last_layer);
   w.layers.resize(static_cast<size_t>(c.num_hidden_layers));
   Binder b{m->checkpoint_, options, stored_quant_format(dir + "/config.json"), m->owned_, m->weight_bytes_, nullptr};
   for_each_tensor(

@@ -85,6 +85,33 @@ TEST(GenerationConfig, EosListOrNumber) {
   EXPECT_TRUE(load_generation_config("/nonexistent/generation_config.json").eos_token_ids.empty());
 }
 
+// Hunt findings: top_k 10^12 was truncated to an int and reported as
+// -7.27e+08 by the sampler, with no file named; a negative one was "off" in
+// batch and an error in generate. Values are checked where they are read.
+TEST(GenerationConfig, ValuesOutOfRangeNameTheFileAndField) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"top_k": 1000000000000})", "g: field 'top_k' = 1000000000000 is out of range"},
+      {R"({"top_k": -1})", "g: field 'top_k' = -1 is out of range"},
+      {R"({"temperature": -1})", "g: field 'temperature' = -1 is out of range"},
+      {R"({"top_p": 0})", "g: field 'top_p' = 0 is out of range"},
+      {R"({"top_p": 1.5})", "g: field 'top_p' = 1.5 is out of range"},
+      {R"({"min_p": 2})", "g: field 'min_p' = 2 is out of range"},
+      {R"({"repetition_penalty": 0})", "g: field 'repetition_penalty' = 0 is out of range"},
+  };
+  for (const auto& [text, message] : cases)
+    EXPECT_NE(error_of([&] { parse_generation_config(text, "g"); }).find(message), std::string::npos)
+        << text << ": " << error_of([&] { parse_generation_config(text, "g"); });
+  EXPECT_EQ(*parse_generation_config(R"({"top_k": 0, "temperature": 0})", "g").top_k, 0);
+}
+
+// A hunt finding: num_hidden_layers 2^64 - 1 was reported as -1.
+TEST(HfConfig, IntegersBeyondTheirTypeAreOutOfRange) {
+  const std::string msg = error_of([] {
+    parse_qwen3_config(R"({"architectures": ["Qwen3ForCausalLM"], "num_hidden_layers": 18446744073709551615})", "c");
+  });
+  EXPECT_NE(msg.find("c: field 'num_hidden_layers' = 18446744073709551615 is out of range"), std::string::npos) << msg;
+}
+
 TEST(ModelDir, DirectoryIsTakenAsIs) {
   EXPECT_EQ(resolve_model_dir(test::data_path("models/tiny")), test::data_path("models/tiny"));
 }

@@ -81,6 +81,20 @@ TEST(ModelLoad, WrongShape) {
       << load_error(d.path());
 }
 
+// A hunt finding: num_hidden_layers 10^12 sized the layer tables before any
+// tensor was looked at (std::bad_alloc, "internal error").
+TEST(ModelLoad, MoreLayersThanTheCheckpointHas) {
+  test::ScratchDir d("m");
+  std::string cfg = kConfig;
+  cfg.replace(cfg.find("\"num_hidden_layers\":1"), 21, "\"num_hidden_layers\":1000000000000");
+  std::ofstream(d.file("config.json")) << cfg;
+  write_safetensors(d.file("model.safetensors"), tiny_tensors());
+  EXPECT_NE(load_error(d.path()).find("num_hidden_layers is 1000000000000 but the checkpoint has no "
+                                      "model.layers.999999999999.input_layernorm.weight"),
+            std::string::npos)
+      << load_error(d.path());
+}
+
 TEST(ModelLoad, UntiedNeedsLmHead) {
   test::ScratchDir d("m");
   std::string cfg = kConfig;
