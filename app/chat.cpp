@@ -19,6 +19,7 @@
 #include "runtime/conversation.h"
 #include "runtime/text_stream.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace qinfer::cli {
 
@@ -84,6 +85,7 @@ void run_chat(ChatArgs& a) {
   int threads = 0;
   const ModelBundle bundle = a.flags.load(threads);
   const Tokenizer& tok = bundle.require_tokenizer();
+  utf8::require_valid(a.system, "the system prompt (--system)");
   Conversation conv(bundle.require_chat_template(), tok, a.system,
                     a.no_think ? std::optional<bool>(false) : std::nullopt);
   ThreadPool pool(threads);
@@ -138,6 +140,11 @@ void run_chat(ChatArgs& a) {
       }
     }
 
+    if (utf8::first_invalid(message) != std::string::npos) {  // a stray byte ends this message, not the chat
+      std::fprintf(stderr, "[the message is not valid UTF-8 (byte offset %zu): not sent]\n",
+                   utf8::first_invalid(message));
+      continue;
+    }
     const std::vector<int32_t> prompt = conv.user_turn(message);
     ++turn;
     if (a.print_prompt_ids)

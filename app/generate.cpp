@@ -16,6 +16,7 @@
 #include "runtime/text_stream.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
+#include "util/utf8.h"
 
 namespace qinfer::cli {
 
@@ -55,13 +56,16 @@ std::vector<int32_t> parse_ids(const std::string& s) {
 std::string prompt_text(const GenerateArgs& a) {
   if (a.prompt) {
     if (a.prompt->empty()) fail("the prompt is empty (-p \"\"): give the text to continue");
+    utf8::require_valid(*a.prompt, "the prompt (-p)");
     return *a.prompt;
   }
   const std::string& path = *a.prompt_file;
   const std::string text =
       path == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {}) : read_text_file(path);
   if (std::cin.bad()) fail("--prompt-file -: reading standard input failed");
-  if (text.empty()) fail("--prompt-file ", path == "-" ? "- (standard input)" : path, ": the prompt is empty");
+  const std::string what = "--prompt-file " + (path == "-" ? std::string("- (standard input)") : path);
+  if (text.empty()) fail(what, ": the prompt is empty");
+  utf8::require_valid(text, what);
   return text;
 }
 

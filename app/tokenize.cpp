@@ -12,6 +12,7 @@
 #include "server/openai_request.h"
 #include "text/tokenizer.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace qinfer::cli {
 
@@ -94,6 +95,7 @@ void run_tokenize(const TokenizeArgs& a) {
       print_line({{"text", tok.decode(v, a.skip_special)}});
     });
   } else {
+    utf8::require_valid(a.text, "TEXT");
     print_tokens(tok, tok.encode(a.text, !a.plain_special));
   }
 }

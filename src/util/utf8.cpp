@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "util/error.h"
+
 namespace qinfer::utf8 {
 
 Step step(std::string_view s, size_t pos) {
@@ -38,6 +40,11 @@ Step step(std::string_view s, size_t pos) {
     hi = 0xBF;
   }
   return {Step::kChar, static_cast<uint8_t>(continuation + 1), cp};
+}
+
+void require_valid(std::string_view s, const std::string& what) {
+  if (const size_t at = first_invalid(s); at != std::string_view::npos)
+    fail(what, " is not valid UTF-8 (byte offset ", at, ")");
 }
 
 size_t first_invalid(std::string_view s) {

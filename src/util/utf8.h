@@ -31,6 +31,9 @@ Step step(std::string_view s, size_t pos);
 // std::string_view::npos when `s` is valid UTF-8.
 size_t first_invalid(std::string_view s);
 
+// Error "<what> is not valid UTF-8 (byte offset N)" unless `s` is valid.
+void require_valid(std::string_view s, const std::string& what);
+
 // Appends `bytes` decoded like String::from_utf8_lossy.
 void append_lossy(std::string& out, std::string_view bytes);
 

@@ -182,6 +182,18 @@ TEST(ChatCli, LaterTurnsComeFromThePrefixCacheWithTheSameReply) {
   }
 }
 
+// A hunt finding: one message of invalid UTF-8 through a pipe ended the
+// whole chat with an error; it is refused alone, and the chat goes on.
+TEST(ChatCli, AMessageOfInvalidUtf8IsRefusedAndTheChatGoesOn) {
+  const ChatRun r = chat("Hi\n\xff\xfe\nBye\n", "--temp 0 -n 4 --no-think");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("[the message is not valid UTF-8 (byte offset 0): not sent]"), std::string::npos) << r.err;
+  EXPECT_EQ(r.turns.size(), 2u) << r.err;
+  const ChatRun system = chat("Hi\n", "--system \"$(printf '\\377')\"");
+  EXPECT_EQ(system.exit_code, 1);
+  EXPECT_NE(system.err.find("the system prompt (--system) is not valid UTF-8"), std::string::npos) << system.err;
+}
+
 TEST(ChatCli, TakesTheGenerationFlags) {
   ChatRun r = chat("Hi\n", "--temp 0 -n 0");
   EXPECT_EQ(r.exit_code, 1);

@@ -188,6 +188,11 @@ TEST(UsageCli, EachPromptMistakeHasItsOwnMessage) {
   expect_error("--prompt-file " + dir.file("empty.txt"), "empty.txt: the prompt is empty");
   expect_error("--prompt-file - < /dev/null", "--prompt-file - (standard input): the prompt is empty");
   expect_error("--prompt-ids ''", "--prompt-ids is empty");
+  // Hunt findings: invalid UTF-8 was reported by the tokenizer, naming neither flag nor file.
+  expect_error("-p \"$(printf 'ab\\377')\"", "the prompt (-p) is not valid UTF-8 (byte offset 2)");
+  std::ofstream(dir.file("bad.txt")) << "ok \xC3";
+  expect_error("--prompt-file " + dir.file("bad.txt"),
+               "--prompt-file " + dir.file("bad.txt") + " is not valid UTF-8 (byte offset 3)");
   expect_error("-p x --prompt-ids 1", "exactly one of");
   expect_error(kPrompt + " -n 4 --ctx 5", "the prompt (5 tokens) does not fit the context of 5 tokens");
   expect_error(kPrompt + " --ctx 50000", "--ctx 50000 is more than the model's context of 40960 tokens");
