@@ -14,6 +14,7 @@
 #include "runtime/model_bundle.h"
 #include "runtime/text_stream.h"
 #include "server/openai_request.h"
+#include "standard_input.h"
 #include "util/error.h"
 #include "util/timer.h"
 
@@ -94,6 +95,7 @@ void run_batch(const BatchArgs& a) {
 
   std::vector<Job> jobs;
   int64_t line_no = 0;
+  require_readable_stdin();
   for (std::string line; std::getline(std::cin, line);) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;

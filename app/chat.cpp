@@ -18,6 +18,7 @@
 #include "line_reader.h"
 #include "runtime/conversation.h"
 #include "runtime/text_stream.h"
+#include "standard_input.h"
 #include "util/error.h"
 #include "util/utf8.h"
 
@@ -104,6 +105,7 @@ void run_chat(ChatArgs& a) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
 
+  require_readable_stdin();
   LineReader in;
   const bool tty_out = ::isatty(STDOUT_FILENO);
   if (in.interactive())

@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "generation_flags.h"
 #include "runtime/text_stream.h"
+#include "standard_input.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 #include "util/utf8.h"
@@ -60,6 +61,7 @@ std::string prompt_text(const GenerateArgs& a) {
     return *a.prompt;
   }
   const std::string& path = *a.prompt_file;
+  if (path == "-") require_readable_stdin();
   const std::string text =
       path == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {}) : read_text_file(path);
   if (std::cin.bad()) fail("--prompt-file -: reading standard input failed");

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -81,7 +82,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == 0) {  // --help, --version: output that could not be written is a failure too
+      app.exit(e);
+      return stdout_written() ? 0 : kExitFailure;
+    }
     const CLI::App* sub = nullptr;
     for (const CLI::App* s : app.get_subcommands()) sub = s;
     std::fprintf(stderr, "qinfer: error: %s\nRun 'qinfer %s--help' for usage.\n", e.what(),
@@ -90,6 +94,10 @@ int main(int argc, char** argv) {
   } catch (const qinfer::Error& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "qinfer: error: %s\n", e.what());
+    return kExitFailure;
+  } catch (const std::filesystem::filesystem_error& e) {  // a path we create or copy: the OS says what is wrong
+    std::fflush(stdout);
+    std::fprintf(stderr, "qinfer: error: %s: %s\n", e.path1().c_str(), e.code().message().c_str());
     return kExitFailure;
   } catch (const std::exception& e) {
     std::fflush(stdout);

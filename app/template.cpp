@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "io/model_dir.h"
 #include "server/openai_request.h"
+#include "standard_input.h"
 #include "text/jinja/chat_template.h"
 #include "util/error.h"
 
@@ -61,6 +62,7 @@ void add_template_command(CLI::App& app) {
       ->required();
   cmd->callback([model] {
     ChatTemplate chat_template = ChatTemplate::from_model_dir(resolve_model_dir(*model));
+    require_readable_stdin();
     std::string request(std::istreambuf_iterator<char>(std::cin), {});
     std::string prompt = chat_template.render(parse_input(request));
     std::fwrite(prompt.data(), 1, prompt.size(), stdout);

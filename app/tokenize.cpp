@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "io/model_dir.h"
 #include "server/openai_request.h"
+#include "standard_input.h"
 #include "text/tokenizer.h"
 #include "util/error.h"
 #include "util/utf8.h"
@@ -46,6 +47,7 @@ void print_line(const json& j) {
 template <class OnRecord>
 void for_each_stdin_record(const char* field, OnRecord on_record) {
   size_t line_no = 0;
+  require_readable_stdin();
   for (std::string line; std::getline(std::cin, line);) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;

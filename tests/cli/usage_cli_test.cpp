@@ -218,7 +218,9 @@ TEST(UsageCli, MinusOneGeneratesUntilTheContextIsFull) {
 TEST(UsageCli, EveryWriteIsChecked) {
   ScratchDir dir("writes");
   const std::string gen = bin() + " generate -m " + tiny() + kPrompt + " -n 4 --temp 0";
-  for (const std::string& args : {gen, gen + " --json", bin() + " tokenize -m " + tiny() + " hello"}) {
+  // --help and --version: hunt findings (exit 0 although nothing was written).
+  for (const std::string& args : {gen, gen + " --json", bin() + " tokenize -m " + tiny() + " hello",
+                                  bin() + " --version", bin() + " --help", bin() + " generate --help"}) {
     const Outcome r = run(args + " > /dev/full");
     EXPECT_EQ(r.exit_code, 1) << args;
     EXPECT_NE(r.err.find("qinfer: error: writing to standard output failed: No space left on device"),
@@ -234,6 +236,27 @@ TEST(UsageCli, EveryWriteIsChecked) {
   EXPECT_NE(r.err.find("cannot create the logits file (--logits-out): No such file or directory"), std::string::npos)
       << r.err;
   EXPECT_EQ(r.out, "") << "nothing generated";
+}
+
+// Hunt findings: a directory as standard input read as an empty one (exit 0
+// with no output), and output paths the OS refuses were "internal error"s.
+TEST(UsageCli, StandardInputAndOutputPathsTheOsRefuses) {
+  ScratchDir dir("os-refuses");
+  for (const std::string& args :
+       {" batch -m " + tiny(), " tokenize -m " + tiny() + " --jsonl", " template -m " + tiny(), " chat -m " + tiny(),
+        " generate -m " + tiny() + " --prompt-file -"}) {
+    const Outcome r = run(bin() + args + " < " + dir.path());
+    EXPECT_EQ(r.exit_code, 1) << args;
+    EXPECT_NE(r.err.find("qinfer: error: standard input is a directory"), std::string::npos) << args << ": " << r.err;
+  }
+  std::ofstream(dir.file("afile")) << "x";
+  const std::string quantize = bin() + " quantize -m " + tiny() + " --to q8 -o ";
+  Outcome r = run(quantize + "''");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("qinfer: error: the output directory is empty (-o \"\")"), std::string::npos) << r.err;
+  r = run(quantize + dir.file("afile/sub"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("qinfer: error: " + dir.file("afile/sub") + ": Not a directory"), std::string::npos) << r.err;
 }
 
 TEST(UsageCli, FilesThatAreNotCheckpointsAreNamedSo) {
