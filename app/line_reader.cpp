@@ -69,8 +69,35 @@ const char* LineReader::prompt_of(editline* el) {
 // terminal's multibyte encoding, unless a wakeup arrives first (then -1, and
 // el_gets returns). 1: a character, 0: end of input, -1: error or wakeup.
 int LineReader::read_char(editline* el, wchar_t* out) {
+  LineReader* self = nullptr;
+  el_get(el, EL_CLIENTDATA, &self);
   char bytes[MB_LEN_MAX];
   size_t n = 0;
+  for (;;) {
+    if (!self->unread_.empty()) {  // bytes that followed an invalid one: decoded again, in order
+      bytes[n++] = self->unread_.front();
+      self->unread_.erase(0, 1);
+    } else if (const int got = read_byte(self, &bytes[n]); got <= 0) {
+      return got;
+    } else {
+      ++n;
+    }
+    std::mbstate_t state{};
+    wchar_t wc = 0;
+    const size_t used = std::mbrtowc(&wc, bytes, n, &state);
+    if (used == static_cast<size_t>(-2) && n < sizeof bytes) continue;  // the rest of the character
+    if (used > n) {  // invalid: the first byte is U+FFFD, what followed it is read again
+      self->unread_.insert(0, bytes + 1, n - 1);
+      wc = L'\uFFFD';
+    }
+    *out = wc;
+    return 1;
+  }
+}
+
+// One byte from stdin into *byte, unless a wakeup arrives first: 1, 0 at the
+// end of input, -1 on an error or a wakeup (then interrupted_ is set).
+int LineReader::read_byte(LineReader* self, char* byte) {
   for (;;) {
     pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {g_wakeup[0], POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) {
@@ -79,21 +106,12 @@ int LineReader::read_char(editline* el, wchar_t* out) {
     }
     if (fds[1].revents & POLLIN) {
       drain_wakeups();
-      LineReader* self = nullptr;
-      el_get(el, EL_CLIENTDATA, &self);
       self->interrupted_ = true;
       return -1;
     }
-    const ssize_t got = ::read(STDIN_FILENO, &bytes[n], 1);
+    const ssize_t got = ::read(STDIN_FILENO, byte, 1);
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return static_cast<int>(got);
-    ++n;
-    std::mbstate_t state{};
-    wchar_t wc = 0;
-    const size_t used = std::mbrtowc(&wc, bytes, n, &state);
-    if (used == static_cast<size_t>(-2) && n < sizeof bytes) continue;                  // the rest of the character
-    *out = used > n ? static_cast<wchar_t>(static_cast<unsigned char>(bytes[0])) : wc;  // invalid: the byte itself
-    return 1;
+    return static_cast<int>(got);
   }
 }
 

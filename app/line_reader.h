@@ -36,8 +36,10 @@ class LineReader {
  private:
   static const char* prompt_of(editline* el);
   static int read_char(editline* el, wchar_t* out);
+  static int read_byte(LineReader* self, char* byte);
 
   editline* el_ = nullptr;
+  std::string unread_;  // bytes read after an invalid one, decoded next
   history* hist_ = nullptr;
   std::string prompt_;
   bool interrupted_ = false;

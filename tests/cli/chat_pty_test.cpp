@@ -159,6 +159,21 @@ TEST(ChatPty, LineEditingHistoryAndCtrlCAtThePrompt) {
   EXPECT_EQ(chat.user_messages(tok), (std::vector<std::string>{"ZaXbc", "ZaXbc", "ok"})) << chat.output();
 }
 
+// A hunt finding: a byte that began a character the next byte did not finish
+// swallowed that next byte (here the Enter) and came out as Latin-1.
+TEST(ChatPty, AnUnfinishedCharacterIsAReplacementAndTheNextKeyCounts) {
+  PtyChat chat({"--temp", "0", "-n", "2"});
+  ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  ASSERT_TRUE(chat.editing()) << chat.output();
+  chat.type("a\xC3\r");
+  ASSERT_TRUE(chat.expect("tokens at")) << chat.output();
+  ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  chat.type("\x04");
+  EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
+  const qinfer::Tokenizer tok = qinfer::Tokenizer::from_file(qinfer::test::data_path("tokenizer.json"));
+  EXPECT_EQ(chat.user_messages(tok), (std::vector<std::string>{"a\uFFFD"})) << chat.output();
+}
+
 TEST(ChatPty, CtrlCStopsAReplyAndTheChatGoesOn) {
   PtyChat chat({"--temp", "0", "-n", "30000"});  // a reply far longer than the test waits
   ASSERT_TRUE(chat.expect("> ")) << chat.output();
