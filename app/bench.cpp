@@ -150,7 +150,7 @@ void run_bench(const BenchArgs& a) {
   const std::string dir = resolve_model_dir(a.model);
   // Checked before the minutes of probes and timing, not after.
   const int64_t context = load_qwen3_config(dir + "/config.json").max_position_embeddings;
-  if (a.prompt_tokens + a.gen_tokens > context)
+  if (a.prompt_tokens > context || a.gen_tokens > context - a.prompt_tokens)  // no sum: both may be near 2^63
     fail("-p ", a.prompt_tokens, " plus -n ", a.gen_tokens, " exceeds the model's context of ", context, " tokens");
   if (a.quality_tokens > context)
     fail("--quality ", a.quality_tokens, " exceeds the model's context of ", context, " tokens");

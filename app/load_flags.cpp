@@ -26,8 +26,8 @@ LoadOptions LoadFlags::options() const {
   o.weights = parse_weight_format(weights);
   o.kv_cache = parse_kv_dtype(kv);
   o.bf16_products = fast_prefill;
-  if (!simd.empty() && !simd::limit_target(simd))
-    fail("--simd ", simd,
+  if (simd && !simd::limit_target(*simd))
+    fail("--simd '", *simd, "'",
          ": not a SIMD target this binary can run on this CPU; it can run: ", simd::runnable_targets());
   return o;
 }

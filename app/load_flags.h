@@ -3,6 +3,7 @@
 // (the thread count capped at the hardware, the formats named on error).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 
 #include "model/qwen3.h"
@@ -12,7 +13,7 @@ namespace qinfer::cli {
 struct LoadFlags {
   int threads = 0;  // as given; see thread_count()
   std::string weights = "auto", kv;
-  std::string simd;  // empty: the best target this CPU runs
+  std::optional<std::string> simd;  // unset: the best target this CPU runs
   bool fast_prefill = false;
 
   explicit LoadFlags(std::string default_kv = "f32") : kv(std::move(default_kv)) {}

@@ -115,13 +115,15 @@ TEST(UsageCli, SimdTakesARunnableTargetByNameOrNamesThem) {
   EXPECT_EQ(j["simd_target"], least);
   EXPECT_NE(j["simd_compiled"].get<std::string>().find(least), std::string::npos);
   for (const std::string& cmd :
-       {" generate" + kPrompt, std::string(" bench -p 4 -n 2"), std::string(" serve --port 0")}) {
-    r = run("timeout 60 " + bin() + cmd + " -m " + tiny() + " --simd avx9 < /dev/null");
-    EXPECT_EQ(r.exit_code, 1) << cmd;
-    EXPECT_NE(r.err.find("--simd avx9: not a SIMD target this binary can run on this CPU; it can run: " + runnable),
-              std::string::npos)
-        << cmd << r.err;
-  }
+       {" generate" + kPrompt, std::string(" bench -p 4 -n 2"), std::string(" serve --port 0")})
+    for (const std::string& target : {"avx9", ""}) {  // "": a hunt finding, it ran the default
+      r = run("timeout 60 " + bin() + cmd + " -m " + tiny() + " --simd '" + target + "' < /dev/null");
+      EXPECT_EQ(r.exit_code, 1) << cmd;
+      EXPECT_NE(r.err.find("--simd '" + target +
+                           "': not a SIMD target this binary can run on this CPU; it can run: " + runnable),
+                std::string::npos)
+          << cmd << r.err;
+    }
 }
 
 // --fast-prefill: bench says it ran and which products; generate runs with
@@ -303,6 +305,8 @@ TEST(UsageCli, BenchChecksItsLimitsBeforeTiming) {
     EXPECT_EQ(r.err.find("run 1"), std::string::npos) << "refused before timing: " << r.err;
   };
   expect_error("-p 40000 -n 1000", "-p 40000 plus -n 1000 exceeds the model's context of 40960 tokens");
+  // A hunt finding: the sum overflowed and the check passed.
+  expect_error("-p 4 -n 9223372036854775807", "plus -n 9223372036854775807 exceeds the model's context");
   expect_error("-p 4 -n 2 --quality 50000", "--quality 50000 exceeds the model's context of 40960 tokens");
   expect_error("-p 4 -n 2 --quality -1", "--quality -1: give a number of prompt tokens");
   const Outcome r = run(bin() + " bench -m " + tiny() + " -p 4 -n 2 --reps 1 --json");
