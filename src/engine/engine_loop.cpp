@@ -23,6 +23,11 @@ GenerationResult RequestStream::result() const {
   return result_;
 }
 
+bool RequestStream::refused() const {
+  std::lock_guard lock(mu_);
+  return refused_;
+}
+
 std::string RequestStream::error() const {
   std::lock_guard lock(mu_);
   return error_;
@@ -56,10 +61,11 @@ void RequestStream::finish(const GenerationResult& result) {
   cv_.notify_all();
 }
 
-void RequestStream::fail(std::string message) {
+void RequestStream::fail(std::string message, bool refused) {
   {
     std::lock_guard lock(mu_);
     error_ = std::move(message);
+    refused_ = refused;
     state_ = State::Failed;
   }
   cv_.notify_all();
@@ -157,7 +163,7 @@ void EngineLoop::admit(std::deque<Incoming>& incoming) {
       live_.push_back({handle, std::move(in.stream)});
     } catch (const Error& e) {
       ended(1);
-      stream->fail(e.what());
+      stream->fail(e.what(), /*refused=*/true);
     }
   }
 }

@@ -33,6 +33,9 @@ class RequestStream {
   GenerationResult result() const;
   // Once Failed: why the engine refused or lost the request.
   std::string error() const;
+  // Once Failed: whether the engine refused the request as given (a client's
+  // error) rather than failing while running it.
+  bool refused() const;
   // Stops generation at the next step (a stop string seen, a client gone).
   void cancel();
   bool cancelled() const;
@@ -41,7 +44,7 @@ class RequestStream {
   friend class EngineLoop;
   void push(int32_t id, const TokenLogprobs* logprobs);
   void finish(const GenerationResult& result);
-  void fail(std::string message);
+  void fail(std::string message, bool refused = false);
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -50,6 +53,7 @@ class RequestStream {
   State state_ = State::Running;
   GenerationResult result_;
   std::string error_;
+  bool refused_ = false;
   bool cancelled_ = false;
 };
 

@@ -69,6 +69,7 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
     if (state == engine::RequestStream::State::Failed) {
       const std::string why = c.stream->error();
       for (auto& other : choices_) other->stream->cancel();
+      if (!c.stream->refused()) throw ApiError(500, why);  // the engine failed running it (NaN logits)
       throw ApiError(400, why, request.chat ? "messages" : "prompt");
     }
   };

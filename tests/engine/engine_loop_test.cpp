@@ -85,6 +85,7 @@ TEST(EngineLoop, RefusedPromptFailsItsStreamWithTheReason) {
   EXPECT_TRUE(drain_stream(*s, &st).empty());
   EXPECT_EQ(st, RequestStream::State::Failed);
   EXPECT_NE(s->error().find("context length is 32"), std::string::npos) << s->error();
+  EXPECT_TRUE(s->refused()) << "the request's fault, not the engine's";
 }
 
 TEST(EngineLoop, CancelStopsAtTheNextStepAndFreesBlocks) {

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "io/safetensors.h"
+#include "io/safetensors_writer.h"
 #include "model/test_model.h"
 
 #include "test_util.h"
@@ -374,6 +376,30 @@ TEST(HttpServer, CompletionTextOffsetsCountCharacters) {
     }
     EXPECT_EQ(text, "\u5375y\u00e9z");
     EXPECT_EQ(offsets, ordered_json::parse("[0, 1, 2, 3, 4]")) << tokens.dump() << " stream " << stream;
+  }
+}
+
+// A hunt finding: weights that make the logits NaN (the engine ends such a
+// request with StopReason::Error, as generate and batch report) came back as
+// an empty answer with finish_reason "length". Now a 500 naming the cause.
+TEST(HttpServer, LogitsThatAreNaNAreA500NotAnEmptyAnswer) {
+  test::ScratchDir dir("http-nan");
+  const SafetensorsFile tiny(test::data_path("models/tiny/model.safetensors"));
+  std::vector<TensorData> tensors;
+  for (const auto& [name, t] : tiny.tensors()) {
+    TensorData d{name, t.dtype, t.shape, std::vector<uint8_t>(t.data, t.data + t.nbytes)};
+    if (name.find("norm.weight") != std::string::npos)  // every norm scaled to bf16's largest finite value
+      for (size_t i = 0; i < d.bytes.size(); i += 2) d.bytes[i] = 0x7F, d.bytes[i + 1] = 0x7F;
+    tensors.push_back(std::move(d));
+  }
+  write_safetensors(dir.file("model.safetensors"), tensors);
+  for (const char* f : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"})
+    std::filesystem::copy_file(test::data_path(std::string("models/tiny/") + f), dir.file(f));
+  Fixture f({{4, 0, 64, 8, 128}, 16}, "", dir.path());
+  for (const bool stream : {false, true}) {
+    const ordered_json answer =
+        f.post("/v1/chat/completions", {{"messages", kMessages}, {"max_tokens", 4}, {"stream", stream}}, 500);
+    EXPECT_NE(answer["error"]["message"].get<std::string>().find("NaN values"), std::string::npos) << answer.dump();
   }
 }
 
