@@ -120,7 +120,10 @@ Tokenizer::Tokenizer(const TokenizerJson& spec, const std::string& origin)
   std::vector<AddedToken> plain;
   for (const AddedToken& t : spec.added_tokens) {
     const int32_t* existing = id_of_piece_.find(t.content);
-    if ((existing && *existing != t.id) || (kind_[t.id] != kNone && piece_of[t.id] != t.content))
+    if (existing && *existing != t.id)
+      fail(origin, ": added token \"", t.content, "\" with id ", t.id, ": it already has id ", *existing,
+           " (ids of added tokens must agree with model.vocab)");
+    if (kind_[t.id] != kNone && piece_of[t.id] != t.content)
       fail(origin, ": added token \"", t.content, "\" with id ", t.id, " clashes with \"", piece_of[t.id],
            "\" (ids of added tokens must agree with model.vocab)");
     id_of_piece_.insert(t.content, t.id);

@@ -134,7 +134,14 @@ TEST(TokenizerJson, RefusesWhatItDoesNotImplement) {
       {"lstrip", [](json& j) { j["added_tokens"][0]["lstrip"] = true; }, "added_tokens[0].lstrip"},
       {"normalized", [](json& j) { j["added_tokens"][0]["normalized"] = true; }, "added_tokens[0].normalized"},
       {"empty added token", [](json& j) { j["added_tokens"][0]["content"] = ""; }, "added_tokens[0]"},
-      {"added id clash", [](json& j) { j["added_tokens"][0]["id"] = 256; }, "clashes"},
+      {"added id clash", [](json& j) { j["added_tokens"][0]["id"] = 256; }, "clashes with \"he\""},
+      // A hunt finding: an added token whose text the vocab has under another id "clashed with \"\"".
+      {"added text clash",
+       [](json& j) {
+         j["added_tokens"][0]["content"] = "he";
+         j["added_tokens"][0]["id"] = 300;
+       },
+       "added token \"he\" with id 300: it already has id 256"},
       {"unknown merge token", [](json& j) { j["model"]["merges"][0] = "x\xC4\xA0y q"; }, "model.merges[0]"},
       {"merge of three", [](json& j) { j["model"]["merges"][1] = "a b c"; }, "not two tokens"},
       {"merge pair of one", [](json& j) { j["model"]["merges"][1] = json::array({"a"}); }, "one element"},
