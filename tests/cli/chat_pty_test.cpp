@@ -168,6 +168,7 @@ TEST(ChatPty, AnUnfinishedCharacterIsAReplacementAndTheNextKeyCounts) {
   chat.type("a\xC3\r");
   ASSERT_TRUE(chat.expect("tokens at")) << chat.output();
   ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  ASSERT_TRUE(chat.editing()) << chat.output();  // typed before, Ctrl-D would be the terminal's end of file
   chat.type("\x04");
   EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
   const qinfer::Tokenizer tok = qinfer::Tokenizer::from_file(qinfer::test::data_path("tokenizer.json"));
