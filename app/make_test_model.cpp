@@ -2,6 +2,7 @@
 // benchmarks without a download; with --script, one whose greedy reply is a
 // given text, for testing what reads replies (reasoning and tool-call splits).
 #include <cstdio>
+#include <optional>
 #include <vector>
 
 #include "commands.h"
@@ -16,7 +17,8 @@ namespace qinfer::cli {
 
 void add_make_test_model_command(CLI::App& app) {
   struct Args {
-    std::string preset = "qwen3-0.6b", dtype = "bf16", out, script;
+    std::string preset = "qwen3-0.6b", dtype = "bf16", out;
+    std::optional<std::string> script;  // "" is a script too: an empty reply
     uint64_t seed = 0;
     bool force = false;
   };
@@ -46,14 +48,20 @@ void add_make_test_model_command(CLI::App& app) {
       fail("--dtype must be bf16, f16 or f32, not '", a->dtype, "'");
     const Qwen3Config config = test_model_preset(a->preset);
     std::vector<int32_t> chain;
-    if (!a->script.empty()) {
+    if (a->script) {
       // The chain starts at "\n": the last token of "<|im_start|>assistant\n".
       const Tokenizer tokenizer = Tokenizer::from_json(embedded_tokenizer_json());
       chain = tokenizer.encode("\n");
-      const std::vector<int32_t> script = tokenizer.encode(a->script);
+      const std::vector<int32_t> script = tokenizer.encode(*a->script);
       chain.insert(chain.end(), script.begin(), script.end());
       const int32_t eos = config.eos_token_ids.at(0);
       if (chain.back() != eos) chain.push_back(eos);
+      for (size_t i = 0; i + 1 < chain.size(); ++i)  // greedy decoding would stop there
+        for (const int32_t end : config.eos_token_ids)
+          if (chain[i] == end)
+            fail("--script: the text holds an end of sequence (id ", end,
+                 ") before its end; nothing after it would "
+                 "be generated");
     }
     check_output_dir(a->out, a->force);
     if (chain.empty()) {

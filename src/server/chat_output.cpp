@@ -109,12 +109,12 @@ void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
     }
     out.tool_calls.push_back(std::move(call));
     ++tool_calls_;
+    strip_leading_ = true;  // the whitespace between calls is not content
   } else {
     strip_leading_ = false;
     emit(std::string(kToolOpen) + tool_text_ + (terminated ? std::string(kToolClose) : ""), out);
   }
   tool_text_.clear();
-  strip_leading_ = true;
 }
 
 }  // namespace qinfer::server

@@ -156,7 +156,7 @@ void check_field_names(const ordered_json& body, bool chat) {
   refuse_unless("modalities", body.value("modalities", ordered_json()) == ordered_json::array({"text"}));
   refuse_unless("echo", body.value("echo", ordered_json()) == false);
   refuse_unless("suffix", body.value("suffix", ordered_json()) == "");
-  refuse_unless("best_of", body.value("best_of", ordered_json()) == body.value("n", ordered_json(1)));
+  refuse_unless("best_of", body.value("best_of", ordered_json()) == (given(body, "n") ? body["n"] : ordered_json(1)));
   refuse_unless("response_format", body.value("response_format", ordered_json()) == ordered_json{{"type", "text"}});
   const ordered_json choice = body.value("tool_choice", ordered_json());
   refuse_unless("tool_choice", choice == "auto" || choice == "none");

@@ -181,6 +181,19 @@ TEST(MakeTestModelCli, ScriptedCheckpointRepliesWithTheScriptThenStops) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("token id 198 is followed by 198"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir.file("bad")));
+  // Hunt findings: --script "" wrote random weights; an end of sequence inside the script was taken.
+  r = run_command(bin() + " make-test-model --preset tiny --out " + dir.file("empty") + " --script '' 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("scripted"), std::string::npos) << r.output;
+  r = run_command(bin() + " generate -m " + dir.file("empty") + " --prompt-file " + dir.file("prompt.txt") +
+                  " -n 5 --temp 0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json::parse(r.output)["text"], "");
+  EXPECT_EQ(json::parse(r.output)["finish_reason"], "stop");
+  r = run_command(bin() + " make-test-model --preset tiny --out " + dir.file("eos") + " --script 'a<|im_end|>b' 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--script: the text holds an end of sequence (id 151645) before its end"), std::string::npos)
+      << r.output;
 }
 
 TEST(GenerateCli, TextPromptJsonHasTextWithoutPromptAndHonoursStop) {

@@ -76,6 +76,9 @@ TEST(ChatOutput, MalformedToolCallStaysVisibleText) {
   const ChatDelta d = whole("<tool_call>\nnot json\n</tool_call>");
   EXPECT_TRUE(d.tool_calls.empty());
   EXPECT_EQ(d.content, "<tool_call>\nnot json\n</tool_call>");
+  // A hunt finding: the space after such a block was dropped, as after a real call.
+  EXPECT_EQ(whole("Sure <tool_call>{\"name\": bad}</tool_call> after").content,
+            "Sure <tool_call>{\"name\": bad}</tool_call> after");
   ChatOutputParser p;
   p.push("<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1}}");  // cut off by max_tokens
   const ChatDelta f = p.finish();

@@ -228,6 +228,7 @@ TEST_F(OpenAiRequest, DeeplyNestedBodiesAreRefusedWhileParsing) {
 TEST_F(OpenAiRequest, FieldsThatChangeNothingAreAccepted) {
   for (const char* body : {R"({"prompt": "x", "user": "u", "metadata": {"a": "b"}, "store": false,
                               "service_tier": "auto", "echo": false, "suffix": "", "best_of": 2, "n": 2})",
+                           R"({"prompt": "x", "best_of": 1, "n": null})",  // null is not given, as everywhere
                            R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "text"},
                               "tool_choice": "auto", "parallel_tool_calls": true, "modalities": ["text"]})"})
     EXPECT_EQ(error_of(body, std::string(body).find("messages") != std::string::npos).status, 0) << body;
