@@ -293,7 +293,8 @@ TEST(UsageCli, HubCacheWarnsWhenRefsMainNamesAMissingSnapshot) {
 TEST(UsageCli, DecodeRefusesIdsOutsideTheVocabulary) {
   const Outcome r = run("echo '{\"ids\": [785, 999999]}' | " + bin() + " tokenize -m " + tiny() + " --decode");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("stdin line 1: token id 999999 is not in the tokenizer's vocabulary"), std::string::npos)
+  EXPECT_NE(r.err.find("stdin line 1: token id 999999 is outside the model's vocabulary [0, 151936)"),
+            std::string::npos)
       << r.err;
 }
 
