@@ -158,19 +158,23 @@ void run_chat(ChatArgs& a) {
       continue;
     }
     ThinkSplitter splitter;
-    TextStream text(tok, a.flags.stops, [&](std::string_view piece) {
-      for (const ThinkSplitter::Part& p : splitter.push(piece)) {
+    auto show = [&](const std::vector<ThinkSplitter::Part>& parts) {
+      for (const ThinkSplitter::Part& p : parts) {
         if (!p.thinking)
           write_out(p.text);
         else if (!a.hide_thinking)
           write_out(tty_out ? "\x1b[2m" + p.text + "\x1b[0m" : p.text);
       }
+    };
+    TextStream text(tok, a.flags.stops, [&](std::string_view piece) {
+      show(splitter.push(piece));
       return true;
     });
     const int64_t handle = engine.add(prompt, opts, [&](int32_t id, const TokenLogprobs*) { return text.push(id); });
     while (engine.step())
       if (g_interrupted && !engine.finished(handle)) engine.cancel(handle);
     text.finish();
+    show(splitter.finish());
     write_out("\n");
     const GenerationResult r = engine.result(handle);
     engine.erase(handle);

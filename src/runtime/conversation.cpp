@@ -1,5 +1,7 @@
 #include "runtime/conversation.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 
 namespace qinfer {
@@ -39,19 +41,41 @@ void Conversation::drop_last_user_turn() {
 
 std::vector<ThinkSplitter::Part> ThinkSplitter::push(std::string_view piece) {
   std::vector<Part> parts;
-  while (!piece.empty()) {
+  held_ += piece;
+  std::string_view rest = held_;
+  while (!rest.empty()) {
+    if (separating_) {  // the whitespace after </think> separates reasoning from answer: it goes with the reasoning
+      const size_t n = std::min(rest.find_first_not_of(" \t\r\n"), rest.size());
+      if (n > 0) parts.push_back({std::string(rest.substr(0, n)), true});
+      rest.remove_prefix(n);
+      if (rest.empty()) break;  // more may follow
+      separating_ = false;
+    }
     const std::string_view tag = thinking_ ? "</think>" : "<think>";
-    const size_t at = piece.find(tag);
+    const size_t at = rest.find(tag);
     if (at == std::string_view::npos) {
-      parts.push_back({std::string(piece), thinking_});
+      // A tail that may be the start of the tag waits for the next piece.
+      size_t keep = std::min(rest.size(), tag.size() - 1);
+      while (keep > 0 && rest.substr(rest.size() - keep) != tag.substr(0, keep)) --keep;
+      if (rest.size() > keep) parts.push_back({std::string(rest.substr(0, rest.size() - keep)), thinking_});
+      rest.remove_prefix(rest.size() - keep);
       break;
     }
-    if (at > 0) parts.push_back({std::string(piece.substr(0, at)), thinking_});
+    if (at > 0) parts.push_back({std::string(rest.substr(0, at)), thinking_});
     // The tags themselves belong to the reasoning.
     parts.push_back({std::string(tag), true});
     thinking_ = !thinking_;
-    piece.remove_prefix(at + tag.size());
+    separating_ = !thinking_;
+    rest.remove_prefix(at + tag.size());
   }
+  held_ = std::string(rest);
+  return parts;
+}
+
+std::vector<ThinkSplitter::Part> ThinkSplitter::finish() {
+  std::vector<Part> parts;
+  if (!held_.empty()) parts.push_back({std::move(held_), thinking_});
+  held_.clear();
   return parts;
 }
 

@@ -37,8 +37,10 @@ class Conversation {
   nlohmann::ordered_json messages_;
 };
 
-// Splits streamed reply text into reasoning (inside <think>...</think>) and
-// answer, so a frontend can dim or hide the reasoning.
+// Splits streamed reply text into reasoning (inside <think>...</think>, the
+// tags and the whitespace after </think> included) and answer, so a frontend
+// can dim or hide the reasoning. A tag may arrive in pieces: a tail that may
+// begin one is held until the next push(), or finish().
 class ThinkSplitter {
  public:
   struct Part {
@@ -46,9 +48,12 @@ class ThinkSplitter {
     bool thinking;
   };
   std::vector<Part> push(std::string_view piece);
+  std::vector<Part> finish();  // what is still held: the reply ended
 
  private:
   bool thinking_ = false;
+  bool separating_ = false;  // right after </think>
+  std::string held_;
 };
 
 }  // namespace qinfer

@@ -177,6 +177,9 @@ CompletionRequest common_fields(const ordered_json& body, const ServedModel& mod
     const ordered_json& so = body["stream_options"];
     if (!so.is_object()) bad("stream_options", "'stream_options' must be an object");
     if (!r.stream) bad("stream_options", "'stream_options' is only allowed when 'stream' is true");
+    for (const auto& item : so.items())  // include_obfuscation only pads events: nothing to do here
+      if (item.key() != "include_usage" && item.key() != "include_obfuscation")
+        bad("stream_options", "Unrecognized request argument supplied: stream_options." + item.key());
     r.include_usage = boolean(so, "include_usage", false);
   }
   return r;

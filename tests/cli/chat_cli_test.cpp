@@ -89,8 +89,8 @@ TEST(Conversation, ThinkSplitterSeparatesReasoning) {
   std::string thinking, answer;
   for (const char* piece : {"<think>", "\nhmm", " ok\n", "</think>", "\n\nThe answer", " is 4"})
     for (const auto& p : s.push(piece)) (p.thinking ? thinking : answer) += p.text;
-  EXPECT_EQ(thinking, "<think>\nhmm ok\n</think>");
-  EXPECT_EQ(answer, "\n\nThe answer is 4");
+  EXPECT_EQ(thinking, "<think>\nhmm ok\n</think>\n\n");
+  EXPECT_EQ(answer, "The answer is 4") << "--hide-thinking printed the separating newlines (a hunt finding)";
   ThinkSplitter t;
   auto parts = t.push("a<think>b</think>c");
   ASSERT_EQ(parts.size(), 5u);
@@ -98,6 +98,16 @@ TEST(Conversation, ThinkSplitterSeparatesReasoning) {
   EXPECT_TRUE(parts[2].thinking);
   EXPECT_EQ(parts[4].text, "c");
   EXPECT_FALSE(parts[4].thinking);
+  // A hunt finding: tags cut into pieces (a stop string can hold back a tag's tail) were not seen.
+  ThinkSplitter u;
+  thinking.clear();
+  answer.clear();
+  for (const char* piece : {"<thi", "nk>", "hm <", "/th", "ink>", "\n", "\nA <", "b"})
+    for (const auto& p : u.push(piece)) (p.thinking ? thinking : answer) += p.text;
+  for (const auto& p : u.push(" <")) (p.thinking ? thinking : answer) += p.text;
+  for (const auto& p : u.finish()) (p.thinking ? thinking : answer) += p.text;
+  EXPECT_EQ(thinking, "<think>hm </think>\n\n");
+  EXPECT_EQ(answer, "A <b <");
 }
 
 namespace {

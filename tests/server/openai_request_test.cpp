@@ -169,6 +169,8 @@ TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
       {R"({"prompt": "x", "seed": "s"})", false, "seed", "integer"},
       {R"({"prompt": "x", "stream": "yes"})", false, "stream", "true or false"},
       {R"({"prompt": "x", "stream_options": {"include_usage": true}})", false, "stream_options", "only allowed"},
+      {R"({"prompt": "x", "stream": true, "stream_options": {"continuous_usage_stats": true}})", false,
+       "stream_options", "Unrecognized request argument supplied: stream_options.continuous_usage_stats"},
       {R"({"prompt": "x", "logit_bias": {"abc": 1}})", false, "logit_bias", "not a token id"},
       {R"({"prompt": "x", "logit_bias": {"151936": 1}})", false, "logit_bias", "not a token id"},
       {R"({"prompt": "x", "logit_bias": {"5": 101}})", false, "logit_bias", "between -100 and 100"},
