@@ -201,6 +201,9 @@ void HttpServer::Impl::routes() {
                                         (form ? " (8192 bytes when sent as application/x-www-form-urlencoded, curl "
                                                 "-d's default: send it with Content-Type: application/json)"
                                               : "")));
+    } else if (res.status == 400 && req.method == "POST" && !req.has_header("Content-Length") &&
+               !req.has_header("Transfer-Encoding")) {
+      send_error(res, ApiError(400, "a POST needs a body with its Content-Length (or chunked): the JSON request"));
     } else {
       send_error(res,
                  ApiError(res.status, "the request could not be served (HTTP " + std::to_string(res.status) + ")"));

@@ -7,6 +7,11 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <thread>
 
@@ -188,6 +193,22 @@ TEST(HttpServer, ErrorsInOpenAiShape) {
   check(c.Post("/v1/completions", std::string(5000, ' '), "application/x-www-form-urlencoded"), 413,
         "send it with Content-Type: application/json");
   check(c.Post("/tokenize", R"({"content": 5})", "application/json"), 400, "'content' must be a string");
+  {  // A hunt finding: a POST without any body said only "could not be served (HTTP 400)".
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(f.http.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n";
+    ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+    std::string reply(4096, '\0');
+    const ssize_t n = ::recv(fd, reply.data(), reply.size(), 0);
+    ::close(fd);
+    reply.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    EXPECT_NE(reply.find("400"), std::string::npos) << reply;
+    EXPECT_NE(reply.find("a POST needs a body with its Content-Length"), std::string::npos) << reply;
+  }
   check(c.Post("/v1/completions", "{\"prompt\": [1,", "application/json"), 400, "not valid JSON");
   check(c.Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "top_k": "many"})",
                "application/json"),
