@@ -202,10 +202,17 @@ TEST(HttpServer, ErrorsInOpenAiShape) {
     ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
     const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n";
     ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
-    std::string reply(4096, '\0');
-    const ssize_t n = ::recv(fd, reply.data(), reply.size(), 0);
+    const timeval timeout{30, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    std::string reply;  // the headers, then Content-Length bytes (they may come in separate reads)
+    auto complete = [&] {
+      const size_t end = reply.find("\r\n\r\n"), length = reply.find("Content-Length: ");
+      return end != std::string::npos && length != std::string::npos &&
+             reply.size() >= end + 4 + std::stoul(reply.substr(length + 16));
+    };
+    char buf[4096];
+    for (ssize_t n; !complete() && (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) reply.append(buf, static_cast<size_t>(n));
     ::close(fd);
-    reply.resize(n > 0 ? static_cast<size_t>(n) : 0);
     EXPECT_NE(reply.find("400"), std::string::npos) << reply;
     EXPECT_NE(reply.find("a POST needs a body with its Content-Length"), std::string::npos) << reply;
   }
