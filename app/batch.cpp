@@ -60,8 +60,7 @@ Job parse_job(const std::string& line, const ModelBundle& bundle) {
     const int64_t vocab = bundle.model->config().vocab_size;
     for (const auto& id : j["prompt_ids"]) {
       if (!id.is_number_integer()) fail("\"prompt_ids\" must be an array of token ids");
-      if (id.is_number_unsigned() ? id.get<uint64_t>() >= static_cast<uint64_t>(vocab)
-                                  : id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab)
+      if (!server::is_token_id(id, static_cast<uint64_t>(vocab)))
         fail("token id ", id.dump(), " is outside the vocabulary [0, ", vocab, ")");
       job.prompt.push_back(id.get<int32_t>());
     }

@@ -21,7 +21,7 @@ namespace {
 
 struct ServeArgs {
   std::string model, served_name;
-  server::ServerOptions http = {.http_threads = 0};
+  server::ServerOptions http;
   LoadFlags load;
   int64_t parallel = 16, max_batch_tokens = 512, max_queue = 256, ctx = 0;
   int32_t kv_blocks = 0, block_size = 16;
@@ -114,6 +114,7 @@ void run_serve(const ServeArgs& a) {
 
 void add_serve_command(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
+  a->http.http_threads = 0;  // derived from --parallel and --max-queue unless given
   CLI::App* cmd = app.add_subcommand(
       "serve",
       "OpenAI-compatible HTTP server on the batching engine: /v1/chat/completions, /v1/completions, /v1/models, "

@@ -102,10 +102,8 @@ void run_tokenize(const TokenizeArgs& a) {
       if (!ids.is_array()) fail("\"ids\" must be a list of token ids");
       std::vector<int32_t> v;
       for (const json& id : ids) {
-        const bool in_range = id.is_number_unsigned()  ? id.get<uint64_t>() < vocab
-                              : id.is_number_integer() ? id.get<int64_t>() >= 0 && id.get<uint64_t>() < vocab
-                                                       : false;
-        if (!in_range) fail("token id ", id.dump(), " is outside the model's vocabulary [0, ", vocab, ")");
+        if (!server::is_token_id(id, vocab))
+          fail("token id ", id.dump(), " is outside the model's vocabulary [0, ", vocab, ")");
         v.push_back(id.get<int32_t>());
       }
       print_line({{"text", tok.decode(v, a.skip_special)}});

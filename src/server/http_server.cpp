@@ -148,7 +148,7 @@ void HttpServer::Impl::routes() {
     std::vector<int32_t> ids;
     const int64_t vocab = model->bundle.model->config().vocab_size;
     for (const auto& t : body["tokens"]) {
-      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab)
+      if (!is_token_id(t, static_cast<uint64_t>(vocab)))
         throw ApiError(400, "'tokens' must be token ids in [0, " + std::to_string(vocab) + ")", "tokens");
       ids.push_back(t.get<int32_t>());
     }

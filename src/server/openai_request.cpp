@@ -381,7 +381,7 @@ CompletionRequest parse_completion_request(const ordered_json& body, const Serve
     std::vector<int32_t> out;
     for (size_t k = 0; k < list.size(); ++k) {
       const ordered_json& id = list[k];
-      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab)
+      if (!is_token_id(id, static_cast<uint64_t>(vocab)))
         bad("prompt", "'prompt' token ids must be integers in [0, " + std::to_string(vocab) + "); " + path + "[" +
                           std::to_string(k) + "] is " + id.dump());
       out.push_back(id.get<int32_t>());

@@ -45,6 +45,14 @@ struct GenerationFields {
 };
 GenerationFields parse_generation_fields(const nlohmann::ordered_json& body, const ModelBundle& bundle,
                                          int64_t default_max_tokens);
+// Whether `id` is an integer in [0, vocab) as given, before any conversion
+// (40.9, true or 2^32 + 40 would otherwise pass for another id).
+template <class Json>
+bool is_token_id(const Json& id, uint64_t vocab) {
+  if (id.is_number_unsigned()) return id.template get<uint64_t>() < vocab;
+  return id.is_number_integer() && id.template get<int64_t>() >= 0 &&
+         static_cast<uint64_t>(id.template get<int64_t>()) < vocab;
+}
 // Whether parse_generation_fields reads the field `key`.
 bool is_generation_field(std::string_view key);
 // body["messages"] checked and as the chat template reads them: "developer"
