@@ -125,6 +125,10 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--host", a->http.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", a->http.port, "Port (0: any free port)")->capture_default_str();
   cmd->add_option("--api-key", a->http.api_key, "Require 'Authorization: Bearer KEY' (/health stays open)");
+  cmd->add_option("--allowed-origins", a->http.allowed_origins,
+                  "Origins (comma-separated, '*' = any) whose web pages may call this server from a browser (CORS); "
+                  "default none")
+      ->delimiter(',');
   cmd->add_option("--parallel", a->parallel, "Sequences decoding at once")->capture_default_str();
   cmd->add_option("--max-queue", a->max_queue, "Requests waiting beyond --parallel; more get 503 + Retry-After")
       ->capture_default_str();

@@ -22,8 +22,10 @@ size_t partial_tag(std::string_view text, std::string_view tag) {
 
 }  // namespace
 
-ChatOutputParser::ChatOutputParser(bool starts_in_reasoning)
-    : mode_(starts_in_reasoning ? Mode::Reasoning : Mode::Content), strip_leading_(starts_in_reasoning) {}
+ChatOutputParser::ChatOutputParser(bool starts_in_reasoning, ToolCalls tool_calls)
+    : mode_(starts_in_reasoning ? Mode::Reasoning : Mode::Content),
+      allowed_(tool_calls),
+      strip_leading_(starts_in_reasoning) {}
 
 ChatDelta ChatOutputParser::push(std::string_view text) {
   ChatDelta out;
@@ -33,7 +35,7 @@ ChatDelta ChatOutputParser::push(std::string_view text) {
     size_t n_tags = 0;
     if (mode_ == Mode::Content) {
       if (!seen_content_ && tool_calls_ == 0) tags[n_tags++] = kThinkOpen;
-      tags[n_tags++] = kToolOpen;
+      if (allowed_ != ToolCalls::None) tags[n_tags++] = kToolOpen;
     } else {
       tags[n_tags++] = mode_ == Mode::Reasoning ? kThinkClose : kToolClose;
     }
@@ -107,7 +109,7 @@ void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
       const auto& args = j["arguments"];
       call.arguments = args.is_string() ? args.get<std::string>() : args.dump();
     }
-    out.tool_calls.push_back(std::move(call));
+    if (allowed_ == ToolCalls::Any || tool_calls_ == 0) out.tool_calls.push_back(std::move(call));
     ++tool_calls_;
     strip_leading_ = true;  // the whitespace between calls is not content
   } else {

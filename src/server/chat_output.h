@@ -16,6 +16,12 @@ struct ToolCall {
   std::string arguments;  // a JSON object, as text (OpenAI's shape)
 };
 
+// Which tool calls a reply may make. None: the request offered no tools (or
+// said tool_choice "none"), so a <tool_call> the model writes anyway is text
+// of the answer. One: parallel_tool_calls false, so calls after the first are
+// dropped (as vLLM does). Any: every well-formed call.
+enum class ToolCalls { None, One, Any };
+
 struct ChatDelta {
   std::string reasoning, content;
   std::vector<ToolCall> tool_calls;
@@ -26,7 +32,7 @@ class ChatOutputParser {
  public:
   // starts_in_reasoning: the prompt left a <think> block open (the model's
   // first words are reasoning).
-  explicit ChatOutputParser(bool starts_in_reasoning = false);
+  explicit ChatOutputParser(bool starts_in_reasoning = false, ToolCalls tool_calls = ToolCalls::Any);
 
   ChatDelta push(std::string_view text);
   ChatDelta finish();  // after the last piece: what was held back
@@ -38,6 +44,7 @@ class ChatOutputParser {
   void close_tool_call(ChatDelta& out, bool terminated);
 
   Mode mode_;
+  ToolCalls allowed_;
   std::string held_;           // text not yet classified (a possible tag prefix)
   std::string tool_text_;      // the body of the open <tool_call>
   bool strip_leading_;         // drop whitespace at the start of a section after a tag

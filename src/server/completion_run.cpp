@@ -90,7 +90,7 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
         self->pieces += piece;
         return true;
       });
-      if (request.chat) c->parser.emplace(request.starts_in_reasoning);
+      if (request.chat) c->parser.emplace(request.starts_in_reasoning, request.tool_calls);
       GenerationOptions options = request.options;
       options.sampling.seed += static_cast<uint64_t>(i);
       c->stream = loop.submit(request.prompts[p], options);
@@ -240,8 +240,10 @@ ordered_json CompletionRun::logprobs_json(const std::vector<TokenLogprobs>& lps,
   for (const TokenLogprobs& l : lps) {
     tokens.push_back(piece(l.id));
     token_logprobs.push_back(l.logprob);
+    // The sampled token is always among them (so up to logprobs + 1), as OpenAI's API says.
     ordered_json alternatives = ordered_json::object();
     for (const auto& [id, lp] : l.top) alternatives[piece(id)] = lp;
+    if (!alternatives.contains(piece(l.id))) alternatives[piece(l.id)] = l.logprob;
     top.push_back(std::move(alternatives));
     offsets.push_back(text_offset);
     // In characters, as Python counts the text: every byte but UTF-8's continuation bytes starts one.
@@ -311,7 +313,9 @@ void CompletionRun::stream(const std::function<bool(const std::string&)>& write)
       c.unsent_logprobs.clear();
     }
     choice["finish_reason"] = finish;
-    return sse(chunk(ordered_json::array({std::move(choice)})));
+    ordered_json event = chunk(ordered_json::array({std::move(choice)}));
+    if (request_.include_usage) event["usage"] = nullptr;  // OpenAI: null on all but the last chunk
+    return sse(event);
   };
   if (request_.chat)
     for (const auto& c : choices_)

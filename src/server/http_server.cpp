@@ -3,8 +3,13 @@
 #include <sys/socket.h>
 
 #include <httplib.h>
+#include <strings.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <mutex>
+#include <random>
 
 #include "server/api_error.h"
 #include "server/completion_run.h"
@@ -30,6 +35,7 @@ void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
   res.set_content(error_body(e.what(), e.type, e.param, e.status), "application/json");
   if (e.status == 503) res.set_header("Retry-After", "1");
+  if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
 }
 
 void send_json(httplib::Response& res, const ordered_json& j) {
@@ -44,6 +50,23 @@ constexpr Route kRoutes[] = {
     {"GET", "/health"},          {"GET", "/metrics"},   {"GET", "/v1/models"},  {"POST", "/v1/chat/completions"},
     {"POST", "/v1/completions"}, {"POST", "/tokenize"}, {"POST", "/detokenize"}};
 
+// The methods `path` has a route for ("" when none), as an Allow header lists them.
+std::string allowed_methods(const std::string& path) {
+  std::string allowed;
+  for (const Route& r : kRoutes)
+    if (path == r.path) allowed += (allowed.empty() ? "" : ", ") + std::string(r.method);
+  return allowed;
+}
+
+// Compares in time that does not depend on where the strings differ, so the
+// key cannot be guessed byte by byte from response times.
+bool equal_in_constant_time(const std::string& a, const std::string& b) {
+  unsigned diff = a.size() != b.size();
+  for (size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i % b.size()]);
+  return diff == 0 && !b.empty();
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -56,27 +79,59 @@ struct HttpServer::Impl {
   engine::EngineLoop* loop = nullptr;
   int32_t block_size = 16;
   std::unique_ptr<Metrics> metrics;
-  std::atomic<uint64_t> next_id{1};
+  std::mutex id_mutex;
+  std::mt19937_64 id_random{(static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}()};
 
   void routes();
   void completion(const httplib::Request& req, httplib::Response& res, bool chat);
   bool authorized(const httplib::Request& req) const;
+  std::string allowed_origin(const httplib::Request& req) const;
+  std::string new_id(const char* prefix);
 };
 
+// The key as OpenAI's clients send it (Authorization: Bearer, the scheme in
+// any case) or as Anthropic-style ones do (X-Api-Key).
 bool HttpServer::Impl::authorized(const httplib::Request& req) const {
   if (options.api_key.empty()) return true;
-  return req.get_header_value("Authorization") == "Bearer " + options.api_key;
+  const std::string auth = req.get_header_value("Authorization");
+  constexpr size_t kScheme = 7;  // "Bearer "
+  const std::string key = auth.size() > kScheme && ::strncasecmp(auth.c_str(), "bearer ", kScheme) == 0
+                              ? auth.substr(kScheme)
+                              : req.get_header_value("X-Api-Key");
+  return equal_in_constant_time(key, options.api_key);
+}
+
+// What Access-Control-Allow-Origin says to this request ("" when nothing).
+std::string HttpServer::Impl::allowed_origin(const httplib::Request& req) const {
+  const std::string origin = req.get_header_value("Origin");
+  if (origin.empty()) return "";
+  const auto& allowed = options.allowed_origins;
+  if (std::find(allowed.begin(), allowed.end(), "*") != allowed.end()) return "*";
+  return std::find(allowed.begin(), allowed.end(), origin) != allowed.end() ? origin : "";
+}
+
+// Random, as vLLM's: ids stay unique across restarts and replicas, and say
+// nothing of how many requests came before.
+std::string HttpServer::Impl::new_id(const char* prefix) {
+  uint64_t a, b;
+  {
+    std::lock_guard<std::mutex> lock(id_mutex);
+    a = id_random();
+    b = id_random();
+  }
+  char id[64];
+  std::snprintf(id, sizeof id, "%s-%016llx%016llx", prefix, static_cast<unsigned long long>(a),
+                static_cast<unsigned long long>(b));
+  return id;
 }
 
 void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response& res, bool chat) {
   const ordered_json body = parse_json_body(req.body);
   auto request = std::make_shared<CompletionRequest>(chat ? parse_chat_request(body, *model)
                                                           : parse_completion_request(body, *model));
-  char id[32];
-  std::snprintf(id, sizeof id, "%s-%llx", chat ? "chatcmpl" : "cmpl",
-                static_cast<unsigned long long>(next_id.fetch_add(1)));
+  const std::string id = new_id(chat ? "chatcmpl" : "cmpl");
   auto run = std::make_shared<CompletionRun>(*request, *model, *loop, *metrics, id);
-  auto log = [run, id = std::string(id)] {
+  auto log = [run, id] {
     const auto& s = run->summary();
     const double decode_s = s.total_s - (s.ttft_s > 0 ? s.ttft_s : 0);
     std::fprintf(stderr, "[serve] %s prompt %lld (cached %lld) completion %lld ttft %.3f s %.1f tok/s %s\n", id.c_str(),
@@ -121,13 +176,36 @@ void HttpServer::Impl::routes() {
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics->render(loop->stats(), block_size), "text/plain; version=0.0.4");
   });
-  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    send_json(res, {{"object", "list"},
-                    {"data", ordered_json::array({{{"id", model->name},
-                                                   {"object", "model"},
-                                                   {"created", 0},
-                                                   {"owned_by", "qinfer"},
-                                                   {"max_model_len", model->context}}})}});
+  auto model_object = [this] {
+    return ordered_json{{"id", model->name},
+                        {"object", "model"},
+                        {"created", 0},
+                        {"owned_by", "qinfer"},
+                        {"max_model_len", model->context}};
+  };
+  http.Get("/v1/models", [model_object](const httplib::Request&, httplib::Response& res) {
+    send_json(res, {{"object", "list"}, {"data", ordered_json::array({model_object()})}});
+  });
+  http.Get(R"(/v1/models/(.+))", [this, model_object](const httplib::Request& req, httplib::Response& res) {
+    if (req.matches[1] != model->name)
+      throw ApiError(
+          404,
+          "The model '" + std::string(req.matches[1]) + "' does not exist; this server serves '" + model->name + "'",
+          "model");
+    send_json(res, model_object());
+  });
+  // CORS preflights (and plain OPTIONS): what each route allows. Browsers send
+  // them without credentials, so they pass without the key.
+  http.Options(".*", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string allowed = allowed_methods(req.path);
+    if (allowed.empty() && req.path.rfind("/v1/models/", 0) != 0) throw ApiError(404, "no route OPTIONS " + req.path);
+    res.status = 204;
+    res.set_header("Allow", (allowed.empty() ? std::string("GET") : allowed) + ", OPTIONS");
+    if (allowed_origin(req).empty() || !req.has_header("Access-Control-Request-Method")) return;
+    res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    const std::string headers = req.get_header_value("Access-Control-Request-Headers");
+    res.set_header("Access-Control-Allow-Headers", headers.empty() ? "Authorization, Content-Type" : headers);
+    res.set_header("Access-Control-Max-Age", "600");
   });
   http.Post("/v1/chat/completions",
             [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
@@ -158,10 +236,11 @@ void HttpServer::Impl::routes() {
   // Authentication and readiness before routing: /health and /metrics stay
   // open (probes and Prometheus scrapers carry no key), as in vLLM.
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (req.path == "/health" || req.method == "OPTIONS") return httplib::Server::HandlerResponse::Unhandled;
     if (req.path == "/metrics" && ready) return httplib::Server::HandlerResponse::Unhandled;
     if (!authorized(req)) {
-      send_error(res, ApiError(401, "a valid API key is required: 'Authorization: Bearer <key>'"));
+      send_error(res,
+                 ApiError(401, "a valid API key is required: 'Authorization: Bearer <key>' (or 'X-Api-Key: <key>')"));
       return httplib::Server::HandlerResponse::Handled;
     }
     if (!ready) {
@@ -181,18 +260,26 @@ void HttpServer::Impl::routes() {
       send_error(res, ApiError(500, std::string("internal error: ") + e.what()));
     }
   });
+  // Browsers let a page read an answer only with this header (CORS).
+  http.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    const std::string origin = allowed_origin(req);
+    if (origin.empty()) return;
+    res.set_header("Access-Control-Allow-Origin", origin);
+    if (origin != "*") res.set_header("Vary", "Origin");
+  });
   // Statuses httplib sets itself (no route, body too large): OpenAI's shape too.
   http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    if (res.status == 404) {
-      std::string allowed;
-      for (const Route& r : kRoutes)
-        if (req.path == r.path) allowed += (allowed.empty() ? "" : ", ") + std::string(r.method);
-      if (!allowed.empty()) {
-        res.set_header("Allow", allowed);
-        send_error(res, ApiError(405, "method " + req.method + " is not allowed on " + req.path + "; use " + allowed));
-        return httplib::Server::HandlerResponse::Handled;
-      }
+    const std::string allowed = allowed_methods(req.path);
+    // No route for the method (a body-less POST fails reading its body first: 400).
+    const bool wrong_method = !allowed.empty() && (res.status == 404 || res.status == 400) &&
+                              std::none_of(std::begin(kRoutes), std::end(kRoutes), [&](const Route& r) {
+                                return req.path == r.path && req.method == r.method;
+                              });
+    if (wrong_method) {
+      res.set_header("Allow", allowed + ", OPTIONS");
+      send_error(res, ApiError(405, "method " + req.method + " is not allowed on " + req.path + "; use " + allowed));
+    } else if (res.status == 404) {
       send_error(res, ApiError(404, "no route " + req.method + " " + req.path));
     } else if (res.status == 413) {
       // The HTTP library caps form-encoded bodies (curl -d's default type) at 8 KiB whatever --max-body says.

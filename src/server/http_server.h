@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/engine_loop.h"
 #include "server/openai_request.h"
@@ -17,6 +18,9 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;      // 0: any free port (see port())
   std::string api_key;  // "" = no authentication
+  // Origins whose pages a browser lets read the answers (CORS); "*" = any.
+  // None by default: any web page could otherwise use a server on localhost.
+  std::vector<std::string> allowed_origins;
   size_t max_body_bytes = 8u << 20;
   int http_threads = 64;  // connections served at once
 };

@@ -46,15 +46,27 @@ double number(const ordered_json& body, const char* key, double fallback, double
   return x;
 }
 
+// A float with an integral value (10.0) counts as that integer, as pydantic
+// (so vLLM) and llama-server take it: clients that compute a length send one.
+bool integral_float(const ordered_json& v) {
+  return v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>();
+}
+
 int64_t integer(const ordered_json& body, const char* key, int64_t fallback, int64_t lo, int64_t hi) {
   if (!given(body, key)) return fallback;
   const ordered_json& v = body[key];
-  if (!v.is_number_integer()) bad(key, std::string("'") + key + "' must be an integer");
-  const bool too_big = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi);
-  if (too_big || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+  if (!v.is_number_integer() && !integral_float(v)) bad(key, std::string("'") + key + "' must be an integer");
+  bool in_range;
+  if (v.is_number_unsigned())
+    in_range = v.get<uint64_t>() <= static_cast<uint64_t>(hi) && static_cast<int64_t>(v.get<uint64_t>()) >= lo;
+  else if (v.is_number_integer())
+    in_range = v.get<int64_t>() >= lo && v.get<int64_t>() <= hi;
+  else
+    in_range = v.get<double>() >= static_cast<double>(lo) && v.get<double>() <= static_cast<double>(hi);
+  if (!in_range)
     bad(key, std::string("'") + key + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
                  ", got " + v.dump());
-  return v.get<int64_t>();
+  return v.is_number_float() ? static_cast<int64_t>(v.get<double>()) : v.get<int64_t>();
 }
 
 bool boolean(const ordered_json& body, const char* key, bool fallback) {
@@ -160,7 +172,6 @@ void check_field_names(const ordered_json& body, bool chat) {
   refuse_unless("response_format", body.value("response_format", ordered_json()) == ordered_json{{"type", "text"}});
   const ordered_json choice = body.value("tool_choice", ordered_json());
   refuse_unless("tool_choice", choice == "auto" || choice == "none");
-  refuse_unless("parallel_tool_calls", body.value("parallel_tool_calls", ordered_json()) == true);
 }
 
 // The fields both endpoints share: sampling, stops, lengths, n, streaming.
@@ -204,7 +215,7 @@ void check_length(const CompletionRequest& r, const ordered_json& body, const Se
 }
 
 // Message content as the template sees it: a string, or OpenAI's list of
-// text parts joined.
+// text parts joined one per line.
 ordered_json message_content(const ordered_json& content, size_t index) {
   const std::string param = "messages[" + std::to_string(index) + "].content";
   if (content.is_null() || content.is_string()) return content;
@@ -214,6 +225,7 @@ ordered_json message_content(const ordered_json& content, size_t index) {
     if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
         !part["text"].is_string())
       bad(param, "'" + param + "' parts must be {\"type\": \"text\", \"text\": ...}: this model reads text only");
+    if (&part != &content.front()) text += '\n';
     text += part["text"].get<std::string>();
   }
   return text;
@@ -241,8 +253,15 @@ GenerationFields parse_generation_fields(const ordered_json& body, const ModelBu
   s.logit_bias = logit_bias(body, vocab);
   if (given(body, "seed")) {
     const ordered_json& seed = body["seed"];
-    if (!seed.is_number_integer()) bad("seed", "'seed' must be an integer");
-    s.seed = seed.is_number_unsigned() ? seed.get<uint64_t>() : static_cast<uint64_t>(seed.get<int64_t>());
+    // Any 64-bit integer (negative ones as their two's complement), or a float with such a value.
+    constexpr double kTwo63 = 9223372036854775808.0;
+    if (integral_float(seed) && seed.get<double>() >= -kTwo63 && seed.get<double>() < 2 * kTwo63)
+      s.seed = seed.get<double>() < 0 ? static_cast<uint64_t>(static_cast<int64_t>(seed.get<double>()))
+                                      : static_cast<uint64_t>(seed.get<double>());
+    else if (seed.is_number_integer())
+      s.seed = seed.is_number_unsigned() ? seed.get<uint64_t>() : static_cast<uint64_t>(seed.get<int64_t>());
+    else
+      bad("seed", "'seed' must be a 64-bit integer");
   } else {
     s.seed = std::random_device{}() * 0x100000000ull + std::random_device{}();  // unseeded: each request differs
   }
@@ -280,11 +299,11 @@ ordered_json chat_messages(const ordered_json& body) {
     if (!out.contains("content") || out["content"].is_null()) {
       // OpenAI allows no content only beside tool calls (its own replies carry "content": null
       // there); templates read content as a string, so it becomes "", as vLLM and llama-server do.
-      if (!(role == "assistant" && m.contains("tool_calls")))
+      if (!(role == "assistant" && given(m, "tool_calls")))
         bad(param + ".content", "'" + param + ".content' is missing (null is allowed only beside tool_calls)");
       out["content"] = "";
     }
-    if (m.contains("tool_calls")) {
+    if (given(m, "tool_calls")) {  // null: a client's own reply sent back as its SDK dumped it
       if (!m["tool_calls"].is_array()) bad(param + ".tool_calls", "'" + param + ".tool_calls' must be a list");
       for (auto& call : out["tool_calls"]) {
         if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
@@ -337,6 +356,8 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
     // tool_choice "none": the model is not told of the tools, so it calls none.
     if (!body["tools"].empty() && body.value("tool_choice", ordered_json()) != "none") in.tools = body["tools"];
   }
+  const bool parallel_tool_calls = boolean(body, "parallel_tool_calls", true);
+  r.tool_calls = in.tools.is_null() ? ToolCalls::None : parallel_tool_calls ? ToolCalls::Any : ToolCalls::One;
   if (given(body, "chat_template_kwargs")) {
     const ordered_json& kw = body["chat_template_kwargs"];
     if (!kw.is_object()) bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
@@ -344,6 +365,11 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
       if (item.key() == "enable_thinking") {
         if (!item.value().is_boolean()) bad("chat_template_kwargs", "'enable_thinking' must be true or false");
         in.enable_thinking = item.value().get<bool>();
+      } else if (item.key() == "messages" || item.key() == "tools" || item.key() == "add_generation_prompt") {
+        // apply_chat_template refuses them twice too (a keyword given twice); here they would
+        // replace what was checked.
+        bad("chat_template_kwargs",
+            "'chat_template_kwargs' may not set '" + item.key() + "': the request sets it (its own field)");
       } else {
         in.extra_variables[item.key()] = item.value();
       }

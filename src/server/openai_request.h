@@ -15,6 +15,7 @@
 
 #include "runtime/model_bundle.h"
 #include "runtime/session.h"
+#include "server/chat_output.h"
 
 namespace qinfer::server {
 
@@ -31,7 +32,8 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   int n = 1;  // choices per prompt
   bool stream = false, include_usage = false;
-  bool starts_in_reasoning = false;  // chat: the rendered prompt leaves a <think> block open
+  bool starts_in_reasoning = false;        // chat: the rendered prompt leaves a <think> block open
+  ToolCalls tool_calls = ToolCalls::None;  // chat: which tool calls the reply may make
 };
 
 // The generation fields every request form reads (both endpoints, and the
@@ -56,7 +58,8 @@ bool is_token_id(const Json& id, uint64_t vocab) {
 // Whether parse_generation_fields reads the field `key`.
 bool is_generation_field(std::string_view key);
 // body["messages"] checked and as the chat template reads them: "developer"
-// is "system", content parts joined into a string, tool call arguments parsed.
+// is "system", content parts joined into a string (one per line, as vLLM and
+// llama-server join them), tool call arguments parsed.
 nlohmann::ordered_json chat_messages(const nlohmann::ordered_json& body);
 
 CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const ServedModel& model);

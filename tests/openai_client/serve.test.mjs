@@ -20,7 +20,8 @@ let server, baseURL, client, serverLog;
 
 before(async () => {
   ({ proc: server, url: baseURL, log: serverLog } = await startServe(['-m', modelDir, '--port', '0', '-t', '2',
-    '--api-key', KEY, '--ctx', '512', '--parallel', '8', '--block-size', '4', '--max-queue', '64']));
+    '--api-key', KEY, '--ctx', '512', '--parallel', '8', '--block-size', '4', '--max-queue', '64',
+    '--allowed-origins', 'http://ui.example,http://other.example']));
   client = new OpenAI({ baseURL: baseURL + '/v1', apiKey: KEY, maxRetries: 0 });
 });
 
@@ -40,6 +41,24 @@ test('models lists the served model', async () => {
   const models = await client.models.list();
   assert.equal(models.data.length, 1);
   assert.equal(models.data[0].id, modelDir);
+});
+
+test('models.retrieve; a page of --allowed-origins may call the server (CORS)', async () => {
+  const model = await client.models.retrieve(modelDir);  // the id holds '/': the SDK sends it encoded
+  assert.equal(model.id, modelDir);
+  const preflight = await fetch(baseURL + '/v1/chat/completions', { method: 'OPTIONS', headers: {
+    Origin: 'http://other.example', 'Access-Control-Request-Method': 'POST',
+    'Access-Control-Request-Headers': 'authorization, content-type' } });
+  assert.equal(preflight.status, 204);
+  assert.equal(preflight.headers.get('access-control-allow-origin'), 'http://other.example');
+  assert.equal(preflight.headers.get('access-control-allow-headers'), 'authorization, content-type');
+  const answer = await fetch(baseURL + '/v1/models', { headers: { Origin: 'http://ui.example',
+    Authorization: `Bearer ${KEY}` } });
+  assert.equal(answer.status, 200);
+  assert.equal(answer.headers.get('access-control-allow-origin'), 'http://ui.example');
+  const stranger = await fetch(baseURL + '/v1/models', { headers: { Origin: 'http://evil.example',
+    Authorization: `Bearer ${KEY}` } });
+  assert.equal(stranger.headers.get('access-control-allow-origin'), null);
 });
 
 test('greedy chat equals qinfer generate on the rendered prompt; stream equals JSON; usage exact', async () => {

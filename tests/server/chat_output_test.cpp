@@ -8,8 +8,8 @@ using namespace qinfer::server;
 
 namespace {
 
-ChatDelta whole(const std::string& text, bool starts_in_reasoning = false) {
-  ChatOutputParser p(starts_in_reasoning);
+ChatDelta whole(const std::string& text, bool starts_in_reasoning = false, ToolCalls tool_calls = ToolCalls::Any) {
+  ChatOutputParser p(starts_in_reasoning, tool_calls);
   ChatDelta d = p.push(text);
   ChatDelta f = p.finish();
   d.reasoning += f.reasoning;
@@ -19,8 +19,8 @@ ChatDelta whole(const std::string& text, bool starts_in_reasoning = false) {
 }
 
 // Fed one byte at a time: what a client sees when every token is one character.
-ChatDelta bytewise(const std::string& text, bool starts_in_reasoning = false) {
-  ChatOutputParser p(starts_in_reasoning);
+ChatDelta bytewise(const std::string& text, bool starts_in_reasoning = false, ToolCalls tool_calls = ToolCalls::Any) {
+  ChatOutputParser p(starts_in_reasoning, tool_calls);
   ChatDelta d;
   auto add = [&](ChatDelta x) {
     d.reasoning += x.reasoning;
@@ -69,6 +69,28 @@ TEST(ChatOutput, ToolCallsParsedAndNeverInContent) {
     EXPECT_EQ(d.tool_calls[0].arguments, R"({"city":"Paris","unit":"c"})");
     EXPECT_EQ(d.tool_calls[1].name, "get_time");
     EXPECT_EQ(d.tool_calls[1].arguments, "{}");
+  }
+}
+
+// A hunt finding: a request that offered no tools (or said tool_choice
+// "none") got tool_calls back, and a client that sent no tools read content
+// null. Such a request's <tool_call> text is the answer; with
+// parallel_tool_calls false only the first call is returned.
+TEST(ChatOutput, ToolCallsOnlyWhereTheRequestAllowsThem) {
+  const std::string call = "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>";
+  const std::string text = "<think>\nr\n</think>\n\n" + call + "\n" + call;
+  const ChatDelta none = whole(text, false, ToolCalls::None);
+  EXPECT_TRUE(none.tool_calls.empty());
+  EXPECT_EQ(none.reasoning, "r\n");
+  EXPECT_EQ(none.content, call + "\n" + call);
+  ChatOutputParser streamed(false, ToolCalls::None);
+  std::string content;
+  for (char c : text) content += streamed.push(std::string(1, c)).content;
+  EXPECT_EQ(content + streamed.finish().content, none.content);
+  for (const ChatDelta& d : {whole(text, false, ToolCalls::One), bytewise(text, false, ToolCalls::One)}) {
+    ASSERT_EQ(d.tool_calls.size(), 1u);
+    EXPECT_EQ(d.tool_calls[0].name, "f");
+    EXPECT_EQ(d.content, "");
   }
 }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <regex>
 #include <thread>
 
 #include "io/safetensors.h"
@@ -30,12 +31,13 @@ namespace {
 
 struct Fixture {
   explicit Fixture(engine::EngineLoopOptions lo = {{4, 0, 64, 8, 128}, 16}, std::string key = "",
-                   const std::string& model = test::data_path("models/tiny"))
+                   const std::string& model = test::data_path("models/tiny"),
+                   std::vector<std::string> allowed_origins = {})
       : bundle(load_model_bundle(model)),
         pool(2),
         loop(*bundle.model, pool, lo),
         served{bundle, "tiny", loop.context()},
-        http(options(key)) {
+        http(options(key, std::move(allowed_origins))) {
     http.bind();
     serving = std::thread([this] { http.serve(); });
     http.set_ready(served, loop, lo.engine.block_size);
@@ -45,10 +47,11 @@ struct Fixture {
     loop.drain(std::chrono::steady_clock::now());
     serving.join();
   }
-  static ServerOptions options(const std::string& key) {
+  static ServerOptions options(const std::string& key, std::vector<std::string> allowed_origins) {
     ServerOptions o;
     o.port = 0;
     o.api_key = key;
+    o.allowed_origins = std::move(allowed_origins);
     o.max_body_bytes = 4096;
     return o;
   }
@@ -188,33 +191,47 @@ TEST(HttpServer, ErrorsInOpenAiShape) {
   check(c.Get("/v1/nothing"), 404, "no route");
   auto wrong_method = c.Get("/v1/chat/completions");
   check(wrong_method, 405, "not allowed");
-  EXPECT_EQ(wrong_method->get_header_value("Allow"), "POST");
+  EXPECT_EQ(wrong_method->get_header_value("Allow"), "POST, OPTIONS");
   check(c.Post("/v1/completions", std::string(5000, ' '), "application/json"), 413, "limit");
   check(c.Post("/v1/completions", std::string(5000, ' '), "application/x-www-form-urlencoded"), 413,
         "send it with Content-Type: application/json");
   check(c.Post("/tokenize", R"({"content": 5})", "application/json"), 400, "'content' must be a string");
-  {  // A hunt finding: a POST without any body said only "could not be served (HTTP 400)".
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(f.http.port()));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n";
-    ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
-    const timeval timeout{30, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    std::string reply;  // the headers, then Content-Length bytes (they may come in separate reads)
-    auto complete = [&] {
-      const size_t end = reply.find("\r\n\r\n"), length = reply.find("Content-Length: ");
-      return end != std::string::npos && length != std::string::npos &&
-             reply.size() >= end + 4 + std::stoul(reply.substr(length + 16));
+  {  // A hunt finding: a POST without any body said only "could not be served (HTTP 400)";
+     // another: on a GET route it was that 400, not 405. Both wait for httplib's read timeout, side by side.
+    auto send_raw = [&](const std::string& req) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(static_cast<uint16_t>(f.http.port()));
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+      EXPECT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+      const timeval timeout{30, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+      return fd;
     };
-    char buf[4096];
-    for (ssize_t n; !complete() && (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) reply.append(buf, static_cast<size_t>(n));
-    ::close(fd);
+    auto reply_of = [](int fd) {
+      std::string reply;  // the headers, then Content-Length bytes (they may come in separate reads)
+      auto complete = [&] {
+        const size_t end = reply.find("\r\n\r\n"), length = reply.find("Content-Length: ");
+        return end != std::string::npos && length != std::string::npos &&
+               reply.size() >= end + 4 + std::stoul(reply.substr(length + 16));
+      };
+      char buf[4096];
+      for (ssize_t n; !complete() && (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+        reply.append(buf, static_cast<size_t>(n));
+      ::close(fd);
+      return reply;
+    };
+    const int completions =
+        send_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n");
+    const int models = send_raw("POST /v1/models HTTP/1.1\r\nHost: x\r\n\r\n");
+    const std::string reply = reply_of(completions);
     EXPECT_NE(reply.find("400"), std::string::npos) << reply;
     EXPECT_NE(reply.find("a POST needs a body with its Content-Length"), std::string::npos) << reply;
+    const std::string on_get = reply_of(models);
+    EXPECT_NE(on_get.find("405"), std::string::npos) << on_get;
+    EXPECT_NE(on_get.find("Allow: GET, OPTIONS"), std::string::npos) << on_get;
   }
   check(c.Post("/v1/completions", "{\"prompt\": [1,", "application/json"), 400, "not valid JSON");
   check(c.Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "top_k": "many"})",
@@ -252,10 +269,62 @@ TEST(HttpServer, ApiKeyGuardsAllButHealthAndMetrics) {
   EXPECT_EQ(c.Post("/tokenize", R"({"prompt": "x"})", "application/json")->status, 401);
   httplib::Headers wrong = {{"Authorization", "Bearer nope"}};
   EXPECT_EQ(c.Get("/v1/models", wrong)->status, 401);
+  EXPECT_EQ(c.Get("/v1/models", wrong)->get_header_value("WWW-Authenticate"), "Bearer");
+  EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "Bearer sekri"}})->status, 401);
+  EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "Bearer sekritt"}})->status, 401);
+  EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "Bearer "}})->status, 401);
   httplib::Headers right = {{"Authorization", "Bearer sekrit"}};
   auto models = c.Get("/v1/models", right);
   ASSERT_EQ(models->status, 200);
   EXPECT_EQ(ordered_json::parse(models->body)["data"][0]["id"], "tiny");
+  // A hunt finding: the scheme is case-insensitive (RFC 7235), and llama-server also takes X-Api-Key.
+  EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "bearer sekrit"}})->status, 200);
+  EXPECT_EQ(c.Get("/v1/models", {{"X-Api-Key", "sekrit"}})->status, 200);
+  EXPECT_EQ(c.Get("/v1/models", {{"X-Api-Key", "nope"}})->status, 401);
+}
+
+// Hunt findings: browsers could not call the server (no CORS, OPTIONS was
+// 405, or 401 with a key); GET /v1/models/{id} (the SDK's models.retrieve)
+// was 404; ids counted requests from 1 in every process.
+TEST(HttpServer, CorsPreflightsModelRetrieveAndRandomIds) {
+  engine::EngineLoopOptions lo{{4, 0, 64, 8, 128}, 16};
+  for (const bool allowed : {false, true}) {
+    Fixture f(lo, "sekrit", test::data_path("models/tiny"),
+              allowed ? std::vector<std::string>{"http://ui.example"} : std::vector<std::string>{});
+    auto c = f.client();
+    const httplib::Headers preflight = {{"Origin", "http://ui.example"},
+                                        {"Access-Control-Request-Method", "POST"},
+                                        {"Access-Control-Request-Headers", "authorization, content-type"}};
+    auto res = c.Options("/v1/chat/completions", preflight);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 204);  // no key needed: preflights carry none
+    EXPECT_EQ(res->get_header_value("Allow"), "POST, OPTIONS");
+    EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), allowed ? "http://ui.example" : "");
+    EXPECT_EQ(res->get_header_value("Access-Control-Allow-Headers"), allowed ? "authorization, content-type" : "");
+    EXPECT_EQ(c.Options("/v1/nothing")->status, 404);
+    const httplib::Headers call = {{"Origin", "http://ui.example"}, {"Authorization", "Bearer sekrit"}};
+    for (const bool stream : {false, true}) {
+      const ordered_json body = {{"messages", kMessages}, {"max_tokens", 2}, {"stream", stream}};
+      auto answer = c.Post("/v1/chat/completions", call, body.dump(), "application/json");
+      ASSERT_TRUE(answer);
+      EXPECT_EQ(answer->status, 200);
+      EXPECT_EQ(answer->get_header_value("Access-Control-Allow-Origin"), allowed ? "http://ui.example" : "");
+    }
+    auto other = c.Get("/v1/models", {{"Origin", "http://evil.example"}, {"Authorization", "Bearer sekrit"}});
+    EXPECT_EQ(other->get_header_value("Access-Control-Allow-Origin"), "");
+    EXPECT_EQ(c.Get("/v1/models", {{"Origin", "http://ui.example"}})->status, 401);
+  }
+  Fixture f;
+  const ordered_json model = ordered_json::parse(f.client().Get("/v1/models/tiny")->body);
+  EXPECT_EQ(model["id"], "tiny");
+  EXPECT_EQ(model["object"], "model");
+  EXPECT_EQ(f.client().Get("/v1/models/other")->status, 404);
+  const std::regex id_shape("chatcmpl-[0-9a-f]{32}");
+  const ordered_json body = {{"messages", kMessages}, {"max_tokens", 1}};
+  const std::string first = f.post("/v1/chat/completions", body)["id"],
+                    second = f.post("/v1/chat/completions", body)["id"];
+  EXPECT_TRUE(std::regex_match(first, id_shape)) << first;
+  EXPECT_NE(first, second);
 }
 
 // The client leaves after three events of a run long enough (4000 tokens)
@@ -405,6 +474,68 @@ TEST(HttpServer, CompletionTextOffsetsCountCharacters) {
     EXPECT_EQ(text, "\u5375y\u00e9z");
     EXPECT_EQ(offsets, ordered_json::parse("[0, 1, 2, 3, 4]")) << tokens.dump() << " stream " << stream;
   }
+}
+
+// Hunt findings: a request that offered no tools, or said tool_choice
+// "none", got the model's <tool_call> as tool_calls (content null); the
+// completions top_logprobs left out the sampled token when it was not among
+// the most likely (OpenAI: "always the logprob of the sampled token").
+TEST(HttpServer, ToolCallsOnlyWhenOfferedAndTheSampledTokenAmongTopLogprobs) {
+  test::ScratchDir dir("http-tools");
+  const ModelBundle tiny = load_model_bundle(test::data_path("models/tiny"));
+  // A token may recur in a script only with the same successor: hence this spacing.
+  const std::string call = R"(<tool_call>{"name": "get_weather","arguments":{"city":"Paris"}}</tool_call>)";
+  std::vector<int32_t> chain = tiny.require_tokenizer().encode("\n" + call);  // after "<|im_start|>assistant\n"
+  chain.push_back(tiny.eos_ids().at(0));
+  write_scripted_test_model(dir.path(), test_model_preset("tiny"), DType::BF16, chain);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    std::filesystem::copy_file(test::data_path(std::string("models/tiny/") + f), dir.file(f));
+  Fixture f({{4, 0, 64, 8, 512}, 16}, "", dir.path());
+  const ordered_json tools = ordered_json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])");
+  for (const bool stream : {false, true}) {
+    auto answer = [&](const ordered_json& extra) {
+      ordered_json body = {{"messages", kMessages}, {"max_tokens", 40}, {"temperature", 0}, {"stream", stream}};
+      body.update(extra);
+      auto res = f.client().Post("/v1/chat/completions", body.dump(), "application/json");
+      EXPECT_TRUE(res && res->status == 200);
+      ordered_json message = {{"content", ""}, {"tool_calls", ordered_json::array()}};
+      std::string finish;
+      for (const ordered_json& e : stream ? Fixture::events(res->body) : std::vector{ordered_json::parse(res->body)}) {
+        const ordered_json& c = e["choices"][0];
+        const ordered_json& m = stream ? c["delta"] : c["message"];
+        if (m.contains("content") && m["content"].is_string())
+          message["content"] = message["content"].get<std::string>() + m["content"].get<std::string>();
+        if (m.contains("tool_calls"))
+          for (const auto& t : m["tool_calls"]) message["tool_calls"].push_back(t);
+        if (c["finish_reason"].is_string()) finish = c["finish_reason"];
+      }
+      message["finish_reason"] = finish;
+      return message;
+    };
+    for (const ordered_json& without :
+         {ordered_json::object(), ordered_json{{"tools", tools}, {"tool_choice", "none"}}}) {
+      const ordered_json m = answer(without);
+      EXPECT_EQ(m["content"], call) << without.dump();
+      EXPECT_TRUE(m["tool_calls"].empty());
+      EXPECT_EQ(m["finish_reason"], "stop");
+    }
+    const ordered_json m = answer({{"tools", tools}});
+    EXPECT_EQ(m["content"], "");
+    ASSERT_EQ(m["tool_calls"].size(), 1u);
+    EXPECT_EQ(m["tool_calls"][0]["function"]["arguments"], R"({"city":"Paris"})");
+    EXPECT_EQ(m["finish_reason"], "tool_calls");
+  }
+  // A strong bias makes the sampled token one the model's own distribution ranks low.
+  const int32_t forced = tiny.require_tokenizer().encode("Hello")[0];
+  const ordered_json lp = f.post("/v1/completions", {{"prompt", "x"},
+                                                     {"max_tokens", 1},
+                                                     {"temperature", 0},
+                                                     {"logit_bias", {{std::to_string(forced), 100}}},
+                                                     {"logprobs", 1}})["choices"][0]["logprobs"];
+  EXPECT_EQ(lp["tokens"][0], "Hello");
+  ASSERT_EQ(lp["top_logprobs"][0].size(), 2u) << lp.dump();
+  EXPECT_EQ(lp["top_logprobs"][0]["Hello"], lp["token_logprobs"][0]);
 }
 
 // A hunt finding: weights that make the logits NaN (the engine ends such a

@@ -52,7 +52,7 @@ TEST_F(OpenAiRequest, ChatRendersTheTemplateAndTakesTheSamplingFields) {
   ASSERT_EQ(r.prompts.size(), 1u);
   const std::string rendered = bundle_->require_tokenizer().decode(r.prompts[0]);
   EXPECT_EQ(rendered,
-            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n"
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi \nthere<|im_end|>\n"
             "<|im_start|>assistant\n");
   const SamplingParams& s = r.options.sampling;
   EXPECT_FLOAT_EQ(s.temperature, 0.5f);
@@ -195,8 +195,19 @@ TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
        "response_format", "not supported"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})", true, "tool_choice",
        "not supported"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "parallel_tool_calls": false})", true, "parallel_tool_calls",
-       "not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "parallel_tool_calls": "no"})", true, "parallel_tool_calls",
+       "true or false"},
+      {R"({"prompt": "x", "max_tokens": 10.5})", false, "max_tokens", "integer"},
+      {R"({"prompt": "x", "max_tokens": 1e300})", false, "max_tokens", "between 1 and 2147483647"},
+      {R"({"prompt": "x", "n": 0.0})", false, "n", "between 1 and 16"},
+      {R"({"prompt": "x", "seed": 0.5})", false, "seed", "integer"},
+      {R"({"prompt": "x", "seed": 1e20})", false, "seed", "integer"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"messages": []}})", true,
+       "chat_template_kwargs", "may not set 'messages'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"tools": "x"}})", true,
+       "chat_template_kwargs", "may not set 'tools'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"add_generation_prompt": false}})",
+       true, "chat_template_kwargs", "may not set 'add_generation_prompt'"},
       {R"({"messages": [{"role": "user", "content": "x"}], "functions": []})", true, "functions", "not supported"},
   };
   for (const Case& c : cases) {
@@ -243,6 +254,43 @@ TEST_F(OpenAiRequest, FieldsThatChangeNothingAreAccepted) {
   ordered_json none = tools;
   none["tool_choice"] = "none";
   EXPECT_EQ(rendered(none).find("get_weather"), std::string::npos);
+}
+
+// Hunt findings: a float with an integral value (10.0, as clients that
+// compute a length send it) was refused where pydantic (vLLM) takes it; an
+// assistant message's "tool_calls": null (a reply sent back as the SDK dumps
+// it) was a 400; parallel_tool_calls false was refused; the reply could
+// call tools the request never offered.
+TEST_F(OpenAiRequest, IntegralFloatsNullToolCallsAndWhichToolCallsTheReplyMayMake) {
+  const CompletionRequest r = parse_completion_request(
+      ordered_json::parse(R"({"prompt": "x", "max_tokens": 10.0, "n": 2.0, "seed": -1.0})"), served());
+  EXPECT_EQ(r.options.max_new_tokens, 10);
+  EXPECT_EQ(r.n, 2);
+  EXPECT_EQ(r.options.sampling.seed, ~uint64_t{0});
+  const CompletionRequest replied = parse_chat_request(ordered_json::parse(R"({"messages": [
+      {"role": "user", "content": "a"}, {"role": "assistant", "content": "ok", "tool_calls": null},
+      {"role": "user", "content": "b"}]})"),
+                                                       served(512));
+  EXPECT_NE(bundle_->require_tokenizer().decode(replied.prompts[0]).find("<|im_start|>assistant\nok<|im_end|>"),
+            std::string::npos);
+  EXPECT_EQ(error_of(R"({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": null,
+      "tool_calls": null}]})",
+                     true)
+                .param,
+            "messages[1].content");
+  auto tool_calls = [&](const std::string& extra) {
+    return parse_chat_request(ordered_json::parse(R"({"messages": [{"role": "user", "content": "x"}])" +
+                                                  (extra.empty() ? "" : ", " + extra) + "}"),
+                              served(4096))
+        .tool_calls;
+  };
+  EXPECT_EQ(tool_calls(""), ToolCalls::None);
+  EXPECT_EQ(tool_calls(R"("tools": [])"), ToolCalls::None);
+  EXPECT_EQ(tool_calls(R"("tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "none")"),
+            ToolCalls::None);
+  EXPECT_EQ(tool_calls(R"("tools": [{"type": "function", "function": {"name": "f"}}])"), ToolCalls::Any);
+  EXPECT_EQ(tool_calls(R"("tools": [{"type": "function", "function": {"name": "f"}}], "parallel_tool_calls": false)"),
+            ToolCalls::One);
 }
 
 TEST_F(OpenAiRequest, MalformedBodiesUnknownModelsAndOverlongPrompts) {
