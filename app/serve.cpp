@@ -1,11 +1,14 @@
 // qinfer serve: the OpenAI-compatible HTTP server on the batching engine. It
 // listens at once (/health answers 503 while the model loads), serves until
-// SIGINT or SIGTERM, then stops accepting, lets in-flight requests finish for
-// --shutdown-timeout seconds, cancels the rest and exits 0.
+// SIGINT or SIGTERM, then stops accepting, lets in-flight requests (queued
+// ones included) finish for --shutdown-timeout seconds, cancels the rest and
+// exits 0; a second signal exits at once.
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "commands.h"
@@ -46,7 +49,8 @@ void run_serve(const ServeArgs& a) {
   if (a.ctx < 0) fail("--ctx must be positive (or 0: the model's maximum)");
   if (a.kv_blocks < 0) fail("--kv-blocks must be positive (or 0: --parallel full contexts)");
   if (a.kv_blocks > 0 && a.kv_mem_mib > 0) fail("pass --kv-blocks or --kv-mem, not both");
-  if (a.shutdown_timeout < 0) fail("--shutdown-timeout must not be negative");
+  if (!(a.shutdown_timeout >= 0 && a.shutdown_timeout <= 86400))
+    fail("--shutdown-timeout must be between 0 and 86400 seconds, got ", a.shutdown_timeout);
   if (a.http.http_threads < 0) fail("--http-threads must not be negative (0: --parallel + --max-queue + 16)");
   const LoadOptions load_options = a.load.options();
 
@@ -101,12 +105,41 @@ void run_serve(const ServeArgs& a) {
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
-  std::fprintf(stderr, "qinfer serve: %s: finishing in-flight requests (at most %.0f s)\n",
+  std::fprintf(stderr, "qinfer serve: %s: finishing in-flight requests (at most %.0f s; again to exit now)\n",
                sig == SIGINT ? "SIGINT" : "SIGTERM", a.shutdown_timeout);
-  http.stop();
-  loop->drain(std::chrono::steady_clock::now() +
-              std::chrono::milliseconds(static_cast<int64_t>(a.shutdown_timeout * 1000)));
-  serving.join();
+  http.stop();  // no new connections; the answers being written go on
+  std::atomic<bool> drained{false}, closed{false};
+  std::thread draining([&] {
+    loop->drain(std::chrono::steady_clock::now() +
+                std::chrono::milliseconds(static_cast<int64_t>(a.shutdown_timeout * 1000)));
+    drained = true;
+  });
+  // Waits for `done`, exiting at once on a second signal, or after `limit`.
+  auto wait_for = [&](const std::atomic<bool>& done, std::chrono::steady_clock::time_point limit) {
+    while (!done && std::chrono::steady_clock::now() < limit) {
+      const timespec poll{0, 100'000'000};
+      if (const int again = sigtimedwait(&stop_signals, nullptr, &poll); again > 0) {
+        std::fprintf(stderr, "qinfer serve: %s again: exiting now\n", again == SIGINT ? "SIGINT" : "SIGTERM");
+        std::fflush(nullptr);
+        std::_Exit(128 + again);
+      }
+    }
+    return done.load();
+  };
+  wait_for(drained, std::chrono::steady_clock::time_point::max());
+  draining.join();
+  std::thread closing([&] {
+    serving.join();
+    closed = true;
+  });
+  // Idle keep-alive connections close within 5 s; a client still sending its
+  // request could hold its connection for good, so the wait is bounded.
+  if (!wait_for(closed, std::chrono::steady_clock::now() + std::chrono::seconds(7))) {
+    std::fprintf(stderr, "qinfer serve: a connection is still open (a client still sending its request); exiting\n");
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
+  closing.join();
   std::fprintf(stderr, "qinfer serve: stopped\n");
 }
 

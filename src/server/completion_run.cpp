@@ -60,11 +60,15 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
       created_(static_cast<int64_t>(std::time(nullptr))),
       start_(Clock::now()) {
   const Tokenizer& tok = model.bundle.require_tokenizer();
-  // Waits for the choice's first token (or the engine's refusal).
+  // Waits for the choice's first token (or the engine's refusal), for at most
+  // a second from the start: a status (400, 500) can be sent only before the
+  // answer begins, but a request that waits longer (queued, a long prompt)
+  // waits inside the answer, whose writes notice a client that left.
+  const auto answer_by = start_ + 1s;
   auto started = [&](Choice& c) {
     engine::RequestStream::State state;
     while ((state = c.stream->wait(c.ids, 50ms, &c.received_logprobs)) == engine::RequestStream::State::Running &&
-           c.ids.empty()) {
+           c.ids.empty() && Clock::now() < answer_by) {
     }
     if (state == engine::RequestStream::State::Failed) {
       const std::string why = c.stream->error();

@@ -75,6 +75,7 @@ struct HttpServer::Impl {
   int listen_fd = -1;
   int port = 0;
   std::atomic<bool> ready{false};
+  std::atomic<bool> stopping{false};
   const ServedModel* model = nullptr;
   engine::EngineLoop* loop = nullptr;
   int32_t block_size = 16;
@@ -166,9 +167,9 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
 
 void HttpServer::Impl::routes() {
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (!ready) {
+    if (!ready || stopping) {
       res.status = 503;
-      send_json(res, {{"status", "loading"}});
+      send_json(res, {{"status", stopping ? "stopping" : "loading"}});
       return;
     }
     send_json(res, {{"status", "ok"}});
@@ -245,6 +246,11 @@ void HttpServer::Impl::routes() {
     }
     if (!ready) {
       send_error(res, ApiError(503, "the model is still loading"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (stopping) {  // a request on a connection kept alive from before
+      send_error(res, ApiError(503, "the server is shutting down"));
+      res.set_header("Connection", "close");
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -338,7 +344,14 @@ int HttpServer::port() const { return impl_->port; }
 
 void HttpServer::serve() { impl_->http.listen_after_bind(); }
 
-void HttpServer::stop() { impl_->http.stop(); }
+// Closes the listening socket, so httplib's accept loop ends and serve()
+// returns once every connection is done. Not httplib's stop(): its chunked
+// writer checks the listening socket too and would cut short the answers the
+// engine is still draining (an empty 200 to every request not yet started).
+void HttpServer::stop() {
+  impl_->stopping = true;
+  if (impl_->listen_fd >= 0) ::shutdown(impl_->listen_fd, SHUT_RDWR);
+}
 
 void HttpServer::set_ready(const ServedModel& model, engine::EngineLoop& loop, int32_t block_size) {
   impl_->model = &model;

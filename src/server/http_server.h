@@ -35,7 +35,9 @@ class HttpServer {
   int port() const;
   // Serves until stop(); returns once every connection's handler is done.
   void serve();
-  // Stops accepting; safe from any thread (a signal watcher).
+  // Stops accepting; safe from any thread (a signal watcher). Answers being
+  // written go on (drain the engine loop to end them); a request that comes
+  // on a connection kept alive from before gets 503.
   void stop();
 
   // The model is loaded: requests are served from now on.

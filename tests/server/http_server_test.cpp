@@ -381,6 +381,50 @@ TEST(HttpServer, ClientThatLeavesAJsonRequestFreesItsSequence) {
   EXPECT_EQ(answer["usage"]["completion_tokens"], 1500);
 }
 
+// A hunt finding: a client that left while its request waited in the queue
+// was not noticed (nothing is written before the first token), so the request
+// kept its place and ran. Now the answer begins within a second and its
+// writes notice the client is gone.
+TEST(HttpServer, ClientThatLeavesWhileQueuedIsCancelled) {
+  Fixture f(engine::EngineLoopOptions{{4, 0, 64, 1, 16384}, 4});  // one running sequence
+  std::thread running([&] {
+    f.post("/v1/completions", {{"prompt", "a"}, {"max_tokens", 16000}, {"ignore_eos", true}, {"temperature", 0}});
+  });
+  for (int i = 0; i < 400 && f.loop.stats().running == 0; ++i) std::this_thread::sleep_for(5ms);
+  auto impatient = f.client();
+  impatient.set_read_timeout(0, 300'000);
+  EXPECT_FALSE(impatient.Post("/v1/completions", R"({"prompt": "b", "max_tokens": 5})", "application/json"));
+  for (int i = 0; i < 200 && f.loop.stats().waiting != 0; ++i) std::this_thread::sleep_for(25ms);
+  EXPECT_EQ(f.loop.stats().waiting, 0) << "the queued request of a client that left is cancelled";
+  EXPECT_EQ(f.loop.stats().running, 1) << "while the first still runs";
+  f.loop.drain(std::chrono::steady_clock::now());  // ends the first
+  running.join();
+}
+
+// A hunt finding: on SIGTERM every request not yet started (queued, or still
+// computing its prompt) got a 200 with an empty body: httplib's stop() ends
+// the answers being written. Stopping now closes the listener only, and the
+// drain finishes them.
+TEST(HttpServer, StoppingFinishesQueuedRequestsAndRefusesNewOnes) {
+  Fixture f(engine::EngineLoopOptions{{4, 0, 64, 1, 4096}, 4});  // one running sequence, the others wait
+  std::vector<ordered_json> answers(3);
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < answers.size(); ++i)
+    clients.emplace_back([&, i] {
+      answers[i] = f.post("/v1/completions", {{"prompt", "a"}, {"max_tokens", 300}, {"ignore_eos", true}});
+    });
+  for (int i = 0; i < 400 && (f.loop.stats().running == 0 || f.loop.stats().waiting < 2); ++i)
+    std::this_thread::sleep_for(5ms);
+  auto kept_alive = f.client();
+  kept_alive.set_keep_alive(true);
+  EXPECT_EQ(kept_alive.Get("/health")->status, 200);
+  f.http.stop();
+  EXPECT_EQ(kept_alive.Get("/health")->status, 503);  // a balancer takes it out
+  f.loop.drain(std::chrono::steady_clock::now() + 60s);
+  for (std::thread& t : clients) t.join();
+  for (const ordered_json& a : answers) EXPECT_EQ(a["usage"]["completion_tokens"], 300) << a.dump();
+}
+
 TEST(HttpServer, FullQueueAnswers503WithRetryAfter) {
   Fixture f(engine::EngineLoopOptions{{4, 0, 64, 1, 4096}, 0});  // one running sequence, no queue
   std::thread busy([&] {
