@@ -145,14 +145,17 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
     // Sent chunked, so that a space (which JSON allows before a value) can go
     // out every second while the answer is computed: a write is how a client
     // that left is noticed, and then its request is cancelled.
-    res.set_chunked_content_provider("application/json", [run, request, log](size_t, httplib::DataSink& sink) {
-      const ordered_json answer = run->run_to_end([&] { return sink.is_writable() && sink.write(" ", 1); });
-      const std::string text = answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-      sink.write(text.data(), text.size());
-      log();
-      sink.done();
-      return true;
-    });
+    // The charset keeps httplib from compressing it (it compresses "application/json" exactly): a
+    // compressor would hold the spaces back.
+    res.set_chunked_content_provider(
+        "application/json; charset=utf-8", [run, request, log](size_t, httplib::DataSink& sink) {
+          const ordered_json answer = run->run_to_end([&] { return sink.is_writable() && sink.write(" ", 1); });
+          const std::string text = answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+          sink.write(text.data(), text.size());
+          log();
+          sink.done();
+          return true;
+        });
     return;
   }
   res.set_header("Cache-Control", "no-cache");
