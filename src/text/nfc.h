@@ -5,6 +5,7 @@
 // (FilteredNormalizer2: code points outside the set are copied and split the
 // text) reproduces exactly that.
 #pragma once
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -14,7 +15,9 @@ namespace qinfer {
 // whatever follows them, so nfc(text) == text without calling ICU.
 bool nfc_quick_yes(std::string_view text);
 
-// `text` (valid UTF-8) in HF's NFC.
-std::string nfc(std::string_view text);
+// `text` (valid UTF-8) in HF's NFC. Text with a run of more than `long_run`
+// combining marks is put in canonical order before ICU composes it (ICU
+// orders a run in quadratic time); the result is the same either way.
+std::string nfc(std::string_view text, size_t long_run = 32);
 
 }  // namespace qinfer
