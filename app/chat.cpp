@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -46,9 +47,17 @@ struct ChatArgs {
   bool no_think = false, hide_thinking = false, print_prompt_ids = false;
 };
 
+// write(2), retried on EINTR: Ctrl-C's handler has no SA_RESTART (so that a
+// read returns), and a write blocked on a slow terminal would fail with EINTR
+// and lose its text (stdio gives up and sets the stream's error flag).
 void write_out(std::string_view s) {
-  std::fwrite(s.data(), 1, s.size(), stdout);
   std::fflush(stdout);
+  while (!s.empty()) {
+    const ssize_t n = ::write(STDOUT_FILENO, s.data(), s.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("writing to standard output failed: ", std::strerror(errno));
+    s.remove_prefix(static_cast<size_t>(n));
+  }
 }
 
 void drop_trailing(std::string& s, const char* chars) {

@@ -2,9 +2,17 @@
 // receives on turn 2 are the chat template's rendering of the whole history.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "runtime/conversation.h"
 #include "runtime/model_bundle.h"
@@ -214,4 +222,55 @@ TEST(ChatCli, TakesTheGenerationFlags) {
   r = chat("Hello there, how are you today?\n", "--temp 0 --ctx 8");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("fills the context of 8 tokens"), std::string::npos) << r.err;
+}
+
+// A hunt finding: Ctrl-C while a write to a slow terminal was blocked made
+// the write fail with EINTR (the handler has no SA_RESTART, so that reads
+// return): the text was lost, and the chat ended with exit 1, "writing to
+// standard output failed". Here the terminal is a 4 KiB pipe nobody reads.
+TEST(ChatCli, CtrlCWhileTheOutputIsBlockedLosesNothing) {
+  test::ScratchDir dir("chat-blocked");
+  int in[2], out[2];
+  ASSERT_EQ(::pipe(in), 0);
+  ASSERT_EQ(::pipe(out), 0);
+  ::fcntl(out[1], F_SETPIPE_SZ, 4096);
+  const std::string binary = test::qinfer_binary(), model = test::data_path("models/tiny"), err = dir.file("err.txt");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(in[0], STDIN_FILENO);
+    ::dup2(out[1], STDOUT_FILENO);
+    const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(err_fd, STDERR_FILENO);
+    for (int fd : {in[0], in[1], out[0], out[1], err_fd}) ::close(fd);
+    ::execl(binary.c_str(), binary.c_str(), "chat", "-m", model.c_str(), "--temp", "0", "-n", "3000", "-t", "1",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(in[0]);
+  ::close(out[1]);
+  ASSERT_EQ(::write(in[1], "hi\n", 3), 3);
+  // The reply fills the pipe, then a write blocks: the bytes queued stop growing.
+  int queued = 0, steady = 0;
+  for (int i = 0, last = -1; i < 1200 && steady < 6; ++i, last = queued) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ::ioctl(out[0], FIONREAD, &queued);
+    steady = queued == last && queued > 3072 ? steady + 1 : 0;
+  }
+  EXPECT_EQ(steady, 6) << queued;
+  ::kill(pid, SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ::close(in[1]);  // then the end of input ends the chat
+  std::string output;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) output.append(buf, static_cast<size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  std::ifstream err_in(err);
+  const std::string stderr_text((std::istreambuf_iterator<char>(err_in)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << stderr_text;
+  EXPECT_EQ(stderr_text.find("failed"), std::string::npos) << stderr_text;
+  EXPECT_GT(output.size(), 4096u) << "the reply went on past the full pipe";
 }
