@@ -114,6 +114,7 @@ void run_batch(const BatchArgs& a) {
     }
     jobs.push_back(std::move(job));
   }
+  require_stdin_read_without_error();
 
   Timer timer;
   const bool progress = ::isatty(STDERR_FILENO);

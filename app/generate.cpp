@@ -64,7 +64,7 @@ std::string prompt_text(const GenerateArgs& a) {
   if (path == "-") require_readable_stdin();
   const std::string text =
       path == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {}) : read_text_file(path);
-  if (std::cin.bad()) fail("--prompt-file -: reading standard input failed");
+  if (path == "-") require_stdin_read_without_error();
   const std::string what = "--prompt-file " + (path == "-" ? std::string("- (standard input)") : path);
   if (text.empty()) fail(what, ": the prompt is empty");
   utf8::require_valid(text, what);

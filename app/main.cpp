@@ -10,6 +10,7 @@
 
 #include "build_info.h"
 #include "commands.h"
+#include "standard_input.h"
 #include "util/error.h"
 
 namespace {
@@ -62,6 +63,7 @@ bool stdout_written() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  qinfer::cli::hold_closed_standard_streams();
   CLI::App app{"qinfer: a C++ inference engine for Qwen3 models, loading Hugging Face checkpoints as downloaded"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");

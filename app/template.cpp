@@ -64,6 +64,7 @@ void add_template_command(CLI::App& app) {
     ChatTemplate chat_template = ChatTemplate::from_model_dir(resolve_model_dir(*model));
     require_readable_stdin();
     std::string request(std::istreambuf_iterator<char>(std::cin), {});
+    require_stdin_read_without_error();
     std::string prompt = chat_template.render(parse_input(request));
     std::fwrite(prompt.data(), 1, prompt.size(), stdout);
     std::fflush(stdout);

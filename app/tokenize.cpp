@@ -77,6 +77,7 @@ void for_each_stdin_record(const char* field, OnRecord on_record) {
       fail("stdin line ", line_no, ": ", e.what());
     }
   }
+  require_stdin_read_without_error();
 }
 
 void print_tokens(const Tokenizer& tok, const std::vector<int32_t>& ids) {

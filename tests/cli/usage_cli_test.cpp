@@ -116,7 +116,7 @@ TEST(UsageCli, SimdTakesARunnableTargetByNameOrNamesThem) {
   EXPECT_NE(j["simd_compiled"].get<std::string>().find(least), std::string::npos);
   for (const std::string& cmd :
        {" generate" + kPrompt, std::string(" bench -p 4 -n 2"), std::string(" serve --port 0")})
-    for (const std::string& target : {"avx9", ""}) {  // "": a hunt finding, it ran the default
+    for (const std::string target : {"avx9", ""}) {  // "": a hunt finding, it ran the default
       r = run("timeout 60 " + bin() + cmd + " -m " + tiny() + " --simd '" + target + "' < /dev/null");
       EXPECT_EQ(r.exit_code, 1) << cmd;
       EXPECT_NE(r.err.find("--simd '" + target +
@@ -259,6 +259,28 @@ TEST(UsageCli, StandardInputAndOutputPathsTheOsRefuses) {
   r = run(quantize + dir.file("afile/sub"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("qinfer: error: " + dir.file("afile/sub") + ": Not a directory"), std::string::npos) << r.err;
+}
+
+// Hunt findings: a closed (or write-only) standard input read as an empty one
+// (exit 0, no output); with standard output closed, the next file opened
+// took its number, so generate's text went into the --logits-out file (and
+// serve's request log into a client's answer).
+TEST(UsageCli, ClosedStandardStreamsAreNotTakenForEmptyOnesOrReused) {
+  ScratchDir dir("closed-streams");
+  for (const std::string& args :
+       {" batch -m " + tiny(), " tokenize -m " + tiny() + " --jsonl", " tokenize -m " + tiny() + " --decode",
+        " template -m " + tiny(), " chat -m " + tiny(), " generate -m " + tiny() + " --prompt-file -"})
+    for (const char* closing : {" <&-", " 0> "}) {
+      const Outcome r = run(bin() + args + closing + (closing[1] == '0' ? dir.file("w") : ""));
+      EXPECT_EQ(r.exit_code, 1) << args << closing;
+      EXPECT_NE(r.err.find("qinfer: error: standard input is not open for reading"), std::string::npos)
+          << args << closing << ": " << r.err;
+    }
+  const Outcome r = run(bin() + " generate -m " + tiny() + kPrompt + " -n 3 --temp 0 --logits-out " +
+                        dir.file("logits.f32") + " >&-");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("writing to standard output failed: Bad file descriptor"), std::string::npos) << r.err;
+  EXPECT_EQ(fs::file_size(dir.file("logits.f32")), 151936u * 4) << "the logits alone";
 }
 
 TEST(UsageCli, FilesThatAreNotCheckpointsAreNamedSo) {
