@@ -127,3 +127,12 @@ test('a replica killed mid-stream: streams end (done or an error), none hangs, l
     const answers = await Promise.all(sessions.map((s) => chat(s)));
     for (const a of answers) assert.equal(a.choices[0].finish_reason, 'length');
   });
+
+// A hunt finding: nginx's own errors were HTML pages the SDK could only show
+// as text. Last, as it stops every replica.
+test("nginx's own errors come in OpenAI's shape: a body too large, no replica left", { skip }, async () => {
+  await assert.rejects(client.completions.create({ model: 'tiny', prompt: 'x'.repeat(9 << 20), max_tokens: 1 }),
+    (e) => e.status === 413 && /larger than the proxy allows/.test(e.error.message));
+  for (const r of replicas) if (r.proc.exitCode === null && r.proc.signalCode === null) await kill(r);
+  await assert.rejects(chat('session-0'), (e) => e.status === 502 && /no qinfer replica/.test(e.error.message));
+});
