@@ -29,7 +29,7 @@ struct GenerateArgs {
   bool ignore_eos = false;
   bool json = false;
   int logprobs = -1;
-  std::string logits_out;
+  std::optional<std::string> logits_out;
 };
 
 std::vector<int32_t> parse_ids(const std::string& s) {
@@ -123,7 +123,10 @@ void run_generate(GenerateArgs& a) {
          " tokens; use -n ", context - n, " or less (or -n -1: until eos or the context is full)");
   if (!a.flags.stops.empty() && !bundle.tokenizer) fail("--stop needs the tokenizer (tokenizer.json) to see text");
   std::optional<LogitsFile> logits_file;
-  if (!a.logits_out.empty()) logits_file.emplace(a.logits_out);
+  if (a.logits_out) {
+    if (a.logits_out->empty()) fail("--logits-out is empty: give the path of the file to write");
+    logits_file.emplace(*a.logits_out);
+  }
 
   GenerationOptions opts;
   opts.max_new_tokens = a.flags.max_tokens == -1 ? context : a.flags.max_tokens;

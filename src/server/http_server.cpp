@@ -141,26 +141,33 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
                  decode_s > 0 && s.completion_tokens > 1 ? (s.completion_tokens - 1) / decode_s : 0.0,
                  s.finish_reason.c_str());
   };
+  // HTTP/1.0 has no chunked transfer coding (RFC 7230 3.3.1): such a client
+  // (nginx's default proxy_http_version) reads the answer to the connection's end.
+  auto provide = [&](const char* type, httplib::ContentProviderWithoutLength provider) {
+    if (req.version == "HTTP/1.0")
+      res.set_content_provider(type, std::move(provider));
+    else
+      res.set_chunked_content_provider(type, std::move(provider));
+  };
   if (!request->stream) {
-    // Sent chunked, so that a space (which JSON allows before a value) can go
-    // out every second while the answer is computed: a write is how a client
-    // that left is noticed, and then its request is cancelled.
+    // Sent as it is made, so that a space (which JSON allows before a value)
+    // can go out every second while the answer is computed: a write is how a
+    // client that left is noticed, and then its request is cancelled.
     // The charset keeps httplib from compressing it (it compresses "application/json" exactly): a
     // compressor would hold the spaces back.
-    res.set_chunked_content_provider(
-        "application/json; charset=utf-8", [run, request, log](size_t, httplib::DataSink& sink) {
-          const ordered_json answer = run->run_to_end([&] { return sink.is_writable() && sink.write(" ", 1); });
-          const std::string text = answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-          sink.write(text.data(), text.size());
-          log();
-          sink.done();
-          return true;
-        });
+    provide("application/json; charset=utf-8", [run, request, log](size_t, httplib::DataSink& sink) {
+      const ordered_json answer = run->run_to_end([&] { return sink.is_writable() && sink.write(" ", 1); });
+      const std::string text = answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      sink.write(text.data(), text.size());
+      log();
+      sink.done();
+      return true;
+    });
     return;
   }
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");  // nginx: pass events through as they come
-  res.set_chunked_content_provider("text/event-stream", [run, request, log](size_t, httplib::DataSink& sink) {
+  provide("text/event-stream", [run, request, log](size_t, httplib::DataSink& sink) {
     run->stream([&](const std::string& text) { return sink.is_writable() && sink.write(text.data(), text.size()); });
     log();
     sink.done();

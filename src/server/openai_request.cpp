@@ -365,6 +365,9 @@ ordered_json chat_messages(const ordered_json& body) {
 }
 
 ordered_json parse_json_body(const std::string& body, const std::string& what) {
+  // JSON has no raw NUL (strings escape it), and nlohmann stops reading at one.
+  if (const size_t nul = body.find('\0'); nul != std::string::npos)
+    throw ApiError(400, what + " is not valid JSON: a NUL byte at offset " + std::to_string(nul));
   check_json_shape(body, what);
   ordered_json j;
   try {

@@ -97,6 +97,11 @@ TEST(GenerateCli, ClearErrors) {
   r = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 999999 2>&1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("outside the vocabulary"), std::string::npos) << r.output;
+
+  // A hunt finding: an empty --logits-out was ignored, so no logits were written and none were asked about.
+  r = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 -n 1 --logits-out '' 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--logits-out is empty"), std::string::npos) << r.output;
 }
 
 TEST(GenerateCli, HelpSaysWhatItDoes) {

@@ -96,6 +96,20 @@ struct Fixture {
   std::thread serving;
 };
 
+// A connection on which `request` was sent as given (the reply times out after 30 s).
+int send_raw_request(int port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  EXPECT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  const timeval timeout{30, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  return fd;
+}
+
 const ordered_json kMessages =
     ordered_json::parse(R"([{"role": "user", "content": "What is the capital of France?"}])");
 
@@ -198,18 +212,7 @@ TEST(HttpServer, ErrorsInOpenAiShape) {
   check(c.Post("/tokenize", R"({"content": 5})", "application/json"), 400, "'content' must be a string");
   {  // A hunt finding: a POST without any body said only "could not be served (HTTP 400)";
      // another: on a GET route it was that 400, not 405. Both wait for httplib's read timeout, side by side.
-    auto send_raw = [&](const std::string& req) {
-      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_port = htons(static_cast<uint16_t>(f.http.port()));
-      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-      EXPECT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
-      const timeval timeout{30, 0};
-      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-      return fd;
-    };
+    auto send_raw = [&](const std::string& req) { return send_raw_request(f.http.port(), req); };
     auto reply_of = [](int fd) {
       std::string reply;  // the headers, then Content-Length bytes (they may come in separate reads)
       auto complete = [&] {
@@ -432,6 +435,31 @@ TEST(HttpServer, StoppingFinishesQueuedRequestsAndRefusesNewOnes) {
   f.loop.drain(std::chrono::steady_clock::now() + 60s);
   for (std::thread& t : clients) t.join();
   for (const ordered_json& a : answers) EXPECT_EQ(a["usage"]["completion_tokens"], 300) << a.dump();
+}
+
+// A hunt finding: an HTTP/1.0 request got a chunked answer, which RFC 7230
+// forbids (nginx speaks HTTP/1.0 to its upstream unless told otherwise).
+TEST(HttpServer, Http10ClientsReadTheAnswerToTheConnectionsEnd) {
+  Fixture f;
+  for (const bool stream : {false, true}) {
+    const std::string body = ordered_json{{"prompt", "a"}, {"max_tokens", 3}, {"stream", stream}}.dump();
+    const int fd = send_raw_request(f.http.port(),
+                                    "POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\n"
+                                    "Content-Length: " +
+                                        std::to_string(body.size()) + "\r\n\r\n" + body);
+    std::string reply;
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) reply.append(buf, static_cast<size_t>(n));
+    ::close(fd);
+    const size_t end = reply.find("\r\n\r\n");
+    ASSERT_NE(end, std::string::npos) << reply;
+    EXPECT_EQ(reply.find("Transfer-Encoding"), std::string::npos) << reply;
+    const std::string content = reply.substr(end + 4);
+    if (stream)
+      EXPECT_EQ(Fixture::events(content).back()["choices"][0]["finish_reason"], "length") << content;
+    else
+      EXPECT_EQ(ordered_json::parse(content)["usage"]["completion_tokens"], 3) << content;
+  }
 }
 
 TEST(HttpServer, FullQueueAnswers503WithRetryAfter) {

@@ -324,6 +324,10 @@ TEST_F(OpenAiRequest, IntegralFloatsNullToolCallsAndWhichToolCallsTheReplyMayMak
 
 TEST_F(OpenAiRequest, MalformedBodiesUnknownModelsAndOverlongPrompts) {
   EXPECT_EQ(error_of("{\"prompt\": ", false).status, 400);
+  // A hunt finding: nlohmann stops at a NUL byte, so what followed one was never read.
+  const ApiError nul = error_of(std::string("{\"prompt\": \"x\"}\0{\"junk", 21), false);
+  EXPECT_EQ(nul.status, 400);
+  EXPECT_NE(std::string(nul.what()).find("a NUL byte at offset 15"), std::string::npos) << nul.what();
   EXPECT_EQ(error_of("[1, 2]", false).status, 400);
   // A fuzz finding: a number too large for a double is nlohmann's out_of_range, not a parse_error.
   const ApiError overflow = error_of(R"({"prompt": "x", "temperature": 1E999999})", false);
