@@ -60,11 +60,12 @@ std::string allowed_methods(const std::string& path) {
 
 // Compares in time that does not depend on where the strings differ, so the
 // key cannot be guessed byte by byte from response times.
-bool equal_in_constant_time(const std::string& a, const std::string& b) {
-  unsigned diff = a.size() != b.size();
-  for (size_t i = 0; i < a.size(); ++i)
-    diff |= static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i % b.size()]);
-  return diff == 0 && !b.empty();
+bool equal_in_constant_time(const std::string& given, const std::string& key) {
+  if (key.empty()) return false;
+  unsigned diff = given.size() != key.size();
+  for (size_t i = 0; i < given.size(); ++i)
+    diff |= static_cast<unsigned char>(given[i]) ^ static_cast<unsigned char>(key[i % key.size()]);
+  return diff == 0;
 }
 
 }  // namespace
