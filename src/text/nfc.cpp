@@ -32,22 +32,28 @@ class Unicode9Nfc {
     return compose(longest_mark_run(text) > long_run ? decompose_in_order(text) : std::string(text));
   }
 
- private:
-  bool is_mark(char32_t cp) const { return u_getCombiningClass(static_cast<UChar32>(cp)) != 0 && in_set(cp); }
-  bool in_set(char32_t cp) const { return unicode9_->contains(static_cast<UChar32>(cp)); }
-
+  // The longest run of code points whose decompositions begin with a mark
+  // (U+0F73 has combining class 0 but decomposes into two marks): what ICU
+  // reorders as one.
   size_t longest_mark_run(std::string_view text) const {
     size_t longest = 0, run = 0;
     const auto* p = reinterpret_cast<const unsigned char*>(text.data());
     for (const auto* end = p + text.size(); p < end;) {
       int len;
       const char32_t cp = utf8::decode_valid(p, len);
-      run = cp >= 0x300 && is_mark(cp) ? run + 1 : 0;  // no mark below U+0300
+      const bool leads_with_mark =
+          cp >= 0x300 && u_getIntPropertyValue(static_cast<UChar32>(cp), UCHAR_LEAD_CANONICAL_COMBINING_CLASS) != 0 &&
+          in_set(cp);  // no mark below U+0300
+      run = leads_with_mark ? run + 1 : 0;
       longest = std::max(longest, run);
       p += len;
     }
     return longest;
   }
+
+ private:
+  bool is_mark(char32_t cp) const { return u_getCombiningClass(static_cast<UChar32>(cp)) != 0 && in_set(cp); }
+  bool in_set(char32_t cp) const { return unicode9_->contains(static_cast<UChar32>(cp)); }
 
   // NFD as the filtered normalizer makes it: code points outside Unicode 9.0
   // are copied and end a run.
@@ -127,5 +133,7 @@ bool nfc_quick_yes(std::string_view text) {
 }
 
 std::string nfc(std::string_view text, size_t long_run) { return Unicode9Nfc::get().normalize(text, long_run); }
+
+size_t nfc_mark_run(std::string_view text) { return Unicode9Nfc::get().longest_mark_run(text); }
 
 }  // namespace qinfer

@@ -20,4 +20,9 @@ bool nfc_quick_yes(std::string_view text);
 // orders a run in quadratic time); the result is the same either way.
 std::string nfc(std::string_view text, size_t long_run = 32);
 
+// The longest run in `text` (valid UTF-8) of code points whose decompositions
+// begin with a combining mark: what ICU reorders as one, and what nfc()
+// compares with `long_run`.
+size_t nfc_mark_run(std::string_view text);
+
 }  // namespace qinfer
