@@ -9,8 +9,11 @@
 #include <climits>
 #include <clocale>
 #include <cstdio>
+#include <cstring>
 #include <cwchar>
 #include <iostream>
+
+#include "util/error.h"
 
 namespace qinfer::cli {
 
@@ -119,9 +122,12 @@ LineReader::Status LineReader::read(const std::string& prompt, std::string& line
   line.clear();
   if (!el_) {
     if (std::getline(std::cin, line)) return Status::Line;
-    if (std::cin.eof()) return Status::Eof;
+    const int error = errno;
+    if (!std::ferror(stdin)) return Status::Eof;
     std::cin.clear();
-    return Status::Interrupted;
+    std::clearerr(stdin);
+    if (error == EINTR) return Status::Interrupted;  // Ctrl-C (its handler has no SA_RESTART)
+    fail("reading standard input failed: ", std::strerror(error));
   }
   drain_wakeups();  // a Ctrl-C that stopped the last reply is spent
   prompt_ = prompt;

@@ -2,9 +2,12 @@
 // receives on turn 2 are the chat template's rendering of the whole history.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -273,4 +276,48 @@ TEST(ChatCli, CtrlCWhileTheOutputIsBlockedLosesNothing) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << stderr_text;
   EXPECT_EQ(stderr_text.find("failed"), std::string::npos) << stderr_text;
   EXPECT_GT(output.size(), 4096u) << "the reply went on past the full pipe";
+}
+
+// A hunt finding: a failed read of standard input (here a connection its peer
+// resets) was taken for its end: the chat ended with exit 0, saying nothing.
+TEST(ChatCli, AFailedReadOfStandardInputIsAnErrorNotTheEnd) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 1), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int client = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int peer = ::accept(listener, nullptr, nullptr);
+  ::close(listener);
+  ASSERT_EQ(::send(peer, "hello\n", 6, 0), 6);
+  const linger reset{1, 0};  // closing sends a reset, not the end of the stream
+  ::setsockopt(peer, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  ::close(peer);
+  test::ScratchDir dir("chat-reset");
+  const std::string binary = test::qinfer_binary(), model = test::data_path("models/tiny"), err = dir.file("err.txt");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(client, STDIN_FILENO);
+    const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(err_fd, STDERR_FILENO);
+    ::close(err_fd);
+    ::close(client);
+    ::execl(binary.c_str(), binary.c_str(), "chat", "-m", model.c_str(), "-n", "2", "-t", "1",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(client);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  std::ifstream err_in(err);
+  const std::string stderr_text((std::istreambuf_iterator<char>(err_in)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1) << stderr_text;
+  EXPECT_NE(stderr_text.find("reading standard input failed: Connection reset by peer"), std::string::npos)
+      << stderr_text;
 }
