@@ -132,8 +132,10 @@ void EngineLoop::run() {
       incoming.swap(incoming_);
       stats_.waiting += static_cast<int64_t>(incoming.size());  // counted until the step's snapshot
       busy_ = true;
-      if (cancel_all_)
+      if (cancel_all_) {  // those that just came too: admitted and cancelled before any step
         for (Live& l : live_) l.stream->cancel();
+        for (Incoming& in : incoming) in.stream->cancel();
+      }
     }
     admit(incoming);
     cancel_abandoned();

@@ -76,6 +76,10 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
       if (!c.stream->refused()) throw ApiError(500, why);  // the engine failed running it (NaN logits)
       throw ApiError(400, why, request.chat ? "messages" : "prompt");
     }
+    if (state == engine::RequestStream::State::Finished && c.ids.empty()) {  // cancelled by the loop's drain
+      for (auto& other : choices_) other->stream->cancel();
+      throw ApiError(503, "the server is shutting down; retry the request");
+    }
   };
   // A request larger than the whole queue would get 503 (retry later) forever.
   if (const int64_t choices = static_cast<int64_t>(request.prompts.size()) * request.n; choices > loop.capacity())

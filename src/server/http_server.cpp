@@ -143,12 +143,22 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
                  s.finish_reason.c_str());
   };
   // HTTP/1.0 has no chunked transfer coding (RFC 7230 3.3.1): such a client
-  // (nginx's default proxy_http_version) reads the answer to the connection's end.
+  // (nginx's default proxy_http_version) reads the answer to the connection's
+  // end, which httplib closes after it; one that keeps the connection alive
+  // needs the answer's length, so the answer is made whole first.
   auto provide = [&](const char* type, httplib::ContentProviderWithoutLength provider) {
-    if (req.version == "HTTP/1.0")
-      res.set_content_provider(type, std::move(provider));
-    else
-      res.set_chunked_content_provider(type, std::move(provider));
+    if (req.version != "HTTP/1.0") return res.set_chunked_content_provider(type, std::move(provider));
+    if (req.get_header_value("Connection") != "Keep-Alive") return res.set_content_provider(type, std::move(provider));
+    std::string body;
+    httplib::DataSink whole;
+    whole.write = [&body](const char* data, size_t size) {
+      body.append(data, size);
+      return true;
+    };
+    whole.is_writable = [] { return true; };
+    whole.done = [] {};
+    provider(0, whole);
+    res.set_content(body, type);
   };
   if (!request->stream) {
     // Sent as it is made, so that a space (which JSON allows before a value)
@@ -181,6 +191,7 @@ void HttpServer::Impl::routes() {
     if (!ready || stopping) {
       res.status = 503;
       send_json(res, {{"status", stopping ? "stopping" : "loading"}});
+      if (stopping) res.set_header("Connection", "close");  // a kept-alive prober would hold the exit
       return;
     }
     send_json(res, {{"status", "ok"}});

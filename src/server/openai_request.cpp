@@ -353,7 +353,9 @@ ordered_json chat_messages(const ordered_json& body) {
         auto& f = call["function"];
         // OpenAI sends arguments as a JSON string; the template prints objects with tojson.
         if (f.contains("arguments") && f["arguments"].is_string()) {
-          ordered_json args = ordered_json::parse(f["arguments"].get<std::string>(), nullptr, false);
+          const std::string& text = f["arguments"].get_ref<const std::string&>();
+          check_json_shape(text, "'" + param + ".tool_calls' arguments");  // JSON too, inside a string
+          ordered_json args = ordered_json::parse(text, nullptr, false);
           if (!args.is_discarded()) f["arguments"] = args;
         }
       }

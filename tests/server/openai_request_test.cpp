@@ -259,6 +259,21 @@ TEST_F(OpenAiRequest, BodiesThatWouldParseSlowlyAreRefusedOrParseInLinearTime) {
   EXPECT_NE(std::string(big.what()).find("objects too large to parse (10001 members in one"), std::string::npos)
       << big.what();
   EXPECT_EQ(error_of(members(2000, 30), false).status, 400);
+  // A re-hunt finding: a tool call's arguments, JSON inside a string, were parsed without the check.
+  std::string arguments = "{";
+  for (int i = 0; i <= 10000; ++i) arguments += (i ? ",\"" : "\"") + std::to_string(i) + "\": 1";
+  const ordered_json call = {
+      {"messages",
+       {{{"role", "user"}, {"content", "x"}},
+        {{"role", "assistant"},
+         {"content", nullptr},
+         {"tool_calls",
+          {{{"id", "c"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", arguments + "}"}}}}}}}}}};
+  const ApiError in_arguments = error_of(call.dump(), true);
+  EXPECT_EQ(in_arguments.status, 400);
+  EXPECT_NE(std::string(in_arguments.what()).find("'messages[1].tool_calls' arguments holds objects too large"),
+            std::string::npos)
+      << in_arguments.what();
   // Braces, colons and escaped quotes inside strings are text, not structure.
   EXPECT_EQ(error_of(R"({"prompt": "{[:\"}]{", "user": "\\"})", false).status, 0);
   EXPECT_EQ(error_of("{\"prompt\": \"x\", \"user\": \"" + std::string(200, '[') + "\"}", false).status, 0);
