@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "runtime/conversation.h"
 #include "runtime/model_bundle.h"
@@ -34,6 +35,37 @@ std::vector<json> json_lines(const std::string& path) {
   while (std::getline(in, line))
     if (!line.empty() && line[0] == '{') out.push_back(json::parse(line));
   return out;
+}
+
+// `qinfer chat -m tiny ARGS` with stdin on `in`, stdout on `out` (-1: this
+// process's) and stderr into the file `err`; the child closes `also_close`.
+pid_t spawn_chat(int in, int out, const std::string& err, const std::vector<std::string>& args,
+                 std::initializer_list<int> also_close) {
+  std::vector<std::string> argv = {test::qinfer_binary(), "chat", "-m", test::data_path("models/tiny")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> c_argv;  // made before the fork: the child only calls what is safe there
+  for (std::string& a : argv) c_argv.push_back(a.data());
+  c_argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  ::dup2(in, STDIN_FILENO);
+  if (out >= 0) ::dup2(out, STDOUT_FILENO);
+  const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ::dup2(err_fd, STDERR_FILENO);
+  for (int fd : {in, out, err_fd})
+    if (fd > STDERR_FILENO) ::close(fd);
+  for (int fd : also_close) ::close(fd);
+  ::execv(c_argv[0], c_argv.data());
+  ::_exit(127);
+}
+
+// Waits for a spawn_chat child: its exit code (-1 when a signal ended it), and its stderr.
+int wait_chat(pid_t pid, const std::string& err, std::string& stderr_text) {
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid) return -1;
+  std::ifstream err_in(err);
+  stderr_text.assign(std::istreambuf_iterator<char>(err_in), std::istreambuf_iterator<char>());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 }  // namespace
@@ -237,19 +269,9 @@ TEST(ChatCli, CtrlCWhileTheOutputIsBlockedLosesNothing) {
   ASSERT_EQ(::pipe(in), 0);
   ASSERT_EQ(::pipe(out), 0);
   ::fcntl(out[1], F_SETPIPE_SZ, 4096);
-  const std::string binary = test::qinfer_binary(), model = test::data_path("models/tiny"), err = dir.file("err.txt");
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::dup2(in[0], STDIN_FILENO);
-    ::dup2(out[1], STDOUT_FILENO);
-    const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(err_fd, STDERR_FILENO);
-    for (int fd : {in[0], in[1], out[0], out[1], err_fd}) ::close(fd);
-    ::execl(binary.c_str(), binary.c_str(), "chat", "-m", model.c_str(), "--temp", "0", "-n", "3000", "-t", "1",
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  const std::string err = dir.file("err.txt");
+  const pid_t pid = spawn_chat(in[0], out[1], err, {"--temp", "0", "-n", "3000", "-t", "1"}, {in[1], out[0]});
+  ASSERT_GT(pid, 0);
   ::close(in[0]);
   ::close(out[1]);
   ASSERT_EQ(::write(in[1], "hi\n", 3), 3);
@@ -268,12 +290,8 @@ TEST(ChatCli, CtrlCWhileTheOutputIsBlockedLosesNothing) {
   char buf[4096];
   for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) output.append(buf, static_cast<size_t>(n));
   ::close(out[0]);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  std::ifstream err_in(err);
-  const std::string stderr_text((std::istreambuf_iterator<char>(err_in)), std::istreambuf_iterator<char>());
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << stderr_text;
+  std::string stderr_text;
+  EXPECT_EQ(wait_chat(pid, err, stderr_text), 0) << stderr_text;
   EXPECT_EQ(stderr_text.find("failed"), std::string::npos) << stderr_text;
   EXPECT_GT(output.size(), 4096u) << "the reply went on past the full pipe";
 }
@@ -298,26 +316,12 @@ TEST(ChatCli, AFailedReadOfStandardInputIsAnErrorNotTheEnd) {
   ::setsockopt(peer, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
   ::close(peer);
   test::ScratchDir dir("chat-reset");
-  const std::string binary = test::qinfer_binary(), model = test::data_path("models/tiny"), err = dir.file("err.txt");
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::dup2(client, STDIN_FILENO);
-    const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(err_fd, STDERR_FILENO);
-    ::close(err_fd);
-    ::close(client);
-    ::execl(binary.c_str(), binary.c_str(), "chat", "-m", model.c_str(), "-n", "2", "-t", "1",
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  const std::string err = dir.file("err.txt");
+  const pid_t pid = spawn_chat(client, -1, err, {"-n", "2", "-t", "1"}, {});
+  ASSERT_GT(pid, 0);
   ::close(client);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  std::ifstream err_in(err);
-  const std::string stderr_text((std::istreambuf_iterator<char>(err_in)), std::istreambuf_iterator<char>());
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 1) << stderr_text;
+  std::string stderr_text;
+  EXPECT_EQ(wait_chat(pid, err, stderr_text), 1) << stderr_text;
   EXPECT_NE(stderr_text.find("reading standard input failed: Connection reset by peer"), std::string::npos)
       << stderr_text;
 }

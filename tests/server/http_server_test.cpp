@@ -109,6 +109,21 @@ int send_raw_request(int port, const std::string& request) {
   return fd;
 }
 
+// The reply on `fd`, read to its Content-Length when it has one, else to the
+// connection's end (headers and body may come in separate reads); closes fd.
+std::string read_raw_reply(int fd) {
+  std::string reply;
+  auto complete = [&] {
+    const size_t end = reply.find("\r\n\r\n"), length = reply.find("Content-Length: ");
+    return end != std::string::npos && length != std::string::npos &&
+           reply.size() >= end + 4 + std::stoul(reply.substr(length + 16));
+  };
+  char buf[4096];
+  for (ssize_t n; !complete() && (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) reply.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return reply;
+}
+
 const ordered_json kMessages =
     ordered_json::parse(R"([{"role": "user", "content": "What is the capital of France?"}])");
 
@@ -212,26 +227,13 @@ TEST(HttpServer, ErrorsInOpenAiShape) {
   {  // A hunt finding: a POST without any body said only "could not be served (HTTP 400)";
      // another: on a GET route it was that 400, not 405. Both wait for httplib's read timeout, side by side.
     auto send_raw = [&](const std::string& req) { return send_raw_request(f.http.port(), req); };
-    auto reply_of = [](int fd) {
-      std::string reply;  // the headers, then Content-Length bytes (they may come in separate reads)
-      auto complete = [&] {
-        const size_t end = reply.find("\r\n\r\n"), length = reply.find("Content-Length: ");
-        return end != std::string::npos && length != std::string::npos &&
-               reply.size() >= end + 4 + std::stoul(reply.substr(length + 16));
-      };
-      char buf[4096];
-      for (ssize_t n; !complete() && (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
-        reply.append(buf, static_cast<size_t>(n));
-      ::close(fd);
-      return reply;
-    };
     const int completions =
         send_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n");
     const int models = send_raw("POST /v1/models HTTP/1.1\r\nHost: x\r\n\r\n");
-    const std::string reply = reply_of(completions);
+    const std::string reply = read_raw_reply(completions);
     EXPECT_NE(reply.find("400"), std::string::npos) << reply;
     EXPECT_NE(reply.find("a POST needs a body with its Content-Length"), std::string::npos) << reply;
-    const std::string on_get = reply_of(models);
+    const std::string on_get = read_raw_reply(models);
     EXPECT_NE(on_get.find("405"), std::string::npos) << on_get;
     EXPECT_NE(on_get.find("Allow: GET, OPTIONS"), std::string::npos) << on_get;
   }
@@ -453,16 +455,7 @@ TEST(HttpServer, Http10ClientsGetAnswersThatEnd) {
           f.http.port(),
           std::string("POST /v1/completions HTTP/1.0\r\n") + (keep_alive ? "Connection: Keep-Alive\r\n" : "") +
               "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
-      std::string reply;  // to its Content-Length when it has one, else to the connection's end
-      auto complete = [&] {
-        const size_t end = reply.find("\r\n\r\n"), length = reply.find("Content-Length: ");
-        return end != std::string::npos && length != std::string::npos &&
-               reply.size() >= end + 4 + std::stoul(reply.substr(length + 16));
-      };
-      char buf[4096];
-      for (ssize_t n; !complete() && (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
-        reply.append(buf, static_cast<size_t>(n));
-      ::close(fd);
+      const std::string reply = read_raw_reply(fd);
       const size_t end = reply.find("\r\n\r\n");
       ASSERT_NE(end, std::string::npos) << reply;
       EXPECT_EQ(reply.find("Transfer-Encoding"), std::string::npos) << reply;
