@@ -52,7 +52,7 @@ std::string sse(const ordered_json& j) {
 }  // namespace
 
 CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel& model, engine::EngineLoop& loop,
-                             Metrics& metrics, std::string id)
+                             Metrics& metrics, std::string id, std::chrono::milliseconds status_wait)
     : request_(request),
       model_(model),
       metrics_(metrics),
@@ -60,15 +60,16 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
       created_(static_cast<int64_t>(std::time(nullptr))),
       start_(Clock::now()) {
   const Tokenizer& tok = model.bundle.require_tokenizer();
-  // Waits for the choice's first token (or the engine's refusal), for at most
-  // a second from the start: a status (400, 500) can be sent only before the
-  // answer begins, but a request that waits longer (queued, a long prompt)
-  // waits inside the answer, whose writes notice a client that left.
-  const auto answer_by = start_ + 1s;
+  // A status (400, 500) can be sent only before the answer begins, but a
+  // request that waits longer (queued, a long prompt) waits inside the
+  // answer, whose writes notice a client that left.
+  const auto answer_by = start_ + status_wait;
   auto started = [&](Choice& c) {
-    engine::RequestStream::State state;
-    while ((state = c.stream->wait(c.ids, 50ms, &c.received_logprobs)) == engine::RequestStream::State::Running &&
-           c.ids.empty() && Clock::now() < answer_by) {
+    auto state = engine::RequestStream::State::Running;
+    for (auto now = Clock::now(); state == engine::RequestStream::State::Running && c.ids.empty() && now < answer_by;
+         now = Clock::now()) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(answer_by - now);
+      state = c.stream->wait(c.ids, std::min<std::chrono::milliseconds>(50ms, left), &c.received_logprobs);
     }
     if (state == engine::RequestStream::State::Failed) {
       const std::string why = c.stream->error();
@@ -146,6 +147,10 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout) {
       c.stream->cancel();
     }
   }
+  if (state == engine::RequestStream::State::Failed && failure_.empty()) {
+    failure_ = c.stream->error();
+    for (auto& other : choices_) other->stream->cancel();
+  }
   if (state != engine::RequestStream::State::Running) {
     c.done = true;
     c.text->finish();
@@ -201,6 +206,7 @@ void CompletionRun::finalize() {
     }
   }
   summary_.finish_reason = choices_.empty() ? "" : choices_[0]->finish_reason;
+  if (!failure_.empty()) summary_.finish_reason = "error";
   if (summary_.finish_reason.empty()) summary_.finish_reason = "abort";  // it ended unfinished: its client left
   summary_.total_s = seconds_between(start_, Clock::now());
   metrics_.record_request(summary_.prompt_tokens, summary_.completion_tokens, summary_.ttft_s, summary_.total_s,
@@ -277,6 +283,7 @@ ordered_json CompletionRun::run_to_end(const std::function<bool()>& client_waiti
     }
   }
   finalize();
+  if (!failure_.empty()) return ApiError(500, failure_).to_json();
   ordered_json choices = ordered_json::array();
   for (const auto& c : choices_) {
     ordered_json choice = {{"index", c->index}};
@@ -342,6 +349,11 @@ void CompletionRun::stream(const std::function<bool(const std::string&)>& write)
         c->tool_calls += static_cast<int>(d.tool_calls.size());
       }
       if (!delta.empty() && !send(delta_chunk(*c, delta, nullptr))) return finalize();
+      if (!failure_.empty()) {  // vLLM's and OpenAI's way: an error event, which the clients raise
+        finalize();
+        if (send(sse(ApiError(500, failure_).to_json()))) send("data: [DONE]\n\n");
+        return;
+      }
       if (c->done && !send(delta_chunk(*c, ordered_json::object(), c->finish_reason))) return finalize();
       running |= !c->done;
     }

@@ -21,10 +21,12 @@ namespace qinfer::server {
 class CompletionRun {
  public:
   // Submits every choice and waits for each to start (its first token, or
-  // the engine's refusal): ApiError 503 when the queue is full, 400 when the
-  // engine refuses the prompt.
+  // the engine's refusal) for at most `status_wait`: ApiError 503 when the
+  // queue is full, 400 when the engine refuses the prompt, 500 when it fails
+  // running it. A failure after that (the answer began) ends the answer with
+  // OpenAI's error object: the JSON body, or an SSE event.
   CompletionRun(const CompletionRequest& request, const ServedModel& model, engine::EngineLoop& loop, Metrics& metrics,
-                std::string id);
+                std::string id, std::chrono::milliseconds status_wait);
   ~CompletionRun();  // cancels what is still running
 
   // The whole answer (stream = false). Every second until then it asks
@@ -62,6 +64,7 @@ class CompletionRun {
   std::vector<std::unique_ptr<Choice>> choices_;
   Summary summary_;
   bool finalized_ = false;
+  std::string failure_;  // why the engine failed a choice after the answer began ("" = it did not)
 };
 
 }  // namespace qinfer::server

@@ -23,17 +23,9 @@ namespace {
 
 constexpr int kListenBacklog = 4096;  // httplib's own is 5: bursts of connections would be refused
 
-std::string error_body(const std::string& message, const std::string& type, const std::string& param, int status) {
-  ordered_json e = {{"message", message},
-                    {"type", type},
-                    {"param", param.empty() ? ordered_json() : ordered_json(param)},
-                    {"code", status}};
-  return ordered_json{{"error", e}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
-  res.set_content(error_body(e.what(), e.type, e.param, e.status), "application/json");
+  res.set_content(e.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
   if (e.status == 503) res.set_header("Retry-After", "1");
   if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
 }
@@ -132,7 +124,7 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
   auto request = std::make_shared<CompletionRequest>(chat ? parse_chat_request(body, *model)
                                                           : parse_completion_request(body, *model));
   const std::string id = new_id(chat ? "chatcmpl" : "cmpl");
-  auto run = std::make_shared<CompletionRun>(*request, *model, *loop, *metrics, id);
+  auto run = std::make_shared<CompletionRun>(*request, *model, *loop, *metrics, id, options.status_wait);
   auto log = [run, id] {
     const auto& s = run->summary();
     const double decode_s = s.total_s - (s.ttft_s > 0 ? s.ttft_s : 0);

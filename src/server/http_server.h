@@ -4,6 +4,7 @@
 // It listens before the model is loaded: until set_ready(), /health answers
 // 503 and every other route 503 "loading".
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -23,6 +24,9 @@ struct ServerOptions {
   std::vector<std::string> allowed_origins;
   size_t max_body_bytes = 8u << 20;
   int http_threads = 64;  // connections served at once
+  // How long a request waits for its first token before its answer (200)
+  // begins: only until then can a failure be a status (400, 500).
+  std::chrono::milliseconds status_wait{1000};
 };
 
 class HttpServer {

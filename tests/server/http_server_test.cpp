@@ -31,12 +31,12 @@ namespace {
 struct Fixture {
   explicit Fixture(engine::EngineLoopOptions lo = {{4, 0, 64, 8, 128}, 16}, std::string key = "",
                    const std::string& model = test::data_path("models/tiny"),
-                   std::vector<std::string> allowed_origins = {})
+                   std::vector<std::string> allowed_origins = {}, std::chrono::milliseconds status_wait = 1s)
       : bundle(load_model_bundle(model)),
         pool(2),
         loop(*bundle.model, pool, lo),
         served{bundle, "tiny", loop.context()},
-        http(options(key, std::move(allowed_origins))) {
+        http(options(key, std::move(allowed_origins), status_wait)) {
     http.bind();
     serving = std::thread([this] { http.serve(); });
     http.set_ready(served, loop, lo.engine.block_size);
@@ -46,8 +46,10 @@ struct Fixture {
     loop.drain(std::chrono::steady_clock::now());
     serving.join();
   }
-  static ServerOptions options(const std::string& key, std::vector<std::string> allowed_origins) {
+  static ServerOptions options(const std::string& key, std::vector<std::string> allowed_origins,
+                               std::chrono::milliseconds status_wait) {
     ServerOptions o;
+    o.status_wait = status_wait;
     o.port = 0;
     o.api_key = key;
     o.allowed_origins = std::move(allowed_origins);
@@ -641,27 +643,66 @@ TEST(HttpServer, ToolCallsOnlyWhenOfferedAndTheSampledTokenAmongTopLogprobs) {
   EXPECT_EQ(lp["top_logprobs"][0]["Hello"], lp["token_logprobs"][0]);
 }
 
-// A hunt finding: weights that make the logits NaN (the engine ends such a
-// request with StopReason::Error, as generate and batch report) came back as
-// an empty answer with finish_reason "length". Now a 500 naming the cause.
-TEST(HttpServer, LogitsThatAreNaNAreA500NotAnEmptyAnswer) {
-  test::ScratchDir dir("http-nan");
+// The tiny model with every norm scaled to bf16's largest finite value: its
+// logits are NaN, which the engine reports as a failure (StopReason::Error).
+void write_nan_model(const test::ScratchDir& dir) {
   const SafetensorsFile tiny(test::data_path("models/tiny/model.safetensors"));
   std::vector<TensorData> tensors;
   for (const auto& [name, t] : tiny.tensors()) {
     TensorData d{name, t.dtype, t.shape, std::vector<uint8_t>(t.data, t.data + t.nbytes)};
-    if (name.find("norm.weight") != std::string::npos)  // every norm scaled to bf16's largest finite value
+    if (name.find("norm.weight") != std::string::npos)
       for (size_t i = 0; i < d.bytes.size(); i += 2) d.bytes[i] = 0x7F, d.bytes[i + 1] = 0x7F;
     tensors.push_back(std::move(d));
   }
   write_safetensors(dir.file("model.safetensors"), tensors);
   for (const char* f : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"})
     std::filesystem::copy_file(test::data_path(std::string("models/tiny/") + f), dir.file(f));
+}
+
+// A hunt finding: NaN logits came back as an empty answer with finish_reason
+// "length". Now a 500 naming the cause.
+TEST(HttpServer, LogitsThatAreNaNAreA500NotAnEmptyAnswer) {
+  test::ScratchDir dir("http-nan");
+  write_nan_model(dir);
   Fixture f({{4, 0, 64, 8, 128}, 16}, "", dir.path());
   for (const bool stream : {false, true}) {
     const ordered_json answer =
         f.post("/v1/chat/completions", {{"messages", kMessages}, {"max_tokens", 4}, {"stream", stream}}, 500);
     EXPECT_NE(answer["error"]["message"].get<std::string>().find("NaN values"), std::string::npos) << answer.dump();
+  }
+}
+
+// A failure after the answer began (200 sent: the request waited longer than
+// status_wait) ended the choices with finish_reason "abort" and no word of
+// why: a truncated answer that looked like a normal one. Now the JSON body is
+// the error object, and a stream ends with an error event (which the openai
+// clients raise), then [DONE].
+TEST(HttpServer, AFailureAfterTheAnswerBeganIsAnErrorObjectNotATruncatedAnswer) {
+  test::ScratchDir dir("http-nan-late");
+  write_nan_model(dir);
+  Fixture f({{4, 0, 64, 8, 128}, 16}, "", dir.path(), {}, 0ms);
+  for (const char* path : {"/v1/chat/completions", "/v1/completions"}) {
+    ordered_json body = {{"max_tokens", 4}, {"n", 2}};
+    if (std::string(path) == "/v1/chat/completions")
+      body["messages"] = kMessages;
+    else
+      body["prompt"] = "Hello";
+    const ordered_json answer = f.post(path, body, 200);
+    EXPECT_FALSE(answer.contains("choices")) << answer.dump();
+    EXPECT_EQ(answer["error"]["code"], 500) << answer.dump();
+    EXPECT_NE(answer["error"]["message"].get<std::string>().find("NaN values"), std::string::npos) << answer.dump();
+
+    body["stream"] = true;
+    auto res = f.client().Post(path, body.dump(), "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+    const std::vector<ordered_json> events = Fixture::events(res->body);
+    ASSERT_FALSE(events.empty()) << res->body;
+    EXPECT_NE(events.back()["error"]["message"].get<std::string>().find("NaN values"), std::string::npos) << res->body;
+    for (const ordered_json& e : events) {  // no choice pretends to have ended normally
+      if (!e.contains("choices")) continue;
+      for (const ordered_json& c : e["choices"]) EXPECT_TRUE(c["finish_reason"].is_null()) << res->body;
+    }
   }
 }
 
