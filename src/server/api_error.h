@@ -1,12 +1,27 @@
 // An error the API answers with: its HTTP status and OpenAI's error object
 // {"error": {"message", "type", "param", "code"}}.
 #pragma once
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "util/error.h"
 
 namespace qinfer::server {
+
+// Client input quoted in an error message: at most `max_bytes` of it (cut
+// where a UTF-8 character starts), then its length; a NUL byte spelled
+// \u0000, since the message is read back as a C string.
+inline std::string input_excerpt(std::string_view text, size_t max_bytes = 64) {
+  size_t end = std::min(text.size(), max_bytes);
+  if (end < text.size())
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  std::string out;
+  for (const char c : text.substr(0, end)) c == '\0' ? out += "\\u0000" : out += c;
+  if (end < text.size()) out += "... (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
 
 class ApiError : public Error {
  public:

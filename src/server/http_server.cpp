@@ -203,10 +203,10 @@ void HttpServer::Impl::routes() {
   });
   http.Get(R"(/v1/models/(.+))", [this, model_object](const httplib::Request& req, httplib::Response& res) {
     if (req.matches[1] != model->name)
-      throw ApiError(
-          404,
-          "The model '" + std::string(req.matches[1]) + "' does not exist; this server serves '" + model->name + "'",
-          "model");
+      throw ApiError(404,
+                     "The model '" + input_excerpt(std::string(req.matches[1])) +
+                         "' does not exist; this server serves '" + model->name + "'",
+                     "model");
     send_json(res, model_object());
   });
   // CORS preflights (and plain OPTIONS): what each route allows. Browsers send
@@ -282,10 +282,13 @@ void HttpServer::Impl::routes() {
   });
   // Browsers let a page read an answer only with this header (CORS).
   http.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // Where the answer depends on the origin (a list of them), every answer
+    // says so: a cache must not hand one origin's (or no origin's) to another.
+    const auto& allowed = options.allowed_origins;
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), "*") == allowed.end())
+      res.set_header("Vary", "Origin");
     const std::string origin = allowed_origin(req);
-    if (origin.empty()) return;
-    res.set_header("Access-Control-Allow-Origin", origin);
-    if (origin != "*") res.set_header("Vary", "Origin");
+    if (!origin.empty()) res.set_header("Access-Control-Allow-Origin", origin);
   });
   // Statuses httplib sets itself (no route, body too large): OpenAI's shape too.
   http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {

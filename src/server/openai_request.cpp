@@ -81,10 +81,10 @@ void check_model(const ordered_json& body, const ServedModel& model) {
   if (!given(body, "model")) return;  // llama-server and vLLM serve their one model to requests that name none
   if (!body["model"].is_string()) bad("model", "'model' must be a string");
   if (body["model"].get<std::string>() != model.name)
-    throw ApiError(
-        404,
-        "The model '" + body["model"].get<std::string>() + "' does not exist; this server serves '" + model.name + "'",
-        "model", "invalid_request_error");
+    throw ApiError(404,
+                   "The model '" + input_excerpt(body["model"].get<std::string>()) +
+                       "' does not exist; this server serves '" + model.name + "'",
+                   "model", "invalid_request_error");
 }
 
 std::vector<std::string> stop_strings(const ordered_json& body) {
@@ -121,7 +121,8 @@ std::vector<std::pair<int32_t, float>> logit_bias(const ordered_json& body, int6
       used = 0;
     }
     if (used != key.size() || id < 0 || id >= vocab)
-      bad("logit_bias", "'logit_bias' key '" + key + "' is not a token id in [0, " + std::to_string(vocab) + ")");
+      bad("logit_bias",
+          "'logit_bias' key '" + input_excerpt(key) + "' is not a token id in [0, " + std::to_string(vocab) + ")");
     if (!item.value().is_number()) bad("logit_bias", "'logit_bias' values must be numbers");
     const double b = item.value().get<double>();
     if (!(b >= -100 && b <= 100)) bad("logit_bias", "'logit_bias' values must be between -100 and 100");
@@ -197,12 +198,12 @@ void check_field_names(const ordered_json& body, bool chat) {
   for (const auto& item : body.items()) {
     const std::string& key = item.key();
     if (!is_generation_field(key) && !kBoth.count(key) && !(chat ? kChat : kCompletions).count(key))
-      bad(key, "Unrecognized request argument supplied: " + key);
+      bad(input_excerpt(key), "Unrecognized request argument supplied: " + input_excerpt(key));
   }
   // The unsupported ones, where their value asks for nothing this server does not do.
   auto refuse_unless = [&](const char* key, bool harmless) {
     if (given(body, key) && !harmless)
-      bad(key, std::string("'") + key + "' = " + body[key].dump() + " is not supported by this server");
+      bad(key, std::string("'") + key + "' = " + input_excerpt(body[key].dump()) + " is not supported by this server");
   };
   for (const char* key :
        {"functions", "function_call", "audio", "prediction", "web_search_options", "reasoning_effort", "verbosity"})
@@ -232,7 +233,7 @@ CompletionRequest common_fields(const ordered_json& body, const ServedModel& mod
     if (!r.stream) bad("stream_options", "'stream_options' is only allowed when 'stream' is true");
     for (const auto& item : so.items())  // include_obfuscation only pads events: nothing to do here
       if (item.key() != "include_usage" && item.key() != "include_obfuscation")
-        bad("stream_options", "Unrecognized request argument supplied: stream_options." + item.key());
+        bad("stream_options", "Unrecognized request argument supplied: stream_options." + input_excerpt(item.key()));
     r.include_usage = boolean(so, "include_usage", false);
   }
   return r;
@@ -333,8 +334,8 @@ ordered_json chat_messages(const ordered_json& body) {
     if (!m.contains("role") || !m["role"].is_string()) bad(param + ".role", "'" + param + ".role' must be a string");
     const std::string role = m["role"].get<std::string>();
     if (role != "system" && role != "user" && role != "assistant" && role != "tool" && role != "developer")
-      bad(param + ".role",
-          "'" + param + ".role' is '" + role + "'; expected one of system, developer, user, assistant, tool");
+      bad(param + ".role", "'" + param + ".role' is '" + input_excerpt(role) +
+                               "'; expected one of system, developer, user, assistant, tool");
     ordered_json out = m;
     if (role == "developer") out["role"] = "system";  // OpenAI's newer name for the system role
     if (m.contains("content")) out["content"] = message_content(m["content"], i);
@@ -375,7 +376,7 @@ ordered_json parse_json_body(const std::string& body, const std::string& what) {
   try {
     j = ordered_json::parse(body);
   } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number too large
-    throw ApiError(400, what + " is not valid JSON: " + e.what());
+    throw ApiError(400, what + " is not valid JSON: " + input_excerpt(e.what(), 256));
   }
   if (!j.is_object()) throw ApiError(400, what + " must be a JSON object");
   return j;

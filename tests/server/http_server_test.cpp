@@ -318,6 +318,10 @@ TEST(HttpServer, CorsPreflightsModelRetrieveAndRandomIds) {
     }
     auto other = c.Get("/v1/models", {{"Origin", "http://evil.example"}, {"Authorization", "Bearer sekrit"}});
     EXPECT_EQ(other->get_header_value("Access-Control-Allow-Origin"), "");
+    // A hunt finding: Vary: Origin came only with an allowed origin, so a cache could hand the answer given to
+    // another origin (or to none) to an allowed page, which the browser then refused.
+    EXPECT_EQ(other->get_header_value("Vary"), allowed ? "Origin" : "");
+    EXPECT_EQ(c.Get("/health")->get_header_value("Vary"), allowed ? "Origin" : "");
     EXPECT_EQ(c.Get("/v1/models", {{"Origin", "http://ui.example"}})->status, 401);
   }
   Fixture f;

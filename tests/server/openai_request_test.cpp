@@ -362,3 +362,28 @@ TEST_F(OpenAiRequest, MalformedBodiesUnknownModelsAndOverlongPrompts) {
       << sum.what();
   EXPECT_EQ(error_of(R"({"prompt": [1, 2, 3], "max_tokens": 7})", false, 10).status, 0);
 }
+
+// A hunt finding: errors echoed the offending input in full (an unknown 3 MB
+// key gave a 6 MB 400: message and param) and ended at a NUL byte in it (the
+// message is a C string). Echoed input is now an excerpt, NUL spelled out.
+TEST_F(OpenAiRequest, ErrorsEchoAnExcerptOfTheInput) {
+  const std::string huge(3'000'000, 'k');
+  auto json = [](const ordered_json& j) { return j.dump(); };
+  std::vector<ApiError> errors = {
+      error_of(json({{"prompt", "x"}, {huge, 1}}), false),
+      error_of(json({{"prompt", "x"}, {"model", huge}}), false),
+      error_of(json({{"prompt", "x"}, {"echo", huge}}), false),
+      error_of(json({{"prompt", "x"}, {"logit_bias", {{huge, 1}}}}), false),
+      error_of(json({{"prompt", "x"}, {"stream", true}, {"stream_options", {{huge, 1}}}}), false),
+      error_of(json({{"messages", {{{"role", huge}, {"content", "x"}}}}}), true),
+      error_of("{\"prompt\": \"" + huge, false),
+  };
+  for (const ApiError& e : errors) {
+    EXPECT_GE(e.status, 400);
+    const std::string body = e.to_json().dump();
+    EXPECT_LT(body.size(), 1000u) << body.substr(0, 300);
+    EXPECT_NE(body.find("... (300"), std::string::npos) << body.substr(0, 300);
+  }
+  const ApiError nul = error_of(json({{"prompt", "x"}, {"model", std::string("ab\0cd", 5)}}), false);
+  EXPECT_NE(std::string(nul.what()).find("The model 'ab\\u0000cd' does not exist"), std::string::npos) << nul.what();
+}
