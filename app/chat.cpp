@@ -179,7 +179,10 @@ void run_chat(ChatArgs& a) {
       show(splitter.push(piece));
       return true;
     });
-    const int64_t handle = engine.add(prompt, opts, [&](int32_t id, const TokenLogprobs*) { return text.push(id); });
+    GenerationOptions turn_opts = opts;  // turn k samples with seed + k - 1: a new reply, the same chat for a seed
+    turn_opts.sampling.seed += static_cast<uint64_t>(turn - 1);
+    const int64_t handle =
+        engine.add(prompt, turn_opts, [&](int32_t id, const TokenLogprobs*) { return text.push(id); });
     while (engine.step())
       if (g_interrupted && !engine.finished(handle)) engine.cancel(handle);
     text.finish();

@@ -14,7 +14,8 @@ void GenerationFlags::add_options(CLI::App* cmd, const char* max_tokens_help) {
                   "Context length: prompt + generated tokens (and the KV memory); 0 = the model's maximum")
       ->capture_default_str();
   load_flags.add_options(cmd);
-  cmd->add_option("--stop", stops, "Stop when this text appears (not printed); may be repeated");
+  cmd->add_option("--stop", stops, "Stop when this text appears (not printed); may be repeated")
+      ->check(CLI::Validator([](std::string& s) { return s.empty() ? "a stop string may not be empty" : ""; }, ""));
   sampling.add_options(cmd);
 }
 

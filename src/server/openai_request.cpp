@@ -126,6 +126,9 @@ std::vector<std::pair<int32_t, float>> logit_bias(const ordered_json& body, int6
     if (!item.value().is_number()) bad("logit_bias", "'logit_bias' values must be numbers");
     const double b = item.value().get<double>();
     if (!(b >= -100 && b <= 100)) bad("logit_bias", "'logit_bias' values must be between -100 and 100");
+    // One bias per token, the last given ("5" and "05" are one token), as vLLM's dict of ints.
+    const auto same = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == id; });
+    if (same != out.end()) out.erase(same);
     out.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
   }
   return out;
@@ -285,8 +288,8 @@ GenerationFields parse_generation_fields(const ordered_json& body, const ModelBu
   s.temperature = static_cast<float>(number(body, "temperature", s.temperature, 0, 2));
   s.top_p = static_cast<float>(number(body, "top_p", s.top_p, 0, 1));
   if (given(body, "top_p") && s.top_p <= 0) bad("top_p", "'top_p' must be greater than 0");
-  const int64_t top_k = integer(body, "top_k", s.top_k, -1, vocab);
-  s.top_k = static_cast<int>(top_k < 0 ? 0 : top_k);  // -1 = off, as vLLM
+  const int64_t top_k = integer(body, "top_k", s.top_k, -1, std::numeric_limits<int32_t>::max());  // >= vocab: off
+  s.top_k = static_cast<int>(top_k < 0 ? 0 : top_k);                                               // -1 = off, as vLLM
   s.min_p = static_cast<float>(number(body, "min_p", s.min_p, 0, 1));
   s.presence_penalty = static_cast<float>(number(body, "presence_penalty", s.presence_penalty, -2, 2));
   s.frequency_penalty = static_cast<float>(number(body, "frequency_penalty", s.frequency_penalty, -2, 2));
@@ -309,8 +312,12 @@ GenerationFields parse_generation_fields(const ordered_json& body, const ModelBu
     s.seed = std::random_device{}() * 0x100000000ull + std::random_device{}();  // unseeded: each request differs
   }
   g.stop = stop_strings(body);
-  const char* length_key = given(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-  g.options.max_new_tokens = integer(body, length_key, default_max_tokens, 1, std::numeric_limits<int32_t>::max());
+  // Both names checked: the one not used would otherwise pass unread, whatever it held.
+  const int64_t max_tokens = integer(body, "max_tokens", default_max_tokens, 1, std::numeric_limits<int32_t>::max());
+  g.options.max_new_tokens = integer(body, "max_completion_tokens", max_tokens, 1, std::numeric_limits<int32_t>::max());
+  if (given(body, "max_tokens") && g.options.max_new_tokens != max_tokens)
+    bad("max_tokens", "'max_tokens' (" + std::to_string(max_tokens) + ") and 'max_completion_tokens' (" +
+                          std::to_string(g.options.max_new_tokens) + ") differ: give one of them");
   g.options.eos_ids = bundle.eos_ids();
   g.options.ignore_eos = boolean(body, "ignore_eos", false);
   return g;

@@ -325,3 +325,39 @@ TEST(ChatCli, AFailedReadOfStandardInputIsAnErrorNotTheEnd) {
   EXPECT_NE(stderr_text.find("reading standard input failed: Connection reset by peer"), std::string::npos)
       << stderr_text;
 }
+
+// A hunt finding: every reply sampled with the run's one seed, so asking
+// again after /reset gave the identical "sampled" reply. Turn k samples with
+// seed + k - 1: replies differ, and the same --seed repeats the whole chat.
+TEST(ChatCli, EachTurnSamplesWithItsOwnSeedAndTheSeedRepeatsTheChat) {
+  const std::string input = "Hi\n/reset\nHi\n/reset\nHi\n";
+  const ChatRun a = chat(input, "--temp 1 -n 8 --no-think --seed 7"),
+                b = chat(input, "--temp 1 -n 8 --no-think --seed 7");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  const std::string first = chat("Hi\n", "--temp 1 -n 8 --no-think --seed 7").out;  // turn 1 alone
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(a.out.substr(0, first.size()), first);
+  EXPECT_NE(a.out, first + first + first);
+}
+
+// A hunt finding: sampling flags and stop strings were checked at the first
+// message (the model loaded, a message typed, then exit 1 naming "top_p", and
+// with no message no error at all). They are command-line errors now: exit 2
+// naming the flag, before anything is loaded.
+TEST(ChatCli, SamplingFlagsAndStopsAreCheckedWhenTheCommandLineIs) {
+  for (const std::string flags :
+       {"--top-p 2", "--top-p 0", "--temp -1", "--temp nan", "--min-p 1.5", "--top-k -2", "--repeat-penalty 0",
+        "--presence-penalty inf", "--frequency-penalty nan", "--stop ''"}) {
+    for (const std::string input : {"", "Hi\n"}) {
+      const ChatRun r = chat(input, flags + " -n 2");
+      EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.err;
+      EXPECT_NE(r.err.find(flags.substr(0, flags.find(' '))), std::string::npos) << flags << "\n" << r.err;
+      EXPECT_TRUE(r.turns.empty()) << flags;
+    }
+  }
+  // -1 turns top-k off, as the server's top_k -1 (vLLM's) does.
+  const ChatRun off = chat("Hi\n", "--top-k -1 --temp 0 -n 2"), zero = chat("Hi\n", "--top-k 0 --temp 0 -n 2");
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_EQ(off.out, zero.out);
+}

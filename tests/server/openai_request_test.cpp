@@ -65,6 +65,13 @@ TEST_F(OpenAiRequest, ChatRendersTheTemplateAndTakesTheSamplingFields) {
   EXPECT_FLOAT_EQ(s.repetition_penalty, 1.1f);
   ASSERT_EQ(s.logit_bias.size(), 2u);
   EXPECT_EQ(s.logit_bias[0], (std::pair<int32_t, float>{100, -100.0f}));
+  // A hunt finding: spellings of one id ("7", "07") each added their bias, past the +-100 bound.
+  const ordered_json twice = ordered_json::parse(
+      R"({"prompt": "x", "logit_bias": {"7": 100, "07": 100, "007": 50}, "max_tokens": 4, "max_completion_tokens": 4,
+          "top_k": 200000})");
+  const CompletionRequest t = parse_completion_request(twice, served());
+  EXPECT_EQ(t.options.sampling.logit_bias, (std::vector<std::pair<int32_t, float>>{{7, 50.0f}}));
+  EXPECT_EQ(t.options.max_new_tokens, 4);
   EXPECT_EQ(r.options.max_new_tokens, 9);
   EXPECT_EQ(r.stop, (std::vector<std::string>{"\n\n", "END"}));
   EXPECT_EQ(r.n, 2);
@@ -174,6 +181,9 @@ TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
       {R"({"prompt": "x", "logit_bias": {"abc": 1}})", false, "logit_bias", "not a token id"},
       {R"({"prompt": "x", "logit_bias": {"151936": 1}})", false, "logit_bias", "not a token id"},
       {R"({"prompt": "x", "logit_bias": {"5": 101}})", false, "logit_bias", "between -100 and 100"},
+      // Hunt findings: the name not used was never checked, whatever it held.
+      {R"({"prompt": "x", "max_tokens": "abc", "max_completion_tokens": 3})", false, "max_tokens", "integer"},
+      {R"({"prompt": "x", "max_tokens": 1, "max_completion_tokens": 5})", false, "max_tokens", "differ"},
       {R"({"prompt": "x", "logprobs": true})", false, "logprobs", "integer"},
       {R"({"prompt": "x", "logprobs": 21})", false, "logprobs", "between 0 and 20"},
       {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", true, "top_logprobs", "needs"},
