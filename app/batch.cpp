@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "available_memory.h"
 #include "commands.h"
 #include "engine/engine.h"
 #include "load_flags.h"
@@ -80,14 +81,16 @@ Job parse_job(const std::string& line, const ModelBundle& bundle) {
 }
 
 void run_batch(const BatchArgs& a) {
-  if (a.parallel < 1) fail("--parallel must be at least 1");
+  if (a.parallel < 1 || a.parallel > engine::kMaxRunning)
+    fail("--parallel must be between 1 and ", engine::kMaxRunning, ", got ", a.parallel);
   if (a.max_batch_tokens < 1) fail("--max-batch-tokens must be at least 1");
   if (a.block_size < 1) fail("--block-size must be at least 1");
   if (a.kv_blocks < 0) fail("--kv-blocks must be positive (or 0: enough for --parallel full contexts)");
   const LoadOptions load_options = a.load.options();
   const ModelBundle bundle = load_model_bundle(a.model, load_options);
   ThreadPool pool(load_options.threads);
-  engine::Engine engine(*bundle.model, pool, {a.block_size, a.kv_blocks, a.max_batch_tokens, a.parallel});
+  engine::Engine engine(*bundle.model, pool,
+                        {a.block_size, a.kv_blocks, a.max_batch_tokens, a.parallel, 0, default_kv_memory_limit()});
   if (const int64_t model_max = bundle.model->config().max_position_embeddings; engine.context() < model_max)
     std::fprintf(stderr, "note: the KV pool holds %lld positions: a request ends (\"length\") when it fills them\n",
                  static_cast<long long>(engine.context()));
@@ -150,12 +153,13 @@ void run_batch(const BatchArgs& a) {
   }
   std::fprintf(stderr,
                "[%zu requests (%lld refused), %lld prompt + %lld generated tokens in %.2f s: %.1f tok/s; "
-               "peak %lld of %d KV blocks of %d positions; prefix cache %lld of %lld blocks]\n",
+               "peak %lld of %d KV blocks of %d positions; prefix cache %lld of %lld blocks; %lld preemptions]\n",
                jobs.size(), static_cast<long long>(refused), static_cast<long long>(prompt_tokens),
                static_cast<long long>(generated), seconds, seconds > 0 ? (prompt_tokens + generated) / seconds : 0.0,
                static_cast<long long>(peak_blocks), engine.blocks().n_blocks(), engine.blocks().block_size(),
                static_cast<long long>(engine.blocks().prefix_hits()),
-               static_cast<long long>(engine.blocks().prefix_queries()));
+               static_cast<long long>(engine.blocks().prefix_queries()),
+               static_cast<long long>(engine.scheduler().preemptions()));
 }
 
 }  // namespace

@@ -52,7 +52,8 @@ void run_bench_batch(const BenchBatchArgs& a) {
   const std::string dir = resolve_model_dir(a.model);
   auto model = Qwen3Model::load(dir, lo);
   const int64_t context = model->config().max_position_embeddings;
-  if (a.prompt_tokens + a.gen_tokens > context) fail("-p + -n exceeds the context length of ", context);
+  if (a.prompt_tokens > context || a.gen_tokens > context || a.prompt_tokens + a.gen_tokens > context)
+    fail("-p + -n exceeds the context length of ", context);
   ThreadPool pool(lo.threads);
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   for (const int64_t P : levels) {

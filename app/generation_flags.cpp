@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "available_memory.h"
 #include "util/error.h"
 
 namespace qinfer::cli {
@@ -46,6 +47,7 @@ engine::EngineOptions GenerationFlags::engine_options(const ModelBundle& bundle)
   engine::EngineOptions o;
   o.max_running = 1;
   o.context = context(bundle);
+  o.kv_memory_limit = default_kv_memory_limit();
   return o;
 }
 

@@ -7,10 +7,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
 
+#include "available_memory.h"
 #include "commands.h"
 #include "engine/engine_loop.h"
 #include "load_flags.h"
@@ -22,6 +24,8 @@ namespace qinfer::cli {
 
 namespace {
 
+constexpr int64_t kMaxQueue = int64_t{1} << 20;
+
 struct ServeArgs {
   std::string model, served_name;
   server::ServerOptions http;
@@ -32,20 +36,25 @@ struct ServeArgs {
 };
 
 int32_t blocks_for_memory(const Qwen3Model& model, double mib, int32_t block_size) {
-  const auto& c = model.config();
-  const double block_bytes = 2.0 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim * block_size *
-                             static_cast<double>(dtype_size(model.kv_cache_dtype()));
+  const double block_bytes = static_cast<double>(engine::kv_block_bytes(model, block_size));
   const double blocks = mib * 1024 * 1024 / block_bytes;
   if (blocks < 1)
     fail("--kv-mem ", mib, " MiB holds no KV block (one block of ", block_size, " positions is ",
          block_bytes / (1024 * 1024), " MiB)");
-  return static_cast<int32_t>(std::min(blocks, 1e9));
+  if (blocks > engine::kMaxPoolBlocks)
+    fail("--kv-mem ", mib, " MiB is more than the ", engine::kMaxPoolBlocks, " KV blocks of ", block_size,
+         " positions one engine manages (a larger --block-size holds more)");
+  return static_cast<int32_t>(blocks);
 }
 
 void run_serve(const ServeArgs& a) {
-  if (a.parallel < 1) fail("--parallel must be at least 1");
+  if (a.parallel < 1 || a.parallel > engine::kMaxRunning)
+    fail("--parallel must be between 1 and ", engine::kMaxRunning, ", got ", a.parallel);
   if (a.max_batch_tokens < 1) fail("--max-batch-tokens must be at least 1");
-  if (a.max_queue < 0) fail("--max-queue must not be negative");
+  if (a.max_queue < 0 || a.max_queue > kMaxQueue)
+    fail("--max-queue must be between 0 and ", kMaxQueue, ", got ", a.max_queue);
+  if (!(a.kv_mem_mib >= 0 && std::isfinite(a.kv_mem_mib)))
+    fail("--kv-mem must be a positive number of MiB (or 0: sized by --parallel and the memory), got ", a.kv_mem_mib);
   if (a.ctx < 0) fail("--ctx must be positive (or 0: the model's maximum)");
   if (a.kv_blocks < 0) fail("--kv-blocks must be positive (or 0: --parallel full contexts)");
   if (a.kv_blocks > 0 && a.kv_mem_mib > 0) fail("pass --kv-blocks or --kv-mem, not both");
@@ -80,9 +89,11 @@ void run_serve(const ServeArgs& a) {
   try {
     bundle = std::make_unique<ModelBundle>(load_model_bundle(a.model, load_options));
     bundle->require_tokenizer();
+    if (const int64_t model_max = bundle->model->config().max_position_embeddings; a.ctx > model_max)
+      fail("--ctx ", a.ctx, " is more than the model's context of ", model_max, " tokens (max_position_embeddings)");
     pool = std::make_unique<ThreadPool>(load_options.threads);
     engine::EngineLoopOptions lo;
-    lo.engine = {a.block_size, a.kv_blocks, a.max_batch_tokens, a.parallel, a.ctx};
+    lo.engine = {a.block_size, a.kv_blocks, a.max_batch_tokens, a.parallel, a.ctx, default_kv_memory_limit()};
     if (a.kv_mem_mib > 0) lo.engine.kv_blocks = blocks_for_memory(*bundle->model, a.kv_mem_mib, a.block_size);
     lo.max_waiting = a.max_queue;
     loop = std::make_unique<engine::EngineLoop>(*bundle->model, *pool, lo);
@@ -99,8 +110,11 @@ void run_serve(const ServeArgs& a) {
     std::fprintf(stderr, "qinfer serve: note: the KV pool holds %lld positions, so that is the context, not %lld\n",
                  static_cast<long long>(served->context), static_cast<long long>(wanted));
   http.set_ready(*served, *loop, a.block_size);
-  std::fprintf(stderr, "qinfer serve: ready: model '%s', context %lld, %d KV blocks of %d positions, %lld parallel\n",
+  std::fprintf(stderr,
+               "qinfer serve: ready: model '%s', context %lld, %d KV blocks of %d positions (%lld MiB, committed as "
+               "used), %lld parallel\n",
                served->name.c_str(), static_cast<long long>(served->context), stats.kv_blocks, a.block_size,
+               static_cast<long long>(stats.kv_blocks * engine::kv_block_bytes(*bundle->model, a.block_size) >> 20),
                static_cast<long long>(a.parallel));
 
   int sig = 0;

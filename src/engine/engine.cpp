@@ -14,8 +14,6 @@ int64_t context_length(const Qwen3Model& model, const EngineOptions& o) {
   return o.context > 0 ? std::min(o.context, model_max) : model_max;
 }
 
-constexpr int64_t kMaxPoolBlocks = int64_t{1} << 24;  // the block manager's tables take ~64 bytes a block
-
 int32_t pool_blocks(const Qwen3Model& model, const EngineOptions& o) {
   if (o.block_size < 1) fail("the KV block size must be at least 1 position, got ", o.block_size);
   if (o.kv_blocks > kMaxPoolBlocks)
@@ -24,7 +22,15 @@ int32_t pool_blocks(const Qwen3Model& model, const EngineOptions& o) {
   const int64_t context = context_length(model, o);
   const int64_t per_seq = context / o.block_size + (context % o.block_size != 0);
   const int64_t seqs = std::min(o.max_running, kMaxPoolBlocks);  // no overflow below
-  return static_cast<int32_t>(kMaxPoolBlocks / per_seq < seqs ? kMaxPoolBlocks : per_seq * seqs);
+  int64_t blocks = kMaxPoolBlocks / per_seq < seqs ? kMaxPoolBlocks : per_seq * seqs;
+  if (o.kv_memory_limit > 0) {
+    const int64_t fit = o.kv_memory_limit / kv_block_bytes(model, o.block_size);
+    if (fit < 1)
+      fail("the memory for the KV cache (", o.kv_memory_limit >> 20, " MiB) holds no block of ", o.block_size,
+           " positions (", kv_block_bytes(model, o.block_size) >> 20, " MiB)");
+    blocks = std::min(blocks, fit);
+  }
+  return static_cast<int32_t>(blocks);
 }
 
 // A sequence must fit the pool alone: preemption frees room for the oldest
@@ -34,6 +40,15 @@ int64_t capped_context(const Qwen3Model& model, const EngineOptions& o) {
 }
 
 }  // namespace
+
+int64_t kv_block_bytes(const Qwen3Model& model, int32_t block_size) {
+  const auto& c = model.config();
+  const double bytes = 2.0 * static_cast<double>(c.num_hidden_layers) * static_cast<double>(c.num_key_value_heads) *
+                       static_cast<double>(c.head_dim) * block_size *
+                       static_cast<double>(dtype_size(model.kv_cache_dtype()));
+  if (!(bytes < 0x1p62)) fail("a KV block of ", block_size, " positions is larger than the address space");
+  return static_cast<int64_t>(bytes);
+}
 
 Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& options)
     : model_(model),

@@ -21,13 +21,23 @@
 
 namespace qinfer::engine {
 
+constexpr int64_t kMaxPoolBlocks = int64_t{1} << 24;  // the block manager's tables take ~64 bytes a block
+constexpr int64_t kMaxRunning = int64_t{1} << 16;     // sequences one engine decodes at once
+
 struct EngineOptions {
   int32_t block_size = 16;         // positions per KV block
   int32_t kv_blocks = 0;           // 0: enough for max_running sequences of the full context
   int64_t max_batch_tokens = 512;  // the token budget of one step
   int64_t max_running = 16;        // sequences decoding at once
   int64_t context = 0;             // positions per sequence (prompt + output); 0: the model's maximum
+  // Bytes the pool may take when kv_blocks is 0 (0: no bound): its pages are
+  // committed as first used and then kept for the prefix cache, so a pool of
+  // max_running full contexts would grow past the machine's memory.
+  int64_t kv_memory_limit = 0;
 };
+
+// Bytes of one KV block (keys and values of block_size positions, all layers).
+int64_t kv_block_bytes(const Qwen3Model& model, int32_t block_size);
 
 // Sees each generated id and, when the request asked for them
 // (GenerationOptions::logprobs >= 0), its log-probabilities (nullptr

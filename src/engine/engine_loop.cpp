@@ -216,6 +216,7 @@ void EngineLoop::publish_stats() {
   stats_.kv_blocks_used = engine_.blocks().used_blocks();
   stats_.prefix_queries = engine_.blocks().prefix_queries();
   stats_.prefix_hits = engine_.blocks().prefix_hits();
+  stats_.preemptions = engine_.scheduler().preemptions();
 }
 
 }  // namespace qinfer::engine

@@ -24,8 +24,14 @@ KvPool::KvPool(int64_t n_layers, int64_t n_kv_heads, int64_t head_dim, int64_t n
   if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
     fail("KV cache dtype must be F32, F16 or BF16, not ", dtype_name(dtype));
   if (n_blocks <= 0 || block_size <= 0) fail("KV pool: ", n_blocks, " blocks of ", block_size, " positions");
+  // Sizes from the command line (--block-size, --kv-blocks) can be anything: a
+  // product that wraps would map too little and write past it.
+  size_t bytes = 2 * dtype_size(dtype);
+  for (const int64_t factor : {block_size, row(), n_layers, n_blocks})
+    if (factor < 0 || __builtin_mul_overflow(bytes, static_cast<size_t>(factor), &bytes) || bytes > (size_t{1} << 52))
+      fail("a KV pool of ", n_blocks, " blocks of ", block_size, " positions is larger than the address space");
   block_bytes_ = 2 * static_cast<size_t>(block_size * row()) * dtype_size(dtype);
-  mapped_bytes_ = static_cast<size_t>(n_layers * n_blocks) * block_bytes_;
+  mapped_bytes_ = bytes;
   if (mapped_bytes_ == 0) return;
   void* p = ::mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)

@@ -13,6 +13,7 @@
 
 #include "server/api_error.h"
 #include "server/completion_run.h"
+#include "server/connection_threads.h"
 #include "server/metrics.h"
 
 namespace qinfer::server {
@@ -65,6 +66,7 @@ bool equal_in_constant_time(const std::string& given, const std::string& key) {
 struct HttpServer::Impl {
   ServerOptions options;
   httplib::Server http;
+  std::unique_ptr<ConnectionThreads> threads;  // made by bind(), handed to httplib by serve()
   int listen_fd = -1;
   int port = 0;
   std::atomic<bool> ready{false};
@@ -324,8 +326,7 @@ void HttpServer::Impl::routes() {
 
 HttpServer::HttpServer(const ServerOptions& options) : impl_(std::make_unique<Impl>()) {
   impl_->options = options;
-  const int threads = std::max(options.http_threads, 4);
-  impl_->http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  impl_->http.new_task_queue = [this] { return impl_->threads.release(); };
   impl_->http.set_payload_max_length(options.max_body_bytes);
   impl_->http.set_write_timeout(30, 0);  // a stalled reader gives up its thread, and its request, after 30 s
   // An idle keep-alive connection holds its thread this long, and so delays shutdown at most this long.
@@ -355,6 +356,7 @@ void HttpServer::bind() {
     s.port = s.options.port;
   }
   if (s.listen_fd >= 0) ::listen(s.listen_fd, kListenBacklog);
+  s.threads = std::make_unique<ConnectionThreads>(static_cast<size_t>(std::max(s.options.http_threads, 4)));
 }
 
 int HttpServer::port() const { return impl_->port; }

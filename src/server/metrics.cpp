@@ -109,6 +109,8 @@ std::string Metrics::render(const engine::EngineLoop::Stats& stats, int32_t bloc
           static_cast<double>(stats.prefix_queries * block_size));
   counter("qinfer:prefix_cache_hits_total", "Of them, tokens found cached.",
           static_cast<double>(stats.prefix_hits * block_size));
+  counter("qinfer:num_preemptions_total", "Sequences sent back to wait because the KV pool was full.",
+          static_cast<double>(stats.preemptions));
   std::lock_guard lock(mu_);
   counter("qinfer:prompt_tokens_total", "Prompt tokens of finished requests.", static_cast<double>(prompt_tokens_));
   counter("qinfer:generation_tokens_total", "Generated tokens of finished requests.",

@@ -2,6 +2,7 @@
 // seeds, prompt mistakes, unwritable output, files that are not checkpoints.
 // Each case runs the real binary and checks its exit status and message.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -337,4 +338,47 @@ TEST(UsageCli, BenchChecksItsLimitsBeforeTiming) {
   const json j = json::parse(r.out);
   EXPECT_EQ(j["weights"], "bf16") << "the format in use, not 'auto'";
   EXPECT_TRUE(j["qinfer_version"].is_string());
+}
+
+// Hunt findings: flags whose sizes wrapped or had no bound. A KV pool of
+// 2^24 blocks of 2^30 positions (2^64 bytes, wrapped to 0) segfaulted at the
+// first request; --parallel near 2^63 made the queue's capacity negative (400
+// to every request); -p + -n of bench-batch wrapped past the context check;
+// --kv-mem -5 or nan was the default pool; serve --ctx over the model's
+// maximum was taken silently (generate refuses it).
+TEST(UsageCli, EngineSizesThatWrapOrExceedTheirBoundsAreRefused) {
+  const std::string line = "echo '{\"prompt\": \"hi\", \"max_tokens\": 2}' | ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {line + bin() + " batch -m " + tiny() + " --kv-blocks 16777216 --block-size 1073741824",
+       "a KV pool of 16777216 blocks of 1073741824 positions is larger than the address space"},
+      {line + bin() + " batch -m " + tiny() + " --parallel 16777216", "--parallel must be between 1 and 65536"},
+      {bin() + " serve -m " + tiny() + " --port 0 --parallel 9223372036854775800",
+       "--parallel must be between 1 and 65536"},
+      {bin() + " serve -m " + tiny() + " --port 0 --max-queue 9223372036854775800",
+       "--max-queue must be between 0 and 1048576"},
+      {bin() + " serve -m " + tiny() + " --port 0 --kv-mem -5", "--kv-mem must be a positive number of MiB"},
+      {bin() + " serve -m " + tiny() + " --port 0 --kv-mem nan", "--kv-mem must be a positive number of MiB"},
+      {bin() + " serve -m " + tiny() + " --port 0 --kv-mem 1e300", "more than the 16777216 KV blocks"},
+      {bin() + " serve -m " + tiny() + " --port 0 --ctx 99999999",
+       "--ctx 99999999 is more than the model's context of 40960"},
+      {bin() + " bench-batch -m " + tiny() + " --parallel 1 -p 4 -n 9223372036854775806",
+       "-p + -n exceeds the context length of 40960"},
+  };
+  for (const auto& [cmd, message] : cases) {
+    const Outcome r = run("timeout 60 " + cmd);
+    EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << cmd << "\n" << r.err;
+  }
+}
+
+// A hunt finding: when the system refused one of serve's HTTP threads (a
+// process limit in a container), httplib's pool destroyed the threads it had
+// started: std::terminate, exit 134, after "listening".
+TEST(UsageCli, ServeThatCannotStartItsThreadsSaysSo) {
+  if (::geteuid() != 0 || std::system("command -v setpriv > /dev/null && command -v prlimit > /dev/null") != 0)
+    GTEST_SKIP() << "needs root (to run as nobody under a process limit, which root ignores), setpriv and prlimit";
+  const Outcome r = run("timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups prlimit --nproc=40 " + bin() +
+                        " serve -m " + tiny() + " --port 0 --http-threads 100");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot start 100 HTTP threads (--http-threads"), std::string::npos) << r.err;
 }

@@ -237,6 +237,31 @@ TEST(Engine, APoolSmallerThanTheContextCapsIt) {
   EXPECT_THROW(Engine(*model, pool, eo), Error) << "the block tables alone would take a gigabyte";
 }
 
+// Hunt findings: the default pool was max_running full contexts, committed
+// as first used and kept for the prefix cache, so a server's memory grew with
+// every distinct token until that (140 GiB for Qwen3-0.6B's 16 x 40960 f32
+// positions) was reached; and sizes that wrapped the pool's byte count mapped
+// nothing, then wrote through a null pointer.
+TEST(Engine, TheDefaultPoolFitsTheMemoryItMayTakeAndHugeSizesAreRefused) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(1);
+  EngineOptions eo;  // 16 full contexts of 40960 positions
+  const int64_t block_bytes = kv_block_bytes(*model, eo.block_size);
+  EXPECT_EQ(block_bytes, 2 * 2 * 2 * 32 * 16 * 4) << "keys and values, 2 layers, 2 KV heads of 32, f32";
+  eo.kv_memory_limit = 100 * block_bytes + block_bytes / 2;
+  const Engine small(*model, pool, eo);
+  EXPECT_EQ(small.blocks().n_blocks(), 100);
+  EXPECT_EQ(small.context(), 100 * eo.block_size) << "the pool caps the context";
+  eo.kv_memory_limit = int64_t{1} << 40;
+  EXPECT_EQ(Engine(*model, pool, eo).blocks().n_blocks(), 16 * 40960 / eo.block_size) << "the limit only bounds";
+  eo.kv_memory_limit = block_bytes - 1;
+  EXPECT_THROW(Engine(*model, pool, eo), Error) << "no block fits";
+  eo.kv_memory_limit = 0;
+  eo.kv_blocks = 1 << 24;
+  eo.block_size = 1 << 30;  // 2^24 blocks x 2^30 positions x 1 KiB: 2^64 bytes, wrapped to 0
+  EXPECT_THROW(Engine(*model, pool, eo), Error);
+}
+
 TEST(Engine, KeepsPromptLogitsAndTimesEachRequest) {
   auto model = Qwen3Model::load(test::data_path("models/tiny"));
   ThreadPool pool(2);

@@ -721,3 +721,19 @@ TEST(HttpServer, ChoicesOfOnePromptShareItsCachedPrefix) {
   // Choices 2 and 3 each find the 5 full blocks of the 21-token prompt cached.
   EXPECT_GE(f.metric("qinfer:prefix_cache_hits_total"), 2 * 20);
 }
+
+// A hunt finding: a pool too small for the load preempted sequences (each
+// then computes its prompt again) and nothing said so: /metrics counts them,
+// as vLLM's num_preemptions_total.
+TEST(HttpServer, MetricsCountPreemptions) {
+  Fixture f(engine::EngineLoopOptions{{4, 12, 64, 8, 48}, 16});  // 48 positions: one long sequence at a time
+  EXPECT_EQ(f.metric("qinfer:num_preemptions_total"), 0);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 3; ++i)
+    clients.emplace_back([&f, i] {
+      f.post("/v1/completions",
+             {{"prompt", {100 + i, 200 + i}}, {"max_tokens", 40}, {"ignore_eos", true}, {"temperature", 0}});
+    });
+  for (std::thread& t : clients) t.join();
+  EXPECT_GT(f.metric("qinfer:num_preemptions_total"), 0);
+}
