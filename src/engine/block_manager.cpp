@@ -6,18 +6,19 @@
 
 namespace qinfer::engine {
 
-BlockManager::BlockManager(int32_t n_blocks, int32_t block_size)
+BlockManager::BlockManager(int32_t n_blocks, int32_t block_size, ChainHash hash)
     : block_size_(block_size),
+      hash_(hash),
+      generation_(static_cast<size_t>(n_blocks), 0),
       refs_(static_cast<size_t>(n_blocks), 0),
       lru_pos_(static_cast<size_t>(n_blocks)),
       in_lru_(static_cast<size_t>(n_blocks), false),
-      cached_(static_cast<size_t>(n_blocks), Cached{0, {}, 0}) {
+      cached_(static_cast<size_t>(n_blocks)) {
   if (n_blocks <= 0 || block_size <= 0) fail("KV pool of ", n_blocks, " blocks of ", block_size, " positions");
   for (int32_t b = n_blocks - 1; b >= 0; --b) free_.push_back(b);  // block 0 handed out first
 }
 
-// FNV-1a over the parent's hash and the block's ids; never 0 (0 = not cached).
-uint64_t BlockManager::chain_hash(uint64_t parent, const int32_t* ids) const {
+uint64_t fnv1a_chain_hash(uint64_t parent, const int32_t* ids, int32_t n) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&](uint64_t v) {
     for (int i = 0; i < 8; ++i) {
@@ -26,7 +27,13 @@ uint64_t BlockManager::chain_hash(uint64_t parent, const int32_t* ids) const {
     }
   };
   mix(parent);
-  for (int32_t i = 0; i < block_size_; ++i) mix(static_cast<uint32_t>(ids[i]));
+  for (int32_t i = 0; i < n; ++i) mix(static_cast<uint32_t>(ids[i]));
+  return h;
+}
+
+// Never 0 (0 = not cached).
+uint64_t BlockManager::chain_hash(uint64_t parent, const int32_t* ids) const {
+  const uint64_t h = hash_(parent, ids, block_size_);
   return h ? h : 1;
 }
 
@@ -36,7 +43,7 @@ void BlockManager::uncache(int32_t block) {
     auto it = by_hash_.find(c.hash);
     if (it != by_hash_.end() && it->second == block) by_hash_.erase(it);
   }
-  c = Cached{0, {}, 0};
+  c = Cached{};
 }
 
 int32_t BlockManager::take_block() {
@@ -51,6 +58,7 @@ int32_t BlockManager::take_block() {
     uncache(b);
   }
   refs_[static_cast<size_t>(b)] = 1;
+  ++generation_[static_cast<size_t>(b)];  // new contents: blocks computed after the old ones are not its children
   return b;
 }
 
@@ -58,6 +66,7 @@ BlockManager::Lookup BlockManager::match_prefix(Sequence& seq) {
   Lookup lookup;
   const int64_t usable = (static_cast<int64_t>(seq.ids.size()) - 1) / block_size_;  // keep one id to compute
   uint64_t parent = 0;
+  int32_t parent_block = -1;
   for (int64_t i = 0; i < usable; ++i) {
     const int32_t* ids = &seq.ids[static_cast<size_t>(i * block_size_)];
     const uint64_t h = chain_hash(parent, ids);
@@ -66,7 +75,9 @@ BlockManager::Lookup BlockManager::match_prefix(Sequence& seq) {
     if (it == by_hash_.end()) break;
     const int32_t b = it->second;
     const Cached& c = cached_[static_cast<size_t>(b)];
-    if (c.parent != parent || !std::equal(c.ids.begin(), c.ids.end(), ids)) break;
+    if (c.parent != parent_block || c.parent_generation != generation(parent_block) ||
+        !std::equal(c.ids.begin(), c.ids.end(), ids))
+      break;
     ++lookup.hits;
     if (in_lru_[static_cast<size_t>(b)]) {
       lru_.erase(lru_pos_[static_cast<size_t>(b)]);
@@ -75,10 +86,12 @@ BlockManager::Lookup BlockManager::match_prefix(Sequence& seq) {
     ++refs_[static_cast<size_t>(b)];
     seq.blocks.push_back(b);
     parent = h;
+    parent_block = b;
   }
   seq.computed = seq.cached = static_cast<int64_t>(seq.blocks.size()) * block_size_;
   seq.sealed = static_cast<int64_t>(seq.blocks.size());
   seq.sealed_hash = parent;
+  seq.sealed_block = parent_block;
   return lookup;
 }
 
@@ -97,13 +110,17 @@ void BlockManager::seal(Sequence& seq) {
     const int32_t b = seq.blocks[static_cast<size_t>(i)];
     const int32_t* ids = &seq.ids[static_cast<size_t>(i * block_size_)];
     const uint64_t h = chain_hash(parent, ids);
-    if (!by_hash_.count(h)) {  // else an equal block is cached already; this one stays private
-      cached_[static_cast<size_t>(b)] = Cached{h, std::vector<int32_t>(ids, ids + block_size_), parent};
+    // Its parent is the sequence's own block before it, which the sequence
+    // holds: that block's generation cannot change meanwhile.
+    if (!by_hash_.count(h)) {  // else that key is taken (an equal block, or a collision); this one stays private
+      cached_[static_cast<size_t>(b)] =
+          Cached{h, std::vector<int32_t>(ids, ids + block_size_), seq.sealed_block, generation(seq.sealed_block)};
       by_hash_[h] = b;
     }
     parent = h;
     seq.sealed = i + 1;
     seq.sealed_hash = h;
+    seq.sealed_block = b;
   }
 }
 
@@ -121,6 +138,7 @@ void BlockManager::release(Sequence& seq) {
   seq.blocks.clear();
   seq.computed = seq.cached = seq.sealed = 0;
   seq.sealed_hash = 0;
+  seq.sealed_block = -1;
 }
 
 }  // namespace qinfer::engine

@@ -1,10 +1,14 @@
 // The KV pool's blocks: a free list, reference counts, and a prefix cache of
 // full blocks keyed by a hash chained over their token ids (so a block's key
-// names its whole prefix), with the ids kept to rule out collisions. A
-// cached block nobody references stays cached until its space is needed, the
-// least recently freed first (LRU). Pure logic, no model: the tests drive it
-// with made-up sequences.
+// names its whole prefix). The hash only finds candidates: a block matches
+// when its own ids are equal and it was computed after the very block (and
+// that block's contents: a generation count) the lookup matched before it,
+// so a collision, even one a client crafts, never hands one prompt's keys and
+// values to another. A cached block nobody references stays cached until its
+// space is needed, the least recently freed first (LRU). Pure logic, no
+// model: the tests drive it with made-up sequences.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <list>
 #include <unordered_map>
@@ -14,9 +18,14 @@
 
 namespace qinfer::engine {
 
+// A block's key from its parent's key and its own ids (FNV-1a by default; the
+// tests pass a weak one to force collisions).
+using ChainHash = uint64_t (*)(uint64_t parent, const int32_t* ids, int32_t n);
+uint64_t fnv1a_chain_hash(uint64_t parent, const int32_t* ids, int32_t n);
+
 class BlockManager {
  public:
-  BlockManager(int32_t n_blocks, int32_t block_size);
+  BlockManager(int32_t n_blocks, int32_t block_size, ChainHash hash = fnv1a_chain_hash);
 
   int32_t block_size() const { return block_size_; }
   int32_t n_blocks() const { return static_cast<int32_t>(refs_.size()); }
@@ -53,15 +62,19 @@ class BlockManager {
 
  private:
   struct Cached {
-    uint64_t hash;
+    uint64_t hash = 0;         // 0: not cached
     std::vector<int32_t> ids;  // the block's own tokens
-    uint64_t parent;           // hash of the block before (0 for the first)
+    int32_t parent = -1;       // the block before it when it was computed (-1: it is the first)
+    uint64_t parent_generation = 0;
   };
   uint64_t chain_hash(uint64_t parent, const int32_t* ids) const;
+  uint64_t generation(int32_t block) const { return block < 0 ? 0 : generation_[static_cast<size_t>(block)]; }
   int32_t take_block();  // a free block, reclaiming the least recently used cached one if needed
   void uncache(int32_t block);
 
   int32_t block_size_;
+  ChainHash hash_;
+  std::vector<uint64_t> generation_;  // per block: counts the times it was handed out for new contents
   std::vector<int32_t> refs_;
   std::vector<int32_t> free_;                          // uncached, unreferenced
   std::list<int32_t> lru_;                             // cached, unreferenced: front = oldest

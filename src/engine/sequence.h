@@ -18,6 +18,7 @@ struct Sequence {
   std::vector<int32_t> blocks;  // block table
   int64_t sealed = 0;           // leading blocks registered in the prefix cache
   uint64_t sealed_hash = 0;     // the prefix cache's chained hash over those blocks
+  int32_t sealed_block = -1;    // the last of them (-1: none)
   Status status = Status::Waiting;
 
   // Tokens whose keys/values are still to be computed (the prompt's rest, or

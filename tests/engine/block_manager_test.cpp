@@ -110,3 +110,33 @@ TEST(BlockManager, ReferencedBlocksAreNeverReclaimed) {
   EXPECT_NE(a.blocks[0], b.blocks[0]);
   EXPECT_NE(a.blocks[1], b.blocks[0]);
 }
+
+// A hunt finding (vLLM's CVE-2025-25183 class): a block matched when its own
+// ids and its parent's *hash* were equal, so prompts whose chained hashes
+// collide (FNV-1a is easy to collide on purpose) shared keys and values
+// computed after different tokens. Here a weak hash, order-blind within a
+// block, makes [2,1] collide with [1,2]: the attacker's block [5,6], computed
+// after [2,1,3,4], must not serve a victim whose prompt starts [1,2,3,4].
+TEST(BlockManager, AHashCollisionNeverSharesBlocksComputedAfterOtherTokens) {
+  const ChainHash order_blind = [](uint64_t parent, const int32_t* ids, int32_t n) {
+    uint64_t h = parent * 31 + 1;
+    for (int32_t i = 0; i < n; ++i) h += static_cast<uint64_t>(ids[i]);
+    return h;
+  };
+  BlockManager bm(16, 2, order_blind);
+  Sequence first = seq_of({1, 2, 3, 4, 9}, 1);
+  bm.match_prefix(first);
+  compute_all(bm, first);
+  Sequence attacker = seq_of({2, 1, 3, 4, 5, 6, 9}, 2);
+  EXPECT_EQ(bm.match_prefix(attacker).hits, 0) << "[2,1] collides with [1,2], but its ids differ";
+  compute_all(bm, attacker);
+  bm.release(attacker);
+  Sequence victim = seq_of({1, 2, 3, 4, 5, 6, 9}, 3);
+  EXPECT_EQ(bm.match_prefix(victim).hits, 2) << "[1,2] [3,4] are first's; [5,6] came after [2,1,3,4]";
+  EXPECT_EQ(victim.blocks, (std::vector<int32_t>{first.blocks[0], first.blocks[1]}));
+  // The same holds once a block is handed out again: blocks computed after its old contents are not its children.
+  bm.release(victim);
+  bm.release(first);
+  Sequence again = seq_of({2, 1, 3, 4, 5, 6, 9}, 4);
+  EXPECT_EQ(bm.match_prefix(again).hits, 0);
+}
