@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -71,10 +72,22 @@ std::string prompt_text(const GenerateArgs& a) {
   return text;
 }
 
+// Truncating one of the checkpoint's files would destroy it, and a mapped one
+// would end the process with SIGBUS.
+void refuse_model_file(const std::string& path, const std::string& model_dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(model_dir, ec))
+    if (std::filesystem::equivalent(entry.path(), path, ec))
+      fail(path, ": is the model's ", entry.path().filename().string(),
+           "; --logits-out would overwrite the checkpoint");
+}
+
 // The --logits-out file, opened before generating so a bad path fails at once.
 class LogitsFile {
  public:
-  explicit LogitsFile(const std::string& path) : path_(path), out_(path, std::ios::binary | std::ios::trunc) {
+  LogitsFile(const std::string& path, const std::string& model_dir) : path_(path) {
+    refuse_model_file(path, model_dir);
+    out_.open(path, std::ios::binary | std::ios::trunc);
     if (!out_) fail(path, ": cannot create the logits file (--logits-out): ", std::strerror(errno));
   }
   void write(std::span<const float> logits) {
@@ -125,7 +138,7 @@ void run_generate(GenerateArgs& a) {
   std::optional<LogitsFile> logits_file;
   if (a.logits_out) {
     if (a.logits_out->empty()) fail("--logits-out is empty: give the path of the file to write");
-    logits_file.emplace(*a.logits_out);
+    logits_file.emplace(*a.logits_out, bundle.dir);
   }
 
   GenerationOptions opts;

@@ -104,6 +104,10 @@ void run_serve(const ServeArgs& a) {
     serving.join();
     throw;
   }
+  if (!bundle->chat_template_error.empty())
+    std::fprintf(stderr,
+                 "qinfer serve: note: the chat template cannot be used (%s): /v1/chat/completions answers 400\n",
+                 bundle->chat_template_error.c_str());
   const auto stats = loop->stats();
   const int64_t model_max = bundle->model->config().max_position_embeddings;
   if (const int64_t wanted = a.ctx > 0 ? std::min(a.ctx, model_max) : model_max; served->context < wanted)

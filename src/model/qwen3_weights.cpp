@@ -295,8 +295,16 @@ void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir)
   else
     config.erase("quantization_config");
   write_file(replaced_file(out_dir, "config.json"), config.dump(2) + "\n");
-  for (const char* f : {"generation_config.json", "tokenizer.json", "tokenizer_config.json"})
-    if (fs::exists(source_dir + "/" + f)) fs::copy_file(source_dir + "/" + f, replaced_file(out_dir, f));
+  // Everything else the checkpoint carries goes along (tokenizer files, chat_template.jinja, README, LICENSE),
+  // weights in any format excepted.
+  for (const auto& entry : fs::directory_iterator(source_dir)) {
+    const std::string name = entry.path().filename().string();
+    const std::string ext = entry.path().extension().string();
+    const bool weights = ext == ".safetensors" || name == "model.safetensors.index.json" || ext == ".bin" ||
+                         ext == ".pt" || ext == ".pth" || ext == ".gguf" || ext == ".h5" || ext == ".msgpack";
+    if (entry.is_regular_file() && !weights && name != "config.json" && name[0] != '.')
+      fs::copy_file(entry.path(), replaced_file(out_dir, name));
+  }
 }
 
 }  // namespace qinfer

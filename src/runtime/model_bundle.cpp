@@ -17,8 +17,13 @@ ModelBundle load_model_bundle(const std::string& model_arg, const LoadOptions& o
   if (file_exists(b.dir + "/tokenizer.json")) b.tokenizer = Tokenizer::from_file(b.dir + "/tokenizer.json");
   const std::string tc = b.dir + "/tokenizer_config.json";
   if (file_exists(b.dir + "/chat_template.jinja") ||
-      (file_exists(tc) && read_text_file(tc).find("\"chat_template\"") != std::string::npos))
-    b.chat_template = ChatTemplate::from_model_dir(b.dir);
+      (file_exists(tc) && read_text_file(tc).find("\"chat_template\"") != std::string::npos)) {
+    try {
+      b.chat_template = ChatTemplate::from_model_dir(b.dir);
+    } catch (const Error& e) {
+      b.chat_template_error = e.what();
+    }
+  }
   b.load_s = t.seconds();
   return b;
 }
@@ -29,6 +34,7 @@ const Tokenizer& ModelBundle::require_tokenizer() const {
 }
 
 const ChatTemplate& ModelBundle::require_chat_template() const {
+  if (!chat_template_error.empty()) fail("the model's chat template cannot be used: ", chat_template_error);
   if (!chat_template) fail(dir, "/tokenizer_config.json has no chat_template: this model cannot be chatted with");
   return *chat_template;
 }

@@ -17,7 +17,11 @@ struct ModelBundle {
   std::string dir;
   std::unique_ptr<Qwen3Model> model;
   std::optional<Tokenizer> tokenizer;         // when tokenizer.json exists
-  std::optional<ChatTemplate> chat_template;  // when tokenizer_config.json has one
+  std::optional<ChatTemplate> chat_template;  // when tokenizer_config.json has one that compiles
+  // Why the template that is there cannot be used ("" = it can, or there is
+  // none): only chatting needs it, so a broken one fails require_chat_template(),
+  // not the load (transformers compiles it when it is applied).
+  std::string chat_template_error;
   GenerationConfig generation;
   bool has_generation_config = false;  // generation_config.json exists
   double load_s = 0;

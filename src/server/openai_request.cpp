@@ -426,11 +426,17 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
       }
     }
   }
+  const ChatTemplate* chat_template = nullptr;
+  try {
+    chat_template = &model.bundle.require_chat_template();
+  } catch (const Error& e) {
+    throw ApiError(400, std::string(e.what()) + " (/v1/completions takes a prompt without it)");
+  }
   std::string rendered, without_prompt;
   try {
-    rendered = model.bundle.require_chat_template().render(in);
+    rendered = chat_template->render(in);
     in.add_generation_prompt = false;
-    without_prompt = model.bundle.require_chat_template().render(in);
+    without_prompt = chat_template->render(in);
   } catch (const Error& e) {
     bad("messages", std::string("the chat template refused the conversation: ") + e.what());
   }

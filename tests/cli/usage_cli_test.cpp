@@ -382,3 +382,59 @@ TEST(UsageCli, ServeThatCannotStartItsThreadsSaysSo) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("cannot start 100 HTTP threads (--http-threads"), std::string::npos) << r.err;
 }
+
+// A hunt finding: --logits-out naming one of the model's own files truncated
+// it while it was mapped: SIGBUS, and a checkpoint of 0 bytes.
+TEST(UsageCli, LogitsOutRefusesTheModelsOwnFiles) {
+  ScratchDir dir("logits-self");
+  const std::string model = dir.file("model");
+  fs::create_directories(model);
+  for (const auto& e : fs::directory_iterator(tiny())) fs::copy_file(e.path(), fs::path(model) / e.path().filename());
+  fs::create_symlink(model + "/model.safetensors", dir.file("alias"));
+  const auto size = fs::file_size(model + "/model.safetensors");
+  for (const std::string target : {model + "/model.safetensors", dir.file("alias"), model + "/config.json"}) {
+    const Outcome r = run(bin() + " generate -m " + model + kPrompt + " -n 1 --logits-out " + target);
+    EXPECT_EQ(r.exit_code, 1) << target << "\n" << r.err;
+    EXPECT_NE(r.err.find("; --logits-out would overwrite the checkpoint"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(fs::file_size(model + "/model.safetensors"), size);
+  EXPECT_EQ(run(bin() + " generate -m " + model + kPrompt + " -n 1 --logits-out " + dir.file("logits.bin")).exit_code,
+            0);
+}
+
+// Hunt findings: a chat template that was null or did not compile failed
+// every command at load, also those that never use it (transformers compiles
+// it when it is applied); and quantize left chat_template.jinja behind, so
+// the quantized model lost its template.
+TEST(UsageCli, ABrokenChatTemplateFailsOnlyChattingAndQuantizeKeepsTheJinjaFile) {
+  ScratchDir dir("bad-template");
+  json config = json::parse(read_file(tiny() + "/tokenizer_config.json"));
+  for (const json& bad : {json(nullptr), json("{{ messages | no_such_filter }}")}) {
+    const std::string model = dir.file(bad.is_null() ? "null" : "filter");
+    link_tiny(model, {"tokenizer_config.json"});
+    config["chat_template"] = bad;
+    std::ofstream(model + "/tokenizer_config.json") << config.dump();
+    const Outcome gen = run(bin() + " generate -m " + model + " -p Hello -n 2 --temp 0");
+    EXPECT_EQ(gen.exit_code, 0) << gen.err;
+    const Outcome chat = run("echo Hi | " + bin() + " chat -m " + model + " -n 2");
+    EXPECT_EQ(chat.exit_code, 1) << chat.err;
+    EXPECT_NE(chat.err.find("the model's chat template cannot be used"), std::string::npos) << chat.err;
+    const Outcome batch =
+        run("printf '%s\\n' '{\"prompt\": \"Hi\", \"max_tokens\": 1}' "
+            "'{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 1}' | " +
+            bin() + " batch -m " + model);
+    EXPECT_EQ(batch.exit_code, 0) << batch.err;
+    EXPECT_NE(batch.out.find("\"finish_reason\""), std::string::npos) << batch.out;
+    EXPECT_NE(batch.out.find("line 2: the model's chat template cannot be used"), std::string::npos) << batch.out;
+  }
+  const std::string jinja = dir.file("jinja");
+  link_tiny(jinja, {"tokenizer_config.json"});
+  config.erase("chat_template");
+  std::ofstream(jinja + "/tokenizer_config.json") << config.dump();
+  std::ofstream(jinja + "/chat_template.jinja") << "{% for m in messages %}[{{ m.content }}]{% endfor %}";
+  ASSERT_EQ(run(bin() + " quantize -m " + jinja + " --to q8 -o " + dir.file("q8")).exit_code, 0);
+  const Outcome rendered = run("echo '{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}' | " + bin() +
+                               " template -m " + dir.file("q8"));
+  EXPECT_EQ(rendered.exit_code, 0) << rendered.err;
+  EXPECT_EQ(rendered.out, "[Hi]") << rendered.err;
+}
