@@ -48,11 +48,19 @@ std::string find_snapshot(const fs::path& repo) {
   if (file_exists(ref.string())) {
     std::string rev = read_text_file(ref.string());
     while (!rev.empty() && std::isspace(static_cast<unsigned char>(rev.back()))) rev.pop_back();
-    const fs::path snap = repo / "snapshots" / rev;
-    if (!rev.empty() && file_exists((snap / "config.json").string())) return snap.string();
+    // A commit hash names a directory of snapshots/: a path (absolute, or with ..) would lead anywhere.
+    const bool a_name = !rev.empty() && rev != "." && rev != ".." && rev.find('/') == std::string::npos &&
+                        rev.find('\0') == std::string::npos;
+    const fs::path snap = repo / "snapshots" / (a_name ? rev : "");
+    if (a_name && file_exists((snap / "config.json").string())) return snap.string();
     // Taking another snapshot silently could run other weights than the user downloaded last.
     std::fprintf(stderr, "qinfer: warning: %s names snapshot '%s', which %s; taking the newest other snapshot\n",
-                 ref.c_str(), rev.c_str(), fs::is_directory(snap, ec) ? "has no config.json" : "is missing");
+                 ref.c_str(), rev.c_str(),
+                 !a_name                      ? "is not a snapshot's name"
+                 : fs::is_directory(snap, ec) ? "has no config.json"
+                                              : "is missing");
+  } else if (fs::exists(ref, ec)) {
+    std::fprintf(stderr, "qinfer: warning: %s is not a file; taking the newest snapshot\n", ref.c_str());
   }
   // No usable refs/main: take the most recently written snapshot that has a config.json.
   fs::path best;
@@ -85,6 +93,11 @@ std::string resolve_model_dir(const std::string& model_arg) {
          ": is a file; -m takes a checkpoint directory (config.json, model.safetensors, tokenizer.json) "
          "or a hub id like Qwen/Qwen3-0.6B");
   }
+  if (fs::is_symlink(model_arg, ec))
+    fail(model_arg, ": is a symbolic link to ", fs::read_symlink(model_arg, ec).string(),
+         ", which is not a directory (missing, or a loop)");
+  if (fs::exists(fs::symlink_status(model_arg, ec)))
+    fail(model_arg, ": is not a directory; -m takes a checkpoint directory or a hub id like Qwen/Qwen3-0.6B");
   if (!is_hub_id(model_arg))
     fail("model '", model_arg, "' is neither a directory nor a Hugging Face hub id like Qwen/Qwen3-0.6B");
 
@@ -98,6 +111,7 @@ std::string resolve_model_dir(const std::string& model_arg) {
     std::string snap = find_snapshot(repo);
     if (!snap.empty()) return snap;
   }
+  if (looked.empty()) looked = " nowhere (no HF_HUB_CACHE, HF_HOME, XDG_CACHE_HOME or HOME is set)";
   fail("model '", model_arg, "' is not a directory and was not found in the Hugging Face cache; looked in:", looked,
        "\nDownload it with:  huggingface-cli download ", model_arg,
        "\n(or pass the path of a checkpoint directory holding config.json, model.safetensors and tokenizer.json)");

@@ -193,11 +193,15 @@ std::optional<QuantFormat> stored_quant_format(const std::string& config_path) {
   const auto config = nlohmann::json::parse(read_text_file(config_path), nullptr, false);
   if (config.is_discarded() || !config.contains("quantization_config")) return std::nullopt;
   const auto& q = config["quantization_config"];
-  if (!q.is_object() || q.value("quant_method", "") != "qinfer") return std::nullopt;
-  const std::string f = q.value("format", "");
-  if (f != "q8" && f != "q4") fail(config_path, ": quantization_config.format is '", f, "', expected q8 or q4");
+  if (!q.is_object() || !q.contains("quant_method") || q["quant_method"] != "qinfer") return std::nullopt;
+  const std::string f = q.contains("format") && q["format"].is_string() ? q["format"].get<std::string>() : "";
+  if (f != "q8" && f != "q4")
+    fail(config_path, ": quantization_config.format is ", q.contains("format") ? q["format"].dump() : "missing",
+         ", expected \"q8\" or \"q4\"");
+  if (q.contains("version") && !q["version"].is_number_integer())
+    fail(config_path, ": quantization_config.version is ", q["version"].dump(), ", expected an integer");
   // Q4's layout has not changed since version 2.
-  const int version = q.value("version", 0), oldest = f == "q8" ? 3 : 2;
+  const int64_t version = q.contains("version") ? q["version"].get<int64_t>() : 0, oldest = f == "q8" ? 3 : 2;
   if (version < oldest || version > kQuantLayoutVersion)
     fail(config_path, ": ", f, " quantized with layout version ", version,
          ", which this qinfer does not read (it writes ", kQuantLayoutVersion,
@@ -230,6 +234,11 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
   const std::string last_layer = "model.layers." + std::to_string(c.num_hidden_layers - 1) + ".input_layernorm.weight";
   if (!m->checkpoint_.find(last_layer))
     fail(dir, "/config.json: num_hidden_layers is ", c.num_hidden_layers, " but the checkpoint has no ", last_layer);
+  // Layers beyond it would be left out silently: another model than the checkpoint's.
+  const std::string next_layer = "model.layers." + std::to_string(c.num_hidden_layers) + ".input_layernorm.weight";
+  if (m->checkpoint_.find(next_layer))
+    fail(dir, "/config.json: num_hidden_layers is ", c.num_hidden_layers, " but the checkpoint has more layers (",
+         next_layer, ")");
   w.layers.resize(static_cast<size_t>(c.num_hidden_layers));
   Binder b{m->checkpoint_, options, stored_quant_format(dir + "/config.json"), m->owned_, m->weight_bytes_, nullptr};
   for_each_tensor(

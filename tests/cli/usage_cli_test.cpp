@@ -438,3 +438,31 @@ TEST(UsageCli, ABrokenChatTemplateFailsOnlyChattingAndQuantizeKeepsTheJinjaFile)
   EXPECT_EQ(rendered.exit_code, 0) << rendered.err;
   EXPECT_EQ(rendered.out, "[Hi]") << rendered.err;
 }
+
+// Hunt findings: refs/main was joined to snapshots/ as given, so an absolute
+// path or ../ in it loaded a model from anywhere without a word; a dangling
+// symlink given to -m got the hub cache's "not found" message.
+TEST(UsageCli, HubRefsArePlainSnapshotNamesAndDanglingLinksAreNamed) {
+  ScratchDir dir("hub-refs");
+  const std::string repo = dir.file("models--Org--Tiny");
+  fs::create_directories(repo + "/refs");
+  link_tiny(repo + "/snapshots/fedcba9");
+  link_tiny(dir.file("elsewhere"));
+  for (const std::string ref : {dir.file("elsewhere"), std::string("../../elsewhere")}) {
+    std::ofstream(repo + "/refs/main", std::ios::trunc) << ref;
+    const Outcome r =
+        run("HF_HUB_CACHE=" + dir.path() + " " + bin() + " generate -m Org/Tiny" + kPrompt + " -n 1 --temp 0 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("names snapshot '" + ref + "', which is not a snapshot's name; taking the newest other"),
+              std::string::npos)
+        << r.err;
+  }
+  fs::create_directories(dir.file("m"));
+  fs::create_symlink(dir.file("m/nowhere"), dir.file("m/dangling"));
+  const Outcome dangling = run("cd " + dir.path() + " && " + bin() + " generate -m m/dangling" + kPrompt);
+  EXPECT_EQ(dangling.exit_code, 1);
+  EXPECT_NE(
+      dangling.err.find("m/dangling: is a symbolic link to " + dir.file("m/nowhere") + ", which is not a directory"),
+      std::string::npos)
+      << dangling.err;
+}

@@ -95,6 +95,43 @@ TEST(ModelLoad, MoreLayersThanTheCheckpointHas) {
       << load_error(d.path());
 }
 
+// A hunt finding: a config with fewer layers than the checkpoint loaded the
+// first ones only and ran another model, silently.
+TEST(ModelLoad, FewerLayersThanTheCheckpointHas) {
+  test::ScratchDir d("m");
+  std::ofstream(d.file("config.json")) << kConfig;
+  auto ts = tiny_tensors();
+  const size_t n = ts.size();
+  for (size_t i = 0; i < n; ++i)
+    if (ts[i].name.rfind("model.layers.0.", 0) == 0) {
+      TensorData copy = ts[i];
+      copy.name.replace(13, 1, "1");
+      ts.push_back(std::move(copy));
+    }
+  write_safetensors(d.file("model.safetensors"), ts);
+  EXPECT_NE(load_error(d.path()).find("num_hidden_layers is 1 but the checkpoint has more layers "
+                                      "(model.layers.1.input_layernorm.weight)"),
+            std::string::npos)
+      << load_error(d.path());
+}
+
+// A hunt finding: a quantization_config field of the wrong type was an
+// "internal error: [json.exception.type_error.302]" naming neither file nor field.
+TEST(ModelLoad, QuantizationConfigOfTheWrongTypeIsNamed) {
+  test::ScratchDir d("m");
+  for (const auto& [q, message] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"quant_method": "qinfer", "format": 8, "version": 3})", "quantization_config.format is 8"},
+           {R"({"quant_method": "qinfer", "format": "q8", "version": "3"})",
+            "quantization_config.version is \"3\", expected an integer"}}) {
+    std::string cfg = kConfig;
+    cfg.insert(cfg.size() - 1, ",\"quantization_config\":" + q);
+    std::ofstream(d.file("config.json")) << cfg;
+    write_safetensors(d.file("model.safetensors"), tiny_tensors());
+    EXPECT_NE(load_error(d.path()).find(message), std::string::npos) << load_error(d.path());
+    EXPECT_NE(load_error(d.path()).find("config.json"), std::string::npos) << load_error(d.path());
+  }
+}
+
 TEST(ModelLoad, UntiedNeedsLmHead) {
   test::ScratchDir d("m");
   std::string cfg = kConfig;
