@@ -210,8 +210,8 @@ void add_generate_command(CLI::App& app) {
       cmd->add_flag("--json", a->json, "Print one JSON object: prompt_ids, ids, text, finish_reason, seed, timing");
   cmd->add_option("--logprobs", a->logprobs,
                   "With --json: each generated token's logprob (log_softmax of the model's logits) and the N most "
-                  "probable tokens'")
-      ->check(CLI::NonNegativeNumber)
+                  "probable tokens' (N at most 20, as OpenAI's API)")
+      ->check(CLI::Range(0, 20))
       ->needs(json);
   cmd->add_option("--logits-out", a->logits_out, "Write the last prompt position's logits (f32 little-endian) here");
   cmd->callback([a] { run_generate(*a); });

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -52,6 +53,35 @@ bool reject_unknown_subcommand(CLI::App& app, int argc, char** argv) {
   return true;
 }
 
+// Every integer flag reads decimal digits only, as llama.cpp's: CLI11 would
+// take 010 as octal, 0x10 as hex, '' as 0, and clamp (or wrap, unsigned)
+// what is out of range; and no number flag takes ''. One check on every
+// option of every command, so none is missed.
+void require_plain_numbers(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    const std::string type = opt->get_type_name();
+    if (type.rfind("FLOAT", 0) == 0)  // CLI11 would leave the option unset: its default, silently
+      opt->check(CLI::Validator([](std::string& s) { return s.empty() ? "must be a number, not ''" : ""; }, ""));
+    const bool is_unsigned = type.rfind("UINT", 0) == 0;
+    if (!is_unsigned && type.rfind("INT", 0) != 0) continue;
+    opt->transform(CLI::Validator(  // a transform: a check would run on a copy
+        [is_unsigned](std::string& s) -> std::string {
+          const size_t digits = !is_unsigned && !s.empty() && s[0] == '-';
+          if (s.size() == digits || s.find_first_not_of("0123456789", digits) != std::string::npos)
+            return std::string("must be a") + (is_unsigned ? " non-negative" : "n") + " integer in decimal, not '" + s +
+                   "'";
+          errno = 0;
+          const std::string canonical = is_unsigned ? std::to_string(std::strtoull(s.c_str(), nullptr, 10))
+                                                    : std::to_string(std::strtoll(s.c_str(), nullptr, 10));
+          if (errno == ERANGE) return "'" + s + "' is out of range";
+          s = canonical;  // no leading zero left for CLI11 to read as octal
+          return std::string();
+        },
+        ""));
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) require_plain_numbers(*sub);
+}
+
 // Output that could not be written (a full disk, a closed pipe) is a failure,
 // not a success that lost the text.
 bool stdout_written() {
@@ -80,6 +110,7 @@ int main(int argc, char** argv) {
   qinfer::cli::add_batch_command(app);
   qinfer::cli::add_bench_batch_command(app);
   qinfer::cli::add_serve_command(app);
+  require_plain_numbers(app);
   if (reject_unknown_subcommand(app, argc, argv)) return kExitUsage;
   try {
     app.parse(argc, argv);

@@ -59,8 +59,6 @@ std::string find_snapshot(const fs::path& repo) {
                  !a_name                      ? "is not a snapshot's name"
                  : fs::is_directory(snap, ec) ? "has no config.json"
                                               : "is missing");
-  } else if (fs::exists(ref, ec)) {
-    std::fprintf(stderr, "qinfer: warning: %s is not a file; taking the newest snapshot\n", ref.c_str());
   }
   // No usable refs/main: take the most recently written snapshot that has a config.json.
   fs::path best;

@@ -89,7 +89,17 @@ std::string replaced_file(const std::string& dir, const std::string& name) {
 
 bool file_exists(const std::string& path) {
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return false;
+    fail(path, ": ", std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode))
+    fail(path, ": is ",
+         S_ISDIR(st.st_mode)    ? "a directory"
+         : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                : "a device or socket",
+         ", not a file");
+  return true;
 }
 
 }  // namespace qinfer

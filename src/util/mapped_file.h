@@ -30,6 +30,9 @@ class MappedFile {
 
 // Whole file as a string (small text files: JSON configs, tokenizer.json).
 std::string read_text_file(const std::string& path);
+// Whether a regular file is at `path`: false when nothing is there; Error
+// when something else is (a directory, a FIFO, a device, a symbolic link
+// loop) or it cannot be looked at, so that it is not taken for absent.
 bool file_exists(const std::string& path);
 // Creates or replaces path with bytes; an Error naming the file when any of it
 // could not be written (a full disk included).
