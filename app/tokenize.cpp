@@ -128,10 +128,12 @@ void add_tokenize_command(CLI::App& app) {
       ->required();
   cmd->add_option("text", a->text, "Text to encode: prints the ids, then one line per token: id, piece, text");
   cmd->add_flag("--jsonl", a->jsonl, "Read {\"text\": ...} lines on stdin, write {\"ids\": [...]} lines");
-  cmd->add_flag("--decode", a->decode, "Read {\"ids\": [...]} lines on stdin, write {\"text\": ...} lines");
+  CLI::Option* decode =
+      cmd->add_flag("--decode", a->decode, "Read {\"ids\": [...]} lines on stdin, write {\"text\": ...} lines");
   cmd->add_flag("--no-special", a->plain_special,
-                "Encode the text of special tokens (<|im_start|>, ...) as plain text, for untrusted input");
-  cmd->add_flag("--skip-special", a->skip_special, "With --decode: leave out special tokens");
+                "Encode the text of special tokens (<|im_start|>, ...) as plain text, for untrusted input")
+      ->excludes(decode);
+  cmd->add_flag("--skip-special", a->skip_special, "With --decode: leave out special tokens")->needs(decode);
   cmd->callback([a] { run_tokenize(*a); });
 }
 

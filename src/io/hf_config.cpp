@@ -1,5 +1,7 @@
 #include "io/hf_config.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -117,7 +119,14 @@ Qwen3Config parse_qwen3_config(const std::string& text, const std::string& origi
     fail(origin, ": num_attention_heads (", c.num_attention_heads, ") is not a multiple of num_key_value_heads (",
          c.num_key_value_heads, ")");
   if (!(c.rms_norm_eps > 0)) fail(origin, ": rms_norm_eps must be positive");
-  if (!(c.rope_theta > 0)) fail(origin, ": rope_theta must be positive");
+  if (!(c.rope_theta > 0) || !std::isfinite(c.rope_theta)) fail(origin, ": rope_theta must be positive and finite");
+  // Rotary angles are f32 products position x frequency, the highest frequency max(1, rope_theta^(-(head_dim - 2) /
+  // head_dim)): for a tiny theta they overflow, and every logit is NaN (which would be blamed on the weights).
+  const double top_frequency =
+      std::max(1.0, std::pow(c.rope_theta, -static_cast<double>(c.head_dim - 2) / static_cast<double>(c.head_dim)));
+  if (!(top_frequency * static_cast<double>(c.max_position_embeddings) < std::numeric_limits<float>::max()))
+    fail(origin, ": rope_theta ", c.rope_theta, " makes the rotary angles infinite (over max_position_embeddings ",
+         c.max_position_embeddings, ")");
 
   bool attention_bias = false, use_sliding_window = false;
   std::string act = "silu";

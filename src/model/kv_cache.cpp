@@ -9,7 +9,8 @@ namespace qinfer {
 
 KvCache::KvCache(int64_t n_layers, int64_t n_kv_heads, int64_t head_dim, int64_t max_positions, DType dtype)
     : pool_(n_layers, n_kv_heads, head_dim,
-            std::max<int64_t>(1, (max_positions + kBlockPositions - 1) / kBlockPositions), kBlockPositions, dtype),
+            std::max<int64_t>(1, max_positions / kBlockPositions + (max_positions % kBlockPositions != 0)),
+            kBlockPositions, dtype),  // no max_positions + kBlockPositions - 1: a config may say 2^63 - 1
       table_(static_cast<size_t>(pool_.n_blocks())),
       max_positions_(max_positions),
       n_layers_(n_layers),

@@ -217,7 +217,7 @@ TokenizerJson parse_tokenizer_json(std::string_view text, const std::string& ori
     }  // "version" and members HF ignores
   }
   r.end();
-  if (!has_model) fail(origin, ": no \"model\"");
+  if (!has_model) fail(origin, ": no \"model\" (not a tokenizer.json?)");
   if (!has_pre_tokenizer) fail(origin, ": no \"pre_tokenizer\" (qinfer implements the Qwen2 pre-tokenizer only)");
   if (!has_decoder) fail(origin, ": no \"decoder\" (qinfer implements the ByteLevel decoder only)");
   return out;

@@ -107,3 +107,15 @@ TEST(TokenizeCli, BadInputIsAnErrorNamingTheLine) {
   EXPECT_EQ(none.exit_code, 1);
   EXPECT_NE(none.output.find("exactly one of"), std::string::npos) << none.output;
 }
+
+// Hunt findings: --skip-special without --decode, and --no-special with it,
+// were accepted and did nothing; a file that is not a tokenizer.json was only
+// "no \"model\"".
+TEST(TokenizeCli, FlagsThatWouldDoNothingAndFilesThatAreNotTokenizersAreRefused) {
+  EXPECT_EQ(run_command(tokenize_cmd("--skip-special Hello 2>&1")).exit_code, 2);
+  EXPECT_EQ(run_command(tokenize_cmd("--decode --no-special < /dev/null 2>&1")).exit_code, 2);
+  const auto r = run_command(qinfer::test::qinfer_binary() + " tokenize -m " +
+                             qinfer::test::data_path("models/tiny/config.json") + " Hello 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("config.json: no \"model\" (not a tokenizer.json?)"), std::string::npos) << r.output;
+}

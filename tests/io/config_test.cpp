@@ -68,6 +68,19 @@ TEST(HfConfig, RefusesBadValues) {
             std::string::npos);
 }
 
+// A hunt finding: rope_theta 1e-300 made the rotary frequencies infinite, every logit NaN, and the error blamed the
+// weights ("the weights are corrupt").
+TEST(HfConfig, RopeThetaThatMakesTheAnglesInfiniteIsRefused) {
+  for (const char* theta : {"1e-300", "1e-36"}) {
+    const std::string error = error_of([&] {
+      parse_qwen3_config(std::string(R"({"architectures":["Qwen3ForCausalLM"],"rope_theta":)") + theta + "}", "c");
+    });
+    EXPECT_NE(error.find("makes the rotary angles infinite"), std::string::npos) << theta << ": " << error;
+  }
+  EXPECT_EQ(error_of([] { parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"rope_theta":0.5})", "c"); }),
+            "");
+}
+
 TEST(HfConfig, MissingConfigJson) {
   EXPECT_NE(error_of([] { load_qwen3_config("/nonexistent/config.json"); }).find("config.json not found"),
             std::string::npos);

@@ -132,6 +132,25 @@ TEST(ModelLoad, QuantizationConfigOfTheWrongTypeIsNamed) {
   }
 }
 
+// A hunt finding: max_position_embeddings 2^63 - 1 wrapped the KV cache's
+// block count negative ("a KV pool of -72057594037927936 blocks").
+TEST(ModelLoad, AContextBeyondTheAddressSpaceIsRefusedWhenTheCacheIsMade) {
+  test::ScratchDir d("m");
+  std::string cfg = kConfig;
+  cfg.replace(cfg.find("\"max_position_embeddings\":4"), 27, "\"max_position_embeddings\":9223372036854775807");
+  std::ofstream(d.file("config.json")) << cfg;
+  write_safetensors(d.file("model.safetensors"), tiny_tensors());
+  const auto m = Qwen3Model::load(d.path());
+  try {
+    m->make_cache();
+    FAIL() << "made a cache of 2^63 positions";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a KV pool of 72057594037927936 blocks of 128 positions is larger than"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ModelLoad, UntiedNeedsLmHead) {
   test::ScratchDir d("m");
   std::string cfg = kConfig;
