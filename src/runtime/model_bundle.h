@@ -30,8 +30,9 @@ struct ModelBundle {
   const ChatTemplate& require_chat_template() const;
   // generation_config eos ids, else config.json's.
   std::vector<int32_t> eos_ids() const;
-  // Sampling defaults from generation_config.json; greedy without do_sample
-  // (transformers' default, also when the file is missing).
+  // Sampling defaults from generation_config.json, a field it lacks taking
+  // transformers' default (temperature 1, top_k 50, top_p 1); greedy without
+  // do_sample (transformers' default, also when the file is missing).
   SamplingParams default_sampling() const;
 };
 
