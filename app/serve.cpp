@@ -2,8 +2,9 @@
 // listens at once (/health answers 503 while the model loads), serves until
 // SIGINT or SIGTERM, then stops accepting, lets in-flight requests (queued
 // ones included) finish for --shutdown-timeout seconds, cancels the rest and
-// exits 0; a second signal exits at once.
+// exits 0; a second signal exits at once, and one while the model loads too.
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -79,6 +80,26 @@ void run_serve(const ServeArgs& a) {
   server::HttpServer http(http_options);
   http.bind();
   std::thread serving([&] { http.serve(); });
+  // While the model loads (seconds to minutes), a stop signal ends the process
+  // at once: nothing is being served yet. write(2), not stdio: the main thread
+  // may hold stderr's lock, blocked on a full pipe.
+  std::atomic<bool> loading{true};
+  std::thread load_watcher([&] {
+    while (loading) {
+      const timespec poll{0, 100'000'000};
+      if (const int sig = sigtimedwait(&stop_signals, nullptr, &poll); sig > 0) {
+        const std::string note = std::string("qinfer serve: ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+                                 " while the model was loading: exiting\n";
+        [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, note.data(), note.size());
+        std::_Exit(0);
+      }
+    }
+  });
+  auto loaded = [&] {
+    loading = false;
+    load_watcher.join();
+  };
+
   std::fprintf(stderr, "qinfer serve: listening on http://%s:%d (loading %s)\n", a.http.host.c_str(), http.port(),
                a.model.c_str());
 
@@ -100,10 +121,12 @@ void run_serve(const ServeArgs& a) {
     served = std::make_unique<server::ServedModel>(
         server::ServedModel{*bundle, a.served_name.empty() ? a.model : a.served_name, loop->context()});
   } catch (...) {
+    loaded();
     http.stop();
     serving.join();
     throw;
   }
+  loaded();
   if (!bundle->chat_template_error.empty())
     std::fprintf(stderr,
                  "qinfer serve: note: the chat template cannot be used (%s): /v1/chat/completions answers 400\n",

@@ -254,7 +254,11 @@ void HttpServer::Impl::routes() {
   // open (probes and Prometheus scrapers carry no key), as in vLLM.
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (req.path == "/health" || req.method == "OPTIONS") return httplib::Server::HandlerResponse::Unhandled;
-    if (req.path == "/metrics" && ready) return httplib::Server::HandlerResponse::Unhandled;
+    if (req.path == "/metrics") {
+      if (ready) return httplib::Server::HandlerResponse::Unhandled;
+      send_error(res, ApiError(503, "the model is still loading"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (!authorized(req)) {
       send_error(res,
                  ApiError(401, "a valid API key is required: 'Authorization: Bearer <key>' (or 'X-Api-Key: <key>')"));
@@ -293,7 +297,8 @@ void HttpServer::Impl::routes() {
     if (!origin.empty()) res.set_header("Access-Control-Allow-Origin", origin);
   });
   // Statuses httplib sets itself (no route, body too large): OpenAI's shape too.
-  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+  http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
+                                                                     httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     const std::string allowed = allowed_methods(req.path);
     // No route for the method (a body-less POST fails reading its body first: 400).
@@ -309,10 +314,13 @@ void HttpServer::Impl::routes() {
     } else if (res.status == 413) {
       // The HTTP library caps form-encoded bodies (curl -d's default type) at 8 KiB whatever --max-body says.
       const bool form = req.get_header_value("Content-Type") == "application/x-www-form-urlencoded";
-      send_error(res, ApiError(413, std::string("the request body is larger than the server's limit") +
-                                        (form ? " (8192 bytes when sent as application/x-www-form-urlencoded, curl "
-                                                "-d's default: send it with Content-Type: application/json)"
-                                              : "")));
+      const uint64_t length = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
+      send_error(res, ApiError(413, form && length <= options.max_body_bytes
+                                        ? "the request body is larger than 8192 bytes, the HTTP library's limit for "
+                                          "application/x-www-form-urlencoded (curl -d's default type): send it with "
+                                          "Content-Type: application/json"
+                                        : "the request body is larger than the server's limit of " +
+                                              std::to_string(options.max_body_bytes) + " bytes (--max-body)"));
     } else if (res.status == 400 && req.method == "POST" && !req.has_header("Content-Length") &&
                !req.has_header("Transfer-Encoding")) {
       send_error(res, ApiError(400, "a POST needs a body with its Content-Length (or chunked): the JSON request"));

@@ -59,7 +59,9 @@ function drain(fd) {
   }
 }
 
-test('/health is 503 until the model is loaded, then 200; the API answers 503 meanwhile', async () => {
+// serve with `args`, its load held by a filled stderr FIFO; resolves once
+// /health answers (503 "loading"). `ours` reads what serve logs.
+async function serveHeld(args) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qinfer-loading-'));
   const fifo = path.join(dir, 'stderr.fifo');
   execFileSync('mkfifo', [fifo]);
@@ -69,20 +71,27 @@ test('/health is 503 until the model is loaded, then 200; the API answers 503 me
   const theirs = fs.openSync(fifo, fs.constants.O_WRONLY);
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const proc = spawn(qinfer, ['serve', '-m', modelDir, '--port', String(port), '-t', '1', '--ctx', '256'],
+  const proc = spawn(qinfer, ['serve', '-m', modelDir, '--port', String(port), '-t', '1', '--ctx', '256', ...args],
     { stdio: ['ignore', 'ignore', theirs] });
   fs.closeSync(theirs);
-  let log = '', exited = null, drainer = null;
-  proc.on('exit', (code, signal) => { exited = { code, signal }; });
+  const held = { dir, ours, url, proc, exited: null };
+  proc.on('exit', (code, signal) => { held.exited = { code, signal }; });
+  let health = null;
+  for (let i = 0; i < 600 && !health && !held.exited; ++i) {
+    health = await fetch(url + '/health').catch(() => null);
+    if (!health) await sleep(50);
+  }
+  assert.ok(health, `serve never answered on ${url} (exited: ${JSON.stringify(held.exited)})`);
+  assert.equal(health.status, 503);
+  assert.deepEqual(await health.json(), { status: 'loading' });
+  return held;
+}
+
+test('/health is 503 until the model is loaded, then 200; the API answers 503 meanwhile', async () => {
+  const held = await serveHeld([]);
+  const { dir, ours, url, proc } = held;
+  let log = '', drainer = null;
   try {
-    let health = null;
-    for (let i = 0; i < 600 && !health && !exited; ++i) {
-      health = await fetch(url + '/health').catch(() => null);
-      if (!health) await sleep(50);
-    }
-    assert.ok(health, `serve never answered on ${url} (exited: ${JSON.stringify(exited)})`);
-    assert.equal(health.status, 503);
-    assert.deepEqual(await health.json(), { status: 'loading' });
 
     const client = new OpenAI({ baseURL: url + '/v1', apiKey: 'none', maxRetries: 0 });
     const messages = [{ role: 'user', content: 'Hello' }];
@@ -99,7 +108,7 @@ test('/health is 503 until the model is loaded, then 200; the API answers 503 me
     log += drain(ours).replace(/^\.+/, '');
     drainer = setInterval(() => { log += drain(ours); }, 20);  // later log lines must not block serve
     let ready = null;
-    for (let i = 0; i < 600 && !exited; ++i) {
+    for (let i = 0; i < 600 && !held.exited; ++i) {
       ready = await fetch(url + '/health');
       if (ready.status === 200) break;
       await sleep(50);
@@ -111,13 +120,43 @@ test('/health is 503 until the model is loaded, then 200; the API answers 503 me
     assert.equal(answer.usage.completion_tokens, 2);
     assert.match(log, /listening on/);
   } finally {
-    const gone = new Promise((resolve) => (exited ? resolve() : proc.once('exit', resolve)));
-    if (!exited) proc.kill('SIGTERM');
+    const gone = new Promise((resolve) => (held.exited ? resolve() : proc.once('exit', resolve)));
+    if (!held.exited) proc.kill('SIGTERM');
     if (!drainer) drainer = setInterval(() => { log += drain(ours); }, 20);
     await gone;
     clearInterval(drainer);
     fs.closeSync(ours);
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  assert.equal(exited.code, 0, log);
+  assert.equal(held.exited.code, 0, log);
+});
+
+// Hunt findings: with --api-key, /metrics answered 401 while the model loaded
+// (a scraper carries no key; once loaded it is open); and SIGTERM during the
+// load waited for the load to end (minutes for a large model).
+test('while the model loads, /metrics is 503 without a key and SIGTERM exits at once', async () => {
+  const held = await serveHeld(['--api-key', 'sekrit']);
+  const { dir, ours, url, proc } = held;
+  let log = '';
+  try {
+    const metrics = await fetch(url + '/metrics');
+    assert.equal(metrics.status, 503);
+    assert.match((await metrics.json()).error.message, /loading/);
+    assert.equal((await fetch(url + '/v1/models')).status, 401, 'the API itself still needs the key');
+    const gone = new Promise((resolve) => proc.once('exit', resolve));
+    proc.kill('SIGTERM');
+    await sleep(300);  // the signal is taken while the load is still held...
+    log += drain(ours).replace(/^\.+/, '');  // ...then the pipe is read: serve's note, and the held log line
+    const drainer = setInterval(() => { log += drain(ours); }, 20);
+    await gone;
+    clearInterval(drainer);
+    log += drain(ours);
+  } finally {
+    if (!held.exited) proc.kill('SIGKILL');
+    fs.closeSync(ours);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  assert.equal(held.exited.code, 0, log);
+  assert.match(log, /SIGTERM while the model was loading: exiting/);
+  assert.doesNotMatch(log, /ready:/);
 });
