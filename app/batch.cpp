@@ -8,9 +8,9 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "available_memory.h"
 #include "commands.h"
 #include "engine/engine.h"
+#include "engine_flags.h"
 #include "load_flags.h"
 #include "runtime/model_bundle.h"
 #include "runtime/text_stream.h"
@@ -28,8 +28,7 @@ using nlohmann::ordered_json;
 struct BatchArgs {
   std::string model;
   LoadFlags load;
-  int64_t parallel = 16, max_batch_tokens = 512;
-  int32_t kv_blocks = 0, block_size = 16;
+  EngineFlags engine;
 };
 
 struct Job {
@@ -81,19 +80,16 @@ Job parse_job(const std::string& line, const ModelBundle& bundle) {
 }
 
 void run_batch(const BatchArgs& a) {
-  if (a.parallel < 1 || a.parallel > engine::kMaxRunning)
-    fail("--parallel must be between 1 and ", engine::kMaxRunning, ", got ", a.parallel);
-  if (a.max_batch_tokens < 1) fail("--max-batch-tokens must be at least 1");
-  if (a.block_size < 1) fail("--block-size must be at least 1");
-  if (a.kv_blocks < 0) fail("--kv-blocks must be positive (or 0: enough for --parallel full contexts)");
+  a.engine.validate();
   const LoadOptions load_options = a.load.options();
   const ModelBundle bundle = load_model_bundle(a.model, load_options);
   ThreadPool pool(load_options.threads);
-  engine::Engine engine(*bundle.model, pool,
-                        {a.block_size, a.kv_blocks, a.max_batch_tokens, a.parallel, 0, default_kv_memory_limit()});
+  engine::Engine engine(*bundle.model, pool, a.engine.engine_options(*bundle.model));
   if (const int64_t model_max = bundle.model->config().max_position_embeddings; engine.context() < model_max)
-    std::fprintf(stderr, "note: the KV pool holds %lld positions: a request ends (\"length\") when it fills them\n",
-                 static_cast<long long>(engine.context()));
+    std::fprintf(
+        stderr,
+        "qinfer batch: note: the KV pool holds %lld positions: a request ends (\"length\") when it fills them\n",
+        static_cast<long long>(engine.context()));
 
   std::vector<Job> jobs;
   int64_t line_no = 0;
@@ -175,12 +171,7 @@ void add_batch_command(CLI::App& app) {
       "\"finish_reason\", \"prompt_tokens\", \"cached_tokens\", \"seed\"} or {\"error\"})");
   cmd->add_option("-m,--model", a->model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")
       ->required();
-  cmd->add_option("--parallel", a->parallel, "Sequences decoding at once")->capture_default_str();
-  cmd->add_option("--max-batch-tokens", a->max_batch_tokens, "Tokens per step (prompts are prefilled in chunks of it)")
-      ->capture_default_str();
-  cmd->add_option("--kv-blocks", a->kv_blocks, "KV pool size in blocks (0: --parallel full contexts, committed on use)")
-      ->capture_default_str();
-  cmd->add_option("--block-size", a->block_size, "Positions per KV block")->capture_default_str();
+  a->engine.add_options(cmd);
   a->load.add_options(cmd);
   cmd->callback([a] { run_batch(*a); });
 }

@@ -254,9 +254,11 @@ void run_bench(const BenchArgs& a) {
     std::printf("%s\n", j.dump().c_str());
     return;
   }
-  std::printf("model        %s (%d threads, weights %s%s, KV cache %s, kernels %s)\n", dir.c_str(), pool.size(),
+  const bool integer_weights = weights == "q8" || weights == "q4";
+  std::printf("model        %s (%d threads, weights %s%s%s, KV cache %s, kernels %s)\n", dir.c_str(), pool.size(),
               weights.c_str(), a.load.fast_prefill ? (" with bf16 products: " + build.bf16_products).c_str() : "",
-              a.load.kv.c_str(), build.simd_target.c_str());
+              integer_weights ? (" with integer dot products: " + build.int8_dot).c_str() : "", a.load.kv.c_str(),
+              build.simd_target.c_str());
   std::printf("prefill      pp%lld  %8.1f tok/s  (min %.1f, max %.1f, %d runs)\n",
               static_cast<long long>(a.prompt_tokens), P.median, P.min, P.max, a.reps);
   std::printf(

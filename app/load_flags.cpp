@@ -16,8 +16,8 @@ void LoadFlags::add_options(CLI::App* cmd) {
                 "bf16 weights: multiply with the activations rounded to bf16 (vdpbf16ps where the CPU has "
                 "AVX512-BF16), in prefill and decode alike; faster, no longer exactly transformers' arithmetic");
   cmd->add_option("--simd", simd,
-                  "Run the kernels of this SIMD target or a lesser one (e.g. AVX2 on an AVX-512 host; "
-                  "`qinfer --version` lists those compiled in)");
+                  "Run the kernels of this SIMD target or a lesser one compiled in (`qinfer --version` lists them; "
+                  "a -march=native build has the host's best and AVX3 or AVX2, the portable build every x86 target)");
 }
 
 LoadOptions LoadFlags::options() const {

@@ -8,14 +8,13 @@
 
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
 
-#include "available_memory.h"
 #include "commands.h"
 #include "engine/engine_loop.h"
+#include "engine_flags.h"
 #include "load_flags.h"
 #include "runtime/model_bundle.h"
 #include "server/http_server.h"
@@ -31,34 +30,16 @@ struct ServeArgs {
   std::string model, served_name;
   server::ServerOptions http;
   LoadFlags load;
-  int64_t parallel = 16, max_batch_tokens = 512, max_queue = 256, ctx = 0;
-  int32_t kv_blocks = 0, block_size = 16;
-  double kv_mem_mib = 0, shutdown_timeout = 10;
+  EngineFlags engine;
+  int64_t max_queue = 256, ctx = 0;
+  double shutdown_timeout = 10;
 };
 
-int32_t blocks_for_memory(const Qwen3Model& model, double mib, int32_t block_size) {
-  const double block_bytes = static_cast<double>(engine::kv_block_bytes(model, block_size));
-  const double blocks = mib * 1024 * 1024 / block_bytes;
-  if (blocks < 1)
-    fail("--kv-mem ", mib, " MiB holds no KV block (one block of ", block_size, " positions is ",
-         block_bytes / (1024 * 1024), " MiB)");
-  if (blocks > engine::kMaxPoolBlocks)
-    fail("--kv-mem ", mib, " MiB is more than the ", engine::kMaxPoolBlocks, " KV blocks of ", block_size,
-         " positions one engine manages (a larger --block-size holds more)");
-  return static_cast<int32_t>(blocks);
-}
-
 void run_serve(const ServeArgs& a) {
-  if (a.parallel < 1 || a.parallel > engine::kMaxRunning)
-    fail("--parallel must be between 1 and ", engine::kMaxRunning, ", got ", a.parallel);
-  if (a.max_batch_tokens < 1) fail("--max-batch-tokens must be at least 1");
+  a.engine.validate();
   if (a.max_queue < 0 || a.max_queue > kMaxQueue)
     fail("--max-queue must be between 0 and ", kMaxQueue, ", got ", a.max_queue);
-  if (!(a.kv_mem_mib >= 0 && std::isfinite(a.kv_mem_mib)))
-    fail("--kv-mem must be a positive number of MiB (or 0: sized by --parallel and the memory), got ", a.kv_mem_mib);
   if (a.ctx < 0) fail("--ctx must be positive (or 0: the model's maximum)");
-  if (a.kv_blocks < 0) fail("--kv-blocks must be positive (or 0: --parallel full contexts)");
-  if (a.kv_blocks > 0 && a.kv_mem_mib > 0) fail("pass --kv-blocks or --kv-mem, not both");
   if (!(a.shutdown_timeout >= 0 && a.shutdown_timeout <= 86400))
     fail("--shutdown-timeout must be between 0 and 86400 seconds, got ", a.shutdown_timeout);
   if (a.http.http_threads < 0) fail("--http-threads must not be negative (0: --parallel + --max-queue + 16)");
@@ -76,7 +57,7 @@ void run_serve(const ServeArgs& a) {
   // thread; beyond those, spare threads keep /health and /metrics answering.
   server::ServerOptions http_options = a.http;
   if (http_options.http_threads == 0)
-    http_options.http_threads = static_cast<int>(std::min<int64_t>(a.parallel + a.max_queue + 16, 1 << 14));
+    http_options.http_threads = static_cast<int>(std::min<int64_t>(a.engine.parallel + a.max_queue + 16, 1 << 14));
   server::HttpServer http(http_options);
   http.bind();
   std::thread serving([&] { http.serve(); });
@@ -114,8 +95,7 @@ void run_serve(const ServeArgs& a) {
       fail("--ctx ", a.ctx, " is more than the model's context of ", model_max, " tokens (max_position_embeddings)");
     pool = std::make_unique<ThreadPool>(load_options.threads);
     engine::EngineLoopOptions lo;
-    lo.engine = {a.block_size, a.kv_blocks, a.max_batch_tokens, a.parallel, a.ctx, default_kv_memory_limit()};
-    if (a.kv_mem_mib > 0) lo.engine.kv_blocks = blocks_for_memory(*bundle->model, a.kv_mem_mib, a.block_size);
+    lo.engine = a.engine.engine_options(*bundle->model, a.ctx);
     lo.max_waiting = a.max_queue;
     loop = std::make_unique<engine::EngineLoop>(*bundle->model, *pool, lo);
     served = std::make_unique<server::ServedModel>(
@@ -136,13 +116,14 @@ void run_serve(const ServeArgs& a) {
   if (const int64_t wanted = a.ctx > 0 ? std::min(a.ctx, model_max) : model_max; served->context < wanted)
     std::fprintf(stderr, "qinfer serve: note: the KV pool holds %lld positions, so that is the context, not %lld\n",
                  static_cast<long long>(served->context), static_cast<long long>(wanted));
-  http.set_ready(*served, *loop, a.block_size);
-  std::fprintf(stderr,
-               "qinfer serve: ready: model '%s', context %lld, %d KV blocks of %d positions (%lld MiB, committed as "
-               "used), %lld parallel\n",
-               served->name.c_str(), static_cast<long long>(served->context), stats.kv_blocks, a.block_size,
-               static_cast<long long>(stats.kv_blocks * engine::kv_block_bytes(*bundle->model, a.block_size) >> 20),
-               static_cast<long long>(a.parallel));
+  http.set_ready(*served, *loop, a.engine.block_size);
+  std::fprintf(
+      stderr,
+      "qinfer serve: ready: model '%s', context %lld, %d KV blocks of %d positions (%lld MiB, committed as "
+      "used), %lld parallel\n",
+      served->name.c_str(), static_cast<long long>(served->context), stats.kv_blocks, a.engine.block_size,
+      static_cast<long long>(stats.kv_blocks * engine::kv_block_bytes(*bundle->model, a.engine.block_size) >> 20),
+      static_cast<long long>(a.engine.parallel));
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
@@ -203,17 +184,11 @@ void add_serve_command(CLI::App& app) {
                   "Origins (comma-separated, '*' = any) whose web pages may call this server from a browser (CORS); "
                   "default none")
       ->delimiter(',');
-  cmd->add_option("--parallel", a->parallel, "Sequences decoding at once")->capture_default_str();
+  a->engine.add_options(cmd);
   cmd->add_option("--max-queue", a->max_queue, "Requests waiting beyond --parallel; more get 503 + Retry-After")
-      ->capture_default_str();
-  cmd->add_option("--max-batch-tokens", a->max_batch_tokens, "Tokens per engine step (prompts prefill in chunks of it)")
       ->capture_default_str();
   cmd->add_option("--ctx", a->ctx, "Positions per sequence, prompt + completion (0: the model's maximum)")
       ->capture_default_str();
-  cmd->add_option("--kv-blocks", a->kv_blocks, "KV pool size in blocks (0: --parallel full contexts, committed on use)")
-      ->capture_default_str();
-  cmd->add_option("--kv-mem", a->kv_mem_mib, "KV pool size in MiB (instead of --kv-blocks)");
-  cmd->add_option("--block-size", a->block_size, "Positions per KV block")->capture_default_str();
   cmd->add_option("--max-body", a->http.max_body_bytes, "Largest request body in bytes (more: 413)")
       ->capture_default_str();
   cmd->add_option("--http-threads", a->http.http_threads,

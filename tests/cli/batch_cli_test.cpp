@@ -162,6 +162,11 @@ TEST(BatchCli, ARequestLongerThanThePoolEndsThereAndTheOthersRun) {
   std::stringstream err;
   err << std::ifstream(dir.file("err")).rdbuf();
   EXPECT_NE(err.str().find("the KV pool holds 48 positions"), std::string::npos) << err.str();
+  // A hunt finding: README named --kv-mem for batch, which had only --kv-blocks. 1 MiB: 64 blocks of 16 KiB.
+  const auto mib = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " --kv-mem 1 < " + input +
+                               " 2>&1 >/dev/null");
+  EXPECT_EQ(mib.exit_code, 0) << mib.output;
+  EXPECT_NE(mib.output.find("the KV pool holds 1024 positions"), std::string::npos) << mib.output;
 }
 
 TEST(BatchCli, BadFlagsFailWithAMessage) {

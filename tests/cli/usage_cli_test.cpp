@@ -379,6 +379,8 @@ TEST(UsageCli, EngineSizesThatWrapOrExceedTheirBoundsAreRefused) {
        "--max-queue must be between 0 and 1048576"},
       {bin() + " serve -m " + tiny() + " --port 0 --kv-mem -5", "--kv-mem must be a positive number of MiB"},
       {bin() + " serve -m " + tiny() + " --port 0 --kv-mem nan", "--kv-mem must be a positive number of MiB"},
+      {line + bin() + " batch -m " + tiny() + " --kv-mem nan", "--kv-mem must be a positive number of MiB"},
+      {line + bin() + " batch -m " + tiny() + " --kv-mem 1 --kv-blocks 4", "pass --kv-blocks or --kv-mem, not both"},
       {bin() + " serve -m " + tiny() + " --port 0 --kv-mem 1e300", "more than the 16777216 KV blocks"},
       {bin() + " serve -m " + tiny() + " --port 0 --ctx 99999999",
        "--ctx 99999999 is more than the model's context of 40960"},

@@ -1,0 +1,49 @@
+#include "engine_flags.h"
+
+#include <cmath>
+
+#include "available_memory.h"
+#include "util/error.h"
+
+namespace qinfer::cli {
+
+void EngineFlags::add_options(CLI::App* cmd) {
+  cmd->add_option("--parallel", parallel, "Sequences decoding at once")->capture_default_str();
+  cmd->add_option("--max-batch-tokens", max_batch_tokens, "Tokens per engine step (prompts prefill in chunks of it)")
+      ->capture_default_str();
+  cmd->add_option("--kv-blocks", kv_blocks,
+                  "KV pool size in blocks (0: --parallel full contexts, at most 3/4 of the memory available; "
+                  "committed on use)")
+      ->capture_default_str();
+  cmd->add_option("--kv-mem", kv_mem_mib, "KV pool size in MiB (instead of --kv-blocks)");
+  cmd->add_option("--block-size", block_size, "Positions per KV block")->capture_default_str();
+}
+
+void EngineFlags::validate() const {
+  if (parallel < 1 || parallel > engine::kMaxRunning)
+    fail("--parallel must be between 1 and ", engine::kMaxRunning, ", got ", parallel);
+  if (max_batch_tokens < 1) fail("--max-batch-tokens must be at least 1");
+  if (block_size < 1) fail("--block-size must be at least 1");
+  if (kv_blocks < 0) fail("--kv-blocks must be positive (or 0: --parallel full contexts)");
+  if (!(kv_mem_mib >= 0 && std::isfinite(kv_mem_mib)))
+    fail("--kv-mem must be a positive number of MiB (or 0: sized by --parallel and the memory), got ", kv_mem_mib);
+  if (kv_blocks > 0 && kv_mem_mib > 0) fail("pass --kv-blocks or --kv-mem, not both");
+}
+
+engine::EngineOptions EngineFlags::engine_options(const Qwen3Model& model, int64_t context) const {
+  engine::EngineOptions o{block_size, kv_blocks, max_batch_tokens, parallel, context, default_kv_memory_limit()};
+  if (kv_mem_mib > 0) {
+    const double block_bytes = static_cast<double>(engine::kv_block_bytes(model, block_size));
+    const double blocks = kv_mem_mib * 1024 * 1024 / block_bytes;
+    if (blocks < 1)
+      fail("--kv-mem ", kv_mem_mib, " MiB holds no KV block (one block of ", block_size, " positions is ",
+           block_bytes / (1024 * 1024), " MiB)");
+    if (blocks > engine::kMaxPoolBlocks)
+      fail("--kv-mem ", kv_mem_mib, " MiB is more than the ", engine::kMaxPoolBlocks, " KV blocks of ", block_size,
+           " positions one engine manages (a larger --block-size holds more)");
+    o.kv_blocks = static_cast<int32_t>(blocks);
+  }
+  return o;
+}
+
+}  // namespace qinfer::cli

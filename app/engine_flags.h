@@ -1,0 +1,24 @@
+// The batching engine's flags that batch and serve share: sequences at once,
+// the token budget of a step, and the KV pool (--kv-blocks or --kv-mem, the
+// block size). One definition, so both commands accept and validate them alike.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cstdint>
+
+#include "engine/engine.h"
+
+namespace qinfer::cli {
+
+struct EngineFlags {
+  int64_t parallel = 16, max_batch_tokens = 512;
+  int32_t kv_blocks = 0, block_size = 16;
+  double kv_mem_mib = 0;
+
+  void add_options(CLI::App* cmd);
+  // Error naming the flag for a value out of its range (before the model loads).
+  void validate() const;
+  // For `model`: --kv-mem in blocks, and without a pool size the memory that bounds the default one.
+  engine::EngineOptions engine_options(const Qwen3Model& model, int64_t context = 0) const;
+};
+
+}  // namespace qinfer::cli
