@@ -92,6 +92,7 @@ BlockManager::Lookup BlockManager::match_prefix(Sequence& seq) {
   seq.sealed = static_cast<int64_t>(seq.blocks.size());
   seq.sealed_hash = parent;
   seq.sealed_block = parent_block;
+  seq.sealed_generation = generation(parent_block);
   return lookup;
 }
 
@@ -110,17 +111,24 @@ void BlockManager::seal(Sequence& seq) {
     const int32_t b = seq.blocks[static_cast<size_t>(i)];
     const int32_t* ids = &seq.ids[static_cast<size_t>(i * block_size_)];
     const uint64_t h = chain_hash(parent, ids);
-    // Its parent is the sequence's own block before it, which the sequence
-    // holds: that block's generation cannot change meanwhile.
-    if (!by_hash_.count(h)) {  // else that key is taken (an equal block, or a collision); this one stays private
+    int32_t chain = b;  // the block the next ones are computed after, as the cache sees it
+    const auto it = by_hash_.find(h);
+    const Cached* holder = it == by_hash_.end() ? nullptr : &cached_[static_cast<size_t>(it->second)];
+    if (holder && holder->parent == seq.sealed_block && holder->parent_generation == seq.sealed_generation &&
+        std::equal(holder->ids.begin(), holder->ids.end(), ids)) {
+      chain = it->second;  // an equal block, computed after the same one: this one stays private, the chain goes on
+    } else if (!holder || (holder->parent >= 0 && generation(holder->parent) != holder->parent_generation)) {
+      // Free, or held by a block computed after contents its parent no longer holds (no lookup reaches it).
+      // A block that collides but is still reachable keeps the key: this one stays private.
       cached_[static_cast<size_t>(b)] =
-          Cached{h, std::vector<int32_t>(ids, ids + block_size_), seq.sealed_block, generation(seq.sealed_block)};
+          Cached{h, std::vector<int32_t>(ids, ids + block_size_), seq.sealed_block, seq.sealed_generation};
       by_hash_[h] = b;
     }
     parent = h;
     seq.sealed = i + 1;
     seq.sealed_hash = h;
-    seq.sealed_block = b;
+    seq.sealed_block = chain;
+    seq.sealed_generation = generation(chain);
   }
 }
 
@@ -139,6 +147,7 @@ void BlockManager::release(Sequence& seq) {
   seq.computed = seq.cached = seq.sealed = 0;
   seq.sealed_hash = 0;
   seq.sealed_block = -1;
+  seq.sealed_generation = 0;
 }
 
 }  // namespace qinfer::engine

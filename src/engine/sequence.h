@@ -13,12 +13,13 @@ struct Sequence {
   int64_t id = 0;            // arrival order: lower is older
   std::vector<int32_t> ids;  // prompt, then generated tokens
   int64_t prompt_len = 0;
-  int64_t computed = 0;         // ids [0, computed) have keys/values in `blocks`
-  int64_t cached = 0;           // of them, taken from the prefix cache at admission
-  std::vector<int32_t> blocks;  // block table
-  int64_t sealed = 0;           // leading blocks registered in the prefix cache
-  uint64_t sealed_hash = 0;     // the prefix cache's chained hash over those blocks
-  int32_t sealed_block = -1;    // the last of them (-1: none)
+  int64_t computed = 0;            // ids [0, computed) have keys/values in `blocks`
+  int64_t cached = 0;              // of them, taken from the prefix cache at admission
+  std::vector<int32_t> blocks;     // block table
+  int64_t sealed = 0;              // leading blocks registered in the prefix cache
+  uint64_t sealed_hash = 0;        // the prefix cache's chained hash over those blocks
+  int32_t sealed_block = -1;       // the last of them, or the equal cached block the chain went on from (-1: none)
+  uint64_t sealed_generation = 0;  // that block's generation then (its contents, if it is not held here)
   Status status = Status::Waiting;
 
   // Tokens whose keys/values are still to be computed (the prompt's rest, or

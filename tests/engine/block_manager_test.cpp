@@ -140,3 +140,45 @@ TEST(BlockManager, AHashCollisionNeverSharesBlocksComputedAfterOtherTokens) {
   Sequence again = seq_of({2, 1, 3, 4, 5, 6, 9}, 4);
   EXPECT_EQ(bm.match_prefix(again).hits, 0);
 }
+
+// A re-hunt finding of the exact chain: two sequences that computed the same
+// first block at once left the second's copy private, and its later blocks
+// named that private copy as their parent, so no lookup ever reached them:
+// the shared prefix was all a conversation ever found cached again. Such a
+// sequence now continues the chain of the equal block that holds the key.
+TEST(BlockManager, SequencesThatComputedAPrefixAtOnceKeepCachingWhatFollowsIt) {
+  BlockManager bm(32, 2);
+  Sequence a = seq_of({1, 2, 3, 4, 9}, 1), b = seq_of({1, 2, 5, 6, 9}, 2);
+  bm.match_prefix(a);
+  bm.match_prefix(b);
+  for (Sequence* s : {&a, &b}) {  // both computed before either seals
+    ASSERT_TRUE(bm.reserve(*s, static_cast<int64_t>(s->ids.size())));
+    s->computed = static_cast<int64_t>(s->ids.size());
+  }
+  bm.seal(a);
+  bm.seal(b);
+  Sequence c = seq_of({1, 2, 5, 6, 7, 8, 9}, 3);
+  EXPECT_EQ(bm.match_prefix(c).hits, 2) << "[1,2] from a, [5,6] from b";
+  EXPECT_EQ(c.blocks, (std::vector<int32_t>{a.blocks[0], b.blocks[1]}));
+  compute_all(bm, c);
+  Sequence d = seq_of({1, 2, 5, 6, 7, 8, 9}, 4);
+  EXPECT_EQ(bm.match_prefix(d).hits, 3);
+}
+
+// The same re-hunt finding, as a resent prompt meets it: its last full block
+// is computed again (one id is always left to compute) and stays private; the
+// reply after it must still be found by the next turn, prompt + reply.
+TEST(BlockManager, AResentPromptsReplyIsFoundByTheNextTurn) {
+  BlockManager bm(32, 2);
+  Sequence first = seq_of({1, 2, 3, 4}, 1);
+  bm.match_prefix(first);
+  compute_all(bm, first);
+  bm.release(first);
+  Sequence again = seq_of({1, 2, 3, 4}, 2);
+  EXPECT_EQ(bm.match_prefix(again).hits, 1);
+  again.ids.insert(again.ids.end(), {5, 6, 9});  // its reply
+  compute_all(bm, again);
+  bm.release(again);
+  Sequence next = seq_of({1, 2, 3, 4, 5, 6, 7}, 3);
+  EXPECT_EQ(bm.match_prefix(next).hits, 3);
+}
