@@ -17,6 +17,7 @@
 #include "ops/simd.h"
 #include "peak_rss.h"
 #include "runtime/session.h"
+#include "usage_error.h"
 #include "util/error.h"
 #include "util/timer.h"
 
@@ -144,9 +145,9 @@ struct Probes {
 Probes probe_machine(ThreadPool& pool) { return {probe_read_gb_s(pool), probe_fma_gflop_s(pool)}; }
 
 void run_bench(const BenchArgs& a) {
-  if (a.prompt_tokens < 1 || a.gen_tokens < 2 || a.reps < 1) fail("bench needs -p >= 1, -n >= 2, --reps >= 1");
+  if (a.prompt_tokens < 1 || a.gen_tokens < 2 || a.reps < 1) usage_fail("bench needs -p >= 1, -n >= 2, --reps >= 1");
   if (a.quality_tokens < 0)
-    fail("--quality ", a.quality_tokens, ": give a number of prompt tokens (0: no quality report)");
+    usage_fail("--quality ", a.quality_tokens, ": give a number of prompt tokens (0: no quality report)");
   const std::string dir = resolve_model_dir(a.model);
   // Checked before the minutes of probes and timing, not after.
   const int64_t context = load_qwen3_config(dir + "/config.json").max_position_embeddings;

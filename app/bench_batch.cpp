@@ -13,6 +13,7 @@
 #include "io/model_dir.h"
 #include "load_flags.h"
 #include "peak_rss.h"
+#include "usage_error.h"
 #include "util/error.h"
 #include "util/timer.h"
 
@@ -38,15 +39,15 @@ std::vector<int64_t> parse_levels(const std::string& s) {
       if (used != item.size() || v < 1 || v > 4096) throw std::invalid_argument(item);
       levels.push_back(v);
     } catch (const std::exception&) {
-      fail("--parallel: '", item, "' is not a number of sequences in [1, 4096] (expected e.g. 1,4,16,64)");
+      usage_fail("--parallel: '", item, "' is not a number of sequences in [1, 4096] (expected e.g. 1,4,16,64)");
     }
   }
-  if (levels.empty()) fail("--parallel: no levels given");
+  if (levels.empty()) usage_fail("--parallel: no levels given");
   return levels;
 }
 
 void run_bench_batch(const BenchBatchArgs& a) {
-  if (a.prompt_tokens < 1 || a.gen_tokens < 2) fail("-p must be at least 1 and -n at least 2");
+  if (a.prompt_tokens < 1 || a.gen_tokens < 2) usage_fail("-p must be at least 1 and -n at least 2");
   const std::vector<int64_t> levels = parse_levels(a.parallel);
   const LoadOptions lo = a.load.options();
   const std::string dir = resolve_model_dir(a.model);

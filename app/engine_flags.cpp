@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "available_memory.h"
+#include "usage_error.h"
 #include "util/error.h"
 
 namespace qinfer::cli {
@@ -21,13 +22,14 @@ void EngineFlags::add_options(CLI::App* cmd) {
 
 void EngineFlags::validate() const {
   if (parallel < 1 || parallel > engine::kMaxRunning)
-    fail("--parallel must be between 1 and ", engine::kMaxRunning, ", got ", parallel);
-  if (max_batch_tokens < 1) fail("--max-batch-tokens must be at least 1");
-  if (block_size < 1) fail("--block-size must be at least 1");
-  if (kv_blocks < 0) fail("--kv-blocks must be positive (or 0: --parallel full contexts)");
+    usage_fail("--parallel must be between 1 and ", engine::kMaxRunning, ", got ", parallel);
+  if (max_batch_tokens < 1) usage_fail("--max-batch-tokens must be at least 1");
+  if (block_size < 1) usage_fail("--block-size must be at least 1");
+  if (kv_blocks < 0) usage_fail("--kv-blocks must be positive (or 0: --parallel full contexts)");
   if (!(kv_mem_mib >= 0 && std::isfinite(kv_mem_mib)))
-    fail("--kv-mem must be a positive number of MiB (or 0: sized by --parallel and the memory), got ", kv_mem_mib);
-  if (kv_blocks > 0 && kv_mem_mib > 0) fail("pass --kv-blocks or --kv-mem, not both");
+    usage_fail("--kv-mem must be a positive number of MiB (or 0: sized by --parallel and the memory), got ",
+               kv_mem_mib);
+  if (kv_blocks > 0 && kv_mem_mib > 0) usage_fail("pass --kv-blocks or --kv-mem, not both");
 }
 
 engine::EngineOptions EngineFlags::engine_options(const Qwen3Model& model, int64_t context) const {

@@ -16,6 +16,7 @@
 #include "generation_flags.h"
 #include "runtime/text_stream.h"
 #include "standard_input.h"
+#include "usage_error.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 #include "util/utf8.h"
@@ -34,7 +35,7 @@ struct GenerateArgs {
 };
 
 std::vector<int32_t> parse_ids(const std::string& s) {
-  if (s.empty()) fail("--prompt-ids is empty: give comma-separated token ids, e.g. 785,6722,315");
+  if (s.empty()) usage_fail("--prompt-ids is empty: give comma-separated token ids, e.g. 785,6722,315");
   std::vector<int32_t> ids;
   size_t i = 0;
   while (i <= s.size()) {
@@ -47,7 +48,7 @@ std::vector<int32_t> parse_ids(const std::string& s) {
       if (used != item.size() || v < 0 || v > INT32_MAX) throw std::invalid_argument(item);
       ids.push_back(static_cast<int32_t>(v));
     } catch (const std::exception&) {
-      fail("--prompt-ids: '", item, "' is not a token id (expected comma-separated non-negative integers)");
+      usage_fail("--prompt-ids: '", item, "' is not a token id (expected comma-separated non-negative integers)");
     }
     i = j + 1;
   }
@@ -57,7 +58,7 @@ std::vector<int32_t> parse_ids(const std::string& s) {
 // The prompt text of -p or --prompt-file (a path, or - for stdin).
 std::string prompt_text(const GenerateArgs& a) {
   if (a.prompt) {
-    if (a.prompt->empty()) fail("the prompt is empty (-p \"\"): give the text to continue");
+    if (a.prompt->empty()) usage_fail("the prompt is empty (-p \"\"): give the text to continue");
     utf8::require_valid(*a.prompt, "the prompt (-p)");
     return *a.prompt;
   }
@@ -121,7 +122,7 @@ nlohmann::ordered_json logprobs_json(const std::vector<TokenLogprobs>& tokens, c
 
 void run_generate(GenerateArgs& a) {
   const int given = a.prompt.has_value() + a.prompt_file.has_value() + a.prompt_ids.has_value();
-  if (given != 1) fail("pass exactly one of -p/--prompt, --prompt-file, --prompt-ids");
+  if (given != 1) usage_fail("pass exactly one of -p/--prompt, --prompt-file, --prompt-ids");
   int threads = 0;
   const ModelBundle bundle = a.flags.load(threads);
   const std::vector<int32_t> prompt =
@@ -137,7 +138,7 @@ void run_generate(GenerateArgs& a) {
   if (!a.flags.stops.empty() && !bundle.tokenizer) fail("--stop needs the tokenizer (tokenizer.json) to see text");
   std::optional<LogitsFile> logits_file;
   if (a.logits_out) {
-    if (a.logits_out->empty()) fail("--logits-out is empty: give the path of the file to write");
+    if (a.logits_out->empty()) usage_fail("--logits-out is empty: give the path of the file to write");
     logits_file.emplace(*a.logits_out, bundle.dir);
   }
 

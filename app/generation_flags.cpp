@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "available_memory.h"
+#include "usage_error.h"
 #include "util/error.h"
 
 namespace qinfer::cli {
@@ -22,8 +23,8 @@ void GenerationFlags::add_options(CLI::App* cmd, const char* max_tokens_help) {
 
 ModelBundle GenerationFlags::load(int& threads_used) const {
   if (max_tokens < 1 && max_tokens != -1)
-    fail("-n ", max_tokens, ": give at least 1 token, or -1 to generate until eos or the context is full");
-  if (ctx < 0) fail("--ctx ", ctx, ": the context must be at least 1 token (or 0: the model's maximum)");
+    usage_fail("-n ", max_tokens, ": give at least 1 token, or -1 to generate until eos or the context is full");
+  if (ctx < 0) usage_fail("--ctx ", ctx, ": the context must be at least 1 token (or 0: the model's maximum)");
   const LoadOptions options = load_flags.options();
   threads_used = options.threads;
   ModelBundle bundle = load_model_bundle(model, options);

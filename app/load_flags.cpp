@@ -2,6 +2,7 @@
 
 #include "ops/simd.h"
 #include "thread_count.h"
+#include "usage_error.h"
 #include "util/error.h"
 
 namespace qinfer::cli {
@@ -23,12 +24,20 @@ void LoadFlags::add_options(CLI::App* cmd) {
 LoadOptions LoadFlags::options() const {
   LoadOptions o;
   o.threads = thread_count(threads);
-  o.weights = parse_weight_format(weights);
-  o.kv_cache = parse_kv_dtype(kv);
+  try {
+    o.weights = parse_weight_format(weights);
+  } catch (const Error& e) {
+    usage_fail("--weights: ", e.what());
+  }
+  try {
+    o.kv_cache = parse_kv_dtype(kv);
+  } catch (const Error& e) {
+    usage_fail("--kv: ", e.what());
+  }
   o.bf16_products = fast_prefill;
   if (simd && !simd::limit_target(*simd))
-    fail("--simd '", *simd, "'",
-         ": not a SIMD target this binary can run on this CPU; it can run: ", simd::runnable_targets());
+    usage_fail("--simd '", *simd, "'",
+               ": not a SIMD target this binary can run on this CPU; it can run: ", simd::runnable_targets());
   return o;
 }
 

@@ -12,6 +12,7 @@
 #include "build_info.h"
 #include "commands.h"
 #include "standard_input.h"
+#include "usage_error.h"
 #include "util/error.h"
 
 namespace {
@@ -82,6 +83,16 @@ void require_plain_numbers(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) require_plain_numbers(*sub);
 }
 
+// A command line that does not parse, or holds a value out of range: the
+// message, where to read the usage, status 2.
+int usage_failure(CLI::App& app, const char* message) {
+  const CLI::App* sub = nullptr;
+  for (const CLI::App* s : app.get_subcommands()) sub = s;
+  std::fprintf(stderr, "qinfer: error: %s\nRun 'qinfer %s--help' for usage.\n", message,
+               sub ? (sub->get_name() + " ").c_str() : "");
+  return kExitUsage;
+}
+
 // Output that could not be written (a full disk, a closed pipe) is a failure,
 // not a success that lost the text.
 bool stdout_written() {
@@ -119,11 +130,10 @@ int main(int argc, char** argv) {
       app.exit(e);
       return stdout_written() ? 0 : kExitFailure;
     }
-    const CLI::App* sub = nullptr;
-    for (const CLI::App* s : app.get_subcommands()) sub = s;
-    std::fprintf(stderr, "qinfer: error: %s\nRun 'qinfer %s--help' for usage.\n", e.what(),
-                 sub ? (sub->get_name() + " ").c_str() : "");
-    return kExitUsage;
+    return usage_failure(app, e.what());
+  } catch (const qinfer::cli::UsageError& e) {
+    std::fflush(stdout);
+    return usage_failure(app, e.what());
   } catch (const qinfer::Error& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "qinfer: error: %s\n", e.what());

@@ -10,6 +10,7 @@
 #include "model/test_model.h"
 #include "output_dir.h"
 #include "text/tokenizer.h"
+#include "usage_error.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 
@@ -45,8 +46,13 @@ void add_make_test_model_command(CLI::App& app) {
     else if (a->dtype == "f32")
       t = DType::F32;
     else
-      fail("--dtype must be bf16, f16 or f32, not '", a->dtype, "'");
-    const Qwen3Config config = test_model_preset(a->preset);
+      usage_fail("--dtype must be bf16, f16 or f32, not '", a->dtype, "'");
+    Qwen3Config config;
+    try {
+      config = test_model_preset(a->preset);
+    } catch (const Error& e) {
+      usage_fail("--preset: ", e.what());
+    }
     std::vector<int32_t> chain;
     if (a->script) {
       // The chain starts at "\n": the last token of "<|im_start|>assistant\n".

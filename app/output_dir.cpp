@@ -2,13 +2,14 @@
 
 #include <filesystem>
 
+#include "usage_error.h"
 #include "util/error.h"
 
 namespace qinfer::cli {
 
 void check_output_dir(const std::string& path, bool force) {
   namespace fs = std::filesystem;
-  if (path.empty()) fail("the output directory is empty (-o \"\")");
+  if (path.empty()) usage_fail("the output directory is empty (-o \"\")");
   std::error_code ec;
   if (!fs::exists(path, ec)) return;
   if (!fs::is_directory(path, ec)) fail(path, ": exists and is not a directory");

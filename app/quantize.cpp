@@ -8,6 +8,7 @@
 #include "model/qwen3.h"
 #include "output_dir.h"
 #include "thread_count.h"
+#include "usage_error.h"
 #include "util/error.h"
 #include "util/timer.h"
 
@@ -31,7 +32,7 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("-t,--threads", a->threads, "Threads; 0 = all hardware threads (more are capped)");
   cmd->add_flag("--force", a->force, "Overwrite the checkpoint files in an existing output directory");
   cmd->callback([a] {
-    if (a->to != "q8" && a->to != "q4") fail("--to must be q8 or q4, not '", a->to, "'");
+    if (a->to != "q8" && a->to != "q4") usage_fail("--to must be q8 or q4, not '", a->to, "'");
     const std::string dir = resolve_model_dir(a->model);
     // Quantizing the dequantized weights again would add a second rounding
     // error on top of the first.

@@ -18,6 +18,7 @@
 #include "load_flags.h"
 #include "runtime/model_bundle.h"
 #include "server/http_server.h"
+#include "usage_error.h"
 #include "util/error.h"
 
 namespace qinfer::cli {
@@ -38,11 +39,11 @@ struct ServeArgs {
 void run_serve(const ServeArgs& a) {
   a.engine.validate();
   if (a.max_queue < 0 || a.max_queue > kMaxQueue)
-    fail("--max-queue must be between 0 and ", kMaxQueue, ", got ", a.max_queue);
-  if (a.ctx < 0) fail("--ctx must be positive (or 0: the model's maximum)");
+    usage_fail("--max-queue must be between 0 and ", kMaxQueue, ", got ", a.max_queue);
+  if (a.ctx < 0) usage_fail("--ctx must be positive (or 0: the model's maximum)");
   if (!(a.shutdown_timeout >= 0 && a.shutdown_timeout <= 86400))
-    fail("--shutdown-timeout must be between 0 and 86400 seconds, got ", a.shutdown_timeout);
-  if (a.http.http_threads < 0) fail("--http-threads must not be negative (0: --parallel + --max-queue + 16)");
+    usage_fail("--shutdown-timeout must be between 0 and 86400 seconds, got ", a.shutdown_timeout);
+  if (a.http.http_threads < 0) usage_fail("--http-threads must not be negative (0: --parallel + --max-queue + 16)");
   const LoadOptions load_options = a.load.options();
 
   // Signals are taken by sigwait below, never by a handler on a random thread.

@@ -13,6 +13,7 @@
 #include "server/openai_request.h"
 #include "standard_input.h"
 #include "text/tokenizer.h"
+#include "usage_error.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 #include "util/utf8.h"
@@ -91,7 +92,7 @@ void print_tokens(const Tokenizer& tok, const std::vector<int32_t>& ids) {
 
 void run_tokenize(const TokenizeArgs& a) {
   const int modes = int(!a.text.empty()) + int(a.jsonl) + int(a.decode);
-  if (modes != 1) fail("give exactly one of: TEXT, --jsonl, --decode");
+  if (modes != 1) usage_fail("give exactly one of: TEXT, --jsonl, --decode");
   const Tokenizer tok = load_tokenizer(a.model);
   if (a.jsonl) {
     for_each_stdin_record("text", [&](const json& text) {

@@ -249,7 +249,7 @@ TEST(ChatCli, AMessageOfInvalidUtf8IsRefusedAndTheChatGoesOn) {
 
 TEST(ChatCli, TakesTheGenerationFlags) {
   ChatRun r = chat("Hi\n", "--temp 0 -n 0");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("-n 0: give at least 1 token, or -1"), std::string::npos) << r.err;
   r = chat("Hi\n", "--temp 0 -n -1 --ctx 24 --no-think --weights q8 --kv f16 -t 1 --seed 3 --top-k 5");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -86,7 +86,7 @@ TEST(GenerateCli, ClearErrors) {
   EXPECT_NE(r.output.find("huggingface-cli download Qwen/Qwen3-0.6B"), std::string::npos) << r.output;
 
   r = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1,x,3 2>&1");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("'x' is not a token id"), std::string::npos) << r.output;
 
   r = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 -n 50000 2>&1");
@@ -100,7 +100,7 @@ TEST(GenerateCli, ClearErrors) {
 
   // A hunt finding: an empty --logits-out was ignored, so no logits were written and none were asked about.
   r = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 -n 1 --logits-out '' 2>&1");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--logits-out is empty"), std::string::npos) << r.output;
 }
 
@@ -158,7 +158,7 @@ TEST(MakeTestModelCli, WritesALoadableCheckpoint) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(json::parse(r.output)["ids"].size(), 3u);
   r = run_command(bin() + " make-test-model --preset huge --out " + dir.path() + " 2>&1");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("unknown preset 'huge'"), std::string::npos) << r.output;
 }
 
@@ -223,7 +223,7 @@ TEST(GenerateCli, TextPromptJsonHasTextWithoutPromptAndHonoursStop) {
   r = run_command(base + " --prompt-file " + dir.file("p.txt"));
   EXPECT_EQ(json::parse(r.output)["ids"], full["ids"]);
   r = run_command(base + " -p x --prompt-ids 1 2>&1");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("exactly one of"), std::string::npos) << r.output;
 }
 

@@ -44,13 +44,13 @@ TEST(QuantizeCli, SavedModelGeneratesLikeQuantizingAtLoad) {
 TEST(QuantizeCli, BadArgumentsFailWithAMessage) {
   qinfer::test::ScratchDir dir("quantize-cli");
   auto r = run_command(bin() + " quantize -m " + data_path("models/tiny") + " --to q5 -o " + dir.file("x") + " 2>&1");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--to must be q8 or q4"), std::string::npos) << r.output;
   r = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 --weights q3 2>&1");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("unknown weight format 'q3'"), std::string::npos) << r.output;
   r = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 --kv f8 2>&1");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("unknown KV cache type 'f8'"), std::string::npos) << r.output;
 }
 

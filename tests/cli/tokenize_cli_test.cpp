@@ -104,7 +104,7 @@ TEST(TokenizeCli, BadInputIsAnErrorNamingTheLine) {
   EXPECT_EQ(padded.exit_code, 0) << padded.output;
   EXPECT_EQ(padded.output, "{\"text\":\"I\"}\n");
   const auto none = run_command(tokenize_cmd("2>&1"));
-  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_EQ(none.exit_code, 2);
   EXPECT_NE(none.output.find("exactly one of"), std::string::npos) << none.output;
 }
 

@@ -120,7 +120,7 @@ TEST(UsageCli, ThreadsAreValidatedAndCappedAtTheHardware) {
        {" generate" + kPrompt, std::string(" chat"), std::string(" bench -p 4 -n 2"), std::string(" batch"),
         std::string(" bench-batch --parallel 1 -p 4 -n 2"), std::string(" serve --port 0")}) {
     r = run("timeout 60 " + bin() + cmd + " -m " + tiny() + " -t -1 < /dev/null");
-    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_EQ(r.exit_code, 2) << cmd;
     EXPECT_NE(r.err.find("-t -1: the thread count must be at least 1"), std::string::npos) << cmd << r.err;
   }
 }
@@ -141,7 +141,7 @@ TEST(UsageCli, SimdTakesARunnableTargetByNameOrNamesThem) {
        {" generate" + kPrompt, std::string(" bench -p 4 -n 2"), std::string(" serve --port 0")})
     for (const std::string target : {"avx9", ""}) {  // "": a hunt finding, it ran the default
       r = run("timeout 60 " + bin() + cmd + " -m " + tiny() + " --simd '" + target + "' < /dev/null");
-      EXPECT_EQ(r.exit_code, 1) << cmd;
+      EXPECT_EQ(r.exit_code, 2) << cmd;
       EXPECT_NE(r.err.find("--simd '" + target +
                            "': not a SIMD target this binary can run on this CPU; it can run: " + runnable),
                 std::string::npos)
@@ -201,26 +201,27 @@ TEST(UsageCli, WithoutGenerationConfigDecodingIsGreedyAndSaysSo) {
 TEST(UsageCli, EachPromptMistakeHasItsOwnMessage) {
   ScratchDir dir("prompt");
   const std::string gen = bin() + " generate -m " + tiny() + " --temp 0 --json";
-  auto expect_error = [&](const std::string& args, const std::string& message) {
+  // Status 1: the run failed; 2: the command line holds a value out of range.
+  auto expect_error = [&](const std::string& args, const std::string& message, int status = 1) {
     const Outcome r = run(gen + " " + args);
-    EXPECT_EQ(r.exit_code, 1) << args;
+    EXPECT_EQ(r.exit_code, status) << args;
     EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
   };
-  expect_error("-p ''", "the prompt is empty (-p \"\")");
+  expect_error("-p ''", "the prompt is empty (-p \"\")", 2);
   expect_error("--prompt-file " + dir.path(), dir.path() + ": is a directory, not a file");
   std::ofstream(dir.file("empty.txt")).close();
   expect_error("--prompt-file " + dir.file("empty.txt"), "empty.txt: the prompt is empty");
   expect_error("--prompt-file - < /dev/null", "--prompt-file - (standard input): the prompt is empty");
-  expect_error("--prompt-ids ''", "--prompt-ids is empty");
+  expect_error("--prompt-ids ''", "--prompt-ids is empty", 2);
   // Hunt findings: invalid UTF-8 was reported by the tokenizer, naming neither flag nor file.
   expect_error("-p \"$(printf 'ab\\377')\"", "the prompt (-p) is not valid UTF-8 (byte offset 2)");
   std::ofstream(dir.file("bad.txt")) << "ok \xC3";
   expect_error("--prompt-file " + dir.file("bad.txt"),
                "--prompt-file " + dir.file("bad.txt") + " is not valid UTF-8 (byte offset 3)");
-  expect_error("-p x --prompt-ids 1", "exactly one of");
+  expect_error("-p x --prompt-ids 1", "exactly one of", 2);
   expect_error(kPrompt + " -n 4 --ctx 5", "the prompt (5 tokens) does not fit the context of 5 tokens");
   expect_error(kPrompt + " --ctx 50000", "--ctx 50000 is more than the model's context of 40960 tokens");
-  expect_error(kPrompt + " -n 0", "-n 0: give at least 1 token, or -1");
+  expect_error(kPrompt + " -n 0", "-n 0: give at least 1 token, or -1", 2);
   expect_error(kPrompt + " --ctx 8 -n 4", "plus -n 4 exceeds the context length of 8 tokens; use -n 3 or less");
 
   std::ofstream(dir.file("p.txt")) << "The capital of France is";
@@ -276,7 +277,7 @@ TEST(UsageCli, StandardInputAndOutputPathsTheOsRefuses) {
   std::ofstream(dir.file("afile")) << "x";
   const std::string quantize = bin() + " quantize -m " + tiny() + " --to q8 -o ";
   Outcome r = run(quantize + "''");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("qinfer: error: the output directory is empty (-o \"\")"), std::string::npos) << r.err;
   r = run(quantize + dir.file("afile/sub"));
   EXPECT_EQ(r.exit_code, 1);
@@ -343,9 +344,9 @@ TEST(UsageCli, DecodeRefusesIdsOutsideTheVocabulary) {
 }
 
 TEST(UsageCli, BenchChecksItsLimitsBeforeTiming) {
-  auto expect_error = [&](const std::string& args, const std::string& message) {
+  auto expect_error = [&](const std::string& args, const std::string& message, int status = 1) {
     const Outcome r = run(bin() + " bench -m " + tiny() + " " + args);
-    EXPECT_EQ(r.exit_code, 1) << args;
+    EXPECT_EQ(r.exit_code, status) << args;
     EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
     EXPECT_EQ(r.err.find("run 1"), std::string::npos) << "refused before timing: " << r.err;
   };
@@ -353,7 +354,7 @@ TEST(UsageCli, BenchChecksItsLimitsBeforeTiming) {
   // A hunt finding: the sum overflowed and the check passed.
   expect_error("-p 4 -n 9223372036854775807", "plus -n 9223372036854775807 exceeds the model's context");
   expect_error("-p 4 -n 2 --quality 50000", "--quality 50000 exceeds the model's context of 40960 tokens");
-  expect_error("-p 4 -n 2 --quality -1", "--quality -1: give a number of prompt tokens");
+  expect_error("-p 4 -n 2 --quality -1", "--quality -1: give a number of prompt tokens", 2);
   const Outcome r = run(bin() + " bench -m " + tiny() + " -p 4 -n 2 --reps 1 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
@@ -369,28 +370,32 @@ TEST(UsageCli, BenchChecksItsLimitsBeforeTiming) {
 // maximum was taken silently (generate refuses it).
 TEST(UsageCli, EngineSizesThatWrapOrExceedTheirBoundsAreRefused) {
   const std::string line = "echo '{\"prompt\": \"hi\", \"max_tokens\": 2}' | ";
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {line + bin() + " batch -m " + tiny() + " --kv-blocks 16777216 --block-size 1073741824",
-       "a KV pool of 16777216 blocks of 1073741824 positions is larger than the address space"},
-      {line + bin() + " batch -m " + tiny() + " --parallel 16777216", "--parallel must be between 1 and 65536"},
-      {bin() + " serve -m " + tiny() + " --port 0 --parallel 9223372036854775800",
-       "--parallel must be between 1 and 65536"},
-      {bin() + " serve -m " + tiny() + " --port 0 --max-queue 9223372036854775800",
-       "--max-queue must be between 0 and 1048576"},
-      {bin() + " serve -m " + tiny() + " --port 0 --kv-mem -5", "--kv-mem must be a positive number of MiB"},
-      {bin() + " serve -m " + tiny() + " --port 0 --kv-mem nan", "--kv-mem must be a positive number of MiB"},
-      {line + bin() + " batch -m " + tiny() + " --kv-mem nan", "--kv-mem must be a positive number of MiB"},
-      {line + bin() + " batch -m " + tiny() + " --kv-mem 1 --kv-blocks 4", "pass --kv-blocks or --kv-mem, not both"},
-      {bin() + " serve -m " + tiny() + " --port 0 --kv-mem 1e300", "more than the 16777216 KV blocks"},
-      {bin() + " serve -m " + tiny() + " --port 0 --ctx 99999999",
-       "--ctx 99999999 is more than the model's context of 40960"},
-      {bin() + " bench-batch -m " + tiny() + " --parallel 1 -p 4 -n 9223372036854775806",
-       "-p + -n exceeds the context length of 40960"},
+  struct Case {
+    std::string cmd, message;
+    int status;  // 2: a value out of range on the command line; 1: too large for this model or machine
   };
-  for (const auto& [cmd, message] : cases) {
-    const Outcome r = run("timeout 60 " + cmd);
-    EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.err;
-    EXPECT_NE(r.err.find(message), std::string::npos) << cmd << "\n" << r.err;
+  const std::vector<Case> cases = {
+      {line + bin() + " batch -m " + tiny() + " --kv-blocks 16777216 --block-size 1073741824",
+       "a KV pool of 16777216 blocks of 1073741824 positions is larger than the address space", 1},
+      {line + bin() + " batch -m " + tiny() + " --parallel 16777216", "--parallel must be between 1 and 65536", 2},
+      {bin() + " serve -m " + tiny() + " --port 0 --parallel 9223372036854775800",
+       "--parallel must be between 1 and 65536", 2},
+      {bin() + " serve -m " + tiny() + " --port 0 --max-queue 9223372036854775800",
+       "--max-queue must be between 0 and 1048576", 2},
+      {bin() + " serve -m " + tiny() + " --port 0 --kv-mem -5", "--kv-mem must be a positive number of MiB", 2},
+      {bin() + " serve -m " + tiny() + " --port 0 --kv-mem nan", "--kv-mem must be a positive number of MiB", 2},
+      {line + bin() + " batch -m " + tiny() + " --kv-mem nan", "--kv-mem must be a positive number of MiB", 2},
+      {line + bin() + " batch -m " + tiny() + " --kv-mem 1 --kv-blocks 4", "pass --kv-blocks or --kv-mem, not both", 2},
+      {bin() + " serve -m " + tiny() + " --port 0 --kv-mem 1e300", "more than the 16777216 KV blocks", 1},
+      {bin() + " serve -m " + tiny() + " --port 0 --ctx 99999999",
+       "--ctx 99999999 is more than the model's context of 40960", 1},
+      {bin() + " bench-batch -m " + tiny() + " --parallel 1 -p 4 -n 9223372036854775806",
+       "-p + -n exceeds the context length of 40960", 1},
+  };
+  for (const Case& c : cases) {
+    const Outcome r = run("timeout 60 " + c.cmd);
+    EXPECT_EQ(r.exit_code, c.status) << c.cmd << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.cmd << "\n" << r.err;
   }
 }
 
