@@ -122,7 +122,8 @@ void run_chat(ChatArgs& a) {
         stderr, "qinfer chat with %s (thinking %s, context %lld, seed %llu). /help lists the commands, Ctrl-D quits.\n",
         bundle.dir.c_str(), a.no_think ? "off" : "on", static_cast<long long>(context),
         static_cast<unsigned long long>(opts.sampling.seed));
-  int turn = 0;
+  int turn = 0;     // messages sent to the template
+  int replies = 0;  // of them, replies generated: reply k samples with seed + k - 1
   for (std::string message;;) {
     g_interrupted = false;
     const LineReader::Status st = read_message(in, message);
@@ -179,8 +180,8 @@ void run_chat(ChatArgs& a) {
       show(splitter.push(piece));
       return true;
     });
-    GenerationOptions turn_opts = opts;  // turn k samples with seed + k - 1: a new reply, the same chat for a seed
-    turn_opts.sampling.seed += static_cast<uint64_t>(turn - 1);
+    GenerationOptions turn_opts = opts;  // a new reply each time, the same chat for a seed
+    turn_opts.sampling.seed += static_cast<uint64_t>(replies++);
     const int64_t handle =
         engine.add(prompt, turn_opts, [&](int32_t id, const TokenLogprobs*) { return text.push(id); });
     while (engine.step())

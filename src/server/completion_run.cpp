@@ -267,6 +267,20 @@ ordered_json CompletionRun::logprobs_json(const std::vector<TokenLogprobs>& lps,
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
 }
 
+bool CompletionRun::run_until(Clock::time_point deadline) {
+  for (;;) {
+    bool running = false;
+    for (auto& c : choices_) {
+      if (c->done) continue;
+      const auto left = deadline - Clock::now();
+      if (left <= Clock::duration::zero()) return false;
+      poll(*c, std::min<std::chrono::milliseconds>(100ms, std::chrono::ceil<std::chrono::milliseconds>(left)));
+      running |= !c->done;
+    }
+    if (!running) return true;
+  }
+}
+
 ordered_json CompletionRun::run_to_end(const std::function<bool()>& client_waiting) {
   auto last_check = Clock::now();
   for (bool running = true; running;) {

@@ -29,6 +29,10 @@ class CompletionRun {
                 std::string id, std::chrono::milliseconds status_wait);
   ~CompletionRun();  // cancels what is still running
 
+  // Runs the choices until all are done (true) or `deadline` passes (false):
+  // a JSON answer that is done within the status wait is sent whole, with
+  // its status (500 when the engine failed it), not as a 200 begun early.
+  bool run_until(std::chrono::steady_clock::time_point deadline);
   // The whole answer (stream = false). Every second until then it asks
   // `client_waiting`; when that says no, every choice is cancelled.
   nlohmann::ordered_json run_to_end(const std::function<bool()>& client_waiting);
@@ -43,6 +47,7 @@ class CompletionRun {
     std::string finish_reason;
   };
   const Summary& summary() const { return summary_; }
+  std::chrono::steady_clock::time_point start() const { return start_; }
 
  private:
   struct Choice;

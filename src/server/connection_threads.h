@@ -17,6 +17,7 @@ namespace qinfer::server {
 class ConnectionThreads : public httplib::TaskQueue {
  public:
   explicit ConnectionThreads(size_t n);
+  ~ConnectionThreads() override { shutdown(); }  // when httplib never took it (serve() not reached)
   void enqueue(std::function<void()> fn) override;
   void shutdown() override;  // runs the jobs queued, then joins every thread
 

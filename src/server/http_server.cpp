@@ -155,6 +155,18 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
     res.set_content(body, type);
   };
   if (!request->stream) {
+    // Done within the status wait (or to be made whole anyway, HTTP/1.0
+    // kept alive): sent whole, with its status.
+    const bool made_whole = req.version == "HTTP/1.0" && req.get_header_value("Connection") == "Keep-Alive";
+    if (run->run_until(made_whole ? std::chrono::steady_clock::time_point::max()
+                                  : run->start() + options.status_wait)) {
+      const ordered_json answer = run->run_to_end([] { return true; });
+      log();
+      if (answer.contains("error")) res.status = 500;
+      res.set_content(answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                      "application/json; charset=utf-8");
+      return;
+    }
     // Sent as it is made, so that a space (which JSON allows before a value)
     // can go out every second while the answer is computed: a write is how a
     // client that left is noticed, and then its request is cancelled.
@@ -215,7 +227,8 @@ void HttpServer::Impl::routes() {
   // them without credentials, so they pass without the key.
   http.Options(".*", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string allowed = allowed_methods(req.path);
-    if (allowed.empty() && req.path.rfind("/v1/models/", 0) != 0) throw ApiError(404, "no route OPTIONS " + req.path);
+    if (allowed.empty() && req.path.rfind("/v1/models/", 0) != 0)
+      throw ApiError(404, "no route OPTIONS " + input_excerpt(req.path));
     res.status = 204;
     res.set_header("Allow", (allowed.empty() ? std::string("GET") : allowed) + ", OPTIONS");
     if (allowed_origin(req).empty() || !req.has_header("Access-Control-Request-Method")) return;
@@ -308,9 +321,10 @@ void HttpServer::Impl::routes() {
                               });
     if (wrong_method) {
       res.set_header("Allow", allowed + ", OPTIONS");
-      send_error(res, ApiError(405, "method " + req.method + " is not allowed on " + req.path + "; use " + allowed));
+      send_error(res, ApiError(405, "method " + req.method + " is not allowed on " + input_excerpt(req.path) +
+                                        "; use " + allowed));
     } else if (res.status == 404) {
-      send_error(res, ApiError(404, "no route " + req.method + " " + req.path));
+      send_error(res, ApiError(404, "no route " + input_excerpt(req.method) + " " + input_excerpt(req.path)));
     } else if (res.status == 413) {
       // The HTTP library caps form-encoded bodies (curl -d's default type) at 8 KiB whatever --max-body says.
       const bool form = req.get_header_value("Content-Type") == "application/x-www-form-urlencoded";

@@ -466,7 +466,7 @@ CompletionRequest parse_completion_request(const ordered_json& body, const Serve
       const ordered_json& id = list[k];
       if (!is_token_id(id, static_cast<uint64_t>(vocab)))
         bad("prompt", "'prompt' token ids must be integers in [0, " + std::to_string(vocab) + "); " + path + "[" +
-                          std::to_string(k) + "] is " + id.dump());
+                          std::to_string(k) + "] is " + input_excerpt(id.dump()));
       out.push_back(id.get<int32_t>());
     }
     return out;

@@ -339,6 +339,12 @@ TEST(ChatCli, EachTurnSamplesWithItsOwnSeedAndTheSeedRepeatsTheChat) {
   ASSERT_FALSE(first.empty());
   EXPECT_EQ(a.out.substr(0, first.size()), first);
   EXPECT_NE(a.out, first + first + first);
+  // A re-hunt finding: a message refused (it filled the context) counted as a reply, so the next reply was seed 8's.
+  std::string long_message;
+  for (int i = 0; i < 80; ++i) long_message += "word ";
+  long_message += "\n";
+  EXPECT_EQ(chat(long_message + "Hi\n", "--temp 1 -n 8 --no-think --seed 7 --ctx 64").out,
+            chat("Hi\n", "--temp 1 -n 8 --no-think --seed 7 --ctx 64").out);
 }
 
 // A hunt finding: sampling flags and stop strings were checked at the first

@@ -387,6 +387,7 @@ TEST_F(OpenAiRequest, ErrorsEchoAnExcerptOfTheInput) {
       error_of(json({{"prompt", "x"}, {"stream", true}, {"stream_options", {{huge, 1}}}}), false),
       error_of(json({{"messages", {{{"role", huge}, {"content", "x"}}}}}), true),
       error_of("{\"prompt\": \"" + huge, false),
+      error_of(json({{"prompt", {1, huge}}}), false),  // a re-hunt finding: a prompt element was echoed whole
   };
   for (const ApiError& e : errors) {
     EXPECT_GE(e.status, 400);
