@@ -80,12 +80,14 @@ nlohmann::ordered_json quality_report(const Qwen3Model& model, const std::string
     LogitAgreement a;
     a.clear_margin = 1.0;
     for (int64_t i = 0; i < n; ++i) a.add(&ref[i * V], &test[i * V], V);
-    report[decode ? "decode" : "prefill"] = {{"positions", a.rows},
-                                             {"top1_agreement", a.top1()},
-                                             {"clear_positions", a.clear_rows},
-                                             {"clear_top1_agreement", a.clear_top1()},
-                                             {"mean_kl", a.mean_kl()},
-                                             {"rms_logit_error", a.rms_error()}};
+    report[decode ? "decode" : "prefill"] = {
+        {"positions", a.rows},
+        {"top1_agreement", a.top1()},
+        {"clear_positions", a.clear_rows},
+        // null: no position had a clear top-1 to agree on
+        {"clear_top1_agreement", a.clear_rows ? nlohmann::ordered_json(a.clear_top1()) : nlohmann::ordered_json()},
+        {"mean_kl", a.mean_kl()},
+        {"rms_logit_error", a.rms_error()}};
   }
   return report;
 }
@@ -278,11 +280,14 @@ void run_bench(const BenchArgs& a) {
   if (j.contains("quality"))
     for (const char* path : {"prefill", "decode"}) {
       const auto& q = j["quality"][path];
+      char clear[64] = "none with margin >= 1";
+      if (!q["clear_top1_agreement"].is_null())
+        std::snprintf(clear, sizeof clear, "%.1f%% of %lld with margin >= 1",
+                      100 * q["clear_top1_agreement"].get<double>(), q["clear_positions"].get<long long>());
       std::printf(
-          "quality      %-7s vs as stored, %lld positions: top-1 agreement %.1f%% (%.1f%% of %lld with margin >= 1), "
-          "mean KL %.4f, rms logit error %.4f\n",
-          path, q["positions"].get<long long>(), 100 * q["top1_agreement"].get<double>(),
-          100 * q["clear_top1_agreement"].get<double>(), q["clear_positions"].get<long long>(),
+          "quality      %-7s vs as stored, %lld positions: top-1 agreement %.1f%% (%s), mean KL %.4f, rms logit "
+          "error %.4f\n",
+          path, q["positions"].get<long long>(), 100 * q["top1_agreement"].get<double>(), clear,
           q["mean_kl"].get<double>(), q["rms_logit_error"].get<double>());
     }
 }

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "available_memory.h"
 #include "usage_error.h"
+#include "util/available_memory.h"
 #include "util/error.h"
 
 namespace qinfer::cli {

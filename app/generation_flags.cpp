@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include "available_memory.h"
 #include "usage_error.h"
+#include "util/available_memory.h"
 #include "util/error.h"
 
 namespace qinfer::cli {

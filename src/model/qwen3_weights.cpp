@@ -159,6 +159,9 @@ struct Binder {
     out = stored(name, rows, cols);
     const std::optional<WeightFormat> to = options.weights;
     const bool quantizable = cols % kQuantBlock == 0;
+    if (to && *to != out.format && out.quantized() && (*to == WeightFormat::Q8 || *to == WeightFormat::Q4))
+      fail("--weights ", weight_format_name(*to), ": ", name, " is stored as ", weight_format_name(out.format),
+           "; quantizing it again would add a second rounding error (load it as stored, or quantize the original)");
     if (to && *to != out.format && (quantizable || (*to != WeightFormat::Q8 && *to != WeightFormat::Q4)))
       out = convert(name, out, *to);
     if (!out.quantized()) out = packed(out);

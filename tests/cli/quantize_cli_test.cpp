@@ -92,6 +92,14 @@ TEST(QuantizeCli, ExistingOutputNeedsForceAndQuantizedInputIsRefused) {
   r = run_command(bin() + " bench -m " + q + " -p 4 -n 2 --quality 4 2>&1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("already quantized (it would be compared with itself)"), std::string::npos) << r.output;
+  // A hunt finding: --weights q4 on a q8 checkpoint quantized it again without a word (quantize refuses that).
+  r = run_command(bin() + " generate -m " + q + " --prompt-ids 1 -n 1 --weights q4 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("is stored as q8; quantizing it again would add a second rounding error"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(run_command(bin() + " generate -m " + q + " --prompt-ids 1 -n 1 --weights q8 2>&1").exit_code, 0);
+  EXPECT_EQ(run_command(bin() + " generate -m " + q + " --prompt-ids 1 -n 1 --weights f32 2>&1").exit_code, 0)
+      << "dequantizing is allowed";
 }
 
 // A hunt finding: an output directory whose files link to the source's (as a

@@ -2,12 +2,14 @@
 // --kv-blocks / --kv-mem is given.
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace qinfer {
 
 // Bytes: /proc/meminfo's MemAvailable, lowered to what the process's cgroup
-// (v2 memory.max, or v1 memory.limit_in_bytes) has left; 0 when unknown.
-int64_t available_memory_bytes();
+// and those above it (v2 memory.max, or v1 memory.limit_in_bytes) have left;
+// 0 when unknown. `root` prefixes /proc and /sys (the tests' fake trees).
+int64_t available_memory_bytes(const std::string& root = "");
 
 // What the KV pool may take by default: three quarters of what is available
 // once the model is loaded (activations, threads and the page cache keep the rest).
