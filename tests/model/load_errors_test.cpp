@@ -40,6 +40,14 @@ std::vector<TensorData> tiny_tensors() {
           t("model.norm.weight", {8})};
 }
 
+// The minimal checkpoint in d, its config.json with `from` replaced by `to`.
+void write_checkpoint(const test::ScratchDir& d, const std::string& from = "", const std::string& to = "") {
+  std::string cfg = kConfig;
+  if (!from.empty()) cfg.replace(cfg.find(from), from.size(), to);
+  std::ofstream(d.file("config.json")) << cfg;
+  write_safetensors(d.file("model.safetensors"), tiny_tensors());
+}
+
 std::string load_error(const std::string& dir) {
   try {
     Qwen3Model::load(dir);
@@ -85,10 +93,7 @@ TEST(ModelLoad, WrongShape) {
 // tensor was looked at (std::bad_alloc, "internal error").
 TEST(ModelLoad, MoreLayersThanTheCheckpointHas) {
   test::ScratchDir d("m");
-  std::string cfg = kConfig;
-  cfg.replace(cfg.find("\"num_hidden_layers\":1"), 21, "\"num_hidden_layers\":1000000000000");
-  std::ofstream(d.file("config.json")) << cfg;
-  write_safetensors(d.file("model.safetensors"), tiny_tensors());
+  write_checkpoint(d, "\"num_hidden_layers\":1", "\"num_hidden_layers\":1000000000000");
   EXPECT_NE(load_error(d.path()).find("num_hidden_layers is 1000000000000 but the checkpoint has no "
                                       "model.layers.999999999999.input_layernorm.weight"),
             std::string::npos)
@@ -136,10 +141,7 @@ TEST(ModelLoad, QuantizationConfigOfTheWrongTypeIsNamed) {
 // block count negative ("a KV pool of -72057594037927936 blocks").
 TEST(ModelLoad, AContextBeyondTheAddressSpaceIsRefusedWhenTheCacheIsMade) {
   test::ScratchDir d("m");
-  std::string cfg = kConfig;
-  cfg.replace(cfg.find("\"max_position_embeddings\":4"), 27, "\"max_position_embeddings\":9223372036854775807");
-  std::ofstream(d.file("config.json")) << cfg;
-  write_safetensors(d.file("model.safetensors"), tiny_tensors());
+  write_checkpoint(d, "\"max_position_embeddings\":4", "\"max_position_embeddings\":9223372036854775807");
   const auto m = Qwen3Model::load(d.path());
   try {
     m->make_cache();
@@ -153,19 +155,13 @@ TEST(ModelLoad, AContextBeyondTheAddressSpaceIsRefusedWhenTheCacheIsMade) {
 
 TEST(ModelLoad, UntiedNeedsLmHead) {
   test::ScratchDir d("m");
-  std::string cfg = kConfig;
-  cfg.replace(cfg.find("\"tie_word_embeddings\":true"), 26, "\"tie_word_embeddings\":false");
-  std::ofstream(d.file("config.json")) << cfg;
-  write_safetensors(d.file("model.safetensors"), tiny_tensors());
+  write_checkpoint(d, "\"tie_word_embeddings\":true", "\"tie_word_embeddings\":false");
   EXPECT_NE(load_error(d.path()).find("missing tensor 'lm_head.weight'"), std::string::npos) << load_error(d.path());
 }
 
 TEST(ModelLoad, UnknownArchitecture) {
   test::ScratchDir d("m");
-  std::string cfg = kConfig;
-  cfg.replace(cfg.find("Qwen3ForCausalLM"), 16, "MistralForCausalLM");
-  std::ofstream(d.file("config.json")) << cfg;
-  write_safetensors(d.file("model.safetensors"), tiny_tensors());
+  write_checkpoint(d, "Qwen3ForCausalLM", "MistralForCausalLM");
   EXPECT_NE(load_error(d.path()).find("architecture 'MistralForCausalLM' is not supported"), std::string::npos);
 }
 
