@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <mutex>
 #include <random>
+#include <set>
 
 #include "server/api_error.h"
 #include "server/completion_run.h"
@@ -241,12 +242,45 @@ void HttpServer::Impl::routes() {
             [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
   http.Post("/v1/completions",
             [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
+  // vLLM's: a text ('prompt', or llama-server's 'content'), or 'messages' as
+  // /v1/chat/completions renders them (generation prompt included).
   http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     const ordered_json body = parse_json_body(req.body);
-    const std::string key = body.contains("prompt") ? "prompt" : "content";  // vLLM's name, llama-server's
-    if (!body.contains(key) || !body[key].is_string())
-      throw ApiError(400, "'" + key + "' must be a string (the text to tokenize: 'prompt' or 'content')", key);
-    const std::vector<int32_t> ids = model->bundle.require_tokenizer().encode(body[key].get<std::string>());
+    static const std::set<std::string> kFields = {"model",
+                                                  "prompt",
+                                                  "content",
+                                                  "messages",
+                                                  "tools",
+                                                  "chat_template_kwargs",
+                                                  "add_special_tokens",
+                                                  "add_generation_prompt"};
+    for (const auto& item : body.items())
+      if (!kFields.count(item.key()))
+        throw ApiError(400, "Unrecognized request argument supplied: " + input_excerpt(item.key()),
+                       input_excerpt(item.key()));
+    // Qwen3's tokenizer adds no special tokens either way; the chat form always has the generation prompt.
+    for (const char* flag : {"add_special_tokens", "add_generation_prompt"})
+      if (body.contains(flag) && !body[flag].is_boolean())
+        throw ApiError(400, std::string("'") + flag + "' must be true or false", flag);
+    std::vector<int32_t> ids;
+    if (body.contains("messages")) {
+      if (body.contains("prompt") || body.contains("content"))
+        throw ApiError(400, "give 'prompt' or 'messages', not both", "messages");
+      if (body.value("add_generation_prompt", true) == false)
+        throw ApiError(400,
+                       "'add_generation_prompt': false is not supported: messages are tokenized as "
+                       "/v1/chat/completions renders them",
+                       "add_generation_prompt");
+      ordered_json chat = body;
+      chat.erase("add_special_tokens");
+      chat.erase("add_generation_prompt");
+      ids = parse_chat_request(chat, *model).prompts.at(0);
+    } else {
+      const std::string key = body.contains("content") && !body.contains("prompt") ? "content" : "prompt";
+      if (!body.contains(key) || !body[key].is_string())
+        throw ApiError(400, "'" + key + "' must be a string (the text to tokenize; or 'messages')", key);
+      ids = model->bundle.require_tokenizer().encode(body[key].get<std::string>());
+    }
     send_json(res, {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", model->context}});
   });
   http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {

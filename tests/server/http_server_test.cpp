@@ -257,6 +257,33 @@ TEST(HttpServer, ErrorsInOpenAiShape) {
   EXPECT_EQ(f.post("/detokenize", {{"tokens", {14990, 1879}}})["prompt"], "hello world");
 }
 
+// A README hunt's findings: /tokenize took no `messages` (vLLM's does: the
+// chat template's rendering, with the generation prompt), its error named
+// 'content' when neither field was sent, and unknown fields passed unread.
+// The field a 400 from /tokenize names.
+ordered_json error_param(Fixture& f, const ordered_json& body) {
+  return f.post("/tokenize", body, 400)["error"]["param"];
+}
+
+TEST(HttpServer, TokenizeTakesMessagesAndRefusesWhatItDoesNotKnow) {
+  Fixture f;
+  const ordered_json chat = f.post("/tokenize", {{"messages", kMessages}});
+  ChatTemplateInput in;
+  in.messages = kMessages;
+  in.add_generation_prompt = true;
+  const std::vector<int32_t> rendered = f.bundle.tokenizer->encode(f.bundle.chat_template->render(in));
+  EXPECT_EQ(chat["tokens"], rendered);
+  EXPECT_EQ(chat["count"], rendered.size());
+  EXPECT_EQ(f.post("/tokenize", {{"messages", kMessages}, {"add_generation_prompt", true}})["tokens"], rendered);
+  EXPECT_EQ(error_param(f, {{"messages", kMessages}, {"add_generation_prompt", false}}), "add_generation_prompt");
+  EXPECT_EQ(f.post("/tokenize", {{"prompt", "hello world"}, {"add_special_tokens", true}})["tokens"],
+            (std::vector<int>{14990, 1879}));
+  EXPECT_EQ(error_param(f, {{"text", "hi"}}), "text");
+  EXPECT_EQ(error_param(f, ordered_json::object()), "prompt");
+  EXPECT_EQ(error_param(f, {{"prompt", "hi"}, {"messages", kMessages}}), "messages");
+  EXPECT_EQ(error_param(f, {{"messages", "hi"}}), "messages");
+}
+
 // A hunt finding: without max_tokens a request ran to one token past the
 // context that an explicit max_tokens is held to.
 TEST(HttpServer, WithoutMaxTokensPromptAndCompletionFillTheContextExactly) {
