@@ -2,7 +2,6 @@
 // --weights q5, two prompts at once): exits 2 like a line that does not
 // parse, naming the flag, where a failure while running exits 1.
 #pragma once
-#include <sstream>
 #include <utility>
 
 #include "util/error.h"
@@ -16,9 +15,7 @@ class UsageError : public Error {
 
 template <class... Parts>
 [[noreturn]] void usage_fail(Parts&&... parts) {
-  std::ostringstream os;
-  (os << ... << std::forward<Parts>(parts));
-  throw UsageError(os.str());
+  fail_as<UsageError>(std::forward<Parts>(parts)...);
 }
 
 }  // namespace qinfer::cli

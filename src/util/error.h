@@ -14,12 +14,18 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Throws an E (an Error) whose message is built from parts.
+template <class E, class... Parts>
+[[noreturn]] void fail_as(Parts&&... parts) {
+  std::ostringstream os;
+  (os << ... << std::forward<Parts>(parts));
+  throw E(os.str());
+}
+
 // fail("tensor ", name, " has dtype ", dtype) — builds the message from parts.
 template <class... Parts>
 [[noreturn]] void fail(Parts&&... parts) {
-  std::ostringstream os;
-  (os << ... << std::forward<Parts>(parts));
-  throw Error(os.str());
+  fail_as<Error>(std::forward<Parts>(parts)...);
 }
 
 }  // namespace qinfer
