@@ -1,0 +1,250 @@
+#include "text/grammar/grammar.h"
+
+#include <functional>
+
+#include "util/error.h"
+
+namespace qinfer::grammar {
+
+ByteSet byte_class(std::string_view spec) {
+  ByteSet set;
+  for (size_t i = 0; i < spec.size(); ++i) {
+    const auto lo = static_cast<unsigned char>(spec[i]);
+    if (i + 2 < spec.size() && spec[i + 1] == '-') {
+      const auto hi = static_cast<unsigned char>(spec[i + 2]);
+      for (unsigned b = lo; b <= hi; ++b) set.set(b);
+      i += 2;
+    } else {
+      set.set(lo);
+    }
+  }
+  return set;
+}
+
+Expr bytes(const ByteSet& set) {
+  Expr e;
+  e.kind = Expr::Kind::Bytes;
+  e.bytes = set;
+  return e;
+}
+
+Expr literal(std::string_view text) {
+  Expr e;
+  for (char c : text) e.parts.push_back(bytes(ByteSet().set(static_cast<unsigned char>(c))));
+  return e;
+}
+
+Expr sequence(std::vector<Expr> parts) {
+  Expr e;
+  e.parts = std::move(parts);
+  return e;
+}
+
+Expr choice(std::vector<Expr> parts) {
+  Expr e;
+  e.kind = Expr::Kind::Choice;
+  e.parts = std::move(parts);
+  return e;
+}
+
+Expr repeat(Expr part, uint32_t min, uint32_t max) {
+  if (max < min) fail("grammar: repetition of at least ", min, " and at most ", max, " times");
+  Expr e;
+  e.kind = Expr::Kind::Repeat;
+  e.parts.push_back(std::move(part));
+  e.min = min;
+  e.max = max;
+  return e;
+}
+
+Expr GrammarBuilder::ref(int32_t rule) {
+  Expr e;
+  e.kind = Expr::Kind::Rule;
+  e.rule = rule;
+  return e;
+}
+
+int32_t GrammarBuilder::rule(std::string_view name) {
+  if (auto it = by_name_.find(std::string(name)); it != by_name_.end()) return it->second;
+  const auto id = static_cast<int32_t>(new_rule(std::string(name)));
+  by_name_.emplace(name, id);
+  return id;
+}
+
+uint32_t GrammarBuilder::new_rule(std::string name) {
+  names_.push_back(std::move(name));
+  defined_.push_back(false);
+  alts_.emplace_back();
+  return static_cast<uint32_t>(names_.size() - 1);
+}
+
+void GrammarBuilder::check_size() const {
+  if (items_ > max_items_) fail("grammar: more than ", max_items_, " items (repetition counts too large?)");
+}
+
+void GrammarBuilder::add_alternative(uint32_t rule, std::vector<Item> seq) {
+  items_ += seq.size() + 1;
+  check_size();
+  alts_[rule].push_back(std::move(seq));
+}
+
+void GrammarBuilder::define(int32_t rule, Expr expr) {
+  if (rule < 0 || static_cast<size_t>(rule) >= names_.size()) fail("grammar: no rule ", rule);
+  if (defined_[rule]) fail("grammar: rule ", names_[rule], " is defined twice");
+  defined_[rule] = true;
+  const std::string owner = names_[rule];
+  if (expr.kind == Expr::Kind::Choice) {
+    for (const Expr& alt : expr.parts) {
+      std::vector<Item> seq;
+      lower(alt, owner, seq);
+      add_alternative(rule, std::move(seq));
+    }
+  } else {
+    std::vector<Item> seq;
+    lower(expr, owner, seq);
+    add_alternative(rule, std::move(seq));
+  }
+}
+
+// Appends e's items to `seq`; choices and repetitions become rules of their
+// own, named after the rule they appear in. Returns the items appended.
+uint32_t GrammarBuilder::lower(const Expr& e, const std::string& owner, std::vector<Item>& seq) {
+  const size_t before = seq.size();
+  auto helper_rule = [&](const Expr& body) {
+    const uint32_t r = new_rule(owner + "-" + std::to_string(names_.size()));
+    define(static_cast<int32_t>(r), body);
+    return r;
+  };
+  switch (e.kind) {
+    case Expr::Kind::Bytes: {
+      uint32_t index = 0;
+      while (index < sets_.size() && sets_[index] != e.bytes) ++index;
+      if (index == sets_.size()) sets_.push_back(e.bytes);
+      seq.push_back({Item::Kind::Bytes, index});
+      break;
+    }
+    case Expr::Kind::Sequence:
+      for (const Expr& part : e.parts) lower(part, owner, seq);
+      break;
+    case Expr::Kind::Choice:
+      seq.push_back({Item::Kind::Rule, helper_rule(e)});
+      break;
+    case Expr::Kind::Rule:
+      if (e.rule < 0 || static_cast<size_t>(e.rule) >= names_.size()) fail("grammar: reference to no rule ", e.rule);
+      seq.push_back({Item::Kind::Rule, static_cast<uint32_t>(e.rule)});
+      break;
+    case Expr::Kind::Repeat: {
+      const Expr& part = e.parts.at(0);
+      // One item (a byte set or a rule) is repeated as is; anything larger
+      // becomes a rule first, so that copies do not copy its items.
+      std::vector<Item> unit;
+      lower(part, owner, unit);
+      if (unit.size() != 1) {
+        const uint32_t r = new_rule(owner + "-" + std::to_string(names_.size()));
+        defined_[r] = true;
+        add_alternative(r, std::move(unit));
+        unit = {{Item::Kind::Rule, r}};
+      }
+      for (uint32_t i = 0; i < e.min; ++i) {
+        seq.push_back(unit[0]);
+        if (++items_ > max_items_) check_size();
+      }
+      if (e.max == Expr::kUnbounded) {  // tail ::= unit tail | ""
+        const uint32_t tail = new_rule(owner + "-" + std::to_string(names_.size()));
+        defined_[tail] = true;
+        add_alternative(tail, {unit[0], {Item::Kind::Rule, tail}});
+        add_alternative(tail, {});
+        seq.push_back({Item::Kind::Rule, tail});
+      } else if (e.max > e.min) {  // up_to_k ::= unit up_to_(k-1) | "", up_to_1 ::= unit | ""
+        uint32_t previous = 0;
+        for (uint32_t k = 1; k <= e.max - e.min; ++k) {
+          const uint32_t r = new_rule(owner + "-" + std::to_string(names_.size()));
+          defined_[r] = true;
+          if (k == 1)
+            add_alternative(r, {unit[0]});
+          else
+            add_alternative(r, {unit[0], {Item::Kind::Rule, previous}});
+          add_alternative(r, {});
+          previous = r;
+        }
+        seq.push_back({Item::Kind::Rule, previous});
+      }
+      break;
+    }
+  }
+  return static_cast<uint32_t>(seq.size() - before);
+}
+
+Grammar GrammarBuilder::build(int32_t root, size_t max_items) && {
+  max_items_ = max_items;
+  check_size();
+  if (root < 0 || static_cast<size_t>(root) >= names_.size()) fail("grammar: no root rule ", root);
+  for (size_t r = 0; r < names_.size(); ++r)
+    if (!defined_[r]) fail("grammar: rule ", names_[r], " is used but never defined");
+
+  // Nullable rules (those that can match nothing), to a fixed point.
+  const size_t n = names_.size();
+  std::vector<bool> nullable(n, false);
+  auto item_nullable = [&](const Item& it) { return it.kind == Item::Kind::Rule && nullable[it.arg]; };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < n; ++r) {
+      if (nullable[r]) continue;
+      for (const auto& alt : alts_[r]) {
+        bool all = true;
+        for (const Item& it : alt) all = all && item_nullable(it);
+        if (all) {
+          nullable[r] = changed = true;
+          break;
+        }
+      }
+    }
+  }
+  // Left recursion: a cycle among "r may start by expanding s" edges.
+  std::vector<std::vector<uint32_t>> left(n);
+  for (size_t r = 0; r < n; ++r)
+    for (const auto& alt : alts_[r])
+      for (const Item& it : alt) {
+        if (it.kind != Item::Kind::Rule) break;
+        left[r].push_back(it.arg);
+        if (!nullable[it.arg]) break;
+      }
+  enum : uint8_t { kNew, kOpen, kDone };
+  std::vector<uint8_t> mark(n, kNew);
+  for (size_t start = 0; start < n; ++start) {
+    if (mark[start] != kNew) continue;
+    // Iterative depth-first search: (rule, next edge).
+    std::vector<std::pair<uint32_t, size_t>> path{{static_cast<uint32_t>(start), 0}};
+    mark[start] = kOpen;
+    while (!path.empty()) {
+      auto& [r, edge] = path.back();
+      if (edge == left[r].size()) {
+        mark[r] = kDone;
+        path.pop_back();
+        continue;
+      }
+      const uint32_t s = left[r][edge++];
+      if (mark[s] == kOpen) fail("grammar: rule ", names_[s], " is left-recursive");
+      if (mark[s] == kNew) {
+        mark[s] = kOpen;
+        path.push_back({s, 0});
+      }
+    }
+  }
+
+  Grammar g;
+  g.sets = std::move(sets_);
+  g.rule_names = std::move(names_);
+  g.rule_alts.resize(n);
+  g.items.reserve(items_);
+  for (size_t r = 0; r < n; ++r)
+    for (auto& alt : alts_[r]) {
+      g.rule_alts[r].push_back(static_cast<uint32_t>(g.items.size()));
+      g.items.insert(g.items.end(), alt.begin(), alt.end());
+      g.items.push_back({Item::Kind::End, 0});
+    }
+  g.root = static_cast<uint32_t>(root);
+  return g;
+}
+
+}  // namespace qinfer::grammar

@@ -1,0 +1,83 @@
+// A context-free grammar over bytes, the form constrained decoding walks
+// (response_format json_object / json_schema): rules whose alternatives are
+// sequences of byte sets and references to rules, as llama.cpp's GBNF. Built
+// from expression trees (Expr: literals, byte sets, sequences, alternatives,
+// repetitions); build() flattens them and refuses grammars a matcher could not
+// walk: undefined rules and left recursion (a rule reachable from itself
+// without consuming a byte would expand forever).
+#pragma once
+#include <bitset>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace qinfer::grammar {
+
+using ByteSet = std::bitset<256>;
+
+// ByteSet from a class such as "a-zA-Z_" ('-' between two bytes is a range).
+ByteSet byte_class(std::string_view spec);
+
+struct Expr {
+  enum class Kind : uint8_t { Bytes, Sequence, Choice, Rule, Repeat };
+  static constexpr uint32_t kUnbounded = UINT32_MAX;
+  Kind kind = Kind::Sequence;
+  ByteSet bytes;              // Bytes
+  std::vector<Expr> parts;    // Sequence, Choice; Repeat: one part
+  int32_t rule = -1;          // Rule
+  uint32_t min = 0, max = 0;  // Repeat
+};
+
+Expr bytes(const ByteSet& set);
+Expr literal(std::string_view text);  // a sequence of single bytes; "" matches nothing (empty)
+Expr sequence(std::vector<Expr> parts);
+Expr choice(std::vector<Expr> parts);
+Expr repeat(Expr part, uint32_t min, uint32_t max = Expr::kUnbounded);
+inline Expr optional(Expr part) { return repeat(std::move(part), 0, 1); }
+inline Expr star(Expr part) { return repeat(std::move(part), 0); }
+
+// One position in the flattened grammar: match a byte set, expand a rule, or
+// the end of an alternative (return to the caller).
+struct Item {
+  enum class Kind : uint8_t { Bytes, Rule, End };
+  Kind kind;
+  uint32_t arg;  // Bytes: index into Grammar::sets; Rule: rule id
+};
+
+struct Grammar {
+  std::vector<Item> items;                       // alternatives back to back, each ending with End
+  std::vector<std::vector<uint32_t>> rule_alts;  // rule id -> item index of each alternative's first item
+  std::vector<ByteSet> sets;
+  std::vector<std::string> rule_names;
+  uint32_t root = 0;
+};
+
+class GrammarBuilder {
+ public:
+  // The rule called `name`, declared on first use.
+  int32_t rule(std::string_view name);
+  Expr ref(std::string_view name) { return ref(rule(name)); }
+  static Expr ref(int32_t rule);
+  // Gives `rule` its expression; each rule is defined once.
+  void define(int32_t rule, Expr expr);
+  // Throws qinfer::Error naming an undefined or left-recursive rule, or a
+  // grammar over `max_items` items (repetition counts multiply its size).
+  Grammar build(int32_t root, size_t max_items = 1 << 20) &&;
+
+ private:
+  uint32_t lower(const Expr& e, const std::string& owner, std::vector<Item>& seq);
+  uint32_t new_rule(std::string name);
+  void add_alternative(uint32_t rule, std::vector<Item> seq);
+  void check_size() const;
+
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, int32_t> by_name_;
+  std::vector<bool> defined_;
+  std::vector<std::vector<std::vector<Item>>> alts_;  // rule -> alternatives
+  std::vector<ByteSet> sets_;
+  size_t items_ = 0, max_items_ = 1 << 20;
+};
+
+}  // namespace qinfer::grammar

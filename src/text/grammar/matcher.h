@@ -1,0 +1,70 @@
+// Walks a Grammar byte by byte, as llama.cpp's grammar stacks do: a state is
+// the set of stacks the bytes so far leave possible; a stack's top is the
+// byte set the next byte must be in, the entries below it where each rule
+// called returns to. Stacks are linked nodes in an arena, so a step shares
+// what it does not change. Committed steps (advance) intern their nodes: equal
+// states have equal stack ids, which is what a cache of token masks keys on.
+// Trial steps (try_step) make scratch nodes that release() drops, so a walk
+// over the whole vocabulary leaves the arena as it found it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "text/grammar/grammar.h"
+
+namespace qinfer::grammar {
+
+struct MatchState {
+  std::vector<uint32_t> stacks;  // node ids, sorted when committed
+  bool accepting = false;        // the bytes so far are a whole match
+  bool dead() const { return stacks.empty() && !accepting; }
+  bool operator==(const MatchState&) const = default;
+};
+
+class Matcher {
+ public:
+  // Throws qinfer::Error when one step would hold more than `max_stacks`
+  // stacks (a grammar too ambiguous to follow).
+  explicit Matcher(std::shared_ptr<const Grammar> grammar, size_t max_stacks = 4096);
+
+  const MatchState& state() const { return state_; }
+  const Grammar& grammar() const { return *grammar_; }
+  // Consumes `bytes` if the grammar allows all of them; otherwise returns
+  // false and keeps the state.
+  bool advance(std::string_view bytes);
+  // Whether `bytes` may follow (the state unchanged).
+  bool allows(std::string_view bytes);
+
+  // For walks over many candidates: `to` = `from` after `byte`, built from
+  // scratch nodes valid until release(mark) with a mark taken before them.
+  void try_step(const MatchState& from, uint8_t byte, MatchState& to) { step(from, byte, to, false); }
+  size_t mark() const { return nodes_.size(); }
+  void release(size_t mark) { nodes_.resize(mark); }
+
+ private:
+  static constexpr uint32_t kBottom = UINT32_MAX;
+  struct Node {
+    uint32_t pos;     // item index: the top's byte set, or where a caller resumes
+    uint32_t parent;  // kBottom for the root's frame
+  };
+  void step(const MatchState& from, uint8_t byte, MatchState& to, bool intern);
+  // Adds to `to` every stack that (pos, parent) expands to.
+  void expand(uint32_t pos, uint32_t parent, MatchState& to, bool intern);
+  uint32_t node(uint32_t pos, uint32_t parent, bool intern);
+
+  std::shared_ptr<const Grammar> grammar_;
+  size_t max_stacks_;
+  std::vector<Node> nodes_;
+  std::unordered_map<uint64_t, uint32_t> interned_;
+  MatchState state_;
+  // Per step: (pos, parent) pairs expanded, and scratch nodes made.
+  std::vector<std::pair<uint32_t, uint32_t>> work_;
+  std::vector<uint64_t> seen_;
+  std::vector<std::pair<uint64_t, uint32_t>> made_;
+  MatchState scratch_a_, scratch_b_;
+};
+
+}  // namespace qinfer::grammar

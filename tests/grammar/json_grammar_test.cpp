@@ -1,0 +1,187 @@
+// JSON grammars: json_object accepts what a JSON parser accepts (within its
+// whitespace bound) and nothing else; schemas accept the documents that
+// validate and refuse, by name, the keywords they cannot follow.
+#include "text/grammar/json_grammar.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+
+#include "text/grammar/matcher.h"
+#include "util/error.h"
+
+namespace qinfer::grammar {
+namespace {
+
+using nlohmann::ordered_json;
+
+bool matches(const std::shared_ptr<const Grammar>& g, std::string_view text) {
+  Matcher m(g);
+  return m.advance(text) && m.state().accepting;
+}
+
+std::shared_ptr<const Grammar> object_grammar() {
+  static auto g = std::make_shared<const Grammar>(json_object_grammar());
+  return g;
+}
+
+std::shared_ptr<const Grammar> schema(const char* text) {
+  return std::make_shared<const Grammar>(json_schema_grammar(ordered_json::parse(text)));
+}
+
+TEST(JsonGrammar, ObjectAcceptsJsonObjects) {
+  auto g = object_grammar();
+  for (const char* text :
+       {"{}", "{ }", R"({"a":1})", R"({"a": [1, -2.5e+3, 0.0, true, false, null, "x\"\\\/\b\f\n\r\t\u00e9"]})",
+        "{\n  \"a\": {\n    \"b\": []\n  }\n}", R"({"é€😀": "日本語"})", R"({"a":{"b":{"c":[[[]]]}}})",
+        " {\"k\": \"v\"}\n", R"({"n": 0, "m": -0, "o": 1E5, "p": 12.75})"}) {
+    EXPECT_TRUE(matches(g, text)) << text;
+    EXPECT_TRUE(ordered_json::accept(text)) << text;
+  }
+}
+
+TEST(JsonGrammar, ObjectRefusesWhatIsNotAJsonObject) {
+  auto g = object_grammar();
+  for (const char* text : {"[]",
+                           "1",
+                           "\"s\"",
+                           "{",
+                           R"({"a"})",
+                           R"({"a":})",
+                           R"({"a":1,})",
+                           R"({a:1})",
+                           R"({"a":01})",
+                           R"({"a":1.})",
+                           R"({"a":.5})",
+                           R"({"a":+1})",
+                           R"({"a":"\x"})",
+                           R"({"a":"\u12"})",
+                           "{\"a\":\"\x01\"}",
+                           "{\"a\":\"\xc0\xaf\"}",
+                           "{\"a\":\"\xed\xa0\x80\"}",
+                           R"({"a":tru})",
+                           R"({"a":1}{})",
+                           R"({'a':1})",
+                           R"({"a":NaN})"}) {
+    EXPECT_FALSE(matches(g, text)) << text;
+  }
+  // Whitespace is bounded: one newline and up to 20 spaces between tokens.
+  EXPECT_TRUE(matches(g, "{\n" + std::string(20, ' ') + "}"));
+  EXPECT_FALSE(matches(g, "{\n" + std::string(21, ' ') + "}"));
+  EXPECT_FALSE(matches(g, "{\n\n}"));
+}
+
+// Random walks through the grammar over JSON's alphabet, a byte the grammar
+// allows at a time: every walk can go on or end (no dead end), and each text
+// it ends with is a JSON object to a JSON parser.
+TEST(JsonGrammar, ObjectWalksEndInJsonObjects) {
+  auto g = object_grammar();
+  std::mt19937 rng(7);
+  const std::string alphabet = "{}[]:,\"\\ 0123-.eE+truefalsn\nxu\xc3\xa9";
+  int ended = 0;
+  for (int i = 0; i < 2000; ++i) {
+    Matcher m(g);
+    std::string text;
+    while (text.size() < 80) {
+      if (m.state().accepting && rng() % 3 == 0) break;
+      std::string next;
+      for (char c : alphabet)
+        if (m.allows(std::string_view(&c, 1))) next += c;
+      ASSERT_FALSE(next.empty() && !m.state().accepting) << "dead end after " << text;
+      if (next.empty()) break;
+      const char c = next[rng() % next.size()];
+      ASSERT_TRUE(m.advance(std::string_view(&c, 1)));
+      text += c;
+    }
+    if (!m.state().accepting) continue;
+    ++ended;
+    try {
+      EXPECT_TRUE(ordered_json::parse(text).is_object()) << text;
+    } catch (const nlohmann::json::exception& e) {
+      // JSON has no bound on exponents; nlohmann refuses those past double's.
+      EXPECT_NE(std::string(e.what()).find("number overflow"), std::string::npos) << text << ": " << e.what();
+    }
+  }
+  EXPECT_GT(ended, 200);
+}
+
+TEST(JsonGrammar, SchemaObjectsFollowPropertiesRequiredAndOrder) {
+  auto g = schema(R"({
+    "type": "object", "title": "Person",
+    "properties": {"name": {"type": "string", "maxLength": 5}, "age": {"type": "integer"},
+                   "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "minItems": 1, "maxItems": 2},
+                   "pet": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/Pet"}]}},
+    "required": ["name", "age"], "additionalProperties": false,
+    "$defs": {"Pet": {"type": "object", "properties": {"kind": {"const": "cat"}}, "required": ["kind"]}}})");
+  EXPECT_TRUE(matches(g, R"({"name": "Ann", "age": 30})"));
+  EXPECT_TRUE(matches(g, R"({"name":"Ann","age":-1,"tags":["a","b"],"pet":{"kind":"cat"}})"));
+  EXPECT_TRUE(matches(g, R"({"name": "", "age": 0, "pet": null})"));
+  EXPECT_TRUE(matches(g, "{\n  \"name\": \"Bob\",\n  \"age\": 7\n}"));
+  EXPECT_FALSE(matches(g, R"({"age": 30, "name": "Ann"})"));             // the schema's order
+  EXPECT_FALSE(matches(g, R"({"name": "Ann"})"));                        // age is required
+  EXPECT_FALSE(matches(g, R"({"name": "Annabel", "age": 1})"));          // maxLength
+  EXPECT_FALSE(matches(g, R"({"name": "Ann", "age": 1.5})"));            // integer
+  EXPECT_FALSE(matches(g, R"({"name": "Ann", "age": 1, "tags": []})"));  // minItems
+  EXPECT_FALSE(matches(g, R"({"name": "Ann", "age": 1, "tags": ["a","b","a"]})"));
+  EXPECT_FALSE(matches(g, R"({"name": "Ann", "age": 1, "tags": ["c"]})"));
+  EXPECT_FALSE(matches(g, R"({"name": "Ann", "age": 1, "pet": {"kind": "dog"}})"));
+  EXPECT_FALSE(matches(g, R"({"name": "Ann", "age": 1, "x": 1})"));
+  EXPECT_FALSE(matches(g, R"({"name": "Ann", "age": 1,})"));
+}
+
+TEST(JsonGrammar, SchemaOptionalMembersAreJoinedByCommasOnly) {
+  auto g = schema(R"({"properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}}})");
+  for (const char* ok : {"{}", R"({"a":1})", R"({"b":1})", R"({"c":1})", R"({"a":1,"c":1})", R"({"b":1,"c":1})",
+                         R"({"a":1,"b":2,"c":3})"})
+    EXPECT_TRUE(matches(g, ok)) << ok;
+  for (const char* bad : {R"({,"b":1})", R"({"a":1,})", R"({"a":1 "b":1})", R"({"c":1,"a":1})"})
+    EXPECT_FALSE(matches(g, bad)) << bad;
+}
+
+TEST(JsonGrammar, SchemaTypesMapsAndRecursion) {
+  EXPECT_TRUE(matches(schema(R"({"type": ["number", "null"]})"), "-1.5e3"));
+  EXPECT_TRUE(matches(schema(R"({"type": ["number", "null"]})"), "null"));
+  EXPECT_FALSE(matches(schema(R"({"type": ["number", "null"]})"), "\"1\""));
+  auto map = schema(R"({"type": "object", "additionalProperties": {"type": "boolean"}})");
+  EXPECT_TRUE(matches(map, R"({"x": true, "y": false})"));
+  EXPECT_FALSE(matches(map, R"({"x": 1})"));
+  auto tree = schema(R"({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object",
+      "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["children"]}}})");
+  EXPECT_TRUE(matches(tree, R"({"children": [{"children": []}, {"children": [{"children": []}]}]})"));
+  EXPECT_FALSE(matches(tree, R"({"children": [{}]})"));
+  EXPECT_TRUE(matches(schema("{}"), "[1, {\"a\": null}]"));
+  EXPECT_TRUE(matches(schema("true"), "\"any\""));
+}
+
+void expect_refused(const char* text, const std::string& words) {
+  try {
+    json_schema_grammar(ordered_json::parse(text));
+    ADD_FAILURE() << "accepted " << text;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  }
+}
+
+TEST(JsonGrammar, SchemaKeywordsItCannotFollowAreRefusedByName) {
+  expect_refused(R"({"type": "object", "properties": {"age": {"type": "integer", "minimum": 0}}})",
+                 "/properties/age/minimum");
+  expect_refused(R"({"type": "string", "pattern": "^a+$"})", "/pattern");
+  expect_refused(R"({"type": "string", "format": "date-time"})", "/format");
+  expect_refused(R"({"type": "integer", "anyOf": [{"type": "integer"}]})", "/type");
+  expect_refused(R"({"type": "thing"})", "'thing'");
+  expect_refused(R"({"$ref": "#/$defs/missing"})", "#/$defs/missing");
+  expect_refused(R"({"$ref": "https://example.com/s.json"})", "https://example.com/s.json");
+  expect_refused(R"({"$ref": "#"})", "left-recursive");
+  expect_refused(R"({"properties": {"a": {}}, "required": ["b"]})", "\"b\"");
+  expect_refused(R"({"type": "array", "minItems": 3, "maxItems": 2})", "maxItems");
+  expect_refused(R"({"type": "string", "maxLength": 100000})", "maxLength");
+  expect_refused("false", "no document");
+  expect_refused("[1]", "object or a boolean");
+  std::string deep = "{}";
+  for (int i = 0; i < 100; ++i) deep = R"({"type": "array", "items": )" + deep + "}";
+  expect_refused(deep.c_str(), "deeper than 64");
+}
+
+}  // namespace
+}  // namespace qinfer::grammar

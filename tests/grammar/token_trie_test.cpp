@@ -1,0 +1,69 @@
+// Token masks from the trie walk against the plain definition: token t is
+// allowed when the matcher allows all of its bytes.
+#include "text/grammar/token_trie.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "text/grammar/json_grammar.h"
+#include "text/tokenizer.h"
+#include "util/timer.h"
+
+namespace qinfer::grammar {
+namespace {
+
+std::vector<uint64_t> brute_force(Matcher& m, const std::vector<std::string>& vocab) {
+  std::vector<uint64_t> bits((vocab.size() + 63) / 64, 0);
+  for (size_t id = 0; id < vocab.size(); ++id)
+    if (!vocab[id].empty() && m.allows(vocab[id])) bits[id / 64] |= uint64_t{1} << (id % 64);
+  return bits;
+}
+
+size_t count(const std::vector<uint64_t>& bits) {
+  size_t n = 0;
+  for (uint64_t w : bits) n += static_cast<size_t>(__builtin_popcountll(w));
+  return n;
+}
+
+TEST(TokenTrie, SmallVocabularyMatchesTheDefinition) {
+  const std::vector<std::string> vocab = {"{", "{\"", "\"",  "a", "ab",  "ab",  "\":",  "}",    "",         " ",
+                                          "1", "12",  "\"}", ":", ":\"", "x\"", "\xc3", "\xa9", "\xc3\xa9", "}}"};
+  TokenTrie trie(vocab);
+  Matcher m(std::make_shared<const Grammar>(json_object_grammar()));
+  std::vector<uint64_t> mask;
+  for (const char* step : {"", "{", "\"", "ab", "\"", ":", " ", "\"", "\xc3", "\xa9", "\"", "}"}) {
+    ASSERT_TRUE(m.advance(step)) << step;
+    trie.allowed(m, mask);
+    EXPECT_EQ(mask, brute_force(m, vocab)) << "after " << step;
+  }
+  // The object is closed: only whitespace may follow.
+  EXPECT_EQ(mask, std::vector<uint64_t>{uint64_t{1} << 9});
+  EXPECT_TRUE(m.state().accepting);
+}
+
+std::vector<std::string> qwen3_vocab() {
+  Tokenizer tok = Tokenizer::from_file(std::string(QINFER_TEST_DATA) + "/tokenizer.json");
+  std::vector<std::string> vocab(tok.vocab_size());
+  for (size_t id = 0; id < vocab.size(); ++id)
+    if (!tok.is_special(static_cast<int32_t>(id))) vocab[id] = std::string(tok.token_bytes(static_cast<int32_t>(id)));
+  return vocab;
+}
+
+TEST(TokenTrie, Qwen3VocabularyMatchesTheDefinition) {
+  const std::vector<std::string> vocab = qwen3_vocab();
+  TokenTrie trie(vocab);
+  Matcher m(std::make_shared<const Grammar>(json_object_grammar()));
+  std::vector<uint64_t> mask;
+  for (const char* step : {"", "{\"", "na", "me\": ", "12", ", \"x\": [\"\\u00e"}) {
+    ASSERT_TRUE(m.advance(step)) << step;
+    Timer t;
+    trie.allowed(m, mask);
+    const double walk = t.seconds();
+    EXPECT_EQ(mask, brute_force(m, vocab)) << "after " << step;
+    std::printf("after '%s': %zu tokens allowed, walk %.2f ms\n", step, count(mask), walk * 1e3);
+  }
+}
+
+}  // namespace
+}  // namespace qinfer::grammar
