@@ -77,6 +77,9 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
   r->options = options;
   r->on_token = std::move(on_token);
   r->sampler = std::make_unique<Sampler>(options.sampling, static_cast<size_t>(model_.config().vocab_size));
+  if (options.grammar)
+    r->constraint = std::make_unique<GrammarConstraint>(options.grammar,
+                                                        options.ignore_eos ? std::vector<int32_t>{} : options.eos_ids);
   r->result.prompt_tokens = r->seq.prompt_len;
   scheduler_.add(&r->seq);
   by_seq_[&r->seq] = r.get();
@@ -155,8 +158,22 @@ void Engine::postprocess(const Step& step) {
       seq.status = Sequence::Status::Finished;
       continue;
     }
+    if (r.constraint && r.constraint->complete()) {  // the grammar is done and no eos may say so
+      r.result.reason = StopReason::Eos;
+      seq.status = Sequence::Status::Finished;
+      continue;
+    }
     scratch_.assign(logits.begin(), logits.end());
-    const int32_t next = r.sampler->sample(scratch_, seq.ids, static_cast<size_t>(seq.prompt_len));
+    int32_t next = 0;
+    try {  // a grammar that cannot go on fails its request, not the batch
+      next = r.sampler->sample(scratch_, seq.ids, static_cast<size_t>(seq.prompt_len), r.constraint.get());
+      if (r.constraint) r.constraint->accept(next);
+    } catch (const Error& e) {
+      r.result.error = e.what();
+      r.result.reason = StopReason::Error;
+      seq.status = Sequence::Status::Finished;
+      continue;
+    }
     r.result.ids.push_back(next);
     if (r.options.logprobs >= 0) r.result.logprobs.push_back(token_logprobs(logits, next, r.options.logprobs));
     const auto& eos = r.options.eos_ids;

@@ -16,6 +16,7 @@
 #include "engine/block_manager.h"
 #include "engine/model_runner.h"
 #include "engine/scheduler.h"
+#include "runtime/grammar_constraint.h"
 #include "runtime/session.h"
 #include "util/timer.h"
 
@@ -89,6 +90,7 @@ class Engine {
     GenerationOptions options;
     OnEngineToken on_token;
     std::unique_ptr<Sampler> sampler;
+    std::unique_ptr<GrammarConstraint> constraint;  // options.grammar's state
     GenerationResult result;
     std::vector<float> prompt_logits;
     Timer since_add;  // prefill_s: time to the first token; decode_s: from it to the last

@@ -1,5 +1,7 @@
 #include "runtime/model_bundle.h"
 
+#include "runtime/grammar_constraint.h"
+
 #include "io/model_dir.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -26,6 +28,12 @@ ModelBundle load_model_bundle(const std::string& model_arg, const LoadOptions& o
   }
   b.load_s = t.seconds();
   return b;
+}
+
+std::shared_ptr<const grammar::TokenTrie> ModelBundle::token_trie() const {
+  const Tokenizer& tokenizer = require_tokenizer();
+  std::call_once(trie_->once, [&] { trie_->trie = qinfer::token_trie(tokenizer); });
+  return trie_->trie;
 }
 
 const Tokenizer& ModelBundle::require_tokenizer() const {

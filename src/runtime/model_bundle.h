@@ -2,12 +2,14 @@
 // tokenizer and chat template when present, and generation_config defaults.
 #pragma once
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
 #include "io/hf_config.h"
 #include "model/qwen3.h"
 #include "runtime/sampler.h"
+#include "text/grammar/token_trie.h"
 #include "text/jinja/chat_template.h"
 #include "text/tokenizer.h"
 
@@ -34,6 +36,16 @@ struct ModelBundle {
   // transformers' default (temperature 1, top_k 50, top_p 1); greedy without
   // do_sample (transformers' default, also when the file is missing).
   SamplingParams default_sampling() const;
+  // The tokenizer's tokens as a trie, for grammars (built at the first call,
+  // ~0.1 s; thread-safe). Error without a tokenizer.
+  std::shared_ptr<const grammar::TokenTrie> token_trie() const;
+
+ private:
+  struct LazyTrie {
+    std::once_flag once;
+    std::shared_ptr<const grammar::TokenTrie> trie;
+  };
+  std::shared_ptr<LazyTrie> trie_ = std::make_shared<LazyTrie>();
 };
 
 // Resolves model_arg (directory or hub id in the HF cache) and loads it.

@@ -66,8 +66,15 @@ Sampler::Sampler(SamplingParams params, size_t vocab_size)
   bucket_mass_.resize(kBucketCount);
 }
 
-int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len) {
+int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len,
+                        TokenFilter* filter) {
   int32_t argmax = prepare_logits(logits, history, prompt_len);
+  if (filter && !(params_.temperature == 0 && filter->allows(argmax))) {
+    filter->mask(logits);
+    const float max = sanitize_max(logits);
+    if (max == kNegInf) fail("sampler: the output's grammar allows no token that has a finite logit");
+    argmax = int32_t(find_first_at_least(logits, 0, max));
+  }
   if (params_.temperature == 0) return argmax;
   select_candidates(logits, logits[argmax]);
 

@@ -33,6 +33,15 @@ struct SamplingParams {
   uint64_t seed = 0;
 };
 
+// Which tokens may be drawn next (a grammar's, for constrained decoding).
+class TokenFilter {
+ public:
+  virtual ~TokenFilter() = default;
+  virtual bool allows(int32_t id) = 0;
+  // Sets the logits of the tokens it does not allow to -infinity.
+  virtual void mask(std::span<float> logits) = 0;
+};
+
 struct TokenProb {
   int32_t id;
   double prob;
@@ -47,7 +56,10 @@ class Sampler {
   // `history` is prompt + generated ids so far; its first `prompt_len` ids
   // are the prompt. NaN logits count as -infinity and +infinity as the
   // largest float; throws qinfer::Error when no token has a finite logit.
-  int32_t sample(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len);
+  // With a filter, the tokens it refuses have probability 0: the draw is
+  // that of logits masked by it (greedy asks it about the argmax alone first).
+  int32_t sample(std::span<float> logits, std::span<const int32_t> history, size_t prompt_len,
+                 TokenFilter* filter = nullptr);
 
   // The distribution sample() draws from: the tokens that survive the
   // filters with their renormalized probabilities, most probable first

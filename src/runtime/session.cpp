@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <sstream>
 
+#include "runtime/grammar_constraint.h"
 #include "util/error.h"
 #include "util/timer.h"
 
@@ -52,6 +54,8 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
   tokens_.assign(prompt.begin(), prompt.end());
 
   Sampler sampler(opts.sampling, static_cast<size_t>(model_.config().vocab_size));
+  std::optional<GrammarConstraint> constraint;
+  if (opts.grammar) constraint.emplace(opts.grammar, opts.ignore_eos ? std::vector<int32_t>{} : opts.eos_ids);
   Timer timer;
   auto logits = forward(model_, prompt.subspan(keep), static_cast<int64_t>(keep), cache_, state_, pool_);
   prompt_logits_.assign(logits.begin(), logits.end());
@@ -63,8 +67,13 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
     if (const std::string error = nan_logits_error(logits, r.ids.size() + 1, static_cast<int64_t>(tokens_.size()));
         !error.empty())
       fail(error);
+    if (constraint && constraint->complete()) {  // the grammar is done and no eos may say so
+      r.reason = StopReason::Eos;
+      break;
+    }
     scratch.assign(logits.begin(), logits.end());
-    const int32_t next = sampler.sample(scratch, tokens_, prompt.size());
+    const int32_t next = sampler.sample(scratch, tokens_, prompt.size(), constraint ? &*constraint : nullptr);
+    if (constraint) constraint->accept(next);
     r.ids.push_back(next);
     const bool is_eos =
         !opts.ignore_eos && std::find(opts.eos_ids.begin(), opts.eos_ids.end(), next) != opts.eos_ids.end();

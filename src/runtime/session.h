@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -13,6 +14,8 @@
 #include "runtime/sampler.h"
 
 namespace qinfer {
+
+struct OutputGrammar;
 
 struct GenerationOptions {
   int64_t max_new_tokens = 128;
@@ -25,6 +28,8 @@ struct GenerationOptions {
   // The batching engine keeps the last prompt position's logits only when
   // asked (a vocabulary of floats per request); Session always keeps them.
   bool keep_prompt_logits = false;
+  // The output follows this grammar (constrained decoding); null: free.
+  std::shared_ptr<const OutputGrammar> grammar;
 };
 
 // Error: the model's logits were unusable (NaN); GenerationResult::error says where.

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "server/api_error.h"
+#include "server/response_format.h"
 
 namespace qinfer::server {
 
@@ -215,7 +216,6 @@ void check_field_names(const ordered_json& body, bool chat) {
   refuse_unless("echo", body.value("echo", ordered_json()) == false);
   refuse_unless("suffix", body.value("suffix", ordered_json()) == "");
   refuse_unless("best_of", body.value("best_of", ordered_json()) == (given(body, "n") ? body["n"] : ordered_json(1)));
-  refuse_unless("response_format", body.value("response_format", ordered_json()) == ordered_json{{"type", "text"}});
   const ordered_json choice = body.value("tool_choice", ordered_json());
   refuse_unless("tool_choice", choice == "auto" || choice == "none");
 }
@@ -448,6 +448,8 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
   const std::string_view generation_prompt = std::string_view(rendered).substr(common);
   const size_t open = generation_prompt.rfind("<think>");
   r.starts_in_reasoning = open != std::string::npos && generation_prompt.find("</think>", open) == std::string::npos;
+  r.options.grammar =
+      parse_response_format(body.value("response_format", ordered_json()), model.bundle, r.starts_in_reasoning);
   r.prompts.push_back(model.bundle.require_tokenizer().encode(rendered));
   check_length(r, body, model, "messages");
   return r;

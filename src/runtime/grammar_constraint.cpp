@@ -1,0 +1,94 @@
+#include "runtime/grammar_constraint.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "util/error.h"
+
+namespace qinfer {
+namespace {
+
+constexpr size_t kCachedMasks = 32;
+
+bool bit(const std::vector<uint64_t>& bits, size_t id) {
+  return id / 64 < bits.size() && (bits[id / 64] >> (id % 64) & 1);
+}
+
+}  // namespace
+
+std::shared_ptr<const grammar::TokenTrie> token_trie(const Tokenizer& tokenizer) {
+  std::vector<std::string> bytes(tokenizer.vocab_size());
+  for (size_t id = 0; id < bytes.size(); ++id) {
+    const auto t = static_cast<int32_t>(id);
+    if (!tokenizer.is_special(t)) bytes[id] = std::string(tokenizer.token_bytes(t));
+  }
+  return std::make_shared<const grammar::TokenTrie>(bytes);
+}
+
+GrammarConstraint::GrammarConstraint(std::shared_ptr<const OutputGrammar> spec, std::vector<int32_t> eos_ids)
+    : spec_(std::move(spec)),
+      tokenizer_(spec_ && spec_->tokenizer && spec_->vocabulary
+                     ? *spec_->tokenizer
+                     : (fail("constrained decoding: incomplete grammar"), *spec_->tokenizer)),
+      eos_ids_(std::move(eos_ids)),
+      matcher_(spec_->grammar),
+      phase_(spec_->starts_in_reasoning && spec_->think_close >= 0 ? Phase::Reasoning : Phase::Start) {}
+
+bool GrammarConstraint::is_eos(int32_t id) const {
+  return std::find(eos_ids_.begin(), eos_ids_.end(), id) != eos_ids_.end();
+}
+
+bool GrammarConstraint::allows(int32_t id) {
+  if (phase_ == Phase::Reasoning) return true;
+  if (phase_ == Phase::Start && id == spec_->think_open) return true;
+  if (is_eos(id)) return matcher_.state().accepting;
+  if (id < 0 || static_cast<size_t>(id) >= spec_->vocabulary->vocab_size() || tokenizer_.is_special(id)) return false;
+  const std::string_view bytes = tokenizer_.token_bytes(id);
+  return !bytes.empty() && matcher_.allows(bytes);
+}
+
+const std::vector<uint64_t>& GrammarConstraint::answer_mask() {
+  const grammar::MatchState& state = matcher_.state();
+  for (auto it = cache_.begin(); it != cache_.end(); ++it)
+    if (it->first == state) {
+      cache_.splice(cache_.begin(), cache_, it);  // most recent first
+      return cache_.front().second;
+    }
+  if (cache_.size() == kCachedMasks) cache_.pop_back();
+  cache_.emplace_front(state, std::vector<uint64_t>());
+  spec_->vocabulary->allowed(matcher_, cache_.front().second);
+  return cache_.front().second;
+}
+
+void GrammarConstraint::mask(std::span<float> logits) {
+  if (phase_ == Phase::Reasoning) return;
+  const std::vector<uint64_t>& allowed = answer_mask();
+  const bool accepting = matcher_.state().accepting;
+  for (size_t id = 0; id < logits.size(); ++id) {
+    const auto t = static_cast<int32_t>(id);
+    if (bit(allowed, id) || (accepting && is_eos(t)) || (phase_ == Phase::Start && t == spec_->think_open)) continue;
+    logits[id] = -std::numeric_limits<float>::infinity();
+  }
+}
+
+void GrammarConstraint::accept(int32_t id) {
+  if (phase_ == Phase::Reasoning) {
+    if (id == spec_->think_close) phase_ = Phase::Answer;
+    return;
+  }
+  if (phase_ == Phase::Start && id == spec_->think_open) {
+    phase_ = Phase::Reasoning;
+    return;
+  }
+  phase_ = Phase::Answer;
+  if (is_eos(id)) return;
+  if (!matcher_.advance(tokenizer_.token_bytes(id)))
+    fail("constrained decoding: token ", id, " does not follow the output's grammar");
+}
+
+bool GrammarConstraint::complete() const {
+  return phase_ != Phase::Reasoning && eos_ids_.empty() && matcher_.state().accepting &&
+         matcher_.state().stacks.empty();
+}
+
+}  // namespace qinfer
