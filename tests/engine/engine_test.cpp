@@ -10,7 +10,9 @@
 #include <random>
 
 #include "model/test_model.h"
+#include "runtime/model_bundle.h"
 #include "test_util.h"
+#include "text/grammar/json_grammar.h"
 #include "util/error.h"
 
 using namespace qinfer;
@@ -374,4 +376,49 @@ TEST(Engine, LogprobsAreBatchInvariant) {
     EXPECT_EQ(r.logprobs[i].top, solo.logprobs[i].top);
   }
   EXPECT_TRUE(crowd.result(0).logprobs.empty());
+}
+
+// Constrained requests (response_format) get the ids of their solo runs among
+// free ones, at any parallelism and under preemption.
+TEST(Engine, ConstrainedRequestsAreBatchInvariant) {
+  ModelBundle bundle = load_model_bundle(test::data_path("models/tiny"));
+  ThreadPool pool(2);
+  auto spec = [&](grammar::Grammar g) {
+    auto s = std::make_shared<OutputGrammar>();
+    s->grammar = std::make_shared<const grammar::Grammar>(std::move(g));
+    s->tokenizer = &*bundle.tokenizer;
+    s->vocabulary = bundle.token_trie();
+    return s;
+  };
+  const auto object = spec(grammar::json_object_grammar());
+  const auto schema = spec(grammar::json_schema_grammar(nlohmann::ordered_json::parse(
+      R"({"type": "object", "properties": {"ok": {"type": "boolean"}, "n": {"type": "integer"}}})")));
+  std::vector<Req> reqs = requests();
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    reqs[i].opts.max_new_tokens = 12;
+    reqs[i].opts.ignore_eos = i % 3 == 2;
+    reqs[i].opts.eos_ids = bundle.eos_ids();
+    if (i % 3 != 1) reqs[i].opts.grammar = i % 2 ? schema : object;
+  }
+  std::vector<GenerationResult> solo;
+  for (const Req& r : reqs) {
+    Session s(*bundle.model, pool);
+    solo.push_back(s.generate(r.prompt, r.opts, {}));
+  }
+  for (const EngineOptions& o : {EngineOptions{16, 0, 512, 16}, EngineOptions{4, 9, 5, 8}}) {
+    Engine engine(*bundle.model, pool, o);
+    std::vector<int64_t> handles;
+    for (const Req& r : reqs) handles.push_back(engine.add(r.prompt, r.opts));
+    engine.run_until_idle();
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(engine.result(handles[i]).ids, solo[i].ids) << "request " << i;
+      EXPECT_EQ(engine.result(handles[i]).reason, solo[i].reason) << "request " << i;
+      if (!reqs[i].opts.grammar) continue;
+      grammar::Matcher m(reqs[i].opts.grammar->grammar);
+      std::string text;
+      for (int32_t id : solo[i].ids)
+        if (id != bundle.eos_ids().front()) text += bundle.tokenizer->token_bytes(id);
+      EXPECT_TRUE(m.advance(text)) << "request " << i << ": " << text;
+    }
+  }
 }

@@ -8,6 +8,7 @@
 
 #include "text/grammar/json_grammar.h"
 #include "text/tokenizer.h"
+#include "util/error.h"
 #include "util/timer.h"
 
 namespace qinfer::grammar {
@@ -58,11 +59,27 @@ TEST(TokenTrie, Qwen3VocabularyMatchesTheDefinition) {
   for (const char* step : {"", "{\"", "na", "me\": ", "12", ", \"x\": [\"\\u00e"}) {
     ASSERT_TRUE(m.advance(step)) << step;
     Timer t;
+    const uint64_t work = m.work();
     trie.allowed(m, mask);
     const double walk = t.seconds();
+    const uint64_t walk_work = m.work() - work;
     EXPECT_EQ(mask, brute_force(m, vocab)) << "after " << step;
-    std::printf("after '%s': %zu tokens allowed, walk %.2f ms\n", step, count(mask), walk * 1e3);
+    std::printf("after '%s': %zu tokens allowed, walk %.2f ms, %llu expansions\n", step, count(mask), walk * 1e3,
+                static_cast<unsigned long long>(walk_work));
   }
+}
+
+TEST(TokenTrie, AMaskPastItsWorkBudgetIsAnError) {
+  const std::vector<std::string> vocab = {"a", "ab", "abc", "b", "\"", "x"};
+  TokenTrie trie(vocab);
+  Matcher m(std::make_shared<const Grammar>(json_object_grammar()));
+  ASSERT_TRUE(m.advance("{\""));
+  std::vector<uint64_t> mask;
+  EXPECT_THROW(trie.allowed(m, mask, 10), Error);
+  const size_t nodes = m.mark();
+  trie.allowed(m, mask);       // the matcher is intact
+  EXPECT_EQ(count(mask), 6u);  // inside a string every one may come
+  EXPECT_EQ(m.mark(), nodes);
 }
 
 }  // namespace

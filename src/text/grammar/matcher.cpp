@@ -45,6 +45,7 @@ void Matcher::expand(uint32_t pos, uint32_t parent, MatchState& to, bool intern)
     const uint64_t k = key(p, par);
     if (std::find(seen_.begin(), seen_.end(), k) != seen_.end()) continue;
     seen_.push_back(k);
+    ++work_done_;
     const Item& it = g.items[p];
     switch (it.kind) {
       case Item::Kind::End:

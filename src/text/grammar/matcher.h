@@ -42,6 +42,8 @@ class Matcher {
   // scratch nodes valid until release(mark) with a mark taken before them.
   void try_step(const MatchState& from, uint8_t byte, MatchState& to) { step(from, byte, to, false); }
   size_t mark() const { return nodes_.size(); }
+  // Expansions done so far: the work of the steps, for budgets.
+  uint64_t work() const { return work_done_; }
   void release(size_t mark) { nodes_.resize(mark); }
 
  private:
@@ -65,6 +67,7 @@ class Matcher {
   std::vector<uint64_t> seen_;
   std::vector<std::pair<uint64_t, uint32_t>> made_;
   MatchState scratch_a_, scratch_b_;
+  uint64_t work_done_ = 0;
 };
 
 }  // namespace qinfer::grammar

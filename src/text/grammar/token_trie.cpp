@@ -43,7 +43,8 @@ TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes) : vocab_size_(
   for (uint32_t n : path) nodes_[n].subtree_end = static_cast<uint32_t>(nodes_.size());
 }
 
-void TokenTrie::allowed(Matcher& matcher, std::vector<uint64_t>& allowed) const {
+void TokenTrie::allowed(Matcher& matcher, std::vector<uint64_t>& allowed, uint64_t max_work) const {
+  const uint64_t work_before = matcher.work();
   allowed.assign((vocab_size_ + 63) / 64, 0);
   // states[d]: the state after the first d bytes of the current path;
   // marks[d]: the matcher's scratch nodes up to it (what deeper steps may drop).
@@ -56,6 +57,10 @@ void TokenTrie::allowed(Matcher& matcher, std::vector<uint64_t>& allowed) const 
     matcher.release(marks[n.depth - 1]);
     MatchState& state = states[n.depth];
     matcher.try_step(states[n.depth - 1], n.byte, state);
+    if (matcher.work() - work_before > max_work) {
+      matcher.release(marks[0]);
+      fail("the output's grammar is too ambiguous to follow: one token mask took over ", max_work, " steps");
+    }
     if (state.dead()) {
       i = n.subtree_end;
       continue;

@@ -19,8 +19,11 @@ class TokenTrie {
 
   size_t vocab_size() const { return vocab_size_; }
   // Sets bit id of `allowed` (resized to vocab_size bits, cleared first) for
-  // every token all of whose bytes the matcher's state accepts.
-  void allowed(Matcher& matcher, std::vector<uint64_t>& allowed) const;
+  // every token all of whose bytes the matcher's state accepts. Throws
+  // qinfer::Error past `max_work` expansions (Matcher::work()): a grammar so
+  // ambiguous that one mask would hold the engine for seconds (a JSON string's
+  // mask, the costliest common one, takes ~4 million on Qwen3's vocabulary).
+  void allowed(Matcher& matcher, std::vector<uint64_t>& allowed, uint64_t max_work = uint64_t{32} << 20) const;
 
  private:
   struct Node {            // in depth-first order; the root is node 0

@@ -1,0 +1,101 @@
+// response_format through the official openai npm client: json_schema answers
+// parse and follow their schema (sampled, n > 1, streamed alike), json_object
+// answers are JSON objects, and a schema the server cannot follow is a
+// BadRequestError naming response_format.
+//   QINFER=build/qinfer node --test tests/openai_client/structured_output.test.mjs
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { root, startServe } from './serve_process.mjs';
+
+const modelDir = path.join(root, 'tests/data/models/tiny');
+let server, client;
+
+before(async () => {
+  let url;
+  ({ proc: server, url } = await startServe(['-m', modelDir, '--port', '0', '-t', '2', '--ctx', '512',
+    '--parallel', '4']));
+  client = new OpenAI({ baseURL: url + '/v1', apiKey: 'none', maxRetries: 0 });
+});
+
+after(() => { if (server.exitCode === null) server.kill('SIGKILL'); });
+
+const messages = [{ role: 'user', content: 'Describe a city as JSON.' }];
+// Every value bounded, so that even the random-weight test model ends the document.
+const schema = {
+  type: 'object',
+  properties: {
+    city: { enum: ['Paris', 'Lyon', 'Nice'] },
+    sunny: { type: 'boolean' },
+    tags: { type: 'array', items: { enum: ['old', 'new'] }, minItems: 1, maxItems: 3 },
+    note: { type: ['null', 'boolean'] },
+  },
+  required: ['city', 'sunny', 'tags'],
+  additionalProperties: false,
+};
+const responseFormat = { type: 'json_schema', json_schema: { name: 'city', schema, strict: true } };
+
+function checkCity(doc) {
+  assert.deepEqual(Object.keys(doc).slice(0, 3), ['city', 'sunny', 'tags']);  // the schema's order
+  assert.ok(['Paris', 'Lyon', 'Nice'].includes(doc.city), JSON.stringify(doc));
+  assert.equal(typeof doc.sunny, 'boolean');
+  assert.ok(doc.tags.length >= 1 && doc.tags.length <= 3 && doc.tags.every((t) => t === 'old' || t === 'new'));
+  for (const key of Object.keys(doc)) assert.ok(['city', 'sunny', 'tags', 'note'].includes(key), key);
+}
+
+test('json_schema: sampled answers, n = 2, each parses and follows the schema', async () => {
+  const seen = new Set();
+  for (const seed of [1, 2, 3]) {
+    const r = await client.chat.completions.create({ model: modelDir, messages, response_format: responseFormat,
+      temperature: 1, seed, n: 2, max_tokens: 100 });
+    assert.equal(r.choices.length, 2);
+    for (const choice of r.choices) {
+      assert.equal(choice.finish_reason, 'stop', choice.message.content);
+      const doc = JSON.parse(choice.message.content);
+      checkCity(doc);
+      seen.add(JSON.stringify(doc));
+    }
+  }
+  assert.ok(seen.size > 1, 'sampling draws different documents');
+});
+
+test('json_schema streamed: the deltas add up to the answer sent whole', async () => {
+  const request = { model: modelDir, messages, response_format: responseFormat, temperature: 0.8, seed: 9,
+    max_tokens: 100 };
+  const whole = await client.chat.completions.create(request);
+  const stream = await client.chat.completions.create({ ...request, stream: true });
+  let text = '';
+  let finish = null;
+  for await (const chunk of stream) {
+    text += chunk.choices[0]?.delta?.content ?? '';
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+  }
+  assert.equal(text, whole.choices[0].message.content);
+  assert.equal(finish, 'stop');
+  checkCity(JSON.parse(text));
+});
+
+test('json_object: the answer is a JSON object or, cut by max_tokens, the start of one', async () => {
+  for (const seed of [4, 5]) {
+    const r = await client.chat.completions.create({ model: modelDir, messages,
+      response_format: { type: 'json_object' }, temperature: 1, seed, max_tokens: 40 });
+    const { content } = r.choices[0].message;
+    if (r.choices[0].finish_reason === 'stop') {
+      const doc = JSON.parse(content);
+      assert.equal(typeof doc, 'object');
+      assert.ok(!Array.isArray(doc) && doc !== null);
+    } else {
+      assert.equal(r.choices[0].finish_reason, 'length');
+      assert.match(content, /^\s*\{/);
+    }
+  }
+});
+
+test('a schema keyword the server cannot follow is a 400 naming response_format', async () => {
+  await assert.rejects(
+    client.chat.completions.create({ model: modelDir, messages, response_format: { type: 'json_schema',
+      json_schema: { name: 'x', schema: { type: 'object', properties: { age: { type: 'integer', minimum: 0 } } } } } }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format' &&
+      /\/properties\/age\/minimum/.test(e.message));
+});
