@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "server/api_error.h"
-#include "server/response_format.h"
+#include "server/reply_grammar.h"
 
 namespace qinfer::server {
 
@@ -216,8 +216,6 @@ void check_field_names(const ordered_json& body, bool chat) {
   refuse_unless("echo", body.value("echo", ordered_json()) == false);
   refuse_unless("suffix", body.value("suffix", ordered_json()) == "");
   refuse_unless("best_of", body.value("best_of", ordered_json()) == (given(body, "n") ? body["n"] : ordered_json(1)));
-  const ordered_json choice = body.value("tool_choice", ordered_json());
-  refuse_unless("tool_choice", choice == "auto" || choice == "none");
 }
 
 // The fields both endpoints share: sampling, stops, lengths, n, streaming.
@@ -408,7 +406,10 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
     if (!body["tools"].empty() && body.value("tool_choice", ordered_json()) != "none") in.tools = body["tools"];
   }
   const bool parallel_tool_calls = boolean(body, "parallel_tool_calls", true);
-  r.tool_calls = in.tools.is_null() ? ToolCalls::None : parallel_tool_calls ? ToolCalls::Any : ToolCalls::One;
+  const bool named_tool = body.value("tool_choice", ordered_json()).is_object();
+  r.tool_calls = in.tools.is_null()                   ? ToolCalls::None
+                 : parallel_tool_calls && !named_tool ? ToolCalls::Any
+                                                      : ToolCalls::One;
   if (given(body, "chat_template_kwargs")) {
     const ordered_json& kw = body["chat_template_kwargs"];
     if (!kw.is_object()) bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
@@ -448,8 +449,7 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
   const std::string_view generation_prompt = std::string_view(rendered).substr(common);
   const size_t open = generation_prompt.rfind("<think>");
   r.starts_in_reasoning = open != std::string::npos && generation_prompt.find("</think>", open) == std::string::npos;
-  r.options.grammar =
-      parse_response_format(body.value("response_format", ordered_json()), model.bundle, r.starts_in_reasoning);
+  r.options.grammar = parse_reply_grammar(body, model.bundle, r.starts_in_reasoning);
   r.prompts.push_back(model.bundle.require_tokenizer().encode(rendered));
   check_length(r, body, model, "messages");
   return r;

@@ -99,3 +99,44 @@ test('a schema keyword the server cannot follow is a 400 naming response_format'
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format' &&
       /\/properties\/age\/minimum/.test(e.message));
 });
+
+const tools = [
+  { type: 'function', function: { name: 'get_weather', description: 'Weather in a city',
+    parameters: { type: 'object', properties: { city: { enum: ['Paris', 'Rome'] }, celsius: { type: 'boolean' } },
+      required: ['city', 'celsius'] } } },
+  { type: 'function', function: { name: 'get_time', parameters: { type: 'object',
+    properties: { zone: { enum: ['UTC', 'CET'] } }, required: ['zone'] } } },
+];
+
+function checkCall(call) {
+  const args = JSON.parse(call.function.arguments);
+  if (call.function.name === 'get_weather') {
+    assert.ok(['Paris', 'Rome'].includes(args.city) && typeof args.celsius === 'boolean', call.function.arguments);
+  } else {
+    assert.equal(call.function.name, 'get_time');
+    assert.ok(['UTC', 'CET'].includes(args.zone), call.function.arguments);
+  }
+}
+
+test('tool_choice required: the reply is tool calls of the tools offered, arguments of their schemas', async () => {
+  for (const seed of [1, 2, 3]) {
+    const r = await client.chat.completions.create({ model: modelDir, messages, tools, tool_choice: 'required',
+      parallel_tool_calls: false, temperature: 1, seed, max_tokens: 120 });
+    const { message, finish_reason } = r.choices[0];
+    assert.equal(finish_reason, 'tool_calls', JSON.stringify(message));
+    assert.equal(message.tool_calls.length, 1);
+    checkCall(message.tool_calls[0]);
+  }
+});
+
+test('tool_choice naming a function: the reply calls that one', async () => {
+  const r = await client.chat.completions.create({ model: modelDir, messages, tools, temperature: 1, seed: 4,
+    tool_choice: { type: 'function', function: { name: 'get_time' } }, max_tokens: 120 });
+  assert.equal(r.choices[0].finish_reason, 'tool_calls');
+  assert.equal(r.choices[0].message.tool_calls.length, 1);
+  assert.equal(r.choices[0].message.tool_calls[0].function.name, 'get_time');
+  checkCall(r.choices[0].message.tool_calls[0]);
+  await assert.rejects(client.chat.completions.create({ model: modelDir, messages, tools,
+    tool_choice: { type: 'function', function: { name: 'get_news' } } }),
+  (e) => e instanceof OpenAI.BadRequestError && e.param === 'tool_choice' && /get_news/.test(e.message));
+});

@@ -302,12 +302,16 @@ Grammar json_object_grammar() {
   return std::move(b).build(root);
 }
 
+Expr json_schema_expr(GrammarBuilder& b, const nlohmann::ordered_json& schema) {
+  SchemaCompiler compiler(b, schema);
+  Expr body = compiler.compile(schema, "");
+  return sequence({compiler.json().ws(), std::move(body), compiler.json().ws()});
+}
+
 Grammar json_schema_grammar(const nlohmann::ordered_json& schema) {
   GrammarBuilder b;
-  SchemaCompiler compiler(b, schema);
   const int32_t root = b.rule("root");
-  Expr body = compiler.compile(schema, "");
-  b.define(root, sequence({compiler.json().ws(), std::move(body), compiler.json().ws()}));
+  b.define(root, json_schema_expr(b, schema));
   return std::move(b).build(root);
 }
 

@@ -28,4 +28,9 @@ Grammar json_object_grammar();
 // (an ordered_json keeps it).
 Grammar json_schema_grammar(const nlohmann::ordered_json& schema);
 
+// The documents of `schema`, whitespace around them allowed, as an
+// expression of `builder`'s grammar, for grammars that wrap JSON (a tool
+// call's tags around its arguments). One call per builder.
+Expr json_schema_expr(GrammarBuilder& builder, const nlohmann::ordered_json& schema);
+
 }  // namespace qinfer::grammar

@@ -1,0 +1,139 @@
+#include "server/reply_grammar.h"
+
+#include <functional>
+
+#include "server/api_error.h"
+#include "text/grammar/json_grammar.h"
+
+namespace qinfer::server {
+namespace {
+
+using nlohmann::ordered_json;
+
+[[noreturn]] void bad(const char* param, const std::string& message) { throw ApiError(400, message, param); }
+
+bool given(const ordered_json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
+
+std::shared_ptr<const grammar::Grammar> compile(const char* param, const std::function<grammar::Grammar()>& build) {
+  try {
+    return std::make_shared<const grammar::Grammar>(build());
+  } catch (const Error& e) {
+    bad(param, std::string(param) + ": " + e.what());
+  }
+}
+
+std::shared_ptr<const grammar::Grammar> json_schema(const ordered_json& spec) {
+  if (!spec.is_object()) bad("response_format", "'response_format.json_schema' must be an object");
+  for (const auto& item : spec.items())
+    if (item.key() != "name" && item.key() != "schema" && item.key() != "strict" && item.key() != "description")
+      bad("response_format",
+          "Unrecognized argument supplied: response_format.json_schema." + input_excerpt(item.key()));
+  if (!spec.contains("name") || !spec["name"].is_string())
+    bad("response_format", "'response_format.json_schema.name' must be a string");
+  if (spec.contains("strict") && !spec["strict"].is_boolean() && !spec["strict"].is_null())
+    bad("response_format", "'response_format.json_schema.strict' must be true or false");
+  // Without a schema, any JSON document.
+  const ordered_json schema = spec.contains("schema") ? spec["schema"] : ordered_json::object();
+  return compile("response_format", [&] { return grammar::json_schema_grammar(schema); });
+}
+
+std::shared_ptr<const grammar::Grammar> response_format(const ordered_json& format) {
+  if (!format.is_object() || !format.contains("type") || !format["type"].is_string())
+    bad("response_format",
+        "'response_format' must be an object with a 'type': \"text\", \"json_object\" or \"json_schema\"");
+  const std::string type = format["type"].get<std::string>();
+  for (const auto& item : format.items())
+    if (item.key() != "type" && !(type == "json_schema" && item.key() == "json_schema"))
+      bad("response_format", "Unrecognized argument supplied: response_format." + input_excerpt(item.key()));
+  if (type == "text") return nullptr;
+  if (type == "json_object") {
+    static const auto object = std::make_shared<const grammar::Grammar>(grammar::json_object_grammar());
+    return object;
+  }
+  if (type == "json_schema") {
+    if (!format.contains("json_schema")) bad("response_format", "'response_format.json_schema' is missing");
+    return json_schema(format["json_schema"]);
+  }
+  bad("response_format", "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", got " +
+                             input_excerpt(format["type"].dump()));
+}
+
+// tool_choice "required" or a named function: one tool call (or, with
+// parallel_tool_calls, one or more) of the tools offered, each
+// {"name": its name, "arguments": what its parameters schema allows}.
+std::shared_ptr<const grammar::Grammar> tool_choice(const ordered_json& body) {
+  const ordered_json& choice = body["tool_choice"];
+  std::string named;
+  if (choice.is_object()) {
+    if (choice.value("type", ordered_json()) != "function" || !choice.contains("function") ||
+        !choice["function"].is_object() || !choice["function"].contains("name") ||
+        !choice["function"]["name"].is_string())
+      bad("tool_choice",
+          "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+          "\"function\": {\"name\": ...}}");
+    named = choice["function"]["name"].get<std::string>();
+  } else if (choice != "required") {
+    bad("tool_choice",
+        "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+        "\"function\": {\"name\": ...}}, got " +
+            input_excerpt(choice.dump()));
+  }
+  if (!given(body, "tools") || !body["tools"].is_array() || body["tools"].empty())
+    bad("tool_choice", "'tool_choice' " + input_excerpt(choice.dump()) + " needs 'tools' to choose from");
+  ordered_json calls = ordered_json::array();
+  for (const auto& tool : body["tools"]) {  // shapes checked by the caller
+    const ordered_json& function = tool["function"];
+    if (!function.contains("name") || !function["name"].is_string())
+      bad("tools", "each tool's function needs a 'name' string");
+    const std::string name = function["name"].get<std::string>();
+    if (!named.empty() && name != named) continue;
+    const ordered_json parameters = function.contains("parameters") && !function["parameters"].is_null()
+                                        ? function["parameters"]
+                                        : ordered_json{{"type", "object"}};
+    calls.push_back({{"type", "object"},
+                     {"properties", {{"name", {{"const", name}}}, {"arguments", parameters}}},
+                     {"required", {"name", "arguments"}}});
+  }
+  if (calls.empty())
+    bad("tool_choice", "'tool_choice' names the function '" + input_excerpt(named) + "', which no tool defines");
+  const bool many = named.empty() && body.value("parallel_tool_calls", true) != false;
+  return compile("tool_choice", [&] {
+    grammar::GrammarBuilder b;
+    const int32_t call = b.rule("call");
+    b.define(call, grammar::sequence({grammar::literal("<tool_call>\n"),
+                                      grammar::json_schema_expr(b, ordered_json{{"anyOf", calls}}),
+                                      grammar::literal("\n</tool_call>")}));
+    const int32_t root = b.rule("root");
+    const grammar::Expr first = grammar::GrammarBuilder::ref(call);
+    b.define(root, many ? grammar::sequence({first, grammar::star(grammar::sequence(
+                                                        {grammar::literal("\n"), grammar::GrammarBuilder::ref(call)}))})
+                        : first);
+    return std::move(b).build(root);
+  });
+}
+
+}  // namespace
+
+std::shared_ptr<const OutputGrammar> parse_reply_grammar(const ordered_json& body, const ModelBundle& bundle,
+                                                         bool starts_in_reasoning) {
+  std::shared_ptr<const grammar::Grammar> format =
+      given(body, "response_format") ? response_format(body["response_format"]) : nullptr;
+  const bool forced_tools =
+      given(body, "tool_choice") && body["tool_choice"] != "auto" && body["tool_choice"] != "none";
+  if (format && forced_tools)
+    bad("tool_choice", "'tool_choice' " + input_excerpt(body["tool_choice"].dump()) +
+                           " and a 'response_format' cannot both constrain the reply");
+  std::shared_ptr<const grammar::Grammar> g = forced_tools ? tool_choice(body) : format;
+  if (!g) return nullptr;
+  auto out = std::make_shared<OutputGrammar>();
+  out->grammar = std::move(g);
+  const Tokenizer& tokenizer = bundle.require_tokenizer();
+  out->tokenizer = &tokenizer;
+  out->vocabulary = bundle.token_trie();
+  out->think_open = tokenizer.token_to_id("<think>").value_or(-1);
+  out->think_close = tokenizer.token_to_id("</think>").value_or(-1);
+  out->starts_in_reasoning = starts_in_reasoning;
+  return out;
+}
+
+}  // namespace qinfer::server

@@ -1,0 +1,24 @@
+// The grammar a chat reply must follow, from OpenAI's request fields:
+// response_format {"type": "json_object"} (any JSON object) or {"type":
+// "json_schema", "json_schema": {"name", "schema", "strict", "description"}}
+// (a document of that schema), or tool_choice "required" / {"type":
+// "function", "function": {"name"}} (the reply is Qwen3's tool calls,
+// <tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>, whose arguments
+// follow the function's parameters schema; several only with
+// parallel_tool_calls), as vLLM constrains them.
+#pragma once
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "runtime/grammar_constraint.h"
+#include "runtime/model_bundle.h"
+
+namespace qinfer::server {
+
+// Null when the reply is free (no response_format or "text", tool_choice
+// absent, "auto" or "none"). ApiError 400 naming the field (and the schema
+// keyword at fault) for a form, tool or schema it cannot follow.
+std::shared_ptr<const OutputGrammar> parse_reply_grammar(const nlohmann::ordered_json& body, const ModelBundle& bundle,
+                                                         bool starts_in_reasoning);
+
+}  // namespace qinfer::server
