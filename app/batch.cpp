@@ -15,6 +15,7 @@
 #include "runtime/model_bundle.h"
 #include "runtime/text_stream.h"
 #include "server/openai_request.h"
+#include "server/reply_grammar.h"
 #include "standard_input.h"
 #include "util/error.h"
 #include "util/timer.h"
@@ -51,7 +52,7 @@ Job parse_job(const std::string& line, const ModelBundle& bundle) {
   const ordered_json j = server::parse_json_body(line, "the line");
   for (const auto& item : j.items())
     if (item.key() != "prompt" && item.key() != "prompt_ids" && item.key() != "messages" &&
-        !server::is_generation_field(item.key()))
+        item.key() != "response_format" && !server::is_generation_field(item.key()))
       fail("unknown field \"", item.key(), "\"");
   const int given = j.contains("prompt") + j.contains("prompt_ids") + j.contains("messages");
   if (given != 1) fail("give exactly one of \"prompt\", \"prompt_ids\", \"messages\"");
@@ -67,14 +68,20 @@ Job parse_job(const std::string& line, const ModelBundle& bundle) {
   } else if (j.contains("prompt")) {
     if (!j["prompt"].is_string()) fail("\"prompt\" must be a string");
     job.prompt = bundle.require_tokenizer().encode(j["prompt"].get<std::string>());
-  } else {
+  }
+  bool starts_in_reasoning = false;
+  if (j.contains("messages")) {
     ChatTemplateInput in;
     in.messages = server::chat_messages(j);
     in.add_generation_prompt = true;
-    job.prompt = bundle.require_tokenizer().encode(bundle.require_chat_template().render(in));
+    const ChatTemplate& chat_template = bundle.require_chat_template();
+    const std::string rendered = chat_template.render(in);
+    starts_in_reasoning = server::opens_reasoning(chat_template, in, rendered);
+    job.prompt = bundle.require_tokenizer().encode(rendered);
   }
   server::GenerationFields fields = server::parse_generation_fields(j, bundle, kDefaultMaxTokens);
   job.options = std::move(fields.options);
+  job.options.grammar = server::parse_reply_grammar(j, bundle, starts_in_reasoning);
   job.stops = std::move(fields.stop);
   return job;
 }

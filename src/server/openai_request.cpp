@@ -198,7 +198,7 @@ void check_field_names(const ordered_json& body, bool chat) {
                                                    "web_search_options",
                                                    "reasoning_effort",
                                                    "verbosity"};
-  static const std::set<std::string_view> kCompletions = {"prompt", "echo", "best_of", "suffix"};
+  static const std::set<std::string_view> kCompletions = {"prompt", "echo", "best_of", "suffix", "response_format"};
   for (const auto& item : body.items()) {
     const std::string& key = item.key();
     if (!is_generation_field(key) && !kBoth.count(key) && !(chat ? kChat : kCompletions).count(key))
@@ -327,6 +327,18 @@ bool is_generation_field(std::string_view key) {
   return false;
 }
 
+bool opens_reasoning(const ChatTemplate& chat_template, ChatTemplateInput in, const std::string& rendered) {
+  in.add_generation_prompt = false;
+  const std::string without_prompt = chat_template.render(in);
+  // Only the generation prompt counts, not a "<think>" the conversation itself mentions.
+  const size_t common = static_cast<size_t>(
+      std::mismatch(rendered.begin(), rendered.end(), without_prompt.begin(), without_prompt.end()).first -
+      rendered.begin());
+  const std::string_view generation_prompt = std::string_view(rendered).substr(common);
+  const size_t open = generation_prompt.rfind("<think>");
+  return open != std::string::npos && generation_prompt.find("</think>", open) == std::string::npos;
+}
+
 ordered_json chat_messages(const ordered_json& body) {
   if (!given(body, "messages") || !body["messages"].is_array())
     bad("messages", "'messages' must be a list of messages");
@@ -433,22 +445,13 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
   } catch (const Error& e) {
     throw ApiError(400, std::string(e.what()) + " (/v1/completions takes a prompt without it)");
   }
-  std::string rendered, without_prompt;
+  std::string rendered;
   try {
     rendered = chat_template->render(in);
-    in.add_generation_prompt = false;
-    without_prompt = chat_template->render(in);
+    r.starts_in_reasoning = opens_reasoning(*chat_template, in, rendered);
   } catch (const Error& e) {
     bad("messages", std::string("the chat template refused the conversation: ") + e.what());
   }
-  // Whether the reply starts inside a <think> block: only the generation
-  // prompt counts, not a "<think>" the conversation itself mentions.
-  const size_t common = static_cast<size_t>(
-      std::mismatch(rendered.begin(), rendered.end(), without_prompt.begin(), without_prompt.end()).first -
-      rendered.begin());
-  const std::string_view generation_prompt = std::string_view(rendered).substr(common);
-  const size_t open = generation_prompt.rfind("<think>");
-  r.starts_in_reasoning = open != std::string::npos && generation_prompt.find("</think>", open) == std::string::npos;
   r.options.grammar = parse_reply_grammar(body, model.bundle, r.starts_in_reasoning);
   r.prompts.push_back(model.bundle.require_tokenizer().encode(rendered));
   check_length(r, body, model, "messages");
@@ -493,6 +496,7 @@ CompletionRequest parse_completion_request(const ordered_json& body, const Serve
   }
   if (r.prompts.size() * static_cast<size_t>(r.n) > static_cast<size_t>(kMaxChoices))
     bad("prompt", "at most " + std::to_string(kMaxChoices) + " completions (prompts x n) per request");
+  r.options.grammar = parse_reply_grammar(body, model.bundle, false);
   check_length(r, body, model, "prompt");
   return r;
 }

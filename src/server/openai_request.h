@@ -4,8 +4,8 @@
 // type and range; a bad one is an ApiError (400) naming it. As OpenAI's API,
 // an unknown field is refused (a misspelt one would be a silent default);
 // fields that only label a request (user, metadata, ...) are ignored, and
-// ones this server does not implement (response_format json, tool_choice
-// required, echo, ...) are refused by name unless their value asks for nothing.
+// ones this server does not implement (echo, suffix, ...) are refused by name
+// unless their value asks for nothing.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -61,6 +61,9 @@ bool is_generation_field(std::string_view key);
 // is "system", content parts joined into a string (one per line, as vLLM and
 // llama-server join them), tool call arguments parsed.
 nlohmann::ordered_json chat_messages(const nlohmann::ordered_json& body);
+// Whether `rendered` (the conversation `in` with its generation prompt) leaves
+// a <think> block open: the reply starts in reasoning.
+bool opens_reasoning(const ChatTemplate& chat_template, ChatTemplateInput in, const std::string& rendered);
 
 CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const ServedModel& model);
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, const ServedModel& model);

@@ -177,3 +177,43 @@ TEST(BatchCli, BadFlagsFailWithAMessage) {
     EXPECT_NE(res.output.find("error"), std::string::npos) << flags << ": " << res.output;
   }
 }
+
+// Lines take response_format as the server does: the text is a document of
+// the schema; a format it cannot follow is an error in its place.
+TEST(BatchCli, ResponseFormatConstrainsTheLine) {
+  qinfer::test::ScratchDir dir("batch-format");
+  const std::string input = dir.file("requests.jsonl");
+  const json schema = {{"type", "object"},
+                       {"properties", {{"ok", {{"type", "boolean"}}}, {"size", {{"enum", {"S", "M", "L"}}}}}},
+                       {"required", {"ok", "size"}}};
+  const json format = {{"type", "json_schema"}, {"json_schema", {{"name", "item"}, {"schema", schema}}}};
+  {
+    std::ofstream f(input);
+    for (int seed = 1; seed <= 3; ++seed)
+      f << json{{"messages", {{{"role", "user"}, {"content", "An item as JSON."}}}},
+                {"response_format", format},
+                {"temperature", 1},
+                {"seed", seed},
+                {"max_tokens", 60}}
+               .dump()
+        << "\n";
+    f << json{{"prompt", "x"},
+              {"response_format",
+               {{"type", "json_schema"},
+                {"json_schema", {{"name", "n"}, {"schema", {{"type", "string"}, {"pattern", "a*"}}}}}}}}
+             .dump()
+      << "\n";
+  }
+  const auto out =
+      run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>/dev/null");
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  const std::vector<json> lines = lines_of(out.output);
+  ASSERT_EQ(lines.size(), 4u);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(lines[i]["finish_reason"], "stop") << lines[i].dump();
+    const json doc = json::parse(lines[i]["text"].get<std::string>());
+    EXPECT_TRUE(doc["ok"].is_boolean()) << doc.dump();
+    EXPECT_TRUE(doc["size"] == "S" || doc["size"] == "M" || doc["size"] == "L") << doc.dump();
+  }
+  EXPECT_NE(lines[3]["error"].get<std::string>().find("/pattern"), std::string::npos) << lines[3].dump();
+}

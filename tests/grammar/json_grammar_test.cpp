@@ -35,7 +35,7 @@ TEST(JsonGrammar, ObjectAcceptsJsonObjects) {
   for (const char* text :
        {"{}", "{ }", R"({"a":1})", R"({"a": [1, -2.5e+3, 0.0, true, false, null, "x\"\\\/\b\f\n\r\t\u00e9"]})",
         "{\n  \"a\": {\n    \"b\": []\n  }\n}", R"({"é€😀": "日本語"})", R"({"a":{"b":{"c":[[[]]]}}})",
-        " {\"k\": \"v\"}\n", R"({"n": 0, "m": -0, "o": 1E5, "p": 12.75})"}) {
+        " {\"k\": \"v\"}", "\n  {}", R"({"n": 0, "m": -0, "o": 1E5, "p": 12.75})"}) {
     EXPECT_TRUE(matches(g, text)) << text;
     EXPECT_TRUE(ordered_json::accept(text)) << text;
   }
@@ -63,7 +63,9 @@ TEST(JsonGrammar, ObjectRefusesWhatIsNotAJsonObject) {
                            R"({"a":tru})",
                            R"({"a":1}{})",
                            R"({'a':1})",
-                           R"({"a":NaN})"}) {
+                           R"({"a":NaN})",
+                           "{} ",
+                           "{}\n"}) {
     EXPECT_FALSE(matches(g, text)) << text;
   }
   // Whitespace is bounded: one newline and up to 20 spaces between tokens.

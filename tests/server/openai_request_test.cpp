@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "runtime/grammar_constraint.h"
 #include "server/api_error.h"
 #include "test_util.h"
 
@@ -223,14 +224,15 @@ TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
       {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "always"})", true, "tool_choice",
        "got \"always\""},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}],
-          "tool_choice": {"type": "function", "function": {"name": "g"}}})", true, "tool_choice",
-       "'g', which no tool defines"},
+          "tool_choice": {"type": "function", "function": {"name": "g"}}})",
+       true, "tool_choice", "'g', which no tool defines"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f",
           "parameters": {"type": "object", "properties": {"d": {"type": "string", "format": "date"}}}}}],
-          "tool_choice": "required"})", true, "tool_choice", "/properties/arguments/properties/d/format"},
+          "tool_choice": "required"})",
+       true, "tool_choice", "/properties/arguments/properties/d/format"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}],
-          "tool_choice": "required", "response_format": {"type": "json_object"}})", true, "tool_choice",
-       "cannot both constrain"},
+          "tool_choice": "required", "response_format": {"type": "json_object"}})",
+       true, "tool_choice", "cannot both constrain"},
       {R"({"messages": [{"role": "user", "content": "x"}], "parallel_tool_calls": "no"})", true, "parallel_tool_calls",
        "true or false"},
       {R"({"prompt": "x", "max_tokens": 10.5})", false, "max_tokens", "integer"},
@@ -423,4 +425,32 @@ TEST_F(OpenAiRequest, ErrorsEchoAnExcerptOfTheInput) {
   }
   const ApiError nul = error_of(json({{"prompt", "x"}, {"model", std::string("ab\0cd", 5)}}), false);
   EXPECT_NE(std::string(nul.what()).find("The model 'ab\\u0000cd' does not exist"), std::string::npos) << nul.what();
+}
+
+// response_format and a forced tool_choice become the request's grammar; "text",
+// "auto" and "none" leave the reply free. /v1/completions takes response_format too.
+TEST_F(OpenAiRequest, ReplyFormatsBecomeTheRequestsGrammar) {
+  const ServedModel m = served(4096);
+  auto chat = [&](const char* extra) {
+    return parse_chat_request(
+        ordered_json::parse(std::string(R"({"messages": [{"role": "user", "content": "x"}])") + extra + "}"), m);
+  };
+  EXPECT_EQ(chat("").options.grammar, nullptr);
+  EXPECT_EQ(chat(R"(, "response_format": {"type": "text"})").options.grammar, nullptr);
+  EXPECT_NE(chat(R"(, "response_format": {"type": "json_object"})").options.grammar, nullptr);
+  EXPECT_NE(chat(R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "n", "schema": {}}})")
+                .options.grammar,
+            nullptr);
+  const char* tools = R"(, "tools": [{"type": "function", "function": {"name": "f"}}])";
+  EXPECT_EQ(chat((std::string(tools) + R"(, "tool_choice": "auto")").c_str()).options.grammar, nullptr);
+  EXPECT_EQ(chat((std::string(tools) + R"(, "tool_choice": "none")").c_str()).options.grammar, nullptr);
+  const CompletionRequest forced = chat((std::string(tools) + R"(, "tool_choice": "required")").c_str());
+  ASSERT_NE(forced.options.grammar, nullptr);
+  grammar::Matcher call(forced.options.grammar->grammar);
+  EXPECT_TRUE(call.advance("<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_TRUE(call.state().accepting);
+  const CompletionRequest completion = parse_completion_request(
+      ordered_json::parse(R"({"prompt": "x", "response_format": {"type": "json_object"}})"), m);
+  ASSERT_NE(completion.options.grammar, nullptr);
+  EXPECT_FALSE(completion.options.grammar->starts_in_reasoning);
 }

@@ -298,14 +298,14 @@ Grammar json_object_grammar() {
   GrammarBuilder b;
   JsonRules json(b);
   const int32_t root = b.rule("root");
-  b.define(root, sequence({json.ws(), json.map_of(json.value()), json.ws()}));
+  b.define(root, sequence({json.ws(), json.map_of(json.value())}));
   return std::move(b).build(root);
 }
 
 Expr json_schema_expr(GrammarBuilder& b, const nlohmann::ordered_json& schema) {
   SchemaCompiler compiler(b, schema);
   Expr body = compiler.compile(schema, "");
-  return sequence({compiler.json().ws(), std::move(body), compiler.json().ws()});
+  return sequence({compiler.json().ws(), std::move(body)});
 }
 
 Grammar json_schema_grammar(const nlohmann::ordered_json& schema) {

@@ -2,7 +2,8 @@
 // json_object) or the documents a JSON Schema describes (json_schema), as
 // bytes. The output is compact or pretty-printed: between tokens at most one
 // space, or a newline and up to 20 spaces or tabs of indent (unbounded
-// whitespace lets a model pad until max_tokens, as llama.cpp's grammars note).
+// whitespace lets a model pad until max_tokens, as llama.cpp's grammars note);
+// the same before the document, nothing after it (the output ends there).
 //
 // Schemas: type (one or a list), properties / required (members in the order
 // the schema lists them; optional ones may be left out; no others are
@@ -28,7 +29,7 @@ Grammar json_object_grammar();
 // (an ordered_json keeps it).
 Grammar json_schema_grammar(const nlohmann::ordered_json& schema);
 
-// The documents of `schema`, whitespace around them allowed, as an
+// The documents of `schema`, whitespace before them allowed, as an
 // expression of `builder`'s grammar, for grammars that wrap JSON (a tool
 // call's tags around its arguments). One call per builder.
 Expr json_schema_expr(GrammarBuilder& builder, const nlohmann::ordered_json& schema);
