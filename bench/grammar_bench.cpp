@@ -1,0 +1,59 @@
+// Cost of constrained decoding's token masks on Qwen3's vocabulary: one trie
+// walk (TokenTrie::allowed) from JSON grammar states, the cheap ones (outside
+// strings: the walk stops at the first or second byte of most tokens) and the
+// costly one (inside a string nearly every token is allowed, so nearly the
+// whole trie is walked), and the mask of a cached state applied to logits.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+
+#include "runtime/grammar_constraint.h"
+#include "text/grammar/json_grammar.h"
+#include "text/tokenizer.h"
+
+namespace {
+
+struct Vocabulary {
+  qinfer::Tokenizer tokenizer = qinfer::Tokenizer::from_file(QINFER_TEST_DATA "/tokenizer.json");
+  std::shared_ptr<const qinfer::grammar::TokenTrie> trie = qinfer::token_trie(tokenizer);
+};
+
+const Vocabulary& vocabulary() {
+  static const Vocabulary v;
+  return v;
+}
+
+void BM_Mask(benchmark::State& state, const char* text) {
+  qinfer::grammar::Matcher m(std::make_shared<const qinfer::grammar::Grammar>(qinfer::grammar::json_object_grammar()));
+  if (!m.advance(text)) state.SkipWithError("the grammar refuses the text");
+  std::vector<uint64_t> mask;
+  for (auto _ : state) {
+    vocabulary().trie->allowed(m, mask);
+    benchmark::DoNotOptimize(mask.data());
+  }
+}
+BENCHMARK_CAPTURE(BM_Mask, object_start, "")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Mask, after_colon, "{\"name\": ")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Mask, in_number, "{\"n\": 12")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Mask, in_string, "{\"name\": \"Ann")->Unit(benchmark::kMillisecond);
+
+// A state seen before: the cached mask applied to a vocabulary of logits.
+void BM_CachedMaskApplied(benchmark::State& state) {
+  auto spec = std::make_shared<qinfer::OutputGrammar>();
+  spec->grammar = std::make_shared<const qinfer::grammar::Grammar>(qinfer::grammar::json_object_grammar());
+  spec->tokenizer = &vocabulary().tokenizer;
+  spec->vocabulary = vocabulary().trie;
+  qinfer::GrammarConstraint c(spec, {151645});
+  for (int32_t id : vocabulary().tokenizer.encode("{\"name\": \"Ann")) c.accept(id);
+  std::vector<float> logits(151936, 0.5f);
+  c.mask(logits);  // computes and caches it
+  for (auto _ : state) {
+    c.mask(logits);
+    benchmark::DoNotOptimize(logits.data());
+  }
+}
+BENCHMARK(BM_CachedMaskApplied)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
