@@ -69,6 +69,30 @@ TEST(TokenTrie, Qwen3VocabularyMatchesTheDefinition) {
   }
 }
 
+// A long enum: the walk's states follow the bytes of the words, more than its
+// table of steps holds (4096), and the masks still match the definition.
+TEST(TokenTrie, ManyDistinctStatesMatchTheDefinition) {
+  // The tokens of the words' bytes only: the others are refused at once, and
+  // the definition (every token's bytes through the matcher) stays cheap.
+  std::vector<std::string> vocab = qwen3_vocab();
+  for (std::string& t : vocab)
+    if (t.find_first_not_of("etaoins0123456789\"\\u[],") != std::string::npos) t.clear();
+  TokenTrie trie(vocab);
+  nlohmann::ordered_json words = nlohmann::ordered_json::array();
+  for (int i = 0; i < 3000; ++i) {
+    std::string w;
+    for (int k = i; k > 0 || w.empty(); k /= 7) w += "etaoins"[k % 7];
+    words.push_back(w + std::to_string(i % 13) + "\u00e9");
+  }
+  Matcher m(std::make_shared<const Grammar>(json_schema_grammar({{"type", "array"}, {"items", {{"enum", words}}}})));
+  std::vector<uint64_t> mask;
+  for (const char* step : {"[", "\"", "ta", "o"}) {
+    ASSERT_TRUE(m.advance(step)) << step;
+    trie.allowed(m, mask);
+    EXPECT_EQ(mask, brute_force(m, vocab)) << "after " << step;
+  }
+}
+
 TEST(TokenTrie, AMaskPastItsWorkBudgetIsAnError) {
   const std::vector<std::string> vocab = {"a", "ab", "abc", "b", "\"", "x"};
   TokenTrie trie(vocab);

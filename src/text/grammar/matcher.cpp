@@ -27,11 +27,11 @@ uint32_t Matcher::node(uint32_t pos, uint32_t parent, bool intern) {
     if (added) nodes_.push_back({pos, parent});
     return it->second;
   }
-  for (const auto& [made_key, id] : made_)
-    if (made_key == k) return id;
-  const auto id = static_cast<uint32_t>(nodes_.size());
-  nodes_.push_back({pos, parent});
-  made_.push_back({k, id});
+  // A committed node with these contents is reused, so that a trial step
+  // that returns to a committed state gives its very value.
+  if (auto it = interned_.find(k); it != interned_.end()) return it->second;
+  const auto [id, made] = made_.find_or_insert(k, static_cast<uint32_t>(nodes_.size()));
+  if (made) nodes_.push_back({pos, parent});
   return id;
 }
 
@@ -42,9 +42,7 @@ void Matcher::expand(uint32_t pos, uint32_t parent, MatchState& to, bool intern)
   while (!work_.empty()) {
     const auto [p, par] = work_.back();
     work_.pop_back();
-    const uint64_t k = key(p, par);
-    if (std::find(seen_.begin(), seen_.end(), k) != seen_.end()) continue;
-    seen_.push_back(k);
+    if (!seen_.find_or_insert(key(p, par), 0).second) continue;
     ++work_done_;
     const Item& it = g.items[p];
     switch (it.kind) {
@@ -62,15 +60,11 @@ void Matcher::expand(uint32_t pos, uint32_t parent, MatchState& to, bool intern)
         for (auto a = alts.rbegin(); a != alts.rend(); ++a) work_.push_back({*a, resume});
         break;
       }
-      case Item::Kind::Bytes: {
-        const uint32_t top = node(p, par, intern);
-        if (std::find(to.stacks.begin(), to.stacks.end(), top) == to.stacks.end()) {
-          if (to.stacks.size() == max_stacks_)
-            fail("grammar: more than ", max_stacks_, " ways to continue at once (the grammar is too ambiguous)");
-          to.stacks.push_back(top);
-        }
+      case Item::Kind::Bytes:  // (p, par) is new in this step: so is the frame
+        if (to.stacks.size() == max_stacks_)
+          fail("grammar: more than ", max_stacks_, " ways to continue at once (the grammar is too ambiguous)");
+        to.stacks.push_back({p, par});
         break;
-      }
     }
   }
 }
@@ -81,10 +75,8 @@ void Matcher::step(const MatchState& from, uint8_t byte, MatchState& to, bool in
   to.accepting = false;
   seen_.clear();
   made_.clear();
-  for (uint32_t s : from.stacks) {
-    const Node n = nodes_[s];
-    if (g.sets[g.items[n.pos].arg].test(byte)) expand(n.pos + 1, n.parent, to, intern);
-  }
+  for (const Frame& f : from.stacks)
+    if (g.sets[g.items[f.pos].arg].test(byte)) expand(f.pos + 1, f.parent, to, intern);
 }
 
 bool Matcher::advance(std::string_view bytes) {

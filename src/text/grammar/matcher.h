@@ -1,9 +1,10 @@
 // Walks a Grammar byte by byte, as llama.cpp's grammar stacks do: a state is
 // the set of stacks the bytes so far leave possible; a stack's top is the
 // byte set the next byte must be in, the entries below it where each rule
-// called returns to. Stacks are linked nodes in an arena, so a step shares
-// what it does not change. Committed steps (advance) intern their nodes: equal
-// states have equal stack ids, which is what a cache of token masks keys on.
+// called returns to. A state holds each stack's top frame; the frames below
+// are linked nodes in an arena, so a step shares what it does not change.
+// Committed steps (advance) intern their nodes: equal states are equal
+// values, which is what caches of token masks and of trie-walk steps key on.
 // Trial steps (try_step) make scratch nodes that release() drops, so a walk
 // over the whole vocabulary leaves the arena as it found it.
 #pragma once
@@ -14,12 +15,22 @@
 #include <vector>
 
 #include "text/grammar/grammar.h"
+#include "text/grammar/stamped_map.h"
 
 namespace qinfer::grammar {
 
+// A stack's top: the item to match next (a byte set) and the node of the
+// frame it returns to (Matcher::kBottom: none).
+struct Frame {
+  uint32_t pos;
+  uint32_t parent;
+  bool operator==(const Frame&) const = default;
+  bool operator<(const Frame& o) const { return pos < o.pos || (pos == o.pos && parent < o.parent); }
+};
+
 struct MatchState {
-  std::vector<uint32_t> stacks;  // node ids, sorted when committed
-  bool accepting = false;        // the bytes so far are a whole match
+  std::vector<Frame> stacks;  // sorted when committed
+  bool accepting = false;     // the bytes so far are a whole match
   bool dead() const { return stacks.empty() && !accepting; }
   bool operator==(const MatchState&) const = default;
 };
@@ -41,13 +52,15 @@ class Matcher {
   // For walks over many candidates: `to` = `from` after `byte`, built from
   // scratch nodes valid until release(mark) with a mark taken before them.
   void try_step(const MatchState& from, uint8_t byte, MatchState& to) { step(from, byte, to, false); }
+  // Nodes below `mark` (taken before scratch steps) are committed ones.
   size_t mark() const { return nodes_.size(); }
   // Expansions done so far: the work of the steps, for budgets.
   uint64_t work() const { return work_done_; }
   void release(size_t mark) { nodes_.resize(mark); }
 
- private:
   static constexpr uint32_t kBottom = UINT32_MAX;
+
+ private:
   struct Node {
     uint32_t pos;     // item index: the top's byte set, or where a caller resumes
     uint32_t parent;  // kBottom for the root's frame
@@ -64,8 +77,8 @@ class Matcher {
   MatchState state_;
   // Per step: (pos, parent) pairs expanded, and scratch nodes made.
   std::vector<std::pair<uint32_t, uint32_t>> work_;
-  std::vector<uint64_t> seen_;
-  std::vector<std::pair<uint64_t, uint32_t>> made_;
+  StampedMap seen_;
+  StampedMap made_;  // (pos, parent) -> scratch node
   MatchState scratch_a_, scratch_b_;
   uint64_t work_done_ = 0;
 };

@@ -1,6 +1,8 @@
 #include "text/grammar/token_trie.h"
 
 #include <algorithm>
+#include <array>
+#include <unordered_map>
 
 #include "util/error.h"
 
@@ -43,29 +45,93 @@ TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes) : vocab_size_(
   for (uint32_t n : path) nodes_[n].subtree_end = static_cast<uint32_t>(nodes_.size());
 }
 
+namespace {
+
+// The states of one walk whose frames return only to committed nodes, each
+// with its steps by byte once taken: inside a JSON string most bytes lead
+// back to the same state, so most of the walk is table lookups.
+class StateTable {
+ public:
+  static constexpr int32_t kUnknown = -2, kScratch = -1;  // step not taken yet / leads to scratch nodes
+  static constexpr size_t kMaxStates = 4096;
+
+  explicit StateTable(size_t committed) : committed_(committed) {}
+  // The id of `s`, or kScratch when it returns to scratch nodes (which later
+  // steps of the walk release) or the table is full (a grammar whose states
+  // follow every byte, such as a long enum: 1 KiB of steps a state).
+  int32_t intern(const MatchState& s) {
+    if (states_.size() == kMaxStates) {
+      auto it = ids_.find(s);
+      return it == ids_.end() ? kScratch : it->second;
+    }
+    for (const Frame& f : s.stacks)
+      if (f.parent != Matcher::kBottom && f.parent >= committed_) return kScratch;
+    auto [it, added] = ids_.try_emplace(s, static_cast<int32_t>(states_.size()));
+    if (added) {
+      states_.push_back(&it->first);
+      next_.emplace_back();
+      next_.back().fill(kUnknown);
+    }
+    return it->second;
+  }
+  const MatchState& state(int32_t id) const { return *states_[id]; }
+  int32_t& next(int32_t id, uint8_t byte) { return next_[id][byte]; }
+
+ private:
+  struct Hash {
+    size_t operator()(const MatchState& s) const {
+      size_t h = s.accepting;
+      for (const Frame& f : s.stacks) h = h * 1000003u ^ (size_t{f.pos} << 32 | f.parent);
+      return h;
+    }
+  };
+  size_t committed_;
+  std::unordered_map<MatchState, int32_t, Hash> ids_;
+  std::vector<const MatchState*> states_;
+  std::vector<std::array<int32_t, 256>> next_;
+};
+
+}  // namespace
+
 void TokenTrie::allowed(Matcher& matcher, std::vector<uint64_t>& allowed, uint64_t max_work) const {
   const uint64_t work_before = matcher.work();
   allowed.assign((vocab_size_ + 63) / 64, 0);
-  // states[d]: the state after the first d bytes of the current path;
-  // marks[d]: the matcher's scratch nodes up to it (what deeper steps may drop).
-  std::vector<MatchState> states(max_depth_ + 1);
+  StateTable table(matcher.mark());
+  // Along the current path, per depth d (bytes so far): the state's id in the
+  // table, or kScratch with the state itself in scratch[d]; marks[d]: the
+  // matcher's scratch nodes up to it (what deeper steps may drop).
+  std::vector<int32_t> ids(max_depth_ + 1);
+  std::vector<MatchState> scratch(max_depth_ + 1);
   std::vector<size_t> marks(max_depth_ + 1);
-  states[0] = matcher.state();
+  ids[0] = table.intern(matcher.state());
+  if (ids[0] == StateTable::kScratch) scratch[0] = matcher.state();
   marks[0] = matcher.mark();
   for (size_t i = 1; i < nodes_.size();) {
     const Node& n = nodes_[i];
-    matcher.release(marks[n.depth - 1]);
-    MatchState& state = states[n.depth];
-    matcher.try_step(states[n.depth - 1], n.byte, state);
-    if (matcher.work() - work_before > max_work) {
-      matcher.release(marks[0]);
-      fail("the output's grammar is too ambiguous to follow: one token mask took over ", max_work, " steps");
+    const size_t d = n.depth;
+    const int32_t from = ids[d - 1];
+    int32_t to = from >= 0 ? table.next(from, n.byte) : StateTable::kScratch;
+    if (to == StateTable::kUnknown || to == StateTable::kScratch) {
+      matcher.release(marks[d - 1]);
+      matcher.try_step(from >= 0 ? table.state(from) : scratch[d - 1], n.byte, scratch[d]);
+      if (matcher.work() - work_before > max_work) {
+        matcher.release(marks[0]);
+        fail("the output's grammar is too ambiguous to follow: one token mask took over ", max_work, " steps");
+      }
+      if (to == StateTable::kUnknown) {
+        to = table.intern(scratch[d]);
+        table.next(from, n.byte) = to;
+      } else if (from < 0) {  // back from scratch nodes to committed ones (a multi-byte character ended)
+        to = table.intern(scratch[d]);
+      }
     }
-    if (state.dead()) {
+    const bool dead = to >= 0 ? table.state(to).dead() : scratch[d].dead();
+    if (dead) {
       i = n.subtree_end;
       continue;
     }
-    marks[n.depth] = matcher.mark();
+    ids[d] = to;
+    marks[d] = matcher.mark();
     for (uint32_t t = n.token_begin; t < n.token_begin + n.token_count; ++t) {
       const auto id = static_cast<size_t>(token_ids_[t]);
       allowed[id / 64] |= uint64_t{1} << (id % 64);
