@@ -39,7 +39,7 @@ bool GrammarConstraint::is_eos(int32_t id) const {
 }
 
 bool GrammarConstraint::allows(int32_t id) {
-  if (phase_ == Phase::Reasoning) return true;
+  if (phase_ == Phase::Reasoning) return !is_eos(id);
   if (phase_ == Phase::Start && id == spec_->think_open) return true;
   if (is_eos(id)) return matcher_.state().accepting;
   if (id < 0 || static_cast<size_t>(id) >= spec_->vocabulary->vocab_size() || tokenizer_.is_special(id)) return false;
@@ -61,7 +61,11 @@ const std::vector<uint64_t>& GrammarConstraint::answer_mask() {
 }
 
 void GrammarConstraint::mask(std::span<float> logits) {
-  if (phase_ == Phase::Reasoning) return;
+  if (phase_ == Phase::Reasoning) {  // free, but the answer must still come: no eos before </think>
+    for (int32_t id : eos_ids_)
+      if (id >= 0 && static_cast<size_t>(id) < logits.size()) logits[id] = -std::numeric_limits<float>::infinity();
+    return;
+  }
   const std::vector<uint64_t>& allowed = answer_mask();
   const bool accepting = matcher_.state().accepting;
   for (size_t id = 0; id < logits.size(); ++id) {

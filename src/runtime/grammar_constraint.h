@@ -5,7 +5,8 @@
 // request is as deterministic and batch-invariant as any other. A reply that
 // opens with a <think> block (Qwen3's reasoning) is free until </think>, as
 // vLLM's structured outputs with a reasoning parser: the grammar applies to
-// the answer.
+// the answer (and eos waits for it: a reply that ends while it reasons would
+// say "stop" with no document).
 #pragma once
 #include <cstdint>
 #include <list>

@@ -80,28 +80,42 @@ std::shared_ptr<const grammar::Grammar> tool_choice(const ordered_json& body) {
   }
   if (!given(body, "tools") || !body["tools"].is_array() || body["tools"].empty())
     bad("tool_choice", "'tool_choice' " + input_excerpt(choice.dump()) + " needs 'tools' to choose from");
-  ordered_json calls = ordered_json::array();
-  for (const auto& tool : body["tools"]) {  // shapes checked by the caller
-    const ordered_json& function = tool["function"];
+  struct Call {
+    std::string name;
+    ordered_json parameters;
+    size_t index;
+  };
+  std::vector<Call> calls;
+  for (size_t i = 0; i < body["tools"].size(); ++i) {  // shapes checked by the caller
+    const ordered_json& function = body["tools"][i]["function"];
     if (!function.contains("name") || !function["name"].is_string())
       bad("tools", "each tool's function needs a 'name' string");
     const std::string name = function["name"].get<std::string>();
     if (!named.empty() && name != named) continue;
-    const ordered_json parameters = function.contains("parameters") && !function["parameters"].is_null()
-                                        ? function["parameters"]
-                                        : ordered_json{{"type", "object"}};
-    calls.push_back({{"type", "object"},
-                     {"properties", {{"name", {{"const", name}}}, {"arguments", parameters}}},
-                     {"required", {"name", "arguments"}}});
+    const bool has_parameters = function.contains("parameters") && !function["parameters"].is_null();
+    calls.push_back({name, has_parameters ? function["parameters"] : ordered_json{{"type", "object"}}, i});
   }
   if (calls.empty())
     bad("tool_choice", "'tool_choice' names the function '" + input_excerpt(named) + "', which no tool defines");
   const bool many = named.empty() && body.value("parallel_tool_calls", true) != false;
   return compile("tool_choice", [&] {
+    // {"name": NAME, "arguments": ARGS} as Qwen3 writes it, ARGS a document
+    // of the function's parameters (its $refs resolved within them).
     grammar::GrammarBuilder b;
+    std::vector<grammar::Expr> objects;
+    for (const Call& c : calls) {
+      grammar::Expr arguments;
+      try {
+        arguments = grammar::json_schema_expr(b, c.parameters);
+      } catch (const Error& e) {
+        fail("tools[", c.index, "].function.parameters: ", e.what());
+      }
+      objects.push_back(
+          grammar::sequence({grammar::literal("{\"name\": " + ordered_json(c.name).dump() + ", \"arguments\":"),
+                             std::move(arguments), grammar::literal("}")}));
+    }
     const int32_t call = b.rule("call");
-    b.define(call, grammar::sequence({grammar::literal("<tool_call>\n"),
-                                      grammar::json_schema_expr(b, ordered_json{{"anyOf", calls}}),
+    b.define(call, grammar::sequence({grammar::literal("<tool_call>\n"), grammar::choice(std::move(objects)),
                                       grammar::literal("\n</tool_call>")}));
     const int32_t root = b.rule("root");
     const grammar::Expr first = grammar::GrammarBuilder::ref(call);
@@ -133,6 +147,15 @@ std::shared_ptr<const OutputGrammar> parse_reply_grammar(const ordered_json& bod
   out->think_open = tokenizer.token_to_id("<think>").value_or(-1);
   out->think_close = tokenizer.token_to_id("</think>").value_or(-1);
   out->starts_in_reasoning = starts_in_reasoning;
+  // The first mask here, on the HTTP thread: a grammar too ambiguous to follow
+  // is the client's error, found before the engine spends a step on it.
+  try {
+    grammar::Matcher matcher(out->grammar);
+    std::vector<uint64_t> mask;
+    out->vocabulary->allowed(matcher, mask);
+  } catch (const Error& e) {
+    bad(forced_tools ? "tool_choice" : "response_format", e.what());
+  }
   return out;
 }
 

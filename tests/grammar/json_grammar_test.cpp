@@ -187,3 +187,108 @@ TEST(JsonGrammar, SchemaKeywordsItCannotFollowAreRefusedByName) {
 
 }  // namespace
 }  // namespace qinfer::grammar
+
+namespace qinfer::grammar {
+namespace {
+
+// Hunt findings: each line once accepted a document the schema forbids, or
+// refused one it allows, or cost exponential memory.
+TEST(JsonGrammar, NestedSchemasGrowLinearly) {
+  nlohmann::ordered_json s = {{"type", "boolean"}};
+  for (int i = 0; i < 30; ++i)  // was 2^depth: 18 levels took 2.6 GB
+    s = i % 2 ? nlohmann::ordered_json{{"type", "array"}, {"items", s}, {"maxItems", 3}}
+              : nlohmann::ordered_json{{"type", "object"}, {"additionalProperties", s}};
+  const Grammar g = json_schema_grammar(s);
+  EXPECT_LT(g.items.size(), 5000u);
+  auto map = schema(R"({"type": "object", "properties": {"a": {"type": "object", "properties": {"b":
+      {"type": "object", "properties": {"c": {"type": "integer"}}}}}}})");
+  EXPECT_TRUE(matches(map, R"({"a": {"b": {"c": 1}}})"));
+  EXPECT_TRUE(matches(map, R"({"a": {}})"));
+}
+
+TEST(JsonGrammar, SurrogatePairsAreOneCharacterAndLoneOnesNone) {
+  auto two = schema(R"({"type": "string", "minLength": 2})");
+  EXPECT_FALSE(matches(two, R"("\ud83d\ude00")"));  // one code point
+  EXPECT_TRUE(matches(two, R"("\ud83d\ude00x")"));
+  auto one = schema(R"({"type": "string", "maxLength": 1})");
+  EXPECT_TRUE(matches(one, R"("\ud83d\ude00")"));
+  EXPECT_TRUE(matches(one, R"("\uD83D\uDE00")"));
+  EXPECT_TRUE(matches(one, R"("\u00e9")"));
+  for (const char* lone : {R"("\ud800")", R"("\udc00")", R"("\udc00\ud800")", R"("\ud83dx")"})
+    EXPECT_FALSE(matches(schema(R"({"type": "string"})"), lone)) << lone;
+}
+
+TEST(JsonGrammar, NumbersStayWithinWhatADoubleHolds) {
+  auto n = schema(R"({"type": "number"})");
+  EXPECT_TRUE(matches(n, "1e99"));
+  EXPECT_TRUE(matches(n, "-12.5E-07"));
+  EXPECT_FALSE(matches(n, "1e999"));  // nlohmann (our tool-call parser) refuses it
+  EXPECT_TRUE(matches(n, "1" + std::string(99, '0')));
+  EXPECT_FALSE(matches(n, "1" + std::string(100, '0')));
+}
+
+TEST(JsonGrammar, EnumAndConstFollowTheTypeBesideThem) {
+  auto e = schema(R"({"type": "string", "enum": ["a", 1, "b"]})");
+  EXPECT_TRUE(matches(e, R"("a")"));
+  EXPECT_FALSE(matches(e, "1"));
+  expect_refused(R"({"const": 5, "type": "string"})", "no value of the type");
+  expect_refused(R"({"enum": ["abc", "a"], "minLength": 2})", "/minLength beside enum");
+  expect_refused(R"({"const": "a", "enum": ["b"]})", "both enum and const");
+  auto big = nlohmann::ordered_json::array();  // 5000 values: one way per byte, not 5000 stacks
+  for (int i = 0; i < 5000; ++i) big.push_back("v" + std::to_string(i));
+  auto g = std::make_shared<const Grammar>(json_schema_grammar({{"enum", big}}));
+  EXPECT_TRUE(matches(g, R"("v4999")"));
+  EXPECT_TRUE(matches(g, R"("v0")"));
+  EXPECT_FALSE(matches(g, R"("v5000")"));
+  Matcher m(g);
+  ASSERT_TRUE(m.advance("\"v1"));
+  EXPECT_LE(m.state().stacks.size(), 12u);
+}
+
+TEST(JsonGrammar, KeywordsWithoutTypeSayWhatTheValueIs) {
+  auto closed = schema(R"({"additionalProperties": false})");
+  EXPECT_TRUE(matches(closed, "{}"));
+  EXPECT_TRUE(matches(closed, "{ }"));
+  EXPECT_FALSE(matches(closed, R"({"x": 1})"));
+  auto ints = schema(R"({"additionalProperties": {"type": "integer"}})");
+  EXPECT_TRUE(matches(ints, R"({"x": 1})"));
+  EXPECT_FALSE(matches(ints, R"({"x": "s"})"));
+  EXPECT_FALSE(matches(schema(R"({"minLength": 5})"), R"("ab")"));
+  EXPECT_FALSE(matches(schema(R"({"maxItems": 1})"), "[1, 2]"));
+  expect_refused(R"({"minLength": 1, "maxItems": 2})", "no 'type' to say which");
+  expect_refused(R"({"properties": {"a": false}, "required": ["a"]})", "is false but required");
+  EXPECT_TRUE(
+      matches(schema(R"({"type": "object", "properties": {"a": false, "b": {"type": "null"}}})"), R"({"b": null})"));
+  EXPECT_FALSE(matches(schema(R"({"type": "object", "properties": {"a": false}})"), R"({"a": 1})"));
+  EXPECT_TRUE(matches(schema(R"({"type": "array", "items": false})"), "[]"));
+  EXPECT_FALSE(matches(schema(R"({"type": "array", "items": false})"), "[1]"));
+}
+
+TEST(JsonGrammar, OneOfNeedsBranchesNoDocumentMatchesTwice) {
+  expect_refused(R"({"oneOf": [{"type": "number"}, {"type": "integer"}]})", "branches 0 and 1");
+  expect_refused(R"({"oneOf": [{"type": "object", "properties": {"a": {}}}, {"type": "object",
+      "properties": {"b": {}}}]})",
+                 "anyOf allows it");
+  auto tagged = schema(R"({"oneOf": [
+      {"type": "object", "properties": {"kind": {"const": "cat"}, "lives": {"type": "integer"}}, "required": ["kind"]},
+      {"$ref": "#/$defs/dog"}],
+    "$defs": {"dog": {"type": "object", "properties": {"kind": {"const": "dog"}}, "required": ["kind"]}}})");
+  EXPECT_TRUE(matches(tagged, R"({"kind": "cat", "lives": 9})"));
+  EXPECT_TRUE(matches(tagged, R"({"kind": "dog"})"));
+  EXPECT_FALSE(matches(tagged, "{}"));
+  EXPECT_TRUE(matches(schema(R"({"oneOf": [{"type": "string"}, {"type": "integer"}]})"), "7"));
+}
+
+TEST(JsonGrammar, PointersAreEscapedAndRefsDecoded) {
+  expect_refused(R"({"type": "object", "properties": {"a/b~c": {"type": "integer", "minimum": 0}}})",
+                 "/properties/a~1b~0c/minimum");
+  auto g = schema(R"({"$ref": "#/$defs/a~1b%20c", "$defs": {"a/b c": {"type": "boolean"}}})");
+  EXPECT_TRUE(matches(g, "true"));
+  expect_refused(
+      (R"({"type": "object", "properties": {")" + std::string(5000, 'k') + R"(": {"format": "x"}}})").c_str(),
+      "kkk...");
+  expect_refused(R"({"anyOf": [{"$ref": "#"}, {"type": "null"}]})", "leads back to itself");
+}
+
+}  // namespace
+}  // namespace qinfer::grammar

@@ -125,7 +125,9 @@ TEST(GrammarConstraint, AReasoningBlockIsFreeUntilItCloses) {
   };
   {
     GrammarConstraint c(f.spec(grammar::json_object_grammar(), true, true), f.bundle.eos_ids());
-    EXPECT_EQ(allowed(c), vocab);  // inside the prompt's open <think>
+    // Inside the prompt's open <think>: anything but eos (the answer must come).
+    EXPECT_EQ(allowed(c), vocab - f.bundle.eos_ids().size());
+    EXPECT_FALSE(c.allows(f.bundle.eos_ids().front()));
     c.accept(word);
     EXPECT_TRUE(c.allows(word));
     c.accept(close);

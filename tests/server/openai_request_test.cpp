@@ -229,7 +229,7 @@ TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f",
           "parameters": {"type": "object", "properties": {"d": {"type": "string", "format": "date"}}}}}],
           "tool_choice": "required"})",
-       true, "tool_choice", "/properties/arguments/properties/d/format"},
+       true, "tool_choice", "tools[0].function.parameters: json_schema: /properties/d/format"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}],
           "tool_choice": "required", "response_format": {"type": "json_object"}})",
        true, "tool_choice", "cannot both constrain"},
@@ -453,4 +453,40 @@ TEST_F(OpenAiRequest, ReplyFormatsBecomeTheRequestsGrammar) {
       ordered_json::parse(R"({"prompt": "x", "response_format": {"type": "json_object"}})"), m);
   ASSERT_NE(completion.options.grammar, nullptr);
   EXPECT_FALSE(completion.options.grammar->starts_in_reasoning);
+}
+
+// Hunt findings: a tool's parameters resolved their $refs against the wrapper
+// the server built around them; a grammar too ambiguous to follow stalled the
+// engine for every request (seconds per token) before failing with a 500.
+TEST_F(OpenAiRequest, ToolParametersKeepTheirRefsAndAmbiguousGrammarsAre400s) {
+  const ServedModel m = served(4096);
+  const CompletionRequest r = parse_chat_request(ordered_json::parse(R"({"messages": [{"role": "user", "content": "x"}],
+      "tools": [{"type": "function", "function": {"name": "tree", "parameters": {"type": "object",
+        "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#"}},
+                       "unit": {"$ref": "#/$defs/unit"}},
+        "required": ["v"], "$defs": {"unit": {"enum": ["m", "s"]}}}}}],
+      "tool_choice": {"type": "function", "function": {"name": "tree"}}})"),
+                                                 m);
+  ASSERT_NE(r.options.grammar, nullptr);
+  grammar::Matcher call(r.options.grammar->grammar);
+  EXPECT_TRUE(
+      call.advance("<tool_call>\n{\"name\": \"tree\", \"arguments\": {\"v\": 1, \"kids\": [{\"v\": 2}], \"unit\": "
+                   "\"m\"}}\n</tool_call>"));
+  EXPECT_TRUE(call.state().accepting);
+  grammar::Matcher wrapper(r.options.grammar->grammar);  // "#" is the parameters, not the call around them
+  EXPECT_FALSE(wrapper.advance("<tool_call>\n{\"name\": \"tree\", \"arguments\": {\"v\": 1, \"kids\": [{\"name\""));
+
+  ordered_json branches = ordered_json::array();
+  for (int i = 0; i < 2000; ++i) branches.push_back({{"type", "string"}, {"maxLength", 10}});
+  ordered_json body = ordered_json::parse(R"({"messages": [{"role": "user", "content": "x"}]})");
+  body["response_format"] = {{"type", "json_schema"},
+                             {"json_schema", {{"name", "n"}, {"schema", {{"anyOf", branches}}}}}};
+  try {
+    parse_chat_request(body, m);
+    ADD_FAILURE() << "accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param, "response_format");
+    EXPECT_NE(std::string(e.what()).find("ambiguous"), std::string::npos) << e.what();
+  }
 }

@@ -58,6 +58,9 @@ class GrammarBuilder {
  public:
   // The rule called `name`, declared on first use.
   int32_t rule(std::string_view name);
+  bool has_rule(std::string_view name) const { return by_name_.count(std::string(name)) > 0; }
+  // A new rule no name refers to (named `hint` in messages).
+  int32_t new_anonymous_rule(const std::string& hint) { return static_cast<int32_t>(new_rule(hint)); }
   Expr ref(std::string_view name) { return ref(rule(name)); }
   static Expr ref(int32_t rule);
   // Gives `rule` its expression; each rule is defined once.

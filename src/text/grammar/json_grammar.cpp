@@ -1,7 +1,11 @@
 #include "text/grammar/json_grammar.h"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
+#include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "util/error.h"
@@ -12,87 +16,155 @@ namespace {
 using nlohmann::ordered_json;
 
 Expr byte(char c) { return bytes(ByteSet().set(static_cast<unsigned char>(c))); }
+Expr hex() { return bytes(byte_class("0-9a-fA-F")); }
+Expr digit() { return bytes(byte_class("0-9")); }
 
-// The rules every JSON grammar shares: ws, value, object, array, string,
-// number, integer and their parts.
+// The rules every JSON grammar shares, defined once per builder by name: ws,
+// char, string, integer, number, value.
 struct JsonRules {
   GrammarBuilder& b;
   explicit JsonRules(GrammarBuilder& builder) : b(builder) {}
 
-  Expr ws() {
-    if (!defined("ws"))
-      b.define(b.rule("ws"),
-               optional(choice({byte(' '), sequence({byte('\n'), repeat(bytes(byte_class(" \t")), 0, 20)})})));
-    return b.ref("ws");
-  }
-  // One character of a string's contents: printable ASCII but '"' and '\\',
-  // an escape, or a well-formed multi-byte UTF-8 character.
-  Expr string_char() {
-    if (!defined("char")) {
-      const Expr tail = bytes(byte_class("\x80-\xbf"));
-      b.define(
-          b.rule("char"),
-          choice({bytes(byte_class(" -!#-[]-\x7f")),
-                  sequence({byte('\\'), choice({bytes(byte_class("\"\\/bfnrt")),
-                                                sequence({byte('u'), repeat(bytes(byte_class("0-9a-fA-F")), 4, 4)})})}),
-                  sequence({bytes(byte_class("\xc2-\xdf")), tail}),
-                  sequence({byte('\xe0'), bytes(byte_class("\xa0-\xbf")), tail}),
-                  sequence({bytes(byte_class("\xe1-\xec\xee-\xef")), tail, tail}),
-                  sequence({byte('\xed'), bytes(byte_class("\x80-\x9f")), tail}),
-                  sequence({byte('\xf0'), bytes(byte_class("\x90-\xbf")), tail, tail}),
-                  sequence({bytes(byte_class("\xf1-\xf3")), tail, tail, tail}),
-                  sequence({byte('\xf4'), bytes(byte_class("\x80-\x8f")), tail, tail})}));
+  // Defines `name` by `make` unless the builder has it; a reference to it.
+  template <class Make>
+  Expr shared(const char* name, Make make) {
+    if (!b.has_rule(name)) {
+      const int32_t r = b.rule(name);  // declared first: `make` may refer to it
+      b.define(r, make());
     }
-    return b.ref("char");
+    return b.ref(name);
+  }
+
+  Expr ws() {
+    return shared("ws", [] {
+      return optional(choice({byte(' '), sequence({byte('\n'), repeat(bytes(byte_class(" \t")), 0, 20)})}));
+    });
+  }
+  // One character of a string's contents, as JSON Schema counts them (code
+  // points): printable ASCII but '"' and '\\', an escape (a surrogate pair of
+  // \u escapes is one character; a lone surrogate none, as strict parsers
+  // refuse it), or a well-formed multi-byte UTF-8 character.
+  Expr string_char() {
+    return shared("char", [] {
+      const Expr tail = bytes(byte_class("\x80-\xbf"));
+      const Expr u = sequence({byte('\\'), byte('u')});
+      return choice({bytes(byte_class(" -!#-[]-\x7f")), sequence({byte('\\'), bytes(byte_class("\"\\/bfnrt"))}),
+                     sequence({u, bytes(byte_class("0-9a-cA-CeEfF")), hex(), hex(), hex()}),
+                     sequence({u, bytes(byte_class("dD")), bytes(byte_class("0-7")), hex(), hex()}),
+                     sequence({u, bytes(byte_class("dD")), bytes(byte_class("89abAB")), hex(), hex(), u,
+                               bytes(byte_class("dD")), bytes(byte_class("c-fC-F")), hex(), hex()}),
+                     sequence({bytes(byte_class("\xc2-\xdf")), tail}),
+                     sequence({byte('\xe0'), bytes(byte_class("\xa0-\xbf")), tail}),
+                     sequence({bytes(byte_class("\xe1-\xec\xee-\xef")), tail, tail}),
+                     sequence({byte('\xed'), bytes(byte_class("\x80-\x9f")), tail}),
+                     sequence({byte('\xf0'), bytes(byte_class("\x90-\xbf")), tail, tail}),
+                     sequence({bytes(byte_class("\xf1-\xf3")), tail, tail, tail}),
+                     sequence({byte('\xf4'), bytes(byte_class("\x80-\x8f")), tail, tail})});
+    });
   }
   Expr string(uint32_t min = 0, uint32_t max = Expr::kUnbounded) {
-    if (min == 0 && max == Expr::kUnbounded) {
-      if (!defined("string")) b.define(b.rule("string"), sequence({byte('"'), star(string_char()), byte('"')}));
-      return b.ref("string");
-    }
+    if (min == 0 && max == Expr::kUnbounded)
+      return shared("string", [&] { return sequence({byte('"'), star(string_char()), byte('"')}); });
     return sequence({byte('"'), repeat(string_char(), min, max), byte('"')});
   }
+  // At most 100 integer digits and a two-digit exponent: JSON has no bound,
+  // but a double (what parsers read, nlohmann's included) overflows past ~1e308.
   Expr integer() {
-    if (!defined("integer"))
-      b.define(b.rule("integer"), sequence({optional(byte('-')),
-                                            choice({byte('0'), sequence({bytes(byte_class("1-9")), star(digit())})})}));
-    return b.ref("integer");
+    return shared("integer", [] {
+      return sequence(
+          {optional(byte('-')), choice({byte('0'), sequence({bytes(byte_class("1-9")), repeat(digit(), 0, 99)})})});
+    });
   }
   Expr number() {
-    if (!defined("number"))
-      b.define(
-          b.rule("number"),
-          sequence(
-              {integer(), optional(sequence({byte('.'), repeat(digit(), 1)})),
-               optional(sequence({bytes(byte_class("eE")), optional(bytes(byte_class("-+"))), repeat(digit(), 1)}))}));
-    return b.ref("number");
+    return shared("number", [&] {
+      return sequence(
+          {integer(), optional(sequence({byte('.'), repeat(digit(), 1)})),
+           optional(sequence({bytes(byte_class("eE")), optional(bytes(byte_class("-+"))), repeat(digit(), 1, 2)}))});
+    });
   }
-  Expr digit() { return bytes(byte_class("0-9")); }
   Expr boolean() { return choice({literal("true"), literal("false")}); }
-  // "{" members of (key, value) joined by ",", or "[" values joined by ",".
+  // open ws (member ("," ws member)*)? close, with `member` a rule (it
+  // appears twice: an expression would double at every nesting level).
   Expr members(char open, char close, const Expr& member) {
-    return sequence(
-        {byte(open), ws(), optional(sequence({member, star(sequence({byte(','), ws(), member}))})), byte(close)});
+    const int32_t r = b.new_anonymous_rule("member");
+    b.define(r, member);
+    const Expr m = GrammarBuilder::ref(r);
+    return sequence({byte(open), ws(), optional(sequence({m, star(sequence({byte(','), ws(), m}))})), byte(close)});
   }
   Expr map_of(const Expr& value) { return members('{', '}', sequence({string(), ws(), byte(':'), ws(), value, ws()})); }
   Expr array_of(const Expr& item) { return members('[', ']', sequence({item, ws()})); }
   Expr value() {
-    if (!defined("value")) {
-      const int32_t r = b.rule("value");
-      const Expr self = GrammarBuilder::ref(r);
-      b.define(r, choice({map_of(self), array_of(self), string(), number(), boolean(), literal("null")}));
-    }
-    return b.ref("value");
+    return shared("value", [&] {
+      const Expr self = b.ref("value");
+      return choice({map_of(self), array_of(self), string(), number(), boolean(), literal("null")});
+    });
   }
-
-  bool defined(const char* name) {
-    auto [it, added] = done_.insert(name);
-    return !added;
-  }
-  std::set<std::string> done_;
 };
 
-// JSON Schema -> Expr, rule by rule for $defs (which may recurse).
+// Text from the schema in a message: cut at 64 bytes on a character
+// boundary, NUL spelled out (what() would end there).
+std::string excerpt(std::string_view text) {
+  size_t end = std::min<size_t>(text.size(), 64);
+  if (end < text.size())
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  std::string out;
+  for (const char c : text.substr(0, end)) c == '\0' ? out += "\\u0000" : out += c;
+  return end < text.size() ? out + "..." : out;
+}
+
+// JSON pointer token (in messages): '~' as "~0", '/' as "~1".
+std::string pointer_token(const std::string& key) {
+  std::string out;
+  for (char c : key) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+  return excerpt(out);
+}
+
+// A $ref's pointer token read back: %XX, then "~1" -> '/', "~0" -> '~'.
+std::string decode_pointer_token(const std::string& token) {
+  std::string unpercent;
+  for (size_t i = 0; i < token.size(); ++i) {
+    if (token[i] == '%' && i + 2 < token.size() && std::isxdigit(static_cast<unsigned char>(token[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(token[i + 2]))) {
+      unpercent += static_cast<char>(std::stoi(token.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      unpercent += token[i];
+    }
+  }
+  std::string out;
+  for (size_t i = 0; i < unpercent.size(); ++i) {
+    if (unpercent[i] == '~' && i + 1 < unpercent.size() && (unpercent[i + 1] == '0' || unpercent[i + 1] == '1')) {
+      out += unpercent[i + 1] == '0' ? '~' : '/';
+      ++i;
+    } else {
+      out += unpercent[i];
+    }
+  }
+  return out;
+}
+
+const std::set<std::string> kAnnotations = {"title",    "description", "default",  "examples",
+                                            "$schema",  "$id",         "$comment", "deprecated",
+                                            "readOnly", "writeOnly",   "$defs",    "definitions"};
+const std::set<std::string> kObjectKeywords = {"properties", "required", "additionalProperties"};
+const std::set<std::string> kArrayKeywords = {"items", "minItems", "maxItems"};
+const std::set<std::string> kStringKeywords = {"minLength", "maxLength"};
+
+// The types a JSON value has ("integer" values are numbers too).
+std::set<std::string> types_of(const ordered_json& v) {
+  if (v.is_object()) return {"object"};
+  if (v.is_array()) return {"array"};
+  if (v.is_string()) return {"string"};
+  if (v.is_boolean()) return {"boolean"};
+  if (v.is_null()) return {"null"};
+  const double d = v.get<double>();
+  if (v.is_number_integer() || (std::isfinite(d) && d == std::floor(d))) return {"number", "integer"};
+  return {"number"};
+}
+
+// JSON Schema -> Expr for one schema (the root its $refs resolve against).
+// Every subschema becomes a rule of its own, so that a grammar grows with the
+// schema's size whatever refers to a part how often.
 class SchemaCompiler {
  public:
   SchemaCompiler(GrammarBuilder& b, const ordered_json& root) : b_(b), json_(b), root_(root) {}
@@ -102,7 +174,10 @@ class SchemaCompiler {
     if (++depth_ > 64) refuse(at, "nests deeper than 64 levels");
     Expr e = compile_inner(s, at);
     --depth_;
-    return e;
+    if (e.kind == Expr::Kind::Rule || e.kind == Expr::Kind::Bytes) return e;
+    const int32_t r = b_.new_anonymous_rule("schema " + at);
+    b_.define(r, std::move(e));
+    return GrammarBuilder::ref(r);
   }
 
  private:
@@ -116,49 +191,35 @@ class SchemaCompiler {
       return json_.value();
     }
     if (!s.is_object()) refuse(at, "must be an object or a boolean");
-    static const std::set<std::string> kAnnotations = {"title",    "description", "default",  "examples",
-                                                       "$schema",  "$id",         "$comment", "deprecated",
-                                                       "readOnly", "writeOnly",   "$defs",    "definitions"};
     static const std::set<std::string> kHandled = {"type",      "properties", "required", "additionalProperties",
                                                    "items",     "minItems",   "maxItems", "minLength",
                                                    "maxLength", "enum",       "const",    "anyOf",
                                                    "oneOf",     "allOf",      "$ref"};
     for (const auto& item : s.items())
       if (!kAnnotations.count(item.key()) && !kHandled.count(item.key()))
-        refuse(at + "/" + item.key(), "is a keyword this server does not follow (its output could break it)");
-
+        refuse(at + "/" + pointer_token(item.key()),
+               "is a keyword this server does not follow (its output could break it)");
     for (const char* key : {"$ref", "anyOf", "oneOf", "allOf"})
       if (s.contains(key))
         for (const auto& item : s.items())
           if (item.key() != key && !kAnnotations.count(item.key()))
-            refuse(at + "/" + item.key(), std::string("beside ") + key + " is not followed (only annotations may be)");
+            refuse(at + "/" + pointer_token(item.key()),
+                   std::string("beside ") + key + " is not followed (only annotations may be)");
     if (s.contains("$ref")) return reference(s, at);
-    if (s.contains("const")) return literal(s["const"].dump());
-    if (s.contains("enum")) {
-      const auto& values = s["enum"];
-      if (!values.is_array() || values.empty()) refuse(at + "/enum", "must be a non-empty array");
-      std::vector<Expr> alts;
-      for (const auto& v : values) alts.push_back(literal(v.dump()));
-      return choice(std::move(alts));
+    if (s.contains("enum") || s.contains("const")) return values(s, at);
+    if (s.contains("anyOf")) return choice(branches(s, "anyOf", at));
+    if (s.contains("oneOf")) {
+      check_disjoint(s["oneOf"], at + "/oneOf");
+      return choice(branches(s, "oneOf", at));
     }
-    for (const char* key : {"anyOf", "oneOf"})
-      if (s.contains(key)) {
-        const auto& list = s[key];
-        if (!list.is_array() || list.empty()) refuse(at + "/" + key, "must be a non-empty array");
-        std::vector<Expr> alts;
-        for (size_t i = 0; i < list.size(); ++i)
-          alts.push_back(compile(list[i], at + "/" + key + "/" + std::to_string(i)));
-        return choice(std::move(alts));
-      }
     if (s.contains("allOf")) {
       const auto& list = s["allOf"];
       if (!list.is_array() || list.size() != 1) refuse(at + "/allOf", "is followed only with exactly one schema");
       return compile(list[0], at + "/allOf/0");
     }
-    if (!s.contains("type")) {
-      if (s.contains("properties")) return object(s, at);
-      if (s.contains("items")) return array(s, at);
-      return json_.value();
+    if (!s.contains("type")) {  // the type the keywords are about; without any, every value
+      const std::string t = implied_type(s, at);
+      return t.empty() ? json_.value() : typed(t, s, at);
     }
     const auto& type = s["type"];
     if (type.is_string()) return typed(type.get<std::string>(), s, at);
@@ -169,6 +230,167 @@ class SchemaCompiler {
       alts.push_back(typed(t.get<std::string>(), s, at));
     }
     return choice(std::move(alts));
+  }
+
+  // Without "type", keywords of one kind say what the value is: JSON Schema
+  // would let other types through, but they are not what the schema is about.
+  std::string implied_type(const ordered_json& s, const std::string& at) {
+    std::string type;
+    for (const auto& item : s.items()) {
+      const char* t = kObjectKeywords.count(item.key())   ? "object"
+                      : kArrayKeywords.count(item.key())  ? "array"
+                      : kStringKeywords.count(item.key()) ? "string"
+                                                          : nullptr;
+      if (!t) continue;
+      if (!type.empty() && type != t)
+        refuse(at, "has keywords of " + type + "s and of " + t + "s but no 'type' to say which it is");
+      type = t;
+    }
+    return type;
+  }
+
+  std::vector<Expr> branches(const ordered_json& s, const char* key, const std::string& at) {
+    const auto& list = s[key];
+    if (!list.is_array() || list.empty()) refuse(at + "/" + key, "must be a non-empty array");
+    std::vector<Expr> alts;
+    for (size_t i = 0; i < list.size(); ++i) alts.push_back(compile(list[i], at + "/" + key + "/" + std::to_string(i)));
+    return alts;
+  }
+
+  // enum / const: the values (compact JSON), of the "type" beside them if
+  // there is one; other keywords beside them are not followed.
+  Expr values(const ordered_json& s, const std::string& at) {
+    if (s.contains("enum") && s.contains("const")) refuse(at, "has both enum and const");
+    const char* key = s.contains("enum") ? "enum" : "const";
+    for (const auto& item : s.items())
+      if (item.key() != key && item.key() != "type" && !kAnnotations.count(item.key()))
+        refuse(at + "/" + pointer_token(item.key()), std::string("beside ") + key + " is not followed");
+    std::set<std::string> allowed_types;
+    if (s.contains("type")) {
+      const ordered_json types = s["type"].is_array() ? s["type"] : ordered_json::array({s["type"]});
+      for (const auto& t : types) {
+        if (!t.is_string()) refuse(at + "/type", "must hold type names");
+        allowed_types.insert(t.get<std::string>());
+      }
+    }
+    std::vector<std::string> texts;
+    const ordered_json list = s.contains("enum") ? s["enum"] : ordered_json::array({s["const"]});
+    if (!list.is_array() || list.empty()) refuse(at + "/enum", "must be a non-empty array");
+    for (const auto& v : list) {
+      bool typed_ok = allowed_types.empty();
+      for (const std::string& t : types_of(v)) typed_ok = typed_ok || allowed_types.count(t);
+      if (typed_ok) texts.push_back(v.dump());
+    }
+    if (texts.empty()) refuse(at + "/" + key, "has no value of the type beside it");
+    return literals(texts);
+  }
+
+  // A choice among literals, factored by common prefixes (a trie of rules):
+  // a long enum then leaves one way to go per byte, not one per value.
+  Expr literals(std::vector<std::string> texts) {
+    std::sort(texts.begin(), texts.end());
+    texts.erase(std::unique(texts.begin(), texts.end()), texts.end());
+    // Rule for texts[lo, hi) from byte `depth` on: iteratively, a worklist of
+    // (rule, lo, hi, depth).
+    struct Work {
+      int32_t rule;
+      size_t lo, hi, depth;
+    };
+    const int32_t top = b_.new_anonymous_rule("enum");
+    std::vector<Work> work{{top, 0, texts.size(), 0}};
+    while (!work.empty()) {
+      const Work w = work.back();
+      work.pop_back();
+      std::vector<Expr> alts;
+      size_t i = w.lo;
+      if (texts[i].size() == w.depth) {  // one text ends here (sorted: the first)
+        alts.push_back(sequence({}));
+        ++i;
+      }
+      while (i < w.hi) {
+        // Texts sharing the byte at `depth` and the run after it that all share.
+        size_t j = i + 1;
+        while (j < w.hi && texts[j][w.depth] == texts[i][w.depth]) ++j;
+        size_t run = w.depth + 1;
+        while (run < texts[i].size() && texts[j - 1].size() > run && texts[i][run] == texts[j - 1][run]) ++run;
+        // texts[i..j) are sorted: those sharing the first and last's prefix share it all.
+        Expr prefix = literal(std::string_view(texts[i]).substr(w.depth, run - w.depth));
+        if (j - i == 1 && texts[i].size() == run) {
+          alts.push_back(std::move(prefix));
+        } else {
+          const int32_t next = b_.new_anonymous_rule("enum");
+          work.push_back({next, i, j, run});
+          alts.push_back(sequence({std::move(prefix), GrammarBuilder::ref(next)}));
+        }
+        i = j;
+      }
+      b_.define(w.rule, alts.size() == 1 ? std::move(alts[0]) : choice(std::move(alts)));
+    }
+    return GrammarBuilder::ref(top);
+  }
+
+  // oneOf is a choice like anyOf, which is right only when no document can
+  // match two branches: refused unless each pair differs in type, or in the
+  // values of a property both require (a discriminator), or in their values.
+  void check_disjoint(const ordered_json& list, const std::string& at) {
+    if (!list.is_array()) return;  // branches() names it
+    for (size_t i = 0; i < list.size(); ++i)
+      for (size_t j = i + 1; j < list.size(); ++j)
+        if (!disjoint(resolve(list[i]), resolve(list[j])))
+          refuse(at, "has branches " + std::to_string(i) + " and " + std::to_string(j) +
+                         " that one document may both match (a oneOf match must be unique; anyOf allows it)");
+  }
+  const ordered_json& resolve(const ordered_json& s) {
+    if (s.is_object() && s.contains("$ref") && s["$ref"].is_string())
+      if (const ordered_json* target = lookup(s["$ref"].get<std::string>())) return *target;
+    return s;
+  }
+  static std::set<std::string> types(const ordered_json& s) {
+    std::set<std::string> out;
+    if (!s.is_object()) return {"object", "array", "string", "number", "integer", "boolean", "null"};
+    if (s.contains("const") || s.contains("enum")) {
+      for (const auto& v : s.contains("const") ? ordered_json::array({s["const"]}) : s["enum"])
+        for (const std::string& t : types_of(v)) out.insert(t);
+      return out;
+    }
+    if (s.contains("type")) {
+      for (const auto& t : s["type"].is_array() ? s["type"] : ordered_json::array({s["type"]}))
+        if (t.is_string()) out.insert(t.get<std::string>());
+      if (out.count("number")) out.insert("integer");
+      return out;
+    }
+    return {"object", "array", "string", "number", "integer", "boolean", "null"};
+  }
+  // The values a schema allows, when it lists them (const / enum).
+  static std::optional<std::set<std::string>> listed(const ordered_json& s) {
+    if (!s.is_object() || !(s.contains("const") || s.contains("enum")) ||
+        !s.value("enum", ordered_json::array()).is_array())
+      return std::nullopt;
+    std::set<std::string> out;
+    for (const auto& v : s.contains("const") ? ordered_json::array({s["const"]}) : s["enum"]) out.insert(v.dump());
+    return out;
+  }
+  static bool disjoint_sets(const std::set<std::string>& a, const std::set<std::string>& b) {
+    for (const std::string& x : a)
+      if (b.count(x)) return false;
+    return true;
+  }
+  bool disjoint(const ordered_json& a, const ordered_json& b) {
+    if (disjoint_sets(types(a), types(b))) return true;
+    if (auto va = listed(a), vb = listed(b); va && vb) return disjoint_sets(*va, *vb);
+    if (!a.is_object() || !b.is_object() || !a.contains("properties") || !b.contains("properties")) return false;
+    const auto required = [](const ordered_json& s, const std::string& name) {
+      if (!s.contains("required") || !s["required"].is_array()) return false;
+      for (const auto& r : s["required"])
+        if (r == name) return true;
+      return false;
+    };
+    for (const auto& p : a["properties"].items()) {
+      if (!b["properties"].contains(p.key()) || !required(a, p.key()) || !required(b, p.key())) continue;
+      auto va = listed(resolve(p.value())), vb = listed(resolve(b["properties"][p.key()]));
+      if (va && vb && disjoint_sets(*va, *vb)) return true;
+    }
+    return false;
   }
 
   Expr typed(const std::string& type, const ordered_json& s, const std::string& at) {
@@ -184,15 +406,15 @@ class SchemaCompiler {
     if (type == "integer") return json_.integer();
     if (type == "boolean") return json_.boolean();
     if (type == "null") return literal("null");
-    refuse(at + "/type", "names no JSON Schema type: '" + type + "'");
+    refuse(at + "/type", "names no JSON Schema type: '" + excerpt(type) + "'");
   }
 
   uint32_t count(const ordered_json& s, const char* key, const std::string& at, uint32_t absent) {
     if (!s.contains(key)) return absent;
     const auto& v = s[key];
-    if (!v.is_number_unsigned() || v.get<uint64_t>() > 10000)
-      refuse(at + "/" + key, "must be an integer from 0 to 10000");
-    return static_cast<uint32_t>(v.get<uint64_t>());
+    const double d = v.is_number() ? v.get<double>() : -1;
+    if (d < 0 || d > 10000 || d != std::floor(d)) refuse(at + "/" + key, "must be an integer from 0 to 10000");
+    return static_cast<uint32_t>(d);
   }
 
   Expr object(const ordered_json& s, const std::string& at) {
@@ -204,41 +426,56 @@ class SchemaCompiler {
       if (!list.is_array()) refuse(at + "/required", "must be an array of property names");
       for (const auto& name : list) {
         if (!name.is_string() || !props || !props->contains(name.get<std::string>()))
-          refuse(at + "/required", "names " + name.dump() + ", which is not among the properties");
+          refuse(at + "/required", "names " + excerpt(name.dump()) + ", which is not among the properties");
         required.insert(name.get<std::string>());
       }
     }
-    if (!props || props->empty()) {
-      const ordered_json* extra = s.contains("additionalProperties") ? &s["additionalProperties"] : nullptr;
-      if (extra && extra->is_boolean() && !extra->get<bool>()) return literal("{}");
-      if (extra && !extra->is_boolean()) return json_.map_of(compile(*extra, at + "/additionalProperties"));
-      return json_.map_of(json_.value());
-    }
-    // rest[i][c]: the members from i on; c: whether one was written before
-    // (then a ',' comes first). Optional members may be skipped.
+    // Members in the schema's order; a property whose schema is false is
+    // never written (refused when required).
     struct Member {
       Expr text;
       bool required;
     };
     std::vector<Member> members;
-    for (const auto& item : props->items()) {
-      const std::string key = ordered_json(item.key()).dump();
-      members.push_back({sequence({literal(key), json_.ws(), byte(':'), json_.ws(),
-                                   compile(item.value(), at + "/properties/" + item.key()), json_.ws()}),
-                         required.count(item.key()) > 0});
+    if (props)
+      for (const auto& item : props->items()) {
+        const std::string where = at + "/properties/" + pointer_token(item.key());
+        if (item.value() == false) {
+          if (required.count(item.key())) refuse(where, "is false but required: no document matches");
+          continue;
+        }
+        const std::string key = ordered_json(item.key()).dump();
+        members.push_back(
+            {sequence({literal(key), json_.ws(), byte(':'), json_.ws(), compile(item.value(), where), json_.ws()}),
+             required.count(item.key()) > 0});
+      }
+    if (members.empty()) {
+      const ordered_json* extra = s.contains("additionalProperties") ? &s["additionalProperties"] : nullptr;
+      if ((extra && extra->is_boolean() && !extra->get<bool>()) || (props && !props->empty()))
+        return sequence({byte('{'), json_.ws(), byte('}')});
+      if (extra && !extra->is_boolean()) return json_.map_of(compile(*extra, at + "/additionalProperties"));
+      return json_.map_of(json_.value());
     }
-    const std::string base = "object-" + std::to_string(objects_++);
+    // rest[i][c]: the members from i on; c: whether one was written before
+    // (then a ',' comes first). Optional members may be skipped. Each member
+    // is a rule: rest[i][0] and rest[i][1] both refer to it.
+    std::vector<Expr> text;
+    for (Member& m : members) {
+      const int32_t r = b_.new_anonymous_rule("member " + at);
+      b_.define(r, std::move(m.text));
+      text.push_back(GrammarBuilder::ref(r));
+    }
     std::vector<std::array<int32_t, 2>> rest(members.size() + 1);
-    for (size_t i = 0; i <= members.size(); ++i)
-      for (int c = 0; c < 2; ++c) rest[i][c] = b_.rule(base + "-" + std::to_string(i) + "-" + std::to_string(c));
+    for (auto& pair : rest)
+      for (int32_t& r : pair) r = b_.new_anonymous_rule("members " + at);
     for (size_t i = members.size() + 1; i-- > 0;) {
       for (int c = 0; c < 2; ++c) {
         if (i == members.size()) {
           b_.define(rest[i][c], sequence({}));
           continue;
         }
-        Expr take = sequence({c ? sequence({byte(','), json_.ws()}) : sequence({}), members[i].text,
-                              GrammarBuilder::ref(rest[i + 1][1])});
+        Expr take = sequence(
+            {c ? sequence({byte(','), json_.ws()}) : sequence({}), text[i], GrammarBuilder::ref(rest[i + 1][1])});
         if (members[i].required)
           b_.define(rest[i][c], std::move(take));
         else
@@ -249,17 +486,38 @@ class SchemaCompiler {
   }
 
   Expr array(const ordered_json& s, const std::string& at) {
-    const Expr item = s.contains("items") ? compile(s["items"], at + "/items") : json_.value();
     const uint32_t min = count(s, "minItems", at, 0);
     const uint32_t max = count(s, "maxItems", at, Expr::kUnbounded);
     if (max < min) refuse(at + "/maxItems", "is below minItems");
+    if (s.contains("items") && s["items"] == false) {  // no item may be written
+      if (min > 0) refuse(at + "/items", "is false but minItems is above 0: no document matches");
+      return sequence({byte('['), json_.ws(), byte(']')});
+    }
+    const Expr item = s.contains("items") ? compile(s["items"], at + "/items") : json_.value();
     if (min == 0 && max == Expr::kUnbounded) return json_.array_of(item);
-    const Expr one = sequence({item, json_.ws()});
+    if (max == 0) return sequence({byte('['), json_.ws(), byte(']')});
+    const int32_t r = b_.new_anonymous_rule("item " + at);
+    b_.define(r, sequence({item, json_.ws()}));
+    const Expr one = GrammarBuilder::ref(r);
     const Expr next = sequence({byte(','), json_.ws(), one});
-    Expr items = min == 0 ? optional(sequence({one, repeat(next, 0, max == Expr::kUnbounded ? max : max - 1)}))
-                          : sequence({one, repeat(next, min - 1, max == Expr::kUnbounded ? max : max - 1)});
-    if (max == 0) items = sequence({});
+    const uint32_t more = max == Expr::kUnbounded ? max : max - 1;
+    Expr items =
+        min == 0 ? optional(sequence({one, repeat(next, 0, more)})) : sequence({one, repeat(next, min - 1, more)});
     return sequence({byte('['), json_.ws(), std::move(items), byte(']')});
+  }
+
+  // The schema a local $ref points to ("#", "#/$defs/NAME",
+  // "#/definitions/NAME"), or null.
+  const ordered_json* lookup(const std::string& target) {
+    if (target == "#") return &root_;
+    for (const std::string section : {"$defs", "definitions"}) {
+      const std::string prefix = "#/" + section + "/";
+      if (target.rfind(prefix, 0) != 0) continue;
+      const std::string name = decode_pointer_token(target.substr(prefix.size()));
+      if (root_.contains(section) && root_[section].is_object() && root_[section].contains(name))
+        return &root_[section][name];
+    }
+    return nullptr;
   }
 
   Expr reference(const ordered_json& s, const std::string& at) {
@@ -267,19 +525,10 @@ class SchemaCompiler {
     if (!ref.is_string()) refuse(at + "/$ref", "must be a string");
     const std::string target = ref.get<std::string>();
     if (auto it = refs_.find(target); it != refs_.end()) return GrammarBuilder::ref(it->second);
-    const ordered_json* node = nullptr;
-    for (const char* prefix : {"#/$defs/", "#/definitions/"}) {
-      const std::string p = prefix;
-      if (target.rfind(p, 0) == 0) {
-        const std::string name = target.substr(p.size());
-        const std::string section = p.substr(2, p.size() - 3);
-        if (root_.contains(section) && root_[section].is_object() && root_[section].contains(name))
-          node = &root_[section][name];
-      }
-    }
-    if (target == "#") node = &root_;
-    if (!node) refuse(at + "/$ref", "points to '" + target + "', which is not \"#\" or in this schema's $defs");
-    const int32_t r = b_.rule("ref " + target);
+    const ordered_json* node = lookup(target);
+    if (!node)
+      refuse(at + "/$ref", "points to '" + excerpt(target) + "', which is not \"#\" or in this schema's $defs");
+    const int32_t r = b_.new_anonymous_rule("$ref " + target);
     refs_[target] = r;
     b_.define(r, compile(*node, target.substr(1)));
     return GrammarBuilder::ref(r);
@@ -289,17 +538,28 @@ class SchemaCompiler {
   JsonRules json_;
   const ordered_json& root_;
   std::map<std::string, int32_t> refs_;
-  int objects_ = 0, depth_ = 0;
+  int depth_ = 0;
 };
+
+Grammar build(GrammarBuilder& b, Expr root_expr) {
+  const int32_t root = b.rule("root");
+  b.define(root, std::move(root_expr));
+  try {
+    return std::move(b).build(root);
+  } catch (const Error& e) {
+    // Left recursion can only come from $ref: a schema that is its own first part.
+    if (std::string(e.what()).find("left-recursive") != std::string::npos)
+      fail("json_schema: a $ref leads back to itself before any byte is written (", e.what(), ")");
+    throw;
+  }
+}
 
 }  // namespace
 
 Grammar json_object_grammar() {
   GrammarBuilder b;
   JsonRules json(b);
-  const int32_t root = b.rule("root");
-  b.define(root, sequence({json.ws(), json.map_of(json.value())}));
-  return std::move(b).build(root);
+  return build(b, sequence({json.ws(), json.map_of(json.value())}));
 }
 
 Expr json_schema_expr(GrammarBuilder& b, const nlohmann::ordered_json& schema) {
@@ -310,9 +570,7 @@ Expr json_schema_expr(GrammarBuilder& b, const nlohmann::ordered_json& schema) {
 
 Grammar json_schema_grammar(const nlohmann::ordered_json& schema) {
   GrammarBuilder b;
-  const int32_t root = b.rule("root");
-  b.define(root, json_schema_expr(b, schema));
-  return std::move(b).build(root);
+  return build(b, json_schema_expr(b, schema));
 }
 
 }  // namespace qinfer::grammar

@@ -21,9 +21,9 @@ class TokenTrie {
   // Sets bit id of `allowed` (resized to vocab_size bits, cleared first) for
   // every token all of whose bytes the matcher's state accepts. Throws
   // qinfer::Error past `max_work` expansions (Matcher::work()): a grammar so
-  // ambiguous that one mask would hold the engine for seconds (a JSON string's
-  // mask, the costliest common one, takes ~4 million on Qwen3's vocabulary).
-  void allowed(Matcher& matcher, std::vector<uint64_t>& allowed, uint64_t max_work = uint64_t{32} << 20) const;
+  // ambiguous that one mask would hold the engine for a tenth of a second or
+  // more (a JSON string's mask takes ~11 thousand on Qwen3's vocabulary).
+  void allowed(Matcher& matcher, std::vector<uint64_t>& allowed, uint64_t max_work = uint64_t{8} << 20) const;
 
  private:
   struct Node {            // in depth-first order; the root is node 0
