@@ -14,8 +14,10 @@
 #include "commands.h"
 #include "engine/engine.h"
 #include "generation_flags.h"
+#include "runtime/grammar_constraint.h"
 #include "runtime/text_stream.h"
 #include "standard_input.h"
+#include "text/grammar/json_grammar.h"
 #include "usage_error.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -32,7 +34,29 @@ struct GenerateArgs {
   bool json = false;
   int logprobs = -1;
   std::optional<std::string> logits_out;
+  std::optional<std::string> json_schema;  // inline JSON, or @FILE
+  bool json_object = false;
 };
+
+// --json-schema / --json-object as a grammar, read before the model loads so
+// that a schema it cannot follow is a command-line error (exit 2).
+std::shared_ptr<const grammar::Grammar> output_format(const GenerateArgs& a) {
+  if (a.json_object) return std::make_shared<const grammar::Grammar>(grammar::json_object_grammar());
+  if (!a.json_schema) return nullptr;
+  std::string text = *a.json_schema;
+  if (!text.empty() && text[0] == '@') {
+    std::ifstream in(text.substr(1), std::ios::binary);
+    if (!in) usage_fail("--json-schema ", text, ": cannot read ", text.substr(1), ": ", std::strerror(errno));
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const auto schema = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (schema.is_discarded()) usage_fail("--json-schema: not valid JSON (give the schema, or @FILE to read it)");
+  try {
+    return std::make_shared<const grammar::Grammar>(grammar::json_schema_grammar(schema));
+  } catch (const Error& e) {
+    usage_fail("--json-schema: ", e.what());
+  }
+}
 
 std::vector<int32_t> parse_ids(const std::string& s) {
   if (s.empty()) usage_fail("--prompt-ids is empty: give comma-separated token ids, e.g. 785,6722,315");
@@ -123,6 +147,7 @@ nlohmann::ordered_json logprobs_json(const std::vector<TokenLogprobs>& tokens, c
 void run_generate(GenerateArgs& a) {
   const int given = a.prompt.has_value() + a.prompt_file.has_value() + a.prompt_ids.has_value();
   if (given != 1) usage_fail("pass exactly one of -p/--prompt, --prompt-file, --prompt-ids");
+  std::shared_ptr<const grammar::Grammar> format = output_format(a);
   int threads = 0;
   const ModelBundle bundle = a.flags.load(threads);
   const std::vector<int32_t> prompt =
@@ -149,6 +174,7 @@ void run_generate(GenerateArgs& a) {
   opts.ignore_eos = a.ignore_eos;
   opts.keep_prompt_logits = logits_file.has_value();
   opts.logprobs = a.logprobs;
+  if (format) opts.grammar = output_grammar(format, bundle.require_tokenizer(), bundle.token_trie(), false);
 
   std::optional<TextStream> text;
   if (bundle.tokenizer)
@@ -215,6 +241,10 @@ void add_generate_command(CLI::App& app) {
       ->check(CLI::Range(0, 20))
       ->needs(json);
   cmd->add_option("--logits-out", a->logits_out, "Write the last prompt position's logits (f32 little-endian) here");
+  CLI::Option* schema = cmd->add_option("--json-schema", a->json_schema,
+                                        "Constrain the output to a document of this JSON Schema (the JSON, or @FILE), "
+                                        "as the server's response_format json_schema");
+  cmd->add_flag("--json-object", a->json_object, "Constrain the output to a JSON object (JSON mode)")->excludes(schema);
   cmd->callback([a] { run_generate(*a); });
 }
 

@@ -16,6 +16,20 @@ bool bit(const std::vector<uint64_t>& bits, size_t id) {
 
 }  // namespace
 
+std::shared_ptr<const OutputGrammar> output_grammar(std::shared_ptr<const grammar::Grammar> grammar,
+                                                    const Tokenizer& tokenizer,
+                                                    std::shared_ptr<const grammar::TokenTrie> vocabulary,
+                                                    bool starts_in_reasoning) {
+  auto out = std::make_shared<OutputGrammar>();
+  out->grammar = std::move(grammar);
+  out->tokenizer = &tokenizer;
+  out->vocabulary = std::move(vocabulary);
+  out->think_open = tokenizer.token_to_id("<think>").value_or(-1);
+  out->think_close = tokenizer.token_to_id("</think>").value_or(-1);
+  out->starts_in_reasoning = starts_in_reasoning;
+  return out;
+}
+
 std::shared_ptr<const grammar::TokenTrie> token_trie(const Tokenizer& tokenizer) {
   std::vector<std::string> bytes(tokenizer.vocab_size());
   for (size_t id = 0; id < bytes.size(); ++id) {

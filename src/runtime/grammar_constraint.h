@@ -30,6 +30,13 @@ struct OutputGrammar {
   bool starts_in_reasoning = false;                      // the prompt leaves a <think> block open
 };
 
+// `grammar` over `tokenizer`'s tokens (`vocabulary`: token_trie(tokenizer)),
+// with its <think> / </think> ids when it has them.
+std::shared_ptr<const OutputGrammar> output_grammar(std::shared_ptr<const grammar::Grammar> grammar,
+                                                    const Tokenizer& tokenizer,
+                                                    std::shared_ptr<const grammar::TokenTrie> vocabulary,
+                                                    bool starts_in_reasoning);
+
 // The trie of a tokenizer's tokens as the grammar sees them (special tokens
 // left out: they are never part of the text a grammar describes).
 std::shared_ptr<const grammar::TokenTrie> token_trie(const Tokenizer& tokenizer);

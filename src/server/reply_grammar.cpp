@@ -139,14 +139,7 @@ std::shared_ptr<const OutputGrammar> parse_reply_grammar(const ordered_json& bod
                            " and a 'response_format' cannot both constrain the reply");
   std::shared_ptr<const grammar::Grammar> g = forced_tools ? tool_choice(body) : format;
   if (!g) return nullptr;
-  auto out = std::make_shared<OutputGrammar>();
-  out->grammar = std::move(g);
-  const Tokenizer& tokenizer = bundle.require_tokenizer();
-  out->tokenizer = &tokenizer;
-  out->vocabulary = bundle.token_trie();
-  out->think_open = tokenizer.token_to_id("<think>").value_or(-1);
-  out->think_close = tokenizer.token_to_id("</think>").value_or(-1);
-  out->starts_in_reasoning = starts_in_reasoning;
+  auto out = output_grammar(std::move(g), bundle.require_tokenizer(), bundle.token_trie(), starts_in_reasoning);
   // The first mask here, on the HTTP thread: a grammar too ambiguous to follow
   // is the client's error, found before the engine spends a step on it.
   try {

@@ -312,3 +312,41 @@ TEST(GenerateCli, QuantizingNaNWeightsIsRefused) {
         << cmd << ": " << r.output;
   }
 }
+
+// --json-schema / --json-object constrain the output as the server's
+// response_format; a schema qinfer cannot follow is a command-line error.
+TEST(GenerateCli, JsonSchemaConstrainsTheOutput) {
+  qinfer::test::ScratchDir dir("generate-schema");
+  const std::string schema_file = dir.file("schema.json");
+  std::ofstream(schema_file) << R"({"type": "object", "properties": {"color": {"enum": ["red", "green"]},
+                                   "dark": {"type": "boolean"}}, "required": ["color", "dark"]})";
+  for (int seed = 1; seed <= 3; ++seed) {
+    const auto r = run_command(bin() + " generate -m " + data_path("models/tiny") +
+                               " -p 'A color as JSON:' --temp 1 -n 60 --json --seed " + std::to_string(seed) +
+                               " --json-schema @" + schema_file + " 2>/dev/null");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const json out = json::parse(r.output);
+    ASSERT_EQ(out["finish_reason"], "stop") << r.output;
+    const json doc = json::parse(out["text"].get<std::string>());
+    EXPECT_TRUE(doc["color"] == "red" || doc["color"] == "green") << doc.dump();
+    EXPECT_TRUE(doc["dark"].is_boolean()) << doc.dump();
+  }
+  auto r = run_command(bin() + " generate -m " + data_path("models/tiny") +
+                       " -p x -n 20 --json --temp 0 --json-object 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json::parse(r.output)["text"].get<std::string>().find_first_not_of(" \n\t"),
+            json::parse(r.output)["text"].get<std::string>().find('{'));
+  r = run_command(bin() + " generate -m " + data_path("models/tiny") +
+                  " -p x --json-schema '{\"pattern\": \"a\"}' 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--json-schema: json_schema: /pattern is a keyword qinfer does not follow"),
+            std::string::npos)
+      << r.output;
+  r = run_command(bin() + " generate -m " + data_path("models/tiny") + " -p x --json-schema '{nope' 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("not valid JSON"), std::string::npos) << r.output;
+  r = run_command(bin() + " generate -m " + data_path("models/tiny") + " -p x --json-schema @" + dir.file("none") +
+                  " 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("cannot read"), std::string::npos) << r.output;
+}

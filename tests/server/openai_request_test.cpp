@@ -215,7 +215,7 @@ TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
        true, "response_format", "name' must be a string"},
       {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
           "json_schema": {"name": "n", "schema": {"type": "string", "pattern": "a+"}}}})",
-       true, "response_format", "/pattern is a keyword this server does not follow"},
+       true, "response_format", "/pattern is a keyword qinfer does not follow"},
       {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
           "json_schema": {"name": "n", "schema": {"$ref": "#/$defs/none"}}}})",
        true, "response_format", "#/$defs/none"},

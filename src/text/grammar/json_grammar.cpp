@@ -197,8 +197,7 @@ class SchemaCompiler {
                                                    "oneOf",     "allOf",      "$ref"};
     for (const auto& item : s.items())
       if (!kAnnotations.count(item.key()) && !kHandled.count(item.key()))
-        refuse(at + "/" + pointer_token(item.key()),
-               "is a keyword this server does not follow (its output could break it)");
+        refuse(at + "/" + pointer_token(item.key()), "is a keyword qinfer does not follow (its output could break it)");
     for (const char* key : {"$ref", "anyOf", "oneOf", "allOf"})
       if (s.contains(key))
         for (const auto& item : s.items())
