@@ -33,6 +33,7 @@ struct BatchArgs {
 };
 
 struct Job {
+  int64_t line = 0;
   ordered_json error;  // set when the line was refused
   std::vector<int32_t> prompt;
   GenerationOptions options;
@@ -107,6 +108,7 @@ void run_batch(const BatchArgs& a) {
     Job job;
     try {
       job = parse_job(line, bundle);
+      job.line = line_no;
       if (bundle.tokenizer)
         job.text = std::make_unique<TextStream>(*bundle.tokenizer, job.stops);
       else if (!job.stops.empty())
@@ -141,7 +143,14 @@ void run_batch(const BatchArgs& a) {
       ++refused;
     } else {
       const GenerationResult& r = engine.result(job.handle);
-      if (r.reason == StopReason::Error) fail(r.error);  // corrupt weights: every request would be wrong
+      if (r.reason == StopReason::Error && !r.grammar_failed)
+        fail(r.error);                      // corrupt weights: every request would be wrong
+      if (r.reason == StopReason::Error) {  // its grammar could not go on: this line's fault
+        out = {{"error", "line " + std::to_string(job.line) + ": " + r.error}};
+        ++refused;
+        std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+        continue;
+      }
       if (job.text) job.text->finish();
       out = {{"ids", r.ids}};
       if (job.text) out["text"] = job.text->text();

@@ -23,8 +23,10 @@ const Vocabulary& vocabulary() {
   return v;
 }
 
-void BM_Mask(benchmark::State& state, const char* text) {
-  qinfer::grammar::Matcher m(std::make_shared<const qinfer::grammar::Grammar>(qinfer::grammar::json_object_grammar()));
+void BM_Mask(benchmark::State& state, const char* text, const char* schema = nullptr) {
+  qinfer::grammar::Matcher m(std::make_shared<const qinfer::grammar::Grammar>(
+      schema ? qinfer::grammar::json_schema_grammar(nlohmann::ordered_json::parse(schema))
+             : qinfer::grammar::json_object_grammar()));
   if (!m.advance(text)) state.SkipWithError("the grammar refuses the text");
   std::vector<uint64_t> mask;
   const Vocabulary& v = vocabulary();  // loaded outside the timing
@@ -37,6 +39,12 @@ BENCHMARK_CAPTURE(BM_Mask, object_start, "")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Mask, after_colon, "{\"name\": ")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Mask, in_number, "{\"n\": 12")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Mask, in_string, "{\"name\": \"Ann")->Unit(benchmark::kMillisecond);
+// A bounded string: every character moves to another state (the count).
+BENCHMARK_CAPTURE(BM_Mask, in_string_max_1000, "\"Ann", R"({"type": "string", "maxLength": 1000})")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Mask, in_any_of_two_bounded_strings, "\"Ann",
+                  R"({"anyOf": [{"type": "string", "maxLength": 100}, {"type": "string", "maxLength": 200}]})")
+    ->Unit(benchmark::kMillisecond);
 
 // A state seen before: the cached mask applied to a vocabulary of logits.
 void BM_CachedMaskApplied(benchmark::State& state) {

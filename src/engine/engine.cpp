@@ -170,6 +170,7 @@ void Engine::postprocess(const Step& step) {
       if (r.constraint) r.constraint->accept(next);
     } catch (const Error& e) {
       r.result.error = e.what();
+      r.result.grammar_failed = r.constraint != nullptr;
       r.result.reason = StopReason::Error;
       seq.status = Sequence::Status::Finished;
       continue;

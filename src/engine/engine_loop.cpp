@@ -186,7 +186,7 @@ void EngineLoop::retire_finished() {
   for (auto l = end; l != live_.end(); ++l) {
     const GenerationResult& r = engine_.result(l->handle);
     if (r.reason == StopReason::Error)
-      l->stream->fail(r.error);  // NaN logits: no result to give
+      l->stream->fail(r.error, r.grammar_failed);  // NaN logits (no result to give) or a grammar that cannot go on
     else
       l->stream->finish(r);
     engine_.erase(l->handle);

@@ -44,6 +44,9 @@ struct GenerationResult {
   std::vector<TokenLogprobs> logprobs;  // per id, when GenerationOptions::logprobs >= 0
   StopReason reason = StopReason::MaxTokens;
   std::string error;  // reason Error: what went wrong, and at which token
+  // reason Error: the output's grammar could not go on (too ambiguous): the
+  // request's fault, not the model's.
+  bool grammar_failed = false;
   int64_t prompt_tokens = 0;
   int64_t reused_tokens = 0;  // prompt tokens whose keys/values were already cached
   double prefill_s = 0, decode_s = 0;

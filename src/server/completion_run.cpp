@@ -75,7 +75,8 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
       const std::string why = c.stream->error();
       for (auto& other : choices_) other->stream->cancel();
       if (!c.stream->refused()) throw ApiError(500, why);  // the engine failed running it (NaN logits)
-      throw ApiError(400, why, request.chat ? "messages" : "prompt");
+      const bool grammar = request.options.grammar && why.find("grammar") != std::string::npos;
+      throw ApiError(400, why, grammar ? "response_format" : request.chat ? "messages" : "prompt");
     }
     if (state == engine::RequestStream::State::Finished && c.ids.empty()) {  // cancelled by the loop's drain
       for (auto& other : choices_) other->stream->cancel();

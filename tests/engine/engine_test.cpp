@@ -422,3 +422,31 @@ TEST(Engine, ConstrainedRequestsAreBatchInvariant) {
     }
   }
 }
+
+// A grammar that cannot go on (too ambiguous) fails its own request, marked as
+// the request's fault; the others run on (a re-hunt: batch ended the whole run).
+TEST(Engine, AGrammarThatCannotGoOnFailsOnlyItsRequest) {
+  ModelBundle bundle = load_model_bundle(test::data_path("models/tiny"));
+  ThreadPool pool(2);
+  grammar::GrammarBuilder b;  // "x" then one of 5000 ways: more stacks than a matcher follows
+  std::vector<grammar::Expr> ways;
+  for (int i = 0; i < 5000; ++i) ways.push_back(grammar::literal("y" + std::to_string(i)));
+  const int32_t root = b.rule("root");
+  b.define(root, grammar::sequence({grammar::literal("x"), grammar::choice(std::move(ways))}));
+  GenerationOptions constrained;
+  constrained.max_new_tokens = 4;
+  constrained.sampling.temperature = 1;
+  constrained.grammar = output_grammar(std::make_shared<const grammar::Grammar>(std::move(b).build(root)),
+                                       *bundle.tokenizer, bundle.token_trie(), false);
+  GenerationOptions free = constrained;
+  free.grammar = nullptr;
+  Engine engine(*bundle.model, pool, {16, 0, 512, 4});
+  const int64_t bad = engine.add(std::vector<int32_t>{785, 6722}, constrained);
+  const int64_t good = engine.add(std::vector<int32_t>{785, 6722}, free);
+  engine.run_until_idle();
+  EXPECT_EQ(engine.result(bad).reason, StopReason::Error);
+  EXPECT_TRUE(engine.result(bad).grammar_failed);
+  EXPECT_NE(engine.result(bad).error.find("too ambiguous"), std::string::npos) << engine.result(bad).error;
+  EXPECT_EQ(engine.result(good).reason, StopReason::MaxTokens);
+  EXPECT_EQ(engine.result(good).ids.size(), 4u);
+}

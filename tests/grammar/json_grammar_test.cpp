@@ -277,6 +277,13 @@ TEST(JsonGrammar, OneOfNeedsBranchesNoDocumentMatchesTwice) {
   EXPECT_TRUE(matches(tagged, R"({"kind": "dog"})"));
   EXPECT_FALSE(matches(tagged, "{}"));
   EXPECT_TRUE(matches(schema(R"({"oneOf": [{"type": "string"}, {"type": "integer"}]})"), "7"));
+  // A re-hunt: equal values written apart, and a discriminator on branches that are not only objects.
+  expect_refused(R"({"oneOf": [{"const": 1}, {"const": 1.0}]})", "branches 0 and 1");
+  expect_refused(R"({"oneOf": [{"const": {"a": 1, "b": 2}}, {"const": {"b": 2, "a": 1}}]})", "branches 0 and 1");
+  expect_refused(R"({"oneOf": [
+      {"type": ["object", "null"], "properties": {"k": {"const": "a"}}, "required": ["k"]},
+      {"type": ["object", "null"], "properties": {"k": {"const": "b"}}, "required": ["k"]}]})",
+                 "branches 0 and 1");
 }
 
 TEST(JsonGrammar, PointersAreEscapedAndRefsDecoded) {

@@ -366,8 +366,31 @@ class SchemaCompiler {
         !s.value("enum", ordered_json::array()).is_array())
       return std::nullopt;
     std::set<std::string> out;
-    for (const auto& v : s.contains("const") ? ordered_json::array({s["const"]}) : s["enum"]) out.insert(v.dump());
+    for (const auto& v : s.contains("const") ? ordered_json::array({s["const"]}) : s["enum"]) out.insert(canonical(v));
     return out;
+  }
+  // Equal JSON values as JSON Schema compares them give equal texts: numbers
+  // by value (1 and 1.0), object members in sorted order.
+  static std::string canonical(const ordered_json& v) {
+    if (v.is_number()) return nlohmann::json(v.get<double>()).dump();
+    if (v.is_object()) {
+      std::string out = "{";
+      const nlohmann::json sorted = v;  // std::map: members by key
+      for (const auto& [key, item] : sorted.items())
+        out += nlohmann::json(key).dump() + ":" + canonical(ordered_json(item)) + ",";
+      return out + "}";
+    }
+    if (v.is_array()) {
+      std::string out = "[";
+      for (const auto& item : v) out += canonical(item) + ",";
+      return out + "]";
+    }
+    return v.dump();
+  }
+  // types(), where a schema without "type" but with properties is about objects.
+  static std::set<std::string> types_or_object(const ordered_json& s) {
+    if (!s.contains("type") && !s.contains("const") && !s.contains("enum")) return {"object"};
+    return types(s);
   }
   static bool disjoint_sets(const std::set<std::string>& a, const std::set<std::string>& b) {
     for (const std::string& x : a)
@@ -377,7 +400,11 @@ class SchemaCompiler {
   bool disjoint(const ordered_json& a, const ordered_json& b) {
     if (disjoint_sets(types(a), types(b))) return true;
     if (auto va = listed(a), vb = listed(b); va && vb) return disjoint_sets(*va, *vb);
-    if (!a.is_object() || !b.is_object() || !a.contains("properties") || !b.contains("properties")) return false;
+    // A discriminator separates objects only: both must be nothing else.
+    const std::set<std::string> object_only = {"object"};
+    if (!a.is_object() || !b.is_object() || !a.contains("properties") || !b.contains("properties") ||
+        types_or_object(a) != object_only || types_or_object(b) != object_only)
+      return false;
     const auto required = [](const ordered_json& s, const std::string& name) {
       if (!s.contains("required") || !s["required"].is_array()) return false;
       for (const auto& r : s["required"])

@@ -79,6 +79,11 @@ void Matcher::step(const MatchState& from, uint8_t byte, MatchState& to, bool in
     if (g.sets[g.items[f.pos].arg].test(byte)) expand(f.pos + 1, f.parent, to, intern);
 }
 
+void Matcher::forget(size_t mark) {
+  for (size_t id = mark; id < nodes_.size(); ++id) interned_.erase(key(nodes_[id].pos, nodes_[id].parent));
+  nodes_.resize(mark);
+}
+
 bool Matcher::advance(std::string_view bytes) {
   MatchState* from = &state_;
   for (char c : bytes) {

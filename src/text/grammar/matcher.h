@@ -5,8 +5,9 @@
 // are linked nodes in an arena, so a step shares what it does not change.
 // Committed steps (advance) intern their nodes: equal states are equal
 // values, which is what caches of token masks and of trie-walk steps key on.
-// Trial steps (try_step) make scratch nodes that release() drops, so a walk
-// over the whole vocabulary leaves the arena as it found it.
+// Trial steps (try_step) make scratch nodes that release() drops; a walk over
+// the whole vocabulary interns its nodes too (walk_step) and forgets them at
+// the end, so it leaves the arena as it found it.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -49,9 +50,14 @@ class Matcher {
   // Whether `bytes` may follow (the state unchanged).
   bool allows(std::string_view bytes);
 
-  // For walks over many candidates: `to` = `from` after `byte`, built from
-  // scratch nodes valid until release(mark) with a mark taken before them.
+  // For trials: `to` = `from` after `byte`, built from scratch nodes valid
+  // until release(mark) with a mark taken before them.
   void try_step(const MatchState& from, uint8_t byte, MatchState& to) { step(from, byte, to, false); }
+  // For walks over many candidates: as try_step, but the nodes are interned
+  // (equal states are equal values, whatever path led to them) until
+  // forget(mark) drops them; no release() in between.
+  void walk_step(const MatchState& from, uint8_t byte, MatchState& to) { step(from, byte, to, true); }
+  void forget(size_t mark);
   // Nodes below `mark` (taken before scratch steps) are committed ones.
   size_t mark() const { return nodes_.size(); }
   // Expansions done so far: the work of the steps, for budgets.

@@ -47,25 +47,22 @@ TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes) : vocab_size_(
 
 namespace {
 
-// The states of one walk whose frames return only to committed nodes, each
-// with its steps by byte once taken: inside a JSON string most bytes lead
-// back to the same state, so most of the walk is table lookups.
+// The states of one walk, each with its steps by byte once taken: the walk
+// interns its nodes, so equal states are equal values, and inside a JSON
+// string most bytes lead back to the same state: most of the walk is table
+// lookups.
 class StateTable {
  public:
-  static constexpr int32_t kUnknown = -2, kScratch = -1;  // step not taken yet / leads to scratch nodes
-  static constexpr size_t kMaxStates = 4096;
+  static constexpr int32_t kUnknown = -2, kNone = -1;  // step not taken yet / state not in the table
+  static constexpr size_t kMaxStates = 4096;           // 1 KiB of steps a state
 
-  explicit StateTable(size_t committed) : committed_(committed) {}
-  // The id of `s`, or kScratch when it returns to scratch nodes (which later
-  // steps of the walk release) or the table is full (a grammar whose states
-  // follow every byte, such as a long enum: 1 KiB of steps a state).
+  // The id of `s`, or kNone once the table is full (a grammar whose states
+  // follow every byte, such as a long enum).
   int32_t intern(const MatchState& s) {
     if (states_.size() == kMaxStates) {
       auto it = ids_.find(s);
-      return it == ids_.end() ? kScratch : it->second;
+      return it == ids_.end() ? kNone : it->second;
     }
-    for (const Frame& f : s.stacks)
-      if (f.parent != Matcher::kBottom && f.parent >= committed_) return kScratch;
     auto [it, added] = ids_.try_emplace(s, static_cast<int32_t>(states_.size()));
     if (added) {
       states_.push_back(&it->first);
@@ -85,60 +82,53 @@ class StateTable {
       return h;
     }
   };
-  size_t committed_;
   std::unordered_map<MatchState, int32_t, Hash> ids_;
   std::vector<const MatchState*> states_;
   std::vector<std::array<int32_t, 256>> next_;
 };
 
+constexpr size_t kMaxWalkNodes = size_t{1} << 20;
+
 }  // namespace
 
 void TokenTrie::allowed(Matcher& matcher, std::vector<uint64_t>& allowed, uint64_t max_work) const {
   const uint64_t work_before = matcher.work();
+  const size_t mark = matcher.mark();
   allowed.assign((vocab_size_ + 63) / 64, 0);
-  StateTable table(matcher.mark());
+  StateTable table;
   // Along the current path, per depth d (bytes so far): the state's id in the
-  // table, or kScratch with the state itself in scratch[d]; marks[d]: the
-  // matcher's scratch nodes up to it (what deeper steps may drop).
+  // table, or kNone with the state itself in loose[d].
   std::vector<int32_t> ids(max_depth_ + 1);
-  std::vector<MatchState> scratch(max_depth_ + 1);
-  std::vector<size_t> marks(max_depth_ + 1);
+  std::vector<MatchState> loose(max_depth_ + 1);
   ids[0] = table.intern(matcher.state());
-  if (ids[0] == StateTable::kScratch) scratch[0] = matcher.state();
-  marks[0] = matcher.mark();
+  if (ids[0] == StateTable::kNone) loose[0] = matcher.state();
   for (size_t i = 1; i < nodes_.size();) {
     const Node& n = nodes_[i];
     const size_t d = n.depth;
     const int32_t from = ids[d - 1];
-    int32_t to = from >= 0 ? table.next(from, n.byte) : StateTable::kScratch;
-    if (to == StateTable::kUnknown || to == StateTable::kScratch) {
-      matcher.release(marks[d - 1]);
-      matcher.try_step(from >= 0 ? table.state(from) : scratch[d - 1], n.byte, scratch[d]);
-      if (matcher.work() - work_before > max_work) {
-        matcher.release(marks[0]);
+    int32_t to = from >= 0 ? table.next(from, n.byte) : StateTable::kNone;
+    if (to < 0) {
+      matcher.walk_step(from >= 0 ? table.state(from) : loose[d - 1], n.byte, loose[d]);
+      if (matcher.work() - work_before > max_work || matcher.mark() - mark > kMaxWalkNodes) {
+        matcher.forget(mark);
         fail("the output's grammar is too ambiguous to follow: one token mask took over ", max_work, " steps");
       }
-      if (to == StateTable::kUnknown) {
-        to = table.intern(scratch[d]);
-        table.next(from, n.byte) = to;
-      } else if (from < 0) {  // back from scratch nodes to committed ones (a multi-byte character ended)
-        to = table.intern(scratch[d]);
-      }
+      const bool first = to == StateTable::kUnknown;
+      to = table.intern(loose[d]);
+      if (first) table.next(from, n.byte) = to;
     }
-    const bool dead = to >= 0 ? table.state(to).dead() : scratch[d].dead();
-    if (dead) {
+    if (to >= 0 ? table.state(to).dead() : loose[d].dead()) {
       i = n.subtree_end;
       continue;
     }
     ids[d] = to;
-    marks[d] = matcher.mark();
     for (uint32_t t = n.token_begin; t < n.token_begin + n.token_count; ++t) {
       const auto id = static_cast<size_t>(token_ids_[t]);
       allowed[id / 64] |= uint64_t{1} << (id % 64);
     }
     ++i;
   }
-  matcher.release(marks[0]);
+  matcher.forget(mark);
 }
 
 }  // namespace qinfer::grammar
