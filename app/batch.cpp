@@ -77,7 +77,8 @@ Job parse_job(const std::string& line, const ModelBundle& bundle) {
     in.add_generation_prompt = true;
     const ChatTemplate& chat_template = bundle.require_chat_template();
     const std::string rendered = chat_template.render(in);
-    starts_in_reasoning = server::opens_reasoning(chat_template, in, rendered);
+    // Only a grammar asks where the reply starts (a second render).
+    if (j.contains("response_format")) starts_in_reasoning = server::opens_reasoning(chat_template, in, rendered);
     job.prompt = bundle.require_tokenizer().encode(rendered);
   }
   server::GenerationFields fields = server::parse_generation_fields(j, bundle, kDefaultMaxTokens);

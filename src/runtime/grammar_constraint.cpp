@@ -14,6 +14,12 @@ bool bit(const std::vector<uint64_t>& bits, size_t id) {
   return id / 64 < bits.size() && (bits[id / 64] >> (id % 64) & 1);
 }
 
+const OutputGrammar& require_complete(const std::shared_ptr<const OutputGrammar>& spec) {
+  if (!spec || !spec->grammar || !spec->tokenizer || !spec->vocabulary)
+    fail("constrained decoding: incomplete grammar");
+  return *spec;
+}
+
 }  // namespace
 
 std::shared_ptr<const OutputGrammar> output_grammar(std::shared_ptr<const grammar::Grammar> grammar,
@@ -41,9 +47,7 @@ std::shared_ptr<const grammar::TokenTrie> token_trie(const Tokenizer& tokenizer)
 
 GrammarConstraint::GrammarConstraint(std::shared_ptr<const OutputGrammar> spec, std::vector<int32_t> eos_ids)
     : spec_(std::move(spec)),
-      tokenizer_(spec_ && spec_->tokenizer && spec_->vocabulary
-                     ? *spec_->tokenizer
-                     : (fail("constrained decoding: incomplete grammar"), *spec_->tokenizer)),
+      tokenizer_(*require_complete(spec_).tokenizer),
       eos_ids_(std::move(eos_ids)),
       matcher_(spec_->grammar),
       phase_(spec_->starts_in_reasoning && spec_->think_close >= 0 ? Phase::Reasoning : Phase::Start) {}
@@ -80,13 +84,20 @@ void GrammarConstraint::mask(std::span<float> logits) {
       if (id >= 0 && static_cast<size_t>(id) < logits.size()) logits[id] = -std::numeric_limits<float>::infinity();
     return;
   }
+  // The few tokens allowed beside the grammar's (eos once it is satisfied,
+  // <think> first) are kept aside, so the pass over the vocabulary reads
+  // only the mask's bits.
+  std::vector<std::pair<int32_t, float>> kept;
+  auto keep = [&](int32_t id) {
+    if (id >= 0 && static_cast<size_t>(id) < logits.size()) kept.push_back({id, logits[id]});
+  };
+  if (matcher_.state().accepting)
+    for (int32_t id : eos_ids_) keep(id);
+  if (phase_ == Phase::Start) keep(spec_->think_open);
   const std::vector<uint64_t>& allowed = answer_mask();
-  const bool accepting = matcher_.state().accepting;
-  for (size_t id = 0; id < logits.size(); ++id) {
-    const auto t = static_cast<int32_t>(id);
-    if (bit(allowed, id) || (accepting && is_eos(t)) || (phase_ == Phase::Start && t == spec_->think_open)) continue;
-    logits[id] = -std::numeric_limits<float>::infinity();
-  }
+  for (size_t id = 0; id < logits.size(); ++id)
+    if (!bit(allowed, id)) logits[id] = -std::numeric_limits<float>::infinity();
+  for (const auto& [id, logit] : kept) logits[id] = logit;
 }
 
 void GrammarConstraint::accept(int32_t id) {
