@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "text/grammar/grammar.h"
+#include "grammar/matching.h"
 #include "text/grammar/matcher.h"
 #include "util/error.h"
 
@@ -15,11 +16,6 @@ std::shared_ptr<const Grammar> make(GrammarBuilder b, int32_t root) {
   return std::make_shared<const Grammar>(std::move(b).build(root));
 }
 
-// Whether the whole of `text` is a match (not just a prefix of one).
-bool matches(const std::shared_ptr<const Grammar>& g, std::string_view text) {
-  Matcher m(g);
-  return m.advance(text) && m.state().accepting;
-}
 
 bool is_prefix(const std::shared_ptr<const Grammar>& g, std::string_view text) {
   Matcher m(g);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <random>
 
+#include "grammar/matching.h"
 #include "text/grammar/matcher.h"
 #include "util/error.h"
 
@@ -16,10 +17,6 @@ namespace {
 
 using nlohmann::ordered_json;
 
-bool matches(const std::shared_ptr<const Grammar>& g, std::string_view text) {
-  Matcher m(g);
-  return m.advance(text) && m.state().accepting;
-}
 
 std::shared_ptr<const Grammar> object_grammar() {
   static auto g = std::make_shared<const Grammar>(json_object_grammar());
@@ -166,10 +163,10 @@ void expect_refused(const char* text, const std::string& words) {
 }
 
 TEST(JsonGrammar, SchemaKeywordsItCannotFollowAreRefusedByName) {
-  expect_refused(R"({"type": "object", "properties": {"age": {"type": "integer", "minimum": 0}}})",
-                 "/properties/age/minimum");
-  expect_refused(R"({"type": "string", "pattern": "^a+$"})", "/pattern");
-  expect_refused(R"({"type": "string", "format": "date-time"})", "/format");
+  expect_refused(R"({"type": "object", "properties": {"age": {"type": "integer", "multipleOf": 5}}})",
+                 "/properties/age/multipleOf");
+  expect_refused(R"({"type": "object", "patternProperties": {"^a": {}}})", "/patternProperties");
+  expect_refused(R"({"type": "string", "format": "phone"})", "/format");
   expect_refused(R"({"type": "integer", "anyOf": [{"type": "integer"}]})", "/type");
   expect_refused(R"({"type": "thing"})", "'thing'");
   expect_refused(R"({"$ref": "#/$defs/missing"})", "#/$defs/missing");
@@ -286,9 +283,48 @@ TEST(JsonGrammar, OneOfNeedsBranchesNoDocumentMatchesTwice) {
                  "branches 0 and 1");
 }
 
+TEST(JsonGrammar, NumericBoundsAsPydanticWritesThem) {
+  auto percent = schema(R"({"type": "integer", "minimum": 0, "maximum": 100})");
+  for (const char* ok : {"0", "7", "100"}) EXPECT_TRUE(matches(percent, ok)) << ok;
+  for (const char* bad : {"-1", "101", "1000", "-0", "5.0"}) EXPECT_FALSE(matches(percent, bad)) << bad;
+  auto positive = schema(R"({"type": "integer", "exclusiveMinimum": 0})");
+  EXPECT_TRUE(matches(positive, "1"));
+  EXPECT_FALSE(matches(positive, "0"));
+  auto rounded = schema(R"({"type": "integer", "minimum": 1.5, "maximum": 3.5})");
+  EXPECT_TRUE(matches(rounded, "2") && matches(rounded, "3"));
+  EXPECT_FALSE(matches(rounded, "1") || matches(rounded, "4"));
+  auto unit = schema(R"({"type": "number", "minimum": 0, "maximum": 1})");
+  for (const char* ok : {"0", "0.5", "1", "1.0", "0.999"}) EXPECT_TRUE(matches(unit, ok)) << ok;
+  for (const char* bad : {"1.5", "-0.1", "1.01", "2", "5e-1"}) EXPECT_FALSE(matches(unit, bad)) << bad;
+  auto price = schema(R"({"type": "number", "exclusiveMinimum": 0})");
+  EXPECT_TRUE(matches(price, "0.01"));
+  EXPECT_FALSE(matches(price, "0") || matches(price, "0.0") || matches(price, "-3"));
+  auto draft4 = schema(R"({"type": "integer", "minimum": 5, "exclusiveMinimum": true})");
+  EXPECT_FALSE(matches(draft4, "5"));
+  EXPECT_TRUE(matches(draft4, "6"));
+  auto both =
+      schema(R"({"type": "integer", "minimum": 3, "exclusiveMinimum": 3, "maximum": 9, "exclusiveMaximum": 5})");
+  EXPECT_FALSE(matches(both, "3") || matches(both, "5"));
+  EXPECT_TRUE(matches(both, "4"));
+  auto untyped = schema(R"({"minimum": 0})");
+  EXPECT_TRUE(matches(untyped, "3.5"));
+  EXPECT_FALSE(matches(untyped, "-3") || matches(untyped, R"("s")"));
+  auto nullable = schema(R"({"type": ["integer", "null"], "minimum": 0})");
+  EXPECT_TRUE(matches(nullable, "null") && matches(nullable, "0"));
+  EXPECT_FALSE(matches(nullable, "-1"));
+  expect_refused(R"({"type": "number", "minimum": 0.5})",
+                 "/minimum is followed for numbers only when it is an integer");
+  expect_refused(R"({"type": "integer", "minimum": 5, "maximum": 4})",
+                 "no integer lies at or above 5 and at or below 4");
+  expect_refused(R"({"type": "number", "exclusiveMinimum": 1, "exclusiveMaximum": 1})", "no number lies above 1");
+  expect_refused(R"({"type": "integer", "minimum": 1e30})", "/minimum beyond");
+  expect_refused(R"({"type": "integer", "exclusiveMinimum": true})", "/exclusiveMinimum as a boolean needs minimum");
+  expect_refused(R"({"type": "integer", "maximum": "9"})", "/maximum must be a number");
+}
+
 TEST(JsonGrammar, PointersAreEscapedAndRefsDecoded) {
-  expect_refused(R"({"type": "object", "properties": {"a/b~c": {"type": "integer", "minimum": 0}}})",
-                 "/properties/a~1b~0c/minimum");
+  expect_refused(R"({"type": "object", "properties": {"a/b~c": {"type": "integer", "multipleOf": 2}}})",
+                 "/properties/a~1b~0c/multipleOf");
   auto g = schema(R"({"$ref": "#/$defs/a~1b%20c", "$defs": {"a/b c": {"type": "boolean"}}})");
   EXPECT_TRUE(matches(g, "true"));
   expect_refused(

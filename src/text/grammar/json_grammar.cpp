@@ -8,12 +8,19 @@
 #include <optional>
 #include <set>
 
+#include "text/grammar/number_range.h"
+#include "text/grammar/regex.h"
+#include "text/grammar/string_formats.h"
 #include "util/error.h"
 
 namespace qinfer::grammar {
 namespace {
 
 using nlohmann::ordered_json;
+
+// Integer digits at most: JSON has no bound, but a double (what parsers
+// read, nlohmann's included) overflows past ~1e308.
+constexpr uint32_t kMaxIntegerDigits = 100;
 
 Expr byte(char c) { return bytes(ByteSet().set(static_cast<unsigned char>(c))); }
 Expr hex() { return bytes(byte_class("0-9a-fA-F")); }
@@ -67,12 +74,12 @@ struct JsonRules {
       return shared("string", [&] { return sequence({byte('"'), star(string_char()), byte('"')}); });
     return sequence({byte('"'), repeat(string_char(), min, max), byte('"')});
   }
-  // At most 100 integer digits and a two-digit exponent: JSON has no bound,
-  // but a double (what parsers read, nlohmann's included) overflows past ~1e308.
+  // At most kMaxIntegerDigits integer digits and a two-digit exponent.
   Expr integer() {
     return shared("integer", [] {
       return sequence(
-          {optional(byte('-')), choice({byte('0'), sequence({bytes(byte_class("1-9")), repeat(digit(), 0, 99)})})});
+          {optional(byte('-')),
+           choice({byte('0'), sequence({bytes(byte_class("1-9")), repeat(digit(), 0, kMaxIntegerDigits - 1)})})});
     });
   }
   Expr number() {
@@ -148,7 +155,8 @@ const std::set<std::string> kAnnotations = {"title",    "description", "default"
                                             "readOnly", "writeOnly",   "$defs",    "definitions"};
 const std::set<std::string> kObjectKeywords = {"properties", "required", "additionalProperties"};
 const std::set<std::string> kArrayKeywords = {"items", "minItems", "maxItems"};
-const std::set<std::string> kStringKeywords = {"minLength", "maxLength"};
+const std::set<std::string> kStringKeywords = {"minLength", "maxLength", "pattern", "format"};
+const std::set<std::string> kNumberKeywords = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
 
 // The types a JSON value has ("integer" values are numbers too).
 std::set<std::string> types_of(const ordered_json& v) {
@@ -191,10 +199,27 @@ class SchemaCompiler {
       return json_.value();
     }
     if (!s.is_object()) refuse(at, "must be an object or a boolean");
-    static const std::set<std::string> kHandled = {"type",      "properties", "required", "additionalProperties",
-                                                   "items",     "minItems",   "maxItems", "minLength",
-                                                   "maxLength", "enum",       "const",    "anyOf",
-                                                   "oneOf",     "allOf",      "$ref"};
+    static const std::set<std::string> kHandled = {"type",
+                                                   "properties",
+                                                   "required",
+                                                   "additionalProperties",
+                                                   "items",
+                                                   "minItems",
+                                                   "maxItems",
+                                                   "minLength",
+                                                   "maxLength",
+                                                   "pattern",
+                                                   "format",
+                                                   "minimum",
+                                                   "maximum",
+                                                   "exclusiveMinimum",
+                                                   "exclusiveMaximum",
+                                                   "enum",
+                                                   "const",
+                                                   "anyOf",
+                                                   "oneOf",
+                                                   "allOf",
+                                                   "$ref"};
     for (const auto& item : s.items())
       if (!kAnnotations.count(item.key()) && !kHandled.count(item.key()))
         refuse(at + "/" + pointer_token(item.key()), "is a keyword qinfer does not follow (its output could break it)");
@@ -239,6 +264,7 @@ class SchemaCompiler {
       const char* t = kObjectKeywords.count(item.key())   ? "object"
                       : kArrayKeywords.count(item.key())  ? "array"
                       : kStringKeywords.count(item.key()) ? "string"
+                      : kNumberKeywords.count(item.key()) ? "number"
                                                           : nullptr;
       if (!t) continue;
       if (!type.empty() && type != t)
@@ -422,17 +448,91 @@ class SchemaCompiler {
   Expr typed(const std::string& type, const ordered_json& s, const std::string& at) {
     if (type == "object") return object(s, at);
     if (type == "array") return array(s, at);
-    if (type == "string") {
-      const uint32_t min = count(s, "minLength", at, 0);
-      const uint32_t max = count(s, "maxLength", at, Expr::kUnbounded);
-      if (max < min) refuse(at + "/maxLength", "is below minLength");
-      return json_.string(min, max);
-    }
-    if (type == "number") return json_.number();
-    if (type == "integer") return json_.integer();
+    if (type == "string") return string(s, at);
+    if (type == "number" || type == "integer") return number(type == "integer", s, at);
     if (type == "boolean") return json_.boolean();
     if (type == "null") return literal("null");
     refuse(at + "/type", "names no JSON Schema type: '" + excerpt(type) + "'");
+  }
+
+  // minLength / maxLength, and pattern or format (each with the length
+  // bounds only where they cannot cut it).
+  Expr string(const ordered_json& s, const std::string& at) {
+    const uint32_t min = count(s, "minLength", at, 0);
+    const uint32_t max = count(s, "maxLength", at, Expr::kUnbounded);
+    if (max < min) refuse(at + "/maxLength", "is below minLength");
+    if (s.contains("pattern")) {
+      if (s.contains("format")) refuse(at + "/format", "beside pattern is not followed");
+      if (s.contains("minLength") || s.contains("maxLength"))
+        refuse(at + (s.contains("minLength") ? "/minLength" : "/maxLength"), "beside pattern is not followed");
+      if (!s["pattern"].is_string()) refuse(at + "/pattern", "must be a string");
+      try {
+        return sequence({byte('"'), pattern_contents(s["pattern"].get<std::string>(), json_.string_char()), byte('"')});
+      } catch (const Error& e) {
+        refuse(at + "/pattern", std::string("is not followed: ") + e.what());
+      }
+    }
+    if (s.contains("format")) {
+      if (!s["format"].is_string()) refuse(at + "/format", "must be a string");
+      const std::string name = s["format"].get<std::string>();
+      auto format = string_format(name);
+      if (!format)
+        refuse(at + "/format", "names a format qinfer does not follow: '" + excerpt(name) + "' (it follows " +
+                                   string_format_names() + ")");
+      if (format->min_length < min)
+        refuse(at + "/minLength", "is above the shortest " + name + " (" + std::to_string(format->min_length) +
+                                      " characters): not followed");
+      if (format->max_length > max)
+        refuse(at + "/maxLength", "is below the longest " + name + " qinfer writes (" +
+                                      std::to_string(format->max_length) + " characters): not followed");
+      return sequence({byte('"'), std::move(format->contents), byte('"')});
+    }
+    return json_.string(min, max);
+  }
+
+  // A bound: minimum / maximum, exclusiveMinimum / exclusiveMaximum as a
+  // number (or, as draft 4 wrote them, true beside minimum / maximum); the
+  // tighter where both are given. Integers round fractional bounds inward;
+  // numbers follow only integral ones.
+  std::optional<NumberBound> bound(bool integer, bool lower, const ordered_json& s, const std::string& at) {
+    const char* inclusive_key = lower ? "minimum" : "maximum";
+    const char* exclusive_key = lower ? "exclusiveMinimum" : "exclusiveMaximum";
+    std::optional<NumberBound> tightest;
+    for (const char* key : {inclusive_key, exclusive_key}) {
+      if (!s.contains(key) || s[key].is_boolean()) continue;
+      const auto& v = s[key];
+      if (!v.is_number()) refuse(at + "/" + key, "must be a number");
+      const double d = v.get<double>();
+      if (!(std::fabs(d) <= 1e18)) refuse(at + "/" + key, "beyond +-10^18 is not followed");
+      bool exclusive = std::string_view(key) == exclusive_key ||
+                       (s.contains(exclusive_key) && s[exclusive_key].is_boolean() && s[exclusive_key].get<bool>());
+      double edge = d;
+      if (d != std::floor(d)) {
+        if (!integer) refuse(at + "/" + key, "is followed for numbers only when it is an integer");
+        edge = lower ? std::ceil(d) : std::floor(d);
+        exclusive = false;
+      }
+      const NumberBound b{v.is_number_integer() && d == edge ? v.get<int64_t>() : static_cast<int64_t>(edge),
+                          exclusive};
+      const bool tighter = !tightest || (lower ? b.value > tightest->value : b.value < tightest->value) ||
+                           (b.value == tightest->value && b.exclusive);
+      if (tighter) tightest = b;
+    }
+    if (s.contains(exclusive_key) && s[exclusive_key].is_boolean() && !s.contains(inclusive_key))
+      refuse(at + "/" + exclusive_key, std::string("as a boolean needs ") + inclusive_key + " beside it");
+    return tightest;
+  }
+
+  Expr number(bool integer, const ordered_json& s, const std::string& at) {
+    const auto lower = bound(integer, true, s, at);
+    const auto upper = bound(integer, false, s, at);
+    if (!lower && !upper) return integer ? json_.integer() : json_.number();
+    try {
+      return integer ? integers_between(lower, upper, kMaxIntegerDigits)
+                     : numbers_between(lower, upper, kMaxIntegerDigits);
+    } catch (const Error& e) {
+      refuse(at, e.what());
+    }
   }
 
   uint32_t count(const ordered_json& s, const char* key, const std::string& at, uint32_t absent) {

@@ -9,12 +9,15 @@
 // the schema lists them; optional ones may be left out; no others are
 // generated, which every additionalProperties allows), additionalProperties as
 // a schema for objects without properties (a map), items, minItems, maxItems,
-// minLength, maxLength, enum, const, anyOf / oneOf (both as a choice), allOf
-// of one schema, $ref to "#", "#/$defs/..." or "#/definitions/...", and the
-// annotations (title, description, default, examples, ...), which change
-// nothing. Keywords that constrain in ways these grammars do not follow
-// (pattern, format, minimum, multipleOf, ...) are refused, naming the keyword
-// and where it is, rather than ignored: the output would break the schema.
+// minLength, maxLength, pattern (regex.h), format (string_formats.h), minimum,
+// maximum, exclusiveMinimum, exclusiveMaximum (integral bounds for numbers;
+// number_range.h), enum, const, anyOf, oneOf (when no document can match two
+// branches), allOf of one schema, $ref to "#", "#/$defs/..." or
+// "#/definitions/...", and the annotations (title, description, default,
+// examples, ...), which change nothing. Keywords that constrain in ways these
+// grammars do not follow (multipleOf, patternProperties, prefixItems, ...)
+// are refused, naming the keyword and where it is, rather than ignored: the
+// output would break the schema.
 #pragma once
 #include <nlohmann/json.hpp>
 

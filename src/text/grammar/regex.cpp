@@ -1,0 +1,448 @@
+#include "text/grammar/regex.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "util/error.h"
+
+namespace qinfer::grammar {
+namespace {
+
+using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;  // code points, inclusive
+
+constexpr uint32_t kMaxCodePoint = 0x10FFFF;
+
+Ranges normalized(Ranges r) {
+  std::sort(r.begin(), r.end());
+  Ranges out;
+  for (const auto& [lo, hi] : r) {
+    if (!out.empty() && lo <= out.back().second + 1)
+      out.back().second = std::max(out.back().second, hi);
+    else
+      out.push_back({lo, hi});
+  }
+  return out;
+}
+
+Ranges united(Ranges a, const Ranges& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return normalized(std::move(a));
+}
+
+// `r` without surrogates (no character: UTF-8 cannot hold them).
+Ranges characters(const Ranges& r) {
+  Ranges out;
+  for (const auto& [lo, hi] : r) {
+    if (lo < 0xD800) out.push_back({lo, std::min<uint32_t>(hi, 0xD7FF)});
+    if (hi > 0xDFFF) out.push_back({std::max<uint32_t>(lo, 0xE000), hi});
+  }
+  return out;
+}
+
+// Every character not in `r`.
+Ranges complement(const Ranges& r) {
+  Ranges out;
+  uint32_t next = 0;
+  for (const auto& [lo, hi] : normalized(r)) {
+    if (lo > next) out.push_back({next, lo - 1});
+    next = hi + 1;
+  }
+  if (next <= kMaxCodePoint) out.push_back({next, kMaxCodePoint});
+  return characters(out);
+}
+
+// A set of characters as the flavours read it: `sure`, what every flavour
+// matches (what output may hold); `maybe`, what some flavour matches.
+struct Chars {
+  Ranges sure, maybe;
+};
+Chars one(uint32_t c) { return {{{c, c}}, {{c, c}}}; }
+Chars unite(const Chars& a, const Chars& b) { return {united(a.sure, b.sure), united(a.maybe, b.maybe)}; }
+Chars negate(const Chars& c) { return {complement(c.maybe), complement(c.sure)}; }
+
+const Ranges kNonAscii = {{0x80, kMaxCodePoint}};
+Chars ascii_class(Ranges ascii, Ranges beyond = kNonAscii) { return {normalized(ascii), united(ascii, beyond)}; }
+Chars digit_chars() { return ascii_class({{'0', '9'}}); }
+Chars word_chars() { return ascii_class({{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}); }
+// ECMA-262's \s has \v and Unicode spaces; Python's has \x1c-\x1f too.
+Chars space_chars() { return ascii_class({{'\t', '\r'}, {' ', ' '}}, united({{0x1c, 0x1f}}, kNonAscii)); }
+// '.': ECMA-262 leaves out \n \r U+2028 U+2029, Python only \n.
+Chars dot_chars() { return {complement({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}}), complement({{'\n', '\n'}})}; }
+
+// One character in UTF-8, byte by byte, for code points lo..hi (>= 0x80, no
+// surrogates): split until each byte position is one range (as RE2 and
+// regex-syntax's utf8 sequences do).
+void utf8_sequences(uint32_t lo, uint32_t hi, std::vector<Expr>& out) {
+  for (const uint32_t max : {0x7FFu, 0xFFFFu})
+    if (lo <= max && hi > max) {
+      utf8_sequences(lo, max, out);
+      utf8_sequences(max + 1, hi, out);
+      return;
+    }
+  for (int i = 1; i < 4; ++i) {
+    const uint32_t m = (1u << (6 * i)) - 1;
+    if ((lo & ~m) == (hi & ~m)) continue;
+    if ((lo & m) != 0) {
+      utf8_sequences(lo, lo | m, out);
+      utf8_sequences((lo | m) + 1, hi, out);
+      return;
+    }
+    if ((hi & m) != m) {
+      utf8_sequences(lo, (hi & ~m) - 1, out);
+      utf8_sequences(hi & ~m, hi, out);
+      return;
+    }
+  }
+  auto encode = [](uint32_t c) {
+    std::string s;
+    if (c < 0x800) {
+      s = {static_cast<char>(0xC0 | (c >> 6)), static_cast<char>(0x80 | (c & 0x3F))};
+    } else if (c < 0x10000) {
+      s = {static_cast<char>(0xE0 | (c >> 12)), static_cast<char>(0x80 | ((c >> 6) & 0x3F)),
+           static_cast<char>(0x80 | (c & 0x3F))};
+    } else {
+      s = {static_cast<char>(0xF0 | (c >> 18)), static_cast<char>(0x80 | ((c >> 12) & 0x3F)),
+           static_cast<char>(0x80 | ((c >> 6) & 0x3F)), static_cast<char>(0x80 | (c & 0x3F))};
+    }
+    return s;
+  };
+  const std::string a = encode(lo), b = encode(hi);
+  std::vector<Expr> seq;
+  for (size_t k = 0; k < a.size(); ++k) {
+    ByteSet set;
+    for (unsigned v = static_cast<unsigned char>(a[k]); v <= static_cast<unsigned char>(b[k]); ++v) set.set(v);
+    seq.push_back(bytes(set));
+  }
+  out.push_back(sequence(std::move(seq)));
+}
+
+// The characters of `r` as JSON string contents: printable ASCII as is, '"'
+// and '\\' and control characters escaped, the rest in UTF-8.
+std::vector<Expr> json_chars(const Ranges& r) {
+  std::vector<Expr> alts;
+  ByteSet plain;
+  for (const auto& [lo, hi] : r) {
+    for (uint32_t c = lo; c <= std::min<uint32_t>(hi, 0x7F); ++c) {
+      if (c >= 0x20 && c != '"' && c != '\\') {
+        plain.set(c);
+        continue;
+      }
+      static const char* kHex = "0123456789abcdef";
+      std::string escape = c == '"'    ? "\\\""
+                           : c == '\\' ? "\\\\"
+                           : c == '\b' ? "\\b"
+                           : c == '\f' ? "\\f"
+                           : c == '\n' ? "\\n"
+                           : c == '\r' ? "\\r"
+                           : c == '\t' ? "\\t"
+                                       : std::string("\\u00") + kHex[c >> 4] + kHex[c & 15];
+      alts.push_back(literal(escape));
+    }
+    if (hi >= 0x80) utf8_sequences(std::max<uint32_t>(lo, 0x80), hi, alts);
+  }
+  if (plain.any()) alts.insert(alts.begin(), bytes(plain));
+  return alts;
+}
+
+struct Piece {
+  Expr expr;
+  bool nullable;
+};
+
+class PatternParser {
+ public:
+  PatternParser(std::string_view text, const Expr& any_char) : text_(text), any_char_(any_char) {}
+
+  Expr parse() {
+    std::vector<Expr> alts;
+    do {
+      const bool start = eat('^');
+      std::vector<Expr> terms;
+      if (!start) terms.push_back(star(any_char_));
+      bool end = false;
+      while (!at_end() && peek() != '|') {
+        if (peek() == '$') {
+          ++pos_;
+          if (!at_end() && peek() != '|')
+            refuse("'$' is followed only at the end of the pattern or of a top-level '|' branch");
+          end = true;
+          break;
+        }
+        terms.push_back(term().expr);
+      }
+      if (!end) terms.push_back(star(any_char_));
+      alts.push_back(sequence(std::move(terms)));
+    } while (eat('|'));
+    return alts.size() == 1 ? std::move(alts[0]) : choice(std::move(alts));
+  }
+
+ private:
+  [[noreturn]] void refuse(const std::string& what) {
+    std::string shown(text_.substr(0, 64));
+    if (text_.size() > 64) shown += "...";
+    fail("pattern '", shown, "': ", what, " (at byte ", pos_, ")");
+  }
+  bool at_end() const { return pos_ >= text_.size(); }
+  char peek() const { return text_[pos_]; }
+  bool eat(char c) {
+    if (at_end() || peek() != c) return false;
+    ++pos_;
+    return true;
+  }
+
+  // A code point of the pattern itself (UTF-8).
+  uint32_t next_code_point() {
+    const auto b0 = static_cast<unsigned char>(text_[pos_++]);
+    if (b0 < 0x80) return b0;
+    const int extra = b0 >= 0xF0 ? 3 : b0 >= 0xE0 ? 2 : 1;
+    uint32_t c = b0 & (0x3F >> extra);
+    for (int i = 0; i < extra; ++i) {
+      if (at_end()) refuse("the pattern is not UTF-8");
+      c = (c << 6) | (static_cast<unsigned char>(text_[pos_++]) & 0x3F);
+    }
+    return c;
+  }
+
+  Piece disjunction() {
+    std::vector<Expr> alts;
+    bool nullable = false;
+    do {
+      std::vector<Expr> terms;
+      bool all_nullable = true;
+      while (!at_end() && peek() != '|' && peek() != ')') {
+        Piece t = term();
+        all_nullable = all_nullable && t.nullable;
+        terms.push_back(std::move(t.expr));
+      }
+      nullable = nullable || all_nullable;
+      alts.push_back(sequence(std::move(terms)));
+    } while (eat('|'));
+    return {alts.size() == 1 ? std::move(alts[0]) : choice(std::move(alts)), nullable};
+  }
+
+  Piece term() {
+    Piece atom_piece = atom();
+    uint32_t min = 0, max = 0;
+    if (!quantifier(min, max)) return atom_piece;
+    eat('?');  // lazy: the same strings
+    if (!at_end() && (peek() == '*' || peek() == '+' || peek() == '?' || (peek() == '{' && is_quantifier())))
+      refuse("a quantifier follows a quantifier");
+    if (max == Expr::kUnbounded && atom_piece.nullable)
+      refuse("repeats without bound something that may match nothing");
+    return {repeat(std::move(atom_piece.expr), min, max), min == 0 || atom_piece.nullable};
+  }
+
+  // {n}, {n,}, {n,m} at pos_ (else '{' is a literal, as both flavours read
+  // it, but for {,m}: a quantifier to Python, a literal to ECMA-262).
+  bool is_quantifier() {
+    if (text_.substr(pos_, 2) == "{,") refuse("'{,' (read apart by flavours)");
+    size_t p = pos_ + 1, digits = 0;
+    while (p < text_.size() && std::isdigit(static_cast<unsigned char>(text_[p]))) ++p, ++digits;
+    if (digits == 0) return false;
+    if (p < text_.size() && text_[p] == ',') {
+      ++p;
+      while (p < text_.size() && std::isdigit(static_cast<unsigned char>(text_[p]))) ++p;
+    }
+    return p < text_.size() && text_[p] == '}';
+  }
+  uint32_t number() {
+    uint64_t v = 0;
+    while (!at_end() && std::isdigit(static_cast<unsigned char>(peek()))) {
+      v = v * 10 + static_cast<uint64_t>(text_[pos_++] - '0');
+      if (v > 10000) refuse("a repetition count above 10000");
+    }
+    return static_cast<uint32_t>(v);
+  }
+  bool quantifier(uint32_t& min, uint32_t& max) {
+    if (at_end()) return false;
+    switch (peek()) {
+      case '*':
+        ++pos_, min = 0, max = Expr::kUnbounded;
+        return true;
+      case '+':
+        ++pos_, min = 1, max = Expr::kUnbounded;
+        return true;
+      case '?':
+        ++pos_, min = 0, max = 1;
+        return true;
+      case '{':
+        if (!is_quantifier()) return false;
+        ++pos_;
+        min = max = number();
+        if (eat(',')) max = !at_end() && peek() == '}' ? Expr::kUnbounded : number();
+        eat('}');
+        if (max < min) refuse("a repetition {n,m} with m below n");
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  Piece chars(const Chars& c) {
+    std::vector<Expr> alts = json_chars(characters(c.sure));
+    if (alts.empty()) refuse("a class no character matches in every flavour");
+    return {alts.size() == 1 ? std::move(alts[0]) : choice(std::move(alts)), false};
+  }
+
+  Piece atom() {
+    const char c = peek();
+    switch (c) {
+      case '(': {
+        ++pos_;
+        if (eat('?')) {
+          if (eat(':')) {
+          } else if (!at_end() && peek() == '<' && pos_ + 1 < text_.size() && text_[pos_ + 1] != '=' &&
+                     text_[pos_ + 1] != '!') {
+            while (!at_end() && peek() != '>') ++pos_;
+            if (!eat('>')) refuse("an unterminated group name");
+          } else {
+            refuse("lookaround and other (?...) groups are not followed");
+          }
+        }
+        Piece inner = disjunction();
+        if (!eat(')')) refuse("a '(' without its ')'");
+        return inner;
+      }
+      case ')':
+        refuse("a ')' without its '('");
+      case '[':
+        ++pos_;
+        return chars(char_class());
+      case '.':
+        ++pos_;
+        return chars(dot_chars());
+      case '\\':
+        ++pos_;
+        return chars(escape(false));
+      case '^':
+      case '$':
+        refuse("'^' and '$' are followed only at the start and end of the pattern");
+      case '*':
+      case '+':
+      case '?':
+        refuse("a quantifier with nothing to repeat");
+      case '{':
+        if (is_quantifier()) refuse("a quantifier with nothing to repeat");
+        [[fallthrough]];
+      default:
+        return chars(one(next_code_point()));
+    }
+  }
+
+  uint32_t hex_digits(int n) {
+    uint32_t v = 0;
+    for (int i = 0; i < n; ++i) {
+      if (at_end() || !std::isxdigit(static_cast<unsigned char>(peek())))
+        refuse("an escape needs " + std::to_string(n) + " hex digits");
+      const char h = text_[pos_++];
+      v = v * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (h | 0x20) - 'a' + 10);
+    }
+    return v;
+  }
+
+  // After a '\\'; in a class, \b is a backspace.
+  Chars escape(bool in_class) {
+    if (at_end()) refuse("the pattern ends in '\\'");
+    const char c = text_[pos_++];
+    switch (c) {
+      case 'd':
+        return digit_chars();
+      case 'D':
+        return negate(digit_chars());
+      case 'w':
+        return word_chars();
+      case 'W':
+        return negate(word_chars());
+      case 's':
+        return space_chars();
+      case 'S':
+        return negate(space_chars());
+      case 't':
+        return one('\t');
+      case 'n':
+        return one('\n');
+      case 'r':
+        return one('\r');
+      case 'f':
+        return one('\f');
+      case 'v':
+        return one('\v');
+      case 'x':
+        return one(hex_digits(2));
+      case 'u': {
+        uint32_t v = hex_digits(4);
+        if (v >= 0xDC00 && v <= 0xDFFF) refuse("a lone surrogate escape");
+        if (v >= 0xD800 && v <= 0xDBFF) {
+          if (text_.substr(pos_, 2) != "\\u") refuse("a lone surrogate escape");
+          pos_ += 2;
+          const uint32_t low = hex_digits(4);
+          if (low < 0xDC00 || low > 0xDFFF) refuse("a lone surrogate escape");
+          v = 0x10000 + ((v - 0xD800) << 10) + (low - 0xDC00);
+        }
+        return one(v);
+      }
+      case '0':
+        if (!at_end() && std::isdigit(static_cast<unsigned char>(peek()))) refuse("octal escapes are not followed");
+        return one(0);
+      case 'b':
+        if (in_class) return one('\b');
+        refuse("word boundaries (\\b) are not followed");
+      default:
+        if (std::isalnum(static_cast<unsigned char>(c)))
+          refuse(std::string("the escape \\") + c +
+                 " is not followed (backreference, assertion, or read apart by flavours)");
+        --pos_;
+        return one(next_code_point());
+    }
+  }
+
+  // After '['.
+  Chars char_class() {
+    const bool negated = eat('^');
+    if (!at_end() && peek() == ']') refuse("a class starting with ']' (flavours read it apart)");
+    Chars set{{}, {}};
+    while (true) {
+      if (at_end()) refuse("a '[' without its ']'");
+      if (eat(']')) break;
+      bool single = true;
+      Chars item = member(single);
+      if (!at_end() && peek() == '-' && pos_ + 1 < text_.size() && text_[pos_ + 1] != ']') {
+        ++pos_;
+        bool single_hi = true;
+        Chars hi = member(single_hi);
+        if (!single || !single_hi) refuse("a range with a class escape at one end");
+        const uint32_t a = item.sure[0].first, b = hi.sure[0].first;
+        if (b < a) refuse("a range out of order");
+        item = {{{a, b}}, {{a, b}}};
+      }
+      set = unite(set, item);
+    }
+    return negated ? negate(set) : set;
+  }
+  Chars member(bool& single) {
+    if (eat('\\')) {
+      const char e = at_end() ? '\0' : peek();
+      single = std::string_view("dDwWsS").find(e) == std::string_view::npos;
+      return escape(true);
+    }
+    if (peek() == '[' && pos_ + 1 < text_.size() &&
+        (text_[pos_ + 1] == ':' || text_[pos_ + 1] == '=' || text_[pos_ + 1] == '.'))
+      refuse("POSIX classes ([:alpha:]) are not followed");
+    return one(next_code_point());
+  }
+
+  std::string_view text_;
+  const Expr& any_char_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+Expr pattern_contents(std::string_view pattern, const Expr& any_char) {
+  return PatternParser(pattern, any_char).parse();
+}
+
+}  // namespace qinfer::grammar

@@ -1,0 +1,157 @@
+// JSON Schema patterns: on ASCII strings a pattern's grammar matches a string
+// (as JSON writes it) exactly when std::wregex's ECMAScript search does; every
+// string it generates is a match; beyond ASCII it allows what every flavour
+// matches; what it cannot follow is refused by name.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+
+#include "grammar/matching.h"
+#include "text/grammar/json_grammar.h"
+#include "util/error.h"
+
+namespace qinfer::grammar {
+namespace {
+
+std::shared_ptr<const Grammar> pattern_grammar(const std::string& pattern) {
+  return std::make_shared<const Grammar>(json_schema_grammar({{"type", "string"}, {"pattern", pattern}}));
+}
+
+// Code points, for std::wregex (which reads one wchar_t per character).
+std::wstring wide(const std::string& utf8) {
+  std::wstring out;
+  for (size_t i = 0; i < utf8.size();) {
+    const auto b = static_cast<unsigned char>(utf8[i]);
+    const int extra = b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : b >= 0xC0 ? 1 : 0;
+    uint32_t c = extra ? b & (0x3F >> extra) : b;
+    for (int k = 1; k <= extra; ++k) c = (c << 6) | (static_cast<unsigned char>(utf8[i + k]) & 0x3F);
+    out += static_cast<wchar_t>(c);
+    i += 1 + extra;
+  }
+  return out;
+}
+
+bool matches_string(const std::shared_ptr<const Grammar>& g, const std::string& s) {
+  return matches(g, nlohmann::json(s).dump());
+}
+
+TEST(Pattern, AgreesWithEcmaScriptSearchOnAsciiStrings) {
+  const std::vector<std::string> patterns = {R"(^\d{3}-\d{4}$)",
+                                             "abc",
+                                             "^a|b$",
+                                             "^(ab|a)*c$",
+                                             "^[a-c]+$",
+                                             "^[^a-c]*$",
+                                             R"(\w+@\w+\.x)",
+                                             "^(?:x|y){2,3}$",
+                                             "^.{2}$",
+                                             R"(^\s*$)",
+                                             R"(^[\w.-]+$)",
+                                             "a{2}",
+                                             "^a{1,}b?$",
+                                             "^[A-Z][a-z]*( [A-Z][a-z]*)*$",
+                                             R"(^\S+$)",
+                                             R"(^[\-\]]$)",
+                                             R"(^\.\*\+$)",
+                                             R"(\{)",
+                                             R"(^\x41\u0042$)",
+                                             "^(a|b)+?c*?$",
+                                             "^a{2,3}b{0,1}$",
+                                             R"(^\W\D$)",
+                                             "x|^y|z$",
+                                             "^$",
+                                             "^[-a]$",
+                                             "^[a-]$",
+                                             R"(^["\\/]+$)",
+                                             R"(^\t\n$)",
+                                             R"([\x00-\x1f])",
+                                             "^(a|b|)c$"};
+  const std::string alphabet = "abcxyzAB0123_-. @\t\n{}*+\"\\/]";
+  std::mt19937 rng(11);
+  for (const std::string& p : patterns) {
+    SCOPED_TRACE(p);
+    const auto g = pattern_grammar(p);
+    const std::wregex re(wide(p), std::regex::ECMAScript);
+    for (int i = 0; i < 3000; ++i) {
+      std::string s;
+      for (size_t n = rng() % 7; n > 0; --n) s += alphabet[rng() % alphabet.size()];
+      ASSERT_EQ(matches_string(g, s), std::regex_search(wide(s), re)) << nlohmann::json(s).dump();
+    }
+    for (int i = 0; i < 100; ++i) {  // generated ones match
+      const std::string doc = random_match(g, rng, 60, 4);
+      if (doc.empty()) continue;
+      const std::string s = nlohmann::json::parse(doc).get<std::string>();
+      ASSERT_TRUE(std::regex_search(wide(s), re)) << doc;
+    }
+  }
+}
+
+TEST(Pattern, BeyondAsciiAllowsWhatEveryFlavourMatches) {
+  EXPECT_TRUE(matches_string(pattern_grammar("^é+$"), "éé"));
+  EXPECT_FALSE(matches_string(pattern_grammar("^é+$"), "e"));
+  const auto greek = pattern_grammar("^[α-ω]+$");
+  EXPECT_FALSE(matches_string(greek, "λόγ"));  // ό is outside α-ω
+  EXPECT_TRUE(matches_string(greek, "λογ"));
+  EXPECT_FALSE(matches_string(greek, "a"));
+  const auto wide = pattern_grammar(R"(^[\u0080-\uffff]$)");  // surrogates are no characters
+  EXPECT_TRUE(matches_string(wide, "\xef\xbf\xbf"));
+  EXPECT_TRUE(matches_string(wide, "é"));
+  EXPECT_FALSE(matches_string(wide, "😀"));
+  const auto not_a = pattern_grammar("^[^a]$");
+  for (const char* s : {"é", "😀", "\xe2\x80\xa8", "b"}) EXPECT_TRUE(matches_string(not_a, s)) << s;
+  EXPECT_TRUE(matches_string(pattern_grammar("^.$"), "😀"));
+  for (const char* s : {"\n", "\r", "\xe2\x80\xa8", "\xe2\x80\xa9"})  // line breaks to ECMA-262
+    EXPECT_FALSE(matches_string(pattern_grammar("^.$"), s)) << s;
+  EXPECT_FALSE(matches_string(pattern_grammar(R"(^\D$)"), "é"));     // a digit to Python's re?
+  EXPECT_FALSE(matches_string(pattern_grammar(R"(^\w$)"), "é"));     // a word character to Python's re
+  EXPECT_FALSE(matches_string(pattern_grammar(R"(^\S$)"), "\x1c"));  // a space to Python's re
+  EXPECT_TRUE(matches_string(pattern_grammar(R"(^\uD83D\uDE00$)"), "😀"));
+  EXPECT_TRUE(matches_string(pattern_grammar("x"), "日本x語"));    // unanchored: anything around
+  EXPECT_TRUE(matches(pattern_grammar("x"), R"("\u00e9x\/")"));    // ... in any spelling
+  EXPECT_FALSE(matches(pattern_grammar("^A/$"), R"("\u0041/")"));  // the match itself as JSON writes it
+  EXPECT_FALSE(matches(pattern_grammar("^A/$"), R"("A\/")"));
+  EXPECT_TRUE(matches_string(pattern_grammar("^(?<tag>a|b)+$"), "abba"));  // not in std::regex: named groups,
+  EXPECT_TRUE(matches_string(pattern_grammar("^a{1$"), "a{1"));            // a '{' of no quantifier
+  EXPECT_FALSE(matches_string(pattern_grammar("^(?<tag>a|b)+$"), "abc"));
+  EXPECT_FALSE(matches(pattern_grammar("^A/$"), R"("\u0041/")"));  // the match itself as JSON writes it
+  EXPECT_FALSE(matches(pattern_grammar("^A/$"), R"("A\/")"));
+}
+
+TEST(Pattern, WhatItCannotFollowIsRefusedByName) {
+  const std::vector<std::pair<std::string, std::string>> cases = {{R"(\bword)", "word boundaries"},
+                                                                  {"(?=a)", "lookaround"},
+                                                                  {R"((a)\1)", "backreference"},
+                                                                  {"^(a*)*$", "may match nothing"},
+                                                                  {"^a{,3}$", "'{,'"},
+                                                                  {"[]a]", "starting with ']'"},
+                                                                  {R"(\p{L})", "\\p"},
+                                                                  {"a^", "'^'"},
+                                                                  {"a$b", "'$'"},
+                                                                  {"(a", "without its ')'"},
+                                                                  {"a)", "without its '('"},
+                                                                  {"[a", "without its ']'"},
+                                                                  {"*a", "nothing to repeat"},
+                                                                  {"a**", "follows a quantifier"},
+                                                                  {R"(\ud800)", "lone surrogate"},
+                                                                  {"[z-a]", "out of order"},
+                                                                  {R"([\d-z])", "class escape"},
+                                                                  {"a{3,2}", "m below n"},
+                                                                  {"a{99999}", "above 10000"},
+                                                                  {"[[:alpha:]]", "POSIX"},
+                                                                  {R"(\01)", "octal"}};
+  for (const auto& [pattern, words] : cases) {
+    try {
+      pattern_grammar(pattern);
+      ADD_FAILURE() << "accepted " << pattern;
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("/pattern"), std::string::npos) << what;
+      EXPECT_NE(what.find(words), std::string::npos) << pattern << ": " << what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qinfer::grammar
