@@ -70,7 +70,8 @@ Job parse_job(const std::string& line, const ModelBundle& bundle) {
     if (!j["prompt"].is_string()) fail("\"prompt\" must be a string");
     job.prompt = bundle.require_tokenizer().encode(j["prompt"].get<std::string>());
   }
-  bool starts_in_reasoning = false;
+  // A messages line's text holds the reply's <think> block, if it opens one.
+  ReasoningBlock reasoning = ReasoningBlock::None;
   if (j.contains("messages")) {
     ChatTemplateInput in;
     in.messages = server::chat_messages(j);
@@ -78,12 +79,13 @@ Job parse_job(const std::string& line, const ModelBundle& bundle) {
     const ChatTemplate& chat_template = bundle.require_chat_template();
     const std::string rendered = chat_template.render(in);
     // Only a grammar asks where the reply starts (a second render).
-    if (j.contains("response_format")) starts_in_reasoning = server::opens_reasoning(chat_template, in, rendered);
+    if (j.contains("response_format"))
+      reasoning = server::opens_reasoning(chat_template, in, rendered) ? ReasoningBlock::Open : ReasoningBlock::MayOpen;
     job.prompt = bundle.require_tokenizer().encode(rendered);
   }
   server::GenerationFields fields = server::parse_generation_fields(j, bundle, kDefaultMaxTokens);
   job.options = std::move(fields.options);
-  job.options.grammar = server::parse_reply_grammar(j, bundle, starts_in_reasoning);
+  job.options.grammar = server::parse_reply_grammar(j, bundle, reasoning);
   job.stops = std::move(fields.stop);
   return job;
 }

@@ -174,7 +174,8 @@ void run_generate(GenerateArgs& a) {
   opts.ignore_eos = a.ignore_eos;
   opts.keep_prompt_logits = logits_file.has_value();
   opts.logprobs = a.logprobs;
-  if (format) opts.grammar = output_grammar(format, bundle.require_tokenizer(), bundle.token_trie(), false);
+  if (format)
+    opts.grammar = output_grammar(format, bundle.require_tokenizer(), bundle.token_trie(), ReasoningBlock::None);
 
   std::optional<TextStream> text;
   if (bundle.tokenizer)

@@ -23,9 +23,19 @@ GenerationResult RequestStream::result() const {
   return result_;
 }
 
-bool RequestStream::refused() const {
+RequestStream::Failure RequestStream::failure() const {
   std::lock_guard lock(mu_);
-  return refused_;
+  return failure_;
+}
+
+void RequestStream::cut() {
+  std::lock_guard lock(mu_);
+  cancelled_ = cut_ = true;
+}
+
+bool RequestStream::was_cut() const {
+  std::lock_guard lock(mu_);
+  return cut_;
 }
 
 std::string RequestStream::error() const {
@@ -61,11 +71,11 @@ void RequestStream::finish(const GenerationResult& result) {
   cv_.notify_all();
 }
 
-void RequestStream::fail(std::string message, bool refused) {
+void RequestStream::fail(std::string message, Failure failure) {
   {
     std::lock_guard lock(mu_);
     error_ = std::move(message);
-    refused_ = refused;
+    failure_ = failure;
     state_ = State::Failed;
   }
   cv_.notify_all();
@@ -133,8 +143,8 @@ void EngineLoop::run() {
       stats_.waiting += static_cast<int64_t>(incoming.size());  // counted until the step's snapshot
       busy_ = true;
       if (cancel_all_) {  // those that just came too: admitted and cancelled before any step
-        for (Live& l : live_) l.stream->cancel();
-        for (Incoming& in : incoming) in.stream->cancel();
+        for (Live& l : live_) l.stream->cut();
+        for (Incoming& in : incoming) in.stream->cut();
       }
     }
     admit(incoming);
@@ -149,9 +159,9 @@ void EngineLoop::run() {
     publish_stats();  // before the streams learn they finished, so a consumer then sees their blocks free
     retire_finished();
   }
-  for (Live& l : live_) l.stream->fail("the server is shutting down");
+  for (Live& l : live_) l.stream->fail("the server is shutting down", RequestStream::Failure::ShutDown);
   std::lock_guard lock(mu_);
-  for (Incoming& in : incoming_) in.stream->fail("the server is shutting down");
+  for (Incoming& in : incoming_) in.stream->fail("the server is shutting down", RequestStream::Failure::ShutDown);
 }
 
 void EngineLoop::admit(std::deque<Incoming>& incoming) {
@@ -165,7 +175,7 @@ void EngineLoop::admit(std::deque<Incoming>& incoming) {
       live_.push_back({handle, std::move(in.stream)});
     } catch (const Error& e) {
       ended(1);
-      stream->fail(e.what(), /*refused=*/true);
+      stream->fail(e.what(), RequestStream::Failure::Refused);
     }
   }
 }
@@ -185,8 +195,11 @@ void EngineLoop::retire_finished() {
   ended(live_.end() - end);
   for (auto l = end; l != live_.end(); ++l) {
     const GenerationResult& r = engine_.result(l->handle);
-    if (r.reason == StopReason::Error)
-      l->stream->fail(r.error, r.grammar_failed);  // NaN logits (no result to give) or a grammar that cannot go on
+    if (r.reason == StopReason::Error)  // NaN logits (no result to give) or a grammar that cannot go on
+      l->stream->fail(r.error, r.grammar_failed ? RequestStream::Failure::Refused : RequestStream::Failure::Lost);
+    else if (r.reason == StopReason::Callback && l->stream->was_cut())
+      l->stream->fail("the server is shutting down: this answer was cut short; retry the request",
+                      RequestStream::Failure::ShutDown);
     else
       l->stream->finish(r);
     engine_.erase(l->handle);
@@ -198,7 +211,7 @@ void EngineLoop::fail_all(const std::string& message) {
   ended(static_cast<int64_t>(live_.size()));
   for (Live& l : live_) {
     engine_.cancel(l.handle);
-    l.stream->fail(message);
+    l.stream->fail(message, RequestStream::Failure::Lost);
     engine_.erase(l.handle);
   }
   live_.clear();

@@ -23,6 +23,10 @@ namespace qinfer::engine {
 class RequestStream {
  public:
   enum class State { Running, Finished, Failed };
+  // Whose the failure is: Refused, the request's as given (a client's error:
+  // a prompt too long, a grammar that cannot go on); ShutDown, the server
+  // stopped before it finished (retry it); Lost, the engine failed it.
+  enum class Failure { Refused, ShutDown, Lost };
 
   // Appends the tokens generated since the last call to `tokens` (and, when
   // the request asked for them, their log-probabilities to `logprobs`),
@@ -31,11 +35,9 @@ class RequestStream {
              std::vector<TokenLogprobs>* logprobs = nullptr);
   // Once Finished: the engine's result (all ids, reason, prompt/cached counts).
   GenerationResult result() const;
-  // Once Failed: why the engine refused or lost the request.
+  // Once Failed: why, and whose failure it is.
   std::string error() const;
-  // Once Failed: whether the engine refused the request as given (a client's
-  // error) rather than failing while running it.
-  bool refused() const;
+  Failure failure() const;
   // Stops generation at the next step (a stop string seen, a client gone).
   void cancel();
   bool cancelled() const;
@@ -44,7 +46,11 @@ class RequestStream {
   friend class EngineLoop;
   void push(int32_t id, const TokenLogprobs* logprobs);
   void finish(const GenerationResult& result);
-  void fail(std::string message, bool refused = false);
+  void fail(std::string message, Failure failure);
+  // A cancel by the loop's drain: the request ends as Failed (ShutDown), not
+  // as a finished answer.
+  void cut();
+  bool was_cut() const;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -53,8 +59,8 @@ class RequestStream {
   State state_ = State::Running;
   GenerationResult result_;
   std::string error_;
-  bool refused_ = false;
-  bool cancelled_ = false;
+  Failure failure_ = Failure::Lost;
+  bool cancelled_ = false, cut_ = false;
 };
 
 struct EngineLoopOptions {

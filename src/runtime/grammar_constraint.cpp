@@ -25,14 +25,16 @@ const OutputGrammar& require_complete(const std::shared_ptr<const OutputGrammar>
 std::shared_ptr<const OutputGrammar> output_grammar(std::shared_ptr<const grammar::Grammar> grammar,
                                                     const Tokenizer& tokenizer,
                                                     std::shared_ptr<const grammar::TokenTrie> vocabulary,
-                                                    bool starts_in_reasoning) {
+                                                    ReasoningBlock reasoning) {
   auto out = std::make_shared<OutputGrammar>();
   out->grammar = std::move(grammar);
   out->tokenizer = &tokenizer;
   out->vocabulary = std::move(vocabulary);
-  out->think_open = tokenizer.token_to_id("<think>").value_or(-1);
-  out->think_close = tokenizer.token_to_id("</think>").value_or(-1);
-  out->starts_in_reasoning = starts_in_reasoning;
+  if (reasoning != ReasoningBlock::None) {
+    out->think_open = tokenizer.token_to_id("<think>").value_or(-1);
+    out->think_close = tokenizer.token_to_id("</think>").value_or(-1);
+  }
+  out->starts_in_reasoning = reasoning == ReasoningBlock::Open;
   return out;
 }
 

@@ -30,12 +30,18 @@ struct OutputGrammar {
   bool starts_in_reasoning = false;                      // the prompt leaves a <think> block open
 };
 
+// Where a reply's <think> block is. None: the output is all answer (raw
+// completions: nothing splits a block off, so none may open); MayOpen: one
+// may open first (chat, whose reasoning parser splits it off); Open: the
+// prompt left one open.
+enum class ReasoningBlock { None, MayOpen, Open };
+
 // `grammar` over `tokenizer`'s tokens (`vocabulary`: token_trie(tokenizer)),
-// with its <think> / </think> ids when it has them.
+// with its <think> / </think> ids where a block may be (and it has them).
 std::shared_ptr<const OutputGrammar> output_grammar(std::shared_ptr<const grammar::Grammar> grammar,
                                                     const Tokenizer& tokenizer,
                                                     std::shared_ptr<const grammar::TokenTrie> vocabulary,
-                                                    bool starts_in_reasoning);
+                                                    ReasoningBlock reasoning);
 
 // The trie of a tokenizer's tokens as the grammar sees them (special tokens
 // left out: they are never part of the text a grammar describes).

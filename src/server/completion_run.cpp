@@ -72,15 +72,8 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
       state = c.stream->wait(c.ids, std::min<std::chrono::milliseconds>(50ms, left), &c.received_logprobs);
     }
     if (state == engine::RequestStream::State::Failed) {
-      const std::string why = c.stream->error();
       for (auto& other : choices_) other->stream->cancel();
-      if (!c.stream->refused()) throw ApiError(500, why);  // the engine failed running it (NaN logits)
-      const bool grammar = request.options.grammar && why.find("grammar") != std::string::npos;
-      throw ApiError(400, why, grammar ? "response_format" : request.chat ? "messages" : "prompt");
-    }
-    if (state == engine::RequestStream::State::Finished && c.ids.empty()) {  // cancelled by the loop's drain
-      for (auto& other : choices_) other->stream->cancel();
-      throw ApiError(503, "the server is shutting down; retry the request");
+      throw failure_of(*c.stream);
     }
   };
   // A request larger than the whole queue would get 503 (retry later) forever.
@@ -116,6 +109,21 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
   for (auto& c : choices_) started(*c);
 }
 
+ApiError CompletionRun::failure_of(const engine::RequestStream& s) const {
+  const std::string why = s.error();
+  switch (s.failure()) {
+    case engine::RequestStream::Failure::Refused: {
+      const bool grammar = request_.options.grammar && why.find("grammar") != std::string::npos;
+      return ApiError(400, why, grammar ? "response_format" : request_.chat ? "messages" : "prompt");
+    }
+    case engine::RequestStream::Failure::ShutDown:
+      return ApiError(503, why);
+    case engine::RequestStream::Failure::Lost:
+      break;
+  }
+  return ApiError(500, why);  // the engine failed running it (NaN logits)
+}
+
 CompletionRun::~CompletionRun() {
   for (auto& c : choices_)
     if (!c->done) c->stream->cancel();
@@ -148,8 +156,8 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout) {
       c.stream->cancel();
     }
   }
-  if (state == engine::RequestStream::State::Failed && failure_.empty()) {
-    failure_ = c.stream->error();
+  if (state == engine::RequestStream::State::Failed && !failure_) {
+    failure_ = failure_of(*c.stream);
     for (auto& other : choices_) other->stream->cancel();
   }
   if (state != engine::RequestStream::State::Running) {
@@ -207,7 +215,7 @@ void CompletionRun::finalize() {
     }
   }
   summary_.finish_reason = choices_.empty() ? "" : choices_[0]->finish_reason;
-  if (!failure_.empty()) summary_.finish_reason = "error";
+  if (failure_) summary_.finish_reason = "error";
   if (summary_.finish_reason.empty()) summary_.finish_reason = "abort";  // it ended unfinished: its client left
   summary_.total_s = seconds_between(start_, Clock::now());
   metrics_.record_request(summary_.prompt_tokens, summary_.completion_tokens, summary_.ttft_s, summary_.total_s,
@@ -298,7 +306,7 @@ ordered_json CompletionRun::run_to_end(const std::function<bool()>& client_waiti
     }
   }
   finalize();
-  if (!failure_.empty()) return ApiError(500, failure_).to_json();
+  if (failure_) return failure_->to_json();
   ordered_json choices = ordered_json::array();
   for (const auto& c : choices_) {
     ordered_json choice = {{"index", c->index}};
@@ -364,9 +372,9 @@ void CompletionRun::stream(const std::function<bool(const std::string&)>& write)
         c->tool_calls += static_cast<int>(d.tool_calls.size());
       }
       if (!delta.empty() && !send(delta_chunk(*c, delta, nullptr))) return finalize();
-      if (!failure_.empty()) {  // vLLM's and OpenAI's way: an error event, which the clients raise
+      if (failure_) {  // vLLM's and OpenAI's way: an error event, which the clients raise
         finalize();
-        if (send(sse(ApiError(500, failure_).to_json()))) send("data: [DONE]\n\n");
+        if (send(sse(failure_->to_json()))) send("data: [DONE]\n\n");
         return;
       }
       if (c->done && !send(delta_chunk(*c, ordered_json::object(), c->finish_reason))) return finalize();

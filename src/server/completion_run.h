@@ -8,10 +8,12 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/engine_loop.h"
+#include "server/api_error.h"
 #include "server/chat_output.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
@@ -22,9 +24,10 @@ class CompletionRun {
  public:
   // Submits every choice and waits for each to start (its first token, or
   // the engine's refusal) for at most `status_wait`: ApiError 503 when the
-  // queue is full, 400 when the engine refuses the prompt, 500 when it fails
-  // running it. A failure after that (the answer began) ends the answer with
-  // OpenAI's error object: the JSON body, or an SSE event.
+  // queue is full or the server shuts down, 400 when the engine refuses the
+  // request, 500 when it fails running it. A failure after that (the answer
+  // began) ends the answer with OpenAI's error object: the JSON body (with
+  // that status while none was sent), or an SSE event.
   CompletionRun(const CompletionRequest& request, const ServedModel& model, engine::EngineLoop& loop, Metrics& metrics,
                 std::string id, std::chrono::milliseconds status_wait);
   ~CompletionRun();  // cancels what is still running
@@ -36,6 +39,8 @@ class CompletionRun {
   // The whole answer (stream = false). Every second until then it asks
   // `client_waiting`; when that says no, every choice is cancelled.
   nlohmann::ordered_json run_to_end(const std::function<bool()>& client_waiting);
+  // The status of run_to_end's answer: 200, or its error's.
+  int status() const { return failure_ ? failure_->status : 200; }
   // SSE events ("data: {...}\n\n", then "data: [DONE]\n\n") through `write`;
   // when write fails (the client left), every choice is cancelled.
   void stream(const std::function<bool(const std::string&)>& write);
@@ -59,6 +64,9 @@ class CompletionRun {
   // OpenAI's logprobs object for these tokens; text_offset (completions) advances past them.
   nlohmann::ordered_json logprobs_json(const std::vector<TokenLogprobs>& lps, int64_t& text_offset) const;
   void finalize();
+  // A failed choice as the client's error (400: a grammar that cannot go on),
+  // a shutdown's (503: retry) or the engine's (500).
+  ApiError failure_of(const engine::RequestStream& s) const;
 
   const CompletionRequest& request_;
   const ServedModel& model_;
@@ -69,7 +77,7 @@ class CompletionRun {
   std::vector<std::unique_ptr<Choice>> choices_;
   Summary summary_;
   bool finalized_ = false;
-  std::string failure_;  // why the engine failed a choice after the answer began ("" = it did not)
+  std::optional<ApiError> failure_;  // why the engine failed a choice after the answer began
 };
 
 }  // namespace qinfer::server

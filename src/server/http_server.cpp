@@ -163,7 +163,7 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
                                   : run->start() + options.status_wait)) {
       const ordered_json answer = run->run_to_end([] { return true; });
       log();
-      if (answer.contains("error")) res.status = 500;
+      res.status = run->status();
       res.set_content(answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                       "application/json; charset=utf-8");
       return;

@@ -259,18 +259,23 @@ void check_length(const CompletionRequest& r, const ordered_json& body, const Se
 }
 
 // Message content as the template sees it: a string, or OpenAI's list of
-// text parts joined one per line.
-ordered_json message_content(const ordered_json& content, size_t index) {
+// text parts joined one per line (an assistant's refusal parts are its text
+// too, as OpenAI's replies carry them).
+ordered_json message_content(const ordered_json& content, size_t index, bool assistant) {
   const std::string param = "messages[" + std::to_string(index) + "].content";
   if (content.is_null() || content.is_string()) return content;
   if (!content.is_array()) bad(param, "'" + param + "' must be a string or a list of text parts");
   std::string text;
   for (const auto& part : content) {
-    if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
-        !part["text"].is_string())
-      bad(param, "'" + param + "' parts must be {\"type\": \"text\", \"text\": ...}: this model reads text only");
+    const char* key =
+        part.is_object() && part.contains("type") && assistant && part["type"] == "refusal" ? "refusal" : "text";
+    if (!part.is_object() || !part.contains("type") || part["type"] != key || !part.contains(key) ||
+        !part[key].is_string())
+      bad(param, "'" + param + "' parts must be {\"type\": \"text\", \"text\": ...}" +
+                     (assistant ? " or {\"type\": \"refusal\", \"refusal\": ...}" : "") +
+                     ": this model reads text only");
     if (&part != &content.front()) text += '\n';
-    text += part["text"].get<std::string>();
+    text += part[key].get<std::string>();
   }
   return text;
 }
@@ -350,21 +355,29 @@ ordered_json chat_messages(const ordered_json& body) {
     if (!m.is_object()) bad(param, "'" + param + "' must be an object");
     if (!m.contains("role") || !m["role"].is_string()) bad(param + ".role", "'" + param + ".role' must be a string");
     const std::string role = m["role"].get<std::string>();
-    if (role != "system" && role != "user" && role != "assistant" && role != "tool" && role != "developer")
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool" && role != "developer" &&
+        role != "function")
       bad(param + ".role", "'" + param + ".role' is '" + input_excerpt(role) +
-                               "'; expected one of system, developer, user, assistant, tool");
+                               "'; expected one of system, developer, user, assistant, tool, function");
     ordered_json out = m;
     if (role == "developer") out["role"] = "system";  // OpenAI's newer name for the system role
-    if (m.contains("content")) out["content"] = message_content(m["content"], i);
+    if (role == "function") out["role"] = "tool";     // ... and its older one for a tool's result
+    // The deprecated single function_call is a tool call to the template.
+    if (role == "assistant" && given(m, "function_call") && !given(m, "tool_calls")) {
+      out["tool_calls"] = ordered_json::array({{{"type", "function"}, {"function", m["function_call"]}}});
+      out.erase("function_call");
+    }
+    if (m.contains("content")) out["content"] = message_content(m["content"], i, role == "assistant");
     if (!out.contains("content") || out["content"].is_null()) {
       // OpenAI allows no content only beside tool calls (its own replies carry "content": null
       // there); templates read content as a string, so it becomes "", as vLLM and llama-server do.
-      if (!(role == "assistant" && given(m, "tool_calls")))
-        bad(param + ".content", "'" + param + ".content' is missing (null is allowed only beside tool_calls)");
+      if (!(role == "assistant" && given(out, "tool_calls")))
+        bad(param + ".content",
+            "'" + param + ".content' is missing (null is allowed only beside tool_calls or function_call)");
       out["content"] = "";
     }
-    if (given(m, "tool_calls")) {  // null: a client's own reply sent back as its SDK dumped it
-      if (!m["tool_calls"].is_array()) bad(param + ".tool_calls", "'" + param + ".tool_calls' must be a list");
+    if (given(out, "tool_calls")) {  // null: a client's own reply sent back as its SDK dumped it
+      if (!out["tool_calls"].is_array()) bad(param + ".tool_calls", "'" + param + ".tool_calls' must be a list");
       for (auto& call : out["tool_calls"]) {
         if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
           bad(param + ".tool_calls", "each tool call must have a 'function' object");
@@ -452,7 +465,8 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
   } catch (const Error& e) {
     bad("messages", std::string("the chat template refused the conversation: ") + e.what());
   }
-  r.options.grammar = parse_reply_grammar(body, model.bundle, r.starts_in_reasoning);
+  r.options.grammar =
+      parse_reply_grammar(body, model.bundle, r.starts_in_reasoning ? ReasoningBlock::Open : ReasoningBlock::MayOpen);
   r.prompts.push_back(model.bundle.require_tokenizer().encode(rendered));
   check_length(r, body, model, "messages");
   return r;
@@ -496,7 +510,7 @@ CompletionRequest parse_completion_request(const ordered_json& body, const Serve
   }
   if (r.prompts.size() * static_cast<size_t>(r.n) > static_cast<size_t>(kMaxChoices))
     bad("prompt", "at most " + std::to_string(kMaxChoices) + " completions (prompts x n) per request");
-  r.options.grammar = parse_reply_grammar(body, model.bundle, false);
+  r.options.grammar = parse_reply_grammar(body, model.bundle, ReasoningBlock::None);
   check_length(r, body, model, "prompt");
   return r;
 }

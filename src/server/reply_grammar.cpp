@@ -129,7 +129,7 @@ std::shared_ptr<const grammar::Grammar> tool_choice(const ordered_json& body) {
 }  // namespace
 
 std::shared_ptr<const OutputGrammar> parse_reply_grammar(const ordered_json& body, const ModelBundle& bundle,
-                                                         bool starts_in_reasoning) {
+                                                         ReasoningBlock reasoning) {
   std::shared_ptr<const grammar::Grammar> format =
       given(body, "response_format") ? response_format(body["response_format"]) : nullptr;
   const bool forced_tools =
@@ -139,7 +139,7 @@ std::shared_ptr<const OutputGrammar> parse_reply_grammar(const ordered_json& bod
                            " and a 'response_format' cannot both constrain the reply");
   std::shared_ptr<const grammar::Grammar> g = forced_tools ? tool_choice(body) : format;
   if (!g) return nullptr;
-  auto out = output_grammar(std::move(g), bundle.require_tokenizer(), bundle.token_trie(), starts_in_reasoning);
+  auto out = output_grammar(std::move(g), bundle.require_tokenizer(), bundle.token_trie(), reasoning);
   // The first mask here, on the HTTP thread: a grammar too ambiguous to follow
   // is the client's error, found before the engine spends a step on it.
   try {

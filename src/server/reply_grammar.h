@@ -19,6 +19,6 @@ namespace qinfer::server {
 // absent, "auto" or "none"). ApiError 400 naming the field (and the schema
 // keyword at fault) for a form, tool or schema it cannot follow.
 std::shared_ptr<const OutputGrammar> parse_reply_grammar(const nlohmann::ordered_json& body, const ModelBundle& bundle,
-                                                         bool starts_in_reasoning);
+                                                         ReasoningBlock reasoning);
 
 }  // namespace qinfer::server

@@ -337,9 +337,9 @@ TEST(GenerateCli, JsonSchemaConstrainsTheOutput) {
   EXPECT_EQ(json::parse(r.output)["text"].get<std::string>().find_first_not_of(" \n\t"),
             json::parse(r.output)["text"].get<std::string>().find('{'));
   r = run_command(bin() + " generate -m " + data_path("models/tiny") +
-                  " -p x --json-schema '{\"pattern\": \"a\"}' 2>&1");
+                  " -p x --json-schema '{\"multipleOf\": 2}' 2>&1");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("--json-schema: json_schema: /pattern is a keyword qinfer does not follow"),
+  EXPECT_NE(r.output.find("--json-schema: json_schema: /multipleOf is a keyword qinfer does not follow"),
             std::string::npos)
       << r.output;
   r = run_command(bin() + " generate -m " + data_path("models/tiny") + " -p x --json-schema '{nope' 2>&1");

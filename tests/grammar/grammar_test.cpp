@@ -4,8 +4,8 @@
 
 #include <memory>
 
-#include "text/grammar/grammar.h"
 #include "grammar/matching.h"
+#include "text/grammar/grammar.h"
 #include "text/grammar/matcher.h"
 #include "util/error.h"
 
@@ -15,7 +15,6 @@ namespace {
 std::shared_ptr<const Grammar> make(GrammarBuilder b, int32_t root) {
   return std::make_shared<const Grammar>(std::move(b).build(root));
 }
-
 
 bool is_prefix(const std::shared_ptr<const Grammar>& g, std::string_view text) {
   Matcher m(g);

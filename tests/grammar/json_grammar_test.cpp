@@ -17,7 +17,6 @@ namespace {
 
 using nlohmann::ordered_json;
 
-
 std::shared_ptr<const Grammar> object_grammar() {
   static auto g = std::make_shared<const Grammar>(json_object_grammar());
   return g;
@@ -320,6 +319,20 @@ TEST(JsonGrammar, NumericBoundsAsPydanticWritesThem) {
   expect_refused(R"({"type": "integer", "minimum": 1e30})", "/minimum beyond");
   expect_refused(R"({"type": "integer", "exclusiveMinimum": true})", "/exclusiveMinimum as a boolean needs minimum");
   expect_refused(R"({"type": "integer", "maximum": "9"})", "/maximum must be a number");
+}
+
+// A re-hunt: zeros of either sign are one value; big integers a double
+// rounds, and values nested past the stack, are refused.
+TEST(JsonGrammar, ValuesAreComparedAndWrittenExactly) {
+  expect_refused(R"({"oneOf": [{"const": 0}, {"const": -0.0}]})", "branches 0 and 1");
+  expect_refused(R"({"oneOf": [{"type": "object", "properties": {"k": {"const": 0}}, "required": ["k"]},
+      {"type": "object", "properties": {"k": {"const": -0.0}}, "required": ["k"]}]})",
+                 "branches 0 and 1");
+  expect_refused(R"({"const": 123456789012345678901234567890})", "/const holds 1.2345678901234568e+29");
+  expect_refused(R"({"enum": [1, {"a": [-9223372036854775809]}]})", "/enum holds");
+  EXPECT_TRUE(matches(schema(R"({"const": 9223372036854775807})"), "9223372036854775807"));
+  const std::string deep = "{\"const\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  expect_refused(deep.c_str(), "nests deeper than 128 levels");
 }
 
 TEST(JsonGrammar, PointersAreEscapedAndRefsDecoded) {

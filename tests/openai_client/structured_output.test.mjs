@@ -95,9 +95,38 @@ test('json_object: the answer is a JSON object or, cut by max_tokens, the start 
 test('a schema keyword the server cannot follow is a 400 naming response_format', async () => {
   await assert.rejects(
     client.chat.completions.create({ model: modelDir, messages, response_format: { type: 'json_schema',
-      json_schema: { name: 'x', schema: { type: 'object', properties: { age: { type: 'integer', minimum: 0 } } } } } }),
+      json_schema: { name: 'x', schema: { type: 'object', properties: { age: { type: 'integer', multipleOf: 5 } } } } } }),
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format' &&
-      /\/properties\/age\/minimum/.test(e.message));
+      /\/properties\/age\/multipleOf/.test(e.message));
+});
+
+// What Pydantic writes for Field(ge=, le=, gt=), constr(pattern=), date and UUID fields.
+test('bounds, patterns and formats are followed (checked with JavaScript\'s own RegExp and Date)', async () => {
+  const pydantic = {
+    type: 'object',
+    properties: {
+      code: { type: 'string', pattern: '^[A-Z]{2}-\\d{3}$' },
+      age: { type: 'integer', minimum: 1, maximum: 120 },
+      score: { type: 'number', exclusiveMinimum: 0, maximum: 5 },
+      born: { type: 'string', format: 'date' },
+      id: { type: 'string', format: 'uuid' },
+    },
+    required: ['code', 'age', 'score', 'born', 'id'],
+  };
+  const r = await client.chat.completions.create({ model: modelDir, messages, max_tokens: 200, seed: 5, n: 3,
+    temperature: 1, response_format: { type: 'json_schema', json_schema: { name: 'p', schema: pydantic } } });
+  let stopped = 0;
+  for (const c of r.choices) {
+    if (c.finish_reason !== 'stop') continue;
+    ++stopped;
+    const doc = JSON.parse(c.message.content);
+    assert.match(doc.code, new RegExp(pydantic.properties.code.pattern));
+    assert.ok(Number.isInteger(doc.age) && doc.age >= 1 && doc.age <= 120, c.message.content);
+    assert.ok(doc.score > 0 && doc.score <= 5, c.message.content);
+    assert.equal(new Date(doc.born + 'T00:00:00Z').toISOString().slice(0, 10), doc.born);
+    assert.match(doc.id, /^[0-9a-f]{8}-([0-9a-f]{4}-){3}[0-9a-f]{12}$/i);
+  }
+  assert.ok(stopped > 0, JSON.stringify(r.choices.map((c) => c.finish_reason)));
 });
 
 const tools = [

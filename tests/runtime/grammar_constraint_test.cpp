@@ -153,6 +153,13 @@ TEST(GrammarConstraint, AReasoningBlockIsFreeUntilItCloses) {
     c.accept(brace);  // the answer began: no <think> any more
     EXPECT_FALSE(c.allows(open));
   }
+  for (const ReasoningBlock r : {ReasoningBlock::None, ReasoningBlock::MayOpen}) {  // as output_grammar() sets it
+    GrammarConstraint c(output_grammar(std::make_shared<const grammar::Grammar>(grammar::json_object_grammar()),
+                                       *f.bundle.tokenizer, f.bundle.token_trie(), r),
+                        f.bundle.eos_ids());
+    EXPECT_EQ(c.allows(open), r == ReasoningBlock::MayOpen);
+    EXPECT_TRUE(c.allows(brace));
+  }
 }
 
 // Without eos (ignore_eos), a satisfied grammar that allows nothing more ends

@@ -509,8 +509,8 @@ TEST(HttpServer, Http10ClientsGetAnswersThatEnd) {
 
 TEST(HttpServer, ARequestTheShutdownCancelsBeforeItStartsIs503) {
   Fixture f(engine::EngineLoopOptions{{4, 0, 64, 1, 16384}, 4});  // one running sequence
-  std::thread running([&] {
-    f.post("/v1/completions", {{"prompt", "a"}, {"max_tokens", 16000}, {"ignore_eos", true}});
+  std::thread running([&] {                                       // cut within the status wait: a 503 too
+    f.post("/v1/completions", {{"prompt", "a"}, {"max_tokens", 16000}, {"ignore_eos", true}}, 503);
   });
   for (int i = 0; i < 400 && f.loop.stats().running == 0; ++i) std::this_thread::sleep_for(5ms);
   ordered_json queued;
@@ -521,6 +521,59 @@ TEST(HttpServer, ARequestTheShutdownCancelsBeforeItStartsIs503) {
   waiting.join();
   running.join();
   EXPECT_NE(queued["error"]["message"].get<std::string>().find("shutting down"), std::string::npos) << queued.dump();
+}
+
+// A hunt finding: an answer the shutdown cut short was sent as a normal one
+// with finish_reason "abort" (not a value OpenAI's clients know), which they
+// took for whole. Now it fails as the server's: an error object (in the body
+// of a JSON answer, as an SSE event in a stream).
+TEST(HttpServer, AnAnswerTheShutdownCutsIsAnErrorNotATruncatedAnswer) {
+  Fixture f(engine::EngineLoopOptions{{4, 0, 64, 2, 16384}, 4}, "", test::data_path("models/tiny"), {}, 0ms);
+  ordered_json whole;
+  std::string streamed;
+  std::thread json([&] {
+    whole = f.post("/v1/completions", {{"prompt", "a"}, {"max_tokens", 16000}, {"ignore_eos", true}});
+  });
+  std::thread sse([&] {
+    auto res = f.client().Post(
+        "/v1/completions",
+        ordered_json{{"prompt", "b"}, {"max_tokens", 16000}, {"ignore_eos", true}, {"stream", true}}.dump(),
+        "application/json");
+    if (res) streamed = res->body;
+  });
+  for (int i = 0; i < 400 && f.loop.stats().running < 2; ++i) std::this_thread::sleep_for(5ms);
+  std::this_thread::sleep_for(50ms);
+  f.http.stop();
+  f.loop.drain(std::chrono::steady_clock::now());
+  json.join();
+  sse.join();
+  EXPECT_FALSE(whole.contains("choices")) << whole.dump();
+  EXPECT_NE(whole["error"]["message"].get<std::string>().find("shutting down"), std::string::npos) << whole.dump();
+  const std::vector<ordered_json> events = Fixture::events(streamed);
+  ASSERT_FALSE(events.empty()) << streamed;
+  EXPECT_NE(events.back()["error"]["message"].get<std::string>().find("shutting down"), std::string::npos) << streamed;
+  for (const ordered_json& e : events)
+    if (e.contains("choices"))
+      for (const ordered_json& c : e["choices"]) EXPECT_TRUE(c["finish_reason"].is_null()) << streamed;
+}
+
+// A re-hunt finding: a grammar that passes the admission probe (its first
+// mask) and proves too ambiguous at the next token was a 500 server_error,
+// though the client's schema is at fault: a 400 naming response_format.
+TEST(HttpServer, AGrammarTooAmbiguousAfterItsFirstTokenIsA400) {
+  Fixture f;
+  ordered_json branches = ordered_json::array();
+  for (int i = 0; i < 150; ++i) branches.push_back({{"type", "string"}, {"maxLength", 1000 + i}});
+  const ordered_json body = {
+      {"prompt", "d"},
+      {"max_tokens", 4},
+      {"seed", 1},
+      {"temperature", 1},
+      {"response_format",
+       {{"type", "json_schema"}, {"json_schema", {{"name", "s"}, {"schema", {{"anyOf", branches}}}}}}}};
+  const ordered_json answer = f.post("/v1/completions", body, 400);
+  EXPECT_EQ(answer["error"]["param"], "response_format") << answer.dump();
+  EXPECT_NE(answer["error"]["message"].get<std::string>().find("too ambiguous"), std::string::npos) << answer.dump();
 }
 
 TEST(HttpServer, FullQueueAnswers503WithRetryAfter) {

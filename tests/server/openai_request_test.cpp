@@ -42,6 +42,31 @@ ModelBundle* OpenAiRequest::bundle_ = nullptr;
 
 }  // namespace
 
+// A hunt finding: a conversation from clients on the deprecated function
+// calling (an assistant's function_call, then a "function" message), or
+// with an assistant's refusal part, was a 400; OpenAI's API takes both.
+TEST_F(OpenAiRequest, LegacyFunctionCallsAndRefusalPartsAreTheirToolCallsAndText) {
+  const auto render = [&](const char* messages) {
+    const ordered_json body = ordered_json::parse(std::string(R"({"messages": )") + messages + "}");
+    return bundle_->require_tokenizer().decode(parse_chat_request(body, served()).prompts[0]);
+  };
+  const std::string legacy = render(R"([{"role": "user", "content": "w"},
+      {"role": "assistant", "content": null, "function_call": {"name": "f", "arguments": "{\"x\": 1}"}},
+      {"role": "function", "name": "f", "content": "r"}])");
+  const std::string modern = render(R"([{"role": "user", "content": "w"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function",
+        "function": {"name": "f", "arguments": "{\"x\": 1}"}}]},
+      {"role": "tool", "tool_call_id": "c", "content": "r"}])");
+  EXPECT_EQ(legacy, modern);
+  EXPECT_NE(legacy.find("<tool_response>\nr\n</tool_response>"), std::string::npos) << legacy;
+  EXPECT_NE(legacy.find(R"("name": "f")"), std::string::npos) << legacy;
+  EXPECT_EQ(render(R"([{"role": "user", "content": "w"}, {"role": "assistant", "content": [{"type": "refusal",
+      "refusal": "no"}]}, {"role": "user", "content": "x"}])"),
+            render(R"([{"role": "user", "content": "w"}, {"role": "assistant", "content": "no"},
+      {"role": "user", "content": "x"}])"));
+  EXPECT_THROW(render(R"([{"role": "user", "content": [{"type": "refusal", "refusal": "no"}]}])"), ApiError);
+}
+
 TEST_F(OpenAiRequest, ChatRendersTheTemplateAndTakesTheSamplingFields) {
   const ordered_json body = ordered_json::parse(R"({"model": "tiny", "messages": [{"role": "developer", "content":
       "Be brief."}, {"role": "user", "content": [{"type": "text", "text": "Hi "}, {"type": "text", "text": "there"}]}],
@@ -453,6 +478,10 @@ TEST_F(OpenAiRequest, ReplyFormatsBecomeTheRequestsGrammar) {
       ordered_json::parse(R"({"prompt": "x", "response_format": {"type": "json_object"}})"), m);
   ASSERT_NE(completion.options.grammar, nullptr);
   EXPECT_FALSE(completion.options.grammar->starts_in_reasoning);
+  // A re-hunt: a completion's text is all answer (nothing splits a <think>
+  // block off it), so none may open; a chat reply's may.
+  EXPECT_EQ(completion.options.grammar->think_open, -1);
+  EXPECT_GE(chat(R"(, "response_format": {"type": "json_object"})").options.grammar->think_open, 0);
 }
 
 // Hunt findings: a tool's parameters resolved their $refs against the wrapper

@@ -302,12 +302,28 @@ class SchemaCompiler {
     const ordered_json list = s.contains("enum") ? s["enum"] : ordered_json::array({s["const"]});
     if (!list.is_array() || list.empty()) refuse(at + "/enum", "must be a non-empty array");
     for (const auto& v : list) {
+      check_exact(v, at + "/" + key);
       bool typed_ok = allowed_types.empty();
       for (const std::string& t : types_of(v)) typed_ok = typed_ok || allowed_types.count(t);
       if (typed_ok) texts.push_back(v.dump());
     }
     if (texts.empty()) refuse(at + "/" + key, "has no value of the type beside it");
     return literals(texts);
+  }
+
+  // Refuses a value holding an integer that reading it as a double changed
+  // (beyond 2^53): written back, it would be another number.
+  void check_exact(const ordered_json& v, const std::string& at) {
+    std::vector<const ordered_json*> todo{&v};
+    while (!todo.empty()) {
+      const ordered_json* x = todo.back();
+      todo.pop_back();
+      if (x->is_structured())
+        for (const auto& item : *x) todo.push_back(&item);
+      else if (x->is_number_float() && std::fabs(x->get<double>()) >= 9007199254740992.0 &&
+               x->get<double>() == std::floor(x->get<double>()))
+        refuse(at, "holds " + x->dump() + ", an integer beyond 2^53 whose exact value reading it lost");
+    }
   }
 
   // A choice among literals, factored by common prefixes (a trie of rules):
@@ -398,7 +414,7 @@ class SchemaCompiler {
   // Equal JSON values as JSON Schema compares them give equal texts: numbers
   // by value (1 and 1.0), object members in sorted order.
   static std::string canonical(const ordered_json& v) {
-    if (v.is_number()) return nlohmann::json(v.get<double>()).dump();
+    if (v.is_number()) return nlohmann::json(v.get<double>() + 0.0).dump();  // + 0.0: -0 is 0
     if (v.is_object()) {
       std::string out = "{";
       const nlohmann::json sorted = v;  // std::map: members by key
@@ -689,6 +705,17 @@ Grammar json_object_grammar() {
 }
 
 Expr json_schema_expr(GrammarBuilder& b, const nlohmann::ordered_json& schema) {
+  // Deeper documents are refused up front: values (enum, const) are written
+  // and compared recursively.
+  constexpr size_t kMaxDepth = 128;
+  std::vector<std::pair<const ordered_json*, size_t>> todo{{&schema, 1}};
+  while (!todo.empty()) {
+    const auto [v, depth] = todo.back();
+    todo.pop_back();
+    if (depth > kMaxDepth) fail("json_schema: the schema nests deeper than ", kMaxDepth, " levels");
+    if (v->is_structured())
+      for (const auto& item : *v) todo.push_back({&item, depth + 1});
+  }
   SchemaCompiler compiler(b, schema);
   Expr body = compiler.compile(schema, "");
   return sequence({compiler.json().ws(), std::move(body)});
