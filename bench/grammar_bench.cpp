@@ -2,7 +2,8 @@
 // walk (TokenTrie::allowed) from JSON grammar states, the cheap ones (outside
 // strings: the walk stops at the first or second byte of most tokens) and the
 // costly one (inside a string nearly every token is allowed, so nearly the
-// whole trie is walked), and the mask of a cached state applied to logits.
+// whole trie is walked), patterns, formats and bounded numbers, and the mask
+// of a cached state applied to logits.
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -44,6 +45,18 @@ BENCHMARK_CAPTURE(BM_Mask, in_string_max_1000, "\"Ann", R"({"type": "string", "m
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Mask, in_any_of_two_bounded_strings, "\"Ann",
                   R"({"anyOf": [{"type": "string", "maxLength": 100}, {"type": "string", "maxLength": 200}]})")
+    ->Unit(benchmark::kMillisecond);
+// Patterns, formats and bounds: an unanchored pattern's sides are any string
+// (the walk of a string); an anchored one's classes cut most tokens at once.
+BENCHMARK_CAPTURE(BM_Mask, in_unanchored_pattern, "\"Ann", R"({"type": "string", "pattern": "x[0-9]+"})")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Mask, in_anchored_pattern, "\"AB-1", R"({"type": "string", "pattern": "^[A-Z]{2}-\\d{3}$"})")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Mask, in_date_time, "\"2024-02-", R"({"type": "string", "format": "date-time"})")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Mask, in_uri, "\"https://example.com/a", R"({"type": "string", "format": "uri"})")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Mask, in_bounded_number, "1", R"({"type": "number", "minimum": -5, "maximum": 100})")
     ->Unit(benchmark::kMillisecond);
 
 // A state seen before: the cached mask applied to a vocabulary of logits.
