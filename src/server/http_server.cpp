@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <ctime>
 #include <mutex>
 #include <random>
 #include <set>
@@ -75,6 +76,7 @@ struct HttpServer::Impl {
   const ServedModel* model = nullptr;
   engine::EngineLoop* loop = nullptr;
   int32_t block_size = 16;
+  int64_t ready_at = 0;  // when set_ready() came: the model's "created"
   std::unique_ptr<Metrics> metrics;
   std::mutex id_mutex;
   std::mt19937_64 id_random{(static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}()};
@@ -206,10 +208,10 @@ void HttpServer::Impl::routes() {
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics->render(loop->stats(), block_size), "text/plain; version=0.0.4");
   });
-  auto model_object = [this] {
+  auto model_object = [this] {  // read after ready, which set_ready() sets last
     return ordered_json{{"id", model->name},
                         {"object", "model"},
-                        {"created", 0},
+                        {"created", ready_at},
                         {"owned_by", "qinfer"},
                         {"max_model_len", model->context}};
   };
@@ -432,6 +434,7 @@ void HttpServer::set_ready(const ServedModel& model, engine::EngineLoop& loop, i
   impl_->model = &model;
   impl_->loop = &loop;
   impl_->block_size = block_size;
+  impl_->ready_at = static_cast<int64_t>(std::time(nullptr));
   impl_->metrics = std::make_unique<Metrics>(model.name);
   impl_->ready = true;
 }

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -356,10 +357,14 @@ TEST(HttpServer, CorsPreflightsModelRetrieveAndRandomIds) {
     EXPECT_EQ(c.Get("/health")->get_header_value("Vary"), allowed ? "Origin" : "");
     EXPECT_EQ(c.Get("/v1/models", {{"Origin", "http://ui.example"}})->status, 401);
   }
+  const int64_t before = static_cast<int64_t>(std::time(nullptr));
   Fixture f;
   const ordered_json model = ordered_json::parse(f.client().Get("/v1/models/tiny")->body);
   EXPECT_EQ(model["id"], "tiny");
   EXPECT_EQ(model["object"], "model");
+  // A hunt finding: "created" was 0 (1970); it is when the server began serving the model.
+  EXPECT_GE(model["created"].get<int64_t>(), before);
+  EXPECT_LE(model["created"].get<int64_t>(), static_cast<int64_t>(std::time(nullptr)));
   EXPECT_EQ(f.client().Get("/v1/models/other")->status, 404);
   const ordered_json body = {{"messages", kMessages}, {"max_tokens", 1}};
   const std::string first = f.post("/v1/chat/completions", body)["id"],
