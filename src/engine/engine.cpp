@@ -1,6 +1,8 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 
 #include "util/error.h"
 
@@ -58,7 +60,9 @@ Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& o
           pool_blocks(model, options), options.block_size, model.kv_cache_dtype()),
       blocks_(pool_blocks(model, options), options.block_size),
       scheduler_(blocks_, options.max_batch_tokens, options.max_running),
-      runner_(model, kv_, pool) {}
+      runner_(model, kv_, pool),
+      pool_(pool),
+      scratch_(static_cast<size_t>(pool.size())) {}
 
 int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& options, OnEngineToken on_token) {
   if (prompt.empty()) fail("the prompt is empty: at least one token is needed");
@@ -136,47 +140,79 @@ bool Engine::step() {
   return true;
 }
 
+Engine::Draw Engine::draw(const Step& step, size_t i, std::vector<float>& scratch) {
+  Draw d;
+  const std::span<const float> logits = runner_.logits(i);
+  if (logits.empty()) return d;
+  const Sequence& seq = *step.seqs[i].seq;
+  Request& r = *by_seq_.at(&seq);
+  try {
+    d.error = nan_logits_error(logits, r.result.ids.size() + 1, static_cast<int64_t>(seq.ids.size()));
+    if (!d.error.empty()) {
+      d.kind = Draw::Kind::Ended;
+      return d;
+    }
+    if (r.constraint && r.constraint->complete()) {  // the grammar is done and no eos may say so
+      d.kind = Draw::Kind::Ended;
+      d.reason = StopReason::Eos;
+      return d;
+    }
+    scratch.assign(logits.begin(), logits.end());
+    try {  // a grammar that cannot go on fails its request, not the batch
+      d.token = r.sampler->sample(scratch, seq.ids, static_cast<size_t>(seq.prompt_len), r.constraint.get());
+      if (r.constraint) r.constraint->accept(d.token);
+    } catch (const Error& e) {
+      d.kind = Draw::Kind::Ended;
+      d.error = e.what();
+      d.grammar_failed = r.constraint != nullptr;
+      return d;
+    }
+    d.kind = Draw::Kind::Token;
+    if (r.options.logprobs >= 0) d.logprobs = token_logprobs(logits, d.token, r.options.logprobs);
+  } catch (...) {
+    d.unexpected = std::current_exception();
+  }
+  return d;
+}
+
 // Samples every sequence whose step reached its end, with the stop rules of
-// Session::generate; a finished sequence leaves at complete().
+// Session::generate; a finished sequence leaves at complete(). The draws run
+// on the pool's threads (a grammar's mask inside a JSON string takes ms); the
+// bookkeeping and callbacks after them, in order, on this one.
 void Engine::postprocess(const Step& step) {
   const int64_t context = context_;
-  for (size_t i = 0; i < step.seqs.size(); ++i) {
-    const std::span<const float> logits = runner_.logits(i);
-    if (logits.empty()) continue;
+  const size_t n = step.seqs.size();
+  draws_.assign(n, Draw{});
+  std::atomic<size_t> next_seq{0};
+  pool_.run([&](int t) {
+    for (size_t i; (i = next_seq++) < n;) draws_[i] = draw(step, i, scratch_[static_cast<size_t>(t)]);
+  });
+  for (size_t i = 0; i < n; ++i) {
+    Draw& d = draws_[i];
+    if (d.unexpected) std::rethrow_exception(d.unexpected);
+    if (d.kind == Draw::Kind::None) continue;
     Sequence& seq = *step.seqs[i].seq;
     Request& r = *by_seq_.at(&seq);
     if (r.result.ids.empty()) {
       r.result.reused_tokens = seq.cached;
       r.result.prefill_s = r.since_add.seconds();
-      if (r.options.keep_prompt_logits) r.prompt_logits.assign(logits.begin(), logits.end());
+      if (r.options.keep_prompt_logits) {
+        const std::span<const float> logits = runner_.logits(i);
+        r.prompt_logits.assign(logits.begin(), logits.end());
+      }
     } else {
       r.result.decode_s = r.since_add.seconds() - r.result.prefill_s;
     }
-    r.result.error = nan_logits_error(logits, r.result.ids.size() + 1, static_cast<int64_t>(seq.ids.size()));
-    if (!r.result.error.empty()) {
-      r.result.reason = StopReason::Error;
+    if (d.kind == Draw::Kind::Ended) {
+      r.result.error = std::move(d.error);
+      r.result.grammar_failed = d.grammar_failed;
+      r.result.reason = d.reason;
       seq.status = Sequence::Status::Finished;
       continue;
     }
-    if (r.constraint && r.constraint->complete()) {  // the grammar is done and no eos may say so
-      r.result.reason = StopReason::Eos;
-      seq.status = Sequence::Status::Finished;
-      continue;
-    }
-    scratch_.assign(logits.begin(), logits.end());
-    int32_t next = 0;
-    try {  // a grammar that cannot go on fails its request, not the batch
-      next = r.sampler->sample(scratch_, seq.ids, static_cast<size_t>(seq.prompt_len), r.constraint.get());
-      if (r.constraint) r.constraint->accept(next);
-    } catch (const Error& e) {
-      r.result.error = e.what();
-      r.result.grammar_failed = r.constraint != nullptr;
-      r.result.reason = StopReason::Error;
-      seq.status = Sequence::Status::Finished;
-      continue;
-    }
+    const int32_t next = d.token;
     r.result.ids.push_back(next);
-    if (r.options.logprobs >= 0) r.result.logprobs.push_back(token_logprobs(logits, next, r.options.logprobs));
+    if (r.options.logprobs >= 0) r.result.logprobs.push_back(std::move(d.logprobs));
     const auto& eos = r.options.eos_ids;
     const bool is_eos = !r.options.ignore_eos && std::find(eos.begin(), eos.end(), next) != eos.end();
     const TokenLogprobs* logprobs = r.options.logprobs >= 0 ? &r.result.logprobs.back() : nullptr;

@@ -7,9 +7,11 @@
 // A request's tokens are exactly those Session::generate gives it alone.
 #pragma once
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -95,6 +97,22 @@ class Engine {
     std::vector<float> prompt_logits;
     Timer since_add;  // prefill_s: time to the first token; decode_s: from it to the last
   };
+  // What a sequence's logits gave: nothing (its step did not reach its end),
+  // a token, or the end of its request without one (NaN logits: Error; a
+  // grammar that cannot go on: Error, grammar_failed; a grammar done and no
+  // eos to say so: Eos).
+  struct Draw {
+    enum class Kind : uint8_t { None, Token, Ended } kind = Kind::None;
+    int32_t token = -1;
+    TokenLogprobs logprobs;
+    StopReason reason = StopReason::Error;
+    std::string error;
+    bool grammar_failed = false;
+    std::exception_ptr unexpected;  // anything else thrown (rethrown on the engine thread)
+  };
+  // Draws sequence i's next token with `scratch` as its logits' copy (reads
+  // its request, changes only its sampler and grammar: one thread per sequence).
+  Draw draw(const Step& step, size_t i, std::vector<float>& scratch);
   void postprocess(const Step& step);
   Request& request(int64_t handle);
 
@@ -107,7 +125,9 @@ class Engine {
   ModelRunner runner_;
   std::unordered_map<int64_t, std::unique_ptr<Request>> requests_;
   std::unordered_map<const Sequence*, Request*> by_seq_;
-  std::vector<float> scratch_;
+  ThreadPool& pool_;
+  std::vector<std::vector<float>> scratch_;  // per pool thread
+  std::vector<Draw> draws_;
   StepStats last_step_;
   int64_t next_id_ = 0;
 };
