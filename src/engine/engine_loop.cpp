@@ -30,7 +30,8 @@ RequestStream::Failure RequestStream::failure() const {
 
 void RequestStream::cut() {
   std::lock_guard lock(mu_);
-  cancelled_ = cut_ = true;
+  cut_ = !cancelled_;  // one its consumer ended (a stop string seen) is whole, not cut
+  cancelled_ = true;
 }
 
 bool RequestStream::was_cut() const {

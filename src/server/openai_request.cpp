@@ -363,9 +363,15 @@ ordered_json chat_messages(const ordered_json& body) {
     if (role == "developer") out["role"] = "system";  // OpenAI's newer name for the system role
     if (role == "function") out["role"] = "tool";     // ... and its older one for a tool's result
     // The deprecated single function_call is a tool call to the template.
-    if (role == "assistant" && given(m, "function_call") && !given(m, "tool_calls")) {
+    std::string calls = param + ".tool_calls";
+    if (given(m, "function_call")) {
+      if (role != "assistant" || given(m, "tool_calls"))
+        bad(param + ".function_call", "'" + param +
+                                          ".function_call' is allowed only on an assistant message "
+                                          "without tool_calls");
       out["tool_calls"] = ordered_json::array({{{"type", "function"}, {"function", m["function_call"]}}});
       out.erase("function_call");
+      calls = param + ".function_call";
     }
     if (m.contains("content")) out["content"] = message_content(m["content"], i, role == "assistant");
     if (!out.contains("content") || out["content"].is_null()) {
@@ -377,15 +383,19 @@ ordered_json chat_messages(const ordered_json& body) {
       out["content"] = "";
     }
     if (given(out, "tool_calls")) {  // null: a client's own reply sent back as its SDK dumped it
-      if (!out["tool_calls"].is_array()) bad(param + ".tool_calls", "'" + param + ".tool_calls' must be a list");
+      if (!out["tool_calls"].is_array()) bad(calls, "'" + calls + "' must be a list");
       for (auto& call : out["tool_calls"]) {
         if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
-          bad(param + ".tool_calls", "each tool call must have a 'function' object");
+          bad(calls, "each tool call must have a 'function' object");
         auto& f = call["function"];
+        // What the template prints: a name, and arguments (a JSON string or object).
+        if (!f.contains("name") || !f["name"].is_string() || f["name"].get_ref<const std::string&>().empty() ||
+            !f.contains("arguments") || !(f["arguments"].is_string() || f["arguments"].is_object()))
+          bad(calls, "'" + calls + "' needs a function 'name' (a non-empty string) and 'arguments' (a JSON string)");
         // OpenAI sends arguments as a JSON string; the template prints objects with tojson.
         if (f.contains("arguments") && f["arguments"].is_string()) {
           const std::string& text = f["arguments"].get_ref<const std::string&>();
-          check_json_shape(text, "'" + param + ".tool_calls' arguments");  // JSON too, inside a string
+          check_json_shape(text, "'" + calls + "' arguments");  // JSON too, inside a string
           ordered_json args = ordered_json::parse(text, nullptr, false);
           if (!args.is_discarded()) f["arguments"] = args;
         }

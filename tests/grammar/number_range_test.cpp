@@ -104,3 +104,35 @@ TEST(NumberRange, NumbersBetweenMatchExactlyTheNumbersWithin) {
 
 }  // namespace
 }  // namespace qinfer::grammar
+
+namespace qinfer::grammar {
+namespace {
+
+// A re-hunt finding: 4.999...9 (50 digits) is below 5 exactly but 5.0 as a
+// double, so validators that read doubles (Python's json, JavaScript) found
+// it outside exclusiveMaximum 5. Numbers with a fraction have 15 digits at
+// most; every one a walk writes is within its bounds as a double.
+TEST(NumberRange, NumbersStayWithinTheirBoundsAsDoubles) {
+  auto g = grammar_of(numbers_between(NumberBound{4}, NumberBound{5, true}, 100));
+  EXPECT_TRUE(matches(g, "4.99999999999999"));    // 15 digits
+  EXPECT_FALSE(matches(g, "4.999999999999999"));  // 16
+  EXPECT_FALSE(matches(g, "4.9999999999999999999999999999"));
+  std::mt19937 rng(9);
+  for (const auto& [lo, hi] : std::vector<std::pair<std::optional<NumberBound>, std::optional<NumberBound>>>{
+           {NumberBound{4}, NumberBound{5, true}},
+           {NumberBound{-1, true}, NumberBound{0, true}},
+           {NumberBound{9007199254740990}, NumberBound{9007199254740992, true}},
+           {std::nullopt, NumberBound{-3, true}}}) {
+    const auto walk = grammar_of(numbers_between(lo, hi, 100));
+    for (int i = 0; i < 300; ++i) {
+      const std::string text = random_match(walk, rng, 40, 3);
+      ASSERT_FALSE(text.empty());
+      ASSERT_TRUE(within(std::stod(text), lo, hi)) << text;
+    }
+  }
+  EXPECT_THROW(numbers_between(NumberBound{0}, NumberBound{9007199254740993}, 100), Error);
+  EXPECT_NO_THROW(integers_between(NumberBound{0}, NumberBound{9007199254740993}, 100));  // integers are exact
+}
+
+}  // namespace
+}  // namespace qinfer::grammar

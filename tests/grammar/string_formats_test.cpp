@@ -102,7 +102,7 @@ TEST(StringFormat, TheOthersFollowTheirRfcs) {
        std::regex(
            R"(https?://[a-zA-Z0-9.-]+(:[1-9]\d*)?(/([\w.~!$&'()*+,;=:@/-]|%[0-9a-fA-F]{2})*)?(\?([\w.~!$&'()*+,;=:@/?-]|%[0-9a-fA-F]{2})*)?(#([\w.~!$&'()*+,;=:@/?-]|%[0-9a-fA-F]{2})*)?)"),
        {"https://example.com/a/b?x=1&y=%20#top", "http://h:8080"},
-       {"ftp://x.com", "https://", "https://x.com/a b", "https://x.com/%zz"}},
+       {"ftp://x.com", "https://", "https://x.com/a b", "https://x.com/%zz", "http://h:65536", "http://h:0"}},
       {"duration",
        std::regex(
            R"(P((\d+D|\d+M(\d+D)?|\d+Y(\d+M(\d+D)?)?)(T(\d+H(\d+M(\d+S)?)?|\d+M(\d+S)?|\d+S))?|T(\d+H(\d+M(\d+S)?)?|\d+M(\d+S)?|\d+S)|\d+W))"),

@@ -65,6 +65,24 @@ TEST_F(OpenAiRequest, LegacyFunctionCallsAndRefusalPartsAreTheirToolCallsAndText
             render(R"([{"role": "user", "content": "w"}, {"role": "assistant", "content": "no"},
       {"role": "user", "content": "x"}])"));
   EXPECT_THROW(render(R"([{"role": "user", "content": [{"type": "refusal", "refusal": "no"}]}])"), ApiError);
+  // A re-hunt: calls without a name or arguments rendered as empty ones or failed inside the template.
+  for (const char* call :
+       {R"({"arguments": "{}"})", R"({"name": "f"})", R"({"name": "", "arguments": "{}"})", R"("auto")"}) {
+    const std::string messages = std::string(R"([{"role": "user", "content": "w"}, {"role": "assistant",
+        "content": null, "function_call": )") +
+                                 call + "}]";
+    try {
+      render(messages.c_str());
+      ADD_FAILURE() << "accepted " << call;
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.param, "messages[1].function_call") << call << ": " << e.what();
+    }
+  }
+  EXPECT_THROW(render(R"([{"role": "user", "content": "w", "function_call": {"name": "f", "arguments": "{}"}}])"),
+               ApiError);
+  EXPECT_THROW(render(R"([{"role": "user", "content": "w"}, {"role": "assistant", "content": null, "tool_calls":
+      [{"type": "function", "function": {"name": "f"}}]}])"),
+               ApiError);
 }
 
 TEST_F(OpenAiRequest, ChatRendersTheTemplateAndTakesTheSamplingFields) {

@@ -21,7 +21,10 @@ struct NumberBound {
 Expr integers_between(std::optional<NumberBound> lower, std::optional<NumberBound> upper, uint32_t max_digits);
 
 // Numbers x (integers, or with a fraction of digits) within the bounds, which
-// are integers. Throws qinfer::Error when no number lies between them.
+// are integers within +-2^53, read as doubles (Python's json, JavaScript) or
+// exactly: a number with a fraction has at most 15 digits, so that the double
+// nearest it lies within the bounds too. Throws qinfer::Error when no number
+// lies between them.
 Expr numbers_between(std::optional<NumberBound> lower, std::optional<NumberBound> upper, uint32_t max_digits);
 
 }  // namespace qinfer::grammar

@@ -156,12 +156,15 @@ class PatternParser {
  public:
   PatternParser(std::string_view text, const Expr& any_char) : text_(text), any_char_(any_char) {}
 
+  // An unanchored start is written as one: the match comes first (what
+  // follows may be anything). A string that holds a match anywhere would be
+  // as valid, but every position could then start one, and a counted '.' or
+  // class ('.{40}') would follow as many matches at once.
   Expr parse() {
     std::vector<Expr> alts;
     do {
-      const bool start = eat('^');
+      eat('^');
       std::vector<Expr> terms;
-      if (!start) terms.push_back(star(any_char_));
       bool end = false;
       while (!at_end() && peek() != '|') {
         if (peek() == '$') {
@@ -207,6 +210,7 @@ class PatternParser {
   }
 
   Piece disjunction() {
+    if (++depth_ > kMaxDepth) refuse("groups nested deeper than " + std::to_string(kMaxDepth) + " levels");
     std::vector<Expr> alts;
     bool nullable = false;
     do {
@@ -220,6 +224,7 @@ class PatternParser {
       nullable = nullable || all_nullable;
       alts.push_back(sequence(std::move(terms)));
     } while (eat('|'));
+    --depth_;
     return {alts.size() == 1 ? std::move(alts[0]) : choice(std::move(alts)), nullable};
   }
 
@@ -230,8 +235,9 @@ class PatternParser {
     eat('?');  // lazy: the same strings
     if (!at_end() && (peek() == '*' || peek() == '+' || peek() == '?' || (peek() == '{' && is_quantifier())))
       refuse("a quantifier follows a quantifier");
-    if (max == Expr::kUnbounded && atom_piece.nullable)
-      refuse("repeats without bound something that may match nothing");
+    // Each repetition of something that may match nothing may be skipped: as
+    // many ways to be at a count as there are counts.
+    if (max > 1 && atom_piece.nullable) refuse("repeats something that may match nothing");
     return {repeat(std::move(atom_piece.expr), min, max), min == 0 || atom_piece.nullable};
   }
 
@@ -294,12 +300,8 @@ class PatternParser {
         ++pos_;
         if (eat('?')) {
           if (eat(':')) {
-          } else if (!at_end() && peek() == '<' && pos_ + 1 < text_.size() && text_[pos_ + 1] != '=' &&
-                     text_[pos_ + 1] != '!') {
-            while (!at_end() && peek() != '>') ++pos_;
-            if (!eat('>')) refuse("an unterminated group name");
-          } else {
-            refuse("lookaround and other (?...) groups are not followed");
+          } else {  // (?<name>...) too: Python's re reads only (?P<name>...)
+            refuse("lookaround, named and other (?...) groups are not followed");
           }
         }
         Piece inner = disjunction();
@@ -372,16 +374,9 @@ class PatternParser {
         return one('\v');
       case 'x':
         return one(hex_digits(2));
-      case 'u': {
-        uint32_t v = hex_digits(4);
-        if (v >= 0xDC00 && v <= 0xDFFF) refuse("a lone surrogate escape");
-        if (v >= 0xD800 && v <= 0xDBFF) {
-          if (text_.substr(pos_, 2) != "\\u") refuse("a lone surrogate escape");
-          pos_ += 2;
-          const uint32_t low = hex_digits(4);
-          if (low < 0xDC00 || low > 0xDFFF) refuse("a lone surrogate escape");
-          v = 0x10000 + ((v - 0xD800) << 10) + (low - 0xDC00);
-        }
+      case 'u': {  // a surrogate: one half of a pair to ECMA-262, a character of its own to Python
+        const uint32_t v = hex_digits(4);
+        if (v >= 0xD800 && v <= 0xDFFF) refuse("a surrogate escape (read apart by flavours; write the character)");
         return one(v);
       }
       case '0':
@@ -434,9 +429,11 @@ class PatternParser {
     return one(next_code_point());
   }
 
+  static constexpr int kMaxDepth = 64;
   std::string_view text_;
   const Expr& any_char_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

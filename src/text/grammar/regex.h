@@ -1,16 +1,19 @@
 // JSON Schema's "pattern" (an ECMA-262 regular expression) as a grammar of a
 // string's contents as JSON writes them (between the quotes; each character
-// one way: escaped only where JSON must). Not anchored, as JSON Schema reads
-// it: without ^ and $ the match may have anything around it.
+// one way: escaped only where JSON must). JSON Schema does not anchor a
+// pattern: a string holding a match anywhere is valid. The grammar writes
+// the match first (as if anchored with ^) and, without $, anything after it.
 //
 // Follows the syntax ECMA-262 and Python's re read alike: literals, escapes
-// (\d \w \s and their negations, \t \n \r \f \v \0 \xHH \uHHHH), '.',
-// classes with ranges and negation, groups ((...), (?:...), (?<name>...)),
-// '|', the quantifiers * + ? {n} {n,} {n,m} (lazy ones too: the same
-// strings), and ^ / $ at the start / end of a top-level alternative. Where
-// the flavours differ (\d, \w, \s beyond ASCII; '.' and line breaks) it
-// allows only what both match. Assertions (\b, lookaround), backreferences
-// and \p{...} are refused.
+// (\d \w \s and their negations, \t \n \r \f \v \0 \xHH \uHHHH but
+// surrogates), '.', classes with ranges and negation, groups ((...),
+// (?:...)), '|', the quantifiers * + ? {n} {n,} {n,m} (lazy ones too: the
+// same strings), and ^ / $ at the start / end of a top-level alternative.
+// Where the flavours differ (\d, \w, \s beyond ASCII; '.' and line breaks)
+// it allows only what both match; a character beyond the BMP is one, as
+// Python and ECMA-262's u mode (Ajv's) read it. Assertions (\b, lookaround),
+// backreferences, named groups, \p{...}, repeats of what may match nothing
+// and groups nested past 64 levels are refused.
 #pragma once
 #include <string_view>
 

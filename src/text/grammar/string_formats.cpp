@@ -5,6 +5,8 @@
 #include <map>
 #include <utility>
 
+#include "text/grammar/number_range.h"
+
 namespace qinfer::grammar {
 namespace {
 
@@ -119,7 +121,7 @@ Expr uri() {
   const Expr pchar = choice({cls("a-zA-Z0-9._~!$&'()*+,;=:@-"), sequence({lit("%"), hex(), hex()})});
   const Expr qchar = choice({pchar, cls("/?")});
   return sequence({lit("http"), optional(lit("s")), lit("://"), hostname(),
-                   optional(sequence({lit(":"), cls("1-9"), repeat(d(), 0, 4)})),
+                   optional(sequence({lit(":"), integers_between(NumberBound{1}, NumberBound{65535}, 5)})),
                    optional(sequence({lit("/"), repeat(choice({pchar, lit("/")}), 0, 199)})),
                    optional(sequence({lit("?"), repeat(qchar, 0, 200)})),
                    optional(sequence({lit("#"), repeat(qchar, 0, 100)}))});
