@@ -101,11 +101,13 @@ EngineLoop::~EngineLoop() {
   thread_.join();
 }
 
-std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, const GenerationOptions& options) {
+std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, const GenerationOptions& options,
+                                                  bool continues_admitted) {
   auto stream = std::make_shared<RequestStream>();
   {
     std::lock_guard lock(mu_);
-    if (!accepting_ || unfinished_ >= max_running_ + max_waiting_) return nullptr;
+    if (stopping_ || (!accepting_ && !continues_admitted) || unfinished_ >= max_running_ + max_waiting_)
+      return nullptr;
     ++unfinished_;
     incoming_.push_back({std::move(prompt), options, stream});
   }

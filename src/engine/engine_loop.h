@@ -75,10 +75,12 @@ class EngineLoop {
   EngineLoop(const EngineLoop&) = delete;
   EngineLoop& operator=(const EngineLoop&) = delete;
 
-  // Queues a request; nullptr when the queue is full (or the loop stopped).
-  // A prompt the engine refuses (too long, ids out of range) comes back as a
-  // stream in state Failed.
-  std::shared_ptr<RequestStream> submit(std::vector<int32_t> prompt, const GenerationOptions& options);
+  // Queues a request; nullptr when the queue is full (or the loop stopped,
+  // or drains: then only a further choice of a request it took comes in,
+  // `continues_admitted`, as that request is in flight). A prompt the engine
+  // refuses (too long, ids out of range) comes back as a stream in state Failed.
+  std::shared_ptr<RequestStream> submit(std::vector<int32_t> prompt, const GenerationOptions& options,
+                                        bool continues_admitted = false);
 
   // A snapshot taken after the latest step.
   struct Stats {

@@ -96,7 +96,7 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
       if (request.chat) c->parser.emplace(request.starts_in_reasoning, request.tool_calls);
       GenerationOptions options = request.options;
       options.sampling.seed += static_cast<uint64_t>(i);
-      c->stream = loop.submit(request.prompts[p], options);
+      c->stream = loop.submit(request.prompts[p], options, /*continues_admitted=*/!choices_.empty());
       if (!c->stream) {
         for (auto& other : choices_) other->stream->cancel();
         throw ApiError(503, "the server is busy: too many requests are waiting; retry later");

@@ -88,6 +88,30 @@ TEST(EngineLoop, RefusedPromptFailsItsStreamWithTheReason) {
   EXPECT_EQ(s->failure(), RequestStream::Failure::Refused) << "the request's fault, not the engine's";
 }
 
+// A re-hunt finding: a request with n > 1 submits its further choices once
+// the first has started; a drain begun in between refused them, and the
+// request in flight got "busy" (503) instead of its answer.
+TEST(EngineLoop, ADrainTakesFurtherChoicesOfARequestInFlight) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(1);
+  EngineLoop loop(*model, pool, {{4, 0, 16, 4}, 8});
+  auto first = loop.submit({785, 6722, 315}, options(300, 0, 0));
+  std::vector<int32_t> ids;
+  while (ids.empty()) ASSERT_EQ(first->wait(ids, 1s), RequestStream::State::Running);
+  std::thread drain([&] { loop.drain(std::chrono::steady_clock::now() + 30s); });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(loop.submit({1, 2}, options(3, 0, 0)), nullptr);  // a new request: refused
+  auto second = loop.submit({785, 6722, 315}, options(5, 0, 0), /*continues_admitted=*/true);
+  ASSERT_NE(second, nullptr);
+  for (auto* s : {first.get(), second.get()}) {
+    RequestStream::State st;
+    drain_stream(*s, &st);
+    EXPECT_EQ(st, RequestStream::State::Finished);
+    EXPECT_EQ(s->result().reason, StopReason::MaxTokens);
+  }
+  drain.join();
+}
+
 // A re-hunt finding: a request its consumer had ended (a stop string seen)
 // and the drain then cut failed as cut short (503), though it was whole.
 TEST(EngineLoop, ARequestItsConsumerEndedIsNotCutByTheDrain) {
