@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 
 #include "commands.h"
@@ -138,8 +139,8 @@ void run_serve(const ServeArgs& a) {
     drained = true;
   });
   // Waits for `done`, exiting at once on a second signal, or after `limit`.
-  auto wait_for = [&](const std::atomic<bool>& done, std::chrono::steady_clock::time_point limit) {
-    while (!done && std::chrono::steady_clock::now() < limit) {
+  auto wait_for = [&](const std::function<bool()>& done, std::chrono::steady_clock::time_point limit) {
+    while (!done() && std::chrono::steady_clock::now() < limit) {
       const timespec poll{0, 100'000'000};
       if (const int again = sigtimedwait(&stop_signals, nullptr, &poll); again > 0) {
         std::fprintf(stderr, "qinfer serve: %s again: exiting now\n", again == SIGINT ? "SIGINT" : "SIGTERM");
@@ -147,17 +148,21 @@ void run_serve(const ServeArgs& a) {
         std::_Exit(128 + again);
       }
     }
-    return done.load();
+    return done();
   };
-  wait_for(drained, std::chrono::steady_clock::time_point::max());
+  wait_for([&] { return drained.load(); }, std::chrono::steady_clock::time_point::max());
   draining.join();
+  // Answers done may still be going out to slow readers: as long as the
+  // write timeout lets them (30 s), not the bound below.
+  wait_for([&] { return http.answers_being_written() == 0; },
+           std::chrono::steady_clock::now() + std::chrono::seconds(31));
   std::thread closing([&] {
     serving.join();
     closed = true;
   });
   // Idle keep-alive connections close within 5 s; a client still sending its
   // request could hold its connection for good, so the wait is bounded.
-  if (!wait_for(closed, std::chrono::steady_clock::now() + std::chrono::seconds(7))) {
+  if (!wait_for([&] { return closed.load(); }, std::chrono::steady_clock::now() + std::chrono::seconds(7))) {
     std::fprintf(stderr, "qinfer serve: a connection is still open (a client still sending its request); exiting\n");
     std::fflush(nullptr);
     std::_Exit(0);

@@ -76,7 +76,8 @@ struct HttpServer::Impl {
   const ServedModel* model = nullptr;
   engine::EngineLoop* loop = nullptr;
   int32_t block_size = 16;
-  int64_t ready_at = 0;  // when set_ready() came: the model's "created"
+  int64_t ready_at = 0;         // when set_ready() came: the model's "created"
+  std::atomic<int> answers{0};  // completion answers not yet all written
   std::unique_ptr<Metrics> metrics;
   std::mutex id_mutex;
   std::mt19937_64 id_random{(static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}()};
@@ -130,7 +131,10 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
                                                           : parse_completion_request(body, *model));
   const std::string id = new_id(chat ? "chatcmpl" : "cmpl");
   auto run = std::make_shared<CompletionRun>(*request, *model, *loop, *metrics, id, options.status_wait);
-  auto log = [run, id] {
+  // Counted until the last copy of `log` (in the answer's writer) is gone.
+  ++answers;
+  const std::shared_ptr<void> counted(nullptr, [this](void*) { --answers; });
+  auto log = [run, id, counted] {
     const auto& s = run->summary();
     const double decode_s = s.total_s - (s.ttft_s > 0 ? s.ttft_s : 0);
     std::fprintf(stderr, "[serve] %s prompt %lld (cached %lld) completion %lld ttft %.3f s %.1f tok/s %s\n", id.c_str(),
@@ -429,6 +433,8 @@ void HttpServer::stop() {
   impl_->stopping = true;
   if (impl_->listen_fd >= 0) ::shutdown(impl_->listen_fd, SHUT_RDWR);
 }
+
+int HttpServer::answers_being_written() const { return impl_->answers.load(); }
 
 void HttpServer::set_ready(const ServedModel& model, engine::EngineLoop& loop, int32_t block_size) {
   impl_->model = &model;

@@ -44,6 +44,10 @@ class HttpServer {
   // on a connection kept alive from before gets 503.
   void stop();
 
+  // Completion answers begun and not yet all written (the drain ends their
+  // generation; a slow reader may still be taking the text).
+  int answers_being_written() const;
+
   // The model is loaded: requests are served from now on.
   void set_ready(const ServedModel& model, engine::EngineLoop& loop, int32_t block_size);
 

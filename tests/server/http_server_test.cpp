@@ -581,6 +581,32 @@ TEST(HttpServer, AGrammarTooAmbiguousAfterItsFirstTokenIsA400) {
   EXPECT_NE(answer["error"]["message"].get<std::string>().find("too ambiguous"), std::string::npos) << answer.dump();
 }
 
+// A re-hunt finding: at shutdown, an answer the drain had finished but a slow
+// reader was still taking was cut by the 7 s bound meant for clients still
+// sending requests. The server counts the answers being written (serve waits
+// for them as long as the write timeout allows).
+TEST(HttpServer, CountsTheAnswersBeingWritten) {
+  Fixture f;
+  EXPECT_EQ(f.http.answers_being_written(), 0);
+  std::atomic<bool> seen{false};
+  httplib::Client c("127.0.0.1", f.http.port());
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.body = ordered_json{{"prompt", "a"}, {"max_tokens", 100}, {"stream", true}}.dump();
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+    seen = seen || f.http.answers_being_written() == 1;
+    return true;
+  };
+  EXPECT_TRUE(c.send(req));
+  EXPECT_TRUE(seen);
+  for (int i = 0; i < 100 && f.http.answers_being_written() != 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(f.http.answers_being_written(), 0);
+  f.post("/v1/completions", {{"prompt", "a"}, {"max_tokens", 2}});  // a whole JSON answer
+  EXPECT_EQ(f.http.answers_being_written(), 0);
+}
+
 TEST(HttpServer, FullQueueAnswers503WithRetryAfter) {
   Fixture f(engine::EngineLoopOptions{{4, 0, 64, 1, 4096}, 0});  // one running sequence, no queue
   std::thread busy([&] {
