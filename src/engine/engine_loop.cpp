@@ -106,8 +106,7 @@ std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, c
   auto stream = std::make_shared<RequestStream>();
   {
     std::lock_guard lock(mu_);
-    if (stopping_ || (!accepting_ && !continues_admitted) || unfinished_ >= max_running_ + max_waiting_)
-      return nullptr;
+    if (stopping_ || (!accepting_ && !continues_admitted) || unfinished_ >= max_running_ + max_waiting_) return nullptr;
     ++unfinished_;
     incoming_.push_back({std::move(prompt), options, stream});
   }
