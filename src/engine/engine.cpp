@@ -142,11 +142,11 @@ bool Engine::step() {
 
 Engine::Draw Engine::draw(const Step& step, size_t i, std::vector<float>& scratch) {
   Draw d;
-  const std::span<const float> logits = runner_.logits(i);
-  if (logits.empty()) return d;
-  const Sequence& seq = *step.seqs[i].seq;
-  Request& r = *by_seq_.at(&seq);
-  try {
+  try {  // nothing may leave a pool thread
+    const std::span<const float> logits = runner_.logits(i);
+    if (logits.empty()) return d;
+    const Sequence& seq = *step.seqs[i].seq;
+    Request& r = *by_seq_.at(&seq);
     d.error = nan_logits_error(logits, r.result.ids.size() + 1, static_cast<int64_t>(seq.ids.size()));
     if (!d.error.empty()) {
       d.kind = Draw::Kind::Ended;

@@ -130,10 +130,11 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
   auto request = std::make_shared<CompletionRequest>(chat ? parse_chat_request(body, *model)
                                                           : parse_completion_request(body, *model));
   const std::string id = new_id(chat ? "chatcmpl" : "cmpl");
-  auto run = std::make_shared<CompletionRun>(*request, *model, *loop, *metrics, id, options.status_wait);
-  // Counted until the last copy of `log` (in the answer's writer) is gone.
+  // Counted from before its choices start until the last copy of `log` (held
+  // by what writes the answer out) is gone.
   ++answers;
   const std::shared_ptr<void> counted(nullptr, [this](void*) { --answers; });
+  auto run = std::make_shared<CompletionRun>(*request, *model, *loop, *metrics, id, options.status_wait);
   auto log = [run, id, counted] {
     const auto& s = run->summary();
     const double decode_s = s.total_s - (s.ttft_s > 0 ? s.ttft_s : 0);
@@ -142,6 +143,19 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
                  static_cast<long long>(s.completion_tokens), s.ttft_s,
                  decode_s > 0 && s.completion_tokens > 1 ? (s.completion_tokens - 1) / decode_s : 0.0,
                  s.finish_reason.c_str());
+  };
+  // A whole answer, with its length; `log` (so the count) is held until
+  // httplib is done writing it. An error's (small) goes as content: httplib
+  // gives a body-less error status to the error handler.
+  auto send_whole = [&](std::string text, const char* type) {
+    if (res.status >= 400) return res.set_content(text, type);
+    auto whole = std::make_shared<const std::string>(std::move(text));
+    res.set_content_provider(
+        whole->size(), type,
+        [whole](size_t offset, size_t length, httplib::DataSink& sink) {
+          return sink.write(whole->data() + offset, length);
+        },
+        [log](bool) {});
   };
   // HTTP/1.0 has no chunked transfer coding (RFC 7230 3.3.1): such a client
   // (nginx's default proxy_http_version) reads the answer to the connection's
@@ -159,7 +173,7 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
     whole.is_writable = [] { return true; };
     whole.done = [] {};
     provider(0, whole);
-    res.set_content(body, type);
+    send_whole(std::move(body), type);
   };
   if (!request->stream) {
     // Done within the status wait (or to be made whole anyway, HTTP/1.0
@@ -170,8 +184,8 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
       const ordered_json answer = run->run_to_end([] { return true; });
       log();
       res.status = run->status();
-      res.set_content(answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                      "application/json; charset=utf-8");
+      send_whole(answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                 "application/json; charset=utf-8");
       return;
     }
     // Sent as it is made, so that a space (which JSON allows before a value)
@@ -363,6 +377,13 @@ void HttpServer::Impl::routes() {
       res.set_header("Allow", allowed + ", OPTIONS");
       send_error(res, ApiError(405, "method " + req.method + " is not allowed on " + input_excerpt(req.path) +
                                         "; use " + allowed));
+    } else if (const std::string bare = req.path.substr(0, req.path.size() - 1);
+               res.status == 404 && req.path.size() > 1 && req.path.back() == '/' && !allowed_methods(bare).empty()) {
+      // A route with a trailing slash: where it is, as FastAPI (vLLM) redirects (308 keeps the method and body).
+      const std::string query = req.target.substr(std::min(req.target.find('?'), req.target.size()));
+      res.status = 308;
+      res.set_header("Location", bare + query);
+      res.set_content("the route is " + bare + "\n", "text/plain");
     } else if (res.status == 404) {
       send_error(res, ApiError(404, "no route " + input_excerpt(req.method) + " " + input_excerpt(req.path)));
     } else if (res.status == 413) {

@@ -319,6 +319,7 @@ TEST(JsonGrammar, NumericBoundsAsPydanticWritesThem) {
   expect_refused(R"({"type": "integer", "minimum": 1e30})", "/minimum beyond");
   expect_refused(R"({"type": "integer", "exclusiveMinimum": true})", "/exclusiveMinimum as a boolean needs minimum");
   expect_refused(R"({"type": "integer", "maximum": "9"})", "/maximum must be a number");
+  expect_refused(R"({"type": "integer", "minimum": true})", "/minimum must be a number");  // a re-hunt: was ignored
 }
 
 // A re-hunt: zeros of either sign are one value; big integers a double

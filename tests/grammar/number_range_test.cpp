@@ -29,7 +29,7 @@ bool within(double x, const std::optional<NumberBound>& lo, const std::optional<
 
 std::vector<std::optional<NumberBound>> bounds() {
   std::vector<std::optional<NumberBound>> out{std::nullopt};
-  for (int64_t v : {-1000, -120, -99, -10, -9, -1, 0, 1, 7, 9, 10, 99, 100, 101, 250, 999})
+  for (int64_t v : {-120, -99, -10, -1, 0, 1, 9, 10, 99, 100, 250})
     for (bool ex : {false, true}) out.push_back(NumberBound{v, ex});
   return out;
 }
@@ -41,10 +41,10 @@ TEST(NumberRange, IntegersBetweenMatchExactlyTheIntegersWithin) {
       try {
         g = grammar_of(integers_between(lo, hi, 100));
       } catch (const Error&) {  // refused: then no integer lies between them
-        for (int n = -1100; n <= 1100; ++n) ASSERT_FALSE(within(n, lo, hi)) << n;
+        for (int n = -300; n <= 300; ++n) ASSERT_FALSE(within(n, lo, hi)) << n;
         continue;
       }
-      for (int n = -1100; n <= 1100; ++n)
+      for (int n = -300; n <= 300; ++n)
         ASSERT_EQ(matches(g, std::to_string(n)), within(n, lo, hi))
             << n << " in [" << (lo ? lo->value : -999999) << (lo && lo->exclusive ? "x" : "") << ", "
             << (hi ? hi->value : 999999) << (hi && hi->exclusive ? "x" : "") << "]";

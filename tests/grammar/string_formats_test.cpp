@@ -93,21 +93,25 @@ TEST(StringFormat, TheOthersFollowTheirRfcs) {
        std::regex(
            R"([\w%+-]+(\.[\w%+-]+)?@[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*\.[a-zA-Z]{2,})"),
        {"ann.lee@example.co.uk", "a+b@x-y.io"},
-       {"a@b", "@x.io", "a@.io", "a..b@x.io", "a@-x.io", "a@x-.io"}},
+       // A re-hunt: special-use domains email-validator refuses.
+       {"a@b", "@x.io", "a@.io", "a..b@x.io", "a@-x.io", "a@x-.io", "a@x.local", "a@x.test", "a@x.onion"}},
       {"hostname",
        std::regex(R"([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*)"),
        {"example.com", "a", "x-1.b2"},
-       {"-a.com", "a-.com", "a..b", ".a"}},
+       // A re-hunt: a last label of digits is an IPv4 address to URL parsers.
+       {"-a.com", "a-.com", "a..b", ".a", "a.999", "300.1.1.1", "1a.0"}},
       {"uri",
        std::regex(
            R"(https?://[a-zA-Z0-9.-]+(:[1-9]\d*)?(/([\w.~!$&'()*+,;=:@/-]|%[0-9a-fA-F]{2})*)?(\?([\w.~!$&'()*+,;=:@/?-]|%[0-9a-fA-F]{2})*)?(#([\w.~!$&'()*+,;=:@/?-]|%[0-9a-fA-F]{2})*)?)"),
        {"https://example.com/a/b?x=1&y=%20#top", "http://h:8080"},
-       {"ftp://x.com", "https://", "https://x.com/a b", "https://x.com/%zz", "http://h:65536", "http://h:0"}},
+       {"ftp://x.com", "https://", "https://x.com/a b", "https://x.com/%zz", "http://h:65536", "http://h:0",
+        "http://99.9.9.9.9.99", "http://a.999"}},
       {"duration",
        std::regex(
            R"(P((\d+D|\d+M(\d+D)?|\d+Y(\d+M(\d+D)?)?)(T(\d+H(\d+M(\d+S)?)?|\d+M(\d+S)?|\d+S))?|T(\d+H(\d+M(\d+S)?)?|\d+M(\d+S)?|\d+S)|\d+W))"),
-       {"P1Y2M3DT4H5M6S", "PT0S", "P3W", "P1D"},
-       {"P", "PT", "P1Y2D", "P1S", "1Y"}}};
+       {"P1Y2M3DT4H5M6S", "PT0S", "P3W", "P1D", "P999999W"},
+       // A re-hunt: Pydantic's timedelta refuses 999,999,999 days.
+       {"P", "PT", "P1Y2D", "P1S", "1Y", "P999999999W", "PT1234567S"}}};
   std::mt19937 rng(6);
   for (const auto& [format, re, good, bad] : cases) {
     for (const std::string& s : good) EXPECT_TRUE(has(format, s)) << format << " " << s;

@@ -222,6 +222,15 @@ TEST(HttpServer, ErrorsInOpenAiShape) {
   };
   check(c.Get("/v1/nothing"), 404, "no route");
   check(c.Get("/v1/no%00thing"), 404, "no route GET /v1/no\\u0000thing");  // a re-hunt finding: cut at the NUL
+  check(c.Get("/v1/nothing/"), 404, "no route");
+  // A hunt finding: a route with a trailing slash was a 404; it redirects there, as FastAPI (vLLM) does.
+  auto redirected = [](const httplib::Result& res, const std::string& to) {
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 308) << res->body;
+    EXPECT_EQ(res->get_header_value("Location"), to);
+  };
+  redirected(c.Get("/v1/models/"), "/v1/models");
+  redirected(c.Post("/v1/chat/completions/?a=1", "{}", "application/json"), "/v1/chat/completions?a=1");
   auto wrong_method = c.Get("/v1/chat/completions");
   check(wrong_method, 405, "not allowed");
   EXPECT_EQ(wrong_method->get_header_value("Allow"), "POST, OPTIONS");

@@ -479,14 +479,23 @@ class SchemaCompiler {
     if (max < min) refuse(at + "/maxLength", "is below minLength");
     if (s.contains("pattern")) {
       if (s.contains("format")) refuse(at + "/format", "beside pattern is not followed");
-      if (s.contains("minLength") || s.contains("maxLength"))
-        refuse(at + (s.contains("minLength") ? "/minLength" : "/maxLength"), "beside pattern is not followed");
       if (!s["pattern"].is_string()) refuse(at + "/pattern", "must be a string");
+      PatternGrammar p;
       try {
-        return sequence({byte('"'), pattern_contents(s["pattern"].get<std::string>(), json_.string_char()), byte('"')});
+        p = pattern_contents(s["pattern"].get<std::string>(), json_.string_char());
       } catch (const Error& e) {
         refuse(at + "/pattern", std::string("is not followed: ") + e.what());
       }
+      // Length bounds are followed where every match the pattern writes keeps them (Pydantic's
+      // constr(pattern=..., max_length=...) with an anchored pattern).
+      const std::string lengths = "this pattern's matches are " + std::to_string(p.min_length) + " to " +
+                                  (p.max_length == kUnboundedLength ? "any number of" : std::to_string(p.max_length)) +
+                                  " characters";
+      if (p.min_length < min)
+        refuse(at + "/minLength", "beside pattern is followed only when no match is shorter: " + lengths);
+      if (max != Expr::kUnbounded && p.max_length > max)
+        refuse(at + "/maxLength", "beside pattern is followed only when no match is longer: " + lengths);
+      return sequence({byte('"'), std::move(p.contents), byte('"')});
     }
     if (s.contains("format")) {
       if (!s["format"].is_string()) refuse(at + "/format", "must be a string");
@@ -515,7 +524,7 @@ class SchemaCompiler {
     const char* exclusive_key = lower ? "exclusiveMinimum" : "exclusiveMaximum";
     std::optional<NumberBound> tightest;
     for (const char* key : {inclusive_key, exclusive_key}) {
-      if (!s.contains(key) || s[key].is_boolean()) continue;
+      if (!s.contains(key) || (s[key].is_boolean() && std::string_view(key) == exclusive_key)) continue;
       const auto& v = s[key];
       if (!v.is_number()) refuse(at + "/" + key, "must be a number");
       const double d = v.get<double>();

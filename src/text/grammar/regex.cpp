@@ -147,10 +147,21 @@ std::vector<Expr> json_chars(const Ranges& r) {
   return alts;
 }
 
+// Part of a pattern, and the fewest and most characters it matches.
 struct Piece {
   Expr expr;
-  bool nullable;
+  uint64_t min = 0, max = 0;  // max: kUnboundedLength when unbounded
+  bool nullable() const { return min == 0; }
 };
+
+uint64_t add_lengths(uint64_t a, uint64_t b) {
+  return a == kUnboundedLength || b == kUnboundedLength ? kUnboundedLength : std::min(a + b, kUnboundedLength - 1);
+}
+uint64_t times(uint64_t length, uint32_t count) {
+  if (count == 0 || length == 0) return 0;
+  if (count == Expr::kUnbounded || length == kUnboundedLength) return kUnboundedLength;
+  return std::min<uint64_t>(length * count, kUnboundedLength - 1);  // both at most ~2^32
+}
 
 class PatternParser {
  public:
@@ -160,11 +171,13 @@ class PatternParser {
   // follows may be anything). A string that holds a match anywhere would be
   // as valid, but every position could then start one, and a counted '.' or
   // class ('.{40}') would follow as many matches at once.
-  Expr parse() {
+  PatternGrammar parse() {
     std::vector<Expr> alts;
+    PatternGrammar out{{}, kUnboundedLength, 0};
     do {
       eat('^');
       std::vector<Expr> terms;
+      uint64_t min = 0, max = 0;
       bool end = false;
       while (!at_end() && peek() != '|') {
         if (peek() == '$') {
@@ -174,12 +187,21 @@ class PatternParser {
           end = true;
           break;
         }
-        terms.push_back(term().expr);
+        Piece t = term();
+        min = add_lengths(min, t.min);
+        max = add_lengths(max, t.max);
+        terms.push_back(std::move(t.expr));
       }
-      if (!end) terms.push_back(star(any_char_));
+      if (!end) {
+        terms.push_back(star(any_char_));
+        max = kUnboundedLength;
+      }
+      out.min_length = std::min(out.min_length, min);
+      out.max_length = std::max(out.max_length, max);
       alts.push_back(sequence(std::move(terms)));
     } while (eat('|'));
-    return alts.size() == 1 ? std::move(alts[0]) : choice(std::move(alts));
+    out.contents = alts.size() == 1 ? std::move(alts[0]) : choice(std::move(alts));
+    return out;
   }
 
  private:
@@ -212,20 +234,22 @@ class PatternParser {
   Piece disjunction() {
     if (++depth_ > kMaxDepth) refuse("groups nested deeper than " + std::to_string(kMaxDepth) + " levels");
     std::vector<Expr> alts;
-    bool nullable = false;
+    uint64_t min = kUnboundedLength, max = 0;
     do {
       std::vector<Expr> terms;
-      bool all_nullable = true;
+      uint64_t alt_min = 0, alt_max = 0;
       while (!at_end() && peek() != '|' && peek() != ')') {
         Piece t = term();
-        all_nullable = all_nullable && t.nullable;
+        alt_min = add_lengths(alt_min, t.min);
+        alt_max = add_lengths(alt_max, t.max);
         terms.push_back(std::move(t.expr));
       }
-      nullable = nullable || all_nullable;
+      min = std::min(min, alt_min);
+      max = std::max(max, alt_max);
       alts.push_back(sequence(std::move(terms)));
     } while (eat('|'));
     --depth_;
-    return {alts.size() == 1 ? std::move(alts[0]) : choice(std::move(alts)), nullable};
+    return {alts.size() == 1 ? std::move(alts[0]) : choice(std::move(alts)), min, max};
   }
 
   Piece term() {
@@ -237,8 +261,8 @@ class PatternParser {
       refuse("a quantifier follows a quantifier");
     // Each repetition of something that may match nothing may be skipped: as
     // many ways to be at a count as there are counts.
-    if (max > 1 && atom_piece.nullable) refuse("repeats something that may match nothing");
-    return {repeat(std::move(atom_piece.expr), min, max), min == 0 || atom_piece.nullable};
+    if (max > 1 && atom_piece.nullable()) refuse("repeats something that may match nothing");
+    return {repeat(std::move(atom_piece.expr), min, max), times(atom_piece.min, min), times(atom_piece.max, max)};
   }
 
   // {n}, {n,}, {n,m} at pos_ (else '{' is a literal, as both flavours read
@@ -290,7 +314,7 @@ class PatternParser {
   Piece chars(const Chars& c) {
     std::vector<Expr> alts = json_chars(characters(c.sure));
     if (alts.empty()) refuse("a class no character matches in every flavour");
-    return {alts.size() == 1 ? std::move(alts[0]) : choice(std::move(alts)), false};
+    return {alts.size() == 1 ? std::move(alts[0]) : choice(std::move(alts)), 1, 1};
   }
 
   Piece atom() {
@@ -438,7 +462,7 @@ class PatternParser {
 
 }  // namespace
 
-Expr pattern_contents(std::string_view pattern, const Expr& any_char) {
+PatternGrammar pattern_contents(std::string_view pattern, const Expr& any_char) {
   return PatternParser(pattern, any_char).parse();
 }
 

@@ -15,15 +15,23 @@
 // backreferences, named groups, \p{...}, repeats of what may match nothing
 // and groups nested past 64 levels are refused.
 #pragma once
+#include <cstdint>
 #include <string_view>
 
 #include "text/grammar/grammar.h"
 
 namespace qinfer::grammar {
 
+constexpr uint64_t kUnboundedLength = UINT64_MAX;
+
+struct PatternGrammar {
+  Expr contents;
+  uint64_t min_length, max_length;  // in characters, of every match it writes (kUnboundedLength: none)
+};
+
 // `any_char`: one character of a JSON string in any of its spellings (what
-// an unanchored side may hold). Throws qinfer::Error naming what it does not
+// an unanchored end may hold). Throws qinfer::Error naming what it does not
 // follow and where.
-Expr pattern_contents(std::string_view pattern, const Expr& any_char);
+PatternGrammar pattern_contents(std::string_view pattern, const Expr& any_char);
 
 }  // namespace qinfer::grammar

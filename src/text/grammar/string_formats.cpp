@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <utility>
+#include <vector>
 
 #include "text/grammar/number_range.h"
 
@@ -81,7 +82,7 @@ Expr full_time() {
 }
 // RFC 3339 appendix A (what JSON Schema's "duration" refers to).
 Expr duration() {
-  const Expr num = repeat(d(), 1, 9);
+  const Expr num = repeat(d(), 1, 6);  // Pydantic's timedelta refuses 999,999,999 days
   const Expr second = sequence({num, lit("S")});
   const Expr minute = sequence({num, lit("M"), optional(second)});
   const Expr hour = sequence({num, lit("H"), optional(minute)});
@@ -92,15 +93,24 @@ Expr duration() {
   const Expr date = sequence({choice({day, month, year}), optional(time)});
   return sequence({lit("P"), choice({date, time, sequence({num, lit("W")})})});
 }
-// Labels of letters, digits and inner hyphens, up to 40 characters each.
-Expr label() {
-  return sequence({cls("a-zA-Z0-9"), optional(sequence({repeat(cls("a-zA-Z0-9-"), 0, 38), cls("a-zA-Z0-9")}))});
+// Labels of letters, digits and inner hyphens, up to 40 characters each
+// (`first`: the first character's class).
+Expr label(const char* first = "a-zA-Z0-9") {
+  return sequence({cls(first), optional(sequence({repeat(cls("a-zA-Z0-9-"), 0, 38), cls("a-zA-Z0-9")}))});
 }
-Expr hostname() { return sequence({label(), repeat(sequence({lit("."), label()}), 0, 5)}); }
+// The last label starts with a letter: URL parsers (WHATWG's, Pydantic's)
+// read a host whose last label is a number ("a.999", "1.2.3.4.5") as IPv4.
+Expr hostname() { return sequence({repeat(sequence({label(), lit(".")}), 0, 5), label("a-zA-Z")}); }
+// Domains end in a top-level domain of this list: email-validator (Pydantic's
+// EmailStr) refuses special-use ones (local, test, invalid, onion, arpa ...).
 Expr email() {
   const Expr atom = repeat(cls("a-zA-Z0-9_%+-"), 1, 24);
-  return sequence({atom, optional(sequence({lit("."), atom})), lit("@"), label(),
-                   repeat(sequence({lit("."), label()}), 0, 3), lit("."), repeat(cls("a-zA-Z"), 2, 12)});
+  std::vector<Expr> tlds;
+  for (const char* tld : {"com", "org", "net", "edu", "gov", "io", "dev", "ai", "app", "co", "info", "me", "us", "uk",
+                          "de",  "fr",  "es",  "it",  "nl",  "se", "ch",  "jp", "cn",  "in", "br",   "ca", "au"})
+    tlds.push_back(lit(tld));
+  return sequence({atom, optional(sequence({lit("."), atom})), lit("@"), repeat(sequence({label(), lit(".")}), 1, 4),
+                   choice(std::move(tlds))});
 }
 Expr ipv4() {
   const Expr octet = choice({sequence({lit("25"), cls("0-5")}), sequence({lit("2"), cls("0-4"), d()}),
