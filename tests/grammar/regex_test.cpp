@@ -182,7 +182,9 @@ TEST(Pattern, LengthBoundsEveryMatchKeepsAreFollowed) {
             "this pattern's matches are 6 to 6 characters"},
            {-1, 5, R"(^[A-Z]{2}-\d{3}$)", "/maxLength beside pattern"},
            {-1, 50, "^a+$", "1 to any number of characters"},
-           {-1, 50, "^ab", "2 to any number of characters"}}) {
+           {-1, 50, "^ab", "2 to any number of characters"},
+           // 8192^5 = 2^65 characters: the count wrapped to 0 and passed any maxLength
+           {-1, 5, "^(((((a{8192}){8192}){8192}){8192}){8192})$", "/maxLength beside pattern"}}) {
     try {
       with(min, max, pattern);
       ADD_FAILURE() << "accepted " << pattern;

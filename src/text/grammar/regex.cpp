@@ -160,7 +160,8 @@ uint64_t add_lengths(uint64_t a, uint64_t b) {
 uint64_t times(uint64_t length, uint32_t count) {
   if (count == 0 || length == 0) return 0;
   if (count == Expr::kUnbounded || length == kUnboundedLength) return kUnboundedLength;
-  return std::min<uint64_t>(length * count, kUnboundedLength - 1);  // both at most ~2^32
+  if (length > (kUnboundedLength - 1) / count) return kUnboundedLength - 1;  // nested counts: saturated
+  return length * count;
 }
 
 class PatternParser {
