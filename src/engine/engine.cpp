@@ -183,10 +183,14 @@ void Engine::postprocess(const Step& step) {
   const int64_t context = context_;
   const size_t n = step.seqs.size();
   draws_.assign(n, Draw{});
-  std::atomic<size_t> next_seq{0};
-  pool_.run([&](int t) {
-    for (size_t i; (i = next_seq++) < n;) draws_[i] = draw(step, i, scratch_[static_cast<size_t>(t)]);
-  });
+  if (n == 1) {  // one request decoding: no other thread to wake
+    draws_[0] = draw(step, 0, scratch_[0]);
+  } else {
+    std::atomic<size_t> next_seq{0};
+    pool_.run([&](int t) {
+      for (size_t i; (i = next_seq++) < n;) draws_[i] = draw(step, i, scratch_[static_cast<size_t>(t)]);
+    });
+  }
   for (size_t i = 0; i < n; ++i) {
     Draw& d = draws_[i];
     if (d.unexpected) std::rethrow_exception(d.unexpected);
