@@ -1,5 +1,6 @@
 #include "server/completion_run.h"
 
+#include <algorithm>
 #include <ctime>
 #include <optional>
 
@@ -18,7 +19,7 @@ struct CompletionRun::Choice {
   std::unique_ptr<TextStream> text;
   std::optional<ChatOutputParser> parser;
   std::string pieces;                            // text the TextStream emitted since the last poll
-  std::vector<int32_t> ids;                      // received before the first poll
+  std::vector<int32_t> ids;                      // received, not yet in the text
   std::vector<TokenLogprobs> received_logprobs;  // with them, when asked for
   std::vector<TokenLogprobs> unsent_logprobs;    // of consumed tokens, for the next chunk
   std::vector<TokenLogprobs> logprobs;           // of every consumed token
@@ -129,38 +130,45 @@ CompletionRun::~CompletionRun() {
     if (!c->done) c->stream->cancel();
 }
 
-ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout) {
-  std::vector<int32_t> ids = std::move(c.ids);
-  c.ids.clear();
-  std::vector<TokenLogprobs> logprobs = std::move(c.received_logprobs);
-  c.received_logprobs.clear();
-  const auto state = c.stream->wait(ids, ids.empty() ? timeout : 0ms, &logprobs);
+ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size_t max_tokens) {
+  const size_t had = c.ids.size();
+  const auto state = c.stream->wait(c.ids, c.ids.empty() ? timeout : 0ms, &c.received_logprobs);
   const auto now = Clock::now();
-  if (!ids.empty()) {
-    if (c.tokens == 0 && summary_.ttft_s < 0) summary_.ttft_s = seconds_between(start_, now);
-    if (c.tokens > 0)
-      for (size_t k = 0; k < ids.size(); ++k)
-        metrics_.record_inter_token(seconds_between(c.last_token, now) / ids.size());
+  if (!c.ids.empty() && c.last_token == Clock::time_point{}) {  // the first tokens (some came in the constructor)
+    if (summary_.ttft_s < 0) summary_.ttft_s = seconds_between(start_, now);
+    c.last_token = now;
+  } else if (const size_t arrived = c.ids.size() - had; arrived > 0) {
+    for (size_t k = 0; k < arrived; ++k) metrics_.record_inter_token(seconds_between(c.last_token, now) / arrived);
     c.last_token = now;
   }
-  for (size_t k = 0; k < ids.size(); ++k) {
-    const int32_t id = ids[k];
-    if (c.stopped) break;
+  const size_t take = std::min(max_tokens, c.ids.size());
+  for (size_t k = 0; k < take && !c.stopped; ++k) {
     ++c.tokens;
-    if (k < logprobs.size()) {
-      c.unsent_logprobs.push_back(logprobs[k]);
-      c.logprobs.push_back(std::move(logprobs[k]));
+    if (k < c.received_logprobs.size()) {
+      c.unsent_logprobs.push_back(c.received_logprobs[k]);
+      c.logprobs.push_back(std::move(c.received_logprobs[k]));
     }
-    if (!c.text->push(id)) {
+    if (!c.text->push(c.ids[k])) {
       c.stopped = true;
       c.stream->cancel();
     }
   }
-  if (state == engine::RequestStream::State::Failed && !failure_) {
+  if (c.stopped) {  // what came after the stop string is not the answer's
+    c.ids.clear();
+    c.received_logprobs.clear();
+  } else {
+    c.ids.erase(c.ids.begin(), c.ids.begin() + static_cast<ptrdiff_t>(take));
+    c.received_logprobs.erase(
+        c.received_logprobs.begin(),
+        c.received_logprobs.begin() + static_cast<ptrdiff_t>(std::min(take, c.received_logprobs.size())));
+  }
+  // The stream ended, and its tokens are all in the text: the choice is done.
+  const bool ended = state != engine::RequestStream::State::Running && c.ids.empty();
+  if (ended && state == engine::RequestStream::State::Failed && !failure_) {
     failure_ = failure_of(*c.stream);
     for (auto& other : choices_) other->stream->cancel();
   }
-  if (state != engine::RequestStream::State::Running) {
+  if (ended) {
     c.done = true;
     c.text->finish();
     if (state == engine::RequestStream::State::Finished) c.result = c.stream->result();
@@ -283,7 +291,8 @@ bool CompletionRun::run_until(Clock::time_point deadline) {
       if (c->done) continue;
       const auto left = deadline - Clock::now();
       if (left <= Clock::duration::zero()) return false;
-      poll(*c, std::min<std::chrono::milliseconds>(100ms, std::chrono::ceil<std::chrono::milliseconds>(left)));
+      poll(*c, std::min<std::chrono::milliseconds>(100ms, std::chrono::ceil<std::chrono::milliseconds>(left)),
+           kAllTokens);
       running |= !c->done;
     }
     if (!running) return true;
@@ -296,7 +305,7 @@ ordered_json CompletionRun::run_to_end(const std::function<bool()>& client_waiti
     running = false;
     for (auto& c : choices_)
       if (!c->done) {
-        poll(*c, 100ms);
+        poll(*c, 100ms, kAllTokens);
         running |= !c->done;
       }
     if (running && Clock::now() - last_check > 1s) {
@@ -363,7 +372,7 @@ void CompletionRun::stream(const std::function<bool(const std::string&)>& write)
     const auto timeout = choices_.size() == 1 ? 100ms : 10ms;
     for (auto& c : choices_) {
       if (c->done) continue;
-      ChatDelta d = poll(*c, timeout);
+      ChatDelta d = poll(*c, timeout, 1);  // a chunk per token, as OpenAI streams
       ordered_json delta = ordered_json::object();
       if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
       if (!d.content.empty()) delta["content"] = d.content;

@@ -5,6 +5,7 @@
 // the request; only token ids cross to the engine thread.
 #pragma once
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -56,9 +57,11 @@ class CompletionRun {
 
  private:
   struct Choice;
-  // Takes what the choice's stream has (waiting up to `timeout`); returns
-  // the delta to send, and marks the choice done when it finished.
-  ChatDelta poll(Choice& c, std::chrono::milliseconds timeout);
+  // Takes at most `max_tokens` of what the choice's stream has (waiting up
+  // to `timeout` when it has none); returns the delta to send, and marks the
+  // choice done when it finished and every token is taken.
+  ChatDelta poll(Choice& c, std::chrono::milliseconds timeout, size_t max_tokens);
+  static constexpr size_t kAllTokens = SIZE_MAX;
   nlohmann::ordered_json chunk(const nlohmann::ordered_json& choices) const;
   nlohmann::ordered_json usage() const;
   // OpenAI's logprobs object for these tokens; text_offset (completions) advances past them.
