@@ -209,8 +209,7 @@ void check_field_names(const ordered_json& body, bool chat) {
     if (given(body, key) && !harmless)
       bad(key, std::string("'") + key + "' = " + input_excerpt(body[key].dump()) + " is not supported by this server");
   };
-  for (const char* key :
-       {"functions", "function_call", "audio", "prediction", "web_search_options", "reasoning_effort", "verbosity"})
+  for (const char* key : {"functions", "function_call", "audio", "prediction", "web_search_options", "verbosity"})
     refuse_unless(key, false);
   refuse_unless("modalities", body.value("modalities", ordered_json()) == ordered_json::array({"text"}));
   refuse_unless("echo", body.value("echo", ordered_json()) == false);
@@ -452,7 +451,8 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
       if (item.key() == "enable_thinking") {
         if (!item.value().is_boolean()) bad("chat_template_kwargs", "'enable_thinking' must be true or false");
         in.enable_thinking = item.value().get<bool>();
-      } else if (item.key() == "messages" || item.key() == "tools" || item.key() == "add_generation_prompt") {
+      } else if (item.key() == "messages" || item.key() == "tools" || item.key() == "add_generation_prompt" ||
+                 (item.key() == "reasoning_effort" && given(body, "reasoning_effort"))) {
         // apply_chat_template refuses them twice too (a keyword given twice); here they would
         // replace what was checked.
         bad("chat_template_kwargs",
@@ -461,6 +461,16 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
         in.extra_variables[item.key()] = item.value();
       }
     }
+  }
+  // OpenAI's effort levels, passed to the template as vLLM does (Qwen3's
+  // ignores it: its thinking is on or off, chat_template_kwargs.enable_thinking).
+  if (given(body, "reasoning_effort")) {
+    static const std::set<std::string> kEfforts = {"none", "minimal", "low", "medium", "high", "xhigh"};
+    const ordered_json& effort = body["reasoning_effort"];
+    if (!effort.is_string() || !kEfforts.count(effort.get<std::string>()))
+      bad("reasoning_effort", "'reasoning_effort' must be one of none, minimal, low, medium, high, xhigh; got " +
+                                  input_excerpt(effort.dump()));
+    in.extra_variables["reasoning_effort"] = effort;
   }
   const ChatTemplate* chat_template = nullptr;
   try {

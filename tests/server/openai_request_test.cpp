@@ -153,6 +153,31 @@ TEST_F(OpenAiRequest, OnlyTheGenerationPromptCanStartTheReplyInReasoning) {
   EXPECT_TRUE(starts_in_reasoning(thinking, "What does </think> do?"));
 }
 
+// A hunt finding: reasoning_effort (agent frameworks send it) was a 400.
+// As vLLM, it goes to the template, which Qwen3's ignores.
+TEST_F(OpenAiRequest, ReasoningEffortGoesToTheTemplate) {
+  const ordered_json plain = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}};
+  ordered_json low = plain;
+  low["reasoning_effort"] = "low";
+  const Tokenizer& tok = bundle_->require_tokenizer();
+  EXPECT_EQ(tok.decode(parse_chat_request(low, served(4096)).prompts[0]),
+            tok.decode(parse_chat_request(plain, served(4096)).prompts[0]));
+  test::ScratchDir dir("openai-effort");
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"})
+    std::filesystem::create_symlink(test::data_path(std::string("models/tiny/") + f), dir.file(f));
+  std::ofstream(dir.file("tokenizer_config.json"))
+      << ordered_json{{"chat_template", "effort={{ reasoning_effort | default('unset') }}"}};
+  const ModelBundle effort_template = load_model_bundle(dir.path());
+  auto rendered = [&](const ordered_json& body) {
+    return tok.decode(parse_chat_request(body, {effort_template, "m", 4096}).prompts[0]);
+  };
+  EXPECT_EQ(rendered(plain), "effort=unset");
+  EXPECT_EQ(rendered(low), "effort=low");
+  ordered_json by_kwargs = plain;
+  by_kwargs["chat_template_kwargs"] = {{"reasoning_effort", "high"}};
+  EXPECT_EQ(rendered(by_kwargs), "effort=high");
+}
+
 // A follow-up turn sends the assistant's reply back as the SDK returned it:
 // "content": null (or none) beside its tool_calls, arguments as a JSON string.
 TEST_F(OpenAiRequest, AnAssistantToolCallWithNullContentAndItsResultRender) {
@@ -290,6 +315,13 @@ TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
       {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"add_generation_prompt": false}})",
        true, "chat_template_kwargs", "may not set 'add_generation_prompt'"},
       {R"({"messages": [{"role": "user", "content": "x"}], "functions": []})", true, "functions", "not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": "max"})", true, "reasoning_effort",
+       "one of none, minimal, low, medium, high, xhigh"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": 3})", true, "reasoning_effort",
+       "one of none"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": "low",
+           "chat_template_kwargs": {"reasoning_effort": "high"}})",
+       true, "chat_template_kwargs", "may not set 'reasoning_effort'"},
   };
   for (const Case& c : cases) {
     const ApiError e = error_of(c.body, c.chat);
