@@ -273,27 +273,21 @@ void HttpServer::Impl::routes() {
                                                   "tools",
                                                   "chat_template_kwargs",
                                                   "add_special_tokens",
-                                                  "add_generation_prompt"};
+                                                  "add_generation_prompt",
+                                                  "continue_final_message"};
     for (const auto& item : body.items())
       if (!kFields.count(item.key()))
         throw ApiError(400, "Unrecognized request argument supplied: " + input_excerpt(item.key()),
                        input_excerpt(item.key()));
-    // Qwen3's tokenizer adds no special tokens either way; the chat form always has the generation prompt.
-    for (const char* flag : {"add_special_tokens", "add_generation_prompt"})
-      if (body.contains(flag) && !body[flag].is_boolean())
-        throw ApiError(400, std::string("'") + flag + "' must be true or false", flag);
+    // Qwen3's tokenizer adds no special tokens either way.
+    if (body.contains("add_special_tokens") && !body["add_special_tokens"].is_boolean())
+      throw ApiError(400, "'add_special_tokens' must be true or false", "add_special_tokens");
     std::vector<int32_t> ids;
     if (body.contains("messages")) {
       if (body.contains("prompt") || body.contains("content"))
         throw ApiError(400, "give 'prompt' or 'messages', not both", "messages");
-      if (body.value("add_generation_prompt", true) == false)
-        throw ApiError(400,
-                       "'add_generation_prompt': false is not supported: messages are tokenized as "
-                       "/v1/chat/completions renders them",
-                       "add_generation_prompt");
-      ordered_json chat = body;
+      ordered_json chat = body;  // tokenized as /v1/chat/completions renders it
       chat.erase("add_special_tokens");
-      chat.erase("add_generation_prompt");
       ids = parse_chat_request(chat, *model).prompts.at(0);
     } else {
       const std::string key = body.contains("content") && !body.contains("prompt") ? "content" : "prompt";

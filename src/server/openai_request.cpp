@@ -197,7 +197,9 @@ void check_field_names(const ordered_json& body, bool chat) {
                                                    "prediction",
                                                    "web_search_options",
                                                    "reasoning_effort",
-                                                   "verbosity"};
+                                                   "verbosity",
+                                                   "add_generation_prompt",
+                                                   "continue_final_message"};
   static const std::set<std::string_view> kCompletions = {"prompt", "echo", "best_of", "suffix", "response_format"};
   for (const auto& item : body.items()) {
     const std::string& key = item.key();
@@ -430,7 +432,25 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
   r.options.logprobs = logprobs ? static_cast<int32_t>(top) : -1;
   ChatTemplateInput in;
   in.messages = chat_messages(body);
-  in.add_generation_prompt = true;
+  // continue_final_message (vLLM's; llama-server does it by itself): the
+  // reply goes on with the final assistant message's text ("prefill")
+  // instead of starting a new one.
+  const bool continue_final = boolean(body, "continue_final_message", false);
+  in.add_generation_prompt = boolean(body, "add_generation_prompt", !continue_final);
+  if (continue_final && in.add_generation_prompt)
+    bad("add_generation_prompt",
+        "'continue_final_message' goes on with the final message; "
+        "'add_generation_prompt' would start a new one: not both");
+  if (continue_final) {
+    const ordered_json& last = in.messages.back();
+    const std::string param = "messages[" + std::to_string(in.messages.size() - 1) + "]";
+    if (last["role"] != "assistant" || !last["content"].is_string() ||
+        last["content"].get_ref<const std::string&>().empty() || given(last, "tool_calls"))
+      bad("continue_final_message",
+          "'continue_final_message' needs a final assistant message with text (and no "
+          "tool calls) to continue; " +
+              param + " is not one");
+  }
   if (given(body, "tools")) {
     if (!body["tools"].is_array()) bad("tools", "'tools' must be a list");
     for (const auto& t : body["tools"])
@@ -481,12 +501,27 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
   std::string rendered;
   try {
     rendered = chat_template->render(in);
-    r.starts_in_reasoning = opens_reasoning(*chat_template, in, rendered);
+    if (!continue_final) r.starts_in_reasoning = opens_reasoning(*chat_template, in, rendered);
   } catch (const Error& e) {
     bad("messages", std::string("the chat template refused the conversation: ") + e.what());
   }
+  if (continue_final) {  // the prompt ends where the final message's text does, as vLLM cuts it
+    const std::string& text = in.messages.back()["content"].get_ref<const std::string&>();
+    const size_t at = rendered.rfind(text);
+    if (at == std::string::npos)
+      bad("continue_final_message",
+          "'continue_final_message': the chat template does not write the final message's text as given "
+          "(it changes it), so there is no place to continue from");
+    rendered.resize(at + text.size());
+    const size_t open = text.rfind("<think>");
+    r.starts_in_reasoning = open != std::string::npos && text.find("</think>", open) == std::string::npos;
+  }
   r.options.grammar =
       parse_reply_grammar(body, model.bundle, r.starts_in_reasoning ? ReasoningBlock::Open : ReasoningBlock::MayOpen);
+  if (continue_final && r.options.grammar)
+    bad("continue_final_message",
+        "'continue_final_message' cannot be constrained: response_format and a "
+        "required tool_choice describe a whole reply, and this one began in the request");
   r.prompts.push_back(model.bundle.require_tokenizer().encode(rendered));
   check_length(r, body, model, "messages");
   return r;

@@ -184,3 +184,16 @@ test('plain answer with enable_thinking: false: the content alone', async () => 
   assert.equal(choice.message.reasoning_content, undefined);
   assert.equal(choice.message.content, ANSWER);
 });
+
+test('continue_final_message: the reply goes on with the assistant message the request began', async () => {
+  const [start, rest] = [ANSWER.slice(0, ANSWER.indexOf(' is')), ANSWER.slice(ANSWER.indexOf(' is'))];
+  const body = { model: 'scripted', messages: [...sumQuestion, { role: 'assistant', content: start }],
+    continue_final_message: true, temperature: 0 };
+  const [choice] = (await answerServer.client.chat.completions.create(body)).choices;
+  assert.equal(choice.finish_reason, 'stop');
+  assert.equal(choice.message.reasoning_content, undefined);
+  assert.equal(choice.message.content, rest);
+  const s = await collectStream(answerServer.client, body);
+  assert.equal(s.content, rest);
+  assert.equal(s.reasoning, '');
+});

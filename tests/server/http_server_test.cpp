@@ -285,7 +285,11 @@ TEST(HttpServer, TokenizeTakesMessagesAndRefusesWhatItDoesNotKnow) {
   EXPECT_EQ(chat["tokens"], rendered);
   EXPECT_EQ(chat["count"], rendered.size());
   EXPECT_EQ(f.post("/tokenize", {{"messages", kMessages}, {"add_generation_prompt", true}})["tokens"], rendered);
-  EXPECT_EQ(error_param(f, {{"messages", kMessages}, {"add_generation_prompt", false}}), "add_generation_prompt");
+  in.add_generation_prompt = false;
+  EXPECT_EQ(f.post("/tokenize", {{"messages", kMessages}, {"add_generation_prompt", false}})["tokens"],
+            f.bundle.tokenizer->encode(f.bundle.chat_template->render(in)));
+  EXPECT_EQ(error_param(f, {{"messages", kMessages}, {"add_generation_prompt", 0}}), "add_generation_prompt");
+  EXPECT_EQ(error_param(f, {{"messages", kMessages}, {"continue_final_message", true}}), "continue_final_message");
   EXPECT_EQ(f.post("/tokenize", {{"prompt", "hello world"}, {"add_special_tokens", true}})["tokens"],
             (std::vector<int>{14990, 1879}));
   EXPECT_EQ(error_param(f, {{"text", "hi"}}), "text");

@@ -178,6 +178,53 @@ TEST_F(OpenAiRequest, ReasoningEffortGoesToTheTemplate) {
   EXPECT_EQ(rendered(by_kwargs), "effort=high");
 }
 
+// An assistant "prefill": the reply goes on with the final message's text,
+// in the prompt as the template writes that message, up to its text's end.
+TEST_F(OpenAiRequest, ContinueFinalMessageEndsThePromptWithItsText) {
+  const Tokenizer& tok = bundle_->require_tokenizer();
+  auto chat = [&](const char* body) { return parse_chat_request(ordered_json::parse(body), served(4096)); };
+  const CompletionRequest r = chat(R"({"messages": [{"role": "user", "content": "2+2?"},
+      {"role": "assistant", "content": "The answer is"}], "continue_final_message": true})");
+  EXPECT_EQ(tok.decode(r.prompts[0]),
+            "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nThe answer is");
+  EXPECT_FALSE(r.starts_in_reasoning);
+  // Reasoning of its own, left open: the reply goes on reasoning.
+  EXPECT_TRUE(chat(R"({"messages": [{"role": "user", "content": "2+2?"},
+      {"role": "assistant", "content": "<think>\nLet me"}], "continue_final_message": true})")
+                  .starts_in_reasoning);
+  // Without the generation prompt: the conversation as it stands.
+  EXPECT_EQ(
+      tok.decode(
+          chat(R"({"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": false})").prompts[0]),
+      "<|im_start|>user\nHi<|im_end|>\n");
+  struct Case {
+    const char* body;
+    const char* param;
+    const char* message_part;
+  };
+  const Case cases[] = {
+      {R"({"messages": [{"role": "assistant", "content": "A"}], "continue_final_message": true,
+           "add_generation_prompt": true})",
+       "add_generation_prompt", "not both"},
+      {R"({"messages": [{"role": "user", "content": "A"}], "continue_final_message": true})", "continue_final_message",
+       "messages[0] is not one"},
+      {R"({"messages": [{"role": "user", "content": "A"}, {"role": "assistant", "content": ""}],
+           "continue_final_message": true})",
+       "continue_final_message", "messages[1] is not one"},
+      {R"({"messages": [{"role": "assistant", "content": "A"}], "continue_final_message": 1})",
+       "continue_final_message", "true or false"},
+      {R"({"messages": [{"role": "assistant", "content": "{\"a\": "}], "continue_final_message": true,
+           "response_format": {"type": "json_object"}})",
+       "continue_final_message", "cannot be constrained"},
+  };
+  for (const Case& c : cases) {
+    const ApiError e = error_of(c.body, true, 4096);
+    EXPECT_EQ(e.status, 400) << c.body;
+    EXPECT_EQ(e.param, c.param) << c.body;
+    EXPECT_NE(std::string(e.what()).find(c.message_part), std::string::npos) << c.body << ": " << e.what();
+  }
+}
+
 // A follow-up turn sends the assistant's reply back as the SDK returned it:
 // "content": null (or none) beside its tool_calls, arguments as a JSON string.
 TEST_F(OpenAiRequest, AnAssistantToolCallWithNullContentAndItsResultRender) {
