@@ -52,8 +52,8 @@ Job parse_job(const std::string& line, const ModelBundle& bundle) {
   Job job;
   const ordered_json j = server::parse_json_body(line, "the line");
   for (const auto& item : j.items())
-    if (item.key() != "prompt" && item.key() != "prompt_ids" && item.key() != "messages" &&
-        item.key() != "response_format" && !server::is_generation_field(item.key()))
+    if (item.key() != "prompt" && item.key() != "prompt_ids" && item.key() != "response_format" &&
+        !server::is_chat_prompt_field(item.key()) && !server::is_generation_field(item.key()))
       fail("unknown field \"", item.key(), "\"");
   const int given = j.contains("prompt") + j.contains("prompt_ids") + j.contains("messages");
   if (given != 1) fail("give exactly one of \"prompt\", \"prompt_ids\", \"messages\"");
@@ -70,22 +70,17 @@ Job parse_job(const std::string& line, const ModelBundle& bundle) {
     if (!j["prompt"].is_string()) fail("\"prompt\" must be a string");
     job.prompt = bundle.require_tokenizer().encode(j["prompt"].get<std::string>());
   }
-  // A messages line's text holds the reply's <think> block, if it opens one.
-  ReasoningBlock reasoning = ReasoningBlock::None;
-  if (j.contains("messages")) {
-    ChatTemplateInput in;
-    in.messages = server::chat_messages(j);
-    in.add_generation_prompt = true;
-    const ChatTemplate& chat_template = bundle.require_chat_template();
-    const std::string rendered = chat_template.render(in);
-    // Only a grammar asks where the reply starts (a second render).
-    if (j.contains("response_format"))
-      reasoning = server::opens_reasoning(chat_template, in, rendered) ? ReasoningBlock::Open : ReasoningBlock::MayOpen;
-    job.prompt = bundle.require_tokenizer().encode(rendered);
-  }
   server::GenerationFields fields = server::parse_generation_fields(j, bundle, kDefaultMaxTokens);
   job.options = std::move(fields.options);
-  job.options.grammar = server::parse_reply_grammar(j, bundle, reasoning);
+  if (j.contains("messages")) {  // its text holds the reply's <think> block, if it opens one
+    server::ChatPrompt chat = server::render_chat_prompt(j, bundle);
+    job.prompt = std::move(chat.ids);
+    job.options.grammar = std::move(chat.grammar);
+  } else {
+    for (const auto& item : j.items())
+      if (server::is_chat_prompt_field(item.key())) fail("\"", item.key(), "\" goes with \"messages\"");
+    job.options.grammar = server::parse_reply_grammar(j, bundle, ReasoningBlock::None);
+  }
   job.stops = std::move(fields.stop);
   return job;
 }

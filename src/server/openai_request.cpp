@@ -183,27 +183,14 @@ void check_field_names(const ordered_json& body, bool chat) {
   static const std::set<std::string_view> kBoth = {
       "model",    "n",     "stream",       "stream_options",   "logprobs",         "user",
       "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier"};
-  static const std::set<std::string_view> kChat = {"messages",
-                                                   "top_logprobs",
-                                                   "tools",
-                                                   "tool_choice",
-                                                   "chat_template_kwargs",
-                                                   "response_format",
-                                                   "parallel_tool_calls",
-                                                   "functions",
-                                                   "function_call",
-                                                   "audio",
-                                                   "modalities",
-                                                   "prediction",
-                                                   "web_search_options",
-                                                   "reasoning_effort",
-                                                   "verbosity",
-                                                   "add_generation_prompt",
-                                                   "continue_final_message"};
+  static const std::set<std::string_view> kChat = {
+      "top_logprobs", "response_format", "functions",          "function_call", "audio",
+      "modalities",   "prediction",      "web_search_options", "verbosity"};
   static const std::set<std::string_view> kCompletions = {"prompt", "echo", "best_of", "suffix", "response_format"};
   for (const auto& item : body.items()) {
     const std::string& key = item.key();
-    if (!is_generation_field(key) && !kBoth.count(key) && !(chat ? kChat : kCompletions).count(key))
+    if (!is_generation_field(key) && !kBoth.count(key) &&
+        !(chat ? kChat.count(key) || is_chat_prompt_field(key) : kCompletions.count(key)))
       bad(input_excerpt(key), "Unrecognized request argument supplied: " + input_excerpt(key));
   }
   // The unsupported ones, where their value asks for nothing this server does not do.
@@ -423,13 +410,15 @@ ordered_json parse_json_body(const std::string& body, const std::string& what) {
   return j;
 }
 
-CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel& model) {
-  CompletionRequest r = common_fields(body, model, true);
-  r.chat = true;
-  const bool logprobs = boolean(body, "logprobs", false);
-  const int64_t top = integer(body, "top_logprobs", 0, 0, kMaxTopLogprobs);
-  if (given(body, "top_logprobs") && !logprobs) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
-  r.options.logprobs = logprobs ? static_cast<int32_t>(top) : -1;
+bool is_chat_prompt_field(std::string_view key) {
+  for (const char* field : {"messages", "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs",
+                            "reasoning_effort", "add_generation_prompt", "continue_final_message"})
+    if (key == field) return true;
+  return false;
+}
+
+ChatPrompt render_chat_prompt(const ordered_json& body, const ModelBundle& bundle) {
+  ChatPrompt r;
   ChatTemplateInput in;
   in.messages = chat_messages(body);
   // continue_final_message (vLLM's; llama-server does it by itself): the
@@ -494,9 +483,9 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
   }
   const ChatTemplate* chat_template = nullptr;
   try {
-    chat_template = &model.bundle.require_chat_template();
+    chat_template = &bundle.require_chat_template();
   } catch (const Error& e) {
-    throw ApiError(400, std::string(e.what()) + " (/v1/completions takes a prompt without it)");
+    throw ApiError(400, std::string(e.what()) + " (a plain prompt needs none)");
   }
   std::string rendered;
   try {
@@ -516,13 +505,27 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
     const size_t open = text.rfind("<think>");
     r.starts_in_reasoning = open != std::string::npos && text.find("</think>", open) == std::string::npos;
   }
-  r.options.grammar =
-      parse_reply_grammar(body, model.bundle, r.starts_in_reasoning ? ReasoningBlock::Open : ReasoningBlock::MayOpen);
-  if (continue_final && r.options.grammar)
+  r.grammar = parse_reply_grammar(body, bundle, r.starts_in_reasoning ? ReasoningBlock::Open : ReasoningBlock::MayOpen);
+  if (continue_final && r.grammar)
     bad("continue_final_message",
         "'continue_final_message' cannot be constrained: response_format and a "
         "required tool_choice describe a whole reply, and this one began in the request");
-  r.prompts.push_back(model.bundle.require_tokenizer().encode(rendered));
+  r.ids = bundle.require_tokenizer().encode(rendered);
+  return r;
+}
+
+CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel& model) {
+  CompletionRequest r = common_fields(body, model, true);
+  r.chat = true;
+  const bool logprobs = boolean(body, "logprobs", false);
+  const int64_t top = integer(body, "top_logprobs", 0, 0, kMaxTopLogprobs);
+  if (given(body, "top_logprobs") && !logprobs) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+  r.options.logprobs = logprobs ? static_cast<int32_t>(top) : -1;
+  ChatPrompt prompt = render_chat_prompt(body, model.bundle);
+  r.starts_in_reasoning = prompt.starts_in_reasoning;
+  r.tool_calls = prompt.tool_calls;
+  r.options.grammar = std::move(prompt.grammar);
+  r.prompts.push_back(std::move(prompt.ids));
   check_length(r, body, model, "messages");
   return r;
 }

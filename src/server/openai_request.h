@@ -8,11 +8,13 @@
 // unless their value asks for nothing.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "runtime/grammar_constraint.h"
 #include "runtime/model_bundle.h"
 #include "runtime/session.h"
 #include "server/chat_output.h"
@@ -64,6 +66,22 @@ nlohmann::ordered_json chat_messages(const nlohmann::ordered_json& body);
 // Whether `rendered` (the conversation `in` with its generation prompt) leaves
 // a <think> block open: the reply starts in reasoning.
 bool opens_reasoning(const ChatTemplate& chat_template, ChatTemplateInput in, const std::string& rendered);
+
+// A chat request's prompt: its messages through the model's chat template,
+// with the fields that shape it (tools and tool_choice, parallel_tool_calls,
+// chat_template_kwargs, reasoning_effort, add_generation_prompt,
+// continue_final_message); and the grammar its reply follows
+// (response_format, a required tool_choice). ApiError 400 naming the field
+// at fault.
+struct ChatPrompt {
+  std::vector<int32_t> ids;
+  bool starts_in_reasoning = false;        // the prompt leaves a <think> block open
+  ToolCalls tool_calls = ToolCalls::None;  // which tool calls the reply may make
+  std::shared_ptr<const OutputGrammar> grammar;
+};
+ChatPrompt render_chat_prompt(const nlohmann::ordered_json& body, const ModelBundle& bundle);
+// Whether render_chat_prompt reads the field `key` (messages included).
+bool is_chat_prompt_field(std::string_view key);
 
 CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const ServedModel& model);
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, const ServedModel& model);

@@ -217,3 +217,56 @@ TEST(BatchCli, ResponseFormatConstrainsTheLine) {
   }
   EXPECT_NE(lines[3]["error"].get<std::string>().find("/multipleOf"), std::string::npos) << lines[3].dump();
 }
+
+// A messages line reads the chat fields as the server does (one place:
+// server::render_chat_prompt): tools with a forced tool_choice,
+// chat_template_kwargs, continue_final_message. They were "unknown field"s.
+TEST(BatchCli, MessagesLinesTakeTheServersChatFields) {
+  qinfer::test::ScratchDir dir("batch-chat");
+  const std::string input = dir.file("requests.jsonl");
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}},
+                     "required": ["city"]}}}])");
+  const std::string continued = "The answer is";
+  {
+    std::ofstream f(input);
+    f << json{{"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}},
+              {"tools", tools},
+              {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}},
+              {"chat_template_kwargs", {{"enable_thinking", false}}},
+              {"temperature", 0},
+              {"max_tokens", 60}}
+             .dump()
+      << "\n";
+    f << json{{"messages", {{{"role", "user"}, {"content", "2+2?"}}, {{"role", "assistant"}, {"content", continued}}}},
+              {"continue_final_message", true},
+              {"temperature", 0},
+              {"max_tokens", 5},
+              {"ignore_eos", true}}
+             .dump()
+      << "\n";
+    f << json{{"prompt",
+               "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n" + continued},
+              {"temperature", 0},
+              {"max_tokens", 5},
+              {"ignore_eos", true}}
+             .dump()
+      << "\n";
+    f << json{{"prompt", "x"}, {"tools", tools}}.dump() << "\n";
+  }
+  const auto out =
+      run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>/dev/null");
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  const std::vector<json> lines = lines_of(out.output);
+  ASSERT_EQ(lines.size(), 4u);
+  ASSERT_EQ(lines[0]["finish_reason"], "stop") << lines[0].dump();
+  const std::string call = lines[0]["text"];
+  const size_t open = call.find("<tool_call>"), close = call.find("</tool_call>");
+  ASSERT_TRUE(open != std::string::npos && close != std::string::npos) << call;
+  const json parsed = json::parse(call.substr(open + 11, close - open - 11));
+  EXPECT_EQ(parsed["name"], "get_weather");
+  EXPECT_TRUE(parsed["arguments"]["city"].is_string()) << parsed.dump();
+  EXPECT_EQ(lines[1]["ids"], lines[2]["ids"]);
+  EXPECT_EQ(lines[1]["prompt_tokens"], lines[2]["prompt_tokens"]);
+  EXPECT_EQ(lines[3]["error"], "line 4: \"tools\" goes with \"messages\"");
+}
