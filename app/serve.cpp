@@ -111,7 +111,8 @@ void run_serve(const ServeArgs& a) {
   loaded();
   if (!bundle->chat_template_error.empty())
     std::fprintf(stderr,
-                 "qinfer serve: note: the chat template cannot be used (%s): /v1/chat/completions answers 400\n",
+                 "qinfer serve: note: the chat template cannot be used (%s): /v1/chat/completions and /v1/responses "
+                 "answer 400\n",
                  bundle->chat_template_error.c_str());
   const auto stats = loop->stats();
   const int64_t model_max = bundle->model->config().max_position_embeddings;
@@ -176,10 +177,10 @@ void run_serve(const ServeArgs& a) {
 void add_serve_command(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
   a->http.http_threads = 0;  // derived from --parallel and --max-queue unless given
-  CLI::App* cmd = app.add_subcommand(
-      "serve",
-      "OpenAI-compatible HTTP server on the batching engine: /v1/chat/completions, /v1/completions, /v1/models, "
-      "/health, /metrics, /tokenize, /detokenize");
+  CLI::App* cmd = app.add_subcommand("serve",
+                                     "OpenAI-compatible HTTP server on the batching engine: /v1/chat/completions, "
+                                     "/v1/completions, /v1/responses, /v1/models, "
+                                     "/health, /metrics, /tokenize, /detokenize");
   cmd->add_option("-m,--model", a->model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")
       ->required();
   cmd->add_option("--served-model-name", a->served_name, "The model name requests use (default: -m as given)");

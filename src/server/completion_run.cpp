@@ -340,9 +340,11 @@ ordered_json CompletionRun::run_to_end(const std::function<bool()>& client_waiti
   return out;
 }
 
-void CompletionRun::stream(const std::function<bool(const std::string&)>& write) {
+void CompletionRun::stream(const std::function<bool(const std::string&)>& write, const EventFrame& frame) {
   auto last_write = Clock::now();
+  auto framed = [&](const ordered_json& event) { return frame ? frame(event) : sse(event); };
   auto send = [&](const std::string& text) {
+    if (text.empty()) return true;
     last_write = Clock::now();
     if (write(text)) return true;
     for (auto& c : choices_) c->stream->cancel();
@@ -362,7 +364,7 @@ void CompletionRun::stream(const std::function<bool(const std::string&)>& write)
     choice["finish_reason"] = finish;
     ordered_json event = chunk(ordered_json::array({std::move(choice)}));
     if (request_.include_usage) event["usage"] = nullptr;  // OpenAI: null on all but the last chunk
-    return sse(event);
+    return framed(event);
   };
   if (request_.chat)
     for (const auto& c : choices_)
@@ -383,7 +385,7 @@ void CompletionRun::stream(const std::function<bool(const std::string&)>& write)
       if (!delta.empty() && !send(delta_chunk(*c, delta, nullptr))) return finalize();
       if (failure_) {  // vLLM's and OpenAI's way: an error event, which the clients raise
         finalize();
-        if (send(sse(failure_->to_json()))) send("data: [DONE]\n\n");
+        if (send(framed(failure_->to_json())) && !frame) send("data: [DONE]\n\n");
         return;
       }
       if (c->done && !send(delta_chunk(*c, ordered_json::object(), c->finish_reason))) return finalize();
@@ -396,9 +398,9 @@ void CompletionRun::stream(const std::function<bool(const std::string&)>& write)
   if (request_.include_usage) {
     ordered_json last = chunk(ordered_json::array());
     last["usage"] = usage();
-    if (!send(sse(last))) return;
+    if (!send(framed(last))) return;
   }
-  send("data: [DONE]\n\n");
+  if (!frame) send("data: [DONE]\n\n");
 }
 
 }  // namespace qinfer::server

@@ -43,8 +43,11 @@ class CompletionRun {
   // The status of run_to_end's answer: 200, or its error's.
   int status() const { return failure_ ? failure_->status : 200; }
   // SSE events ("data: {...}\n\n", then "data: [DONE]\n\n") through `write`;
-  // when write fails (the client left), every choice is cancelled.
-  void stream(const std::function<bool(const std::string&)>& write);
+  // when write fails (the client left), every choice is cancelled. With
+  // `frame`, each chunk (or error object) goes out as the text it makes
+  // (another API's events; "" writes nothing), and no [DONE].
+  using EventFrame = std::function<std::string(const nlohmann::ordered_json&)>;
+  void stream(const std::function<bool(const std::string&)>& write, const EventFrame& frame = nullptr);
 
   // For the request log: totals once finished.
   struct Summary {

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <mutex>
 #include <random>
@@ -17,6 +19,7 @@
 #include "server/completion_run.h"
 #include "server/connection_threads.h"
 #include "server/metrics.h"
+#include "server/responses_api.h"
 
 namespace qinfer::server {
 
@@ -42,8 +45,8 @@ struct Route {
   const char* path;
 };
 constexpr Route kRoutes[] = {
-    {"GET", "/health"},          {"GET", "/metrics"},   {"GET", "/v1/models"},  {"POST", "/v1/chat/completions"},
-    {"POST", "/v1/completions"}, {"POST", "/tokenize"}, {"POST", "/detokenize"}};
+    {"GET", "/health"},          {"GET", "/metrics"},       {"GET", "/v1/models"}, {"POST", "/v1/chat/completions"},
+    {"POST", "/v1/completions"}, {"POST", "/v1/responses"}, {"POST", "/tokenize"}, {"POST", "/detokenize"}};
 
 // The methods `path` has a route for ("" when none), as an Allow header lists them.
 std::string allowed_methods(const std::string& path) {
@@ -51,6 +54,13 @@ std::string allowed_methods(const std::string& path) {
   for (const Route& r : kRoutes)
     if (path == r.path) allowed += (allowed.empty() ? "" : ", ") + std::string(r.method);
   return allowed;
+}
+
+// A float setting as its shortest decimal (0.95, not 0.949999988079071).
+double as_written(float x) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, x).ptr;
+  return std::strtod(std::string(text, end).c_str(), nullptr);
 }
 
 // Compares in time that does not depend on where the strings differ, so the
@@ -83,7 +93,8 @@ struct HttpServer::Impl {
   std::mt19937_64 id_random{(static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}()};
 
   void routes();
-  void completion(const httplib::Request& req, httplib::Response& res, bool chat);
+  enum class Api { Chat, Completions, Responses };
+  void completion(const httplib::Request& req, httplib::Response& res, Api api);
   bool authorized(const httplib::Request& req) const;
   std::string allowed_origin(const httplib::Request& req) const;
   std::string new_id(const char* prefix);
@@ -120,16 +131,27 @@ std::string HttpServer::Impl::new_id(const char* prefix) {
     b = id_random();
   }
   char id[64];
-  std::snprintf(id, sizeof id, "%s-%016llx%016llx", prefix, static_cast<unsigned long long>(a),
+  std::snprintf(id, sizeof id, "%s%016llx%016llx", prefix, static_cast<unsigned long long>(a),
                 static_cast<unsigned long long>(b));
   return id;
 }
 
-void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response& res, bool chat) {
+void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response& res, Api api) {
   const ordered_json body = parse_json_body(req.body);
-  auto request = std::make_shared<CompletionRequest>(chat ? parse_chat_request(body, *model)
-                                                          : parse_completion_request(body, *model));
-  const std::string id = new_id(chat ? "chatcmpl" : "cmpl");
+  auto request = std::make_shared<CompletionRequest>(
+      api == Api::Completions ? parse_completion_request(body, *model)
+      : api == Api::Chat      ? parse_chat_request(body, *model)
+                              : parse_chat_request(chat_body_of_response_request(body), *model));
+  const std::string id = new_id(api == Api::Chat ? "chatcmpl-" : api == Api::Completions ? "cmpl-" : "resp_");
+  // The Responses API's answers are the chat answers made Response objects.
+  std::shared_ptr<const ResponseContext> response_context;
+  if (api == Api::Responses)
+    response_context = std::make_shared<const ResponseContext>(ResponseContext{
+        id, static_cast<int64_t>(std::time(nullptr)), model->name, body,
+        as_written(request->options.sampling.temperature), as_written(request->options.sampling.top_p)});
+  auto in_api = [response_context](ordered_json answer) {
+    return response_context && !answer.contains("error") ? response_of_chat_answer(*response_context, answer) : answer;
+  };
   // Counted from before its choices start until the last copy of `log` (held
   // by what writes the answer out) is gone.
   ++answers;
@@ -181,7 +203,7 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
     const bool made_whole = req.version == "HTTP/1.0" && req.get_header_value("Connection") == "Keep-Alive";
     if (run->run_until(made_whole ? std::chrono::steady_clock::time_point::max()
                                   : run->start() + options.status_wait)) {
-      const ordered_json answer = run->run_to_end([] { return true; });
+      const ordered_json answer = in_api(run->run_to_end([] { return true; }));
       log();
       res.status = run->status();
       send_whole(answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
@@ -193,8 +215,8 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
     // client that left is noticed, and then its request is cancelled.
     // The charset keeps httplib from compressing it (it compresses "application/json" exactly): a
     // compressor would hold the spaces back.
-    provide("application/json; charset=utf-8", [run, request, log](size_t, httplib::DataSink& sink) {
-      const ordered_json answer = run->run_to_end([&] { return sink.is_writable() && sink.write(" ", 1); });
+    provide("application/json; charset=utf-8", [run, request, log, in_api](size_t, httplib::DataSink& sink) {
+      const ordered_json answer = in_api(run->run_to_end([&] { return sink.is_writable() && sink.write(" ", 1); }));
       const std::string text = answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       sink.write(text.data(), text.size());
       log();
@@ -205,8 +227,14 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
   }
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");  // nginx: pass events through as they come
-  provide("text/event-stream", [run, request, log](size_t, httplib::DataSink& sink) {
-    run->stream([&](const std::string& text) { return sink.is_writable() && sink.write(text.data(), text.size()); });
+  provide("text/event-stream", [run, request, log, response_context](size_t, httplib::DataSink& sink) {
+    auto write = [&](const std::string& text) { return sink.is_writable() && sink.write(text.data(), text.size()); };
+    if (response_context) {
+      ResponseEvents events(*response_context);
+      run->stream(write, [&events](const ordered_json& chunk) { return events.on(chunk); });
+    } else {
+      run->stream(write);
+    }
     log();
     sink.done();
     return true;
@@ -259,9 +287,11 @@ void HttpServer::Impl::routes() {
     res.set_header("Access-Control-Max-Age", "600");
   });
   http.Post("/v1/chat/completions",
-            [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
+            [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, Api::Chat); });
   http.Post("/v1/completions",
-            [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
+            [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, Api::Completions); });
+  http.Post("/v1/responses",
+            [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, Api::Responses); });
   // vLLM's: a text ('prompt', or llama-server's 'content'), or 'messages' as
   // /v1/chat/completions renders them (generation prompt included).
   http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {

@@ -197,3 +197,65 @@ test('continue_final_message: the reply goes on with the assistant message the r
   assert.equal(s.content, rest);
   assert.equal(s.reasoning, '');
 });
+
+// The Responses API (client.responses) on the same scripted replies: reasoning
+// and function calls as output items, streamed as typed events the SDK's
+// accumulator checks (responses.stream throws on an event out of place).
+test('responses.create: reasoning item, function_call item, usage; a follow-up with its output', async () => {
+  const tools = [{ type: 'function', name: 'get_weather', description: 'Current weather in a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
+  const r = await toolServer.client.responses.create({ model: 'scripted', input: weatherQuestion[0].content, tools,
+    temperature: 0 });
+  assert.equal(r.object, 'response');
+  assert.equal(r.status, 'completed');
+  assert.match(r.id, /^resp_/);
+  assert.deepEqual(r.output.map((o) => o.type), ['reasoning', 'function_call']);
+  assert.equal(r.output[0].content[0].text, REASONING);
+  const call = r.output[1];
+  assert.equal(call.name, 'get_weather');
+  assert.deepEqual(JSON.parse(call.arguments), JSON.parse(CALL_JSON).arguments);
+  assert.match(call.call_id, /^call_/);
+  assert.equal(r.output_text, '');
+  assert.equal(r.usage.output_tokens, (await tokenCount(toolServer, TOOL_SCRIPT)) + 1);
+  assert.equal(r.usage.total_tokens, r.usage.input_tokens + r.usage.output_tokens);
+  // The client sends the output back with the call's result, as the Responses API's tool loop does.
+  const next = await toolServer.client.responses.create({ model: 'scripted', tools, temperature: 0,
+    input: [{ role: 'user', content: weatherQuestion[0].content }, ...r.output,
+      { type: 'function_call_output', call_id: call.call_id, output: '{"temperature": 21}' }] });
+  assert.ok(next.usage.input_tokens > r.usage.input_tokens + 10, 'the call and its result are in the prompt');
+  assert.equal(next.output.at(-1).type, 'function_call');
+});
+
+test('responses.stream: the events add up to the answer (reasoning, then output_text)', async () => {
+  const stream = answerServer.client.responses.stream({ model: 'scripted', input: sumQuestion, temperature: 0 });
+  let deltas = 0, text = '';
+  stream.on('response.output_text.delta', (e) => { ++deltas; text += e.delta; });
+  const final = await stream.finalResponse();
+  assert.equal(final.status, 'completed');
+  assert.equal(final.output.find((o) => o.type === 'message').content[0].text, ANSWER);
+  assert.equal(text, ANSWER);
+  assert.equal(deltas, await tokenCount(answerServer, ANSWER), 'a delta per token');
+  assert.equal(final.output[0].type, 'reasoning');
+  assert.equal(final.output[0].content[0].text, ANSWER_REASONING);
+  const whole = await answerServer.client.responses.create({ model: 'scripted', input: sumQuestion, temperature: 0,
+    max_output_tokens: 3 });
+  assert.equal(whole.status, 'incomplete');
+  assert.deepEqual(whole.output.map((o) => o.type), ['reasoning'], 'three tokens end inside the reasoning');
+  assert.equal(whole.output_text, '');
+  assert.equal(whole.incomplete_details.reason, 'max_output_tokens');
+});
+
+test('responses: a streamed function call; what a stateless server cannot do is a 400 naming it', async () => {
+  const tools = [{ type: 'function', name: 'get_weather', parameters: { type: 'object' } }];
+  const events = [];
+  for await (const e of await toolServer.client.responses.create({ model: 'scripted', input: weatherQuestion, tools,
+    temperature: 0, stream: true })) events.push(e);
+  const done = events.find((e) => e.type === 'response.function_call_arguments.done');
+  assert.deepEqual(JSON.parse(done.arguments), JSON.parse(CALL_JSON).arguments);
+  assert.equal(events.at(-1).type, 'response.completed');
+  assert.deepEqual(events.map((e) => e.sequence_number), events.map((_, i) => i));
+  for (const [body, param] of [[{ previous_response_id: 'resp_x' }, 'previous_response_id'],
+    [{ tools: [{ type: 'web_search' }] }, 'tools[0]'], [{ input: [{ type: 'item_reference', id: 'x' }] }, 'input[0].type']])
+    await assert.rejects(toolServer.client.responses.create({ model: 'scripted', input: 'Hi', ...body }),
+      (e) => e instanceof OpenAI.BadRequestError && e.param === param);
+});

@@ -1,0 +1,416 @@
+#include "server/responses_api.h"
+
+#include <set>
+#include <string_view>
+
+#include "server/api_error.h"
+#include "server/openai_request.h"
+
+namespace qinfer::server {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+[[noreturn]] void bad(const std::string& param, const std::string& message) { throw ApiError(400, message, param); }
+
+bool given(const ordered_json& j, const char* key) { return j.contains(key) && !j[key].is_null(); }
+
+const std::string& string_field(const ordered_json& item, const char* key, const std::string& param) {
+  if (!item.contains(key) || !item[key].is_string())
+    bad(param + "." + key, "'" + param + "." + key + "' must be a string");
+  return item[key].get_ref<const std::string&>();
+}
+
+// A content as the chat endpoint takes it: a string, or text parts (which it
+// joins one per line).
+ordered_json text_content(const ordered_json& content, const std::string& param) {
+  if (content.is_string()) return content;
+  if (!content.is_array()) bad(param, "'" + param + "' must be a string or a list of content parts");
+  ordered_json parts = ordered_json::array();
+  for (size_t k = 0; k < content.size(); ++k) {
+    const ordered_json& part = content[k];
+    const std::string at = param + "[" + std::to_string(k) + "]";
+    const std::string type = part.is_object() ? part.value("type", "") : "";
+    if (type != "input_text" && type != "output_text" && type != "text")
+      bad(at, "'" + at + "': only text parts (input_text, output_text) are supported, got " +
+                  input_excerpt(part.is_object() && part.contains("type") ? part["type"].dump() : part.dump()));
+    parts.push_back({{"type", "text"}, {"text", string_field(part, "text", at)}});
+  }
+  return parts;
+}
+
+// The text of a reasoning item given back: its reasoning_text parts, or its summary.
+std::string reasoning_text(const ordered_json& item, const std::string& param) {
+  std::string text;
+  for (const char* key : {"content", "summary"}) {
+    if (!given(item, key)) continue;
+    if (!item[key].is_array()) bad(param + "." + key, "'" + param + "." + key + "' must be a list of text parts");
+    for (const ordered_json& part : item[key]) text += string_field(part, "text", param + "." + key);
+    if (!text.empty()) break;
+  }
+  return text;
+}
+
+ordered_json chat_messages_of_input(const ordered_json& body) {
+  ordered_json messages = ordered_json::array();
+  if (given(body, "instructions")) {
+    if (!body["instructions"].is_string()) bad("instructions", "'instructions' must be a string");
+    messages.push_back({{"role", "system"}, {"content", body["instructions"]}});
+  }
+  if (!given(body, "input")) bad("input", "'input' is missing");
+  const ordered_json& input = body["input"];
+  if (input.is_string()) {
+    messages.push_back({{"role", "user"}, {"content", input}});
+    return messages;
+  }
+  if (!input.is_array() || input.empty()) bad("input", "'input' must be a string or a non-empty list of items");
+  std::string reasoning;  // of a reasoning item, for the assistant message after it
+  auto assistant_message = [&](ordered_json content) {
+    ordered_json m = {{"role", "assistant"}, {"content", std::move(content)}};
+    if (!reasoning.empty()) m["reasoning_content"] = std::move(reasoning);
+    reasoning.clear();
+    return m;
+  };
+  for (size_t k = 0; k < input.size(); ++k) {
+    const ordered_json& item = input[k];
+    const std::string param = "input[" + std::to_string(k) + "]";
+    if (!item.is_object()) bad(param, "'" + param + "' must be an object");
+    if (given(item, "type") && !item["type"].is_string()) bad(param + ".type", "'" + param + ".type' must be a string");
+    const std::string type = given(item, "type") ? item["type"].get<std::string>() : "message";
+    if (type == "message") {
+      const std::string& role = string_field(item, "role", param);
+      if (role != "user" && role != "assistant" && role != "system" && role != "developer")
+        bad(param + ".role", "'" + param + ".role' is '" + input_excerpt(role) +
+                                 "'; expected one of user, assistant, system, developer");
+      if (!item.contains("content")) bad(param + ".content", "'" + param + ".content' is missing");
+      ordered_json content = text_content(item["content"], param + ".content");
+      messages.push_back(role == "assistant" ? assistant_message(std::move(content))
+                                             : ordered_json{{"role", role}, {"content", std::move(content)}});
+    } else if (type == "function_call") {
+      const ordered_json call = {
+          {"id", string_field(item, "call_id", param)},
+          {"type", "function"},
+          {"function",
+           {{"name", string_field(item, "name", param)}, {"arguments", string_field(item, "arguments", param)}}}};
+      // Calls after an assistant message (or after each other) are that message's.
+      if (messages.empty() || messages.back()["role"] != "assistant" || !reasoning.empty())
+        messages.push_back(assistant_message(""));
+      messages.back()["tool_calls"].push_back(call);
+    } else if (type == "function_call_output") {
+      if (!item.contains("output")) bad(param + ".output", "'" + param + ".output' is missing");
+      messages.push_back({{"role", "tool"},
+                          {"tool_call_id", string_field(item, "call_id", param)},
+                          {"content", text_content(item["output"], param + ".output")}});
+    } else if (type == "reasoning") {
+      reasoning += reasoning_text(item, param);
+    } else {
+      bad(param + ".type", "input items of type '" + input_excerpt(type) +
+                               "' are not supported (message, function_call, function_call_output, reasoning are)");
+    }
+  }
+  return messages;
+}
+
+ordered_json chat_tools(const ordered_json& tools) {
+  if (!tools.is_array()) bad("tools", "'tools' must be a list");
+  ordered_json out = ordered_json::array();
+  for (size_t k = 0; k < tools.size(); ++k) {
+    const ordered_json& t = tools[k];
+    const std::string param = "tools[" + std::to_string(k) + "]";
+    if (!t.is_object() || t.value("type", "") != "function")
+      bad(param, "'" + param + "': only function tools are supported (built-in tools need OpenAI's servers)");
+    ordered_json function = {{"name", string_field(t, "name", param)}};
+    for (const char* key : {"description", "parameters", "strict"})
+      if (given(t, key)) function[key] = t[key];
+    out.push_back({{"type", "function"}, {"function", std::move(function)}});
+  }
+  return out;
+}
+
+ordered_json chat_tool_choice(const ordered_json& choice) {
+  if (choice.is_string()) return choice;  // auto, none, required: the chat endpoint checks them
+  if (choice.is_object() && choice.value("type", "") == "function")
+    return {{"type", "function"}, {"function", {{"name", string_field(choice, "name", "tool_choice")}}}};
+  bad("tool_choice", "'tool_choice' must be auto, none, required or {\"type\": \"function\", \"name\": ...}");
+}
+
+ordered_json chat_response_format(const ordered_json& text) {
+  if (!text.is_object()) bad("text", "'text' must be an object");
+  for (const auto& item : text.items())
+    if (item.key() != "format" && item.key() != "verbosity")
+      bad("text." + item.key(), "Unrecognized request argument supplied: text." + input_excerpt(item.key()));
+  if (!given(text, "format")) return nullptr;
+  const ordered_json& format = text["format"];
+  const std::string type = format.is_object() ? format.value("type", "") : "";
+  if (type == "text") return nullptr;
+  if (type == "json_object") return {{"type", "json_object"}};
+  if (type != "json_schema") bad("text.format", "'text.format.type' must be text, json_object or json_schema");
+  ordered_json schema = ordered_json::object();
+  for (const auto& item : format.items())
+    if (item.key() != "type") schema[item.key()] = item.value();
+  return {{"type", "json_schema"}, {"json_schema", std::move(schema)}};
+}
+
+std::string sse_event(const ordered_json& e) {
+  return "event: " + e["type"].get<std::string>() +
+         "\ndata: " + e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
+}
+
+ordered_json envelope(const ResponseContext& c, const std::string& status, ordered_json output,
+                      const ordered_json& usage, const ordered_json& error = nullptr) {
+  const ordered_json& r = c.request;
+  auto echo = [&](const char* key, ordered_json fallback) { return given(r, key) ? r[key] : fallback; };
+  ordered_json reasoning = {{"effort", nullptr}, {"summary", nullptr}};
+  if (given(r, "reasoning") && given(r["reasoning"], "effort")) reasoning["effort"] = r["reasoning"]["effort"];
+  return {{"id", c.id},
+          {"object", "response"},
+          {"created_at", c.created_at},
+          {"status", status},
+          {"error", error},
+          {"incomplete_details", status == "incomplete" ? ordered_json{{"reason", "max_output_tokens"}} : nullptr},
+          {"instructions", echo("instructions", nullptr)},
+          {"max_output_tokens", echo("max_output_tokens", nullptr)},
+          {"model", c.model},
+          {"output", std::move(output)},
+          {"parallel_tool_calls", echo("parallel_tool_calls", true)},
+          {"previous_response_id", nullptr},
+          {"reasoning", reasoning},
+          {"store", false},
+          {"temperature", c.temperature},
+          {"text", echo("text", {{"format", {{"type", "text"}}}})},
+          {"tool_choice", echo("tool_choice", "auto")},
+          {"tools", echo("tools", ordered_json::array())},
+          {"top_p", c.top_p},
+          {"truncation", "disabled"},
+          {"usage", usage},
+          {"user", echo("user", nullptr)},
+          {"metadata", echo("metadata", ordered_json::object())}};
+}
+
+// Item ids share the response's random part: resp_X -> msg_X, rs_X, fc_X_k.
+std::string item_id(const ResponseContext& c, const char* prefix) { return prefix + c.id.substr(c.id.find('_') + 1); }
+
+ordered_json reasoning_item(const ResponseContext& c, const std::string& text) {
+  return {{"id", item_id(c, "rs_")},
+          {"type", "reasoning"},
+          {"summary", ordered_json::array()},
+          {"content", ordered_json::array({{{"type", "reasoning_text"}, {"text", text}}})}};
+}
+
+ordered_json output_text(const std::string& text) {
+  return {{"type", "output_text"}, {"text", text}, {"annotations", ordered_json::array()}};
+}
+
+ordered_json message_item(const ResponseContext& c, const std::string& text, const std::string& status) {
+  return {{"id", item_id(c, "msg_")},
+          {"type", "message"},
+          {"status", status},
+          {"role", "assistant"},
+          {"content", ordered_json::array({output_text(text)})}};
+}
+
+ordered_json function_call_item(const ResponseContext& c, size_t k, const ordered_json& call,
+                                const std::string& status) {
+  return {{"id", item_id(c, "fc_") + "_" + std::to_string(k)},
+          {"type", "function_call"},
+          {"status", status},
+          {"arguments", status == "completed" ? call["function"]["arguments"] : ordered_json("")},
+          {"call_id", call["id"]},
+          {"name", call["function"]["name"]}};
+}
+
+ordered_json usage_of(const ordered_json& chat_usage) {
+  const int64_t input = chat_usage["prompt_tokens"], output = chat_usage["completion_tokens"];
+  return {{"input_tokens", input},
+          {"input_tokens_details", {{"cached_tokens", chat_usage["prompt_tokens_details"]["cached_tokens"]}}},
+          {"output_tokens", output},
+          {"total_tokens", input + output}};
+}
+
+}  // namespace
+
+ordered_json chat_body_of_response_request(const ordered_json& body) {
+  static const std::set<std::string_view> kPassed = {
+      "model", "stream",       "temperature",       "top_p",           "parallel_tool_calls", "user", "metadata",
+      "store", "service_tier", "safety_identifier", "prompt_cache_key"};
+  static const std::set<std::string_view> kTranslated = {"input", "instructions", "tools",      "tool_choice",
+                                                         "text",  "reasoning",    "truncation", "max_output_tokens"};
+  static const std::set<std::string_view> kRefused = {
+      "previous_response_id", "conversation",   "background",    "include", "prompt",
+      "top_logprobs",         "max_tool_calls", "stream_options"};
+  ordered_json chat = ordered_json::object();
+  for (const auto& item : body.items()) {
+    const std::string& key = item.key();
+    if (kPassed.count(key) || (is_generation_field(key) && key != "max_completion_tokens")) {
+      chat[key] = item.value();
+    } else if (kRefused.count(key)) {
+      const bool harmless =
+          item.value().is_null() || item.value() == false || (item.value().is_array() && item.value().empty());
+      if (!harmless)
+        bad(key, "'" + key +
+                     "' is not supported by this server (it keeps no responses or conversations: send the "
+                     "whole input each time)");
+    } else if (!kTranslated.count(key)) {
+      bad(input_excerpt(key), "Unrecognized request argument supplied: " + input_excerpt(key));
+    }
+  }
+  chat["messages"] = chat_messages_of_input(body);
+  if (given(body, "tools")) chat["tools"] = chat_tools(body["tools"]);
+  if (given(body, "tool_choice")) chat["tool_choice"] = chat_tool_choice(body["tool_choice"]);
+  if (given(body, "text")) {
+    if (ordered_json format = chat_response_format(body["text"]); !format.is_null()) chat["response_format"] = format;
+    if (given(body["text"], "verbosity")) chat["verbosity"] = body["text"]["verbosity"];
+  }
+  if (given(body, "reasoning")) {
+    const ordered_json& r = body["reasoning"];
+    if (!r.is_object()) bad("reasoning", "'reasoning' must be an object");
+    for (const auto& item : r.items())
+      if (item.key() != "effort" && item.key() != "summary" && item.key() != "generate_summary")
+        bad("reasoning." + item.key(),
+            "Unrecognized request argument supplied: reasoning." + input_excerpt(item.key()));
+    if (given(r, "effort")) chat["reasoning_effort"] = r["effort"];
+  }
+  if (given(body, "truncation") && body["truncation"] != "disabled")
+    bad("truncation", "'truncation' must be \"disabled\": this server does not drop input to fit the context");
+  if (given(body, "max_output_tokens")) chat["max_completion_tokens"] = body["max_output_tokens"];
+  if (chat.value("stream", false) == true) chat["stream_options"] = {{"include_usage", true}};
+  return chat;
+}
+
+ordered_json response_of_chat_answer(const ResponseContext& c, const ordered_json& answer) {
+  const ordered_json& choice = answer["choices"].at(0);
+  const ordered_json& message = choice["message"];
+  const bool incomplete = choice["finish_reason"] == "length";
+  ordered_json output = ordered_json::array();
+  if (given(message, "reasoning_content")) output.push_back(reasoning_item(c, message["reasoning_content"]));
+  if (message["content"].is_string() && !message["content"].get_ref<const std::string&>().empty())
+    output.push_back(message_item(c, message["content"], incomplete ? "incomplete" : "completed"));
+  if (given(message, "tool_calls"))
+    for (size_t k = 0; k < message["tool_calls"].size(); ++k)
+      output.push_back(function_call_item(c, k, message["tool_calls"][k], "completed"));
+  return envelope(c, incomplete ? "incomplete" : "completed", std::move(output), usage_of(answer["usage"]));
+}
+
+std::string ResponseEvents::event(ordered_json e) {
+  e["sequence_number"] = sequence_++;
+  return sse_event(e);
+}
+
+std::string ResponseEvents::open(Open kind) {
+  if (open_ == kind) return "";
+  std::string out = close_open_item();
+  open_ = kind;
+  ordered_json item =
+      kind == Open::Reasoning ? reasoning_item(context_, "") : message_item(context_, "", "in_progress");
+  ordered_json part = item["content"][0];
+  item["content"] = ordered_json::array();
+  const auto index = static_cast<int64_t>(output_.size());
+  out += event({{"type", "response.output_item.added"}, {"output_index", index}, {"item", item}});
+  out += event({{"type", "response.content_part.added"},
+                {"item_id", item["id"]},
+                {"output_index", index},
+                {"content_index", 0},
+                {"part", part}});
+  item["content"].push_back(std::move(part));
+  output_.push_back(std::move(item));
+  return out;
+}
+
+std::string ResponseEvents::close_open_item() {
+  if (open_ == Open::None) return "";
+  const bool reasoning = open_ == Open::Reasoning;
+  open_ = Open::None;
+  ordered_json& item = open_item();
+  const auto index = static_cast<int64_t>(output_.size() - 1);
+  const ordered_json& part = item["content"][0];
+  ordered_json done = {{"type", reasoning ? "response.reasoning_text.done" : "response.output_text.done"},
+                       {"item_id", item["id"]},
+                       {"output_index", index},
+                       {"content_index", 0},
+                       {"text", part["text"]}};
+  if (!reasoning) {
+    done["logprobs"] = ordered_json::array();
+    item["status"] = finish_reason_ == "length" || finish_reason_ == "error" ? "incomplete" : "completed";
+  }
+  std::string out = event(std::move(done));
+  out += event({{"type", "response.content_part.done"},
+                {"item_id", item["id"]},
+                {"output_index", index},
+                {"content_index", 0},
+                {"part", part}});
+  out += event({{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
+  return out;
+}
+
+std::string ResponseEvents::on(const ordered_json& chunk) {
+  std::string out;
+  if (!started_) {
+    started_ = true;
+    const ordered_json response = envelope(context_, "in_progress", ordered_json::array(), nullptr);
+    out += event({{"type", "response.created"}, {"response", response}});
+    out += event({{"type", "response.in_progress"}, {"response", response}});
+  }
+  if (chunk.contains("error")) {  // the engine failed the answer after it began
+    const ordered_json& e = chunk["error"];
+    finish_reason_ = "error";
+    out += close_open_item();
+    out += event({{"type", "error"}, {"code", e["type"]}, {"message", e["message"]}, {"param", e["param"]}});
+    ordered_json failed =
+        envelope(context_, "failed", output_, nullptr, {{"code", e["type"]}, {"message", e["message"]}});
+    out += event({{"type", "response.failed"}, {"response", std::move(failed)}});
+    return out;
+  }
+  for (const ordered_json& choice : chunk["choices"]) {
+    const ordered_json& delta = choice["delta"];
+    auto text_delta = [&](Open kind, const char* key, const char* type) {
+      if (!delta.contains(key) || delta[key].get_ref<const std::string&>().empty()) return;
+      out += open(kind);
+      ordered_json& part = open_item()["content"][0];
+      part["text"] = part["text"].get<std::string>() + delta[key].get<std::string>();
+      ordered_json e = {{"type", type},
+                        {"item_id", open_item()["id"]},
+                        {"output_index", static_cast<int64_t>(output_.size() - 1)},
+                        {"content_index", 0},
+                        {"delta", delta[key]}};
+      if (kind == Open::Message) e["logprobs"] = ordered_json::array();
+      out += event(std::move(e));
+    };
+    text_delta(Open::Reasoning, "reasoning_content", "response.reasoning_text.delta");
+    text_delta(Open::Message, "content", "response.output_text.delta");
+    if (delta.contains("tool_calls")) {
+      out += close_open_item();
+      for (const ordered_json& call : delta["tool_calls"]) {
+        const size_t k = call["index"];
+        const auto index = static_cast<int64_t>(output_.size());
+        ordered_json item = function_call_item(context_, k, call, "in_progress");
+        out += event({{"type", "response.output_item.added"}, {"output_index", index}, {"item", item}});
+        const ordered_json& arguments = call["function"]["arguments"];
+        out += event({{"type", "response.function_call_arguments.delta"},
+                      {"item_id", item["id"]},
+                      {"output_index", index},
+                      {"delta", arguments}});
+        out += event({{"type", "response.function_call_arguments.done"},
+                      {"item_id", item["id"]},
+                      {"output_index", index},
+                      {"arguments", arguments}});
+        item = function_call_item(context_, k, call, "completed");
+        out += event({{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
+        output_.push_back(std::move(item));
+      }
+    }
+    if (choice.contains("finish_reason") && !choice["finish_reason"].is_null()) {
+      finish_reason_ = choice["finish_reason"];
+      out += close_open_item();
+    }
+  }
+  if (given(chunk, "usage")) {  // the last chunk
+    out += close_open_item();
+    const std::string status = finish_reason_ == "length" ? "incomplete" : "completed";
+    out += event(
+        {{"type", "response." + status}, {"response", envelope(context_, status, output_, usage_of(chunk["usage"]))}});
+  }
+  return out;
+}
+
+}  // namespace qinfer::server

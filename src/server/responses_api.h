@@ -1,0 +1,59 @@
+// OpenAI's Responses API (POST /v1/responses) on the chat endpoint's
+// machinery: a request becomes the chat completion request that asks the
+// same (input items as messages, instructions as the system message,
+// function tools, text.format as response_format, reasoning.effort,
+// max_output_tokens), and the chat answer becomes a Response object: whole,
+// or its stream of chunks as the typed events of a Response being made.
+// Stateless, as a server without a store is: previous_response_id,
+// conversations and built-in tools are refused by name.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace qinfer::server {
+
+// The chat completion body equivalent to a Responses request body; ApiError
+// 400 naming the Responses field at fault. A stream asks for its usage (the
+// last event carries it).
+nlohmann::ordered_json chat_body_of_response_request(const nlohmann::ordered_json& body);
+
+// What a Response object says besides its output: its id and time, and the
+// request's settings as they took effect.
+struct ResponseContext {
+  std::string id;  // resp_...
+  int64_t created_at = 0;
+  std::string model;
+  nlohmann::ordered_json request;  // the Responses request body
+  double temperature = 1, top_p = 1;
+};
+
+// The Response object of a whole chat answer (a "chat.completion" object).
+nlohmann::ordered_json response_of_chat_answer(const ResponseContext& context, const nlohmann::ordered_json& answer);
+
+// A stream's chat chunks (and the error object that may end it) as
+// Responses events: response.created, output items opened, their text
+// deltas, closed, then response.completed (or .incomplete, .failed).
+class ResponseEvents {
+ public:
+  explicit ResponseEvents(ResponseContext context) : context_(std::move(context)) {}
+  // The SSE text ("event: TYPE\ndata: {...}\n\n" each) of the events the
+  // chunk makes; "" when none.
+  std::string on(const nlohmann::ordered_json& chunk);
+
+ private:
+  enum class Open { None, Reasoning, Message };
+  std::string event(nlohmann::ordered_json e);
+  std::string open(Open kind);
+  std::string close_open_item();
+  nlohmann::ordered_json& open_item() { return output_.back(); }
+
+  ResponseContext context_;
+  int64_t sequence_ = 0;
+  bool started_ = false;
+  Open open_ = Open::None;
+  std::string finish_reason_;
+  nlohmann::ordered_json output_ = nlohmann::ordered_json::array();  // the items so far, as they end
+};
+
+}  // namespace qinfer::server

@@ -1,0 +1,186 @@
+// The Responses API onto the chat endpoint and back: input items as chat
+// messages, what a stateless server cannot do refused by name, chat answers
+// (whole, or chunk by chunk) as Response objects and typed events.
+#include "server/responses_api.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "server/api_error.h"
+
+using namespace qinfer::server;
+using nlohmann::ordered_json;
+
+namespace {
+
+std::string error_param(const char* body) {
+  try {
+    chat_body_of_response_request(ordered_json::parse(body));
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 400) << body;
+    return e.param;
+  }
+  return "(accepted)";
+}
+
+ResponseContext context() {
+  return {"resp_abc", 7, "m", ordered_json::parse(R"({"input": "x", "max_output_tokens": 9})"), 0.5, 1};
+}
+
+// The events of SSE text, in order.
+std::vector<ordered_json> events_of(const std::string& text) {
+  std::vector<ordered_json> out;
+  for (size_t at = text.find("data: "); at != std::string::npos; at = text.find("data: ", at)) {
+    const size_t end = text.find("\n\n", at);
+    out.push_back(ordered_json::parse(text.substr(at + 6, end - at - 6)));
+    at = end;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(ResponsesApi, InputItemsBecomeTheConversation) {
+  const ordered_json chat = chat_body_of_response_request(ordered_json::parse(R"({
+      "model": "m", "instructions": "Be brief.", "max_output_tokens": 50, "stream": true, "top_k": 5,
+      "input": [
+        {"role": "user", "content": [{"type": "input_text", "text": "Weather?"}]},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "content": [{"type": "reasoning_text", "text": "Call it."}]},
+        {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{\"city\": \"Paris\"}"},
+        {"type": "function_call", "call_id": "call_2", "name": "get_weather", "arguments": "{\"city\": \"Rome\"}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "21"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Warm."}]}],
+      "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}, "strict": true}],
+      "tool_choice": {"type": "function", "name": "get_weather"},
+      "text": {"format": {"type": "json_schema", "name": "w", "schema": {"type": "object"}, "strict": true}},
+      "reasoning": {"effort": "low", "summary": "auto"}})"));
+  const ordered_json expected = ordered_json::parse(R"({
+      "model": "m", "stream": true, "top_k": 5,
+      "messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "text", "text": "Weather?"}]},
+        {"role": "assistant", "content": "", "reasoning_content": "Call it.", "tool_calls": [
+          {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
+          {"id": "call_2", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Rome\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "21"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Warm."}]}],
+      "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"},
+                                                  "strict": true}}],
+      "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+      "response_format": {"type": "json_schema", "json_schema": {"name": "w", "schema": {"type": "object"},
+                                                                 "strict": true}},
+      "reasoning_effort": "low",
+      "max_completion_tokens": 50,
+      "stream_options": {"include_usage": true}})");
+  EXPECT_EQ(chat, expected) << chat.dump(2);
+  EXPECT_EQ(chat_body_of_response_request(ordered_json::parse(R"({"input": "Hi"})"))["messages"],
+            ordered_json::parse(R"([{"role": "user", "content": "Hi"}])"));
+}
+
+TEST(ResponsesApi, WhatAStatelessServerCannotDoIsA400NamingIt) {
+  EXPECT_EQ(error_param(R"({"input": "x", "previous_response_id": "resp_1"})"), "previous_response_id");
+  EXPECT_EQ(error_param(R"({"input": "x", "conversation": "conv_1"})"), "conversation");
+  EXPECT_EQ(error_param(R"({"input": "x", "background": true})"), "background");
+  EXPECT_EQ(error_param(R"({"input": "x", "include": ["reasoning.encrypted_content"]})"), "include");
+  EXPECT_EQ(error_param(R"({"input": "x", "tools": [{"type": "web_search"}]})"), "tools[0]");
+  EXPECT_EQ(error_param(R"({"input": "x", "tool_choice": {"type": "web_search"}})"), "tool_choice");
+  EXPECT_EQ(error_param(R"({"input": [{"type": "item_reference", "id": "x"}]})"), "input[0].type");
+  EXPECT_EQ(error_param(R"({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]})"),
+            "input[0].content[0]");
+  EXPECT_EQ(error_param(R"({"input": [{"role": "robot", "content": "x"}]})"), "input[0].role");
+  EXPECT_EQ(error_param(R"({"input": [{"type": "function_call", "name": "f", "arguments": "{}"}]})"),
+            "input[0].call_id");
+  EXPECT_EQ(error_param(R"({"input": []})"), "input");
+  EXPECT_EQ(error_param(R"({"model": "m"})"), "input");
+  EXPECT_EQ(error_param(R"({"input": "x", "truncation": "auto"})"), "truncation");
+  EXPECT_EQ(error_param(R"({"input": "x", "text": {"format": {"type": "grammar"}}})"), "text.format");
+  EXPECT_EQ(error_param(R"({"input": "x", "reasoning": {"effort": "low", "budget": 1}})"), "reasoning.budget");
+  EXPECT_EQ(error_param(R"({"input": "x", "max_tokenz": 1})"), "max_tokenz");
+  // What asks for nothing it lacks passes.
+  EXPECT_EQ(error_param(R"({"input": "x", "store": true, "include": [], "background": false, "truncation":
+                            "disabled", "previous_response_id": null, "metadata": {"a": "b"}})"),
+            "(accepted)");
+}
+
+TEST(ResponsesApi, AChatAnswerBecomesAResponse) {
+  const ordered_json answer = ordered_json::parse(R"({"choices": [{"index": 0, "message": {"role": "assistant",
+      "content": "Hi", "reasoning_content": "Think.", "tool_calls": [{"id": "call_9", "type": "function",
+      "function": {"name": "f", "arguments": "{}"}}]}, "finish_reason": "length"}],
+      "usage": {"prompt_tokens": 4, "completion_tokens": 9, "total_tokens": 13,
+                "prompt_tokens_details": {"cached_tokens": 2}}})");
+  const ordered_json r = response_of_chat_answer(context(), answer);
+  EXPECT_EQ(r["id"], "resp_abc");
+  EXPECT_EQ(r["object"], "response");
+  EXPECT_EQ(r["status"], "incomplete");
+  EXPECT_EQ(r["incomplete_details"]["reason"], "max_output_tokens");
+  EXPECT_EQ(r["max_output_tokens"], 9);
+  EXPECT_EQ(r["temperature"], 0.5);
+  const ordered_json& out = r["output"];
+  ASSERT_EQ(out.size(), 3u) << r.dump(2);
+  EXPECT_EQ(out[0], ordered_json::parse(R"({"id": "rs_abc", "type": "reasoning", "summary": [],
+      "content": [{"type": "reasoning_text", "text": "Think."}]})"));
+  EXPECT_EQ(out[1]["status"], "incomplete");
+  EXPECT_EQ(out[1]["content"][0]["text"], "Hi");
+  EXPECT_EQ(out[2], ordered_json::parse(R"({"id": "fc_abc_0", "type": "function_call", "status": "completed",
+      "arguments": "{}", "call_id": "call_9", "name": "f"})"));
+  EXPECT_EQ(r["usage"], ordered_json::parse(R"({"input_tokens": 4, "input_tokens_details": {"cached_tokens": 2},
+      "output_tokens": 9, "total_tokens": 13})"));
+}
+
+TEST(ResponsesApi, ChunksBecomeEventsThatAddUpToTheResponse) {
+  ResponseEvents events(context());
+  std::string text;
+  for (const char* chunk :
+       {R"({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]})",
+        R"({"choices": [{"index": 0, "delta": {"reasoning_content": "Th"}, "finish_reason": null}]})",
+        R"({"choices": [{"index": 0, "delta": {"reasoning_content": "ink."}, "finish_reason": null}]})",
+        R"({"choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": null}]})",
+        R"({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_9", "type": "function",
+               "function": {"name": "f", "arguments": "{}"}}]}, "finish_reason": null}]})",
+        R"({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})",
+        R"({"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 9, "total_tokens": 13,
+               "prompt_tokens_details": {"cached_tokens": 0}}})"})
+    text += events.on(ordered_json::parse(chunk));
+  const std::vector<ordered_json> e = events_of(text);
+  std::vector<std::string> types;
+  for (size_t i = 0; i < e.size(); ++i) {
+    types.push_back(e[i]["type"]);
+    EXPECT_EQ(e[i]["sequence_number"], i);
+  }
+  const std::vector<std::string> expected = {
+      "response.created", "response.in_progress",
+      // the reasoning item
+      "response.output_item.added", "response.content_part.added", "response.reasoning_text.delta",
+      "response.reasoning_text.delta", "response.reasoning_text.done", "response.content_part.done",
+      "response.output_item.done",
+      // the message
+      "response.output_item.added", "response.content_part.added", "response.output_text.delta",
+      "response.output_text.done", "response.content_part.done", "response.output_item.done",
+      // the call
+      "response.output_item.added", "response.function_call_arguments.delta", "response.function_call_arguments.done",
+      "response.output_item.done", "response.completed"};
+  EXPECT_EQ(types, expected);
+  EXPECT_NE(text.find("event: response.output_text.delta\ndata: {"), std::string::npos);
+  const ordered_json& done = e.back()["response"];
+  EXPECT_EQ(done["status"], "completed");
+  ASSERT_EQ(done["output"].size(), 3u) << done.dump(2);
+  EXPECT_EQ(done["output"][0]["content"][0]["text"], "Think.");
+  EXPECT_EQ(done["output"][1]["content"][0]["text"], "Hi");
+  EXPECT_EQ(done["output"][1]["status"], "completed");
+  EXPECT_EQ(done["output"][2]["call_id"], "call_9");
+  EXPECT_EQ(e[15]["item"]["arguments"], "");  // added empty, then its arguments as one delta
+  EXPECT_EQ(done["usage"]["output_tokens"], 9);
+
+  // A failure after the answer began: an error event, then response.failed.
+  ResponseEvents failing(context());
+  failing.on(ordered_json::parse(R"({"choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": null}]})"));
+  const std::vector<ordered_json> f = events_of(failing.on(ApiError(503, "the server is shutting down").to_json()));
+  ASSERT_FALSE(f.empty());
+  EXPECT_EQ(f.back()["type"], "response.failed");
+  EXPECT_EQ(f.back()["response"]["status"], "failed");
+  EXPECT_EQ(f.back()["response"]["error"]["message"], "the server is shutting down");
+  EXPECT_EQ(f[f.size() - 2]["type"], "error");
+  EXPECT_EQ(f.back()["response"]["output"][0]["status"], "incomplete");
+}
