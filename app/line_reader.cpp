@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <histedit.h>
+#include <langinfo.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <cwchar>
 #include <iostream>
+#include <string_view>
 
 #include "util/error.h"
 
@@ -35,8 +37,12 @@ LineReader::LineReader() {
   if (!::isatty(STDIN_FILENO) || !::isatty(STDOUT_FILENO)) return;
   if (g_wakeup[0] < 0 && ::pipe2(g_wakeup, O_NONBLOCK | O_CLOEXEC) != 0) return;  // plain reads
   el_ = el_init("qinfer", stdin, stdout, stderr);
-  if (!el_) return;              // no usable terminal description: plain reads
-  std::setlocale(LC_CTYPE, "");  // the terminal's encoding, for libedit's wide characters
+  if (!el_) return;  // no usable terminal description: plain reads
+  // libedit decodes keys in the locale's encoding. The model reads and
+  // writes UTF-8, so the terminal is taken as UTF-8 even where no locale
+  // says so (LANG unset: the C locale, ASCII only, dropped "é").
+  std::setlocale(LC_CTYPE, "");
+  if (std::string_view(nl_langinfo(CODESET)) != "UTF-8") std::setlocale(LC_CTYPE, "C.UTF-8");
   hist_ = history_init();
   HistEvent ev;
   history(hist_, &ev, H_SETSIZE, 1000);

@@ -25,7 +25,8 @@ namespace {
 // A qinfer chat running on the slave side of a pseudo-terminal.
 class PtyChat {
  public:
-  explicit PtyChat(const std::vector<std::string>& args) : home_("pty-home") {
+  // `locale`: LC_ALL for the chat ("" leaves the environment's; "unset": none, the C locale).
+  explicit PtyChat(const std::vector<std::string>& args, const std::string& locale = "") : home_("pty-home") {
     std::vector<std::string> argv = {
         qinfer::test::qinfer_binary(), "chat",      "-m", qinfer::test::data_path("models/tiny"),
         "--print-prompt-ids",          "--no-think"};
@@ -34,6 +35,10 @@ class PtyChat {
     if (pid_ == 0) {
       setenv("TERM", "xterm", 1);
       setenv("HOME", home_.path().c_str(), 1);  // no user ~/.editrc
+      if (locale == "unset")
+        for (const char* var : {"LC_ALL", "LC_CTYPE", "LANG"}) unsetenv(var);
+      else if (!locale.empty())
+        setenv("LC_ALL", locale.c_str(), 1);
       std::vector<char*> c;
       for (std::string& a : argv) c.push_back(a.data());
       c.push_back(nullptr);
@@ -173,6 +178,25 @@ TEST(ChatPty, AnUnfinishedCharacterIsAReplacementAndTheNextKeyCounts) {
   EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
   const qinfer::Tokenizer tok = qinfer::Tokenizer::from_file(qinfer::test::data_path("tokenizer.json"));
   EXPECT_EQ(chat.user_messages(tok), (std::vector<std::string>{"a\uFFFD"})) << chat.output();
+}
+
+// A hunt finding: without a UTF-8 locale (LANG unset, as in most
+// containers) libedit read typed text as ASCII, and "héllo" reached the
+// model as "hllo". The terminal is read as UTF-8, as the model writes it.
+TEST(ChatPty, TextIsUtf8WhateverTheLocale) {
+  for (const char* locale : {"unset", "POSIX"}) {
+    PtyChat chat({"--temp", "0", "-n", "2"}, locale);
+    ASSERT_TRUE(chat.expect("> ")) << chat.output();
+    ASSERT_TRUE(chat.editing()) << chat.output();
+    chat.type("h\xC3\xA9llo \xE6\x97\xA5\r");
+    ASSERT_TRUE(chat.expect("tokens at")) << chat.output();
+    ASSERT_TRUE(chat.expect("> ")) << chat.output();
+    ASSERT_TRUE(chat.editing()) << chat.output();
+    chat.type("\x04");
+    EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
+    const qinfer::Tokenizer tok = qinfer::Tokenizer::from_file(qinfer::test::data_path("tokenizer.json"));
+    EXPECT_EQ(chat.user_messages(tok), (std::vector<std::string>{"h\u00e9llo \u65e5"})) << locale << chat.output();
+  }
 }
 
 TEST(ChatPty, CtrlCStopsAReplyAndTheChatGoesOn) {
