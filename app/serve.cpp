@@ -35,6 +35,7 @@ struct ServeArgs {
   EngineFlags engine;
   int64_t max_queue = 256, ctx = 0;
   double shutdown_timeout = 10;
+  bool api_key_given = false;
 };
 
 void run_serve(const ServeArgs& a) {
@@ -45,6 +46,11 @@ void run_serve(const ServeArgs& a) {
   if (!(a.shutdown_timeout >= 0 && a.shutdown_timeout <= 86400))
     usage_fail("--shutdown-timeout must be between 0 and 86400 seconds, got ", a.shutdown_timeout);
   if (a.http.http_threads < 0) usage_fail("--http-threads must not be negative (0: --parallel + --max-queue + 16)");
+  if (a.http.port < 0 || a.http.port > 65535) usage_fail("--port must be between 0 and 65535, got ", a.http.port);
+  if (a.http.host.empty()) usage_fail("--host is empty (127.0.0.1: this host only; 0.0.0.0: every interface)");
+  if (a.http.max_body_bytes == 0) usage_fail("--max-body must be at least 1 byte (every request would get 413)");
+  // `--api-key "$KEY"` with KEY unset must not serve without a key.
+  if (a.api_key_given && a.http.api_key.empty()) usage_fail("--api-key is empty: give the key, or leave the flag out");
   const LoadOptions load_options = a.load.options();
 
   // Signals are taken by sigwait below, never by a handler on a random thread.
@@ -186,7 +192,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--served-model-name", a->served_name, "The model name requests use (default: -m as given)");
   cmd->add_option("--host", a->http.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", a->http.port, "Port (0: any free port)")->capture_default_str();
-  cmd->add_option("--api-key", a->http.api_key, "Require 'Authorization: Bearer KEY' (/health stays open)");
+  cmd->add_option("--api-key", a->http.api_key, "Require 'Authorization: Bearer KEY' (/health stays open)")
+      ->each([a](const std::string&) { a->api_key_given = true; });
   cmd->add_option("--allowed-origins", a->http.allowed_origins,
                   "Origins (comma-separated, '*' = any) whose web pages may call this server from a browser (CORS); "
                   "default none")

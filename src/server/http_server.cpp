@@ -453,7 +453,7 @@ void HttpServer::bind() {
   Impl& s = *impl_;
   if (s.options.port == 0) {
     s.port = s.http.bind_to_any_port(s.options.host);
-    if (s.port < 0) fail("cannot listen on ", s.options.host, ": no free port");
+    if (s.port < 0) fail("cannot listen on ", s.options.host, " (not an address of this host, or no free port)");
   } else if (s.options.port < 0 || s.options.port > 65535) {
     fail("--port must be between 0 and 65535, got ", s.options.port);
   } else {

@@ -391,6 +391,13 @@ TEST(UsageCli, EngineSizesThatWrapOrExceedTheirBoundsAreRefused) {
        "--ctx 99999999 is more than the model's context of 40960", 1},
       {bin() + " bench-batch -m " + tiny() + " --parallel 1 -p 4 -n 9223372036854775806",
        "-p + -n exceeds the context length of 40960", 1},
+      // Hunt findings: these started a server (open to all with an empty key) or failed as runtime errors.
+      {bin() + " serve -m " + tiny() + " --port 0 --api-key ''", "--api-key is empty", 2},
+      {bin() + " serve -m " + tiny() + " --port -1", "--port must be between 0 and 65535, got -1", 2},
+      {bin() + " serve -m " + tiny() + " --port 65536", "--port must be between 0 and 65535, got 65536", 2},
+      {bin() + " serve -m " + tiny() + " --port 0 --host ''", "--host is empty", 2},
+      {bin() + " serve -m " + tiny() + " --port 0 --max-body 0", "--max-body must be at least 1 byte", 2},
+      {bin() + " serve -m " + tiny() + " --port 0 --host 999.1.1.1", "not an address of this host", 1},
   };
   for (const Case& c : cases) {
     const Outcome r = run("timeout 60 " + c.cmd);
@@ -420,7 +427,7 @@ TEST(UsageCli, LogitsOutRefusesTheModelsOwnFiles) {
   for (const auto& e : fs::directory_iterator(tiny())) fs::copy_file(e.path(), fs::path(model) / e.path().filename());
   fs::create_symlink(model + "/model.safetensors", dir.file("alias"));
   const auto size = fs::file_size(model + "/model.safetensors");
-  for (const std::string target : {model + "/model.safetensors", dir.file("alias"), model + "/config.json"}) {
+  for (const std::string& target : {model + "/model.safetensors", dir.file("alias"), model + "/config.json"}) {
     const Outcome r = run(bin() + " generate -m " + model + kPrompt + " -n 1 --logits-out " + target);
     EXPECT_EQ(r.exit_code, 1) << target << "\n" << r.err;
     EXPECT_NE(r.err.find("; --logits-out would overwrite the checkpoint"), std::string::npos) << r.err;
@@ -476,7 +483,7 @@ TEST(UsageCli, HubRefsArePlainSnapshotNamesAndDanglingLinksAreNamed) {
   fs::create_directories(repo + "/refs");
   link_tiny(repo + "/snapshots/fedcba9");
   link_tiny(dir.file("elsewhere"));
-  for (const std::string ref : {dir.file("elsewhere"), std::string("../../elsewhere")}) {
+  for (const std::string& ref : {dir.file("elsewhere"), std::string("../../elsewhere")}) {
     std::ofstream(repo + "/refs/main", std::ios::trunc) << ref;
     const Outcome r =
         run("HF_HUB_CACHE=" + dir.path() + " " + bin() + " generate -m Org/Tiny" + kPrompt + " -n 1 --temp 0 --json");
