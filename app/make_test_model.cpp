@@ -69,7 +69,7 @@ void add_make_test_model_command(CLI::App& app) {
                  ") before its end; nothing after it would "
                  "be generated");
     }
-    check_output_dir(a->out, a->force);
+    OutputDir out(a->out, a->force);
     if (chain.empty()) {
       write_test_model(a->out, config, t, a->seed);
     } else {
@@ -77,6 +77,7 @@ void add_make_test_model_command(CLI::App& app) {
     }
     write_file(replaced_file(a->out, "tokenizer.json"), embedded_tokenizer_json());
     write_file(replaced_file(a->out, "tokenizer_config.json"), embedded_tokenizer_config_json());
+    out.keep();
     if (chain.empty()) {
       std::printf("wrote %s (%s, %s, seed %llu; random weights)\n", a->out.c_str(), a->preset.c_str(), a->dtype.c_str(),
                   static_cast<unsigned long long>(a->seed));

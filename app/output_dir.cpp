@@ -7,14 +7,20 @@
 
 namespace qinfer::cli {
 
-void check_output_dir(const std::string& path, bool force) {
+OutputDir::OutputDir(std::string path, bool force) : path_(std::move(path)) {
   namespace fs = std::filesystem;
-  if (path.empty()) usage_fail("the output directory is empty (-o \"\")");
+  if (path_.empty()) usage_fail("the output directory is empty (-o \"\")");
   std::error_code ec;
-  if (!fs::exists(path, ec)) return;
-  if (!fs::is_directory(path, ec)) fail(path, ": exists and is not a directory");
-  if (!force && !fs::is_empty(path, ec))
-    fail(path, ": the directory exists and is not empty; pass --force to overwrite the checkpoint in it");
+  created_ = !fs::exists(path_, ec) && !ec;
+  if (created_) return;
+  if (!fs::is_directory(path_, ec)) fail(path_, ": exists and is not a directory");
+  if (!force && !fs::is_empty(path_, ec))
+    fail(path_, ": the directory exists and is not empty; pass --force to overwrite the checkpoint in it");
+}
+
+OutputDir::~OutputDir() {
+  std::error_code ignored;
+  if (created_ && !keep_) std::filesystem::remove_all(path_, ignored);
 }
 
 }  // namespace qinfer::cli

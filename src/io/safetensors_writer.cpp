@@ -1,5 +1,8 @@
 #include "io/safetensors_writer.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -27,7 +30,12 @@ void write_safetensors(const std::string& path, const std::vector<TensorData>& t
   out.write(h.data(), static_cast<std::streamsize>(h.size()));
   for (const TensorData& t : tensors)
     out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
-  if (!out.flush()) fail(path, ": write failed");
+  out.close();
+  if (!out) {
+    const int error = errno;
+    std::remove(path.c_str());  // a partial file would fail to load
+    fail(path, ": write failed: ", std::strerror(error));
+  }
 }
 
 }  // namespace qinfer

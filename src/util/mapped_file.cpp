@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -78,7 +79,11 @@ void write_file(const std::string& path, std::string_view bytes) {
   if (!out) fail(path, ": cannot create: ", std::strerror(errno));
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.close();
-  if (!out) fail(path, ": write failed: ", std::strerror(errno));
+  if (!out) {
+    const int error = errno;
+    std::remove(path.c_str());  // a partial file would be read as a whole one
+    fail(path, ": write failed: ", std::strerror(error));
+  }
 }
 
 std::string replaced_file(const std::string& dir, const std::string& name) {

@@ -125,3 +125,28 @@ TEST(QuantizeCli, ForceReplacesLinksInTheOutputInsteadOfWritingThroughThem) {
   }
   EXPECT_EQ(generate(out, "")["ids"], generate(data_path("models/tiny"), "--weights q8")["ids"]);
 }
+
+// A hunt finding: a write that failed (a full disk) left a partial
+// model.safetensors, which failed to load and made the rerun refuse the
+// directory; its message said "write failed" without why. A file size limit
+// (ulimit -f, SIGXFSZ ignored) stands in for the full disk.
+TEST(QuantizeCli, AWriteThatFailsLeavesNoPartialCheckpoint) {
+  qinfer::test::ScratchDir dir("full");
+  const std::string limited = "bash -c \"trap '' XFSZ; ulimit -f 2048; ";
+  for (const auto& [command, out] :
+       {std::pair{bin() + " make-test-model --preset tiny --dtype bf16 --out " + dir.file("m"), dir.file("m")},
+        std::pair{bin() + " quantize -m " + data_path("models/tiny") + " --to q8 -o " + dir.file("q"),
+                  dir.file("q")}}) {
+    const auto r = run_command(limited + command + "\" 2>&1");
+    EXPECT_EQ(r.exit_code, 1) << command << "\n" << r.output;
+    EXPECT_NE(r.output.find("model.safetensors: write failed: File too large"), std::string::npos) << r.output;
+    EXPECT_FALSE(std::filesystem::exists(out)) << r.output;
+    EXPECT_EQ(run_command(command + " 2>&1").exit_code, 0) << "the rerun writes it whole";
+  }
+  // In a directory that existed (--force), the files it wrote before stay, not a partial one.
+  const auto r = run_command(limited + bin() + " make-test-model --preset tiny --dtype bf16 --force --out " +
+                             dir.file("q") + "\" 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("q")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("q") + "/model.safetensors")) << r.output;
+}
