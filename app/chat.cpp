@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -65,18 +66,24 @@ void drop_trailing(std::string& s, const char* chars) {
 }
 
 // One message: a line; a line ending in \ continues on the next; a line that
-// is """ starts a block that runs to the next """ line.
-LineReader::Status read_message(LineReader& in, std::string& message) {
+// is """ starts a block that runs to the next """ line. `unfinished`: the
+// input ended (or was interrupted) inside a block or after a \.
+LineReader::Status read_message(LineReader& in, std::string& message, bool& unfinished) {
   message.clear();
+  unfinished = false;
   std::string line;
   LineReader::Status st = in.read("> ", line);
   if (st != LineReader::Status::Line) return st;
+  unfinished = true;
   drop_trailing(line, "\r");
   if (line == "\"\"\"") {
     for (bool first = true;; first = false) {
       if ((st = in.read("... ", line)) != LineReader::Status::Line) return st;
       drop_trailing(line, "\r");
-      if (line == "\"\"\"") return LineReader::Status::Line;
+      if (line == "\"\"\"") {
+        unfinished = false;
+        return LineReader::Status::Line;
+      }
       message += (first ? "" : "\n") + line;
     }
   }
@@ -86,6 +93,7 @@ LineReader::Status read_message(LineReader& in, std::string& message) {
     if ((st = in.read("... ", line)) != LineReader::Status::Line) return st;
     drop_trailing(line, "\r");
   }
+  unfinished = false;
   message += line;
   drop_trailing(message, " \t");
   return LineReader::Status::Line;
@@ -124,11 +132,28 @@ void run_chat(ChatArgs& a) {
         static_cast<unsigned long long>(opts.sampling.seed));
   int turn = 0;     // messages sent to the template
   int replies = 0;  // of them, replies generated: reply k samples with seed + k - 1
+  // Through a pipe, a message not answered (refused, or cut by the input's
+  // end) makes the exit status 1 once the others are: a script must know.
+  int unanswered = 0;
+  auto refuse = [&](const std::string& why) {
+    std::fprintf(stderr, "[%s]\n", why.c_str());
+    ++unanswered;
+  };
   for (std::string message;;) {
     g_interrupted = false;
-    const LineReader::Status st = read_message(in, message);
-    if (st == LineReader::Status::Eof) break;
+    bool unfinished = false;
+    const LineReader::Status st = read_message(in, message, unfinished);
+    if (st == LineReader::Status::Eof) {
+      if (unfinished)
+        refuse("the input ended inside a message (a \"\"\" block not closed, or a line ending in \\): not sent");
+      break;
+    }
     if (st == LineReader::Status::Interrupted) {
+      // At the prompt, Ctrl-C clears the line; a pipe's reader stops, as programs do.
+      if (!in.interactive()) {
+        std::signal(SIGINT, SIG_DFL);
+        std::raise(SIGINT);
+      }
       write_out("\n");
       continue;
     }
@@ -147,14 +172,14 @@ void run_chat(ChatArgs& a) {
         continue;
       }
       if (command != "/think" && command != "/no_think") {
-        std::fprintf(stderr, "[unknown command %s: /help lists the commands]\n", command.c_str());
+        refuse("unknown command " + command + ": /help lists the commands");
         continue;
       }
     }
 
     if (utf8::first_invalid(message) != std::string::npos) {  // a stray byte ends this message, not the chat
-      std::fprintf(stderr, "[the message is not valid UTF-8 (byte offset %zu): not sent]\n",
-                   utf8::first_invalid(message));
+      refuse("the message is not valid UTF-8 (byte offset " + std::to_string(utf8::first_invalid(message)) +
+             "): not sent");
       continue;
     }
     const std::vector<int32_t> prompt = conv.user_turn(message);
@@ -163,8 +188,8 @@ void run_chat(ChatArgs& a) {
       std::fprintf(stderr, "%s\n", nlohmann::json{{"turn", turn}, {"prompt_ids", prompt}}.dump().c_str());
     if (static_cast<int64_t>(prompt.size()) >= context) {
       conv.drop_last_user_turn();
-      std::fprintf(stderr, "[the conversation (%zu tokens) fills the context of %lld tokens: /reset to start over]\n",
-                   prompt.size(), static_cast<long long>(context));
+      refuse("the conversation (" + std::to_string(prompt.size()) + " tokens) fills the context of " +
+             std::to_string(context) + " tokens: /reset to start over");
       continue;
     }
     ThinkSplitter splitter;
@@ -200,6 +225,8 @@ void run_chat(ChatArgs& a) {
                  : r.reason == StopReason::ContextFull ? ", cut: the context is full, /reset to start over"
                                                        : "");
   }
+  if (unanswered > 0 && !in.interactive())
+    fail(unanswered, unanswered == 1 ? " message" : " messages", " of the input got no reply (see above)");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -184,7 +185,8 @@ std::string last_user_message(const Tokenizer& tok, const json& turn) {
 
 TEST(ChatCli, CommandsAreNotSentToTheModel) {
   const ChatRun r = chat("/help\n/frobnicate now\nHi\n/no_think Hello\n", "--temp 0 -n 2");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 1) << "through a pipe, a message without a reply fails the run: " << r.err;
+  EXPECT_NE(r.err.find("1 message of the input got no reply"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("[unknown command /frobnicate: /help lists the commands]"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("/reset, /clear"), std::string::npos) << "/help lists the commands: " << r.err;
   ASSERT_EQ(r.turns.size(), 2u) << r.err;
@@ -239,7 +241,7 @@ TEST(ChatCli, LaterTurnsComeFromThePrefixCacheWithTheSameReply) {
 // whole chat with an error; it is refused alone, and the chat goes on.
 TEST(ChatCli, AMessageOfInvalidUtf8IsRefusedAndTheChatGoesOn) {
   const ChatRun r = chat("Hi\n\xff\xfe\nBye\n", "--temp 0 -n 4 --no-think");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("[the message is not valid UTF-8 (byte offset 0): not sent]"), std::string::npos) << r.err;
   EXPECT_EQ(r.turns.size(), 2u) << r.err;
   const ChatRun system = chat("Hi\n", "--system \"$(printf '\\377')\"");
@@ -255,7 +257,7 @@ TEST(ChatCli, TakesTheGenerationFlags) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("cut: the context is full"), std::string::npos) << r.err;
   r = chat("Hello there, how are you today?\n", "--temp 0 --ctx 8");
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("fills the context of 8 tokens"), std::string::npos) << r.err;
 }
 
@@ -294,6 +296,53 @@ TEST(ChatCli, CtrlCWhileTheOutputIsBlockedLosesNothing) {
   EXPECT_EQ(wait_chat(pid, err, stderr_text), 0) << stderr_text;
   EXPECT_EQ(stderr_text.find("failed"), std::string::npos) << stderr_text;
   EXPECT_GT(output.size(), 4096u) << "the reply went on past the full pipe";
+}
+
+// Hunt findings: through a pipe, messages the chat did not answer (refused,
+// or cut by the end of the input inside a """ block or after a \) left
+// the exit status 0, so a script could not know; a SIGINT while it waited
+// for input wrote a newline to stdout and went on reading.
+TEST(ChatCli, ThroughAPipeAMessageWithoutAReplyFailsTheRunAndSigintEndsIt) {
+  for (const char* input : {"Hi\n\"\"\"\nnot closed\n", "Hi\nends in a backslash\\\n"}) {
+    const ChatRun r = chat(input, "--temp 0 -n 2 --no-think");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.turns.size(), 1u) << r.err;
+    EXPECT_NE(r.err.find("the input ended inside a message"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("1 message of the input got no reply"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(chat("Hi\n\"\"\"\nclosed\n\"\"\"\n", "--temp 0 -n 2 --no-think").exit_code, 0);
+
+  test::ScratchDir dir("chat-sigint");
+  int in[2], out[2];
+  ASSERT_EQ(::pipe(in), 0);
+  ASSERT_EQ(::pipe(out), 0);
+  const std::string err = dir.file("err.txt");
+  const pid_t pid =
+      spawn_chat(in[0], out[1], err, {"--temp", "0", "-n", "2", "-t", "1", "--no-think"}, {in[1], out[0]});
+  ASSERT_GT(pid, 0);
+  ::close(in[0]);
+  ::close(out[1]);
+  ASSERT_EQ(::write(in[1], "hi\n", 3), 3);
+  // Once the reply's stats are on stderr, the chat waits for the next message.
+  for (int i = 0; i < 600; ++i) {
+    std::ifstream e(err);
+    const std::string text((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+    if (text.find("tokens at") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ::kill(pid, SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::close(in[1]);  // had the chat read on, the end of its input ends it (with exit 0)
+  std::string output;
+  char buf[4096];
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) output.append(buf, static_cast<size_t>(n));
+  EXPECT_EQ(output.back(), '\n') << output;
+  EXPECT_EQ(output.find("\n\n", output.size() - 2), std::string::npos) << "no newline of its own: " << output;
+  ::close(out[0]);
 }
 
 // A hunt finding: a failed read of standard input (here a connection its peer
