@@ -37,6 +37,7 @@ class ChatOutputParser {
   ChatDelta push(std::string_view text);
   ChatDelta finish();  // after the last piece: what was held back
   bool saw_tool_call() const { return tool_calls_ > 0; }
+  bool in_reasoning() const { return mode_ == Mode::Reasoning; }
 
  private:
   enum class Mode { Content, Reasoning, ToolCall };

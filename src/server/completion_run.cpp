@@ -25,6 +25,7 @@ struct CompletionRun::Choice {
   std::vector<TokenLogprobs> logprobs;           // of every consumed token
   int64_t text_offset = 0;                       // streamed completions: characters before the next token
   int64_t tokens = 0;                            // ids the text saw: the completion's tokens
+  int64_t reasoning_tokens = 0;                  // of them, the <think> block's (chat)
   bool stopped = false;                          // a stop string ended it
   bool done = false;
   int tool_calls = 0;
@@ -141,6 +142,20 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
     for (size_t k = 0; k < arrived; ++k) metrics_.record_inter_token(seconds_between(c.last_token, now) / arrived);
     c.last_token = now;
   }
+  ChatDelta d;
+  // Each token's text through the reply's split at once: a token the split
+  // reads inside the <think> block, or one that opens or closes it, is a
+  // reasoning token (usage counts them).
+  auto split = [&] {
+    if (!c.parser) {
+      d.content += c.pieces;
+    } else {
+      const bool was_reasoning = c.parser->in_reasoning();
+      append(d, c.parser->push(c.pieces));
+      c.reasoning_tokens += was_reasoning || c.parser->in_reasoning();
+    }
+    c.pieces.clear();
+  };
   const size_t take = std::min(max_tokens, c.ids.size());
   for (size_t k = 0; k < take && !c.stopped; ++k) {
     ++c.tokens;
@@ -152,6 +167,7 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
       c.stopped = true;
       c.stream->cancel();
     }
+    split();
   }
   if (c.stopped) {  // what came after the stop string is not the answer's
     c.ids.clear();
@@ -173,12 +189,13 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
     c.text->finish();
     if (state == engine::RequestStream::State::Finished) c.result = c.stream->result();
   }
-  ChatDelta d;
-  if (c.parser)
-    d = c.parser->push(c.pieces);
-  else
-    d.content = c.pieces;
-  c.pieces.clear();
+  if (!c.pieces.empty()) {  // what the text held back until its end
+    if (c.parser)
+      append(d, c.parser->push(c.pieces));
+    else
+      d.content += c.pieces;
+    c.pieces.clear();
+  }
   if (c.done) {
     if (c.parser) append(d, c.parser->finish());
     const StopReason r = c.result.reason;
@@ -206,10 +223,12 @@ ordered_json CompletionRun::chunk(const ordered_json& choices) const {
 }
 
 ordered_json CompletionRun::usage() const {
-  return {{"prompt_tokens", summary_.prompt_tokens},
-          {"completion_tokens", summary_.completion_tokens},
-          {"total_tokens", summary_.prompt_tokens + summary_.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", summary_.cached_tokens}}}};
+  ordered_json u = {{"prompt_tokens", summary_.prompt_tokens},
+                    {"completion_tokens", summary_.completion_tokens},
+                    {"total_tokens", summary_.prompt_tokens + summary_.completion_tokens},
+                    {"prompt_tokens_details", {{"cached_tokens", summary_.cached_tokens}}}};
+  if (request_.chat) u["completion_tokens_details"] = {{"reasoning_tokens", summary_.reasoning_tokens}};
+  return u;
 }
 
 void CompletionRun::finalize() {
@@ -217,6 +236,7 @@ void CompletionRun::finalize() {
   finalized_ = true;
   for (const auto& c : choices_) {
     summary_.completion_tokens += c->tokens;
+    summary_.reasoning_tokens += c->reasoning_tokens;
     if (c->index % request_.n == 0) {  // a prompt's first choice counts it once
       summary_.prompt_tokens += static_cast<int64_t>(request_.prompts[c->prompt_index].size());
       summary_.cached_tokens += c->result.reused_tokens;

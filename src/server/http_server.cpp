@@ -138,10 +138,16 @@ std::string HttpServer::Impl::new_id(const char* prefix) {
 
 void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response& res, Api api) {
   const ordered_json body = parse_json_body(req.body);
-  auto request = std::make_shared<CompletionRequest>(
-      api == Api::Completions ? parse_completion_request(body, *model)
-      : api == Api::Chat      ? parse_chat_request(body, *model)
-                              : parse_chat_request(chat_body_of_response_request(body), *model));
+  auto parse = [&]() -> CompletionRequest {
+    if (api == Api::Completions) return parse_completion_request(body, *model);
+    if (api == Api::Chat) return parse_chat_request(body, *model);
+    try {
+      return parse_chat_request(chat_body_of_response_request(body), *model);
+    } catch (const ApiError& e) {
+      throw as_response_request_error(e);
+    }
+  };
+  auto request = std::make_shared<CompletionRequest>(parse());
   const std::string id = new_id(api == Api::Chat ? "chatcmpl-" : api == Api::Completions ? "cmpl-" : "resp_");
   // The Responses API's answers are the chat answers made Response objects.
   std::shared_ptr<const ResponseContext> response_context;

@@ -222,39 +222,56 @@ ordered_json function_call_item(const ResponseContext& c, size_t k, const ordere
 
 ordered_json usage_of(const ordered_json& chat_usage) {
   const int64_t input = chat_usage["prompt_tokens"], output = chat_usage["completion_tokens"];
-  return {{"input_tokens", input},
-          {"input_tokens_details", {{"cached_tokens", chat_usage["prompt_tokens_details"]["cached_tokens"]}}},
-          {"output_tokens", output},
-          {"total_tokens", input + output}};
+  return {
+      {"input_tokens", input},
+      {"input_tokens_details", {{"cached_tokens", chat_usage["prompt_tokens_details"]["cached_tokens"]}}},
+      {"output_tokens", output},
+      {"output_tokens_details", {{"reasoning_tokens", chat_usage["completion_tokens_details"]["reasoning_tokens"]}}},
+      {"total_tokens", input + output}};
 }
 
 }  // namespace
 
 ordered_json chat_body_of_response_request(const ordered_json& body) {
-  static const std::set<std::string_view> kPassed = {
-      "model", "stream",       "temperature",       "top_p",           "parallel_tool_calls", "user", "metadata",
-      "store", "service_tier", "safety_identifier", "prompt_cache_key"};
-  static const std::set<std::string_view> kTranslated = {"input", "instructions", "tools",      "tool_choice",
-                                                         "text",  "reasoning",    "truncation", "max_output_tokens"};
-  static const std::set<std::string_view> kRefused = {
-      "previous_response_id", "conversation",   "background",    "include", "prompt",
-      "top_logprobs",         "max_tool_calls", "stream_options"};
+  static const std::set<std::string_view> kPassed = {"model",
+                                                     "stream",
+                                                     "temperature",
+                                                     "top_p",
+                                                     "parallel_tool_calls",
+                                                     "user",
+                                                     "store",
+                                                     "service_tier",
+                                                     "safety_identifier",
+                                                     "prompt_cache_key",
+                                                     "chat_template_kwargs"};  // vLLM's, as on chat
+  static const std::set<std::string_view> kTranslated = {"input",       "instructions", "tools",
+                                                         "tool_choice", "text",         "reasoning",
+                                                         "truncation",  "metadata",     "max_output_tokens"};
+  // What needs the state of earlier requests, or a server of OpenAI's.
+  static const std::set<std::string_view> kStateful = {"previous_response_id", "conversation", "background", "include",
+                                                       "prompt"};
+  static const std::set<std::string_view> kUnsupported = {"top_logprobs", "max_tool_calls", "stream_options"};
   ordered_json chat = ordered_json::object();
   for (const auto& item : body.items()) {
     const std::string& key = item.key();
-    if (kPassed.count(key) || (is_generation_field(key) && key != "max_completion_tokens")) {
-      chat[key] = item.value();
-    } else if (kRefused.count(key)) {
-      const bool harmless =
-          item.value().is_null() || item.value() == false || (item.value().is_array() && item.value().empty());
-      if (!harmless)
-        bad(key, "'" + key +
-                     "' is not supported by this server (it keeps no responses or conversations: send the "
-                     "whole input each time)");
+    const ordered_json& v = item.value();
+    const bool asks_nothing = v.is_null() || v == false || v == 0 || (v.is_array() && v.empty());
+    // The chat names of what this API names otherwise are not its fields.
+    const bool chat_only = key == "max_tokens" || key == "max_completion_tokens";
+    if (kPassed.count(key) || (is_generation_field(key) && !chat_only)) {
+      chat[key] = v;
+    } else if (kStateful.count(key) || kUnsupported.count(key)) {
+      if (!asks_nothing)
+        bad(key, "'" + key + "' is not supported by this server" +
+                     (kStateful.count(key) ? " (it keeps no responses or conversations: send the whole input each time)"
+                                           : ""));
     } else if (!kTranslated.count(key)) {
-      bad(input_excerpt(key), "Unrecognized request argument supplied: " + input_excerpt(key));
+      bad(input_excerpt(key), "Unrecognized request argument supplied: " + input_excerpt(key) +
+                                  (chat_only ? " (this API's is max_output_tokens)" : ""));
     }
   }
+  if (given(body, "metadata") && !body["metadata"].is_object())
+    bad("metadata", "'metadata' must be an object of strings");
   chat["messages"] = chat_messages_of_input(body);
   if (given(body, "tools")) chat["tools"] = chat_tools(body["tools"]);
   if (given(body, "tool_choice")) chat["tool_choice"] = chat_tool_choice(body["tool_choice"]);
@@ -274,8 +291,31 @@ ordered_json chat_body_of_response_request(const ordered_json& body) {
   if (given(body, "truncation") && body["truncation"] != "disabled")
     bad("truncation", "'truncation' must be \"disabled\": this server does not drop input to fit the context");
   if (given(body, "max_output_tokens")) chat["max_completion_tokens"] = body["max_output_tokens"];
-  if (chat.value("stream", false) == true) chat["stream_options"] = {{"include_usage", true}};
+  if (chat.contains("stream") && chat["stream"] == true) chat["stream_options"] = {{"include_usage", true}};
   return chat;
+}
+
+ApiError as_response_request_error(const ApiError& e) {
+  // The chat field, and this API's name for it (messages: input, ...).
+  static const std::pair<const char*, const char*> kNames[] = {{"messages", "input"},
+                                                               {"max_completion_tokens", "max_output_tokens"},
+                                                               {"response_format.json_schema", "text.format"},
+                                                               {"response_format", "text.format"},
+                                                               {"reasoning_effort", "reasoning.effort"},
+                                                               {"verbosity", "text.verbosity"}};
+  std::string message = e.what(), param = e.param;
+  bool renamed = false;
+  for (const auto& [chat, responses] : kNames) {
+    const std::string_view name(chat);
+    if (!renamed && param.rfind(name, 0) == 0) {
+      param = responses + param.substr(name.size());
+      renamed = true;
+    }
+    for (const std::string before : {"'", "your "})
+      for (size_t at = 0; (at = message.find(before + chat, at)) != std::string::npos; at += before.size())
+        message.replace(at + before.size(), name.size(), responses);
+  }
+  return ApiError(e.status, message, param, e.type);
 }
 
 ordered_json response_of_chat_answer(const ResponseContext& c, const ordered_json& answer) {

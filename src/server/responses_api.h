@@ -11,12 +11,17 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "server/api_error.h"
+
 namespace qinfer::server {
 
 // The chat completion body equivalent to a Responses request body; ApiError
 // 400 naming the Responses field at fault. A stream asks for its usage (the
 // last event carries it).
 nlohmann::ordered_json chat_body_of_response_request(const nlohmann::ordered_json& body);
+// A chat request's error as the Responses request's: its fields by this
+// API's names (messages: input, response_format: text.format, ...).
+ApiError as_response_request_error(const ApiError& e);
 
 // What a Response object says besides its output: its id and time, and the
 // request's settings as they took effect.

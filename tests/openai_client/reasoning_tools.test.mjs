@@ -164,7 +164,11 @@ test('a follow-up turn with the assistant tool call and the tool result is accep
 
 test('plain answer: reasoning, then content, finish_reason stop; streamed alike', async () => {
   const body = { model: 'scripted', messages: sumQuestion, temperature: 0 };
-  const [choice] = (await answerServer.client.chat.completions.create(body)).choices;
+  const answer = await answerServer.client.chat.completions.create(body);
+  const [choice] = answer.choices;
+  // <think>, the reasoning's tokens, </think>: as OpenAI counts the tokens a reply spent reasoning.
+  assert.equal(answer.usage.completion_tokens_details.reasoning_tokens,
+    (await tokenCount(answerServer, ANSWER_REASONING)) + 2);
   assert.equal(choice.finish_reason, 'stop');
   assert.equal(choice.message.reasoning_content, ANSWER_REASONING);
   assert.equal(choice.message.content, ANSWER);
@@ -237,6 +241,7 @@ test('responses.stream: the events add up to the answer (reasoning, then output_
   assert.equal(deltas, await tokenCount(answerServer, ANSWER), 'a delta per token');
   assert.equal(final.output[0].type, 'reasoning');
   assert.equal(final.output[0].content[0].text, ANSWER_REASONING);
+  assert.equal(final.usage.output_tokens_details.reasoning_tokens, (await tokenCount(answerServer, ANSWER_REASONING)) + 2);
   const whole = await answerServer.client.responses.create({ model: 'scripted', input: sumQuestion, temperature: 0,
     max_output_tokens: 3 });
   assert.equal(whole.status, 'incomplete');

@@ -8,7 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "runtime/model_bundle.h"
 #include "server/api_error.h"
+#include "server/openai_request.h"
+#include "test_util.h"
 
 using namespace qinfer::server;
 using nlohmann::ordered_json;
@@ -109,7 +112,7 @@ TEST(ResponsesApi, AChatAnswerBecomesAResponse) {
       "content": "Hi", "reasoning_content": "Think.", "tool_calls": [{"id": "call_9", "type": "function",
       "function": {"name": "f", "arguments": "{}"}}]}, "finish_reason": "length"}],
       "usage": {"prompt_tokens": 4, "completion_tokens": 9, "total_tokens": 13,
-                "prompt_tokens_details": {"cached_tokens": 2}}})");
+                "prompt_tokens_details": {"cached_tokens": 2}, "completion_tokens_details": {"reasoning_tokens": 3}}})");
   const ordered_json r = response_of_chat_answer(context(), answer);
   EXPECT_EQ(r["id"], "resp_abc");
   EXPECT_EQ(r["object"], "response");
@@ -126,7 +129,7 @@ TEST(ResponsesApi, AChatAnswerBecomesAResponse) {
   EXPECT_EQ(out[2], ordered_json::parse(R"({"id": "fc_abc_0", "type": "function_call", "status": "completed",
       "arguments": "{}", "call_id": "call_9", "name": "f"})"));
   EXPECT_EQ(r["usage"], ordered_json::parse(R"({"input_tokens": 4, "input_tokens_details": {"cached_tokens": 2},
-      "output_tokens": 9, "total_tokens": 13})"));
+      "output_tokens": 9, "output_tokens_details": {"reasoning_tokens": 3}, "total_tokens": 13})"));
 }
 
 TEST(ResponsesApi, ChunksBecomeEventsThatAddUpToTheResponse) {
@@ -141,7 +144,7 @@ TEST(ResponsesApi, ChunksBecomeEventsThatAddUpToTheResponse) {
                "function": {"name": "f", "arguments": "{}"}}]}, "finish_reason": null}]})",
         R"({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})",
         R"({"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 9, "total_tokens": 13,
-               "prompt_tokens_details": {"cached_tokens": 0}}})"})
+               "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 4}}})"})
     text += events.on(ordered_json::parse(chunk));
   const std::vector<ordered_json> e = events_of(text);
   std::vector<std::string> types;
@@ -172,6 +175,7 @@ TEST(ResponsesApi, ChunksBecomeEventsThatAddUpToTheResponse) {
   EXPECT_EQ(done["output"][2]["call_id"], "call_9");
   EXPECT_EQ(e[15]["item"]["arguments"], "");  // added empty, then its arguments as one delta
   EXPECT_EQ(done["usage"]["output_tokens"], 9);
+  EXPECT_EQ(done["usage"]["output_tokens_details"]["reasoning_tokens"], 4);
 
   // A failure after the answer began: an error event, then response.failed.
   ResponseEvents failing(context());
@@ -183,4 +187,56 @@ TEST(ResponsesApi, ChunksBecomeEventsThatAddUpToTheResponse) {
   EXPECT_EQ(f.back()["response"]["error"]["message"], "the server is shutting down");
   EXPECT_EQ(f[f.size() - 2]["type"], "error");
   EXPECT_EQ(f.back()["response"]["output"][0]["status"], "incomplete");
+}
+
+// Hunt findings: "stream": null was a 500; errors named the chat fields
+// (messages, max_completion_tokens, response_format) the client never sent;
+// max_tokens (chat's) passed; metadata of any type was echoed; refusals of
+// top_logprobs and max_tool_calls blamed a store the server does not keep.
+TEST(ResponsesApi, ErrorsNameTheResponsesFields) {
+  static const qinfer::ModelBundle bundle = qinfer::load_model_bundle(qinfer::test::data_path("models/tiny"));
+  const ServedModel served{bundle, "tiny", 64};
+  auto error_of = [&](const std::string& body) {
+    try {
+      try {
+        parse_chat_request(chat_body_of_response_request(ordered_json::parse(body)), served);
+      } catch (const ApiError& e) {
+        throw as_response_request_error(e);
+      }
+    } catch (const ApiError& e) {
+      return e;
+    }
+    return ApiError(0, "accepted");
+  };
+  struct Case {
+    std::string body, param, message_part;
+  };
+  const std::vector<Case> cases = {
+      {R"({"input": "x", "stream": "yes"})", "stream", "'stream' must be true or false"},
+      {R"({"input": ")" + std::string(300, 'x') + " " + std::string(300, 'y') + R"("})", "input", "your input"},
+      {R"({"input": "x", "max_output_tokens": 0})", "max_output_tokens", "'max_output_tokens' must be between"},
+      {R"({"input": "x", "text": {"format": {"type": "json_schema", "schema": {}}}})", "text.format",
+       "'text.format.name'"},
+      {R"({"input": "x", "reasoning": {"effort": "max"}})", "reasoning.effort", "'reasoning.effort' must be one of"},
+      {R"({"input": "x", "max_tokens": 3})", "max_tokens", "this API's is max_output_tokens"},
+      {R"({"input": "x", "metadata": 5})", "metadata", "an object"},
+      {R"({"input": "x", "top_logprobs": 3})", "top_logprobs", "not supported by this server"},
+  };
+  for (const Case& c : cases) {
+    const ApiError e = error_of(c.body);
+    EXPECT_EQ(e.status, 400) << c.body;
+    EXPECT_EQ(e.param, c.param) << c.body << ": " << e.what();
+    EXPECT_NE(std::string(e.what()).find(c.message_part), std::string::npos) << c.body << ": " << e.what();
+  }
+  EXPECT_EQ(error_of(R"({"input": "x", "top_logprobs": 3})").what(),
+            std::string("'top_logprobs' is not supported by this server"));
+  for (const char* body : {R"({"input": "x", "stream": null, "top_logprobs": 0})",
+                           R"({"input": "x", "chat_template_kwargs": {"enable_thinking": false}})"})
+    EXPECT_EQ(error_of(body).status, 0) << body;
+  // chat_template_kwargs as on chat: thinking off closes the block in the prompt.
+  const CompletionRequest r = parse_chat_request(
+      chat_body_of_response_request(
+          ordered_json::parse(R"({"input": "x", "chat_template_kwargs": {"enable_thinking": false}})")),
+      served);
+  EXPECT_NE(bundle.require_tokenizer().decode(r.prompts[0]).find("<think>\n\n</think>"), std::string::npos);
 }
