@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "commands.h"
 #include "io/model_dir.h"
@@ -26,7 +27,7 @@ using nlohmann::json;
 
 struct TokenizeArgs {
   std::string model;
-  std::string text;
+  std::optional<std::string> text;  // "" is a text too: zero tokens, as HF tokenizes it
   bool jsonl = false;
   bool decode = false;
   bool plain_special = false;
@@ -91,7 +92,7 @@ void print_tokens(const Tokenizer& tok, const std::vector<int32_t>& ids) {
 }
 
 void run_tokenize(const TokenizeArgs& a) {
-  const int modes = int(!a.text.empty()) + int(a.jsonl) + int(a.decode);
+  const int modes = int(a.text.has_value()) + int(a.jsonl) + int(a.decode);
   if (modes != 1) usage_fail("give exactly one of: TEXT, --jsonl, --decode");
   const Tokenizer tok = load_tokenizer(a.model);
   if (a.jsonl) {
@@ -111,8 +112,8 @@ void run_tokenize(const TokenizeArgs& a) {
       print_line({{"text", tok.decode(v, a.skip_special)}});
     });
   } else {
-    utf8::require_valid(a.text, "TEXT");
-    print_tokens(tok, tok.encode(a.text, !a.plain_special));
+    utf8::require_valid(*a.text, "TEXT");
+    print_tokens(tok, tok.encode(*a.text, !a.plain_special));
   }
 }
 

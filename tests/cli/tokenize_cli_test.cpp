@@ -81,6 +81,14 @@ TEST(TokenizeCli, TextPrintsIdsAndPieces) {
       << r.output;
 }
 
+// A hunt finding: an empty TEXT was taken for none ("give exactly one of");
+// Hugging Face tokenizes "" to no ids.
+TEST(TokenizeCli, EmptyTextIsZeroTokens) {
+  const auto r = run_command(tokenize_cmd("'' 2>&1"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "0 tokens: []\n");
+}
+
 TEST(TokenizeCli, BadInputIsAnErrorNamingTheLine) {
   qinfer::test::ScratchDir dir("tok-cli");
   std::ofstream(dir.file("in.jsonl")) << "{\"text\": \"ok\"}\n{\"txt\": \"oops\"}\n";
