@@ -87,6 +87,7 @@ std::string prompt_text(const GenerateArgs& a) {
     return *a.prompt;
   }
   const std::string& path = *a.prompt_file;
+  if (path.empty()) usage_fail("--prompt-file is empty: give the path of the prompt file, or - for standard input");
   if (path == "-") require_readable_stdin();
   const std::string text =
       path == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {}) : read_text_file(path);
