@@ -38,6 +38,16 @@ struct GenerateArgs {
   bool json_object = false;
 };
 
+// The file a flag names. One that cannot be read is a failure while running
+// (exit 1), as for any file, named with its flag.
+std::string read_named_file(const char* flag, const std::string& path) {
+  try {
+    return read_text_file(path);
+  } catch (const Error& e) {
+    fail(flag, ": ", e.what());
+  }
+}
+
 // --json-schema / --json-object as a grammar, read before the model loads so
 // that a schema it cannot follow is a command-line error (exit 2).
 std::shared_ptr<const grammar::Grammar> output_format(const GenerateArgs& a) {
@@ -45,9 +55,8 @@ std::shared_ptr<const grammar::Grammar> output_format(const GenerateArgs& a) {
   if (!a.json_schema) return nullptr;
   std::string text = *a.json_schema;
   if (!text.empty() && text[0] == '@') {
-    std::ifstream in(text.substr(1), std::ios::binary);
-    if (!in) usage_fail("--json-schema ", text, ": cannot read ", text.substr(1), ": ", std::strerror(errno));
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (text.size() == 1) usage_fail("--json-schema @ names no file: give @FILE, or the schema itself");
+    text = read_named_file("--json-schema", text.substr(1));
   }
   const auto schema = nlohmann::ordered_json::parse(text, nullptr, false);
   if (schema.is_discarded()) usage_fail("--json-schema: not valid JSON (give the schema, or @FILE to read it)");
@@ -90,7 +99,7 @@ std::string prompt_text(const GenerateArgs& a) {
   if (path.empty()) usage_fail("--prompt-file is empty: give the path of the prompt file, or - for standard input");
   if (path == "-") require_readable_stdin();
   const std::string text =
-      path == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {}) : read_text_file(path);
+      path == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {}) : read_named_file("--prompt-file", path);
   if (path == "-") require_stdin_read_without_error();
   const std::string what = "--prompt-file " + (path == "-" ? std::string("- (standard input)") : path);
   if (text.empty()) fail(what, ": the prompt is empty");

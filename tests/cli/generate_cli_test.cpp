@@ -345,8 +345,15 @@ TEST(GenerateCli, JsonSchemaConstrainsTheOutput) {
   r = run_command(bin() + " generate -m " + data_path("models/tiny") + " -p x --json-schema '{nope' 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("not valid JSON"), std::string::npos) << r.output;
+  // A hunt finding: a file that cannot be read exited 2 here, 1 for --prompt-file; it is a failure
+  // while running (exit 1), naming the flag and the file.
   r = run_command(bin() + " generate -m " + data_path("models/tiny") + " -p x --json-schema @" + dir.file("none") +
                   " 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--json-schema: " + dir.file("none") + ": cannot open: No such file or directory"),
+            std::string::npos)
+      << r.output;
+  r = run_command(bin() + " generate -m " + data_path("models/tiny") + " -p x --json-schema @ 2>&1");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("cannot read"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--json-schema @ names no file"), std::string::npos) << r.output;
 }
