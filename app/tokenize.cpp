@@ -105,6 +105,7 @@ void run_tokenize(const TokenizeArgs& a) {
       if (!ids.is_array()) fail("\"ids\" must be a list of token ids");
       std::vector<int32_t> v;
       for (const json& id : ids) {
+        if (!id.is_number_integer()) fail("\"ids\" must hold integer token ids, not ", id.dump());
         if (!server::is_token_id(id, vocab))
           fail("token id ", id.dump(), " is outside the model's vocabulary [0, ", vocab, ")");
         v.push_back(id.get<int32_t>());
