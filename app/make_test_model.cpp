@@ -13,6 +13,7 @@
 #include "usage_error.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
+#include "util/utf8.h"
 
 namespace qinfer::cli {
 
@@ -55,6 +56,7 @@ void add_make_test_model_command(CLI::App& app) {
     }
     std::vector<int32_t> chain;
     if (a->script) {
+      utf8::require_valid(*a->script, "--script");  // else the tokenizer refuses it, naming no flag
       // The chain starts at "\n": the last token of "<|im_start|>assistant\n".
       const Tokenizer tokenizer = Tokenizer::from_json(embedded_tokenizer_json());
       chain = tokenizer.encode("\n");

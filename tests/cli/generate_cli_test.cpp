@@ -199,6 +199,12 @@ TEST(MakeTestModelCli, ScriptedCheckpointRepliesWithTheScriptThenStops) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("--script: the text holds an end of sequence (id 151645) before its end"), std::string::npos)
       << r.output;
+  // A hunt finding: invalid UTF-8 was "tokenizer: the text to encode is not valid UTF-8", naming no flag.
+  r = run_command(bin() + " make-test-model --preset tiny --out " + dir.file("utf8") +
+                  " --script \"$(printf 'ok\\377')\" 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--script is not valid UTF-8 (byte offset 2)"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("utf8")));
 }
 
 TEST(GenerateCli, TextPromptJsonHasTextWithoutPromptAndHonoursStop) {
