@@ -2,12 +2,26 @@
 
 #include "runtime/grammar_constraint.h"
 
+#include <nlohmann/json.hpp>
+
 #include "io/model_dir.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 #include "util/timer.h"
 
 namespace qinfer {
+
+namespace {
+
+// A tokenizer_config.json without "chat_template" is a model that cannot chat;
+// one that is not a JSON object may hold one for all we know: loading it says
+// what is wrong with the file (it was "has no chat_template").
+bool may_hold_chat_template(const std::string& tokenizer_config) {
+  const auto config = nlohmann::json::parse(tokenizer_config, nullptr, false);
+  return !config.is_object() || config.contains("chat_template");
+}
+
+}  // namespace
 
 ModelBundle load_model_bundle(const std::string& model_arg, const LoadOptions& options) {
   Timer t;
@@ -18,8 +32,7 @@ ModelBundle load_model_bundle(const std::string& model_arg, const LoadOptions& o
   b.generation = load_generation_config(b.dir + "/generation_config.json");
   if (file_exists(b.dir + "/tokenizer.json")) b.tokenizer = Tokenizer::from_file(b.dir + "/tokenizer.json");
   const std::string tc = b.dir + "/tokenizer_config.json";
-  if (file_exists(b.dir + "/chat_template.jinja") ||
-      (file_exists(tc) && read_text_file(tc).find("\"chat_template\"") != std::string::npos)) {
+  if (file_exists(b.dir + "/chat_template.jinja") || (file_exists(tc) && may_hold_chat_template(read_text_file(tc)))) {
     try {
       b.chat_template = ChatTemplate::from_model_dir(b.dir);
     } catch (const Error& e) {

@@ -478,6 +478,24 @@ TEST(UsageCli, ABrokenChatTemplateFailsOnlyChattingAndQuantizeKeepsTheJinjaFile)
   EXPECT_EQ(rendered.out, "[Hi]") << rendered.err;
 }
 
+// A hunt finding: a tokenizer_config.json that is empty or not JSON made chat
+// say "has no chat_template", where template said what is wrong with the file.
+TEST(UsageCli, ATokenizerConfigThatIsNotAJsonObjectIsNamedSoWhenChatting) {
+  ScratchDir dir("tc-not-json");
+  for (const std::string& text : {std::string(), std::string("{\"chat_template\": "), std::string("[]")}) {
+    const std::string model = dir.file("m" + std::to_string(text.size()));
+    link_tiny(model, {"tokenizer_config.json"});
+    std::ofstream(model + "/tokenizer_config.json") << text;
+    EXPECT_EQ(run(bin() + " generate -m " + model + kPrompt + " -n 1 --temp 0").exit_code, 0) << text;
+    const Outcome chat = run("echo Hi | " + bin() + " chat -m " + model + " -n 2");
+    EXPECT_EQ(chat.exit_code, 1) << text << ": " << chat.err;
+    EXPECT_NE(chat.err.find("the model's chat template cannot be used: " + model + "/tokenizer_config.json"),
+              std::string::npos)
+        << text << ": " << chat.err;
+    EXPECT_EQ(chat.err.find("has no chat_template"), std::string::npos) << text << ": " << chat.err;
+  }
+}
+
 // Hunt findings: refs/main was joined to snapshots/ as given, so an absolute
 // path or ../ in it loaded a model from anywhere without a word; a dangling
 // symlink given to -m got the hub cache's "not found" message.
