@@ -291,8 +291,10 @@ GenerationFields parse_generation_fields(const ordered_json& body, const ModelBu
   if (given(body, "seed")) {
     const ordered_json& seed = body["seed"];
     // Any 64-bit integer (negative ones as their two's complement), or a float with such a value.
+    // -2^63 itself comes as an integer: a float of that value is what the parser makes of an
+    // integer below the range (-9223372036854775809), as 2^64 is of one above it.
     constexpr double kTwo63 = 9223372036854775808.0;
-    if (integral_float(seed) && seed.get<double>() >= -kTwo63 && seed.get<double>() < 2 * kTwo63)
+    if (integral_float(seed) && seed.get<double>() > -kTwo63 && seed.get<double>() < 2 * kTwo63)
       s.seed = seed.get<double>() < 0 ? static_cast<uint64_t>(static_cast<int64_t>(seed.get<double>()))
                                       : static_cast<uint64_t>(seed.get<double>());
     else if (seed.is_number_integer())
