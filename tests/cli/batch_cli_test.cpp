@@ -142,6 +142,27 @@ TEST(BatchCli, BadLinesGetAnErrorInTheirPlace) {
   EXPECT_NE(res.output.find("13 requests (11 refused)"), std::string::npos) << res.output;
 }
 
+// Blank lines are skipped without an output line (README: output lines follow
+// the non-blank input lines); an error names the line counting them all.
+TEST(BatchCli, BlankLinesAreSkippedWithoutAnOutputLine) {
+  qinfer::test::ScratchDir dir("batch-blank");
+  const std::string input = dir.file("requests.jsonl");
+  std::ofstream(input) << "\n"
+                       << R"({"prompt_ids": [785, 6722], "max_tokens": 2, "temperature": 0})"
+                       << "\n"
+                       << " \t\n\r\n"
+                       << R"({"prompt": "x", "max_tokens": 0})"
+                       << "\n\n";
+  const auto out =
+      run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>/dev/null");
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  const std::vector<json> lines = lines_of(out.output);
+  ASSERT_EQ(lines.size(), 2u) << out.output;
+  EXPECT_EQ(lines[0]["ids"].size(), 2u) << lines[0].dump();
+  EXPECT_EQ(lines[1]["error"].get<std::string>().rfind("line 5: 'max_tokens' must be between 1 and", 0), 0u)
+      << lines[1].dump();
+}
+
 // A hunt finding: a request longer than the whole KV pool made the run fail
 // with no result for any line. The pool now caps each request's context.
 TEST(BatchCli, ARequestLongerThanThePoolEndsThereAndTheOthersRun) {
