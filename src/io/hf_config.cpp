@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
+#include "util/json_error.h"
 #include "util/mapped_file.h"
 
 namespace qinfer {
@@ -19,7 +20,7 @@ json parse_object(const std::string& text, const std::string& origin) {
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large
-    fail(origin, ": not valid JSON: ", e.what());
+    fail(origin, " is not valid JSON (", json_error_text(e), ")");
   }
   if (!j.is_object()) fail(origin, ": expected a JSON object");
   return j;

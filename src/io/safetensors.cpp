@@ -6,6 +6,7 @@
 #include <set>
 
 #include "util/error.h"
+#include "util/json_error.h"
 
 namespace qinfer {
 
@@ -56,7 +57,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
   try {
     header = json::parse(base + 8, base + 8 + header_len);
   } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large
-    fail(path, ": safetensors header is not valid JSON: ", e.what());
+    fail(path, ": the safetensors header is not valid JSON (", json_error_text(e), ")");
   }
   if (!header.is_object()) fail(path, ": safetensors header is not a JSON object");
 
@@ -130,7 +131,7 @@ Checkpoint Checkpoint::open(const std::string& dir) {
     try {
       index = json::parse(read_text_file(index_path));
     } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large
-      fail(index_path, ": not valid JSON: ", e.what());
+      fail(index_path, " is not valid JSON (", json_error_text(e), ")");
     }
     if (!index.contains("weight_map") || !index["weight_map"].is_object())
       fail(index_path, ": missing the 'weight_map' object");

@@ -5,6 +5,7 @@
 #include "text/json_reader.h"
 #include "text/pretokenizer.h"
 #include "util/error.h"
+#include "util/json_error.h"
 
 namespace qinfer {
 namespace {
@@ -17,13 +18,19 @@ constexpr int64_t kMaxId = 1 << 24;
 // The small parts of tokenizer.json, checked as DOM values.
 class Checker {
  public:
-  explicit Checker(std::string origin) : origin_(std::move(origin)) {}
+  // `text`, the whole file, must outlive the checker.
+  Checker(std::string_view text, std::string origin) : text_(text), origin_(std::move(origin)) {}
 
+  // `raw` is a value cut out of the text: a parse error names the byte of the
+  // file, as the reader's errors do (a line and column of the value would mislead).
   json parse(std::string_view raw, std::string_view where) const {
     try {
       return json::parse(raw);
+    } catch (const json::parse_error& e) {
+      const size_t at = static_cast<size_t>(raw.data() - text_.data()) + (e.byte > 0 ? e.byte - 1 : 0);
+      fail(origin_, ": byte ", at, ": ", where, " is not valid JSON (", json_error_text(e, false), ")");
     } catch (const json::exception& e) {
-      fail(origin_, ": ", where, ": ", e.what());
+      fail(origin_, ": ", where, " is not valid JSON (", json_error_text(e), ")");
     }
   }
 
@@ -132,6 +139,7 @@ class Checker {
   const std::string& origin() const { return origin_; }
 
  private:
+  std::string_view text_;
   std::string origin_;
 };
 
@@ -180,7 +188,7 @@ void read_merges(JsonReader& r, TokenizerJson& out) {
 
 TokenizerJson parse_tokenizer_json(std::string_view text, const std::string& origin) {
   JsonReader r(text, origin);
-  const Checker check(origin);
+  const Checker check(text, origin);
   TokenizerJson out;
   bool has_model = false, has_pre_tokenizer = false, has_decoder = false;
   for (bool more = r.enter('{', '}'); more; more = r.more('}')) {

@@ -63,9 +63,23 @@ TEST(HfConfig, RefusesBadValues) {
               parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"rope_scaling":{"type":"yarn"}})", "c");
             }).find("rope_scaling"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse_qwen3_config("{", "c.json"); }).find("c.json: not valid JSON"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_qwen3_config(R"({"hidden_size": 1E999})", "c.json"); }).find("c.json: not valid JSON"),
+  EXPECT_NE(error_of([] { parse_qwen3_config("{", "c.json"); }).find("c.json is not valid JSON (line 1, column 2: "),
             std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_qwen3_config(R"({"hidden_size": 1E999})", "c.json");
+            }).find("c.json is not valid JSON (number overflow parsing '1E999')"),
+            std::string::npos);
+}
+
+// A hunt finding: the message was nlohmann's own ("[json.exception.parse_error.101]
+// parse error at ...; last read: '...'"), which echoed the bytes of the file raw.
+TEST(HfConfig, TextThatIsNotJsonIsNamedPlainlyWithItsPosition) {
+  const std::string text = "{\n  \"a\": 1,\n  \xff}";
+  const std::string plain =
+      " is not valid JSON (line 3, column 3: syntax error while parsing object key - invalid literal; expected string "
+      "literal)";
+  EXPECT_EQ(error_of([&] { parse_qwen3_config(text, "c.json"); }), "c.json" + plain);
+  EXPECT_EQ(error_of([&] { parse_generation_config(text, "g.json"); }), "g.json" + plain);
 }
 
 // A hunt finding: rope_theta 1e-300 made the rotary frequencies infinite, every logit NaN, and the error blamed the

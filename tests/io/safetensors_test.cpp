@@ -87,6 +87,11 @@ TEST(Safetensors, HeaderNotJson) {
   ScratchDir dir("st");
   write_raw(dir.file("t.safetensors"), "{not json", 0);
   expect_error(dir.file("t.safetensors"), "not valid JSON");
+  // A hunt finding: the message was nlohmann's own, with the bytes it read echoed raw.
+  write_raw(dir.file("t.safetensors"), "{\"x\": \xff}", 0);
+  expect_error(dir.file("t.safetensors"),
+               "t.safetensors: the safetensors header is not valid JSON (line 1, column 7: syntax error while parsing "
+               "value - invalid literal)");
 }
 
 // A fuzz finding: a number too large for a double is nlohmann's out_of_range, which escaped as an internal error.

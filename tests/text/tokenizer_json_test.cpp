@@ -165,6 +165,13 @@ TEST(TokenizerJson, MalformedJsonNamesTheByteOffset) {
   EXPECT_NE(load_error("{\"model\": {\"vocab\": {\"\xFF\": 1}}}").find("invalid UTF-8"), std::string::npos);
   EXPECT_NE(load_error("[]").find("expected '{'"), std::string::npos);
   EXPECT_NE(load_error("{\"model\": {\"vocab\": {\"a\": 1.5}}}").find("integer"), std::string::npos);
+  // A hunt finding: a small part handed to nlohmann got its message, the bytes it read
+  // echoed raw, at a line and column of the part rather than of the file.
+  const std::string error = load_error("{\"normalizer\": [1, \xff]}");
+  EXPECT_NE(error.find(": byte 19: normalizer is not valid JSON (syntax error while parsing value - invalid literal)"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(error.find('\xff'), std::string::npos) << error;
 }
 
 TEST(TokenizerJson, FromFileNamesThePath) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "util/error.h"
+#include "util/json_error.h"
 #include "util/mapped_file.h"
 
 namespace qinfer {
@@ -50,7 +51,7 @@ ChatTemplate ChatTemplate::load(const std::string& path, const std::string* jinj
   try {
     config = nlohmann::ordered_json::parse(read_text_file(path));
   } catch (const nlohmann::json::exception& e) {
-    fail(path, ": invalid JSON: ", e.what());
+    fail(path, " is not valid JSON (", json_error_text(e), ")");
   }
   if (!config.is_object()) fail(path, ": expected a JSON object");
   std::shared_ptr<const jinja::Template> default_template, tool_use_template;
