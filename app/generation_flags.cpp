@@ -5,6 +5,7 @@
 #include "usage_error.h"
 #include "util/available_memory.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace qinfer::cli {
 
@@ -17,7 +18,15 @@ void GenerationFlags::add_options(CLI::App* cmd, const char* max_tokens_help) {
       ->capture_default_str();
   load_flags.add_options(cmd);
   cmd->add_option("--stop", stops, "Stop when this text appears (not printed); may be repeated")
-      ->check(CLI::Validator([](std::string& s) { return s.empty() ? "a stop string may not be empty" : ""; }, ""));
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            if (s.empty()) return "a stop string may not be empty";
+            // Stop strings are text, as the server's (JSON) are: half a character would stop inside one.
+            if (const size_t at = utf8::first_invalid(s); at != std::string::npos)
+              return "the stop string is not valid UTF-8 (byte offset " + std::to_string(at) + ")";
+            return "";
+          },
+          ""));
   sampling.add_options(cmd);
 }
 

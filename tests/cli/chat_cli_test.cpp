@@ -403,7 +403,7 @@ TEST(ChatCli, EachTurnSamplesWithItsOwnSeedAndTheSeedRepeatsTheChat) {
 TEST(ChatCli, SamplingFlagsAndStopsAreCheckedWhenTheCommandLineIs) {
   for (const std::string flags :
        {"--top-p 2", "--top-p 0", "--temp -1", "--temp nan", "--min-p 1.5", "--top-k -2", "--repeat-penalty 0",
-        "--presence-penalty inf", "--frequency-penalty nan", "--stop ''"}) {
+        "--presence-penalty inf", "--frequency-penalty nan", "--stop ''", "--stop \"$(printf '\\360\\237')\""}) {
     for (const std::string input : {"", "Hi\n"}) {
       const ChatRun r = chat(input, flags + " -n 2");
       EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.err;

@@ -216,13 +216,23 @@ TEST(GenerateCli, TextPromptJsonHasTextWithoutPromptAndHonoursStop) {
   const std::string text = full["text"];
   ASSERT_GT(text.size(), 6u);
   EXPECT_EQ(text.find("The capital"), std::string::npos);  // generated text only
-  // Stop at a string taken from the middle of the generated text.
-  const std::string stop = text.substr(3, 3);
+  // Stop at a string taken from the middle of the generated text: whole characters, as stop strings are.
+  auto character_start = [&](size_t i) {
+    while (i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) ++i;
+    return i;
+  };
+  const size_t stop_from = character_start(3);
+  const std::string stop = text.substr(stop_from, character_start(stop_from + 3) - stop_from);
+  ASSERT_FALSE(stop.empty()) << text;
   r = run_command(base + " -p 'The capital of France is' --stop '" + stop + "'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json stopped = json::parse(r.output);
   EXPECT_EQ(stopped["text"], text.substr(0, text.find(stop)));
   EXPECT_EQ(stopped["finish_reason"], "stop");
+  // A hunt finding: a stop string of invalid UTF-8 (half a character) was taken, and never found.
+  r = run_command(base + " -p x --stop \"$(printf 'a\\360\\237')\" 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--stop: the stop string is not valid UTF-8 (byte offset 1)"), std::string::npos) << r.output;
 
   qinfer::test::ScratchDir dir("pf");
   std::ofstream(dir.file("p.txt")) << "The capital of France is";
