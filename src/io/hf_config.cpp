@@ -82,6 +82,13 @@ void require_positive(int64_t v, const char* key, const std::string& origin) {
 
 }  // namespace
 
+void require_in_vocabulary(const std::vector<int32_t>& ids, int64_t vocab_size, const char* key,
+                           const std::string& origin) {
+  for (const int32_t id : ids)
+    if (id >= vocab_size)
+      fail(origin, ": field '", key, "' holds token id ", id, ", outside the model's vocabulary [0, ", vocab_size, ")");
+}
+
 Qwen3Config parse_qwen3_config(const std::string& text, const std::string& origin) {
   const json j = parse_object(text, origin);
   std::string arch;
@@ -108,6 +115,7 @@ Qwen3Config parse_qwen3_config(const std::string& text, const std::string& origi
   c.eos_token_ids = read_ids(j, "eos_token_id", origin);
 
   require_positive(c.vocab_size, "vocab_size", origin);
+  require_in_vocabulary(c.eos_token_ids, c.vocab_size, "eos_token_id", origin);
   require_positive(c.hidden_size, "hidden_size", origin);
   require_positive(c.intermediate_size, "intermediate_size", origin);
   require_positive(c.num_hidden_layers, "num_hidden_layers", origin);

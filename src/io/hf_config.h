@@ -35,7 +35,13 @@ struct GenerationConfig {
   std::optional<int> top_k;
 };
 
-// generation_config.json when present (an empty config otherwise).
+// Error naming the file and field unless every id is in [0, vocab_size): an
+// eos id outside the vocabulary is never generated, so nothing would stop there.
+void require_in_vocabulary(const std::vector<int32_t>& ids, int64_t vocab_size, const char* key,
+                           const std::string& origin);
+
+// generation_config.json when present (an empty config otherwise). Its ids
+// are checked against config.json's vocab_size by the caller, who has it.
 GenerationConfig load_generation_config(const std::string& path);
 GenerationConfig parse_generation_config(const std::string& json_text, const std::string& origin);
 

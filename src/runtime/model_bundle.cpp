@@ -30,6 +30,8 @@ ModelBundle load_model_bundle(const std::string& model_arg, const LoadOptions& o
   b.model = Qwen3Model::load(b.dir, options);
   b.has_generation_config = file_exists(b.dir + "/generation_config.json");
   b.generation = load_generation_config(b.dir + "/generation_config.json");
+  require_in_vocabulary(b.generation.eos_token_ids, b.model->config().vocab_size, "eos_token_id",
+                        b.dir + "/generation_config.json");
   if (file_exists(b.dir + "/tokenizer.json")) b.tokenizer = Tokenizer::from_file(b.dir + "/tokenizer.json");
   const std::string tc = b.dir + "/tokenizer_config.json";
   if (file_exists(b.dir + "/chat_template.jinja") || (file_exists(tc) && may_hold_chat_template(read_text_file(tc)))) {

@@ -198,6 +198,21 @@ TEST(UsageCli, WithoutGenerationConfigDecodingIsGreedyAndSaysSo) {
   EXPECT_EQ(json::parse(r.out)["ids"], json::parse(greedy.out)["ids"]);
 }
 
+// A hunt finding: generation_config.json's eos_token_id outside the vocabulary
+// was accepted (generation never stopped there; config.json's is refused too).
+TEST(UsageCli, AnEosIdOutsideTheVocabularyIsRefusedNamingTheFileAndField) {
+  ScratchDir dir("eos-vocab");
+  link_tiny(dir.file("m"), {"generation_config.json"});
+  std::ofstream(dir.file("m/generation_config.json")) << R"({"eos_token_id": [151645, 999999999]})";
+  const Outcome r = run(bin() + " generate -m " + dir.file("m") + kPrompt + " -n 1");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(dir.file("m") +
+                       "/generation_config.json: field 'eos_token_id' holds token id 999999999, outside the model's "
+                       "vocabulary [0, 151936)"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(UsageCli, EachPromptMistakeHasItsOwnMessage) {
   ScratchDir dir("prompt");
   const std::string gen = bin() + " generate -m " + tiny() + " --temp 0 --json";

@@ -95,6 +95,21 @@ TEST(HfConfig, RopeThetaThatMakesTheAnglesInfiniteIsRefused) {
             "");
 }
 
+// A hunt finding: an eos id outside the vocabulary was accepted, and nothing stopped there.
+TEST(HfConfig, EosIdsOutsideTheVocabularyAreRefused) {
+  const std::string msg = error_of([] {
+    parse_qwen3_config(R"({"architectures": ["Qwen3ForCausalLM"], "vocab_size": 100, "eos_token_id": [5, 100]})", "c");
+  });
+  EXPECT_NE(msg.find("c: field 'eos_token_id' holds token id 100, outside the model's vocabulary [0, 100)"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(error_of([] {
+              parse_qwen3_config(R"({"architectures": ["Qwen3ForCausalLM"], "vocab_size": 100, "eos_token_id": 99})",
+                                 "c");
+            }),
+            "");
+}
+
 TEST(HfConfig, MissingConfigJson) {
   EXPECT_NE(error_of([] { load_qwen3_config("/nonexistent/config.json"); }).find("config.json not found"),
             std::string::npos);
