@@ -69,13 +69,19 @@ kernels::Activations prepare(const float* x, size_t n, size_t k, std::initialize
   }
   if (any_format(targets, WeightFormat::Q4) || any_format(targets, WeightFormat::Q8)) {
     const size_t blocks = k / kQuantBlock;
-    s.q.resize(n * k);
-    s.d.resize(n * blocks);
+    // The AMX tiles take 16 rows at a time: the last tile's missing rows are
+    // zeros (their outputs are not stored).
+    a.amx = n > kernels::kStreamedRows && kernels::amx_prefill();
+    const size_t tile = a.amx ? 1 : kernels::quant_tile_rows();
+    const size_t padded = a.amx ? (n + kernels::kAmxTileRows - 1) / kernels::kAmxTileRows * kernels::kAmxTileRows : n;
+    s.q.resize(padded * k);
+    s.d.resize(padded * blocks);
+    std::fill(s.q.begin() + static_cast<ptrdiff_t>(n * k), s.q.end(), int8_t{0});
+    std::fill(s.d.begin() + static_cast<ptrdiff_t>(n * blocks), s.d.end(), 0.0f);
     s.zero_dot_q8.resize(n * blocks);
     s.zero_dot_q4.resize(n * blocks);
-    const size_t tile = kernels::quant_tile_rows();
     auto tiles = [&](size_t t0, size_t t1) {
-      kernels::quantize_activation(x, n, k, t0 * tile, std::min(n, t1 * tile), s.q.data(), s.d.data(),
+      kernels::quantize_activation(x, n, k, t0 * tile, std::min(n, t1 * tile), tile, s.q.data(), s.d.data(),
                                    s.zero_dot_q8.data(), s.zero_dot_q4.data());
     };
     if (n == 1)

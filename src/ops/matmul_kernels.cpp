@@ -337,18 +337,19 @@ HWY_NOINLINE void GroupTile(const GroupArgs& t) {
 
 // ---------------------------------------------------------------- activation
 
-// Rows [i0, i1) of x [n, k] (i0 a tile's first row) quantized into the tiles
-// GroupTile reads (QuantTile). Vectorized, with the scalar definition's exact
-// operations (an IEEE divide for d and 1/d, a multiply, round to nearest
-// even, a clamp), so every target quantizes alike.
-void QuantizeActivation(const float* x, size_t n, size_t k, size_t i0, size_t i1, int8_t* q, float* d,
+// Rows [i0, i1) of x [n, k] (i0 a tile's first row) quantized into tiles of
+// tile_rows rows: GroupTile reads kQuantTileRows (QuantTile), the AMX tiles
+// 1. Vectorized, with the scalar definition's exact operations (an IEEE
+// divide for d and 1/d, a multiply, round to nearest even, a clamp), so every
+// target quantizes alike.
+void QuantizeActivation(const float* x, size_t n, size_t k, size_t i0, size_t i1, size_t tile_rows, int8_t* q, float* d,
                         int32_t* zero_dot_q8, int32_t* zero_dot_q4) {
   const hn::CappedTag<float, kQuantBlock> df;  // a block is a whole number of vectors
   const hn::Rebind<int32_t, decltype(df)> di;
   const hn::Rebind<int8_t, decltype(df)> d8;
   const size_t N = hn::Lanes(df), blocks = k / kQuantBlock;
-  for (size_t t = i0; t < i1; t += kQuantTileRows) {
-    const size_t rows = std::min(kQuantTileRows, n - t);
+  for (size_t t = i0; t < i1; t += tile_rows) {
+    const size_t rows = std::min(tile_rows, n - t);
     for (size_t i = 0; i < rows; ++i)
       for (size_t b = 0; b < blocks; ++b) {
         const float* xb = x + (t + i) * k + b * kQuantBlock;
@@ -689,15 +690,19 @@ HWY_EXPORT(WidenRows);
 HWY_EXPORT(AttentionScores);
 HWY_EXPORT(AttentionValues);
 
-void quantize_activation(const float* x, size_t n, size_t k, size_t i0, size_t i1, int8_t* q, float* d,
-                         int32_t* zero_dot_q8, int32_t* zero_dot_q4) {
-  HWY_DYNAMIC_DISPATCH(QuantizeActivation)(x, n, k, i0, i1, q, d, zero_dot_q8, zero_dot_q4);
+void quantize_activation(const float* x, size_t n, size_t k, size_t i0, size_t i1, size_t tile_rows, int8_t* q,
+                         float* d, int32_t* zero_dot_q8, int32_t* zero_dot_q4) {
+  HWY_DYNAMIC_DISPATCH(QuantizeActivation)(x, n, k, i0, i1, tile_rows, q, d, zero_dot_q8, zero_dot_q4);
 }
 size_t quant_tile_rows() { return HWY_DYNAMIC_DISPATCH(QuantTileRowsOf)(); }
-const char* int8_dot_path() { return HWY_DYNAMIC_DISPATCH(Int8DotPath)(); }
+const char* int8_dot_path() {
+  return amx_prefill() ? "AMX-INT8 tiles (tdpbssd) for prefill, vpdpbusd (AVX512-VNNI) for decode"
+                       : HWY_DYNAMIC_DISPATCH(Int8DotPath)();
+}
 void dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1, float* y,
               size_t ldy) {
   if (!w.quantized()) return float_dot_rows(w, a, i0, ni, r0, r1, y, ldy);
+  if (a.amx) return amx_quant_dot_rows(w, a, i0, ni, r0, r1, y, ldy);
   HWY_DYNAMIC_DISPATCH(QuantDotRows)(w, a, i0, ni, r0, r1, y, ldy);
 }
 void widen_rows(const WeightMatrix& w, size_t r0, size_t r1, float* out) {

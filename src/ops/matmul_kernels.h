@@ -35,16 +35,45 @@ struct Activations {
   const int8_t* q = nullptr;  // n * k
   const float* d = nullptr;   // n * k / 32 (as zero_dot)
   const int32_t* zero_dot[2] = {nullptr, nullptr};
+  // Q8, Q4 weights through the AMX tiles (amx_prefill): q and d in tiles of
+  // one row, i.e. row-major, padded with zero rows to a multiple of
+  // kAmxTileRows.
+  bool amx = false;
 };
 
-// Rows [i0, i1) (i0 a multiple of quant_tile_rows()) of x [n, k] quantized
-// per 32-block: q = round(x / d) in [-127, 127], d = max|x| / 127, and each
-// block's zero_dot for Q8 and Q4; into the tiles the kernels read, the tile
-// from row t at q + t * k, d + t * k / 32 and zero_dot + t * k / 32.
-void quantize_activation(const float* x, size_t n, size_t k, size_t i0, size_t i1, int8_t* q, float* d,
-                         int32_t* zero_dot_q8, int32_t* zero_dot_q4);
-// Activation rows per Q8/Q4 tile.
+// Rows [i0, i1) (i0 a multiple of tile_rows) of x [n, k] quantized per
+// 32-block: q = round(x / d) in [-127, 127], d = max|x| / 127, and each
+// block's zero_dot for Q8 and Q4; into tiles of tile_rows rows
+// (quant_tile_rows(), or 1 for the AMX tiles), the tile from row t at
+// q + t * k, d + t * k / 32 and zero_dot + t * k / 32.
+void quantize_activation(const float* x, size_t n, size_t k, size_t i0, size_t i1, size_t tile_rows, int8_t* q,
+                         float* d, int32_t* zero_dot_q8, int32_t* zero_dot_q4);
+// Activation rows per Q8/Q4 tile of the vector kernels.
 size_t quant_tile_rows();
+
+// ---- AMX-INT8 (Intel Xeon since Sapphire Rapids): Q8/Q4 matmuls of more than
+// kStreamedRows activation rows through int8 tiles, in amx_kernels.cpp. Each
+// block's integer dot products come from tdpbssd (exact, as vpdpbusd's), then
+// the same conversion, scaling and FMA per output as the vector kernels, so
+// the results are theirs bit for bit.
+constexpr size_t kAmxTileRows = 16;  // activation rows per tile
+// Whether Q8/Q4 prefill uses the AMX tiles: the CPU and OS have AMX-INT8, the
+// Linux kernel granted this process the tile state (asked once), no --simd
+// limit is set, and QINFER_AMX=1 is set: an opt-in until the tiles are
+// measured on an AMX host (their tests run under an emulator elsewhere).
+bool amx_prefill();
+// Why amx_prefill() is false ("" when it is true), for --version and bench.
+const char* amx_status();
+// Turns the AMX tiles off (limit_target below AVX3_DL) or back on where
+// amx_prefill() allows them.
+void use_amx(bool on);
+// Tests only: the AMX tiles on even where the CPU lacks them, whose
+// instructions an emulator then runs (tests/ops/amx_emulator.h).
+void force_amx_for_tests(bool on);
+// dot_rows for Q8/Q4 weights and an activation quantized for the tiles
+// (Activations::amx): r0 a multiple of 8.
+void amx_quant_dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1,
+                        float* y, size_t ldy);
 
 // How the Q8/Q4 kernels compute their integer dot products on this CPU.
 const char* int8_dot_path();

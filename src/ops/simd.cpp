@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "ops/matmul_kernels.h"
 #include "ops/simd.h"
 
 #if HWY_ARCH_X86
@@ -251,7 +252,8 @@ void use_avx_vnni(bool on) { avx_vnni_on().store(on && cpu_has_avx_vnni(), std::
 
 std::string dispatched_target() {
   const std::string name = HWY_DYNAMIC_DISPATCH(TargetName)();
-  return name == "AVX2" && avx_vnni() ? kAvx2Vnni : name;
+  if (name == "AVX2" && avx_vnni()) return kAvx2Vnni;
+  return kernels::amx_prefill() ? name + "+AMX" : name;
 }
 std::string compiled_targets() { return target_list(HWY_TARGETS, true); }
 std::string runnable_targets() { return target_list(runnable_bits(), false); }
@@ -264,6 +266,7 @@ bool limit_target(const std::string& name) {
     if (wanted != base && !vnni) continue;
     hwy::DisableTargets(target - 1);  // the lower bits are the better targets
     if (base == "AVX2") use_avx_vnni(vnni);
+    kernels::use_amx(false);  // as on a CPU of that target: AVX3_DL CPUs without AMX exist
     return true;
   }
   return false;

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "amx_emulator.h"
 #include "each_target.h"
 #include "ops/matmul.h"
 #include "ops/matmul_kernels.h"
@@ -265,6 +266,50 @@ TEST_P(QuantMatmulTest, PrefillRowsEqualDecodeBitForBit) {
           }
         }
   });
+}
+
+// The AMX tiles (Q8/Q4 prefill on Intel Xeons since Sapphire Rapids) give
+// the vector kernels' bits: every prefill row equals its decode. Where the
+// CPU has no AMX its instructions run under an emulator (amx_emulator.h); the
+// code around them needs AVX-512.
+TEST_P(QuantMatmulTest, AmxTilesEqualDecodeBitForBit) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "AMX is x86-64's";
+#else
+  if ((hwy::SupportedTargets() & HWY_AVX3) == 0) GTEST_SKIP() << "the AMX kernels need AVX-512, which this CPU lacks";
+  test::AmxEmulator emulator;
+  struct AmxOn {
+    AmxOn() { kernels::force_amx_for_tests(true); }
+    ~AmxOn() { kernels::use_amx(true); }  // back to what the machine allows
+  } amx_on;
+  ThreadPool pool(2);
+  const WeightFormat f = GetParam();
+  const size_t emulated_before = test::AmxEmulator::instructions();
+  // Weight rows: one group of 8, a whole and a half tile of 16, a padded last
+  // group; blocks: one, an odd number, 32; activation rows: a whole number of
+  // 16-row tiles or not, all more than the streamed kernels take.
+  for (int64_t rows : {8, 24, 67})
+    for (int64_t cols : {32, 96, 1024})
+      for (int64_t n : {65, 80, 97}) {
+        ASSERT_GT(n, static_cast<int64_t>(kernels::kStreamedRows));
+        QuantMatrix m(f, randn(rows * cols, rows + 5 * cols, 0.05f), rows, cols);
+        if (f == WeightFormat::Q8)  // code 0 (q = -128: Q8CodeZeroIsExactOnEveryTarget) in rows 0-7's first block
+          for (size_t c = 0; c < 8; ++c) std::fill_n(&m.bytes[16 + 32 * c], 32, uint8_t{0});
+        auto x = randn(n * cols, 17 + n);
+        x[3] = 0;
+        std::vector<float> all(n * rows), one(rows);
+        matmul(x.data(), n, m.w, all.data(), pool);
+        ASSERT_TRUE(matches_integer_reference(m.w, x, n, all)) << name(f) << " rows=" << rows << " cols=" << cols;
+        for (int64_t i = 0; i < n; ++i) {
+          matmul(&x[i * cols], 1, m.w, one.data(), pool);
+          ASSERT_EQ(std::memcmp(one.data(), &all[i * rows], rows * sizeof(float)), 0)
+              << name(f) << " rows=" << rows << " cols=" << cols << " n=" << n << " activation row " << i;
+        }
+      }
+  if (emulator.emulated()) {
+    EXPECT_GT(test::AmxEmulator::instructions(), emulated_before) << "the tiles did not run";
+  }
+#endif
 }
 
 // A Q8 code of 0 (q = -128) is never written by quantize_matrix, but a
