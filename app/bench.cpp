@@ -223,6 +223,7 @@ void run_bench(const BenchArgs& a) {
                               {"simd_compiled", build.simd_compiled},
                               {"int8_dot", build.int8_dot},
                               {"bf16_products", build.bf16_products},
+                              {"amx", build.amx},
                               {"threads", pool.size()},
                               {"prompt_tokens", a.prompt_tokens},
                               {"gen_tokens", a.gen_tokens},

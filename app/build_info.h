@@ -12,6 +12,7 @@ struct BuildInfo {
   std::string simd_compiled;  // every target compiled in, best first
   std::string int8_dot;       // the Q8/Q4 kernels' integer dot product
   std::string bf16_products;  // --fast-prefill's pair products
+  std::string amx;            // "on", or why Q8/Q4 prefill does not use the AMX tiles
 };
 
 BuildInfo build_info();

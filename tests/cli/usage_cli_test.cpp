@@ -158,6 +158,8 @@ TEST(UsageCli, FastPrefillRunsOnBf16WeightsAndRefusesOthers) {
   EXPECT_EQ(j["fast_prefill"], true);
   EXPECT_EQ(j["weights"], "bf16");
   EXPECT_EQ(j["bf16_products"], qinfer::kernels::bf16_product_path());
+  EXPECT_EQ(j["amx"],
+            qinfer::kernels::amx_prefill() ? "on" : std::string("off (") + qinfer::kernels::amx_status() + ")");
   r = run(bin() + " generate -m " + tiny() + kPrompt + " -n 4 --temp 0 --fast-prefill");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (const char* weights : {"q8", "f32"}) {

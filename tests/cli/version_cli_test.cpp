@@ -19,9 +19,31 @@ TEST(VersionCli, NamesVersionCommitAndDispatchedTarget) {
       << r.output;
   const std::string target = qinfer::simd::dispatched_target();
   EXPECT_NE(r.output.find("kernels: " + target + " "), std::string::npos) << r.output;
-  EXPECT_NE(qinfer::simd::compiled_targets().find(target), std::string::npos);
+  EXPECT_NE(qinfer::simd::compiled_targets().find(target.substr(0, target.find('+'))), std::string::npos);  // +AMX
   EXPECT_NE(r.output.find(qinfer::simd::compiled_targets()), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(std::string("q8/q4 integer dot products: ") + qinfer::kernels::int8_dot_path()),
             std::string::npos)
       << r.output;
+  const std::string amx = qinfer::kernels::amx_prefill() ? "on" : std::string("off (") + qinfer::kernels::amx_status();
+  EXPECT_NE(r.output.find("AMX-INT8 tiles (q8/q4 prefill): " + amx), std::string::npos) << r.output;
+}
+
+// QINFER_AMX=1 turns the AMX tiles on only where the machine allows them; its
+// absence keeps them off everywhere, saying how to turn them on.
+TEST(VersionCli, AmxTilesAreOptInWhereTheMachineAllowsThem) {
+  const auto without = run_command("env -u QINFER_AMX " + qinfer_binary() + " --version 2>&1");
+  const auto with = run_command("env QINFER_AMX=1 " + qinfer_binary() + " --version 2>&1");
+  ASSERT_EQ(without.exit_code, 0) << without.output;
+  ASSERT_EQ(with.exit_code, 0) << with.output;
+  const std::string line = "AMX-INT8 tiles (q8/q4 prefill): ";
+  const std::string opt_in = "off (off until measured on an AMX host: QINFER_AMX=1 turns it on)";
+  if (without.output.find(line + opt_in) != std::string::npos) {  // an AMX host
+    EXPECT_NE(with.output.find(line + "on"), std::string::npos) << with.output;
+    EXPECT_NE(with.output.find("+AMX (chosen for this CPU"), std::string::npos) << with.output;
+    EXPECT_NE(with.output.find("AMX-INT8 tiles (tdpbssd) for prefill"), std::string::npos) << with.output;
+  } else {  // the same reason, whatever the variable says
+    EXPECT_NE(without.output.find(line + "off ("), std::string::npos) << without.output;
+    EXPECT_EQ(with.output, without.output);
+    EXPECT_EQ(with.output.find("+AMX"), std::string::npos) << with.output;
+  }
 }
