@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -210,17 +211,17 @@ QINFER_AMX void quant_dot_rows(const WeightMatrix& w, const Activations& a, size
   const QuantFormat f = w.quant_format();
   const size_t group_bytes = blocks * quant_block_bytes(f);
   const auto* base = static_cast<const uint8_t*>(w.data);
-  thread_local std::vector<int8_t> codes;
+  thread_local std::vector<int8_t> buffer;
   thread_local std::vector<float> scales;
-  codes.resize(blocks * kBTileBytes);
+  buffer.resize(blocks * kBTileBytes + 63);
+  int8_t* const codes = buffer.data() + (-reinterpret_cast<uintptr_t>(buffer.data()) & 63);  // tile rows in one line
   scales.resize(blocks * kAmxWeightRows);
   configure_tiles();
   for (size_t r = r0; r < r1; r += kAmxWeightRows) {
     const uint8_t* g0 = base + r / kQuantGroupRows * group_bytes;
-    pack_weight_tiles(f, g0, r + kQuantGroupRows < r1 ? g0 + group_bytes : nullptr, blocks, codes.data(),
-                      scales.data());
+    pack_weight_tiles(f, g0, r + kQuantGroupRows < r1 ? g0 + group_bytes : nullptr, blocks, codes, scales.data());
     for (size_t m = 0; m < ni; m += kAmxTileRows)
-      weight_tile(codes.data(), scales.data(), blocks, a.q + (i0 + m) * k, a.d + (i0 + m) * blocks, k,
+      weight_tile(codes, scales.data(), blocks, a.q + (i0 + m) * k, a.d + (i0 + m) * blocks, k,
                   std::min(kAmxTileRows, ni - m), y + m * ldy + (r - r0), ldy, std::min(kAmxWeightRows, r1 - r));
   }
   QINFER_TILE_RELEASE();  // the tile state need not be saved at the next context switch

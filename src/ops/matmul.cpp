@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -74,21 +75,24 @@ kernels::Activations prepare(const float* x, size_t n, size_t k, std::initialize
     a.amx = n > kernels::kStreamedRows && kernels::amx_prefill();
     const size_t tile = a.amx ? 1 : kernels::quant_tile_rows();
     const size_t padded = a.amx ? (n + kernels::kAmxTileRows - 1) / kernels::kAmxTileRows * kernels::kAmxTileRows : n;
-    s.q.resize(padded * k);
+    // At a 64-byte boundary, so that no block of a row (an AMX tile row)
+    // straddles two cache lines.
+    s.q.resize(padded * k + 63);
+    int8_t* q = s.q.data() + (-reinterpret_cast<uintptr_t>(s.q.data()) & 63);
     s.d.resize(padded * blocks);
-    std::fill(s.q.begin() + static_cast<ptrdiff_t>(n * k), s.q.end(), int8_t{0});
+    std::fill(q + n * k, q + padded * k, int8_t{0});
     std::fill(s.d.begin() + static_cast<ptrdiff_t>(n * blocks), s.d.end(), 0.0f);
     s.zero_dot_q8.resize(n * blocks);
     s.zero_dot_q4.resize(n * blocks);
     auto tiles = [&](size_t t0, size_t t1) {
-      kernels::quantize_activation(x, n, k, t0 * tile, std::min(n, t1 * tile), tile, s.q.data(), s.d.data(),
+      kernels::quantize_activation(x, n, k, t0 * tile, std::min(n, t1 * tile), tile, q, s.d.data(),
                                    s.zero_dot_q8.data(), s.zero_dot_q4.data());
     };
     if (n == 1)
       tiles(0, 1);
     else
       pool.parallel_for((n + tile - 1) / tile, 2, tiles);
-    a.q = s.q.data();
+    a.q = q;
     a.d = s.d.data();
     a.zero_dot[static_cast<int>(QuantFormat::Q8)] = s.zero_dot_q8.data();
     a.zero_dot[static_cast<int>(QuantFormat::Q4)] = s.zero_dot_q4.data();
