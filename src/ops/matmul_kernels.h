@@ -71,7 +71,7 @@ void use_amx(bool on);
 // instructions an emulator then runs (tests/ops/amx_emulator.h).
 void force_amx_for_tests(bool on);
 // dot_rows for Q8/Q4 weights and an activation quantized for the tiles
-// (Activations::amx): r0 a multiple of 8.
+// (Activations::amx): i0 a multiple of kAmxTileRows, r0 of 8.
 void amx_quant_dot_rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, size_t r0, size_t r1,
                         float* y, size_t ldy);
 
