@@ -48,7 +48,13 @@ constexpr int64_t kDefaultMaxTokens = 128;  // a line without max_tokens
 // generation fields, read by the server's rules (server/openai_request.h) on
 // top of the model's defaults. Unknown fields are refused: a misspelt one
 // would otherwise be a silent default.
-Job parse_job(const std::string& line, const ModelBundle& bundle) {
+Job parse_job(const std::string& line, const ModelBundle& bundle, int64_t context) {
+  // A prompt that cannot fit is refused before it is encoded whole (a huge
+  // line would take minutes); one that is merely too long, by the engine.
+  auto too_long = [&] {
+    fail("the prompt has more than ", context, " tokens but the context length is ", context,
+         " tokens: nothing can be generated");
+  };
   Job job;
   const ordered_json j = server::parse_json_body(line, "the line");
   for (const auto& item : j.items())
@@ -68,12 +74,15 @@ Job parse_job(const std::string& line, const ModelBundle& bundle) {
     }
   } else if (j.contains("prompt")) {
     if (!j["prompt"].is_string()) fail("\"prompt\" must be a string");
-    job.prompt = bundle.require_tokenizer().encode(j["prompt"].get<std::string>());
+    auto ids = bundle.require_tokenizer().encode_at_most(j["prompt"].get_ref<const std::string&>(), context);
+    if (!ids) too_long();
+    job.prompt = std::move(*ids);
   }
   server::GenerationFields fields = server::parse_generation_fields(j, bundle, kDefaultMaxTokens);
   job.options = std::move(fields.options);
   if (j.contains("messages")) {  // its text holds the reply's <think> block, if it opens one
-    server::ChatPrompt chat = server::render_chat_prompt(j, bundle);
+    server::ChatPrompt chat = server::render_chat_prompt(j, bundle, context);
+    if (chat.over_limit) too_long();
     job.prompt = std::move(chat.ids);
     job.options.grammar = std::move(chat.grammar);
   } else {
@@ -105,7 +114,7 @@ void run_batch(const BatchArgs& a) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     Job job;
     try {
-      job = parse_job(line, bundle);
+      job = parse_job(line, bundle, engine.context());
       job.line = line_no;
       if (bundle.tokenizer)
         job.text = std::make_unique<TextStream>(*bundle.tokenizer, job.stops);

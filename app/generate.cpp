@@ -160,13 +160,22 @@ void run_generate(GenerateArgs& a) {
   std::shared_ptr<const grammar::Grammar> format = output_format(a);
   int threads = 0;
   const ModelBundle bundle = a.flags.load(threads);
-  const std::vector<int32_t> prompt =
-      a.prompt_ids ? parse_ids(*a.prompt_ids) : bundle.require_tokenizer().encode(prompt_text(a));
-  if (prompt.empty()) fail("the prompt encodes to no tokens");
-  const int64_t context = a.flags.context(bundle), n = static_cast<int64_t>(prompt.size());
-  if (n >= context)
-    fail("the prompt (", n, " tokens) does not fit the context of ", context,
+  const int64_t context = a.flags.context(bundle);
+  auto too_long = [&](const std::string& tokens) {
+    fail("the prompt (", tokens, " tokens) does not fit the context of ", context,
          " tokens: nothing can be generated; shorten the prompt", a.flags.ctx > 0 ? " or raise --ctx" : "");
+  };
+  std::vector<int32_t> prompt;
+  if (a.prompt_ids) {
+    prompt = parse_ids(*a.prompt_ids);
+  } else if (auto ids = bundle.require_tokenizer().encode_at_most(prompt_text(a), context)) {
+    prompt = std::move(*ids);
+  } else {
+    too_long("more than " + std::to_string(context));  // a huge prompt is not encoded whole to say so
+  }
+  if (prompt.empty()) fail("the prompt encodes to no tokens");
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  if (n >= context) too_long(std::to_string(n));
   if (a.flags.max_tokens > context - n)
     fail("the prompt (", n, " tokens) plus -n ", a.flags.max_tokens, " exceeds the context length of ", context,
          " tokens; use -n ", context - n, " or less (or -n -1: until eos or the context is full)");

@@ -419,7 +419,7 @@ bool is_chat_prompt_field(std::string_view key) {
   return false;
 }
 
-ChatPrompt render_chat_prompt(const ordered_json& body, const ModelBundle& bundle) {
+ChatPrompt render_chat_prompt(const ordered_json& body, const ModelBundle& bundle, size_t max_tokens) {
   ChatPrompt r;
   ChatTemplateInput in;
   in.messages = chat_messages(body);
@@ -512,7 +512,9 @@ ChatPrompt render_chat_prompt(const ordered_json& body, const ModelBundle& bundl
     bad("continue_final_message",
         "'continue_final_message' cannot be constrained: response_format and a "
         "required tool_choice describe a whole reply, and this one began in the request");
-  r.ids = bundle.require_tokenizer().encode(rendered);
+  auto ids = bundle.require_tokenizer().encode_at_most(rendered, max_tokens);
+  r.over_limit = !ids;
+  if (ids) r.ids = std::move(*ids);
   return r;
 }
 

@@ -78,8 +78,10 @@ struct ChatPrompt {
   bool starts_in_reasoning = false;        // the prompt leaves a <think> block open
   ToolCalls tool_calls = ToolCalls::None;  // which tool calls the reply may make
   std::shared_ptr<const OutputGrammar> grammar;
+  bool over_limit = false;  // the prompt has more than max_tokens tokens (ids are left empty)
 };
-ChatPrompt render_chat_prompt(const nlohmann::ordered_json& body, const ModelBundle& bundle);
+ChatPrompt render_chat_prompt(const nlohmann::ordered_json& body, const ModelBundle& bundle,
+                              size_t max_tokens = SIZE_MAX);
 // Whether render_chat_prompt reads the field `key` (messages included).
 bool is_chat_prompt_field(std::string_view key);
 

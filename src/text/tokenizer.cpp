@@ -147,46 +147,69 @@ Tokenizer::Tokenizer(const TokenizerJson& spec, const std::string& origin)
     bytes_.append(bytes ? std::string_view(*bytes) : piece_of[id]);
     piece_offsets_.push_back(static_cast<uint32_t>(pieces_.size()));
     byte_offsets_.push_back(static_cast<uint32_t>(bytes_.size()));
+    longest_token_bytes_ = std::max<size_t>(longest_token_bytes_, byte_offsets_[id + 1] - byte_offsets_[id]);
   }
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool allow_special) const {
+  std::vector<int32_t> ids;
+  encode_into(text, allow_special, SIZE_MAX, ids);
+  return ids;
+}
+
+std::optional<std::vector<int32_t>> Tokenizer::encode_at_most(std::string_view text, size_t max_tokens,
+                                                              bool allow_special) const {
+  std::vector<int32_t> ids;
+  if (!encode_into(text, allow_special, max_tokens, ids)) return std::nullopt;
+  return ids;
+}
+
+bool Tokenizer::encode_into(std::string_view text, bool allow_special, size_t max_tokens,
+                            std::vector<int32_t>& ids) const {
   if (const size_t bad = utf8::first_invalid(text); bad != std::string_view::npos)
     fail("tokenizer: the text to encode is not valid UTF-8 at byte offset ", bad);
-  std::vector<int32_t> ids;
-  ids.reserve(text.size() / 3 + 4);
+  ids.reserve(std::min(text.size() / 3, max_tokens) + 4);
   std::unique_lock lock(cache_->mutex, std::try_to_lock);
   BpeCache* cache = lock.owns_lock() ? &cache_->cache : nullptr;
   const AddedTokenMatcher& added = allow_special ? added_ : added_plain_;
   for (size_t pos = 0; pos < text.size();) {
     const auto match = added.find(text, pos);
     const size_t stretch_end = match ? match->begin : text.size();
-    if (stretch_end > pos) encode_stretch(text.substr(pos, stretch_end - pos), ids, cache);
+    if (stretch_end > pos && !encode_stretch(text.substr(pos, stretch_end - pos), ids, cache, max_tokens)) return false;
     if (!match) break;
+    if (ids.size() == max_tokens) return false;
     ids.push_back(match->id);
     pos = match->end;
   }
-  return ids;
+  return true;
 }
 
-void Tokenizer::encode_stretch(std::string_view text, std::vector<int32_t>& ids, BpeCache* cache) const {
+bool Tokenizer::encode_stretch(std::string_view text, std::vector<int32_t>& ids, BpeCache* cache,
+                               size_t max_tokens) const {
   std::string normalized;
   if (nfc_ && !nfc_quick_yes(text)) {
     normalized = nfc(text);
     text = normalized;
   }
-  for_each_qwen2_piece(text, [&](std::string_view word) {
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t end = qwen2_piece_end(text, pos);
+    const std::string_view word = text.substr(pos, end - pos);
+    pos = end;
+    if (word.size() / longest_token_bytes_ > max_tokens - ids.size()) return false;
     if (word.size() > 1 && cache != nullptr) {
       const auto hit = cache->find(word);
       if (!hit.empty()) {
         ids.insert(ids.end(), hit.begin(), hit.end());
-        return;
+        if (ids.size() > max_tokens) return false;
+        continue;
       }
     }
     const size_t first = ids.size();
     bpe_.encode_word(word, ids);
     if (word.size() > 1 && cache != nullptr) cache->insert(word, std::span<const int32_t>(ids).subspan(first));
-  });
+    if (ids.size() > max_tokens) return false;
+  }
+  return true;
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {

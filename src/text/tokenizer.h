@@ -36,6 +36,12 @@ class Tokenizer {
   // tokens with special: false (<think>, <tool_call>) still match, as with
   // HF's encode_special_tokens. Invalid UTF-8 -> Error with the byte offset.
   std::vector<int32_t> encode(std::string_view text, bool allow_special = true) const;
+  // encode's ids, or nullopt when the text has more than max_tokens of them,
+  // found without encoding the rest of a huge text: encoding stops past the
+  // limit, and a pre-tokenizer piece longer than the remaining tokens of the
+  // longest vocabulary entry's bytes is not BPE'd at all.
+  std::optional<std::vector<int32_t>> encode_at_most(std::string_view text, size_t max_tokens,
+                                                     bool allow_special = true) const;
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
 
   std::optional<int32_t> token_to_id(std::string_view token) const;  // vocab (byte-level string) or added token
@@ -57,7 +63,9 @@ class Tokenizer {
   struct SharedCache;
 
   Tokenizer(const TokenizerJson& spec, const std::string& origin);
-  void encode_stretch(std::string_view text, std::vector<int32_t>& ids, BpeCache* cache) const;
+  // Both return false as soon as ids would exceed max_tokens.
+  bool encode_into(std::string_view text, bool allow_special, size_t max_tokens, std::vector<int32_t>& ids) const;
+  bool encode_stretch(std::string_view text, std::vector<int32_t>& ids, BpeCache* cache, size_t max_tokens) const;
   static std::string_view slice(const std::string& arena, const std::vector<uint32_t>& offsets, int32_t id);
 
   std::vector<Kind> kind_;               // by id
@@ -65,6 +73,7 @@ class Tokenizer {
   std::vector<uint32_t> piece_offsets_;  // id -> [offsets[id], offsets[id + 1]) in pieces_
   std::string bytes_;                    // decoded bytes, by id
   std::vector<uint32_t> byte_offsets_;
+  size_t longest_token_bytes_ = 1;  // a piece of n bytes has at least n / this many tokens
   StringTable<int32_t> id_of_piece_;
   BpeModel bpe_;
   AddedTokenMatcher added_;        // all added tokens

@@ -142,6 +142,32 @@ TEST(BatchCli, BadLinesGetAnErrorInTheirPlace) {
   EXPECT_NE(res.output.find("13 requests (11 refused)"), std::string::npos) << res.output;
 }
 
+// A prompt longer than the context is refused in its line; a huge one (a
+// hunt finding: minutes and gigabytes) without being encoded whole.
+TEST(BatchCli, APromptLongerThanTheContextIsRefusedInItsLine) {
+  qinfer::test::ScratchDir dir("batch-long");
+  const std::string input = dir.file("requests.jsonl");
+  std::string words;
+  for (int i = 0; i < (1 << 20); ++i) words += " word";
+  std::ofstream(input) << R"({"prompt": ")" << words.substr(0, 5 * 48) << "\"}\n"
+                       << R"({"prompt": ")" << words << "\"}\n"
+                       << R"({"messages": [{"role": "user", "content": ")" << words << "\"}]}\n"
+                       << R"({"prompt_ids": [785, 6722], "max_tokens": 2})"
+                       << "\n";
+  const auto res = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " --kv-blocks 3 < " + input +
+                               " 2>/dev/null");
+  ASSERT_EQ(res.exit_code, 0) << res.output;
+  const std::vector<json> out = lines_of(res.output);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0]["error"],
+            "line 1: the prompt has 48 tokens but the context length is 48 tokens: nothing can be generated");
+  for (int i : {1, 2})
+    EXPECT_EQ(out[i]["error"], "line " + std::to_string(i + 1) +
+                                   ": the prompt has more than 48 tokens but the context length is 48 tokens: nothing "
+                                   "can be generated");
+  EXPECT_EQ(out[3]["ids"].size(), 2u);
+}
+
 // Blank lines are skipped without an output line (README: output lines follow
 // the non-blank input lines); an error names the line counting them all.
 TEST(BatchCli, BlankLinesAreSkippedWithoutAnOutputLine) {

@@ -241,6 +241,13 @@ TEST(UsageCli, EachPromptMistakeHasItsOwnMessage) {
                "--prompt-file " + dir.file("bad.txt") + " is not valid UTF-8 (byte offset 3)");
   expect_error("-p x --prompt-ids 1", "exactly one of", 2);
   expect_error(kPrompt + " -n 4 --ctx 5", "the prompt (5 tokens) does not fit the context of 5 tokens");
+  // A hunt finding: a huge prompt was encoded whole (minutes, gigabytes) before this refusal.
+  {
+    std::ofstream huge(dir.file("huge.txt"));
+    for (int i = 0; i < (1 << 20); ++i) huge << " word";
+  }
+  expect_error("--prompt-file " + dir.file("huge.txt") + " --ctx 64",
+               "the prompt (more than 64 tokens) does not fit the context of 64 tokens");
   expect_error(kPrompt + " --ctx 50000", "--ctx 50000 is more than the model's context of 40960 tokens");
   expect_error(kPrompt + " -n 0", "-n 0: give at least 1 token, or -1", 2);
   expect_error(kPrompt + " --ctx 8 -n 4", "plus -n 4 exceeds the context length of 8 tokens; use -n 3 or less");

@@ -135,6 +135,43 @@ TEST(Tokenizer, EmptyText) {
   EXPECT_EQ(test::qwen3_tokenizer().decode({}), "");
 }
 
+// encode_at_most gives encode's ids when they fit the limit and nothing when
+// they do not, at each limit around the count, across added tokens too.
+TEST(Tokenizer, EncodeAtMostIsEncodeWithinTheLimit) {
+  const Tokenizer& tok = test::qwen3_tokenizer();
+  const auto records = test::read_jsonl(test::data_path("tokenizer/corpus.jsonl"));
+  size_t refused = 0;
+  for (const json& r : records) {
+    const std::string text = r["text"].get<std::string>() + "<|im_end|>" + r["text"].get<std::string>();
+    const std::vector<int32_t> whole = tok.encode(text);
+    for (size_t limit : {size_t{0}, size_t{1}, whole.size() / 2, whole.size() - 1, whole.size(), whole.size() + 1}) {
+      const auto ids = tok.encode_at_most(text, limit);
+      if (whole.size() <= limit) {
+        ASSERT_TRUE(ids.has_value()) << text << " limit " << limit;
+        EXPECT_EQ(*ids, whole) << text;
+      } else {
+        EXPECT_FALSE(ids.has_value()) << text << " limit " << limit;
+        ++refused;
+      }
+    }
+  }
+  EXPECT_GT(refused, 3 * records.size());
+  EXPECT_EQ(tok.encode_at_most("<|im_end|>", 0), std::nullopt);
+  EXPECT_EQ(tok.encode_at_most("<|im_end|>", 1), std::vector<int32_t>{151645});
+  EXPECT_EQ(tok.encode_at_most("", 0), std::vector<int32_t>{});
+}
+
+// A huge text is refused without being encoded whole: one pre-tokenizer
+// piece of 16 MiB (BPE'd, it takes minutes) and millions of short ones.
+TEST(Tokenizer, EncodeAtMostRefusesHugeTextsEarly) {
+  const Tokenizer& tok = test::qwen3_tokenizer();
+  EXPECT_EQ(tok.encode_at_most(std::string(16 << 20, 'a'), 4096), std::nullopt);
+  std::string words;
+  for (int i = 0; i < (2 << 20); ++i) words += " word";
+  EXPECT_EQ(tok.encode_at_most(words, 4096), std::nullopt);
+  EXPECT_EQ(tok.encode_at_most(words.substr(0, 5 * 4096), 4096)->size(), 4096u);
+}
+
 TEST(Tokenizer, InvalidUtf8NamesTheByteOffset) {
   const Tokenizer& tok = test::qwen3_tokenizer();
   for (const auto& [text, offset] : std::vector<std::pair<std::string, int>>{
