@@ -22,8 +22,10 @@ void quantize_block(QuantFormat f, const float* x, uint8_t* codes, uint16_t* sca
   const float inv = d != 0 ? 1.0f / d : 0.0f;
   const float lo = q8 ? -127.0f : -8.0f, hi = q8 ? 127.0f : 7.0f;
   const int zero = quant_zero_code(f);
+  // fmin/fmax, not std::clamp: a NaN (corrupt weights, refused by the caller
+  // from the scale) must still become a code; converting it to int is undefined.
   for (int i = 0; i < kQuantBlock; ++i)
-    codes[i] = static_cast<uint8_t>(static_cast<int>(std::clamp(std::nearbyint(x[i] * inv), lo, hi)) + zero);
+    codes[i] = static_cast<uint8_t>(static_cast<int>(std::fmax(lo, std::fmin(hi, std::nearbyint(x[i] * inv)))) + zero);
 }
 
 // Byte offset of block b of a group within the group, and of group g within

@@ -140,9 +140,10 @@ TEST(GenerationConfig, ValuesOutOfRangeNameTheFileAndField) {
       {R"({"min_p": 2})", "g: field 'min_p' = 2 is out of range"},
       {R"({"repetition_penalty": 0})", "g: field 'repetition_penalty' = 0 is out of range"},
   };
-  for (const auto& [text, message] : cases)
-    EXPECT_NE(error_of([&] { parse_generation_config(text, "g"); }).find(message), std::string::npos)
-        << text << ": " << error_of([&] { parse_generation_config(text, "g"); });
+  for (const auto& c : cases) {
+    const std::string error = error_of([&] { parse_generation_config(c.first, "g"); });
+    EXPECT_NE(error.find(c.second), std::string::npos) << c.first << ": " << error;
+  }
   EXPECT_EQ(*parse_generation_config(R"({"top_k": 0, "temperature": 0})", "g").top_k, 0);
 }
 
