@@ -148,7 +148,7 @@ TEST(BatchCli, APromptLongerThanTheContextIsRefusedInItsLine) {
   qinfer::test::ScratchDir dir("batch-long");
   const std::string input = dir.file("requests.jsonl");
   std::string words;
-  for (int i = 0; i < (1 << 20); ++i) words += " word";
+  for (int i = 0; i < (1 << 16); ++i) words += " word";
   std::ofstream(input) << R"({"prompt": ")" << words.substr(0, 5 * 48) << "\"}\n"
                        << R"({"prompt": ")" << words << "\"}\n"
                        << R"({"messages": [{"role": "user", "content": ")" << words << "\"}]}\n"

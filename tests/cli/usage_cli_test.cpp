@@ -244,7 +244,7 @@ TEST(UsageCli, EachPromptMistakeHasItsOwnMessage) {
   // A hunt finding: a huge prompt was encoded whole (minutes, gigabytes) before this refusal.
   {
     std::ofstream huge(dir.file("huge.txt"));
-    for (int i = 0; i < (1 << 20); ++i) huge << " word";
+    for (int i = 0; i < (1 << 16); ++i) huge << " word";
   }
   expect_error("--prompt-file " + dir.file("huge.txt") + " --ctx 64",
                "the prompt (more than 64 tokens) does not fit the context of 64 tokens");
