@@ -196,17 +196,14 @@ bool Tokenizer::encode_stretch(std::string_view text, std::vector<int32_t>& ids,
     const std::string_view word = text.substr(pos, end - pos);
     pos = end;
     if (word.size() / longest_token_bytes_ > max_tokens - ids.size()) return false;
-    if (word.size() > 1 && cache != nullptr) {
-      const auto hit = cache->find(word);
-      if (!hit.empty()) {
-        ids.insert(ids.end(), hit.begin(), hit.end());
-        if (ids.size() > max_tokens) return false;
-        continue;
-      }
+    const auto hit = word.size() > 1 && cache != nullptr ? cache->find(word) : std::span<const int32_t>();
+    if (!hit.empty()) {
+      ids.insert(ids.end(), hit.begin(), hit.end());
+    } else {
+      const size_t first = ids.size();
+      bpe_.encode_word(word, ids);
+      if (word.size() > 1 && cache != nullptr) cache->insert(word, std::span<const int32_t>(ids).subspan(first));
     }
-    const size_t first = ids.size();
-    bpe_.encode_word(word, ids);
-    if (word.size() > 1 && cache != nullptr) cache->insert(word, std::span<const int32_t>(ids).subspan(first));
     if (ids.size() > max_tokens) return false;
   }
   return true;
