@@ -23,27 +23,25 @@ std::vector<float> teacher_forced_logits(const Qwen3Model& model, std::span<cons
 }
 
 void LogitAgreement::add(const float* ref, const float* test, int64_t vocab) {
-  auto log_softmax = [vocab](const float* x, std::vector<double>& out) {
-    const double mx = *std::max_element(x, x + vocab);
-    double sum = 0;
-    for (int64_t i = 0; i < vocab; ++i) sum += std::exp(x[i] - mx);
-    const double log_z = mx + std::log(sum);
-    out.resize(static_cast<size_t>(vocab));
-    for (int64_t i = 0; i < vocab; ++i) out[i] = x[i] - log_z;
-  };
-  std::vector<double> lp, lq;
-  log_softmax(ref, lp);
-  log_softmax(test, lq);
-  double kl = 0, sq = 0;
-  for (int64_t i = 0; i < vocab; ++i) {
-    kl += std::exp(lp[i]) * (lp[i] - lq[i]);
-    sq += (static_cast<double>(ref[i]) - test[i]) * (static_cast<double>(ref[i]) - test[i]);
-  }
+  // KL(p || q) = sum p (log p - log q) = sum p (ref - test) - log Zp + log Zq
+  // with p = exp(ref) / Zp: one pass over the row, two exponentials per entry
+  // and nothing stored (a row is the whole vocabulary).
   const int64_t best = std::max_element(ref, ref + vocab) - ref;
+  const int64_t test_best = std::max_element(test, test + vocab) - test;
+  const double ref_max = ref[best], test_max = test[test_best];
+  double ref_z = 0, test_z = 0, p_diff = 0, sq = 0;
   float runner_up = -INFINITY;
-  for (int64_t i = 0; i < vocab; ++i)
+  for (int64_t i = 0; i < vocab; ++i) {
+    const double diff = static_cast<double>(ref[i]) - test[i];
+    const double e = std::exp(ref[i] - ref_max);
+    ref_z += e;
+    test_z += std::exp(test[i] - test_max);
+    p_diff += e * diff;
+    sq += diff * diff;
     if (i != best) runner_up = std::max(runner_up, ref[i]);
-  const bool agree = best == std::max_element(test, test + vocab) - test;
+  }
+  const double kl = p_diff / ref_z - (ref_max + std::log(ref_z)) + (test_max + std::log(test_z));
+  const bool agree = best == test_best;
   ++rows;
   top1_agree += agree;
   if (ref[best] - runner_up >= clear_margin) {
