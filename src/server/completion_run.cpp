@@ -319,7 +319,8 @@ bool CompletionRun::run_until(Clock::time_point deadline) {
   }
 }
 
-ordered_json CompletionRun::run_to_end(const std::function<bool()>& client_waiting) {
+ordered_json CompletionRun::run_to_end(std::chrono::milliseconds interval,
+                                       const std::function<bool()>& client_waiting) {
   auto last_check = Clock::now();
   for (bool running = true; running;) {
     running = false;
@@ -328,7 +329,7 @@ ordered_json CompletionRun::run_to_end(const std::function<bool()>& client_waiti
         poll(*c, 100ms, kAllTokens);
         running |= !c->done;
       }
-    if (running && Clock::now() - last_check > 1s) {
+    if (running && Clock::now() - last_check > interval) {
       last_check = Clock::now();
       if (!client_waiting())
         for (auto& c : choices_) c->stream->cancel();

@@ -37,9 +37,9 @@ class CompletionRun {
   // a JSON answer that is done within the status wait is sent whole, with
   // its status (500 when the engine failed it), not as a 200 begun early.
   bool run_until(std::chrono::steady_clock::time_point deadline);
-  // The whole answer (stream = false). Every second until then it asks
+  // The whole answer (stream = false). Every `interval` until then it asks
   // `client_waiting`; when that says no, every choice is cancelled.
-  nlohmann::ordered_json run_to_end(const std::function<bool()>& client_waiting);
+  nlohmann::ordered_json run_to_end(std::chrono::milliseconds interval, const std::function<bool()>& client_waiting);
   // The status of run_to_end's answer: 200, or its error's.
   int status() const { return failure_ ? failure_->status : 200; }
   // SSE events ("data: {...}\n\n", then "data: [DONE]\n\n") through `write`;

@@ -209,7 +209,7 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
     const bool made_whole = req.version == "HTTP/1.0" && req.get_header_value("Connection") == "Keep-Alive";
     if (run->run_until(made_whole ? std::chrono::steady_clock::time_point::max()
                                   : run->start() + options.status_wait)) {
-      const ordered_json answer = in_api(run->run_to_end([] { return true; }));
+      const ordered_json answer = in_api(run->run_to_end(options.space_interval, [] { return true; }));
       log();
       res.status = run->status();
       send_whole(answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
@@ -217,18 +217,19 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
       return;
     }
     // Sent as it is made, so that a space (which JSON allows before a value)
-    // can go out every second while the answer is computed: a write is how a
-    // client that left is noticed, and then its request is cancelled.
+    // can go out every space_interval while the answer is computed.
     // The charset keeps httplib from compressing it (it compresses "application/json" exactly): a
     // compressor would hold the spaces back.
-    provide("application/json; charset=utf-8", [run, request, log, in_api](size_t, httplib::DataSink& sink) {
-      const ordered_json answer = in_api(run->run_to_end([&] { return sink.is_writable() && sink.write(" ", 1); }));
-      const std::string text = answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-      sink.write(text.data(), text.size());
-      log();
-      sink.done();
-      return true;
-    });
+    provide("application/json; charset=utf-8",
+            [interval = options.space_interval, run, request, log, in_api](size_t, httplib::DataSink& sink) {
+              const ordered_json answer =
+                  in_api(run->run_to_end(interval, [&] { return sink.is_writable() && sink.write(" ", 1); }));
+              const std::string text = answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+              sink.write(text.data(), text.size());
+              log();
+              sink.done();
+              return true;
+            });
     return;
   }
   res.set_header("Cache-Control", "no-cache");

@@ -27,6 +27,10 @@ struct ServerOptions {
   // How long a request waits for its first token before its answer (200)
   // begins: only until then can a failure be a status (400, 500).
   std::chrono::milliseconds status_wait{1000};
+  // After that, a JSON answer still being computed gets a space this often:
+  // a write is how a client that left is noticed (and its request
+  // cancelled), and it keeps a proxy's read timeout from cutting the answer.
+  std::chrono::milliseconds space_interval{1000};
 };
 
 class HttpServer {

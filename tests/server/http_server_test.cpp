@@ -33,12 +33,13 @@ namespace {
 struct Fixture {
   explicit Fixture(engine::EngineLoopOptions lo = {{4, 0, 64, 8, 128}, 16}, std::string key = "",
                    const std::string& model = test::data_path("models/tiny"),
-                   std::vector<std::string> allowed_origins = {}, std::chrono::milliseconds status_wait = 1s)
+                   std::vector<std::string> allowed_origins = {}, std::chrono::milliseconds status_wait = 1s,
+                   std::chrono::milliseconds space_interval = 1s)
       : bundle(load_model_bundle(model)),
         pool(2),
         loop(*bundle.model, pool, lo),
         served{bundle, "tiny", loop.context()},
-        http(options(key, std::move(allowed_origins), status_wait)) {
+        http(options(key, std::move(allowed_origins), status_wait, space_interval)) {
     http.bind();
     serving = std::thread([this] { http.serve(); });
     http.set_ready(served, loop, lo.engine.block_size);
@@ -49,9 +50,10 @@ struct Fixture {
     serving.join();
   }
   static ServerOptions options(const std::string& key, std::vector<std::string> allowed_origins,
-                               std::chrono::milliseconds status_wait) {
+                               std::chrono::milliseconds status_wait, std::chrono::milliseconds space_interval) {
     ServerOptions o;
     o.status_wait = status_wait;
+    o.space_interval = space_interval;
     o.port = 0;
     o.api_key = key;
     o.allowed_origins = std::move(allowed_origins);
@@ -429,23 +431,23 @@ TEST(HttpServer, ClientThatLeavesMidStreamFreesItsSequence) {
 // left its request generating to the end. The server notices within seconds.
 TEST(HttpServer, ClientThatLeavesAJsonRequestFreesItsSequence) {
   constexpr int kMaxTokens = 16000;
-  // A space every 100 ms, not every second: a patient answer of a few hundred
-  // tokens outlasts it even in a fast build, and the suite stays short under
-  // the sanitizers.
-  Fixture f(engine::EngineLoopOptions{{4, 0, 64, 8, 16384}, 16}, "", test::data_path("models/tiny"), {}, 100ms);
+  // The answer begins after 50 ms and a space follows every 10 ms, not every
+  // second: a patient answer of a few hundred tokens outlasts that even in a
+  // fast build, and the suite stays short under the sanitizers.
+  Fixture f(engine::EngineLoopOptions{{4, 0, 64, 8, 16384}, 16}, "", test::data_path("models/tiny"), {}, 50ms, 10ms);
   auto impatient = f.client();
-  impatient.set_read_timeout(0, 50'000);
+  impatient.set_read_timeout(0, 20'000);  // gone before the answer begins
   const ordered_json body = {{"prompt", "Once upon a time"}, {"max_tokens", kMaxTokens}, {"ignore_eos", true}};
   EXPECT_FALSE(impatient.Post("/v1/completions", body.dump(), "application/json")) << "the client timed out";
   for (int i = 0; i < 400 && f.metric("qinfer:num_requests_running") != 0; ++i) std::this_thread::sleep_for(50ms);
   EXPECT_EQ(f.metric("qinfer:num_requests_running"), 0);
   EXPECT_LT(f.metric("qinfer:generation_tokens_total"), kMaxTokens) << "the run stopped when its client left";
   // A patient client gets its JSON, spaces before it while it waited.
-  auto patient = f.client().Post("/v1/completions", R"({"prompt": "Once", "max_tokens": 300, "ignore_eos": true})",
+  auto patient = f.client().Post("/v1/completions", R"({"prompt": "Once", "max_tokens": 400, "ignore_eos": true})",
                                  "application/json");
   ASSERT_TRUE(patient);
   EXPECT_EQ(patient->body.substr(0, 1), " ") << "a space went out while the answer was computed";
-  EXPECT_EQ(ordered_json::parse(patient->body)["usage"]["completion_tokens"], 300);
+  EXPECT_EQ(ordered_json::parse(patient->body)["usage"]["completion_tokens"], 400);
   // Another: with gzip accepted (httpx and undici ask for it) the answer was compressed, so the
   // spaces stayed in the compressor and a proxy's read timeout cut long answers.
   auto raw = f.client();
@@ -483,16 +485,20 @@ TEST(HttpServer, ClientThatLeavesWhileQueuedIsCancelled) {
 // drain finishes them.
 TEST(HttpServer, StoppingFinishesQueuedRequestsAndRefusesNewOnes) {
   Fixture f(engine::EngineLoopOptions{{4, 0, 64, 1, 4096}, 4});  // one running sequence, the others wait
-  std::vector<ordered_json> answers(3);
+  // The first runs long enough for the others to be queued behind it when the server stops.
+  const std::vector<int> lengths = {300, 20, 20};
+  std::vector<ordered_json> answers(lengths.size());
   std::vector<std::thread> clients;
-  for (size_t i = 0; i < answers.size(); ++i)
+  for (size_t i = 0; i < answers.size(); ++i) {
     clients.emplace_back([&, i] {
-      answers[i] = f.post("/v1/completions", {{"prompt", "a"}, {"max_tokens", 300}, {"ignore_eos", true}});
+      answers[i] = f.post("/v1/completions", {{"prompt", "a"}, {"max_tokens", lengths[i]}, {"ignore_eos", true}});
     });
-  for (int i = 0; i < 400 && (f.loop.stats().running == 0 || f.loop.stats().waiting < 2); ++i)
-    std::this_thread::sleep_for(5ms);
+    auto held = [&f] { return static_cast<size_t>(f.loop.stats().running + f.loop.stats().waiting); };
+    for (int w = 0; w < 400 && held() <= i; ++w) std::this_thread::sleep_for(5ms);
+  }
   auto kept_alive = f.client();
   kept_alive.set_keep_alive(true);
+  EXPECT_EQ(f.loop.stats().waiting, 2);
   EXPECT_EQ(kept_alive.Get("/health")->status, 200);
   f.http.stop();
   auto stopping = kept_alive.Get("/health");
@@ -500,7 +506,8 @@ TEST(HttpServer, StoppingFinishesQueuedRequestsAndRefusesNewOnes) {
   EXPECT_EQ(stopping->get_header_value("Connection"), "close");
   f.loop.drain(std::chrono::steady_clock::now() + 60s);
   for (std::thread& t : clients) t.join();
-  for (const ordered_json& a : answers) EXPECT_EQ(a["usage"]["completion_tokens"], 300) << a.dump();
+  for (size_t i = 0; i < answers.size(); ++i)
+    EXPECT_EQ(answers[i]["usage"]["completion_tokens"], lengths[i]) << answers[i].dump();
 }
 
 // A hunt finding: an HTTP/1.0 request got a chunked answer, which RFC 7230
