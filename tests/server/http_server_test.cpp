@@ -493,8 +493,11 @@ TEST(HttpServer, StoppingFinishesQueuedRequestsAndRefusesNewOnes) {
     clients.emplace_back([&, i] {
       answers[i] = f.post("/v1/completions", {{"prompt", "a"}, {"max_tokens", lengths[i]}, {"ignore_eos", true}});
     });
-    auto held = [&f] { return static_cast<size_t>(f.loop.stats().running + f.loop.stats().waiting); };
-    for (int w = 0; w < 400 && held() <= i; ++w) std::this_thread::sleep_for(5ms);
+    auto arrived = [&f, i] {
+      const auto stats = f.loop.stats();
+      return i == 0 ? stats.running == 1 : stats.waiting == static_cast<int64_t>(i);
+    };
+    for (int w = 0; w < 1000 && !arrived(); ++w) std::this_thread::sleep_for(5ms);
   }
   auto kept_alive = f.client();
   kept_alive.set_keep_alive(true);
