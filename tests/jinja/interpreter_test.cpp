@@ -143,6 +143,20 @@ TEST(Expressions, ComparisonsMembershipLogic) {
   EXPECT_EQ(render("{{ 0 or 'x' }} {{ 1 and 'y' }} {{ not none }} {{ 1 if false else 2 }}"), "x y True 2");
 }
 
+// A fuzz finding: an int compared with NaN converted the NaN to an integer
+// (undefined behaviour), and floats compared NaN as equal (1.5 <= nan was
+// true). Python orders nothing with NaN: every <, <=, >, >= with it is false.
+TEST(Expressions, NaNIsOrderedWithNothing) {
+  const std::string nan = "{% set nan = 1e308 * 10 * 0 %}";
+  EXPECT_EQ(render(nan + "{{ 9 < nan }} {{ 9 <= nan }} {{ 9 > nan }} {{ 9 >= nan }} {{ nan < 9 }} {{ nan >= 9 }}"),
+            "False False False False False False");
+  EXPECT_EQ(render(nan + "{{ 1.5 <= nan }} {{ nan >= 1.5 }} {{ nan <= nan }} {{ nan == nan }} {{ nan != nan }}"),
+            "False False False False True");
+  EXPECT_EQ(render(nan + "{{ [nan] < [1] }} {{ [1] >= [nan] }} {{ 5 is lt(nan) }} {{ 5 is ge(nan) }}"),
+            "False False False False");
+  EXPECT_EQ(render(nan + "{{ [3, nan, 1] | max }} {{ [3, nan, 1] | min }} {{ [nan, 3] | max }}"), "3 1 nan");
+}
+
 TEST(Expressions, SlicingAndNegativeIndexes) {
   EXPECT_EQ(render("{{ 'abcdef'[::-1] }} {{ 'abcdef'[1:3] }} {{ 'héllo'[1] }} {{ [1,2,3][-1] }} {{ [1,2,3][::2] }}"),
             "fedcba bc é 3 [1, 3]");
@@ -261,6 +275,14 @@ TEST(Errors, RuntimeErrorsNameTheExpression) {
             "t:1:26: filter 'tojson': Object of type Undefined is not JSON serializable");
   EXPECT_EQ(error_of("{% set x = 1 %}{% set x.a = 2 %}"),
             "t:1:19: cannot assign attribute 'a' on non-namespace object 'x'");
+}
+
+// Python's float power raises OverflowError where finite operands give an
+// infinite result (a product or sum becomes inf quietly, as here).
+TEST(Errors, FloatPowerOverflowIsAnError) {
+  EXPECT_EQ(error_of("{{ 9 ** 994.0 }}"), "t:1:6: (34, 'Numerical result out of range')");
+  EXPECT_EQ(error_of("{{ 2.0 ** 1024 }}"), "t:1:8: (34, 'Numerical result out of range')");
+  EXPECT_EQ(render("{{ (1e308 * 10) ** 2 }} {{ 10.0 ** -400 }} {{ 2.0 ** 1023 }}"), "inf 0.0 8.98846567431158e+307");
 }
 
 TEST(Errors, InvalidUtf8TemplateIsRejected) { EXPECT_EQ(error_of("ab\xff"), "t: invalid UTF-8 at byte 2"); }

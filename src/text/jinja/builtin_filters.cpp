@@ -429,7 +429,7 @@ Value min_or_max(const char* name, const Value& v, CallArgs& args, bool want_max
   Value best_key = key(items[0]);
   for (size_t i = 1; i < items.size(); ++i) {
     Value k = key(items[i]);
-    int c = compare(k, best_key);
+    const std::partial_ordering c = compare(k, best_key);
     if (want_max ? c > 0 : c < 0) {
       best = i;
       best_key = std::move(k);

@@ -208,7 +208,9 @@ Value binary_op(BinaryOp op, const Value& a, const Value& b) {
       double x = a.number(), y = b.number();
       if (x == 0.0 && y < 0) eval_fail("0.0 cannot be raised to a negative power");
       if (x < 0 && y != std::floor(y)) eval_fail("complex results are not supported");
-      return std::pow(x, y);
+      const double r = std::pow(x, y);
+      if (std::isinf(r) && std::isfinite(x) && std::isfinite(y)) eval_fail("(34, 'Numerical result out of range')");
+      return r;
     }
     default:
       eval_fail("unsupported operator");

@@ -170,24 +170,32 @@ std::string repr(const Value& v) {
 
 namespace {
 
+template <class T>
+std::partial_ordering order(const T& a, const T& b) {
+  if (a < b) return std::partial_ordering::less;
+  if (b < a) return std::partial_ordering::greater;
+  return a == b ? std::partial_ordering::equivalent : std::partial_ordering::unordered;
+}
+
 // Python compares int with float exactly (2**64 != float(2**64 + 1)).
-int compare_numbers(const Value& a, const Value& b) {
-  if (a.is_integral() && b.is_integral()) return (a.integral() > b.integral()) - (a.integral() < b.integral());
-  if (a.is_float() && b.is_float()) return (a.as_float() > b.as_float()) - (a.as_float() < b.as_float());
-  bool flipped = a.is_float();
-  Int i = flipped ? b.integral() : a.integral();
-  double f = flipped ? a.as_float() : b.as_float();
-  int c;
+std::partial_ordering compare_numbers(const Value& a, const Value& b) {
+  if (a.is_integral() && b.is_integral()) return order(a.integral(), b.integral());
+  if (a.is_float() && b.is_float()) return order(a.as_float(), b.as_float());
+  const bool flipped = a.is_float();
+  const Int i = flipped ? b.integral() : a.integral();
+  const double f = flipped ? a.as_float() : b.as_float();
+  std::partial_ordering c = std::partial_ordering::unordered;
+  if (std::isnan(f)) return c;
   if (f >= 0x1p127) {
-    c = -1;
+    c = std::partial_ordering::less;
   } else if (f < -0x1p127) {
-    c = 1;
+    c = std::partial_ordering::greater;
   } else {
-    double whole = std::trunc(f);
-    auto fi = static_cast<Int>(whole);
-    c = i < fi ? -1 : i > fi ? 1 : (f > whole ? -1 : f < whole ? 1 : 0);
+    const double whole = std::trunc(f);
+    const auto fi = static_cast<Int>(whole);
+    c = i != fi ? order(i, fi) : order(whole, f);
   }
-  return flipped ? -c : c;
+  return flipped ? 0 <=> c : c;
 }
 
 }  // namespace
@@ -229,20 +237,17 @@ bool equals(const Value& a, const Value& b) {
   return false;
 }
 
-int compare(const Value& a, const Value& b) {
+std::partial_ordering compare(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) return compare_numbers(a, b);
   // UTF-8 byte order is code point order, which is how Python orders str.
-  if (a.is_string() && b.is_string()) {
-    int c = a.as_string().compare(b.as_string());
-    return (c > 0) - (c < 0);
-  }
+  if (a.is_string() && b.is_string()) return a.as_string().compare(b.as_string()) <=> 0;
   if (a.is_list() && b.is_list() && a.as_list().is_tuple == b.as_list().is_tuple) {
     NestedValueLevel level;
     const auto& x = a.as_list().items;
     const auto& y = b.as_list().items;
     for (size_t i = 0; i < x.size() && i < y.size(); ++i)
       if (!equals(x[i], y[i])) return compare(x[i], y[i]);
-    return x.size() < y.size() ? -1 : (x.size() > y.size() ? 1 : 0);
+    return x.size() <=> y.size();
   }
   if (a.is_undefined()) a.fail_undefined();
   if (b.is_undefined()) b.fail_undefined();

@@ -5,6 +5,7 @@
 // Lists and dicts are immutable once built, as in transformers' sandboxed
 // environment, so sharing them between values is safe.
 #pragma once
+#include <compare>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -165,8 +166,9 @@ class Value {
 std::string to_str(const Value& v);           // Python str(); Undefined prints as ""
 std::string repr(const Value& v);             // Python repr()
 bool equals(const Value& a, const Value& b);  // Python ==
-// Python's a < b as -1/0/1 ordering; throws EvalError for unorderable types.
-int compare(const Value& a, const Value& b);
+// How Python orders a and b: unordered where a NaN decides it (every <, <=,
+// >, >= with NaN is false); throws EvalError for unorderable types.
+std::partial_ordering compare(const Value& a, const Value& b);
 // The elements a for loop visits: list items, dict keys, string characters,
 // what is left of a generator (consuming it); Undefined is empty. Anything
 // else throws EvalError.
