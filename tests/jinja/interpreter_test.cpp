@@ -299,6 +299,16 @@ TEST(Deviations, ViewsAndRangesPrintAsLists) {
 TEST(Deviations, IntegersAre128Bit) {
   EXPECT_EQ(render("{{ 2 ** 126 }}"), "85070591730234615865843651857942052864");
   EXPECT_EQ(error_of("{{ 2 ** 127 }}"), "t:1:6: integer overflow (beyond 128 bits)");
+  // A fuzz-hunt finding: round to a power of ten went through a double, so a
+  // result past the range was converted to an integer (undefined behaviour)
+  // and ints past 2**53 lost their low digits. Python rounds ints exactly.
+  const std::string extremes = "{% set max = 2 ** 126 - 1 + 2 ** 126 %}{% set min = -max - 1 %}";
+  EXPECT_EQ(error_of(extremes + "{{ max | round(-38) }}"),
+            "t:1:73: filter 'round': integer overflow (beyond 128 bits)");
+  EXPECT_EQ(
+      render(extremes + "{{ (12345678901234567 * 10000 + 8901) | round(-1) }} {{ 1234 | round(-2) }} "
+                        "{{ -1250 | round(-2) }} {{ 1350 | round(-2) }} {{ min | round(-39) }} {{ min | round(-37) }}"),
+      "123456789012345678900 1200 -1200 1400 0 -170000000000000000000000000000000000000");
 }
 
 TEST(Deviations, NamespaceCannotContainItself) {

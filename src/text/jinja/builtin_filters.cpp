@@ -496,6 +496,20 @@ Value f_reverse(Context&, const Value& v, CallArgs& args) {
   return Value::generator(std::move(reversed), "", type);
 }
 
+// Python's round(i, -digits) of an int: exact (a double holds 53 bits), half
+// to even.
+Int round_int(Int i, int64_t digits) {
+  if (digits > 38) return 0;  // 10**39 is over twice any 128-bit int
+  Int unit = 1;
+  for (int64_t k = 0; k < digits; ++k) unit *= 10;
+  Int whole = i / unit;
+  const Int rest = i % unit < 0 ? -(i % unit) : i % unit;
+  if (rest > unit - rest || (rest == unit - rest && whole % 2 != 0)) whole += i < 0 ? -1 : 1;
+  Int rounded;
+  if (__builtin_mul_overflow(whole, unit, &rounded)) fail_overflow();
+  return rounded;
+}
+
 Value f_round(Context&, const Value& v, CallArgs& args) {
   Params p("round", args, {"precision", "method"});
   int64_t precision = p.integer(0, 0);
@@ -511,9 +525,9 @@ Value f_round(Context&, const Value& v, CallArgs& args) {
       std::snprintf(buf, sizeof buf, "%.*f", static_cast<int>(precision), v.number());
       return std::strtod(buf, nullptr);
     }
-    double scale = std::pow(10.0, static_cast<double>(-precision));
-    double r = std::nearbyint(v.number() / scale) * scale;
-    return v.is_integral() ? Value(static_cast<Int>(r)) : Value(r);
+    if (v.is_integral()) return round_int(v.integral(), -precision);
+    const double scale = std::pow(10.0, static_cast<double>(-precision));
+    return std::nearbyint(v.number() / scale) * scale;
   }
   double scale = std::pow(10.0, static_cast<double>(precision));
   double x = v.number() * scale;
