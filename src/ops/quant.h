@@ -58,6 +58,13 @@ inline size_t quant_matrix_bytes(QuantFormat f, int64_t rows, int64_t n) {
   return static_cast<size_t>(quant_stored_rows(f, rows)) * quant_row_bytes(f, n);
 }
 
+// Row x of n weights (n a multiple of kQuantBlock) as its codes (q + the zero
+// code, n bytes) and its blocks' half scales (n / 32): the definition above,
+// one weight at a time.
+void quantize_row_reference(QuantFormat f, const float* x, int64_t n, uint8_t* codes, uint16_t* scales);
+// The same, vectorized (quant_kernels.cpp): the reference's bytes on every
+// target, for every input.
+void quantize_row(QuantFormat f, const float* x, int64_t n, uint8_t* codes, uint16_t* scales);
 // Rows [0, rows) of x ([rows, n] floats, n a multiple of kQuantBlock) into a
 // quantized matrix of quant_matrix_bytes(f, rows, n) bytes.
 void quantize_matrix(QuantFormat f, const float* x, int64_t rows, int64_t n, uint8_t* out);

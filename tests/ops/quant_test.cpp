@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -154,6 +155,60 @@ TEST(Quant, DequantizeErrorWithinHalfAStepPerBlock) {
         }
       }
     }
+}
+
+// The vectorized quantize_row against the scalar definition, on every
+// target: blocks whose half scale underflows or overflows, ties in magnitude
+// of either sign first, values halfway between two codes, zeros of either
+// sign, f32 subnormals and non-finite values.
+TEST(Quant, RowKernelWritesTheReferenceBytesOnEveryTarget) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<std::vector<float>> blocks;
+  for (float scale : {1e-9f, 1e-6f, 0.05f, 1.0f, 3e4f, 1e7f, 3e38f}) {
+    const auto r = randn(4 * kQuantBlock, 5, scale);
+    for (int b = 0; b < 4; ++b) blocks.emplace_back(r.begin() + b * kQuantBlock, r.begin() + (b + 1) * kQuantBlock);
+  }
+  auto block = [](std::initializer_list<std::pair<int, float>> set, float rest) {
+    std::vector<float> v(kQuantBlock, rest);
+    for (auto [i, x] : set) v[i] = x;
+    return v;
+  };
+  blocks.push_back(block({}, 0.0f));
+  blocks.push_back(block({}, -0.0f));
+  blocks.push_back(block({}, -0.25f));
+  blocks.push_back(block({{3, -2.0f}, {20, 2.0f}}, 0.1f));   // a tie, the negative first
+  blocks.push_back(block({{3, 2.0f}, {20, -2.0f}}, 0.1f));   // the positive first
+  blocks.push_back(block({{31, -8.0f}, {30, 8.0f}}, 0.3f));  // ... in the last vector
+  blocks.push_back(block({{0, 1e-40f}, {9, -3e-45f}}, 0.0f));
+  std::vector<float> halves;  // with d = 1 (Q8: max 127; Q4: m = -8): k + 1/2 rounds to even
+  for (int i = 0; i < kQuantBlock; ++i) halves.push_back(static_cast<float>(i - 16) + 0.5f);
+  halves[0] = 127.0f;
+  blocks.push_back(halves);
+  halves[0] = -8.0f;
+  blocks.push_back(halves);
+  for (float bad : {nan, inf, -inf}) {
+    blocks.push_back(block({{5, bad}}, 0.5f));
+    blocks.push_back(block({{5, bad}, {6, -3.0f}}, 0.5f));
+  }
+  std::vector<float> row;
+  for (const auto& b : blocks) row.insert(row.end(), b.begin(), b.end());
+  const int64_t n = static_cast<int64_t>(row.size()), nb = n / kQuantBlock;
+  for (QuantFormat f : {QuantFormat::Q8, QuantFormat::Q4}) {
+    std::vector<uint8_t> want(n), got;
+    std::vector<uint16_t> want_scales(nb), got_scales;
+    quantize_row_reference(f, row.data(), n, want.data(), want_scales.data());
+    test::for_each_target([&] {
+      got.assign(n, 0);
+      got_scales.assign(nb, 1);
+      quantize_row(f, row.data(), n, got.data(), got_scales.data());
+      for (int64_t b = 0; b < nb; ++b) {
+        ASSERT_EQ(got_scales[b], want_scales[b]) << (f == QuantFormat::Q8 ? "Q8" : "Q4") << " block " << b;
+        for (int64_t i = b * kQuantBlock; i < (b + 1) * kQuantBlock; ++i)
+          ASSERT_EQ(got[i], want[i]) << (f == QuantFormat::Q8 ? "Q8" : "Q4") << " block " << b << " weight " << i
+                                     << " = " << row[i];
+      }
+    });
+  }
 }
 
 // The Q4 layout of quant.h, byte for byte: weights (i + r) % 16 - 8 in units
