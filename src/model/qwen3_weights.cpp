@@ -64,19 +64,6 @@ void release_pages(const void* p, size_t n) {
   if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
-// Maps the pages of [p, p + n) into this process at once, one call instead
-// of a page fault per 4 KiB while a kernel walks them (packing a bf16 0.6B
-// into panels: load 2.85-3.47 s before, 1.81-2.68 s with both sides
-// prefaulted). Kernels before Linux 5.14 refuse the advice: then the pages
-// fault in as they are touched, as before.
-void prefault(const void* p, size_t n, bool for_writing) {
-  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n + page - 1) / page * page;
-  if (end > begin)
-    ::madvise(reinterpret_cast<void*>(begin), end - begin, for_writing ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
-}
-
 // Binds tensors of the checkpoint as weight matrices, converting them when
 // the options ask for another format.
 struct Binder {
@@ -160,8 +147,6 @@ struct Binder {
     const bool converted = !owned.empty() && rows.data == owned.back().data();
     if (!pool) pool = std::make_unique<ThreadPool>(options.threads);
     OwnedBytes& buf = owned.emplace_back(float_panel_bytes(rows.format, rows.rows, rows.cols));
-    prefault(rows.data, rows.bytes(), false);
-    prefault(buf.data(), buf.size(), true);
     const WeightMatrix w = pack_float_panels(rows, buf.data(), *pool);
     if (converted)
       owned.erase(owned.end() - 2);
