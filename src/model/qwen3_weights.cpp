@@ -119,14 +119,11 @@ struct Binder {
         const int64_t r0 = static_cast<int64_t>(g) * kQuantGroupRows, n = std::min(kQuantGroupRows, w.rows - r0);
         for (int64_t r = 0; r < n; ++r) widen_row(from, r0 + r, &rows[r * w.cols]);
         if (w.quantized()) {
-          for (int64_t r = 0; r < n; ++r)
-            if (!std::all_of(&rows[r * w.cols], &rows[(r + 1) * w.cols], [](float x) { return std::isfinite(x); })) {
-              int64_t seen = first_bad_row.load();
-              while (r0 + r < seen && !first_bad_row.compare_exchange_weak(seen, r0 + r)) {
-              }
-            }
-          quantize_matrix(w.quant_format(), rows.data(), n, w.cols,
-                          buf.data() + quant_matrix_bytes(w.quant_format(), r0, w.cols));
+          const int64_t bad = quantize_matrix(w.quant_format(), rows.data(), n, w.cols,
+                                              buf.data() + quant_matrix_bytes(w.quant_format(), r0, w.cols));
+          int64_t seen = first_bad_row.load();
+          while (bad >= 0 && r0 + bad < seen && !first_bad_row.compare_exchange_weak(seen, r0 + bad)) {
+          }
         } else {
           for (int64_t r = 0; r < n; ++r)
             simd::narrow_f32(&rows[r * w.cols], static_cast<size_t>(w.cols), float_dtype(to),

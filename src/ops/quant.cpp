@@ -44,8 +44,9 @@ void quantize_row_reference(QuantFormat f, const float* x, int64_t n, uint8_t* c
   }
 }
 
-void quantize_matrix(QuantFormat f, const float* x, int64_t rows, int64_t n, uint8_t* out) {
+int64_t quantize_matrix(QuantFormat f, const float* x, int64_t rows, int64_t n, uint8_t* out) {
   const int64_t blocks = n / kQuantBlock;
+  int64_t first_bad_row = -1;
   // A group's rows quantized first, then its blocks written in order, each
   // once: whole cache lines of fresh memory rather than 4 bytes at a time.
   std::vector<uint8_t> codes(static_cast<size_t>(kQuantGroupRows * n));
@@ -53,7 +54,8 @@ void quantize_matrix(QuantFormat f, const float* x, int64_t rows, int64_t n, uin
   for (int64_t r0 = 0; r0 < rows; r0 += kQuantGroupRows) {
     for (int64_t j = 0; j < kQuantGroupRows; ++j) {
       if (r0 + j < rows) {
-        quantize_row(f, x + (r0 + j) * n, n, &codes[j * n], &scales[j * blocks]);
+        if (!quantize_row(f, x + (r0 + j) * n, n, &codes[j * n], &scales[j * blocks]) && first_bad_row < 0)
+          first_bad_row = r0 + j;
       } else {  // padding rows: zeros
         std::fill_n(&codes[j * n], n, static_cast<uint8_t>(quant_zero_code(f)));
         std::fill_n(&scales[j * blocks], blocks, uint16_t{0});
@@ -73,6 +75,7 @@ void quantize_matrix(QuantFormat f, const float* x, int64_t rows, int64_t n, uin
         }
     }
   }
+  return first_bad_row;
 }
 
 uint16_t quant_block_scale(QuantFormat f, const uint8_t* matrix, int64_t r, int64_t b, int64_t n) {

@@ -63,11 +63,14 @@ inline size_t quant_matrix_bytes(QuantFormat f, int64_t rows, int64_t n) {
 // one weight at a time.
 void quantize_row_reference(QuantFormat f, const float* x, int64_t n, uint8_t* codes, uint16_t* scales);
 // The same, vectorized (quant_kernels.cpp): the reference's bytes on every
-// target, for every input.
-void quantize_row(QuantFormat f, const float* x, int64_t n, uint8_t* codes, uint16_t* scales);
+// target, for every input. Returns whether every weight was finite: a NaN or
+// infinity still gets a code, but the block's scale ignores it, so corrupt
+// weights would look sound.
+bool quantize_row(QuantFormat f, const float* x, int64_t n, uint8_t* codes, uint16_t* scales);
 // Rows [0, rows) of x ([rows, n] floats, n a multiple of kQuantBlock) into a
-// quantized matrix of quant_matrix_bytes(f, rows, n) bytes.
-void quantize_matrix(QuantFormat f, const float* x, int64_t rows, int64_t n, uint8_t* out);
+// quantized matrix of quant_matrix_bytes(f, rows, n) bytes. Returns the first
+// row holding a NaN or infinity, or -1.
+int64_t quantize_matrix(QuantFormat f, const float* x, int64_t rows, int64_t n, uint8_t* out);
 // Row r of a quantized [*, n] matrix: n floats d * q.
 void dequantize_row(QuantFormat f, const uint8_t* matrix, int64_t r, int64_t n, float* out);
 // The half-precision scale of block b of row r.

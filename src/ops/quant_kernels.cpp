@@ -17,7 +17,7 @@ namespace qinfer::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-void QuantizeRow(QuantFormat f, const float* x, size_t n, uint8_t* codes, uint16_t* scales) {
+bool QuantizeRow(QuantFormat f, const float* x, size_t n, uint8_t* codes, uint16_t* scales) {
   const hn::CappedTag<float, kQuantBlock> df;  // a block is a whole number of vectors
   const hn::Rebind<int32_t, decltype(df)> di;
   const hn::Rebind<uint8_t, decltype(df)> du8;
@@ -25,6 +25,7 @@ void QuantizeRow(QuantFormat f, const float* x, size_t n, uint8_t* codes, uint16
   const bool q8 = f == QuantFormat::Q8;
   const auto lo = hn::Set(df, q8 ? -127.0f : -8.0f), hi = hn::Set(df, q8 ? 127.0f : 7.0f);
   const auto zero = hn::Set(di, quant_zero_code(f));
+  bool all_finite = true;
   for (size_t b = 0; b < n / kQuantBlock; ++b) {
     const float* xb = x + b * kQuantBlock;
     uint8_t* cb = codes + b * kQuantBlock;
@@ -37,6 +38,7 @@ void QuantizeRow(QuantFormat f, const float* x, size_t n, uint8_t* codes, uint16
     }
     if (!hn::AllTrue(df, finite)) {  // corrupt weights, refused by the loader: the definition's codes
       quantize_row_reference(f, xb, kQuantBlock, cb, scales + b);
+      all_finite = false;
       continue;
     }
     const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
@@ -57,6 +59,7 @@ void QuantizeRow(QuantFormat f, const float* x, size_t n, uint8_t* codes, uint16
       hn::StoreU(hn::DemoteTo(du8, hn::Add(hn::ConvertTo(di, q), zero)), du8, cb + e);
     }
   }
+  return all_finite;
 }
 
 }  // namespace HWY_NAMESPACE
@@ -69,9 +72,9 @@ HWY_EXPORT(QuantizeRow);
 }  // namespace qinfer::kernels
 
 namespace qinfer {
-void quantize_row(QuantFormat f, const float* x, int64_t n, uint8_t* codes, uint16_t* scales) {
+bool quantize_row(QuantFormat f, const float* x, int64_t n, uint8_t* codes, uint16_t* scales) {
   using namespace kernels;
-  HWY_DYNAMIC_DISPATCH(QuantizeRow)(f, x, static_cast<size_t>(n), codes, scales);
+  return HWY_DYNAMIC_DISPATCH(QuantizeRow)(f, x, static_cast<size_t>(n), codes, scales);
 }
 }  // namespace qinfer
 #endif

@@ -197,10 +197,12 @@ TEST(Quant, RowKernelWritesTheReferenceBytesOnEveryTarget) {
     std::vector<uint8_t> want(n), got;
     std::vector<uint16_t> want_scales(nb), got_scales;
     quantize_row_reference(f, row.data(), n, want.data(), want_scales.data());
+    const int64_t finite = 24 * kQuantBlock;  // the random blocks up to 1e7 (3e38 overflows)
     test::for_each_target([&] {
       got.assign(n, 0);
       got_scales.assign(nb, 1);
-      quantize_row(f, row.data(), n, got.data(), got_scales.data());
+      EXPECT_TRUE(quantize_row(f, row.data(), finite, got.data(), got_scales.data()));
+      EXPECT_FALSE(quantize_row(f, row.data(), n, got.data(), got_scales.data())) << "a NaN or infinity is reported";
       for (int64_t b = 0; b < nb; ++b) {
         ASSERT_EQ(got_scales[b], want_scales[b]) << (f == QuantFormat::Q8 ? "Q8" : "Q4") << " block " << b;
         for (int64_t i = b * kQuantBlock; i < (b + 1) * kQuantBlock; ++i)
@@ -208,6 +210,24 @@ TEST(Quant, RowKernelWritesTheReferenceBytesOnEveryTarget) {
                                      << " = " << row[i];
       }
     });
+  }
+}
+
+// quantize_matrix names the first row with a NaN or infinity; the others
+// are quantized as they would be alone.
+TEST(Quant, MatrixReportsItsFirstNonFiniteRow) {
+  const int64_t rows = 11, cols = 96;
+  auto x = randn(rows * cols, 3, 0.1f);
+  std::vector<uint8_t> m(quant_matrix_bytes(QuantFormat::Q8, rows, cols)), alone(m.size());
+  EXPECT_EQ(quantize_matrix(QuantFormat::Q8, x.data(), rows, cols, alone.data()), -1);
+  x[9 * cols + 95] = std::numeric_limits<float>::infinity();
+  x[5 * cols + 40] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(quantize_matrix(QuantFormat::Q8, x.data(), rows, cols, m.data()), 5);
+  std::vector<float> a(cols), b(cols);
+  for (int64_t r : {0, 4, 6, 10}) {
+    dequantize_row(QuantFormat::Q8, m.data(), r, cols, a.data());
+    dequantize_row(QuantFormat::Q8, alone.data(), r, cols, b.data());
+    EXPECT_EQ(a, b) << "row " << r;
   }
 }
 
