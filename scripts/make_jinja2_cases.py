@@ -158,6 +158,10 @@ fl = [
  "{{ '3'|int + 1 }} {{ '3.7'|int }} {{ 'x'|int }} {{ 'x'|int(7) }} {{ '0x1A'|int(0, 16) }} {{ 'ff'|int(base=16) }} {{ 3.9|int }} {{ '-12'|int }} {{ ' 42 '|int }} {{ '1_000'|int }} {{ true|int }}",
  "{{ '3.5'|float }} {{ 'abc'|float }} {{ 3|float }} {{ 'inf'|float }} {{ ' 1e3 '|float }} {{ 'x'|float(1.5) }}",
  "{{ 2.5|round }} {{ 3.5|round }} {{ 2.675|round(2) }} {{ 1.2345|round(2, 'floor') }} {{ 1.2345|round(1, 'ceil') }} {{ 5|round }} {{ -2.5|round }}",
+ "{{ 1.5|round(400) }} {{ 2.5|round(320) }} {{ 0.1|round(310) }} {{ 5e-324|round(320) }} {{ 1.7976931348623157e308|round(315) }} {{ 1.5|round(-400) }} {{ -1.5|round(-400) }} {{ 5|round(-400) }} {{ ('inf'|float)|round(-2) }}",
+ "{{ 5|round(400, 'ceil') }} {{ 5|round(-2, 'floor') }} {{ 1e300|round(-300, 'ceil') }} {{ -0.5|round(0, 'ceil') }}",
+ "{{ 1.5|round(400, 'ceil') }}", "{{ 0.1|round(309, 'floor') }}", "{{ 1.5|round(-400, 'ceil') }}", "{{ 123456789|round(-400, 'floor') }}",
+ "{{ 1e10|round(300, 'ceil') }}",
  "{{ -5|abs }} {{ -2.5|abs }}", "{{ 'x'|abs }}",
  "{{ [1, 2]|string }} {{ none|string }} {{ 1.0|string }} {{ u|string }}|", "{{ '<a href=\"x\">&\\'</a>'|e }} {{ '<b>'|escape }} {{ '<i>'|safe }}",
  "{{ 'line1\\nline2\\n\\nline4'|indent }}|{{ 'a\\nb'|indent(2, true) }}|{{ 'a\\n\\nb'|indent('--', blank=true) }}",
@@ -173,6 +177,11 @@ fl = [
  "{{ 2 ** 126 }}",
 ]
 for t in fl: case("filters", t, ctx)
+# Non-finite values from strings in the context: jinja2 folds constant
+# expressions, and a folded inf becomes the name `inf` (a NameError).
+for t in ["{{ (s|float)|round(1, 'floor') }}", "{{ (s|float)|round(2) }} {{ (s|float)|round(-2) }}"]:
+    for s_ in ["inf", "-inf", "nan"]:
+        case("filters", t, {"s": s_})
 ts = [
  "{{ u is defined }}{{ u is undefined }}{{ n is none }}{{ n is not none }}{{ d.zz is defined }}{{ d.b is defined }}",
  "{{ true is boolean }}{{ 1 is boolean }}{{ false is false }}{{ 0 is false }}{{ true is true }}{{ 1 is true }}",

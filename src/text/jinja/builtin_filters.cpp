@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -512,26 +513,34 @@ Int round_int(Int i, int64_t digits) {
 
 Value f_round(Context&, const Value& v, CallArgs& args) {
   Params p("round", args, {"precision", "method"});
-  int64_t precision = p.integer(0, 0);
+  const int64_t precision = p.integer(0, 0);
   std::string method = p.string(1).value_or("common");
   if (method != "common" && method != "ceil" && method != "floor") eval_fail("method must be common, ceil or floor");
   if (!v.is_number()) eval_fail("type ", v.type_name(), " doesn't define __round__ method");
-  if (precision < -308 || precision > 308) eval_fail("precision out of range");
-  if (method == "common") {
-    if (v.is_integral() && precision >= 0) return v.integral();
+  if (method == "common") {  // Python's round(v, precision)
+    if (v.is_integral()) return precision >= 0 ? v.integral() : round_int(v.integral(), -precision);
+    const double x = v.number();
+    // Past the digits a double can have after the point, or before it.
+    if (precision > 323) return x;
+    if (precision < -308) return 0.0 * x;
     if (precision >= 0) {
       // printf rounds the exact binary value half-to-even, as Python's round does.
-      char buf[512];
-      std::snprintf(buf, sizeof buf, "%.*f", static_cast<int>(precision), v.number());
+      char buf[std::numeric_limits<double>::max_exponent10 + 330];
+      std::snprintf(buf, sizeof buf, "%.*f", static_cast<int>(precision), x);
       return std::strtod(buf, nullptr);
     }
-    if (v.is_integral()) return round_int(v.integral(), -precision);
     const double scale = std::pow(10.0, static_cast<double>(-precision));
-    return std::nearbyint(v.number() / scale) * scale;
+    return std::nearbyint(x / scale) * scale;
   }
-  double scale = std::pow(10.0, static_cast<double>(precision));
-  double x = v.number() * scale;
-  return (method == "ceil" ? std::ceil(x) : std::floor(x)) / scale;
+  // jinja2's math.ceil/floor(v * 10 ** precision) / 10 ** precision: the
+  // int that ceil/floor make, divided as a float.
+  if (v.is_integral() && precision >= 0) return static_cast<double>(v.integral());  // ceil and floor keep an int
+  if (precision > 308) eval_fail("int too large to convert to float");
+  const double scale = std::pow(10.0, static_cast<double>(precision)), x = v.number() * scale;
+  if (std::isinf(x)) eval_fail("cannot convert float infinity to integer");
+  if (std::isnan(x)) eval_fail("cannot convert float NaN to integer");
+  if (scale == 0) eval_fail("float division by zero");
+  return (method == "ceil" ? std::ceil(x) : std::floor(x)) / scale + 0.0;  // an int has no -0
 }
 
 Value f_safe(Context&, const Value& v, CallArgs& args) {
