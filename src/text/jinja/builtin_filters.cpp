@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <unordered_map>
 #include <utility>
@@ -511,6 +513,29 @@ Int round_int(Int i, int64_t digits) {
   return rounded;
 }
 
+// Python's round(x, -k) of a float, k in [1, 308]: the decimal value of x
+// (exact, as printf prints it) rounded half to even to a multiple of 10**k,
+// then the nearest double; a zero keeps the sign of x.
+double round_to_tens(double x, int64_t k) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  char buf[std::numeric_limits<double>::max_exponent10 + 32];  // up to 309 significant digits
+  // 40 significant digits first: no double is within 1e-40 of a power of ten it is not.
+  std::snprintf(buf, sizeof buf, "%.39e", x);
+  const int64_t exponent = std::strtoll(std::strchr(buf, 'e') + 1, nullptr, 10);
+  const int64_t digits = exponent - k + 1;  // the significant digits kept
+  if (digits >= 1) {
+    std::snprintf(buf, sizeof buf, "%.*e", static_cast<int>(digits - 1), x);
+    const double rounded = std::strtod(buf, nullptr);
+    if (std::isinf(rounded)) eval_fail("rounded value too large to represent");
+    return rounded;
+  }
+  // |x| < 10**k: 0 or 10**k, nearer to |x|; a tie (digits 5 then zeros) goes to 0, the even one.
+  const char* lead = buf + (x < 0);
+  const bool over_half =
+      digits == 0 && (lead[0] > '5' || (lead[0] == '5' && std::strspn(lead + 2, "0") < std::strcspn(lead + 2, "e")));
+  return over_half ? std::copysign(std::pow(10.0, static_cast<double>(k)), x) : std::copysign(0.0, x);
+}
+
 Value f_round(Context&, const Value& v, CallArgs& args) {
   Params p("round", args, {"precision", "method"});
   const int64_t precision = p.integer(0, 0);
@@ -529,8 +554,7 @@ Value f_round(Context&, const Value& v, CallArgs& args) {
       std::snprintf(buf, sizeof buf, "%.*f", static_cast<int>(precision), x);
       return std::strtod(buf, nullptr);
     }
-    const double scale = std::pow(10.0, static_cast<double>(-precision));
-    return std::nearbyint(x / scale) * scale;
+    return round_to_tens(x, -precision);
   }
   // jinja2's math.ceil/floor(v * 10 ** precision) / 10 ** precision: the
   // int that ceil/floor make, divided as a float.
