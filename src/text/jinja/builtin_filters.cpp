@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -556,15 +557,25 @@ Value f_round(Context&, const Value& v, CallArgs& args) {
     }
     return round_to_tens(x, -precision);
   }
-  // jinja2's math.ceil/floor(v * 10 ** precision) / 10 ** precision: the
-  // int that ceil/floor make, divided as a float.
+  // jinja2's math.ceil/floor(v * 10 ** precision) / 10 ** precision. For
+  // precision >= 0, 10 ** precision is an int: v times it as a float (the
+  // correctly rounded power, as strtod reads it), and the int that ceil/floor
+  // make divided by it exactly, then rounded once (Python's int / int), as
+  // strtod reads "digits e-precision". Below 0 it is pow's float.
   if (v.is_integral() && precision >= 0) return static_cast<double>(v.integral());  // ceil and floor keep an int
   if (precision > 308) eval_fail("int too large to convert to float");
-  const double scale = std::pow(10.0, static_cast<double>(precision)), x = v.number() * scale;
+  const std::string power = "1e" + std::to_string(precision);
+  const double scale =
+      precision >= 0 ? std::strtod(power.c_str(), nullptr) : std::pow(10.0, static_cast<double>(precision));
+  const double x = v.number() * scale;
   if (std::isinf(x)) eval_fail("cannot convert float infinity to integer");
   if (std::isnan(x)) eval_fail("cannot convert float NaN to integer");
   if (scale == 0) eval_fail("float division by zero");
-  return (method == "ceil" ? std::ceil(x) : std::floor(x)) / scale + 0.0;  // an int has no -0
+  const double whole = (method == "ceil" ? std::ceil(x) : std::floor(x)) + 0.0;  // an int has no -0
+  if (precision < 0) return whole / scale;
+  char buf[std::numeric_limits<double>::max_exponent10 + 32];
+  std::snprintf(buf, sizeof buf, "%.0fe-%d", whole, static_cast<int>(precision));
+  return std::strtod(buf, nullptr);
 }
 
 Value f_safe(Context&, const Value& v, CallArgs& args) {
