@@ -1,6 +1,8 @@
 #include "text/jinja/percent_format.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -21,14 +23,40 @@ std::string pad(std::string text, int64_t width, bool left_align, char fill = ' 
 }
 
 // snprintf into a string of the size it needs.
-template <class T>
-std::string c_format(const char* spec, T value) {
-  const int n = std::snprintf(nullptr, 0, spec, value);
+std::string c_format(const std::string& spec, double value) {
+  const int n = std::snprintf(nullptr, 0, spec.c_str(), value);
   if (n < 0) eval_fail("format failed");
   std::string out(static_cast<size_t>(n) + 1, '\0');
-  std::snprintf(out.data(), out.size(), spec, value);
+  std::snprintf(out.data(), out.size(), spec.c_str(), value);
   out.resize(static_cast<size_t>(n));
   return out;
+}
+
+// The digits of a magnitude in base 8, 10 or 16.
+std::string digits_of(unsigned __int128 v, int base, bool upper) {
+  const char* symbols = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+  std::string out;
+  do {
+    out += symbols[static_cast<int>(v % static_cast<unsigned>(base))];
+    v /= static_cast<unsigned>(base);
+  } while (v != 0);
+  return {out.rbegin(), out.rend()};
+}
+
+// A number as Python lays it out: the sign ('-', or '+'/' ' by flag), a
+// prefix (0x, 0o), then the digits; a width pads with spaces before it, or
+// after it with '-', or with zeros after the sign and prefix with '0' (for
+// NaN and infinity too, and with a precision, unlike C's printf).
+std::string lay_out_number(bool negative, const std::string& prefix, const std::string& body, const std::string& flags,
+                           int64_t width) {
+  auto has = [&](char f) { return flags.find(f) != std::string::npos; };
+  const std::string sign = negative ? "-" : has('+') ? "+" : has(' ') ? " " : "";
+  const int64_t size = static_cast<int64_t>(sign.size() + prefix.size() + body.size());
+  if (width <= size) return sign + prefix + body;
+  RenderBudget::check_string(static_cast<double>(width));
+  const std::string fill(static_cast<size_t>(width - size), has('-') || !has('0') ? ' ' : '0');
+  if (has('-')) return sign + prefix + body + fill;
+  return fill[0] == '0' ? sign + prefix + fill + body : fill + sign + prefix + body;
 }
 
 }  // namespace
@@ -91,14 +119,6 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       arg = &positional[next_arg++];
     }
     bool left = flags.find('-') != std::string::npos;
-    // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) about "%" + string here.
-    std::string spec = "%";
-    spec += flags;
-    if (width) spec += std::to_string(width);
-    if (precision >= 0) {
-      spec += '.';
-      spec += std::to_string(precision);
-    }
     switch (conv) {
       case 's':
       case 'r':
@@ -117,17 +137,27 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       case 'x':
       case 'X':
       case 'o': {
-        bool decimal = conv == 'd' || conv == 'i' || conv == 'u';
+        const bool decimal = conv == 'd' || conv == 'i' || conv == 'u';
         if (!arg->is_number() || (!decimal && arg->is_float()))
           eval_fail("%", conv, " format: ", decimal ? "a real number" : "an integer", " is required, not ",
                     arg->type_name());
-        if (arg->is_float() && !std::isfinite(arg->as_float()))
-          eval_fail("cannot convert float infinity or NaN to integer");
-        double truncated = arg->is_float() ? std::trunc(arg->as_float()) : 0.0;
-        if (arg->is_float() && std::fabs(truncated) >= 9.2e18) eval_fail("%", conv, " format: number too large");
-        Int whole = arg->is_float() ? static_cast<Int>(truncated) : arg->integral();
-        if (whole < INT64_MIN || whole > INT64_MAX) eval_fail("%", conv, " format: number too large");
-        out += c_format((spec + "ll" + (conv == 'u' ? 'd' : conv)).c_str(), static_cast<long long>(whole));
+        std::string body;
+        bool negative = false;
+        if (arg->is_float()) {  // int(x): its exact digits, whatever its size
+          const double x = arg->as_float();
+          if (!std::isfinite(x)) eval_fail("cannot convert float infinity or NaN to integer");
+          negative = x <= -1;
+          body = c_format("%.0f", std::fabs(std::trunc(x)));
+        } else {
+          const Int v = arg->integral();
+          negative = v < 0;
+          const auto magnitude = negative ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
+          body = digits_of(magnitude, decimal ? 10 : conv == 'o' ? 8 : 16, conv == 'X');
+        }
+        if (precision > static_cast<int64_t>(body.size()))
+          body.insert(0, static_cast<size_t>(precision) - body.size(), '0');
+        const bool alt = !decimal && flags.find('#') != std::string::npos;
+        out += lay_out_number(negative, alt ? std::string("0") + conv : "", body, flags, width);
         break;
       }
       case 'e':
@@ -135,10 +165,17 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       case 'f':
       case 'F':
       case 'g':
-      case 'G':
+      case 'G': {
         if (!arg->is_number()) eval_fail("must be real number, not ", arg->type_name());
-        out += c_format((spec + conv).c_str(), arg->number());
+        const double x = arg->number();
+        std::string spec = flags.find('#') != std::string::npos ? "%#" : "%";
+        if (precision >= 0) {  // appended piece by piece: GCC 12 warns (-Wrestrict, falsely) about "." + string
+          spec += '.';
+          spec += std::to_string(precision);
+        }
+        out += lay_out_number(std::signbit(x) && !std::isnan(x), "", c_format(spec + conv, std::fabs(x)), flags, width);
         break;
+      }
       case 'c':
         if (arg->is_integral()) {
           const Int code = arg->integral();
