@@ -131,6 +131,13 @@ ex = [
  "{{ dict(a=1, b='x') }} {{ dict({'z': 0}, a=1) }}", "{% set j = joiner(', ') %}{% for x in [1,2,3] %}{{ j() }}{{ x }}{% endfor %}",
  "{{ '%s-%d-%05.2f-%r-%x-%%' % ('a', 3, 2.5, 'q', 255) }}", "{{ '%s' % 'one' }} {{ '%(a)s/%(b)d' % {'a': 'x', 'b': 2} }} {{ '%s %s' % ('a',) }}",
  "{{ '{} and {}'.format(1, 'b') }} {{ '{1}{0}{x}'.format('a', 'b', x='c') }} {{ '{{}}'.format() }} {{ '{!r}'.format('q') }}",
+ "<{{ '{:>8}|{:<6}|{:^7}|{:*^9}|{:.2}|{!r:>6}|{:}'.format('abc', 'xy', 'mid', 'é', 'long', 'q', 5) }}>",
+ "<{{ '{:+d}|{: d}|{:08,}|{:012,}|{:_x}|{:#_b}|{:#010_x}|{:=+8}|{:c}|{:X}|{:#o}|{:n}'.format(5, 7, 1234, 1234, 12345678, 12345, 255, -5, 233, 255, 8, 1234) }}>",
+ "<{{ '{:.3f}|{:,.2f}|{:.3e}|{:.3}|{:.3}|{:g}|{:#.3g}|{:.1%}|{:z.1f}|{:,}|{:#}|{:.0}'.format(2.5, 1234567.891, 12345.6789, 2.0, 123.0, 1e-05, 999.9, 0.25, -0.01, 1234567.0, 1e22, 123.0) }}>",
+ "<{{ '{x:>4}|{y!r:^7}|{0:<3}|{b:s}|{t:>3}'.format(1, x=2, y='a', b='s', t=true) }}>",
+ "{{ '{:d}'.format(1.5) }}", "{{ '{:s}'.format(3) }}", "{{ '{:.2}'.format(3) }}", "{{ '{:+}'.format('a') }}", "{{ '{:=5}'.format('a') }}",
+ "{{ '{:,x}'.format(3) }}", "{{ '{:+c}'.format(65) }}", "{{ '{:>4}'.format(none) }}", "{{ '{:>4}'.format([1]) }}", "{{ '{:z}'.format(1) }}",
+ "{{ '{:,_}'.format(1) }}", "{{ '{:.}'.format(1.0) }}", "{{ '{:ab}'.format(1) }}", "{{ '{!x}'.format(1) }}", "{{ '{!rr}'.format(1) }}",
 ]
 for t in ex: case("expressions and statements", t, {"x": {"a": 1}})
 
@@ -185,7 +192,8 @@ fl = [
 for t in fl: case("filters", t, ctx)
 # Non-finite values from strings in the context: jinja2 folds constant
 # expressions, and a folded inf becomes the name `inf` (a NameError).
-for t in ["{{ (s|float)|round(1, 'floor') }}", "{{ (s|float)|round(2) }} {{ (s|float)|round(-2) }}"]:
+for t in ["{{ (s|float)|round(1, 'floor') }}", "{{ (s|float)|round(2) }} {{ (s|float)|round(-2) }}",
+          "<{{ '{:010}|{:=+08}|{:08,E}|{:%}'.format(s|float, s|float, s|float, s|float) }}>"]:
     for s_ in ["inf", "-inf", "nan"]:
         case("filters", t, {"s": s_})
 ts = [

@@ -311,6 +311,14 @@ TEST(Deviations, IntegersAre128Bit) {
       "123456789012345678900 1200 -1200 1400 0 -170000000000000000000000000000000000000");
 }
 
+TEST(Deviations, StrFormatFieldsHaveNoLookupsOrNestedSpecs) {
+  // jinja2 looks up {0.x} through the sandbox and fills {:{w}} from another
+  // argument; no chat template needs either, and both are a clear error.
+  EXPECT_EQ(error_of("{{ '{0.x}'.format(1) }}"),
+            "t:1:18: attribute and item lookups in str.format fields are not supported");
+  EXPECT_EQ(error_of("{{ '{:{w}}'.format(1, w=3) }}"), "t:1:19: nested fields in str.format specs are not supported");
+}
+
 TEST(Deviations, NamespaceCannotContainItself) {
   EXPECT_EQ(error_of("{% set ns = namespace() %}{% set ns.x = [ns] %}"), "t:1:30: a namespace cannot contain itself");
 }

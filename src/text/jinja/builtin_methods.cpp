@@ -6,6 +6,7 @@
 
 #include "text/jinja/budget.h"
 #include "text/jinja/builtin_args.h"
+#include "text/jinja/format_spec.h"
 #include "text/jinja/pystring.h"
 
 namespace qinfer::jinja {
@@ -44,7 +45,7 @@ Value justify(const char* name, const std::string& self, CallArgs& args, int whe
 
 namespace {
 
-// ---- str.format("{} {name}", ...) without format specs ----
+// ---- str.format("{} {name!r:>8}", ...) ----
 
 std::string brace_format(const std::string& fmt, const CallArgs& args) {
   std::string out;
@@ -72,14 +73,23 @@ std::string brace_format(const std::string& fmt, const CallArgs& args) {
     if (close == std::string::npos) eval_fail("Single '{' encountered in format string");
     std::string field = fmt.substr(i + 1, close - i - 1);
     i = close;
-    char conversion = 's';
-    if (size_t bang = field.find('!'); bang != std::string::npos) {
-      if (bang + 2 != field.size()) eval_fail("format string conversions other than !r, !s are not supported");
-      conversion = field[bang + 1];
-      field.resize(bang);
+    // field_name ["!" conversion] [":" format_spec]
+    std::string spec;
+    char conversion = 0;
+    const size_t name_end = std::min(field.find_first_of("!:"), field.size());
+    if (name_end < field.size() && field[name_end] == '!') {
+      if (name_end + 1 >= field.size()) eval_fail("end of string while looking for conversion specifier");
+      conversion = field[name_end + 1];
+      if (name_end + 2 < field.size() && field[name_end + 2] != ':')
+        eval_fail("expected ':' after conversion specifier");
+      if (name_end + 2 < field.size()) spec = field.substr(name_end + 3);
+    } else if (name_end < field.size()) {
+      spec = field.substr(name_end + 1);
     }
-    if (field.find_first_of(":.[") != std::string::npos)
-      eval_fail("format specs and attribute lookups in str.format are not supported");
+    field.resize(name_end);
+    if (field.find_first_of(".[") != std::string::npos)
+      eval_fail("attribute and item lookups in str.format fields are not supported");
+    if (spec.find('{') != std::string::npos) eval_fail("nested fields in str.format specs are not supported");
     const Value* arg = nullptr;
     if (field.empty() ||
         std::all_of(field.begin(), field.end(), [](char d) { return std::isdigit(static_cast<unsigned char>(d)); })) {
@@ -93,11 +103,13 @@ std::string brace_format(const std::string& fmt, const CallArgs& args) {
       if (!arg) eval_fail("KeyError: '", field, "'");
     }
     if (conversion == 'r')
-      out += repr(*arg);
+      out += format_with_spec(Value(repr(*arg)), spec);
     else if (conversion == 's')
-      out += to_str(*arg);
+      out += format_with_spec(Value(to_str(*arg)), spec);
+    else if (conversion == 0)
+      out += format_with_spec(*arg, spec);
     else
-      eval_fail("unknown conversion specifier ", conversion);
+      eval_fail("Unknown conversion specifier ", conversion);
   }
   return out;
 }

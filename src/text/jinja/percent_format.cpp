@@ -22,16 +22,6 @@ std::string pad(std::string text, int64_t width, bool left_align, char fill = ' 
   return left_align ? text + padding : padding + text;
 }
 
-// snprintf into a string of the size it needs.
-std::string c_format(const std::string& spec, double value) {
-  const int n = std::snprintf(nullptr, 0, spec.c_str(), value);
-  if (n < 0) eval_fail("format failed");
-  std::string out(static_cast<size_t>(n) + 1, '\0');
-  std::snprintf(out.data(), out.size(), spec.c_str(), value);
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
 // The digits of a magnitude in base 8, 10 or 16.
 std::string digits_of(unsigned __int128 v, int base, bool upper) {
   const char* symbols = upper ? "0123456789ABCDEF" : "0123456789abcdef";
@@ -147,7 +137,7 @@ std::string percent_format(const std::string& fmt, const Value& args) {
           const double x = arg->as_float();
           if (!std::isfinite(x)) eval_fail("cannot convert float infinity or NaN to integer");
           negative = x <= -1;
-          body = c_format("%.0f", std::fabs(std::trunc(x)));
+          body = printf_double("%.0f", std::fabs(std::trunc(x)));
         } else {
           const Int v = arg->integral();
           negative = v < 0;
@@ -173,7 +163,8 @@ std::string percent_format(const std::string& fmt, const Value& args) {
           spec += '.';
           spec += std::to_string(precision);
         }
-        out += lay_out_number(std::signbit(x) && !std::isnan(x), "", c_format(spec + conv, std::fabs(x)), flags, width);
+        out += lay_out_number(std::signbit(x) && !std::isnan(x), "", printf_double(spec + conv, std::fabs(x)), flags,
+                              width);
         break;
       }
       case 'c':

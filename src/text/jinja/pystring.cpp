@@ -3,6 +3,7 @@
 #include <locale.h>
 #include <wctype.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -364,6 +365,14 @@ std::string jinja_title(std::string_view s) {
       append_lower(out, cs, i);
     word_start = separator;
   }
+  return out;
+}
+
+std::string printf_double(const std::string& spec, double x) {
+  const int n = std::max(std::snprintf(nullptr, 0, spec.c_str(), x), 0);  // < 0 only for a broken spec
+  std::string out(static_cast<size_t>(n) + 1, '\0');
+  std::snprintf(out.data(), out.size(), spec.c_str(), x);
+  out.resize(static_cast<size_t>(n));
   return out;
 }
 

@@ -43,6 +43,8 @@ std::string jinja_title(std::string_view s);
 
 // repr() of a float (shortest round-trip digits, '1e-07', '100.0', 'inf', 'nan').
 std::string py_float_repr(double x);
+// snprintf of one double with a printf spec ("%.3e"), whatever its length.
+std::string printf_double(const std::string& spec, double x);
 // repr() of a str: quotes chosen like Python, non-printables escaped.
 std::string py_str_repr(std::string_view s);
 
