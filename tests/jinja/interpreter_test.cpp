@@ -354,6 +354,10 @@ TEST(Limits, FuzzFindingsAreErrorsNamingTheLimit) {
       {"{{ '%18446742974197923840d' % 1 }}", "t:1:29: width too big"},
       {"{{ '%.99999999999999999999f' % 1.0 }}", "t:1:30: precision too big"},
       {"{{ '%900000000d' % 1 }}", "over the render limit of 67108864"},
+      // A format spec's precision: printf made 2**31 digits (114 s, 10 GB) before the check.
+      {"{{ '{:.2147483647f}'.format(1.5) }}", "over the render limit of 67108864"},
+      {"{{ '{:.999999999}'.format(1.5) }}", "over the render limit of 67108864"},
+      {"{{ '{:99999999999}'.format(1) }}", "Too many decimal digits in format string"},
       {"{{ 'ab\ncd' | indent(3000000000) | length }}", "over the render limit of 67108864"},
       {"{{ [1] | batch(3000000000, 'x') | list | length }}", "over the render limit of 4194304"},
       {"{{ [1] | slice(3000000000) | list | length }}", "over the render limit of 4194304"},

@@ -67,7 +67,7 @@ Spec parse(const std::string& text, char default_align) {
   if (i < s.size()) f.type = static_cast<char>(s[i]);
   if (f.fill.empty()) f.fill.assign(1, ' ');  // assign: GCC 12 warns (-Wrestrict, falsely) on = "..."
   if (!f.align) f.align = default_align;
-  RenderBudget::check_string(static_cast<double>(f.width));
+  RenderBudget::check_string(static_cast<double>(std::max(f.width, f.precision)));  // before printf makes them
   return f;
 }
 
@@ -127,56 +127,26 @@ std::string sign_of(const Spec& f, bool negative) {
   return negative ? "-" : f.sign == '+' ? "+" : f.sign == ' ' ? " " : "";
 }
 
-// Python's 'g' with a precision (glibc's %#g drops the zeros of a value that
-// rounds up to a power of ten: 999.9 gives 1.e+03, Python 1.00e+03). Without
-// a type (point), the exponent form starts one digit sooner, at as many
-// integer digits as the precision, and the fixed form keeps a digit after
-// the point.
-std::string general(double v, int64_t precision, bool alt, bool point) {
-  const int p = static_cast<int>(std::max<int64_t>(precision, 1));
-  const std::string flags = alt ? "%#." : "%.";
-  const std::string e_form = printf_double(flags + std::to_string(p - 1) + "e", v);
-  const int exponent = std::atoi(e_form.c_str() + e_form.find('e') + 1);
-  const bool use_exponent = exponent < -4 || exponent >= (point ? p - 1 : p);
-  std::string out = use_exponent ? e_form : printf_double(flags + std::to_string(p - 1 - exponent) + "f", v);
-  if (!alt) {  // trailing zeros of the digits go, then a bare point
-    const size_t end = std::min(out.find('e'), out.size());
-    if (out.find('.') < end) {
-      size_t keep = out.find_last_not_of('0', end - 1);
-      if (out[keep] == '.') --keep;
-      out.erase(keep + 1, end - keep - 1);
-    }
-  }
-  if (point && !use_exponent && out.find('.') == std::string::npos) out += ".0";
-  return out;
-}
-
 std::string format_float(double x, Spec f) {
   const char type = f.type;
   if (type && !std::strchr("eEfFgGn%", type)) eval_fail("Unknown format code '", type, "' for object of type 'float'");
   if (type == 'n') require_no_group_with(f, 'n');
   const bool upper = type == 'E' || type == 'F' || type == 'G';
   bool negative = std::signbit(x) && !std::isnan(x);
+  const double v = std::fabs(x) * (type == '%' ? 100 : 1);  // '%' of the largest doubles is inf%
   std::string body;
-  if (!std::isfinite(x)) {
+  if (!std::isfinite(v)) {
     body = std::isnan(x) ? "nan" : "inf";
     if (upper)
       for (char& c : body) c = static_cast<char>(c - 'a' + 'A');
     if (type == '%') body += '%';
   } else {
-    const double v = std::fabs(x) * (type == '%' ? 100 : 1);
     if (!type && f.precision < 0) {
       body = py_float_repr(v);
-      if (f.alt && body.find('.') == std::string::npos) body.insert(std::min(body.find('e'), body.size()), ".");
-    } else if (!type || type == 'g' || type == 'G' || type == 'n') {
-      body = general(v, f.precision < 0 ? 6 : f.precision, f.alt, !type);
-      if (type == 'G')
-        for (char& c : body) c = c == 'e' ? 'E' : c;
+      if (f.alt && body.find('.') == std::string::npos) body.insert(std::min(body.find('e'), body.size()), 1, '.');
     } else {
-      std::string spec = f.alt ? "%#." : "%.";  // appended: GCC 12 warns (-Wrestrict, falsely) on "..." + string
-      spec += std::to_string(f.precision < 0 ? 6 : f.precision);
-      spec += type == '%' ? 'f' : type;
-      body = printf_double(spec, v);
+      const char as = !type ? 'r' : type == 'n' ? 'g' : type == '%' ? 'f' : type;
+      body = py_format_double(v, as, f.precision < 0 ? 6 : f.precision, f.alt);
     }
     // z: a result that rounded to zero has no sign
     if (f.z && negative && body.substr(0, body.find_first_of("eE")).find_first_not_of("0.") == std::string::npos)

@@ -158,13 +158,16 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       case 'G': {
         if (!arg->is_number()) eval_fail("must be real number, not ", arg->type_name());
         const double x = arg->number();
-        std::string spec = flags.find('#') != std::string::npos ? "%#" : "%";
-        if (precision >= 0) {  // appended piece by piece: GCC 12 warns (-Wrestrict, falsely) about "." + string
-          spec += '.';
-          spec += std::to_string(precision);
+        std::string body;
+        if (std::isfinite(x)) {
+          body =
+              py_format_double(std::fabs(x), conv, precision < 0 ? 6 : precision, flags.find('#') != std::string::npos);
+        } else {
+          body = std::isnan(x) ? "nan" : "inf";
+          if (std::isupper(static_cast<unsigned char>(conv)))
+            for (char& c : body) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
         }
-        out += lay_out_number(std::signbit(x) && !std::isnan(x), "", printf_double(spec + conv, std::fabs(x)), flags,
-                              width);
+        out += lay_out_number(std::signbit(x) && !std::isnan(x), "", body, flags, width);
         break;
       }
       case 'c':

@@ -4,9 +4,12 @@
 #include <wctype.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "text/jinja/budget.h"
 #include "util/utf8.h"
@@ -373,6 +376,58 @@ std::string printf_double(const std::string& spec, double x) {
   std::string out(static_cast<size_t>(n) + 1, '\0');
   std::snprintf(out.data(), out.size(), spec.c_str(), x);
   out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+namespace {
+
+// No double has more than 1074 digits after the point (767 significant):
+// printf computes at most this many, the rest are zeros appended here.
+constexpr int64_t kExactDigits = 1100;
+
+// printf's %e (exponent) or %f of x to `precision` digits after the point.
+std::string digits_after_point(double x, char conv, int64_t precision, bool alt) {
+  const int64_t computed = std::min(precision, kExactDigits);
+  std::string spec = alt ? "%#." : "%.";
+  spec += std::to_string(computed);
+  spec += conv;
+  std::string out = printf_double(spec, x);
+  if (precision > computed) {
+    RenderBudget::check_string(static_cast<double>(precision));
+    out.insert(std::min(out.find('e'), out.size()), static_cast<size_t>(precision - computed), '0');
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string py_format_double(double x, char type, int64_t precision, bool alt) {
+  const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(type)));
+  std::string out;
+  if (lower == 'e' || lower == 'f') {
+    out = digits_after_point(x, lower, precision, alt);
+  } else {
+    // 'g', computed (glibc's %#g drops the zeros of a value that rounds up to
+    // a power of ten: 999.9 gives 1.e+03, Python 1.00e+03). 'r' starts the
+    // exponent form one digit sooner, at as many integer digits as the
+    // precision, and keeps a digit after the point of the fixed form.
+    const int64_t p = std::max<int64_t>(precision, 1);
+    const std::string e_form = digits_after_point(x, 'e', std::min(p - 1, kExactDigits), alt);
+    const int64_t exponent = std::strtoll(e_form.c_str() + e_form.find('e') + 1, nullptr, 10);
+    const bool use_exponent = exponent < -4 || exponent >= (lower == 'r' ? p - 1 : p);
+    out = digits_after_point(x, use_exponent ? 'e' : 'f', use_exponent ? p - 1 : p - 1 - exponent, alt);
+    if (!alt) {  // trailing zeros of the digits go, then a bare point
+      const size_t end = std::min(out.find('e'), out.size());
+      if (out.find('.') < end) {
+        size_t keep = out.find_last_not_of('0', end - 1);
+        if (out[keep] == '.') --keep;
+        out.erase(keep + 1, end - keep - 1);
+      }
+    }
+    if (lower == 'r' && !use_exponent && out.find('.') == std::string::npos) out += ".0";
+  }
+  if (type == 'E' || type == 'G')
+    for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return out;
 }
 
