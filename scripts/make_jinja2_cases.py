@@ -211,6 +211,7 @@ ts = [
 ]
 for t in ts: case("tests", t, ctx)
 ms = [
+ "{{ '  a b  c  '.split(none, 1) }} {{ '  a b  c  '.rsplit(none, 1) }} {{ ' a '.split(none, 0) }} {{ ' a '.rsplit(none, 0) }} {{ 'a \t\n'.split(none, 1) }}",
  "{{ s.strip() }}|{{ s.lstrip() }}|{{ s.rstrip() }}|{{ 'xxhixx'.strip('x') }}|{{ '\\n\\nhi\\n'.strip('\\n') }}|{{ 'abcba'.lstrip('ab') }}|{{ 'a b'.strip(none) }}",
  "{{ 'a,b,,c'.split(',') }} {{ ' a  b '.split() }} {{ 'a b c'.split(none, 1) }} {{ 'a b c'.rsplit(none, 1) }} {{ 'a,b,c'.rsplit(',', 1) }} {{ 'a,b,c'.split(',', maxsplit=1) }} {{ ''.split() }} {{ ''.split(',') }}",
  "{{ 'a</think>b</think>c'.split('</think>')[-1] }} {{ 'a\\nb\\r\\nc'.splitlines() }} {{ 'a\\nb\\n'.splitlines(true) }}",

@@ -243,10 +243,8 @@ std::vector<std::string> py_split(std::string_view s, const std::optional<std::s
   while (true) {
     while (i < cs.size() && is_py_space(cs[i])) ++i;
     if (i == cs.size()) break;
-    if (maxsplit == 0) {
-      size_t end = cs.size();
-      while (end > i && is_py_space(cs[end - 1])) --end;
-      parts.push_back(encode_utf8(std::u32string_view(cs).substr(i, end - i)));
+    if (maxsplit == 0) {  // the rest as it is, its trailing whitespace too
+      parts.push_back(encode_utf8(std::u32string_view(cs).substr(i)));
       break;
     }
     size_t begin = i;
