@@ -131,36 +131,29 @@ std::string format_float(double x, Spec f) {
   const char type = f.type;
   if (type && !std::strchr("eEfFgGn%", type)) eval_fail("Unknown format code '", type, "' for object of type 'float'");
   if (type == 'n') require_no_group_with(f, 'n');
-  const bool upper = type == 'E' || type == 'F' || type == 'G';
   bool negative = std::signbit(x) && !std::isnan(x);
   const double v = std::fabs(x) * (type == '%' ? 100 : 1);  // '%' of the largest doubles is inf%
   std::string body;
-  if (!std::isfinite(v)) {
-    body = std::isnan(x) ? "nan" : "inf";
-    if (upper)
-      for (char& c : body) c = static_cast<char>(c - 'a' + 'A');
-    if (type == '%') body += '%';
+  if (!type && f.precision < 0) {
+    body = py_float_repr(v);
+    if (f.alt && std::isfinite(v) && body.find('.') == std::string::npos)
+      body.insert(std::min(body.find('e'), body.size()), 1, '.');
   } else {
-    if (!type && f.precision < 0) {
-      body = py_float_repr(v);
-      if (f.alt && body.find('.') == std::string::npos) body.insert(std::min(body.find('e'), body.size()), 1, '.');
-    } else {
-      const char as = !type ? 'r' : type == 'n' ? 'g' : type == '%' ? 'f' : type;
-      body = py_format_double(v, as, f.precision < 0 ? 6 : f.precision, f.alt);
-    }
-    // z: a result that rounded to zero has no sign
-    if (f.z && negative && body.substr(0, body.find_first_of("eE")).find_first_not_of("0.") == std::string::npos)
-      negative = false;
-    if (type == '%') body += '%';
-    if (f.group) {
-      const size_t int_end = std::min(body.find_first_not_of("0123456789"), body.size());
-      const std::string sign = sign_of(f, negative);
-      const size_t min_width = f.align == '=' && f.fill == "0" && f.width > 0
-                                   ? static_cast<size_t>(f.width) -
-                                         std::min(static_cast<size_t>(f.width), sign.size() + body.size() - int_end)
-                                   : 0;
-      body = grouped(body.substr(0, int_end), f.group, 3, min_width) + body.substr(int_end);
-    }
+    const char as = !type ? 'r' : type == 'n' ? 'g' : type == '%' ? 'f' : type;
+    body = py_format_double(v, as, f.precision < 0 ? 6 : f.precision, f.alt);
+  }
+  // z: a result that rounded to zero has no sign
+  if (f.z && negative && body.substr(0, body.find_first_of("eE")).find_first_not_of("0.") == std::string::npos)
+    negative = false;
+  if (type == '%') body += '%';
+  if (f.group && std::isfinite(v)) {
+    const size_t int_end = std::min(body.find_first_not_of("0123456789"), body.size());
+    const std::string sign = sign_of(f, negative);
+    const size_t min_width =
+        f.align == '=' && f.fill == "0" && f.width > 0
+            ? static_cast<size_t>(f.width) - std::min(static_cast<size_t>(f.width), sign.size() + body.size() - int_end)
+            : 0;
+    body = grouped(body.substr(0, int_end), f.group, 3, min_width) + body.substr(int_end);
   }
   return pad(f, sign_of(f, negative), "", body);
 }
@@ -185,15 +178,8 @@ std::string format_int(Int v, const Spec& f, const std::string& type_name) {
   if (type == 'n') require_no_group_with(f, 'n');
   const int base = type == 'b' ? 2 : type == 'o' ? 8 : type == 'x' || type == 'X' ? 16 : 10;
   if (f.group == ',' && base != 10) require_no_group_with(f, type);
-  const bool negative = v < 0;
-  auto magnitude = negative ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
-  const char* symbols = type == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
-  std::string digits;
-  do {
-    digits.insert(0, 1, symbols[static_cast<int>(magnitude % static_cast<unsigned>(base))]);
-    magnitude /= static_cast<unsigned>(base);
-  } while (magnitude != 0);
-  const std::string sign = sign_of(f, negative);
+  std::string digits = int_digits(v, base, type == 'X');
+  const std::string sign = sign_of(f, v < 0);
   const std::string prefix = f.alt && base != 10 ? std::string("0") + (type == 'd' || type == 'n' ? 'd' : type) : "";
   if (f.group) {
     const size_t taken = sign.size() + prefix.size();

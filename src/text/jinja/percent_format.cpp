@@ -22,17 +22,6 @@ std::string pad(std::string text, int64_t width, bool left_align, char fill = ' 
   return left_align ? text + padding : padding + text;
 }
 
-// The digits of a magnitude in base 8, 10 or 16.
-std::string digits_of(unsigned __int128 v, int base, bool upper) {
-  const char* symbols = upper ? "0123456789ABCDEF" : "0123456789abcdef";
-  std::string out;
-  do {
-    out += symbols[static_cast<int>(v % static_cast<unsigned>(base))];
-    v /= static_cast<unsigned>(base);
-  } while (v != 0);
-  return {out.rbegin(), out.rend()};
-}
-
 // A number as Python lays it out: the sign ('-', or '+'/' ' by flag), a
 // prefix (0x, 0o), then the digits; a width pads with spaces before it, or
 // after it with '-', or with zeros after the sign and prefix with '0' (for
@@ -139,10 +128,8 @@ std::string percent_format(const std::string& fmt, const Value& args) {
           negative = x <= -1;
           body = printf_double("%.0f", std::fabs(std::trunc(x)));
         } else {
-          const Int v = arg->integral();
-          negative = v < 0;
-          const auto magnitude = negative ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
-          body = digits_of(magnitude, decimal ? 10 : conv == 'o' ? 8 : 16, conv == 'X');
+          negative = arg->integral() < 0;
+          body = int_digits(arg->integral(), decimal ? 10 : conv == 'o' ? 8 : 16, conv == 'X');
         }
         if (precision > static_cast<int64_t>(body.size()))
           body.insert(0, static_cast<size_t>(precision) - body.size(), '0');
@@ -158,15 +145,8 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       case 'G': {
         if (!arg->is_number()) eval_fail("must be real number, not ", arg->type_name());
         const double x = arg->number();
-        std::string body;
-        if (std::isfinite(x)) {
-          body =
-              py_format_double(std::fabs(x), conv, precision < 0 ? 6 : precision, flags.find('#') != std::string::npos);
-        } else {
-          body = std::isnan(x) ? "nan" : "inf";
-          if (std::isupper(static_cast<unsigned char>(conv)))
-            for (char& c : body) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-        }
+        const std::string body =
+            py_format_double(std::fabs(x), conv, precision < 0 ? 6 : precision, flags.find('#') != std::string::npos);
         out += lay_out_number(std::signbit(x) && !std::isnan(x), "", body, flags, width);
         break;
       }

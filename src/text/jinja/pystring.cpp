@@ -402,7 +402,9 @@ std::string digits_after_point(double x, char conv, int64_t precision, bool alt)
 std::string py_format_double(double x, char type, int64_t precision, bool alt) {
   const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(type)));
   std::string out;
-  if (lower == 'e' || lower == 'f') {
+  if (!std::isfinite(x)) {
+    out = std::isnan(x) ? "nan" : "inf";
+  } else if (lower == 'e' || lower == 'f') {
     out = digits_after_point(x, lower, precision, alt);
   } else {
     // 'g', computed (glibc's %#g drops the zeros of a value that rounds up to
@@ -424,7 +426,7 @@ std::string py_format_double(double x, char type, int64_t precision, bool alt) {
     }
     if (lower == 'r' && !use_exponent && out.find('.') == std::string::npos) out += ".0";
   }
-  if (type == 'E' || type == 'G')
+  if (type == 'E' || type == 'F' || type == 'G')
     for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return out;
 }

@@ -45,9 +45,9 @@ std::string jinja_title(std::string_view s);
 std::string py_float_repr(double x);
 // snprintf of one double with a printf spec ("%.3e"), whatever its length.
 std::string printf_double(const std::string& spec, double x);
-// A finite double >= 0 as Python formats it with type e, E, f, F, g, G or r
+// A double >= 0 (or NaN) as Python formats it with type e, E, f, F, g, G or r
 // (format() without a type but with a precision), a precision and the
-// alternate form (#).
+// alternate form (#); inf and nan in capitals for E, F, G.
 std::string py_format_double(double x, char type, int64_t precision, bool alt);
 // repr() of a str: quotes chosen like Python, non-printables escaped.
 std::string py_str_repr(std::string_view s);

@@ -10,15 +10,20 @@
 namespace qinfer::jinja {
 
 std::string int_to_string(Int i) {
-  bool negative = i < 0;
-  auto u = negative ? static_cast<unsigned __int128>(0) - static_cast<unsigned __int128>(i)
-                    : static_cast<unsigned __int128>(i);
+  std::string digits = int_digits(i, 10);
+  if (i < 0) digits.insert(0, 1, '-');  // not "-" + digits: GCC 12 warns (-Wrestrict, falsely)
+  return digits;
+}
+
+std::string int_digits(Int i, int base, bool upper) {
+  const char* symbols = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+  auto u =
+      i < 0 ? static_cast<unsigned __int128>(0) - static_cast<unsigned __int128>(i) : static_cast<unsigned __int128>(i);
   std::string digits;
   do {
-    digits += static_cast<char>('0' + static_cast<int>(u % 10));
-    u /= 10;
+    digits += symbols[static_cast<int>(u % static_cast<unsigned>(base))];
+    u /= static_cast<unsigned>(base);
   } while (u != 0);
-  if (negative) digits += '-';
   return {digits.rbegin(), digits.rend()};
 }
 

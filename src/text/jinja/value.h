@@ -30,6 +30,8 @@ using Int = __int128;
 constexpr Int kIntMax = static_cast<Int>((static_cast<unsigned __int128>(1) << 127) - 1);
 constexpr Int kIntMin = -kIntMax - 1;
 std::string int_to_string(Int i);
+// The digits of |i| in base 2, 8, 10 or 16 (capitals with `upper`), no sign.
+std::string int_digits(Int i, int base, bool upper = false);
 
 // A failure while evaluating (Python's TypeError, UndefinedError, ...). The
 // evaluator catches it and rethrows a qinfer::Error that names the template
