@@ -358,6 +358,8 @@ TEST(Limits, FuzzFindingsAreErrorsNamingTheLimit) {
       {"{{ '{:.2147483647f}'.format(1.5) }}", "over the render limit of 67108864"},
       {"{{ '{:.999999999}'.format(1.5) }}", "over the render limit of 67108864"},
       {"{{ '{:99999999999}'.format(1) }}", "Too many decimal digits in format string"},
+      // A field index past size_t made std::stoul throw out of the interpreter (std::terminate).
+      {"{{ '{33333333333333333333333:.2}'.format(1) }}", "Too many decimal digits in format string"},
       {"{{ 'ab\ncd' | indent(3000000000) | length }}", "over the render limit of 67108864"},
       {"{{ [1] | batch(3000000000, 'x') | list | length }}", "over the render limit of 4194304"},
       {"{{ [1] | slice(3000000000) | list | length }}", "over the render limit of 4194304"},

@@ -93,7 +93,12 @@ std::string brace_format(const std::string& fmt, const CallArgs& args) {
     const Value* arg = nullptr;
     if (field.empty() ||
         std::all_of(field.begin(), field.end(), [](char d) { return std::isdigit(static_cast<unsigned char>(d)); })) {
-      size_t index = field.empty() ? auto_index++ : std::stoul(field);
+      size_t index = 0;
+      for (char d : field)  // Python's limit; std::stoul would throw past size_t
+        if (__builtin_mul_overflow(index, 10, &index) || __builtin_add_overflow(index, d - '0', &index) ||
+            index > static_cast<size_t>(INT64_MAX))
+          eval_fail("Too many decimal digits in format string");
+      if (field.empty()) index = auto_index++;
       if (index >= args.positional.size())
         eval_fail("Replacement index ", index, " out of range for positional args tuple");
       arg = &args.positional[index];
