@@ -226,6 +226,35 @@ ms = [
 ]
 for t in ms: case("str methods", t, ctx)
 
+# ---- Unicode character classes and case mappings (cases free of what Unicode 15 changed) ----
+uni = [
+ "{{ '٣٤'.isdigit() }}{{ '٣٤'.isdecimal() }}{{ '٣٤'.isnumeric() }}{{ '٣٤'.isalpha() }}{{ '٣٤'.isalnum() }}",
+ "{{ '²'.isdigit() }}{{ '²'.isdecimal() }}{{ '²'.isnumeric() }}{{ '½Ⅻ一'.isdigit() }}{{ '½Ⅻ一'.isnumeric() }}{{ '½Ⅻ一'.isalnum() }}",
+ "{{ 'éǅ中ªᵃ'.isalpha() }}{{ '中a'.isalnum() }}{{ '\u0301'.isalpha() }}{{ 'a\u0301'.isalpha() }}",
+ "{{ 'ß'.islower() }}{{ 'ŉǰ'.islower() }}{{ 'ǅemal'.islower() }}{{ 'ǅEMAL'.isupper() }}{{ 'ªᵃ'.islower() }}{{ 'ⓐ'.islower() }}{{ 'Ⓐ'.isupper() }}{{ 'ǆ'.islower() }}",
+ "{{ 'ß'.casefold() }} {{ 'ﬁﬃ'.casefold() }} {{ 'ΣΑΣ'.casefold() }} {{ 'ǅ'.casefold() }} {{ 'ᾼ'.casefold() }} {{ 'ABC'.casefold() }}",
+ # full case mappings and final sigma
+ "{{ 'ΣΑΣ ΑΣ. ΑΣ\\'Α Σ'.lower() }} {{ 'İx'.lower() }} {{ 'ΑΣ\u0301'.lower() }} {{ 'ΑΣ\u0301Α'.lower() }} {{ 'ΑΣ1'.lower() }}",
+ "{{ 'ΐ'.upper() }} {{ 'ᾳ'.upper() }} {{ 'ßﬃŉǰ'.upper() }} {{ 'ǆ'.upper() }} {{ 'ᵃ'.upper() }} {{ 'ⓐ'.upper() }}",
+ "{{ '中a 1st they\\'re'.title() }} {{ 'ǆemal ǅX'.title() }} {{ 'ßa ﬁb ᾳb'.title() }} {{ 'ΑΣ-Α ΑΣ'.title() }} {{ 'ªb ᵃb'.title() }}",
+ "{{ 'ᾳB'.capitalize() }} {{ 'ǆX'.capitalize() }} {{ 'ßX'.capitalize() }} {{ '\\'hELLO'.capitalize() }} {{ 'ΑΣ'.capitalize() }} {{ 'ﬁΣ'.capitalize() }}",
+ "{{ 'ǆemal ǅX'|title }} {{ 'ΑΣ-ΑΣ ΑΣ'|title }} {{ 'ßa ﬁb'|title }} {{ 'ΑΣ'|capitalize }} {{ 'ΣΑΣ'|lower }} {{ 'ﬃ'|upper }}",
+ # numbers written in other scripts
+ "{{ '٣٤'|int }} {{ ' ٣٤\u2003'|int }} {{ '٣.٥'|float }} {{ '١_٢'|int }} {{ '٣٤'|int(base=8) }} {{ '²'|int(7) }} {{ '½'|float(7) }}",
+ "{{ '中文 ٣٤ ½ ab_c'|wordcount }} {{ ['\u0378', '\u00ad', '\u200b', '\u2028', 'é中'] }}",
+ # methods beyond the common ones
+ "{{ 'abc'.removeprefix('ab') }} {{ 'abc'.removeprefix('x') }} {{ 'abc'.removesuffix('bc') }} {{ 'abc'.removesuffix('abcd') }} {{ 'é'.removeprefix('') }}",
+ "{{ 'abc'.removeprefix(1) }}", "{{ 'abc'.removesuffix() }}",
+ "{{ 'a\tb\n\tc\r\tdé\tx'.expandtabs() }}|{{ 'a\tb'.expandtabs(3) }}|{{ 'a\tb'.expandtabs(0) }}|{{ 'a\tb'.expandtabs(-1) }}|{{ 'ab\tc'.expandtabs(tabsize=2) }}",
+ "{{ 'a'.expandtabs('x') }}",
+ "{{ 'Hello World'.istitle() }}{{ 'Hello world'.istitle() }}{{ ''.istitle() }}{{ '1A'.istitle() }}{{ 'ǅemal'.istitle() }}{{ 'ǅEmal'.istitle() }}{{ 'A1b'.istitle() }}",
+ "{{ 'aBc ß ǅ ŉ'.swapcase() }} {{ 'ΑΣ'.swapcase() }} {{ 'ασ'.swapcase() }} {{ 'İ'.swapcase() }}",
+ "{{ 'a_1'.isidentifier() }}{{ '1a'.isidentifier() }}{{ '_'.isidentifier() }}{{ ''.isidentifier() }}{{ 'é中'.isidentifier() }}{{ 'a-b'.isidentifier() }}{{ 'Ⅰx'.isidentifier() }}",
+ "{{ ''.isprintable() }}{{ 'a b'.isprintable() }}{{ 'a\\n'.isprintable() }}{{ ' '.isprintable() }}{{ '͸'.isprintable() }}{{ ''.isascii() }}{{ 'é'.isascii() }}{{ 'a~'.isascii() }}",
+ "{{ 'a'.isdigit(1) }}", "{{ 'a'.istitle(1) }}", "{{ 'a'.islower(1) }}", "{{ 'a'.swapcase(1) }}",
+]
+for t in uni: case("unicode str methods", t)
+
 # ---- generator filters: always true, no length, consumed by use, errors raised on use ----
 for t in ["{% set g = [1, 2, 3]|select('odd') %}{{ g|list }}{{ g|list }}", "{{ 'yes' if []|select else 'no' }}",
           "{% set g = [1, 2, 3]|map('string') %}{{ g|first }}{{ g|list }}", "{{ none|map('upper')|list }}",

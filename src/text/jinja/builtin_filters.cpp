@@ -17,6 +17,7 @@
 #include "text/jinja/builtin_methods.h"
 #include "text/jinja/percent_format.h"
 #include "text/jinja/pystring.h"
+#include "text/jinja/unicode_chars.h"
 
 namespace qinfer::jinja {
 
@@ -115,9 +116,23 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
+// What Python's int(str) and float(str) parse: the text stripped, with every
+// decimal digit of any script as its ASCII digit ('٣' is 3) and every other
+// non-ASCII character as '?', which no parse accepts.
+std::string ascii_number_text(const std::string& text) {
+  std::string out;
+  for (char32_t c : decode_utf8(py_strip(text, std::nullopt, true, true))) {
+    if (c < 0x80)
+      out += static_cast<char>(c);
+    else
+      out += py_decimal_value(c) >= 0 ? static_cast<char>('0' + py_decimal_value(c)) : '?';
+  }
+  return out;
+}
+
 // Python's float(str): surrounding whitespace, underscores between digits, inf/nan.
 std::optional<double> parse_py_float(const std::string& text) {
-  std::string s = py_strip(text, std::nullopt, true, true);
+  std::string s = ascii_number_text(text);
   std::string cleaned;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '_') {
@@ -137,7 +152,7 @@ std::optional<double> parse_py_float(const std::string& text) {
 
 // Python's int(str, base).
 std::optional<int64_t> parse_py_int(const std::string& text, int base) {
-  std::string s = py_strip(text, std::nullopt, true, true);
+  std::string s = ascii_number_text(text);
   size_t i = 0;
   bool negative = false;
   if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
@@ -672,7 +687,7 @@ Value f_wordcount(Context&, const Value& v, CallArgs& args) {
   int64_t words = 0;
   bool in_word = false;
   for (char32_t c : decode_utf8(to_str(v))) {
-    bool word_char = is_py_alpha(c) || is_py_digit(c) || c == '_';
+    bool word_char = is_py_alnum(c) || c == '_';  // Python's \w
     words += word_char && !in_word;
     in_word = word_char;
   }

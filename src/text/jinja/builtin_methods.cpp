@@ -8,18 +8,35 @@
 #include "text/jinja/builtin_args.h"
 #include "text/jinja/format_spec.h"
 #include "text/jinja/pystring.h"
+#include "text/jinja/unicode_chars.h"
+#include "util/utf8.h"
 
 namespace qinfer::jinja {
 
+// str.islower() / str.isupper(): no cased character of the other case (a
+// titlecase letter counts as neither), and at least one of this case.
 Value case_test(const std::string& self, bool want_lower) {
   bool cased = false;
   for (char32_t c : decode_utf8(self)) {
-    if (is_py_lower(c)) {
-      if (!want_lower) return false;
-      cased = true;
-    } else if (is_py_upper(c)) {
-      if (want_lower) return false;
-      cased = true;
+    if (is_py_title(c) || (want_lower ? is_py_upper(c) : is_py_lower(c))) return false;
+    cased = cased || (want_lower ? is_py_lower(c) : is_py_upper(c));
+  }
+  return cased;
+}
+
+// str.istitle(): upper- or titlecase characters only where no cased one
+// precedes them, lowercase ones only where one does, and at least one.
+Value title_test(const std::string& self) {
+  bool cased = false, previous_is_cased = false;
+  for (char32_t c : decode_utf8(self)) {
+    if (is_py_upper(c) || is_py_title(c)) {
+      if (previous_is_cased) return false;
+      previous_is_cased = cased = true;
+    } else if (is_py_lower(c)) {
+      if (!previous_is_cased) return false;
+      previous_is_cased = cased = true;
+    } else {
+      previous_is_cased = false;
     }
   }
   return cased;
@@ -194,10 +211,49 @@ Value search_method(const char* name, const std::string& self, CallArgs& args) {
   return offset + static_cast<int64_t>(count_code_points(std::string_view(s).substr(0, at)));
 }
 
-template <class Pred>
-Value char_class(const std::string& self, Pred pred) {
+// str.isdigit() and kin: every character passes, and there is at least one
+// (or, for isascii/isprintable, none is needed).
+Value all_chars(const std::string& self, bool (*pred)(char32_t), bool empty_passes = false) {
   std::u32string cs = decode_utf8(self);
-  return !cs.empty() && std::all_of(cs.begin(), cs.end(), pred);
+  return (empty_passes || !cs.empty()) && std::all_of(cs.begin(), cs.end(), pred);
+}
+
+Value identifier_test(const std::string& self) {
+  std::u32string cs = decode_utf8(self);
+  return !cs.empty() && is_py_identifier_start(cs[0]) &&
+         std::all_of(cs.begin() + 1, cs.end(), is_py_identifier_continue);
+}
+
+Value remove_affix(const char* name, const std::string& self, CallArgs& args, bool prefix) {
+  Params p(name, args, {"affix"});
+  const Value& affix = p.required(0);
+  if (!affix.is_string()) eval_fail(name, "() argument must be str, not ", affix.type_name());
+  const std::string& a = affix.as_string();
+  if (a.size() > self.size()) return self;
+  if (prefix) return self.compare(0, a.size(), a) == 0 ? self.substr(a.size()) : self;
+  return self.compare(self.size() - a.size(), a.size(), a) == 0 ? self.substr(0, self.size() - a.size()) : self;
+}
+
+// str.expandtabs(tabsize=8): the column restarts after '\n' and '\r'.
+Value expand_tabs(const std::string& self, CallArgs& args) {
+  Params p("expandtabs", args, {"tabsize"});
+  const int64_t tab_size = p.integer(0, 8);
+  std::string out;
+  int64_t column = 0;
+  for (char32_t c : decode_utf8(self)) {
+    if (c == '\t') {
+      if (tab_size > 0) {
+        const int64_t spaces = tab_size - column % tab_size;
+        RenderBudget::check_string(static_cast<double>(out.size()) + static_cast<double>(spaces));
+        out.append(static_cast<size_t>(spaces), ' ');
+        column += spaces;
+      }
+    } else {
+      utf8::append_code_point(out, c);
+      column = (c == '\n' || c == '\r') ? 0 : column + 1;
+    }
+  }
+  return out;
 }
 
 Value partition(const std::string& self, CallArgs& args, bool from_right) {
@@ -208,6 +264,37 @@ Value partition(const std::string& self, CallArgs& args, bool from_right) {
   if (at == std::string::npos)
     return from_right ? Value::list({"", "", self}, true) : Value::list({self, "", ""}, true);
   return Value::list({self.substr(0, at), sep, self.substr(at + sep.size())}, true);
+}
+
+using NoArgStrMethod = Value (*)(const std::string& self);
+
+// str methods that take no arguments: str.upper() and the str.is...() tests.
+const std::unordered_map<std::string, NoArgStrMethod>& no_arg_str_methods() {
+  static const std::unordered_map<std::string, NoArgStrMethod> methods = {
+      {"upper", [](const std::string& s) { return Value(py_upper(s)); }},
+      {"lower", [](const std::string& s) { return Value(py_lower(s)); }},
+      {"casefold", [](const std::string& s) { return Value(py_casefold(s)); }},
+      {"swapcase", [](const std::string& s) { return Value(py_swapcase(s)); }},
+      {"capitalize", [](const std::string& s) { return Value(py_capitalize(s)); }},
+      {"title", [](const std::string& s) { return Value(py_title(s)); }},
+      {"islower", [](const std::string& s) { return case_test(s, true); }},
+      {"isupper", [](const std::string& s) { return case_test(s, false); }},
+      {"istitle", [](const std::string& s) { return title_test(s); }},
+      {"isidentifier", [](const std::string& s) { return identifier_test(s); }},
+      {"isdigit", [](const std::string& s) { return all_chars(s, is_py_digit); }},
+      {"isdecimal", [](const std::string& s) { return all_chars(s, is_py_decimal); }},
+      {"isnumeric", [](const std::string& s) { return all_chars(s, is_py_numeric); }},
+      {"isalpha", [](const std::string& s) { return all_chars(s, is_py_alpha); }},
+      {"isalnum", [](const std::string& s) { return all_chars(s, is_py_alnum); }},
+      {"isspace", [](const std::string& s) { return all_chars(s, is_py_space); }},
+      {"isprintable", [](const std::string& s) { return all_chars(s, is_py_printable, true); }},
+      {"isascii",
+       [](const std::string& s) {
+         return all_chars(
+             s, [](char32_t c) { return c < 0x80; }, true);
+       }},
+  };
+  return methods;
 }
 
 const std::unordered_map<std::string, StrMethod>& str_methods() {
@@ -230,31 +317,6 @@ const std::unordered_map<std::string, StrMethod>& str_methods() {
          return Value(
              py_replace(s, need_string(p.required(0), "old"), need_string(p.required(1), "new"), p.integer(2, -1)));
        }},
-      {"upper",
-       [](const std::string& s, CallArgs& a) {
-         Params("upper", a, {});
-         return Value(py_upper(s));
-       }},
-      {"lower",
-       [](const std::string& s, CallArgs& a) {
-         Params("lower", a, {});
-         return Value(py_lower(s));
-       }},
-      {"casefold",
-       [](const std::string& s, CallArgs& a) {
-         Params("casefold", a, {});
-         return Value(py_lower(s));
-       }},
-      {"capitalize",
-       [](const std::string& s, CallArgs& a) {
-         Params("capitalize", a, {});
-         return Value(py_capitalize(s));
-       }},
-      {"title",
-       [](const std::string& s, CallArgs& a) {
-         Params("title", a, {});
-         return Value(py_title(s));
-       }},
       {"find", [](const std::string& s, CallArgs& a) { return search_method("find", s, a); }},
       {"rfind", [](const std::string& s, CallArgs& a) { return search_method("rfind", s, a); }},
       {"index", [](const std::string& s, CallArgs& a) { return search_method("index", s, a); }},
@@ -274,15 +336,9 @@ const std::unordered_map<std::string, StrMethod>& str_methods() {
          }
          return Value(std::move(out));
        }},
-      {"isdigit", [](const std::string& s, CallArgs&) { return char_class(s, is_py_digit); }},
-      {"isdecimal", [](const std::string& s, CallArgs&) { return char_class(s, is_py_digit); }},
-      {"isnumeric", [](const std::string& s, CallArgs&) { return char_class(s, is_py_digit); }},
-      {"isalpha", [](const std::string& s, CallArgs&) { return char_class(s, is_py_alpha); }},
-      {"isalnum", [](const std::string& s,
-                     CallArgs&) { return char_class(s, [](char32_t c) { return is_py_alpha(c) || is_py_digit(c); }); }},
-      {"isspace", [](const std::string& s, CallArgs&) { return char_class(s, is_py_space); }},
-      {"islower", [](const std::string& s, CallArgs&) { return case_test(s, true); }},
-      {"isupper", [](const std::string& s, CallArgs&) { return case_test(s, false); }},
+      {"removeprefix", [](const std::string& s, CallArgs& a) { return remove_affix("removeprefix", s, a, true); }},
+      {"removesuffix", [](const std::string& s, CallArgs& a) { return remove_affix("removesuffix", s, a, false); }},
+      {"expandtabs", [](const std::string& s, CallArgs& a) { return expand_tabs(s, a); }},
       {"center", [](const std::string& s, CallArgs& a) { return justify("center", s, a, 0); }},
       {"ljust", [](const std::string& s, CallArgs& a) { return justify("ljust", s, a, -1); }},
       {"rjust", [](const std::string& s, CallArgs& a) { return justify("rjust", s, a, 1); }},
@@ -366,6 +422,11 @@ std::optional<Value> find_attribute(const Value& obj, const std::string& name) {
     return std::nullopt;
   }
   if (obj.is_string()) {
+    if (auto it = no_arg_str_methods().find(name); it != no_arg_str_methods().end())
+      return Value::function("str." + name, [self = obj.as_string(), name, fn = it->second](CallArgs& a) {
+        Params(name, a, {});
+        return fn(self);
+      });
     auto& methods = str_methods();
     auto it = methods.find(name);
     if (it == methods.end()) return std::nullopt;

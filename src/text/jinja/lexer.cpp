@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "text/jinja/pystring.h"
+#include "text/jinja/unicode_chars.h"
 #include "util/error.h"
 #include "util/utf8.h"
 

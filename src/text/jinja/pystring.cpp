@@ -1,8 +1,5 @@
 #include "text/jinja/pystring.h"
 
-#include <locale.h>
-#include <wctype.h>
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -12,6 +9,7 @@
 #include <string>
 
 #include "text/jinja/budget.h"
+#include "text/jinja/unicode_chars.h"
 #include "util/utf8.h"
 
 namespace qinfer::jinja {
@@ -27,88 +25,23 @@ size_t sequence_length(unsigned char b) {
   return 1;
 }
 
-// glibc's C.UTF-8 locale carries the Unicode simple case mappings, so case
-// changes of non-ASCII letters match Python's for all but the few special
-// casings (e.g. 'ß'.upper() is 'SS' in Python, 'ß' here).
-locale_t utf8_locale() {
-  static locale_t loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(0));
-  return loc;
-}
-
-char32_t to_upper(char32_t c) {
-  if (c < 0x80) return (c >= 'a' && c <= 'z') ? c - 32 : c;
-  locale_t loc = utf8_locale();
-  return loc ? static_cast<char32_t>(towupper_l(static_cast<wint_t>(c), loc)) : c;
-}
-
-char32_t to_lower(char32_t c) {
-  if (c < 0x80) return (c >= 'A' && c <= 'Z') ? c + 32 : c;
-  locale_t loc = utf8_locale();
-  return loc ? static_cast<char32_t>(towlower_l(static_cast<wint_t>(c), loc)) : c;
-}
-
-// Python's full case mappings where one character becomes several (the
-// SpecialCasing.txt entries a template may meet): upper and title forms.
-struct SpecialCase {
-  char32_t c;
-  const char* upper;
-  const char* title;
-};
-constexpr SpecialCase kSpecialCases[] = {
-    {0x00DF, "SS", "Ss"},
-    {0xFB00, "FF", "Ff"},
-    {0xFB01, "FI", "Fi"},
-    {0xFB02, "FL", "Fl"},
-    {0xFB03, "FFI", "Ffi"},
-    {0xFB04, "FFL", "Ffl"},
-    {0xFB05, "ST", "St"},
-    {0xFB06, "ST", "St"},
-    {0x0149, "\u02BCN", "\u02BCN"},
-    {0x01F0, "J\u030C", "J\u030C"},
-    {0x0587, "\u0535\u0552", "\u0535\u0582"},
-};
-
-const SpecialCase* special_case(char32_t c) {
-  for (const SpecialCase& s : kSpecialCases)
-    if (s.c == c) return &s;
-  return nullptr;
-}
-
-void append_upper(std::string& out, char32_t c) {
-  if (const SpecialCase* s = special_case(c))
-    out += s->upper;
+// Python's lower_ucs4 for one character of cs: final sigma looks at all of cs.
+void append_lower_at(std::string& out, const std::u32string& cs, size_t i) {
+  if (cs[i] == 0x03A3)
+    utf8::append_code_point(out, is_final_sigma(cs, i) ? 0x03C2 : 0x03C3);
   else
-    utf8::append_code_point(out, to_upper(c));
+    append_case_mapped(out, cs[i], CaseMapping::kLower);
 }
 
-// Title case differs from upper case for the Latin digraphs (ǆ -> ǅ).
-void append_title(std::string& out, char32_t c) {
-  if (const SpecialCase* s = special_case(c)) {
-    out += s->title;
-    return;
-  }
-  if (c >= 0x01C4 && c <= 0x01CC)
-    c = 0x01C5 + 3 * ((c - 0x01C4) / 3);
-  else if (c >= 0x01F1 && c <= 0x01F3)
-    c = 0x01F2;
-  else
-    c = to_upper(c);
-  utf8::append_code_point(out, c);
+// str.lower() of cs, each capital sigma judged in the context of cs alone.
+void append_lower(std::string& out, const std::u32string& cs) {
+  for (size_t i = 0; i < cs.size(); ++i) append_lower_at(out, cs, i);
 }
 
-// Lower-cases cs[i]: İ becomes i + combining dot, and a capital sigma ending
-// a word becomes final sigma, as Python does.
-void append_lower(std::string& out, const std::u32string& cs, size_t i) {
-  char32_t c = cs[i];
-  if (c == 0x0130) {
-    out += "i\u0307";
-  } else if (c == 0x03A3) {
-    bool after_letter = i > 0 && is_py_alpha(cs[i - 1]);
-    bool before_letter = i + 1 < cs.size() && is_py_alpha(cs[i + 1]);
-    utf8::append_code_point(out, after_letter && !before_letter ? 0x03C2 : 0x03C3);
-  } else {
-    utf8::append_code_point(out, to_lower(c));
-  }
+std::string map_each(std::string_view s, CaseMapping mapping) {
+  std::string out;
+  for (char32_t c : decode_utf8(s)) append_case_mapped(out, c, mapping);
+  return out;
 }
 
 bool is_line_break(char32_t c) {
@@ -145,31 +78,6 @@ size_t count_code_points(std::string_view s) {
   size_t n = 0;
   for (char ch : s) n += (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
   return n;
-}
-
-bool is_py_space(char32_t c) {
-  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
-
-// Python's str.isprintable() for the code points a template is likely to meet:
-// controls, separators other than ' ', format characters, private use and
-// noncharacters are not printable. Unassigned code points count as printable
-// here (Python would escape them): knowing them needs the full Unicode tables.
-bool is_py_printable(char32_t c) {
-  if (c < 0x20 || (c >= 0x7F && c <= 0xA0) || c == 0xAD) return false;
-  if (c < 0x100) return true;
-  if (c == 0x1680 || (c >= 0x2000 && c <= 0x200F) || (c >= 0x2028 && c <= 0x202F) || (c >= 0x205F && c <= 0x206F) ||
-      c == 0x3000)
-    return false;
-  if ((c >= 0x600 && c <= 0x605) || c == 0x61C || c == 0x6DD || c == 0x70F || c == 0x8E2 || c == 0x180E ||
-      c == 0xFEFF || (c >= 0xFFF9 && c <= 0xFFFB))
-    return false;
-  if ((c >= 0xD800 && c <= 0xF8FF) || (c >= 0xFDD0 && c <= 0xFDEF) || (c & 0xFFFE) == 0xFFFE) return false;
-  if (c == 0x110BD || c == 0x110CD || (c >= 0x13430 && c <= 0x1343F) || (c >= 0x1BCA0 && c <= 0x1BCA3) ||
-      (c >= 0x1D173 && c <= 0x1D17A) || c == 0xE0001 || (c >= 0xE0020 && c <= 0xE007F) || c >= 0xF0000)
-    return false;
-  return true;
 }
 
 std::string py_strip(std::string_view s, const std::optional<std::string>& chars, bool left, bool right) {
@@ -302,27 +210,24 @@ std::string py_replace(std::string_view s, std::string_view old, std::string_vie
   return out;
 }
 
-std::string py_upper(std::string_view s) {
+std::string py_upper(std::string_view s) { return map_each(s, CaseMapping::kUpper); }
+
+std::string py_lower(std::string_view s) {
   std::string out;
-  for (char32_t c : decode_utf8(s)) append_upper(out, c);
+  append_lower(out, decode_utf8(s));
   return out;
 }
 
-std::string py_lower(std::string_view s) {
-  std::u32string cs = decode_utf8(s);
-  std::string out;
-  for (size_t i = 0; i < cs.size(); ++i) append_lower(out, cs, i);
-  return out;
-}
+std::string py_casefold(std::string_view s) { return map_each(s, CaseMapping::kFold); }
 
 std::string py_capitalize(std::string_view s) {
   std::u32string cs = decode_utf8(s);
   std::string out;
   for (size_t i = 0; i < cs.size(); ++i) {
     if (i == 0)
-      append_title(out, cs[i]);
+      append_case_mapped(out, cs[i], CaseMapping::kTitle);
     else
-      append_lower(out, cs, i);
+      append_lower_at(out, cs, i);
   }
   return out;
 }
@@ -331,40 +236,47 @@ std::string py_title(std::string_view s) {
   std::u32string cs = decode_utf8(s);
   std::string out;
   for (size_t i = 0; i < cs.size(); ++i) {
-    if (i > 0 && is_py_alpha(cs[i - 1]))
-      append_lower(out, cs, i);
+    if (i > 0 && is_py_cased(cs[i - 1]))
+      append_lower_at(out, cs, i);
     else
-      append_title(out, cs[i]);
+      append_case_mapped(out, cs[i], CaseMapping::kTitle);
   }
   return out;
 }
 
-bool is_py_alpha(char32_t c) {
-  if (c < 0x80) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-  locale_t loc = utf8_locale();
-  return loc && iswalpha_l(static_cast<wint_t>(c), loc);
-}
-
-bool is_py_digit(char32_t c) { return c >= '0' && c <= '9'; }
-
-bool is_py_lower(char32_t c) { return to_upper(c) != c; }
-bool is_py_upper(char32_t c) { return to_lower(c) != c; }
-
-// item[0].upper() + item[1:].lower() for each word, as jinja2's do_title.
-std::string jinja_title(std::string_view s) {
+std::string py_swapcase(std::string_view s) {
   std::u32string cs = decode_utf8(s);
   std::string out;
-  bool word_start = true;
   for (size_t i = 0; i < cs.size(); ++i) {
-    char32_t c = cs[i];
-    bool separator = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || is_py_space(c);
-    if (separator)
-      utf8::append_code_point(out, c);
-    else if (word_start)
-      append_upper(out, c);
+    if (is_py_upper(cs[i]))
+      append_lower_at(out, cs, i);
+    else if (is_py_lower(cs[i]))
+      append_case_mapped(out, cs[i], CaseMapping::kUpper);
     else
-      append_lower(out, cs, i);
-    word_start = separator;
+      utf8::append_code_point(out, cs[i]);
+  }
+  return out;
+}
+
+// item[0].upper() + item[1:].lower() for each word between runs of '-',
+// whitespace, '(', '{', '[' and '<', as jinja2's do_title: each word's rest is
+// lowered as a string of its own.
+std::string jinja_title(std::string_view s) {
+  auto separator = [](char32_t c) {
+    return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || is_py_space(c);
+  };
+  std::u32string cs = decode_utf8(s);
+  std::string out;
+  for (size_t begin = 0, end = 0; begin < cs.size(); begin = end) {
+    const bool separators = separator(cs[begin]);
+    end = begin + 1;
+    while (end < cs.size() && separator(cs[end]) == separators) ++end;
+    if (separators) {
+      out += encode_utf8(std::u32string_view(cs).substr(begin, end - begin));
+    } else {
+      append_case_mapped(out, cs[begin], CaseMapping::kUpper);
+      append_lower(out, cs.substr(begin + 1, end - begin - 1));
+    }
   }
   return out;
 }

@@ -17,10 +17,6 @@ std::u32string decode_utf8(std::string_view s);
 std::string encode_utf8(std::u32string_view s);
 size_t count_code_points(std::string_view s);
 
-// str.isspace(): ASCII whitespace, \x1c-\x1f, and the Unicode spaces.
-bool is_py_space(char32_t c);
-bool is_py_printable(char32_t c);
-
 // str.strip/lstrip/rstrip: chars == nullopt strips whitespace.
 std::string py_strip(std::string_view s, const std::optional<std::string>& chars, bool left, bool right);
 // str.split/rsplit: sep == nullopt splits on whitespace runs; maxsplit < 0 is unlimited.
@@ -30,14 +26,10 @@ std::vector<std::string> py_splitlines(std::string_view s, bool keepends);
 std::string py_replace(std::string_view s, std::string_view old, std::string_view replacement, int64_t count);
 std::string py_upper(std::string_view s);
 std::string py_lower(std::string_view s);
-std::string py_capitalize(std::string_view s);  // first character upper, the rest lower
-std::string py_title(std::string_view s);       // str.title(): upper after every non-letter
-
-// Character classes behind str.isalpha() etc. (glibc's Unicode tables).
-bool is_py_alpha(char32_t c);
-bool is_py_digit(char32_t c);
-bool is_py_lower(char32_t c);
-bool is_py_upper(char32_t c);
+std::string py_casefold(std::string_view s);
+std::string py_capitalize(std::string_view s);  // first character titlecased, the rest lower
+std::string py_title(std::string_view s);       // str.title(): titlecase after every uncased character
+std::string py_swapcase(std::string_view s);
 // Jinja's `title` filter: upper-case the first letter after '-', whitespace, '(', '{', '[', '<'.
 std::string jinja_title(std::string_view s);
 
