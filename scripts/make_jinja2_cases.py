@@ -242,6 +242,11 @@ uni = [
  # numbers written in other scripts
  "{{ '٣٤'|int }} {{ ' ٣٤\u2003'|int }} {{ '٣.٥'|float }} {{ '١_٢'|int }} {{ '٣٤'|int(base=8) }} {{ '²'|int(7) }} {{ '½'|float(7) }}",
  "{{ '中文 ٣٤ ½ ab_c'|wordcount }} {{ ['\u0378', '\u00ad', '\u200b', '\u2028', 'é中'] }}",
+ # attribute paths: digits of any script are an index, as int(part)
+ "{{ [[1]]|map(attribute='99999999999999999999')|list }} {{ [[1, 2, 3, 4]]|map(attribute='٣')|list }} {{ [{'a': [5, 6]}]|map(attribute='a.1')|list }}",
+ "{{ [[1, 2]]|map(attribute='-1')|list }} {{ [[1, 2]]|map(attribute='01')|list }} {{ [{'1': 2}]|map(attribute='1')|list }}",
+ "{{ [[1, 2, 3, 4]]|map(attribute='²')|list }}",
+ "{{ '99999999999999999999'|int }} {{ '170141183460469231731687303715884105727'|int }} {{ '0x7fffffffffffffffffffffffffffffff'|int(0, 16) }} {{ '-0b1'|int(base=2) }}",
  # methods beyond the common ones
  "{{ 'abc'.removeprefix('ab') }} {{ 'abc'.removeprefix('x') }} {{ 'abc'.removesuffix('bc') }} {{ 'abc'.removesuffix('abcd') }} {{ 'é'.removeprefix('') }}",
  "{{ 'abc'.removeprefix(1) }}", "{{ 'abc'.removesuffix() }}",

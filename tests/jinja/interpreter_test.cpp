@@ -309,6 +309,15 @@ TEST(Deviations, IntegersAre128Bit) {
       render(extremes + "{{ (12345678901234567 * 10000 + 8901) | round(-1) }} {{ 1234 | round(-2) }} "
                         "{{ -1250 | round(-2) }} {{ 1350 | round(-2) }} {{ min | round(-39) }} {{ min | round(-37) }}"),
       "123456789012345678900 1200 -1200 1400 0 -170000000000000000000000000000000000000");
+  // int(str) reads up to 128 bits; past them (Python reads any length) it is an error naming the limit.
+  EXPECT_EQ(render("{{ '-170141183460469231731687303715884105728' | int }}"),
+            "-170141183460469231731687303715884105728");
+  EXPECT_EQ(error_of("{{ '170141183460469231731687303715884105728' | int }}"),
+            "t:1:48: filter 'int': integer '170141183460469231731687303715884105728' is too large (beyond 128 bits)");
+  // A digits-only attribute path part is an index, int(part) as in jinja2;
+  // it went to std::stoll, whose exception escaped the interpreter past int64.
+  EXPECT_NE(error_of("{{ [[1]] | map(attribute='9' * 42) | list }}").find("is too large (beyond 128 bits)"),
+            std::string::npos);
 }
 
 TEST(Deviations, StrFormatFieldsHaveNoLookupsOrNestedSpecs) {

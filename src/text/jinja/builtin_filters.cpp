@@ -25,13 +25,85 @@ namespace {
 
 // ---- helpers shared by filters ----
 
+// What Python's int(str) and float(str) parse: the text stripped, with every
+// decimal digit of any script as its ASCII digit ('٣' is 3) and every other
+// non-ASCII character as '?', which no parse accepts.
+std::string ascii_number_text(const std::string& text) {
+  std::string out;
+  for (char32_t c : decode_utf8(py_strip(text, std::nullopt, true, true))) {
+    if (c < 0x80)
+      out += static_cast<char>(c);
+    else
+      out += py_decimal_value(c) >= 0 ? static_cast<char>('0' + py_decimal_value(c)) : '?';
+  }
+  return out;
+}
+
+// Python's float(str): surrounding whitespace, underscores between digits, inf/nan.
+std::optional<double> parse_py_float(const std::string& text) {
+  std::string s = ascii_number_text(text);
+  std::string cleaned;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '_') {
+      if (i == 0 || i + 1 == s.size() || !std::isdigit(static_cast<unsigned char>(s[i - 1])) ||
+          !std::isdigit(static_cast<unsigned char>(s[i + 1])))
+        return std::nullopt;
+      continue;
+    }
+    cleaned += s[i];
+  }
+  if (cleaned.empty() || cleaned.find_first_of("xXpP") != std::string::npos) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(cleaned.c_str(), &end);
+  if (end != cleaned.c_str() + cleaned.size()) return std::nullopt;
+  return v;
+}
+
+// Python's int(str, base), up to 128 bits.
+std::optional<Int> parse_py_int(const std::string& text, int base) {
+  std::string s = ascii_number_text(text);
+  size_t i = 0;
+  bool negative = false;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
+  if (i + 1 < s.size() && s[i] == '0') {
+    char p = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i + 1])));
+    int prefixed = p == 'x' ? 16 : p == 'o' ? 8 : p == 'b' ? 2 : 0;
+    if (prefixed && (base == 0 || base == prefixed)) {
+      base = prefixed;
+      i += 2;
+      if (i < s.size() && s[i] == '_') ++i;
+    }
+  }
+  if (base == 0) base = 10;
+  if (i >= s.size()) return std::nullopt;
+  using Unsigned = unsigned __int128;
+  const Unsigned limit = negative ? static_cast<Unsigned>(kIntMax) + 1 : static_cast<Unsigned>(kIntMax);
+  Unsigned v = 0;
+  for (; i < s.size(); ++i) {
+    if (s[i] == '_' && i + 1 < s.size() && s[i + 1] != '_' && i > 0 && s[i - 1] != '_') continue;
+    char c = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
+    int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (c >= 'a' && c <= 'z') ? c - 'a' + 10 : 99;
+    if (d >= base) return std::nullopt;
+    if (v > (limit - static_cast<Unsigned>(d)) / static_cast<Unsigned>(base))
+      eval_fail("integer '", text, "' is too large (beyond 128 bits)");
+    v = v * static_cast<Unsigned>(base) + static_cast<Unsigned>(d);
+  }
+  return negative ? static_cast<Int>(0 - v) : static_cast<Int>(v);
+}
+
 // jinja2's make_attrgetter: "a.b.0" looks up a, then b, then item 0.
 Value lookup_path(const Value& item, const Value& path) {
   if (path.is_integral()) return get_item(item, path);
   Value v = item;
   for (const std::string& part : py_split(need_string(path, "attribute"), std::string("."), -1, false)) {
-    bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    v = numeric ? get_item(v, Value(static_cast<int64_t>(std::stoll(part)))) : get_item(v, Value(part));
+    const std::u32string cs = decode_utf8(part);
+    if (cs.empty() || !std::all_of(cs.begin(), cs.end(), is_py_digit)) {
+      v = get_item(v, Value(part));
+      continue;
+    }
+    std::optional<Int> index = parse_py_int(part, 10);  // int(part), as jinja2 does for part.isdigit()
+    if (!index) eval_fail("invalid literal for int() with base 10: '", part, "'");
+    v = get_item(v, Value(*index));
   }
   return v;
 }
@@ -114,71 +186,6 @@ std::string html_escape(const std::string& s) {
     }
   }
   return out;
-}
-
-// What Python's int(str) and float(str) parse: the text stripped, with every
-// decimal digit of any script as its ASCII digit ('٣' is 3) and every other
-// non-ASCII character as '?', which no parse accepts.
-std::string ascii_number_text(const std::string& text) {
-  std::string out;
-  for (char32_t c : decode_utf8(py_strip(text, std::nullopt, true, true))) {
-    if (c < 0x80)
-      out += static_cast<char>(c);
-    else
-      out += py_decimal_value(c) >= 0 ? static_cast<char>('0' + py_decimal_value(c)) : '?';
-  }
-  return out;
-}
-
-// Python's float(str): surrounding whitespace, underscores between digits, inf/nan.
-std::optional<double> parse_py_float(const std::string& text) {
-  std::string s = ascii_number_text(text);
-  std::string cleaned;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '_') {
-      if (i == 0 || i + 1 == s.size() || !std::isdigit(static_cast<unsigned char>(s[i - 1])) ||
-          !std::isdigit(static_cast<unsigned char>(s[i + 1])))
-        return std::nullopt;
-      continue;
-    }
-    cleaned += s[i];
-  }
-  if (cleaned.empty() || cleaned.find_first_of("xXpP") != std::string::npos) return std::nullopt;
-  char* end = nullptr;
-  double v = std::strtod(cleaned.c_str(), &end);
-  if (end != cleaned.c_str() + cleaned.size()) return std::nullopt;
-  return v;
-}
-
-// Python's int(str, base).
-std::optional<int64_t> parse_py_int(const std::string& text, int base) {
-  std::string s = ascii_number_text(text);
-  size_t i = 0;
-  bool negative = false;
-  if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
-  if (i + 1 < s.size() && s[i] == '0') {
-    char p = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i + 1])));
-    int prefixed = p == 'x' ? 16 : p == 'o' ? 8 : p == 'b' ? 2 : 0;
-    if (prefixed && (base == 0 || base == prefixed)) {
-      base = prefixed;
-      i += 2;
-      if (i < s.size() && s[i] == '_') ++i;
-    }
-  }
-  if (base == 0) base = 10;
-  if (i >= s.size()) return std::nullopt;
-  uint64_t v = 0;
-  for (; i < s.size(); ++i) {
-    if (s[i] == '_' && i + 1 < s.size() && s[i + 1] != '_' && i > 0 && s[i - 1] != '_') continue;
-    char c = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
-    int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (c >= 'a' && c <= 'z') ? c - 'a' + 10 : 99;
-    if (d >= base) return std::nullopt;
-    if (v > (static_cast<uint64_t>(INT64_MAX) + 1 - d) / base)
-      eval_fail("integer '", text, "' is too large (limit 2^63-1)");
-    v = v * base + d;
-  }
-  if (!negative && v > static_cast<uint64_t>(INT64_MAX)) eval_fail("integer '", text, "' is too large (limit 2^63-1)");
-  return negative ? static_cast<int64_t>(0 - v) : static_cast<int64_t>(v);
 }
 
 Value f_abs(Context&, const Value& v, CallArgs& args) {
