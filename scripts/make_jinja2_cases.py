@@ -226,6 +226,24 @@ ms = [
 ]
 for t in ms: case("str methods", t, ctx)
 
+# ---- groupby: sorted, grouped, (grouper, list) namedtuples ----
+groupby_cases = [
+ "{% for city, items in users|groupby('city') %}{{ city }}: {{ items|map(attribute='name')|join(', ') }};{% endfor %}",
+ "{% for g in users|groupby('city') %}{{ g.grouper }}={{ g.list|length }} {{ g }} {{ g[0] }}|{% endfor %}",
+ "{{ users|groupby('city', case_sensitive=true) }}",
+ "{{ users|groupby('town', default='NY')|map(attribute='grouper')|list }}",
+ "{{ users|groupby('town') }}",
+ "{{ [[1, 'a'], [0, 'b'], [1, 'c']]|groupby(0) }} {{ [[1, 'a'], [0, 'b'], [1, 'c']]|groupby('0') }}",
+ "{{ [{'a': {'b': 2}}, {'a': {'b': 1}}, {'a': {}}]|groupby('a.b', default=0) }}",
+ "{{ []|groupby('x') }} {{ users|groupby('city')|length }} {{ (users|groupby('city'))[0].list[0].name }}",
+ "{{ [1, 2]|groupby('x') }}", "{{ 5|groupby('x') }}", "{{ users|groupby() }}",
+ "{{ [{'x': 1}, {'x': 'a'}]|groupby('x') }}",
+ "{{ users|groupby('city')|first|tojson }}", "{{ (users|groupby('city'))[0].nosuch }}|",
+ "{% set g = (users|groupby('city'))[0] %}{{ g|length }} {{ g|list }} {{ g.count(g[0]) }} {{ g.index(g[0]) }}",
+]
+groupby_ctx = {"users": [{"name": "a", "city": "NY"}, {"name": "b", "city": "ca"}, {"name": "c", "city": "CA"}, {"name": "d", "city": "NY", "town": "X"}, {"name": "e", "city": "Boston"}]}
+for t in groupby_cases: case("groupby", t, groupby_ctx)
+
 # ---- Unicode character classes and case mappings (cases free of what Unicode 15 changed) ----
 uni = [
  "{{ '٣٤'.isdigit() }}{{ '٣٤'.isdecimal() }}{{ '٣٤'.isnumeric() }}{{ '٣٤'.isalpha() }}{{ '٣٤'.isalnum() }}",

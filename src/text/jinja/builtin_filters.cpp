@@ -91,19 +91,24 @@ std::optional<Int> parse_py_int(const std::string& text, int base) {
   return negative ? static_cast<Int>(0 - v) : static_cast<Int>(v);
 }
 
-// jinja2's make_attrgetter: "a.b.0" looks up a, then b, then item 0.
-Value lookup_path(const Value& item, const Value& path) {
-  if (path.is_integral()) return get_item(item, path);
+// jinja2's make_attrgetter: "a.b.0" looks up a, then b, then item 0; a
+// fallback replaces each step's undefined result (groupby's default).
+Value lookup_path(const Value& item, const Value& path, const Value* fallback = nullptr) {
+  auto step = [fallback](const Value& from, const Value& key) {
+    Value v = get_item(from, key);
+    return fallback && v.is_undefined() ? *fallback : v;
+  };
+  if (path.is_integral()) return step(item, path);
   Value v = item;
   for (const std::string& part : py_split(need_string(path, "attribute"), std::string("."), -1, false)) {
     const std::u32string cs = decode_utf8(part);
     if (cs.empty() || !std::all_of(cs.begin(), cs.end(), is_py_digit)) {
-      v = get_item(v, Value(part));
+      v = step(v, Value(part));
       continue;
     }
     std::optional<Int> index = parse_py_int(part, 10);  // int(part), as jinja2 does for part.isdigit()
     if (!index) eval_fail("invalid literal for int() with base 10: '", part, "'");
-    v = get_item(v, Value(*index));
+    v = step(v, Value(*index));
   }
   return v;
 }
@@ -126,7 +131,8 @@ struct KeyFn {
   Value key(const Value& v) const { return case_sensitive ? v : ignore_case(v); }
 };
 
-std::vector<Value> sorted(std::vector<Value> items, const KeyFn& key, bool reverse) {
+template <class Key>
+std::vector<Value> sorted(std::vector<Value> items, const Key& key, bool reverse) {
   std::vector<std::pair<Value, Value>> keyed;
   for (Value& item : items) keyed.emplace_back(key(item), std::move(item));
   std::stable_sort(keyed.begin(), keyed.end(), [reverse](const auto& a, const auto& b) {
@@ -339,6 +345,32 @@ Value f_format(Context&, const Value& v, CallArgs& args) {
     return percent_format(to_str(v), Value::dict(std::move(d)));
   }
   return percent_format(to_str(v), Value::list(args.positional, true));
+}
+
+// jinja2's groupby: the items sorted by the attribute (strings lower-cased
+// unless case_sensitive), runs of equal keys grouped; each group is a
+// (grouper, list) namedtuple whose grouper is its first item's value as written.
+Value f_groupby(Context&, const Value& v, CallArgs& args) {
+  Params p("groupby", args, {"attribute", "default", "case_sensitive"});
+  const Value attribute = p.required(0);
+  const Value fallback = p.get(1, Value(None{}));
+  const Value* fallback_or_null = fallback.is_none() ? nullptr : &fallback;
+  const bool case_sensitive = p.flag(2, false);
+  auto grouper = [&](const Value& item) { return lookup_path(item, attribute, fallback_or_null); };
+  auto key = [&](const Value& item) { return case_sensitive ? grouper(item) : ignore_case(grouper(item)); };
+  std::vector<Value> items = sorted(iterate(v), key, false);
+  std::vector<Value> groups;
+  for (size_t begin = 0, end = 0; begin < items.size(); begin = end) {
+    const Value first_key = key(items[begin]);
+    for (end = begin + 1; end < items.size() && equals(key(items[end]), first_key);) ++end;
+    auto group = std::make_shared<ListData>();
+    group->items = {grouper(items[begin]), Value::list({items.begin() + static_cast<ptrdiff_t>(begin),
+                                                        items.begin() + static_cast<ptrdiff_t>(end)})};
+    group->is_tuple = true;
+    group->field_names = {"grouper", "list"};
+    groups.emplace_back(std::shared_ptr<const ListData>(std::move(group)));
+  }
+  return Value::list(std::move(groups));
 }
 
 Value f_indent(Context&, const Value& v, CallArgs& args) {
@@ -721,6 +753,7 @@ FilterFn find_filter(const std::string& name) {
       {"float", f_float},
       {"forceescape", f_escape},
       {"format", f_format},
+      {"groupby", f_groupby},
       {"indent", f_indent},
       {"int", f_int},
       {"items", f_items},

@@ -395,6 +395,9 @@ std::optional<Value> dict_method(const Value& self, const std::string& name) {
 }
 
 std::optional<Value> list_method(const Value& self, const std::string& name) {
+  const ListData& list = self.as_list();
+  for (size_t i = 0; i < list.field_names.size() && i < list.items.size(); ++i)
+    if (list.field_names[i] == name) return list.items[i];
   if (name == "index")
     return Value::function("list.index", [self](CallArgs& a) {
       Params p("index", a, {"value"});

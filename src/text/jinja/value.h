@@ -51,6 +51,7 @@ template <class... Parts>
 struct ListData {
   std::vector<Value> items;
   bool is_tuple = false;
+  std::vector<std::string> field_names;  // a namedtuple's (groupby's grouper, list): items read as attributes too
 };
 
 struct DictData {
