@@ -13,7 +13,10 @@ struct BatchSeq {
   int64_t n = 0;                    // rows of this sequence in the step
   int64_t pos0 = 0;                 // position of its first row; its blocks already hold [0, pos0)
   std::span<const int32_t> blocks;  // the KV block table, covering [0, pos0 + n)
-  enum class Logits : uint8_t { None, Last, All } logits = Logits::Last;
+  // What the step gives for it: nothing, the last row's logits, every row's,
+  // or the last row's final hidden state (after the final norm: what an
+  // embedding model pools) instead of logits.
+  enum class Logits : uint8_t { None, Last, All, Hidden } logits = Logits::Last;
 };
 
 struct Batch {

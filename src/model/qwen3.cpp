@@ -29,6 +29,7 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
   // Each row's position, and the rows whose logits are asked for.
   s.positions.resize(n);
   s.logit_rows.clear();
+  s.hidden_rows.clear();
   int64_t rows_seen = 0;
   for (const BatchSeq& q : batch.seqs) {
     if (static_cast<int64_t>(q.blocks.size()) * kv.block_size() < q.pos0 + q.n)
@@ -39,9 +40,15 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
       for (int64_t t = 0; t < q.n; ++t) s.logit_rows.push_back(rows_seen + t);
     else if (q.logits == BatchSeq::Logits::Last && q.n > 0)
       s.logit_rows.push_back(rows_seen + q.n - 1);
+    else if (q.logits == BatchSeq::Logits::Hidden && q.n > 0)
+      s.hidden_rows.push_back(rows_seen + q.n - 1);
     rows_seen += q.n;
   }
   if (rows_seen != n) fail("forward: the sequences have ", rows_seen, " rows, the batch ", n, " tokens");
+  if (!s.logit_rows.empty() && !model.has_lm_head())
+    fail(
+        "this checkpoint has no lm_head.weight (a backbone saved alone, such as an embedding model): it gives "
+        "embeddings, not logits");
   s.rope.resize(n * hd);
   rope_cos_sin(s.positions.data(), n, model.rope_inv_freq().data(), hd, s.rope.data());
 
@@ -79,12 +86,17 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
     add_in_place(s.x.data(), s.h.data(), n * H, pool);
   }
 
+  // Final norm alone for the rows whose hidden states are asked for.
+  s.hidden.resize(s.hidden_rows.size() * H);
+  for (size_t r = 0; r < s.hidden_rows.size(); ++r)
+    rmsnorm(&s.x[s.hidden_rows[r] * H], w.final_norm.data(), 1, H, eps, &s.hidden[r * H], pool);
+
   // Final norm and lm_head, for the rows whose logits are asked for.
   const int64_t rows = static_cast<int64_t>(s.logit_rows.size());
   for (int64_t r = 0; r < rows; ++r)
     rmsnorm(&s.x[s.logit_rows[r] * H], w.final_norm.data(), 1, H, eps, &s.h[r * H], pool);
   s.logits.resize(rows * V);
-  matmul(s.h.data(), rows, w.lm_head, s.logits.data(), pool);
+  if (rows > 0) matmul(s.h.data(), rows, w.lm_head, s.logits.data(), pool);
   return s.logits;
 }
 

@@ -32,6 +32,15 @@ struct Qwen3Weights {
   WeightMatrix lm_head;  // the embedding matrix itself when tie_word_embeddings
 };
 
+// How a checkpoint names its tensors: Qwen3ForCausalLM's "model.layers.0..."
+// and lm_head, or a Qwen3Model backbone saved alone ("layers.0...", as
+// sentence-transformers saves Qwen3-Embedding), whose lm_head is the tied
+// embedding or none at all.
+struct Qwen3Layout {
+  std::string prefix = "model.";
+  bool lm_head = true;  // lm_head.weight is stored (read unless tie_word_embeddings)
+};
+
 struct LoadOptions {
   // Convert every weight matrix to this format at load (Q8/Q4: quantize,
   // see ops/quant.h); nullopt keeps each as stored. Matrices whose width is
@@ -66,6 +75,10 @@ class Qwen3Model {
   const Qwen3Weights& weights() const { return weights_; }
   const std::vector<float>& rope_inv_freq() const { return rope_inv_freq_; }
   size_t weight_bytes() const { return weight_bytes_; }
+  const Qwen3Layout& layout() const { return layout_; }
+  // False for an untied backbone without lm_head.weight: it gives hidden
+  // states (embeddings), not logits.
+  bool has_lm_head() const { return weights_.lm_head.data != nullptr; }
   DType kv_cache_dtype() const { return kv_cache_; }
 
   KvCache make_cache() const;  // sized for the model's context length, grown on use
@@ -79,6 +92,7 @@ class Qwen3Model {
 
  private:
   Qwen3Config config_;
+  Qwen3Layout layout_;
   Checkpoint checkpoint_;          // owns the mappings the weights point into
   std::vector<OwnedBytes> owned_;  // float matrices as panels, converted (Q8/Q4) matrices
   Qwen3Weights weights_;
@@ -90,9 +104,11 @@ class Qwen3Model {
 // Per-step activations, reused between calls so decode does not allocate.
 struct ForwardState {
   std::vector<float> x, h, q, k, v, attn, gate, up, logits;
+  std::vector<float> hidden;  // the final hidden states asked for (Logits::Hidden), [rows, hidden_size]
   std::vector<int32_t> positions;
   std::vector<AttentionSeq> attention;  // per sequence
   std::vector<int64_t> logit_rows;      // the rows whose logits are asked for
+  std::vector<int64_t> hidden_rows;     // the rows whose final hidden states are asked for
   Batch single;                         // the one-sequence forward's batch
   std::vector<float> rope;              // cos/sin of every position of the step
 };
@@ -101,7 +117,10 @@ struct ForwardState {
 // positions, writing their keys/values into `kv` through their block tables
 // (which must already hold the positions before each sequence's rows).
 // Returns the logits the sequences ask for (Logits::Last: one row, All:
-// every row, None: nothing), sequence after sequence, [rows, vocab_size].
+// every row, None: nothing), sequence after sequence, [rows, vocab_size];
+// the final hidden states asked for (Logits::Hidden) are in state.hidden,
+// sequence after sequence. Error when logits are asked of a model without
+// lm_head.
 // A row's logits do not depend on the other rows of the batch (the engine's
 // batch invariance). Error when a token is outside the vocabulary or a block
 // table does not cover its sequence.

@@ -30,12 +30,13 @@ namespace {
 // Calls matrix(name, w, rows, cols) and vector(name, v, n) for every tensor of
 // the model in checkpoint order; the one place that knows the tensor names.
 template <class Weights, class MatrixFn, class VectorFn>
-void for_each_tensor(const Qwen3Config& c, Weights& w, MatrixFn matrix, VectorFn vector) {
+void for_each_tensor(const Qwen3Config& c, const Qwen3Layout& layout, Weights& w, MatrixFn matrix, VectorFn vector) {
   const int64_t H = c.hidden_size, hd = c.head_dim, q_dim = c.num_attention_heads * hd,
                 kv_dim = c.num_key_value_heads * hd, I = c.intermediate_size;
-  matrix("model.embed_tokens.weight", w.embed_tokens, c.vocab_size, H);
+  const std::string& m = layout.prefix;
+  matrix(m + "embed_tokens.weight", w.embed_tokens, c.vocab_size, H);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
+    const std::string p = m + "layers." + std::to_string(l) + ".";
     auto& L = w.layers[l];
     vector(p + "input_layernorm.weight", L.input_norm, H);
     matrix(p + "self_attn.q_proj.weight", L.q_proj, q_dim, H);
@@ -49,9 +50,9 @@ void for_each_tensor(const Qwen3Config& c, Weights& w, MatrixFn matrix, VectorFn
     matrix(p + "mlp.up_proj.weight", L.up_proj, I, H);
     matrix(p + "mlp.down_proj.weight", L.down_proj, H, I);
   }
-  vector("model.norm.weight", w.final_norm, H);
+  vector(m + "norm.weight", w.final_norm, H);
   // Tied: the embedding matrix is the lm_head and any lm_head.weight in the file is ignored.
-  if (!c.tie_word_embeddings) matrix("lm_head.weight", w.lm_head, c.vocab_size, H);
+  if (!c.tie_word_embeddings && layout.lm_head) matrix("lm_head.weight", w.lm_head, c.vocab_size, H);
 }
 
 // Gives the pages of a read-only file mapping back to the page cache (they
@@ -230,19 +231,27 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
   m->kv_cache_ = options.kv_cache;
   const Qwen3Config& c = m->config_;
   Qwen3Weights& w = m->weights_;
+  // A backbone saved alone (Qwen3Model, as sentence-transformers saves
+  // Qwen3-Embedding) names its tensors without "model." and may have no
+  // lm_head: then it embeds and cannot generate.
+  Qwen3Layout& layout = m->layout_;
+  if (!m->checkpoint_.find("model.embed_tokens.weight") && m->checkpoint_.find("embed_tokens.weight"))
+    layout = {"", m->checkpoint_.find("lm_head.weight") != nullptr};
   // Checked before the layer tables are sized by it: a config may say 10^12.
-  const std::string last_layer = "model.layers." + std::to_string(c.num_hidden_layers - 1) + ".input_layernorm.weight";
+  const std::string last_layer =
+      layout.prefix + "layers." + std::to_string(c.num_hidden_layers - 1) + ".input_layernorm.weight";
   if (!m->checkpoint_.find(last_layer))
     fail(dir, "/config.json: num_hidden_layers is ", c.num_hidden_layers, " but the checkpoint has no ", last_layer);
   // Layers beyond it would be left out silently: another model than the checkpoint's.
-  const std::string next_layer = "model.layers." + std::to_string(c.num_hidden_layers) + ".input_layernorm.weight";
+  const std::string next_layer =
+      layout.prefix + "layers." + std::to_string(c.num_hidden_layers) + ".input_layernorm.weight";
   if (m->checkpoint_.find(next_layer))
     fail(dir, "/config.json: num_hidden_layers is ", c.num_hidden_layers, " but the checkpoint has more layers (",
          next_layer, ")");
   w.layers.resize(static_cast<size_t>(c.num_hidden_layers));
   Binder b{m->checkpoint_, options, stored_quant_format(dir + "/config.json"), m->owned_, m->weight_bytes_, nullptr};
   for_each_tensor(
-      c, w,
+      c, layout, w,
       [&](const std::string& name, WeightMatrix& x, int64_t rows, int64_t cols) { b.matrix(name, x, rows, cols); },
       [&](const std::string& name, std::vector<float>& v, int64_t n) { b.vector(name, v, n); });
   if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;
@@ -269,7 +278,7 @@ void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir)
     return std::vector<uint8_t>(b, b + n);
   };
   for_each_tensor(
-      config_, weights_,
+      config_, layout_, weights_,
       [&](const std::string& name, const WeightMatrix& w, int64_t rows, int64_t cols) {
         if (w.quantized() && quant && *quant != w.format)
           fail("cannot save a model that mixes ", weight_format_name(*quant), " and ", weight_format_name(w.format),

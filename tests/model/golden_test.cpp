@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/qwen3.h"
+#include "ops/matmul.h"
 #include "test_util.h"
 
 using namespace qinfer;
@@ -56,6 +57,36 @@ TEST_P(GoldenTest, LastPositionLogitsWithin1e4) {
     worst = std::max(worst, max_diff);
   }
   std::printf("[ %s ] max |dlogit| over 5 prompts: %.3g\n", GetParam().c_str(), worst);
+}
+
+// What an embedding model pools: the last position's hidden state after the
+// final norm (BatchSeq::Logits::Hidden). Times the lm_head it gives the golden
+// logits, so it is transformers' hidden state to the same tolerance.
+TEST_P(GoldenTest, LastHiddenStateTimesLmHeadGivesTheGoldenLogits) {
+  const Golden g = load_golden(GetParam());
+  auto model = Qwen3Model::load(test::data_path("models/" + GetParam()));
+  ThreadPool pool(2);
+  ForwardState st;
+  const size_t V = g.meta["vocab_size"].get<size_t>();
+  const int64_t H = model->config().hidden_size;
+  std::vector<float> head_row(static_cast<size_t>(H));
+  for (size_t p = 0; p < g.meta["prompts"].size(); ++p) {
+    const auto ids = g.meta["prompts"][p]["ids"].get<std::vector<int32_t>>();
+    KvCache cache = model->make_cache();
+    const auto n = static_cast<int64_t>(ids.size());
+    cache.ensure(n);
+    Batch b{ids, {{n, 0, cache.table(), BatchSeq::Logits::Hidden}}};
+    EXPECT_TRUE(forward(*model, b, cache.pool(), st, pool).empty());
+    ASSERT_EQ(st.hidden.size(), static_cast<size_t>(H));
+    float max_diff = 0;
+    for (size_t v = 0; v < V; ++v) {
+      widen_row(model->weights().lm_head, static_cast<int64_t>(v), head_row.data());
+      double logit = 0;
+      for (int64_t i = 0; i < H; ++i) logit += static_cast<double>(head_row[i]) * st.hidden[i];
+      max_diff = std::max(max_diff, std::fabs(static_cast<float>(logit) - g.logits[p * V + v]));
+    }
+    EXPECT_LE(max_diff, 1e-4f) << "prompt " << p;
+  }
 }
 
 TEST_P(GoldenTest, GreedyTokensWithKvCache) {

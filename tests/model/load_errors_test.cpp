@@ -1,6 +1,7 @@
 // A checkpoint that does not match its config is refused with a message naming the problem.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -157,6 +158,60 @@ TEST(ModelLoad, UntiedNeedsLmHead) {
   test::ScratchDir d("m");
   write_checkpoint(d, "\"tie_word_embeddings\":true", "\"tie_word_embeddings\":false");
   EXPECT_NE(load_error(d.path()).find("missing tensor 'lm_head.weight'"), std::string::npos) << load_error(d.path());
+}
+
+// A Qwen3Model backbone saved alone (sentence-transformers' Qwen3-Embedding):
+// tensors without "model.", no lm_head.weight. Tied, the embedding is the
+// lm_head; untied, the model gives hidden states and refuses logits.
+TEST(ModelLoad, BackboneWithoutLmHeadEmbedsButGivesNoLogits) {
+  auto backbone_tensors = [] {
+    std::vector<TensorData> ts = tiny_tensors();
+    for (TensorData& t : ts) t.name.erase(0, std::string("model.").size());
+    for (TensorData& t : ts)  // distinct values, so a tensor bound to the wrong name changes the result
+      for (size_t i = 0; i < t.bytes.size(); i += 4) {
+        const float x = 0.01f * static_cast<float>((i / 4 + t.name.size()) % 17) + 0.5f;
+        std::memcpy(&t.bytes[i], &x, 4);
+      }
+    return ts;
+  };
+  test::ScratchDir tied("tied"), untied("untied"), causal("causal");
+  std::string cfg = kConfig;
+  std::ofstream(tied.file("config.json")) << cfg;
+  write_safetensors(tied.file("model.safetensors"), backbone_tensors());
+  cfg.replace(cfg.find("\"tie_word_embeddings\":true"), 26, "\"tie_word_embeddings\":false");
+  std::ofstream(untied.file("config.json")) << cfg;
+  write_safetensors(untied.file("model.safetensors"), backbone_tensors());
+  std::ofstream(causal.file("config.json")) << kConfig;
+  std::vector<TensorData> prefixed = backbone_tensors();
+  for (TensorData& t : prefixed) t.name.insert(0, "model.");
+  write_safetensors(causal.file("model.safetensors"), prefixed);
+
+  auto hidden_of = [](const Qwen3Model& m, BatchSeq::Logits what) {
+    ThreadPool pool(1);
+    ForwardState st;
+    KvCache cache = m.make_cache();
+    cache.ensure(3);
+    Batch b{{1, 2, 3}, {{3, 0, cache.table(), what}}};
+    forward(m, b, cache.pool(), st, pool);
+    return st.hidden;
+  };
+  auto as_causal = Qwen3Model::load(causal.path());
+  auto as_tied = Qwen3Model::load(tied.path());
+  auto as_untied = Qwen3Model::load(untied.path());
+  EXPECT_EQ(as_tied->layout().prefix, "");
+  EXPECT_TRUE(as_tied->has_lm_head());
+  EXPECT_FALSE(as_untied->has_lm_head());
+  EXPECT_TRUE(as_causal->has_lm_head());
+  const std::vector<float> reference = hidden_of(*as_causal, BatchSeq::Logits::Hidden);
+  ASSERT_EQ(reference.size(), 8u);
+  EXPECT_EQ(hidden_of(*as_tied, BatchSeq::Logits::Hidden), reference);
+  EXPECT_EQ(hidden_of(*as_untied, BatchSeq::Logits::Hidden), reference);
+  try {
+    hidden_of(*as_untied, BatchSeq::Logits::Last);
+    ADD_FAILURE() << "logits of a model without lm_head";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no lm_head.weight"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ModelLoad, UnknownArchitecture) {
