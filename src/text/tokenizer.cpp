@@ -133,6 +133,12 @@ Tokenizer::Tokenizer(const TokenizerJson& spec, const std::string& origin)
   }
   added_ = AddedTokenMatcher(spec.added_tokens);
   added_plain_ = AddedTokenMatcher(plain);
+  for (const std::vector<int32_t>* ids : {&spec.special_prefix, &spec.special_suffix})
+    for (int32_t id : *ids)
+      if (static_cast<size_t>(id) >= kind_.size() || kind_[id] == kNone)
+        fail(origin, ": post_processor: special token id ", id, " names no token");
+  special_prefix_ = spec.special_prefix;
+  special_suffix_ = spec.special_suffix;
 
   // Per id: its string, and the bytes it decodes to. HF's ByteLevel decoder
   // maps a token through the byte-level alphabet when every character is in
@@ -207,6 +213,12 @@ bool Tokenizer::encode_stretch(std::string_view text, std::vector<int32_t>& ids,
     if (ids.size() > max_tokens) return false;
   }
   return true;
+}
+
+std::vector<int32_t> Tokenizer::with_special_tokens(std::vector<int32_t> ids) const {
+  ids.insert(ids.begin(), special_prefix_.begin(), special_prefix_.end());
+  ids.insert(ids.end(), special_suffix_.begin(), special_suffix_.end());
+  return ids;
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {

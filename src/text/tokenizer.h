@@ -42,6 +42,11 @@ class Tokenizer {
   // longest vocabulary entry's bytes is not BPE'd at all.
   std::optional<std::vector<int32_t>> encode_at_most(std::string_view text, size_t max_tokens,
                                                      bool allow_special = true) const;
+  // HF's ids for a text encoded with add_special_tokens (its default, and
+  // what embedding models expect): the post-processor's special tokens
+  // around `ids` (Qwen3-Embedding appends <|endoftext|>; Qwen3's adds none).
+  std::vector<int32_t> with_special_tokens(std::vector<int32_t> ids) const;
+  bool adds_special_tokens() const { return !special_prefix_.empty() || !special_suffix_.empty(); }
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
 
   std::optional<int32_t> token_to_id(std::string_view token) const;  // vocab (byte-level string) or added token
@@ -79,6 +84,7 @@ class Tokenizer {
   AddedTokenMatcher added_;        // all added tokens
   AddedTokenMatcher added_plain_;  // those with special: false
   bool nfc_ = false;
+  std::vector<int32_t> special_prefix_, special_suffix_;  // the post-processor's (with_special_tokens)
   std::unique_ptr<SharedCache> cache_;
 };
 

@@ -87,10 +87,63 @@ class Checker {
       unsupported("decoder", v, "qinfer implements the ByteLevel decoder only");
   }
 
-  void post_processor(const json& v) const {
-    // ByteLevel only adjusts offsets; processors that add tokens would change the ids.
-    if (!v.is_null() && type_of(v, "post_processor") != "ByteLevel")
-      unsupported("post_processor", v, "qinfer adds no tokens after encoding; ByteLevel or null only");
+  // ByteLevel only adjusts offsets. TemplateProcessing puts special tokens
+  // around the text when HF encodes with add_special_tokens (Qwen3-Embedding
+  // appends <|endoftext|>); only its "single" template matters here (pairs
+  // are never encoded). A Sequence may hold both.
+  void post_processor(const json& v, TokenizerJson& out) const {
+    const char* why = "qinfer implements ByteLevel, TemplateProcessing and a Sequence of them";
+    if (v.is_null()) return;
+    const std::string type = type_of(v, "post_processor");
+    if (type == "ByteLevel") return;
+    if (type == "TemplateProcessing") return template_processing(v, "post_processor", out);
+    if (type != "Sequence" || !v.contains("processors") || !v["processors"].is_array())
+      unsupported("post_processor", v, why);
+    bool seen_template = false;
+    for (size_t i = 0; i < v["processors"].size(); ++i) {
+      const json& p = v["processors"][i];
+      const std::string where = "post_processor.processors[" + std::to_string(i) + "]";
+      const std::string t = type_of(p, where);
+      if (t == "ByteLevel") continue;
+      if (t != "TemplateProcessing" || seen_template) unsupported(where, p, why);
+      template_processing(p, where, out);
+      seen_template = true;
+    }
+  }
+
+  // "single": [SpecialToken...] {"Sequence": {"id": "A"}} [SpecialToken...],
+  // each SpecialToken named in "special_tokens" with the ids it stands for.
+  void template_processing(const json& v, const std::string& where, TokenizerJson& out) const {
+    const json& single = v.value("single", json());
+    const json& specials = v.value("special_tokens", json::object());
+    if (!single.is_array() || !specials.is_object())
+      fail(origin_, ": ", where, " needs a \"single\" template and a \"special_tokens\" object: ", v.dump());
+    bool seen_sequence = false;
+    for (size_t i = 0; i < single.size(); ++i) {
+      const json& piece = single[i];
+      const std::string at = where + ".single[" + std::to_string(i) + "]";
+      if (piece.is_object() && piece.contains("Sequence")) {
+        if (seen_sequence || piece["Sequence"].value("id", json()) != "A")
+          unsupported(at, piece, "a single template holds the one sequence A");
+        seen_sequence = true;
+        continue;
+      }
+      const json name = piece.is_object() && piece.contains("SpecialToken") && piece["SpecialToken"].is_object()
+                            ? piece["SpecialToken"].value("id", json())
+                            : json();
+      if (!name.is_string()) fail(origin_, ": ", at, " is neither a Sequence nor a SpecialToken: ", piece.dump());
+      const json& token = specials.value(name.get<std::string>(), json());
+      if (!token.is_object() || !token.contains("ids") || !token["ids"].is_array())
+        fail(origin_, ": ", at, ": special token ", name.dump(), " is not declared in ", where,
+             ".special_tokens with its \"ids\"");
+      std::vector<int32_t>& ids = seen_sequence ? out.special_suffix : out.special_prefix;
+      for (const json& id : token["ids"]) {
+        if (!id.is_number_unsigned())
+          fail(origin_, ": ", at, ": special token ", name.dump(), " has an id ", id.dump());
+        ids.push_back(checked_id(id.get<uint64_t>(), at));
+      }
+    }
+    if (!seen_sequence) unsupported(where + ".single", single, "a single template holds the one sequence A");
   }
 
   void absent(const json& v, std::string_view where) const {
@@ -217,7 +270,7 @@ TokenizerJson parse_tokenizer_json(std::string_view text, const std::string& ori
       check.decoder(value);
       has_decoder = true;
     } else if (key == "post_processor") {
-      check.post_processor(value);
+      check.post_processor(value, out);
     } else if (key == "truncation" || key == "padding") {
       check.absent(value, key);
     } else if (key == "added_tokens") {

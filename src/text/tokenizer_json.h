@@ -3,7 +3,8 @@
 // what is accepted is byte-level BPE as Qwen2/Qwen3 use it: an optional NFC
 // normalizer, the pre-tokenizer Sequence [Split(Qwen2 regex, Isolated),
 // ByteLevel(add_prefix_space=false, use_regex=false)], the ByteLevel decoder,
-// and added tokens without lstrip/rstrip/single_word/normalized.
+// added tokens without lstrip/rstrip/single_word/normalized, and a
+// post-processor that is ByteLevel, TemplateProcessing or a Sequence of them.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -24,6 +25,9 @@ struct TokenizerJson {
   std::deque<std::string> unescaped;                                  // stable addresses
   std::vector<AddedToken> added_tokens;
   bool nfc = false;
+  // What the post-processor puts around a text's ids when HF encodes with
+  // add_special_tokens (TemplateProcessing's single template).
+  std::vector<int32_t> special_prefix, special_suffix;
 };
 
 // `origin` names the text in error messages (the file path).

@@ -90,6 +90,73 @@ TEST(TokenizerJson, BothMergeFormsEncodeAlike) {
   }
 }
 
+// Qwen3-Embedding's tokenizer.json appends <|endoftext|> through TemplateProcessing,
+// as HF does when it encodes with add_special_tokens (its default).
+json appending_processor(const json& special_id) {
+  return {{"type", "TemplateProcessing"},
+          {"single",
+           {{{"Sequence", {{"id", "A"}, {"type_id", 0}}}}, {{"SpecialToken", {{"id", "<|end|>"}, {"type_id", 0}}}}}},
+          {"pair",
+           {{{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+            {{"SpecialToken", {{"id", "<|end|>"}, {"type_id", 0}}}},
+            {{"Sequence", {{"id", "B"}, {"type_id", 1}}}},
+            {{"SpecialToken", {{"id", "<|end|>"}, {"type_id", 1}}}}}},
+          {"special_tokens", {{"<|end|>", {{"id", "<|end|>"}, {"ids", {special_id}}, {"tokens", {"<|end|>"}}}}}}};
+}
+
+TEST(TokenizerJson, TemplateProcessingPutsItsSpecialTokensAroundTheText) {
+  json j = tiny_tokenizer(false);
+  const Tokenizer plain = Tokenizer::from_json(j.dump());
+  EXPECT_FALSE(plain.adds_special_tokens());
+  EXPECT_EQ(plain.with_special_tokens({258}), (std::vector<int32_t>{258}));
+
+  j["post_processor"] = appending_processor(261);
+  const Tokenizer appending = Tokenizer::from_json(j.dump());
+  EXPECT_TRUE(appending.adds_special_tokens());
+  EXPECT_EQ(appending.encode("hello"), (std::vector<int32_t>{258, 'o'}));  // encode itself adds nothing
+  EXPECT_EQ(appending.with_special_tokens(appending.encode("hello")), (std::vector<int32_t>{258, 'o', 261}));
+
+  // A Sequence of ByteLevel and a template with tokens on both sides (Llama 3's form).
+  json around = appending_processor(261);
+  around["single"].insert(around["single"].begin(), json{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}});
+  around["special_tokens"]["<s>"] = {{"id", "<s>"}, {"ids", {259, 260}}, {"tokens", {"aa", " w"}}};
+  j["post_processor"] = {{"type", "Sequence"},
+                         {"processors", {{{"type", "ByteLevel"}, {"add_prefix_space", false}}, around}}};
+  const Tokenizer both = Tokenizer::from_json(j.dump());
+  EXPECT_EQ(both.with_special_tokens({1, 2}), (std::vector<int32_t>{259, 260, 1, 2, 261}));
+}
+
+TEST(TokenizerJson, TemplateProcessingItCannotApplyIsRefused) {
+  const std::vector<std::pair<std::function<void(json&)>, std::string>> cases = {
+      {[](json& p) { p["special_tokens"] = json::object(); }, "\"<|end|>\" is not declared"},
+      {[](json& p) { p["single"][0]["Sequence"]["id"] = "B"; }, "the one sequence A"},
+      {[](json& p) { p["single"].push_back(p["single"][0]); }, "the one sequence A"},
+      {[](json& p) { p["single"].erase(0); }, "the one sequence A"},
+      {[](json& p) {
+         p["single"][1] = {{"Special", 1}};
+       },
+       "neither a Sequence nor a SpecialToken"},
+      {[](json& p) { p["special_tokens"]["<|end|>"]["ids"] = {999}; }, "special token id 999 names no token"},
+      {[](json& p) { p["special_tokens"]["<|end|>"]["ids"] = {-1}; }, "has an id -1"},
+      {[](json& p) {
+         p = {{"type", "Sequence"}, {"processors", {p, p}}};
+       },
+       "processors[1]"},
+      {[](json& p) {
+         p = {{"type", "BertProcessing"}};
+       },
+       "post_processor"},
+  };
+  for (const auto& [change, message] : cases) {
+    json j = tiny_tokenizer(false);
+    json processor = appending_processor(261);
+    change(processor);
+    j["post_processor"] = processor;
+    const std::string error = load_error(j.dump());
+    EXPECT_NE(error.find(message), std::string::npos) << processor.dump() << "\n-> " << error;
+  }
+}
+
 TEST(TokenizerJson, RefusesWhatItDoesNotImplement) {
   struct Case {
     const char* name;
