@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <exception>
 
 #include "util/error.h"
@@ -64,12 +65,11 @@ Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& o
       pool_(pool),
       scratch_(static_cast<size_t>(pool.size())) {}
 
-int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& options, OnEngineToken on_token) {
+Engine::Request& Engine::queue(std::span<const int32_t> prompt, int64_t max_prompt) {
   if (prompt.empty()) fail("the prompt is empty: at least one token is needed");
-  const int64_t context = context_;
-  if (static_cast<int64_t>(prompt.size()) >= context)
-    fail("the prompt has ", prompt.size(), " tokens but the context length is ", context,
-         " tokens: nothing can be generated");
+  if (static_cast<int64_t>(prompt.size()) > max_prompt)
+    fail("the prompt has ", prompt.size(), " tokens but the context length is ", context_, " tokens",
+         max_prompt < context_ ? ": nothing can be generated" : "");
   for (int32_t t : prompt)
     if (t < 0 || t >= model_.config().vocab_size)
       fail("token id ", t, " is outside the vocabulary [0, ", model_.config().vocab_size, ")");
@@ -78,17 +78,41 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
   r->seq.id = handle;
   r->seq.ids.assign(prompt.begin(), prompt.end());
   r->seq.prompt_len = static_cast<int64_t>(prompt.size());
-  r->options = options;
-  r->on_token = std::move(on_token);
-  r->sampler = std::make_unique<Sampler>(options.sampling, static_cast<size_t>(model_.config().vocab_size));
-  if (options.grammar)
-    r->constraint = std::make_unique<GrammarConstraint>(options.grammar,
-                                                        options.ignore_eos ? std::vector<int32_t>{} : options.eos_ids);
   r->result.prompt_tokens = r->seq.prompt_len;
-  scheduler_.add(&r->seq);
+  Request& queued = *r;
   by_seq_[&r->seq] = r.get();
   requests_[handle] = std::move(r);
-  return handle;
+  return queued;
+}
+
+int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& options, OnEngineToken on_token) {
+  if (!model_.has_lm_head())
+    fail(
+        "this model has no lm_head.weight (a backbone saved alone, such as an embedding model): it embeds, it "
+        "cannot generate");
+  Request& r = queue(prompt, context_ - 1);
+  r.options = options;
+  r.on_token = std::move(on_token);
+  r.sampler = std::make_unique<Sampler>(options.sampling, static_cast<size_t>(model_.config().vocab_size));
+  if (options.grammar)
+    r.constraint = std::make_unique<GrammarConstraint>(options.grammar,
+                                                       options.ignore_eos ? std::vector<int32_t>{} : options.eos_ids);
+  scheduler_.add(&r.seq);
+  return r.seq.id;
+}
+
+int64_t Engine::add_embedding(std::span<const int32_t> prompt) {
+  Request& r = queue(prompt, context_);
+  r.seq.wants_hidden = true;
+  r.options.max_new_tokens = 0;
+  scheduler_.add(&r.seq);
+  return r.seq.id;
+}
+
+std::span<const float> Engine::embedding(int64_t handle) const {
+  auto it = requests_.find(handle);
+  if (it == requests_.end()) fail("engine: no request ", handle);
+  return it->second->embedding;
 }
 
 Engine::Request& Engine::request(int64_t handle) {
@@ -194,9 +218,10 @@ void Engine::postprocess(const Step& step) {
   for (size_t i = 0; i < n; ++i) {
     Draw& d = draws_[i];
     if (d.unexpected) std::rethrow_exception(d.unexpected);
-    if (d.kind == Draw::Kind::None) continue;
     Sequence& seq = *step.seqs[i].seq;
     Request& r = *by_seq_.at(&seq);
+    if (const std::span<const float> hidden = runner_.hidden(i); !hidden.empty()) finish_embedding(r, hidden);
+    if (d.kind == Draw::Kind::None) continue;
     if (r.result.ids.empty()) {
       r.result.reused_tokens = seq.cached;
       r.result.prefill_s = r.since_add.seconds();
@@ -237,6 +262,21 @@ void Engine::postprocess(const Step& step) {
     else
       seq.ids.push_back(next);  // its keys/values are computed in the next step
   }
+}
+
+void Engine::finish_embedding(Request& r, std::span<const float> hidden) {
+  r.result.reused_tokens = r.seq.cached;
+  r.result.prefill_s = r.since_add.seconds();
+  r.seq.status = Sequence::Status::Finished;
+  // Corrupt weights (or an overflow) give NaN or infinity: no embedding to return.
+  for (size_t i = 0; i < hidden.size(); ++i)
+    if (!std::isfinite(hidden[i])) {
+      r.result.reason = StopReason::Error;
+      r.result.error = "the hidden state of the last position (" + std::to_string(r.seq.prompt_len - 1) +
+                       ") holds NaN or infinity at " + std::to_string(i);
+      return;
+    }
+  r.embedding.assign(hidden.begin(), hidden.end());
 }
 
 }  // namespace qinfer::engine

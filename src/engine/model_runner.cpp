@@ -6,14 +6,19 @@ void ModelRunner::run(const Step& step) {
   batch_.tokens.clear();
   batch_.seqs.clear();
   logit_row_.clear();
-  int64_t rows = 0;
+  hidden_row_.clear();
+  int64_t logit_rows = 0, hidden_rows = 0;
   for (const ScheduledSeq& s : step.seqs) {
     const Sequence& q = *s.seq;
     const auto first = q.ids.begin() + q.computed;
     batch_.tokens.insert(batch_.tokens.end(), first, first + s.tokens);
     const bool at_end = q.computed + s.tokens == static_cast<int64_t>(q.ids.size());
-    batch_.seqs.push_back({s.tokens, q.computed, q.blocks, at_end ? BatchSeq::Logits::Last : BatchSeq::Logits::None});
-    logit_row_.push_back(at_end ? rows++ : -1);
+    const BatchSeq::Logits out = !at_end          ? BatchSeq::Logits::None
+                                 : q.wants_hidden ? BatchSeq::Logits::Hidden
+                                                  : BatchSeq::Logits::Last;
+    batch_.seqs.push_back({s.tokens, q.computed, q.blocks, out});
+    logit_row_.push_back(out == BatchSeq::Logits::Last ? logit_rows++ : -1);
+    hidden_row_.push_back(out == BatchSeq::Logits::Hidden ? hidden_rows++ : -1);
   }
   logits_ = batch_.tokens.empty() ? std::span<const float>() : forward(model_, batch_, kv_, state_, pool_);
 }
@@ -22,6 +27,12 @@ std::span<const float> ModelRunner::logits(size_t i) const {
   if (logit_row_[i] < 0) return {};
   const size_t V = static_cast<size_t>(model_.config().vocab_size);
   return logits_.subspan(static_cast<size_t>(logit_row_[i]) * V, V);
+}
+
+std::span<const float> ModelRunner::hidden(size_t i) const {
+  if (hidden_row_[i] < 0) return {};
+  const size_t H = static_cast<size_t>(model_.config().hidden_size);
+  return std::span<const float>(state_.hidden).subspan(static_cast<size_t>(hidden_row_[i]) * H, H);
 }
 
 }  // namespace qinfer::engine

@@ -1,7 +1,8 @@
 // A scheduled step through the model: the step's sequences become one varlen
 // Batch over the engine's KV pool, and each sequence whose step reaches its
-// last known id gets that position's logits (a prompt chunk that stops short
-// of it needs none).
+// last known id gets that position's logits, or its final hidden state when
+// it is an embedding request (a prompt chunk that stops short of it needs
+// neither).
 #pragma once
 #include <span>
 #include <vector>
@@ -19,6 +20,8 @@ class ModelRunner {
   // empty when that sequence's step was a prompt chunk short of its end.
   void run(const Step& step);
   std::span<const float> logits(size_t i) const;
+  // The final hidden state of step.seqs[i], when it wants one and reached its end; else empty.
+  std::span<const float> hidden(size_t i) const;
 
  private:
   const Qwen3Model& model_;
@@ -27,7 +30,8 @@ class ModelRunner {
   ForwardState state_;
   Batch batch_;
   std::span<const float> logits_;
-  std::vector<int64_t> logit_row_;  // per scheduled sequence: its row in logits_, or -1
+  std::vector<int64_t> logit_row_;   // per scheduled sequence: its row in logits_, or -1
+  std::vector<int64_t> hidden_row_;  // per scheduled sequence: its row in state_.hidden, or -1
 };
 
 }  // namespace qinfer::engine

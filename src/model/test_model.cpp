@@ -87,7 +87,7 @@ TensorData random_tensor(const std::string& name, std::vector<int64_t> shape, DT
 
 // Every tensor of a Qwen3 checkpoint in file order; make(name, shape, is_norm) makes each.
 template <typename Make>
-std::vector<TensorData> checkpoint_tensors(const Qwen3Config& c, Make make) {
+std::vector<TensorData> checkpoint_tensors(const Qwen3Config& c, const Qwen3Layout& layout, Make make) {
   const int64_t H = c.hidden_size, hd = c.head_dim, q = c.num_attention_heads * hd, kv = c.num_key_value_heads * hd,
                 I = c.intermediate_size;
   std::vector<TensorData> ts;
@@ -95,9 +95,9 @@ std::vector<TensorData> checkpoint_tensors(const Qwen3Config& c, Make make) {
     ts.push_back(make(name, {rows, cols}, false));
   };
   auto norm = [&](const std::string& name, int64_t n) { ts.push_back(make(name, {n}, true)); };
-  mat("model.embed_tokens.weight", c.vocab_size, H);
+  mat(layout.prefix + "embed_tokens.weight", c.vocab_size, H);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
+    const std::string p = layout.prefix + "layers." + std::to_string(l) + ".";
     norm(p + "input_layernorm.weight", H);
     mat(p + "self_attn.q_proj.weight", q, H);
     mat(p + "self_attn.k_proj.weight", kv, H);
@@ -110,8 +110,8 @@ std::vector<TensorData> checkpoint_tensors(const Qwen3Config& c, Make make) {
     mat(p + "mlp.up_proj.weight", I, H);
     mat(p + "mlp.down_proj.weight", H, I);
   }
-  norm("model.norm.weight", H);
-  if (!c.tie_word_embeddings) mat("lm_head.weight", c.vocab_size, H);
+  norm(layout.prefix + "norm.weight", H);
+  if (!c.tie_word_embeddings && layout.lm_head) mat("lm_head.weight", c.vocab_size, H);
   return ts;
 }
 
@@ -152,14 +152,15 @@ void write_config_files(const std::string& dir, const Qwen3Config& c, DType dtyp
 
 }  // namespace
 
-void write_test_model(const std::string& dir, const Qwen3Config& c, DType dtype, uint64_t seed) {
+void write_test_model(const std::string& dir, const Qwen3Config& c, DType dtype, uint64_t seed,
+                      const Qwen3Layout& layout) {
   std::filesystem::create_directories(dir);
   FastNormal rng{seed * 0x2545f4914f6cdd1dull + 1};
-  write_safetensors(replaced_file(dir, "model.safetensors"),
-                    checkpoint_tensors(c, [&](const std::string& name, std::vector<int64_t> shape, bool is_norm) {
-                      return random_tensor(name, std::move(shape), dtype, is_norm ? 1.0f : 0.0f, is_norm ? 0.1f : 0.02f,
-                                           rng);
-                    }));
+  write_safetensors(
+      replaced_file(dir, "model.safetensors"),
+      checkpoint_tensors(c, layout, [&](const std::string& name, std::vector<int64_t> shape, bool is_norm) {
+        return random_tensor(name, std::move(shape), dtype, is_norm ? 1.0f : 0.0f, is_norm ? 0.1f : 0.02f, rng);
+      }));
   write_config_files(dir, c, dtype);
 }
 
@@ -188,13 +189,14 @@ void write_scripted_test_model(const std::string& dir, Qwen3Config c, DType dtyp
 
   c.tie_word_embeddings = false;  // the lm_head rows are not the embeddings
   std::filesystem::create_directories(dir);
-  auto ts = checkpoint_tensors(c, [&](const std::string& name, std::vector<int64_t> shape, bool is_norm) {
-    int64_t n;
-    TensorData t = zero_tensor(name, std::move(shape), dtype, n);
-    if (is_norm)
-      for (int64_t i = 0; i < n; ++i) set_element(t, i, 1.0f);
-    return t;
-  });
+  auto ts =
+      checkpoint_tensors(c, Qwen3Layout{}, [&](const std::string& name, std::vector<int64_t> shape, bool is_norm) {
+        int64_t n;
+        TensorData t = zero_tensor(name, std::move(shape), dtype, n);
+        if (is_norm)
+          for (int64_t i = 0; i < n; ++i) set_element(t, i, 1.0f);
+        return t;
+      });
   TensorData& embed = tensor_named(ts, "model.embed_tokens.weight");
   TensorData& lm_head = tensor_named(ts, "lm_head.weight");
   for (const int32_t token : sources) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "io/hf_config.h"
+#include "model/qwen3.h"
 #include "util/dtype.h"
 
 namespace qinfer {
@@ -15,8 +16,10 @@ namespace qinfer {
 Qwen3Config test_model_preset(const std::string& name);
 
 // Writes config.json, generation_config.json and model.safetensors (weights
-// ~N(0, 0.02), norm weights ~1) into dir, which is created if needed.
-void write_test_model(const std::string& dir, const Qwen3Config& config, DType dtype, uint64_t seed);
+// ~N(0, 0.02), norm weights ~1) into dir, which is created if needed; with
+// the tensor names of `layout` (a backbone alone: those of Qwen3-Embedding).
+void write_test_model(const std::string& dir, const Qwen3Config& config, DType dtype, uint64_t seed,
+                      const Qwen3Layout& layout = {});
 
 // A checkpoint whose greedy decoding follows a fixed chain of token ids: after
 // chain[i] comes chain[i + 1], whatever came before. It exists to test what

@@ -45,6 +45,16 @@ std::vector<Req> requests() {
   return reqs;
 }
 
+// Each request's ids generated alone, by Session.
+std::vector<std::vector<int32_t>> solo_ids(const Qwen3Model& model, const std::vector<Req>& reqs, ThreadPool& pool) {
+  std::vector<std::vector<int32_t>> solo;
+  for (const Req& r : reqs) {
+    Session s(model, pool);
+    solo.push_back(s.generate(r.prompt, r.opts, {}).ids);
+  }
+  return solo;
+}
+
 class EngineTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(EngineTest, EveryRequestGetsTheIdsOfItsSoloRun) {
@@ -57,11 +67,7 @@ TEST_P(EngineTest, EveryRequestGetsTheIdsOfItsSoloRun) {
   auto model = Qwen3Model::load(test::data_path("models/tiny"), lo);
   ThreadPool pool(2);
   const std::vector<Req> reqs = requests();
-  std::vector<std::vector<int32_t>> solo;
-  for (const Req& r : reqs) {
-    Session s(*model, pool);
-    solo.push_back(s.generate(r.prompt, r.opts, {}).ids);
-  }
+  const std::vector<std::vector<int32_t>> solo = solo_ids(*model, reqs, pool);
   struct Config {
     EngineOptions o;
     const char* what;
@@ -449,4 +455,100 @@ TEST(Engine, AGrammarThatCannotGoOnFailsOnlyItsRequest) {
   EXPECT_NE(engine.result(bad).error.find("too ambiguous"), std::string::npos) << engine.result(bad).error;
   EXPECT_EQ(engine.result(good).reason, StopReason::MaxTokens);
   EXPECT_EQ(engine.result(good).ids.size(), 4u);
+}
+
+namespace {
+
+// What an embedding request should give: the prompt's last final hidden state, run alone.
+std::vector<float> hidden_alone(const Qwen3Model& model, const std::vector<int32_t>& prompt, ThreadPool& pool) {
+  KvCache cache = model.make_cache();
+  cache.ensure(static_cast<int64_t>(prompt.size()));
+  ForwardState st;
+  Batch b{prompt, {{static_cast<int64_t>(prompt.size()), 0, cache.table(), BatchSeq::Logits::Hidden}}};
+  forward(model, b, cache.pool(), st, pool);
+  return st.hidden;
+}
+
+}  // namespace
+
+// Embedding requests share steps (chunked, preempted, prefix-cached) with
+// generating ones; each gets the bits of its prompt run alone, and the
+// generating ones still get their solo ids.
+TEST(Engine, EmbeddingsAreBatchInvariantAmongGeneratingRequests) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(2);
+  const std::vector<Req> reqs = requests();
+  const std::vector<std::vector<int32_t>> solo = solo_ids(*model, reqs, pool);
+  std::vector<std::vector<int32_t>> texts = {{785, 6722, 315, 9625, 374}, {42}, {}, {785, 6722, 315}};
+  for (int t = 0; t < 23; ++t) texts[2].push_back((t * 131 + 7) % 151000);
+  std::vector<std::vector<float>> expected;
+  for (const auto& text : texts) expected.push_back(hidden_alone(*model, text, pool));
+  const EngineOptions configs[] = {{16, 0, 512, 16}, {4, 0, 5, 4}, {4, 9, 64, 8}};
+  for (const EngineOptions& o : configs) {
+    Engine engine(*model, pool, o);
+    std::vector<int64_t> generating, embedding;
+    for (size_t i = 0; i < std::max(reqs.size(), texts.size()); ++i) {
+      if (i < reqs.size()) generating.push_back(engine.add(reqs[i].prompt, reqs[i].opts));
+      if (i < texts.size()) embedding.push_back(engine.add_embedding(texts[i]));
+      if (i == 2) engine.step();
+    }
+    engine.run_until_idle();
+    embedding.push_back(engine.add_embedding(texts[2]));  // again: its full blocks from the prefix cache
+    engine.run_until_idle();
+    for (size_t i = 0; i < embedding.size(); ++i) {
+      const size_t text = i < texts.size() ? i : 2;
+      const std::vector<float>& want = expected[text];
+      ASSERT_TRUE(engine.finished(embedding[i]));
+      EXPECT_TRUE(engine.result(embedding[i]).ids.empty());
+      EXPECT_EQ(engine.result(embedding[i]).prompt_tokens, static_cast<int64_t>(texts[text].size()));
+      const std::span<const float> got = engine.embedding(embedding[i]);
+      ASSERT_EQ(got.size(), want.size()) << "embedding " << i;
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+          << "embedding " << i << " with block size " << o.block_size << ", budget " << o.max_batch_tokens;
+    }
+    if (o.kv_blocks == 0)  // (9 blocks cannot keep it cached past the generating requests)
+      EXPECT_GT(engine.result(embedding.back()).reused_tokens, 0) << "block size " << o.block_size;
+    for (size_t i = 0; i < generating.size(); ++i) EXPECT_EQ(engine.result(generating[i]).ids, solo[i]) << i;
+    EXPECT_EQ(engine.blocks().used_blocks(), 0);
+  }
+}
+
+TEST(Engine, AnEmbeddingPromptMayFillTheContextAGenerationPromptMayNot) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(1);
+  EngineOptions o;
+  o.context = 8;
+  Engine engine(*model, pool, o);
+  const std::vector<int32_t> eight = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_THROW(engine.add(eight, {}), Error);
+  const int64_t h = engine.add_embedding(eight);
+  EXPECT_THROW(engine.add_embedding(std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9}), Error);
+  EXPECT_THROW(engine.add_embedding(std::vector<int32_t>{}), Error);
+  engine.run_until_idle();
+  EXPECT_EQ(engine.embedding(h).size(), static_cast<size_t>(model->config().hidden_size));
+}
+
+// Qwen3-Embedding-8B's checkpoint: untied, no lm_head.weight. It embeds; asked
+// to generate, it says why not.
+TEST(Engine, AModelWithoutLmHeadEmbedsAndRefusesToGenerate) {
+  test::ScratchDir dir("headless");
+  Qwen3Config config = test_model_preset("tiny");
+  config.vocab_size = 512;
+  config.eos_token_ids = {7};
+  config.tie_word_embeddings = false;
+  write_test_model(dir.path(), config, DType::BF16, 5, Qwen3Layout{"", false});
+  auto model = Qwen3Model::load(dir.path());
+  ASSERT_FALSE(model->has_lm_head());
+  ThreadPool pool(1);
+  Engine engine(*model, pool);
+  try {
+    engine.add(std::vector<int32_t>{1, 2, 3}, {});
+    ADD_FAILURE() << "a model without lm_head generated";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("it embeds, it cannot generate"), std::string::npos) << e.what();
+  }
+  const int64_t h = engine.add_embedding(std::vector<int32_t>{1, 2, 3});
+  engine.run_until_idle();
+  const std::span<const float> e = engine.embedding(h);
+  EXPECT_EQ(std::vector<float>(e.begin(), e.end()), hidden_alone(*model, {1, 2, 3}, pool));
 }
