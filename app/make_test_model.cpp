@@ -3,6 +3,7 @@
 // given text, for testing what reads replies (reasoning and tool-call splits).
 #include <cstdio>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "commands.h"
@@ -17,12 +18,37 @@
 
 namespace qinfer::cli {
 
+namespace {
+
+// Qwen3-Embedding's tokenizer.json: Qwen3's, whose post-processor appends
+// <|endoftext|>. Spliced into the text: parsing and writing the whole
+// vocabulary as JSON would take seconds.
+std::string embedding_tokenizer_json() {
+  const std::string_view qwen3 = embedded_tokenizer_json();
+  const std::string_view byte_level =
+      R"("post_processor":{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false})";
+  const size_t at = qwen3.find(byte_level);
+  if (at == std::string_view::npos) fail("internal: the embedded tokenizer.json has no ByteLevel post_processor");
+  const char* appending =
+      R"("post_processor":{"type":"TemplateProcessing",)"
+      R"("single":[{"Sequence":{"id":"A","type_id":0}},{"SpecialToken":{"id":"<|endoftext|>","type_id":0}}],)"
+      R"("pair":[{"Sequence":{"id":"A","type_id":0}},{"SpecialToken":{"id":"<|endoftext|>","type_id":0}},)"
+      R"({"Sequence":{"id":"B","type_id":1}},{"SpecialToken":{"id":"<|endoftext|>","type_id":1}}],)"
+      R"("special_tokens":{"<|endoftext|>":{"id":"<|endoftext|>","ids":[151643],"tokens":["<|endoftext|>"]}}})";
+  std::string out(qwen3.substr(0, at));
+  out += appending;
+  out += qwen3.substr(at + byte_level.size());
+  return out;
+}
+
+}  // namespace
+
 void add_make_test_model_command(CLI::App& app) {
   struct Args {
     std::string preset = "qwen3-0.6b", dtype = "bf16", out;
     std::optional<std::string> script;  // "" is a script too: an empty reply
     uint64_t seed = 0;
-    bool force = false;
+    bool force = false, embedding = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -34,6 +60,9 @@ void add_make_test_model_command(CLI::App& app) {
   cmd->add_option("--out", a->out, "Output directory (created; an existing one only with --force)")->required();
   cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
   cmd->add_flag("--force", a->force, "Overwrite the checkpoint files in an existing --out directory");
+  cmd->add_flag("--embedding", a->embedding,
+                "Lay it out as Qwen3-Embedding ships: the backbone's tensors alone (no \"model.\" prefix, no "
+                "lm_head.weight) and a tokenizer that appends <|endoftext|>");
   cmd->add_option("--script", a->script,
                   "Instead of random weights: weights whose greedy continuation of a prompt ending in \"\\n\" (as a "
                   "chat template's generation prompt does) is TEXT's tokens, then <|im_end|>; for testing reply "
@@ -71,13 +100,15 @@ void add_make_test_model_command(CLI::App& app) {
                  ") before its end; nothing after it would "
                  "be generated");
     }
+    if (a->embedding && a->script) usage_fail("--embedding and --script do not go together");
     OutputDir out(a->out, a->force);
     if (chain.empty()) {
-      write_test_model(a->out, config, t, a->seed);
+      write_test_model(a->out, config, t, a->seed, a->embedding ? Qwen3Layout{"", false} : Qwen3Layout{});
     } else {
       write_scripted_test_model(a->out, config, t, chain);
     }
-    write_file(replaced_file(a->out, "tokenizer.json"), embedded_tokenizer_json());
+    write_file(replaced_file(a->out, "tokenizer.json"),
+               a->embedding ? embedding_tokenizer_json() : std::string(embedded_tokenizer_json()));
     write_file(replaced_file(a->out, "tokenizer_config.json"), embedded_tokenizer_config_json());
     out.keep();
     if (chain.empty()) {

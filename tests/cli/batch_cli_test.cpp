@@ -7,10 +7,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "json_lines.h"
 #include "test_util.h"
 
 using nlohmann::json;
 using qinfer::test::data_path;
+using qinfer::test::json_lines_of;
 using qinfer::test::qinfer_binary;
 using qinfer::test::run_command;
 
@@ -30,13 +32,6 @@ const Request kRequests[] = {
     {"The capital of France is", 7, 0.9, 3},
     {"A much longer prompt that needs several chunks", 9, 0.0, 0},
 };
-
-std::vector<json> lines_of(const std::string& out) {
-  std::vector<json> v;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) v.push_back(json::parse(line));
-  return v;
-}
 
 std::vector<int> solo_ids(const Request& r) {
   const std::string cmd = qinfer_binary() + " generate -m " + data_path("models/tiny") + " -p '" + r.prompt + "' -n " +
@@ -70,7 +65,7 @@ TEST(BatchCli, EveryResultEqualsItsSoloGenerateInInputOrder) {
     const auto res = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " -t 2 " + flags + " < " +
                                  input + " 2>/dev/null");
     ASSERT_EQ(res.exit_code, 0) << flags << "\n" << res.output;
-    const std::vector<json> out = lines_of(res.output);
+    const std::vector<json> out = json_lines_of(res.output);
     ASSERT_EQ(out.size(), std::size(kRequests)) << flags;
     for (size_t i = 0; i < out.size(); ++i) {
       EXPECT_EQ(out[i]["ids"].get<std::vector<int>>(), solo[i]) << flags << ": request " << i;
@@ -88,7 +83,7 @@ TEST(BatchCli, AnUnseededLineGetsAFreshSeedThatReproducesIt) {
   const auto res =
       run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>/dev/null");
   ASSERT_EQ(res.exit_code, 0) << res.output;
-  const std::vector<json> out = lines_of(res.output);
+  const std::vector<json> out = json_lines_of(res.output);
   ASSERT_EQ(out.size(), 2u);
   EXPECT_NE(out[0]["seed"], out[1]["seed"]) << "each unseeded line draws its own seed";
   json again = json::parse(line);
@@ -97,7 +92,7 @@ TEST(BatchCli, AnUnseededLineGetsAFreshSeedThatReproducesIt) {
   const auto rerun =
       run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>/dev/null");
   ASSERT_EQ(rerun.exit_code, 0) << rerun.output;
-  EXPECT_EQ(lines_of(rerun.output).at(0)["ids"], out[1]["ids"]);
+  EXPECT_EQ(json_lines_of(rerun.output).at(0)["ids"], out[1]["ids"]);
 }
 
 TEST(BatchCli, BadLinesGetAnErrorInTheirPlace) {
@@ -122,7 +117,7 @@ TEST(BatchCli, BadLinesGetAnErrorInTheirPlace) {
   const auto out =
       run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>/dev/null");
   ASSERT_EQ(out.exit_code, 0) << out.output;
-  const std::vector<json> lines = lines_of(out.output);
+  const std::vector<json> lines = json_lines_of(out.output);
   ASSERT_EQ(lines.size(), 13u);
   EXPECT_EQ(lines[0]["ids"].size(), 3u);
   EXPECT_EQ(lines[12]["ids"], lines[0]["ids"]);
@@ -157,7 +152,7 @@ TEST(BatchCli, APromptLongerThanTheContextIsRefusedInItsLine) {
   const auto res = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " --kv-blocks 3 < " + input +
                                " 2>/dev/null");
   ASSERT_EQ(res.exit_code, 0) << res.output;
-  const std::vector<json> out = lines_of(res.output);
+  const std::vector<json> out = json_lines_of(res.output);
   ASSERT_EQ(out.size(), 4u);
   EXPECT_EQ(out[0]["error"],
             "line 1: the prompt has 48 tokens but the context length is 48 tokens: nothing can be generated");
@@ -182,7 +177,7 @@ TEST(BatchCli, BlankLinesAreSkippedWithoutAnOutputLine) {
   const auto out =
       run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>/dev/null");
   ASSERT_EQ(out.exit_code, 0) << out.output;
-  const std::vector<json> lines = lines_of(out.output);
+  const std::vector<json> lines = json_lines_of(out.output);
   ASSERT_EQ(lines.size(), 2u) << out.output;
   EXPECT_EQ(lines[0]["ids"].size(), 2u) << lines[0].dump();
   EXPECT_EQ(lines[1]["error"].get<std::string>().rfind("line 5: 'max_tokens' must be between 1 and", 0), 0u)
@@ -201,7 +196,7 @@ TEST(BatchCli, ARequestLongerThanThePoolEndsThereAndTheOthersRun) {
   const auto res = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " --kv-blocks 3 < " + input +
                                " 2>" + dir.file("err"));
   ASSERT_EQ(res.exit_code, 0) << res.output;
-  const std::vector<json> out = lines_of(res.output);
+  const std::vector<json> out = json_lines_of(res.output);
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0]["ids"].size(), 2u);
   EXPECT_EQ(out[1]["finish_reason"], "length");
@@ -254,7 +249,7 @@ TEST(BatchCli, ResponseFormatConstrainsTheLine) {
   const auto out =
       run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>/dev/null");
   ASSERT_EQ(out.exit_code, 0) << out.output;
-  const std::vector<json> lines = lines_of(out.output);
+  const std::vector<json> lines = json_lines_of(out.output);
   ASSERT_EQ(lines.size(), 4u);
   for (int i = 0; i < 3; ++i) {
     ASSERT_EQ(lines[i]["finish_reason"], "stop") << lines[i].dump();
@@ -304,7 +299,7 @@ TEST(BatchCli, MessagesLinesTakeTheServersChatFields) {
   const auto out =
       run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>/dev/null");
   ASSERT_EQ(out.exit_code, 0) << out.output;
-  const std::vector<json> lines = lines_of(out.output);
+  const std::vector<json> lines = json_lines_of(out.output);
   ASSERT_EQ(lines.size(), 4u);
   ASSERT_EQ(lines[0]["finish_reason"], "stop") << lines[0].dump();
   const std::string call = lines[0]["text"];

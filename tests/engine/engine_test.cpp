@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 
+#include "hidden_state.h"
 #include "model/test_model.h"
 #include "runtime/model_bundle.h"
 #include "test_util.h"
@@ -457,19 +458,7 @@ TEST(Engine, AGrammarThatCannotGoOnFailsOnlyItsRequest) {
   EXPECT_EQ(engine.result(good).ids.size(), 4u);
 }
 
-namespace {
-
-// What an embedding request should give: the prompt's last final hidden state, run alone.
-std::vector<float> hidden_alone(const Qwen3Model& model, const std::vector<int32_t>& prompt, ThreadPool& pool) {
-  KvCache cache = model.make_cache();
-  cache.ensure(static_cast<int64_t>(prompt.size()));
-  ForwardState st;
-  Batch b{prompt, {{static_cast<int64_t>(prompt.size()), 0, cache.table(), BatchSeq::Logits::Hidden}}};
-  forward(model, b, cache.pool(), st, pool);
-  return st.hidden;
-}
-
-}  // namespace
+using test::hidden_alone;
 
 // Embedding requests share steps (chunked, preempted, prefix-cached) with
 // generating ones; each gets the bits of its prompt run alone, and the
