@@ -63,10 +63,16 @@ void RequestStream::push(int32_t id, const TokenLogprobs* logprobs) {
   cv_.notify_all();
 }
 
-void RequestStream::finish(const GenerationResult& result) {
+std::vector<float> RequestStream::embedding() const {
+  std::lock_guard lock(mu_);
+  return embedding_;
+}
+
+void RequestStream::finish(const GenerationResult& result, std::span<const float> embedding) {
   {
     std::lock_guard lock(mu_);
     result_ = result;
+    embedding_.assign(embedding.begin(), embedding.end());
     state_ = State::Finished;
   }
   cv_.notify_all();
@@ -103,12 +109,21 @@ EngineLoop::~EngineLoop() {
 
 std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, const GenerationOptions& options,
                                                   bool continues_admitted) {
+  return queue({std::move(prompt), options, nullptr, false}, continues_admitted);
+}
+
+std::shared_ptr<RequestStream> EngineLoop::submit_embedding(std::vector<int32_t> prompt, bool continues_admitted) {
+  return queue({std::move(prompt), {}, nullptr, true}, continues_admitted);
+}
+
+std::shared_ptr<RequestStream> EngineLoop::queue(Incoming in, bool continues_admitted) {
   auto stream = std::make_shared<RequestStream>();
+  in.stream = stream;
   {
     std::lock_guard lock(mu_);
     if (stopping_ || (!accepting_ && !continues_admitted) || unfinished_ >= max_running_ + max_waiting_) return nullptr;
     ++unfinished_;
-    incoming_.push_back({std::move(prompt), options, stream});
+    incoming_.push_back(std::move(in));
   }
   wake_.notify_all();
   return stream;
@@ -170,10 +185,12 @@ void EngineLoop::admit(std::deque<Incoming>& incoming) {
   for (Incoming& in : incoming) {
     RequestStream* stream = in.stream.get();
     try {
-      const int64_t handle = engine_.add(in.prompt, in.options, [stream](int32_t id, const TokenLogprobs* logprobs) {
-        stream->push(id, logprobs);
-        return !stream->cancelled();
-      });
+      const int64_t handle =
+          in.embed ? engine_.add_embedding(in.prompt)
+                   : engine_.add(in.prompt, in.options, [stream](int32_t id, const TokenLogprobs* logprobs) {
+                       stream->push(id, logprobs);
+                       return !stream->cancelled();
+                     });
       live_.push_back({handle, std::move(in.stream)});
     } catch (const Error& e) {
       ended(1);
@@ -203,7 +220,7 @@ void EngineLoop::retire_finished() {
       l->stream->fail("the server is shutting down: this answer was cut short; retry the request",
                       RequestStream::Failure::ShutDown);
     else
-      l->stream->finish(r);
+      l->stream->finish(r, engine_.embedding(l->handle));
     engine_.erase(l->handle);
   }
   live_.erase(end, live_.end());

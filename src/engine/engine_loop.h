@@ -11,6 +11,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,6 +36,8 @@ class RequestStream {
              std::vector<TokenLogprobs>* logprobs = nullptr);
   // Once Finished: the engine's result (all ids, reason, prompt/cached counts).
   GenerationResult result() const;
+  // Once Finished, for an embedding request: the final hidden state.
+  std::vector<float> embedding() const;
   // Once Failed: why, and whose failure it is.
   std::string error() const;
   Failure failure() const;
@@ -45,7 +48,7 @@ class RequestStream {
  private:
   friend class EngineLoop;
   void push(int32_t id, const TokenLogprobs* logprobs);
-  void finish(const GenerationResult& result);
+  void finish(const GenerationResult& result, std::span<const float> embedding = {});
   void fail(std::string message, Failure failure);
   // A cancel by the loop's drain: the request ends as Failed (ShutDown), not
   // as a finished answer.
@@ -58,6 +61,7 @@ class RequestStream {
   std::vector<TokenLogprobs> pending_logprobs_;
   State state_ = State::Running;
   GenerationResult result_;
+  std::vector<float> embedding_;
   std::string error_;
   Failure failure_ = Failure::Lost;
   bool cancelled_ = false, cut_ = false;
@@ -81,6 +85,9 @@ class EngineLoop {
   // refuses (too long, ids out of range) comes back as a stream in state Failed.
   std::shared_ptr<RequestStream> submit(std::vector<int32_t> prompt, const GenerationOptions& options,
                                         bool continues_admitted = false);
+  // The same for an embedding request (Engine::add_embedding): its stream
+  // sees no tokens and, Finished, gives embedding().
+  std::shared_ptr<RequestStream> submit_embedding(std::vector<int32_t> prompt, bool continues_admitted = false);
 
   // A snapshot taken after the latest step.
   struct Stats {
@@ -103,7 +110,9 @@ class EngineLoop {
     std::vector<int32_t> prompt;
     GenerationOptions options;
     std::shared_ptr<RequestStream> stream;
+    bool embed = false;
   };
+  std::shared_ptr<RequestStream> queue(Incoming in, bool continues_admitted);
   struct Live {
     int64_t handle;
     std::shared_ptr<RequestStream> stream;

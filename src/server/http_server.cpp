@@ -18,6 +18,7 @@
 #include "server/api_error.h"
 #include "server/completion_run.h"
 #include "server/connection_threads.h"
+#include "server/embeddings_api.h"
 #include "server/metrics.h"
 #include "server/responses_api.h"
 
@@ -44,9 +45,11 @@ struct Route {
   const char* method;
   const char* path;
 };
-constexpr Route kRoutes[] = {
-    {"GET", "/health"},          {"GET", "/metrics"},       {"GET", "/v1/models"}, {"POST", "/v1/chat/completions"},
-    {"POST", "/v1/completions"}, {"POST", "/v1/responses"}, {"POST", "/tokenize"}, {"POST", "/detokenize"}};
+constexpr Route kRoutes[] = {{"GET", "/health"},          {"GET", "/metrics"},
+                             {"GET", "/v1/models"},       {"POST", "/v1/chat/completions"},
+                             {"POST", "/v1/completions"}, {"POST", "/v1/responses"},
+                             {"POST", "/v1/embeddings"},  {"POST", "/tokenize"},
+                             {"POST", "/detokenize"}};
 
 // The methods `path` has a route for ("" when none), as an Allow header lists them.
 std::string allowed_methods(const std::string& path) {
@@ -95,6 +98,7 @@ struct HttpServer::Impl {
   void routes();
   enum class Api { Chat, Completions, Responses };
   void completion(const httplib::Request& req, httplib::Response& res, Api api);
+  void embeddings(const httplib::Request& req, httplib::Response& res);
   bool authorized(const httplib::Request& req) const;
   std::string allowed_origin(const httplib::Request& req) const;
   std::string new_id(const char* prefix);
@@ -134,6 +138,45 @@ std::string HttpServer::Impl::new_id(const char* prefix) {
   std::snprintf(id, sizeof id, "%s%016llx%016llx", prefix, static_cast<unsigned long long>(a),
                 static_cast<unsigned long long>(b));
   return id;
+}
+
+// Every input is one embedding request on the engine loop, batched with
+// whatever else runs; the answer comes when all are done (a prefill each: a
+// client that leaves meanwhile costs no more than that).
+void HttpServer::Impl::embeddings(const httplib::Request& req, httplib::Response& res) {
+  const EmbeddingRequest request = parse_embedding_request(parse_json_body(req.body), *model, loop->capacity());
+  std::vector<std::shared_ptr<engine::RequestStream>> streams;
+  auto cancel_all = [&] {
+    for (auto& s : streams) s->cancel();
+  };
+  for (const std::vector<int32_t>& ids : request.inputs) {
+    streams.push_back(loop->submit_embedding(ids, /*continues_admitted=*/!streams.empty()));
+    if (!streams.back()) {
+      streams.pop_back();
+      cancel_all();
+      throw ApiError(503, "the server is busy: too many requests are waiting; retry later");
+    }
+  }
+  std::vector<std::vector<float>> hidden;
+  for (size_t i = 0; i < streams.size(); ++i) {
+    std::vector<int32_t> none;
+    auto state = engine::RequestStream::State::Running;
+    while (state == engine::RequestStream::State::Running) state = streams[i]->wait(none, std::chrono::seconds(1));
+    if (state == engine::RequestStream::State::Failed) {
+      cancel_all();
+      const std::string why = "input " + std::to_string(i) + ": " + streams[i]->error();
+      switch (streams[i]->failure()) {
+        case engine::RequestStream::Failure::Refused:
+          throw ApiError(400, why, "input");
+        case engine::RequestStream::Failure::ShutDown:
+          throw ApiError(503, why);
+        case engine::RequestStream::Failure::Lost:
+          throw ApiError(500, why);
+      }
+    }
+    hidden.push_back(streams[i]->embedding());
+  }
+  send_json(res, embedding_response(request, hidden, model->name));
 }
 
 void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response& res, Api api) {
@@ -299,6 +342,7 @@ void HttpServer::Impl::routes() {
             [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, Api::Completions); });
   http.Post("/v1/responses",
             [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, Api::Responses); });
+  http.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { embeddings(req, res); });
   // vLLM's: a text ('prompt', or llama-server's 'content'), or 'messages' as
   // /v1/chat/completions renders them (generation prompt included).
   http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {

@@ -78,16 +78,6 @@ bool boolean(const ordered_json& body, const char* key, bool fallback) {
   return body[key].get<bool>();
 }
 
-void check_model(const ordered_json& body, const ServedModel& model) {
-  if (!given(body, "model")) return;  // llama-server and vLLM serve their one model to requests that name none
-  if (!body["model"].is_string()) bad("model", "'model' must be a string");
-  if (body["model"].get<std::string>() != model.name)
-    throw ApiError(404,
-                   "The model '" + input_excerpt(body["model"].get<std::string>()) +
-                       "' does not exist; this server serves '" + model.name + "'",
-                   "model", "invalid_request_error");
-}
-
 std::vector<std::string> stop_strings(const ordered_json& body) {
   std::vector<std::string> out;
   if (!given(body, "stop")) return out;
@@ -516,6 +506,17 @@ ChatPrompt render_chat_prompt(const ordered_json& body, const ModelBundle& bundl
   r.over_limit = !ids;
   if (ids) r.ids = std::move(*ids);
   return r;
+}
+
+void check_model(const ordered_json& body, const ServedModel& model) {
+  if (!body.contains("model") || body["model"].is_null())
+    return;  // llama-server and vLLM serve their one model to requests that name none
+  if (!body["model"].is_string()) bad("model", "'model' must be a string");
+  if (body["model"].get<std::string>() != model.name)
+    throw ApiError(404,
+                   "The model '" + input_excerpt(body["model"].get<std::string>()) +
+                       "' does not exist; this server serves '" + model.name + "'",
+                   "model", "invalid_request_error");
 }
 
 CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel& model) {

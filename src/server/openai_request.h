@@ -85,6 +85,8 @@ ChatPrompt render_chat_prompt(const nlohmann::ordered_json& body, const ModelBun
 // Whether render_chat_prompt reads the field `key` (messages included).
 bool is_chat_prompt_field(std::string_view key);
 
+// 404 when the body names another model than the one served (none named: this one).
+void check_model(const nlohmann::ordered_json& body, const ServedModel& model);
 CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const ServedModel& model);
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, const ServedModel& model);
 

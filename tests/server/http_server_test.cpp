@@ -12,15 +12,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include "hidden_state.h"
 #include "io/safetensors.h"
 #include "io/safetensors_writer.h"
 #include "model/test_model.h"
-
+#include "runtime/embedding.h"
 #include "test_util.h"
 
 using namespace qinfer;
@@ -925,4 +927,89 @@ TEST(HttpServer, MetricsCountPreemptions) {
     });
   for (std::thread& t : clients) t.join();
   EXPECT_GT(f.metric("qinfer:num_preemptions_total"), 0);
+}
+
+namespace {
+
+std::vector<float> floats_of_base64(const std::string& text) {
+  auto value = [](char c) -> uint32_t {
+    if (c >= 'A' && c <= 'Z') return static_cast<uint32_t>(c - 'A');
+    if (c >= 'a' && c <= 'z') return static_cast<uint32_t>(c - 'a' + 26);
+    if (c >= '0' && c <= '9') return static_cast<uint32_t>(c - '0' + 52);
+    return c == '+' ? 62 : 63;
+  };
+  std::vector<unsigned char> bytes;
+  for (size_t i = 0; i + 3 < text.size(); i += 4) {
+    const uint32_t group = value(text[i]) << 18 | value(text[i + 1]) << 12 |
+                           (text[i + 2] == '=' ? 0 : value(text[i + 2]) << 6) |
+                           (text[i + 3] == '=' ? 0 : value(text[i + 3]));
+    bytes.push_back(static_cast<unsigned char>(group >> 16));
+    if (text[i + 2] != '=') bytes.push_back(static_cast<unsigned char>(group >> 8));
+    if (text[i + 3] != '=') bytes.push_back(static_cast<unsigned char>(group));
+  }
+  std::vector<float> v(bytes.size() / sizeof(float));
+  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+  return v;
+}
+
+}  // namespace
+
+// /v1/embeddings: each input's final hidden state run alone, normalized (first
+// `dimensions` values), in float lists or base64 (what OpenAI's clients ask).
+TEST(HttpServer, EmbeddingsAreEachInputsNormalizedHiddenStateInFloatOrBase64) {
+  Fixture f;
+  const Tokenizer& tok = f.bundle.require_tokenizer();
+  const std::vector<std::vector<int32_t>> ids = {tok.encode("The capital of France is"), tok.encode("Hi"), {1, 2, 3}};
+  std::vector<std::vector<float>> hidden;
+  for (const auto& i : ids) hidden.push_back(test::hidden_alone(*f.bundle.model, i, f.pool));
+  const ordered_json input = {"The capital of France is", "Hi", {1, 2, 3}};
+  for (int dims : {0, 5}) {
+    ordered_json body = {{"model", "tiny"}, {"input", input}, {"encoding_format", "float"}};
+    if (dims) body["dimensions"] = dims;
+    const ordered_json as_float = f.post("/v1/embeddings", body);
+    body["encoding_format"] = "base64";
+    const ordered_json as_base64 = f.post("/v1/embeddings", body);
+    ASSERT_EQ(as_float["data"].size(), 3u) << as_float;
+    EXPECT_EQ(as_float["object"], "list");
+    EXPECT_EQ(as_float["model"], "tiny");
+    EXPECT_EQ(as_float["usage"]["prompt_tokens"], ids[0].size() + ids[1].size() + 3);
+    for (size_t i = 0; i < 3; ++i) {
+      const std::vector<float> want = embedding_vector(hidden[i], dims, true);
+      EXPECT_EQ(as_float["data"][i]["object"], "embedding");
+      EXPECT_EQ(as_float["data"][i]["index"], i);
+      EXPECT_EQ(as_float["data"][i]["embedding"].get<std::vector<float>>(), want) << "input " << i;
+      EXPECT_EQ(floats_of_base64(as_base64["data"][i]["embedding"].get<std::string>()), want) << "input " << i;
+    }
+  }
+  // One string alone, and one list of ids alone.
+  EXPECT_EQ(f.post("/v1/embeddings", {{"input", "Hi"}})["data"][0]["embedding"].get<std::vector<float>>(),
+            embedding_vector(hidden[1], 0, true));
+  EXPECT_EQ(f.post("/v1/embeddings", {{"input", {1, 2, 3}}})["data"][0]["embedding"].get<std::vector<float>>(),
+            embedding_vector(hidden[2], 0, true));
+}
+
+TEST(HttpServer, EmbeddingRequestsTheApiRefusesAreNamed) {
+  Fixture f;  // context 128, at most 8 running + 16 waiting
+  const std::pair<ordered_json, std::string> cases[] = {
+      {{{"input", ordered_json::array()}}, "input"},
+      {{{"input", 5}}, "input"},
+      {{{"input", {ordered_json::array()}}}, "input"},
+      {{{"input", {1, -1}}}, "input"},
+      {{{"input", {1, 151936}}}, "input"},
+      {{{"input", "x"}, {"dimensions", 0}}, "dimensions"},
+      {{{"input", "x"}, {"dimensions", 65}}, "dimensions"},
+      {{{"input", "x"}, {"dimensions", 2.5}}, "dimensions"},
+      {{{"input", "x"}, {"encoding_format", "int8"}}, "encoding_format"},
+      {{{"input", "x"}, {"truncate", true}}, "truncate"},
+      {{{"input", std::vector<int>(129, 1)}}, "input"},           // longer than the context
+      {{{"input", std::vector<std::string>(25, "x")}}, "input"},  // more than the server holds
+  };
+  for (const auto& [body, param] : cases) {
+    const ordered_json e = f.post("/v1/embeddings", body, 400);
+    EXPECT_EQ(e["error"]["param"], param) << body.dump() << " -> " << e.dump();
+  }
+  EXPECT_EQ(f.post("/v1/embeddings", {{"input", "x"}, {"model", "other"}}, 404)["error"]["param"], "model");
+  // A prompt that fills the context exactly is embedded (nothing is generated after it).
+  EXPECT_EQ(f.post("/v1/embeddings", {{"input", std::vector<int>(128, 1)}})["usage"]["prompt_tokens"], 128);
+  EXPECT_EQ(f.metric("qinfer:num_requests_running"), 0);
 }

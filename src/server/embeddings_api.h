@@ -1,0 +1,32 @@
+// OpenAI's /v1/embeddings on an embedding model (Qwen3-Embedding): the
+// request's inputs as the ids each embeds (texts encoded with the tokenizer's
+// special tokens, as sentence-transformers does; token lists as given), and
+// the answer made of the engine's final hidden states, each L2-normalized
+// after keeping the first `dimensions` values.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "server/openai_request.h"
+
+namespace qinfer::server {
+
+struct EmbeddingRequest {
+  std::vector<std::vector<int32_t>> inputs;
+  int64_t dimensions = 0;  // 0: all
+  bool base64 = false;     // encoding_format "base64": little-endian float32, as OpenAI's clients ask by default
+};
+
+// 400 (ApiError naming the field) for what OpenAI's API refuses, an input
+// list longer than `max_inputs`, or an unknown field; 404 for another model.
+EmbeddingRequest parse_embedding_request(const nlohmann::ordered_json& body, const ServedModel& model,
+                                         int64_t max_inputs);
+
+// The answer: {"object": "list", "data": [{"object": "embedding", "index",
+// "embedding"}], "model", "usage"}; `hidden` holds each input's state.
+nlohmann::ordered_json embedding_response(const EmbeddingRequest& request,
+                                          const std::vector<std::vector<float>>& hidden, const std::string& model_name);
+
+}  // namespace qinfer::server
