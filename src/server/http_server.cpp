@@ -360,9 +360,13 @@ void HttpServer::Impl::routes() {
       if (!kFields.count(item.key()))
         throw ApiError(400, "Unrecognized request argument supplied: " + input_excerpt(item.key()),
                        input_excerpt(item.key()));
-    // Qwen3's tokenizer adds no special tokens either way.
+    // The post-processor's special tokens (Qwen3-Embedding appends
+    // <|endoftext|>; Qwen3's tokenizer adds none): by default for a text, not
+    // for messages, as vLLM.
     if (body.contains("add_special_tokens") && !body["add_special_tokens"].is_boolean())
       throw ApiError(400, "'add_special_tokens' must be true or false", "add_special_tokens");
+    const bool add_special = body.value("add_special_tokens", !body.contains("messages"));
+    const Tokenizer& tokenizer = model->bundle.require_tokenizer();
     std::vector<int32_t> ids;
     if (body.contains("messages")) {
       if (body.contains("prompt") || body.contains("content"))
@@ -374,8 +378,9 @@ void HttpServer::Impl::routes() {
       const std::string key = body.contains("content") && !body.contains("prompt") ? "content" : "prompt";
       if (!body.contains(key) || !body[key].is_string())
         throw ApiError(400, "'" + key + "' must be a string (the text to tokenize; or 'messages')", key);
-      ids = model->bundle.require_tokenizer().encode(body[key].get<std::string>());
+      ids = tokenizer.encode(body[key].get<std::string>());
     }
+    if (add_special) ids = tokenizer.with_special_tokens(std::move(ids));
     send_json(res, {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", model->context}});
   });
   http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {

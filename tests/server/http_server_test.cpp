@@ -1013,3 +1013,35 @@ TEST(HttpServer, EmbeddingRequestsTheApiRefusesAreNamed) {
   EXPECT_EQ(f.post("/v1/embeddings", {{"input", std::vector<int>(128, 1)}})["usage"]["prompt_tokens"], 128);
   EXPECT_EQ(f.metric("qinfer:num_requests_running"), 0);
 }
+
+// A tokenizer whose post-processor appends <|endoftext|> (Qwen3-Embedding's):
+// /tokenize adds it to a text unless told not to, and to messages only when
+// told, as vLLM; embeddings of a text include it.
+TEST(HttpServer, TokenizeAndEmbeddingsAddThePostProcessorsTokensAsVllm) {
+  test::ScratchDir dir("appending");
+  for (const char* file : {"config.json", "model.safetensors", "tokenizer_config.json"})
+    std::filesystem::copy_file(test::data_path(std::string("models/tiny/") + file), dir.file(file));
+  nlohmann::json tokenizer = nlohmann::json::parse(std::ifstream(test::data_path("models/tiny/tokenizer.json")));
+  const nlohmann::json eos = {{"SpecialToken", {{"id", "<|endoftext|>"}, {"type_id", 0}}}};
+  tokenizer["post_processor"] = {
+      {"type", "TemplateProcessing"},
+      {"single", {{{"Sequence", {{"id", "A"}, {"type_id", 0}}}}, eos}},
+      {"special_tokens",
+       {{"<|endoftext|>", {{"id", "<|endoftext|>"}, {"ids", {151643}}, {"tokens", {"<|endoftext|>"}}}}}}};
+  std::ofstream(dir.file("tokenizer.json")) << tokenizer.dump();
+  Fixture f(engine::EngineLoopOptions{{4, 0, 64, 8, 128}, 16}, "", dir.path());
+  const std::vector<int> hello = {14990, 1879};
+  std::vector<int> hello_eos = hello;
+  hello_eos.push_back(151643);
+  EXPECT_EQ(f.post("/tokenize", {{"prompt", "hello world"}})["tokens"], hello_eos);
+  EXPECT_EQ(f.post("/tokenize", {{"prompt", "hello world"}, {"add_special_tokens", false}})["tokens"], hello);
+  const std::vector<int32_t> chat = f.post("/tokenize", {{"messages", kMessages}})["tokens"];
+  EXPECT_NE(chat.back(), 151643);
+  std::vector<int32_t> chat_eos = chat;
+  chat_eos.push_back(151643);
+  EXPECT_EQ(f.post("/tokenize", {{"messages", kMessages}, {"add_special_tokens", true}})["tokens"], chat_eos);
+  const ordered_json e = f.post("/v1/embeddings", {{"input", "hello world"}});
+  EXPECT_EQ(e["usage"]["prompt_tokens"], 3);
+  EXPECT_EQ(e["data"][0]["embedding"].get<std::vector<float>>(),
+            embedding_vector(test::hidden_alone(*f.bundle.model, {14990, 1879, 151643}, f.pool), 0, true));
+}
