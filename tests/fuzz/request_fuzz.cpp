@@ -1,7 +1,8 @@
 // libFuzzer target: the input is an HTTP request body, mapped as the server
 // maps it (JSON -> chat or completion request -> the Qwen3 chat template ->
 // token ids) with the tiny checkpoint's tokenizer and template; the first
-// byte picks the endpoint (odd: chat; 2 mod 4: responses; else completions). An ApiError (the 4xx the client gets) or a
+// byte picks the endpoint (odd: chat; 2 mod 4: responses; 4 mod 8:
+// embeddings, answered with made-up states; else completions). An ApiError (the 4xx the client gets) or a
 // qinfer::Error (a 400) is the expected outcome of most inputs; a crash, a
 // sanitizer report or any other exception is a finding. The rendered reply
 // splitter gets the same bytes in pieces and must agree with itself.
@@ -11,6 +12,7 @@
 
 #include "server/api_error.h"
 #include "server/chat_output.h"
+#include "server/embeddings_api.h"
 #include "server/openai_request.h"
 #include "server/responses_api.h"
 
@@ -44,7 +46,7 @@ void check_reply_splitter(const std::string& text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const int endpoint = data[0] % 4 == 2 ? 2 : data[0] & 1 ? 0 : 1;  // chat, completions, responses
+  const int endpoint = data[0] % 8 == 4 ? 3 : data[0] % 4 == 2 ? 2 : data[0] & 1 ? 0 : 1;
   const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
     const auto json = qinfer::server::parse_json_body(body);
@@ -52,6 +54,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)qinfer::server::parse_chat_request(json, served());
     else if (endpoint == 1)
       (void)qinfer::server::parse_completion_request(json, served());
+    else if (endpoint == 3) {
+      const auto request = qinfer::server::parse_embedding_request(json, served(), 64);
+      const auto hidden = static_cast<size_t>(served().bundle.model->config().hidden_size);
+      std::vector<std::vector<float>> states;
+      for (size_t i = 0; i < request.inputs.size(); ++i) states.emplace_back(hidden, static_cast<float>(i) - 0.5f);
+      (void)qinfer::server::embedding_response(request, states, "tiny").dump();
+    }
     else
       (void)qinfer::server::parse_chat_request(qinfer::server::chat_body_of_response_request(json), served());
   } catch (const qinfer::Error&) {
