@@ -3,6 +3,7 @@
 // tokenizer's special tokens (it appends <|endoftext|>), the last position's
 // final hidden state, L2-normalized. One JSON line per text, in input order;
 // a text that cannot be embedded gets {"error": ...} in its place.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -36,6 +37,7 @@ struct EmbedArgs {
 };
 
 struct Job {
+  std::vector<int32_t> ids;
   std::string error;  // set when the text was refused
   int64_t handle = -1;
 };
@@ -54,19 +56,29 @@ void run_embed(const EmbedArgs& a) {
   const Tokenizer& tokenizer = bundle.require_tokenizer();
   const int64_t hidden = bundle.model->config().hidden_size;
   if (a.dimensions > hidden) usage_fail("--dimensions ", a.dimensions, " is more than the model's ", hidden);
-  ThreadPool pool(load_options.threads);
-  engine::Engine engine(*bundle.model, pool, a.engine.engine_options(*bundle.model));
-
-  std::vector<Job> jobs;
-  for (const std::string& text : texts) {
-    Job job;
+  std::vector<Job> jobs(texts.size());
+  int64_t longest = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
     try {
-      job.handle =
-          engine.add_embedding(embedding_input_ids(tokenizer, a.instruct ? embedding_query(*a.instruct, text) : text));
+      jobs[i].ids = embedding_input_ids(tokenizer, a.instruct ? embedding_query(*a.instruct, texts[i]) : texts[i]);
+      longest = std::max(longest, static_cast<int64_t>(jobs[i].ids.size()));
     } catch (const Error& e) {
-      job.error = "text " + std::to_string(jobs.size() + 1) + ": " + e.what();
+      jobs[i].error = "text " + std::to_string(i + 1) + ": " + e.what();
     }
-    jobs.push_back(std::move(job));
+  }
+  // A context of the longest text: the default pool is then a few of them,
+  // whose blocks are recycled, not one of the model's full contexts per
+  // running text, each new text writing pages never touched before (on
+  // some hosts first touch costs more than the prefill: docs/performance.md).
+  ThreadPool pool(load_options.threads);
+  engine::Engine engine(*bundle.model, pool, a.engine.engine_options(*bundle.model, longest));
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!jobs[i].error.empty()) continue;
+    try {
+      jobs[i].handle = engine.add_embedding(jobs[i].ids);
+    } catch (const Error& e) {
+      jobs[i].error = "text " + std::to_string(i + 1) + ": " + e.what();
+    }
   }
   Timer timer;
   engine.run_until_idle();
