@@ -4,6 +4,7 @@
 // {"error": ...} in its place and the others still run.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -98,38 +99,53 @@ void run_batch(const BatchArgs& a) {
   a.engine.validate();
   const LoadOptions load_options = a.load.options();
   const ModelBundle bundle = load_model_bundle(a.model, load_options);
-  ThreadPool pool(load_options.threads);
-  engine::Engine engine(*bundle.model, pool, a.engine.engine_options(*bundle.model));
-  if (const int64_t model_max = bundle.model->config().max_position_embeddings; engine.context() < model_max)
+  engine::EngineOptions options = a.engine.engine_options(*bundle.model);
+  const int64_t context = engine::sequence_context(*bundle.model, options);
+  if (context < bundle.model->config().max_position_embeddings)
     std::fprintf(
         stderr,
         "qinfer batch: note: the KV pool holds %lld positions: a request ends (\"length\") when it fills them\n",
-        static_cast<long long>(engine.context()));
+        static_cast<long long>(context));
 
   std::vector<Job> jobs;
-  int64_t line_no = 0;
+  int64_t line_no = 0, longest = 0;
   require_readable_stdin();
   for (std::string line; std::getline(std::cin, line);) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     Job job;
     try {
-      job = parse_job(line, bundle, engine.context());
-      job.line = line_no;
-      if (bundle.tokenizer)
-        job.text = std::make_unique<TextStream>(*bundle.tokenizer, job.stops);
-      else if (!job.stops.empty())
-        fail("\"stop\" needs the tokenizer (tokenizer.json) to see text");
-      TextStream* text = job.text.get();
-      job.handle = engine.add(job.prompt, job.options,
-                              [text](int32_t id, const TokenLogprobs*) { return text ? text->push(id) : true; });
+      job = parse_job(line, bundle, context);
+      if (!bundle.tokenizer && !job.stops.empty()) fail("\"stop\" needs the tokenizer (tokenizer.json) to see text");
+      longest = std::max(longest, static_cast<int64_t>(job.prompt.size()) + job.options.max_new_tokens);
     } catch (const Error& e) {
       job = Job{};
       job.error = std::string("line ") + std::to_string(line_no) + ": " + e.what();
     }
+    job.line = line_no;
     jobs.push_back(std::move(job));
   }
   require_stdin_read_without_error();
+
+  // Each request's context is what the longest one can reach, so the default
+  // pool is --parallel of those, whose blocks are recycled, not --parallel of
+  // the model's full contexts, each new request writing pages never touched
+  // before (on some hosts first touch costs more than the prefill:
+  // docs/performance.md). No request ends sooner than it would with more.
+  if (longest > 0) options.context = std::min(longest, context);
+  ThreadPool pool(load_options.threads);
+  engine::Engine engine(*bundle.model, pool, options);
+  for (Job& job : jobs) {
+    if (!job.error.is_null()) continue;
+    try {
+      if (bundle.tokenizer) job.text = std::make_unique<TextStream>(*bundle.tokenizer, job.stops);
+      TextStream* text = job.text.get();
+      job.handle = engine.add(job.prompt, job.options,
+                              [text](int32_t id, const TokenLogprobs*) { return text ? text->push(id) : true; });
+    } catch (const Error& e) {
+      job.error = std::string("line ") + std::to_string(job.line) + ": " + e.what();
+    }
+  }
 
   Timer timer;
   const bool progress = ::isatty(STDERR_FILENO);

@@ -36,13 +36,13 @@ int32_t pool_blocks(const Qwen3Model& model, const EngineOptions& o) {
   return static_cast<int32_t>(blocks);
 }
 
+}  // namespace
+
 // A sequence must fit the pool alone: preemption frees room for the oldest
 // running one, never more than the whole pool.
-int64_t capped_context(const Qwen3Model& model, const EngineOptions& o) {
+int64_t sequence_context(const Qwen3Model& model, const EngineOptions& o) {
   return std::min(context_length(model, o), static_cast<int64_t>(pool_blocks(model, o)) * o.block_size);
 }
-
-}  // namespace
 
 int64_t kv_block_bytes(const Qwen3Model& model, int32_t block_size) {
   const auto& c = model.config();
@@ -56,7 +56,7 @@ int64_t kv_block_bytes(const Qwen3Model& model, int32_t block_size) {
 Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& options)
     : model_(model),
       options_(options),
-      context_(capped_context(model, options)),
+      context_(sequence_context(model, options)),
       kv_(model.config().num_hidden_layers, model.config().num_key_value_heads, model.config().head_dim,
           pool_blocks(model, options), options.block_size, model.kv_cache_dtype()),
       blocks_(pool_blocks(model, options), options.block_size),

@@ -41,6 +41,9 @@ struct EngineOptions {
 
 // Bytes of one KV block (keys and values of block_size positions, all layers).
 int64_t kv_block_bytes(const Qwen3Model& model, int32_t block_size);
+// Positions (prompt + output) one sequence of an engine with these options
+// may hold: the context, capped by the pool (Engine::context()).
+int64_t sequence_context(const Qwen3Model& model, const EngineOptions& options);
 
 // Sees each generated id and, when the request asked for them
 // (GenerationOptions::logprobs >= 0), its log-probabilities (nullptr

@@ -211,6 +211,35 @@ TEST(BatchCli, ARequestLongerThanThePoolEndsThereAndTheOthersRun) {
   EXPECT_NE(mib.output.find("the KV pool holds 1024 positions"), std::string::npos) << mib.output;
 }
 
+// Without --kv-blocks the pool is --parallel contexts of the longest request
+// (prompt + max_tokens), not of the model's 40960 positions: each new request
+// then wrote pages never touched before (docs/performance.md). Every request
+// still runs to its max_tokens, with the ids a large pool gives it.
+TEST(BatchCli, TheDefaultPoolIsSizedByTheLongestRequest) {
+  qinfer::test::ScratchDir dir("batch-sized");
+  const std::string input = dir.file("requests.jsonl");
+  std::ofstream(input) << R"({"prompt_ids": [785, 6722], "max_tokens": 3, "ignore_eos": true, "seed": 1})"
+                       << "\n"
+                       << R"({"prompt_ids": [785, 6722, 315], "max_tokens": 30, "ignore_eos": true, "seed": 2})"
+                       << "\n";
+  const std::string batch = qinfer_binary() + " batch -m " + data_path("models/tiny") + " --parallel 4 ";
+  const auto sized = run_command(batch + "< " + input + " 2>" + dir.file("err"));
+  const auto large = run_command(batch + "--kv-blocks 4096 < " + input + " 2>/dev/null");
+  ASSERT_EQ(sized.exit_code, 0) << sized.output;
+  ASSERT_EQ(large.exit_code, 0) << large.output;
+  const std::vector<json> out = json_lines_of(sized.output);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0]["ids"].size(), 3u);
+  EXPECT_EQ(out[1]["ids"].size(), 30u);
+  EXPECT_EQ(out, json_lines_of(large.output));
+  std::stringstream err;
+  err << std::ifstream(dir.file("err")).rdbuf();
+  EXPECT_NE(err.str().find(" of 12 KV blocks of 16 positions"), std::string::npos)
+      << "4 sequences of 33 positions, 3 blocks each\n"
+      << err.str();
+  EXPECT_EQ(err.str().find("the KV pool holds"), std::string::npos) << "no request is capped\n" << err.str();
+}
+
 TEST(BatchCli, BadFlagsFailWithAMessage) {
   for (const char* flags : {"--parallel 0", "--max-batch-tokens 0", "--kv-blocks -3", "--weights q9"}) {
     const auto res =
