@@ -1,11 +1,6 @@
 #include "model/kv_pool.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <utility>
 #include <vector>
 
 #include "ops/simd.h"
@@ -31,52 +26,16 @@ KvPool::KvPool(int64_t n_layers, int64_t n_kv_heads, int64_t head_dim, int64_t n
     if (factor < 0 || __builtin_mul_overflow(bytes, static_cast<size_t>(factor), &bytes) || bytes > (size_t{1} << 52))
       fail("a KV pool of ", n_blocks, " blocks of ", block_size, " positions is larger than the address space");
   block_bytes_ = 2 * static_cast<size_t>(block_size * row()) * dtype_size(dtype);
-  mapped_bytes_ = bytes;
-  if (mapped_bytes_ == 0) return;
-  void* p = ::mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED)
-    fail("cannot reserve ", mapped_bytes_ >> 20, " MiB of address space for the KV cache (", n_blocks * block_size,
-         " positions): ", std::strerror(errno));
-  base_ = static_cast<uint8_t*>(p);
-}
-
-KvPool::~KvPool() { release(); }
-
-void KvPool::release() {
-  if (base_) ::munmap(base_, mapped_bytes_);
-  base_ = nullptr;
-}
-
-KvPool::KvPool(KvPool&& o) noexcept
-    : n_layers_(o.n_layers_),
-      n_kv_heads_(o.n_kv_heads_),
-      head_dim_(o.head_dim_),
-      n_blocks_(o.n_blocks_),
-      block_size_(o.block_size_),
-      dtype_(o.dtype_),
-      block_bytes_(o.block_bytes_),
-      mapped_bytes_(o.mapped_bytes_),
-      base_(std::exchange(o.base_, nullptr)) {}
-
-KvPool& KvPool::operator=(KvPool&& o) noexcept {
-  if (this != &o) {
-    release();
-    n_layers_ = o.n_layers_;
-    n_kv_heads_ = o.n_kv_heads_;
-    head_dim_ = o.head_dim_;
-    n_blocks_ = o.n_blocks_;
-    block_size_ = o.block_size_;
-    dtype_ = o.dtype_;
-    block_bytes_ = o.block_bytes_;
-    mapped_bytes_ = o.mapped_bytes_;
-    base_ = std::exchange(o.base_, nullptr);
+  try {
+    memory_ = OwnedBytes::reserve(bytes);
+  } catch (const Error& e) {
+    fail(e.what(), " for the KV cache of ", n_blocks * block_size, " positions");
   }
-  return *this;
 }
 
 void KvPool::store(int64_t layer, const int32_t* table, int64_t pos, int64_t n, const float* k, const float* v) {
   const size_t elem = dtype_size(dtype_), half = block_bytes_ / 2;
-  uint8_t* layer_base = base_ + static_cast<size_t>(layer * n_blocks_) * block_bytes_;
+  uint8_t* layer_base = memory_.data() + static_cast<size_t>(layer * n_blocks_) * block_bytes_;
   for (int64_t p = pos; p < pos + n;) {  // the run of positions within one block
     const int64_t block = table[p / block_size_], in_block = p % block_size_;
     if (block < 0 || block >= n_blocks_) fail("KV pool: block id ", block, " outside [0, ", n_blocks_, ")");
@@ -94,7 +53,7 @@ void KvPool::store(int64_t layer, const int32_t* table, int64_t pos, int64_t n, 
 }
 
 KvBlocks KvPool::blocks(int64_t layer, const int32_t* table) const {
-  const uint8_t* layer_base = base_ + static_cast<size_t>(layer * n_blocks_) * block_bytes_;
+  const uint8_t* layer_base = memory_.data() + static_cast<size_t>(layer * n_blocks_) * block_bytes_;
   return {layer_base, layer_base + block_bytes_ / 2, block_bytes_, table, block_size_, dtype_};
 }
 

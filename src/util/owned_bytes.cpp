@@ -3,7 +3,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "util/error.h"
@@ -14,7 +16,7 @@ namespace {
 constexpr size_t kHugePage = size_t{2} << 20;  // x86-64 and most ARM64 kernels
 }  // namespace
 
-OwnedBytes::OwnedBytes(size_t n) : size_(n) {
+OwnedBytes::OwnedBytes(size_t n, bool reserve_only) : size_(n) {
   if (n == 0) return;
   // Mapped with a huge page's worth to spare, then trimmed to start on a huge
   // page boundary (kernels before 6.7 do not align them): else a matrix of a
@@ -22,8 +24,12 @@ OwnedBytes::OwnedBytes(size_t n) : size_(n) {
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   const size_t whole = (n + page - 1) / page * page;  // munmap trims whole pages
   const size_t spare = whole >= kHugePage ? kHugePage : 0;
-  void* p = ::mmap(nullptr, whole + spare, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) fail("out of memory: cannot allocate ", n, " bytes");
+  void* p = ::mmap(nullptr, whole + spare, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | (reserve_only ? MAP_NORESERVE : 0), -1, 0);
+  if (p == MAP_FAILED) {
+    if (reserve_only) fail("cannot reserve ", n >> 20, " MiB of address space (", std::strerror(errno), ")");
+    fail("out of memory: cannot allocate ", n, " bytes");
+  }
   const uintptr_t start = reinterpret_cast<uintptr_t>(p);
   const uintptr_t aligned = spare != 0 ? (start + kHugePage - 1) / kHugePage * kHugePage : start;
   if (aligned != start) ::munmap(p, aligned - start);

@@ -1,6 +1,7 @@
 // A block of memory this process owns for the lifetime of a model (weights
-// packed or converted at load): anonymous pages, zero until written, so the
-// load writes each byte once (a std::vector zeroes it all first). Asked for
+// packed or converted at load, the KV pool): anonymous pages, zero until
+// written, so the load writes each byte once (a std::vector zeroes it all
+// first). Asked for
 // as transparent huge pages (where the system leaves them to madvise, as
 // Debian does): a fault maps 2 MiB instead of 4 KiB, so the load takes 512
 // times fewer faults, and the weights need fewer TLB entries.
@@ -19,7 +20,12 @@ namespace qinfer {
 
 class OwnedBytes {
  public:
-  explicit OwnedBytes(size_t n);
+  OwnedBytes() = default;
+  explicit OwnedBytes(size_t n) : OwnedBytes(n, false) {}
+  // Address space for n bytes, none of it accounted as committed
+  // (MAP_NORESERVE): for a pool sized for the worst case whose pages are
+  // committed only as they are first written (the KV cache).
+  static OwnedBytes reserve(size_t n) { return OwnedBytes(n, true); }
   ~OwnedBytes();
   OwnedBytes(OwnedBytes&& o) noexcept;
   OwnedBytes& operator=(OwnedBytes&& o) noexcept;
@@ -30,6 +36,7 @@ class OwnedBytes {
   size_t size() const { return size_; }
 
  private:
+  OwnedBytes(size_t n, bool reserve_only);
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };

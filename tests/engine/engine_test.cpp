@@ -495,8 +495,9 @@ TEST(Engine, EmbeddingsAreBatchInvariantAmongGeneratingRequests) {
       EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
           << "embedding " << i << " with block size " << o.block_size << ", budget " << o.max_batch_tokens;
     }
-    if (o.kv_blocks == 0)  // (9 blocks cannot keep it cached past the generating requests)
+    if (o.kv_blocks == 0) {  // (9 blocks cannot keep it cached past the generating requests)
       EXPECT_GT(engine.result(embedding.back()).reused_tokens, 0) << "block size " << o.block_size;
+    }
     for (size_t i = 0; i < generating.size(); ++i) EXPECT_EQ(engine.result(generating[i]).ids, solo[i]) << i;
     EXPECT_EQ(engine.blocks().used_blocks(), 0);
   }

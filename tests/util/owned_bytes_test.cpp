@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/error.h"
+
 using namespace qinfer;
 
 namespace {
@@ -65,4 +67,22 @@ TEST(OwnedBytes, GivesBackWhatItMapped) {
     EXPECT_LT(mapped_bytes(), before + asked + kHugePage);
   }
   EXPECT_EQ(mapped_bytes(), before);
+}
+
+// reserve(): address space for a pool sized for the worst case (the KV
+// cache), committed page by page as written: a terabyte maps without being
+// accounted for, and what cannot be mapped is an error naming its size.
+TEST(OwnedBytes, ReserveMapsAddressSpaceWithoutCommittingIt) {
+  OwnedBytes pool = OwnedBytes::reserve(size_t{1} << 40);
+  ASSERT_NE(pool.data(), nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(pool.data()) % kHugePage, 0u);
+  pool.data()[0] = 1;
+  pool.data()[(size_t{1} << 40) - 1] = 2;
+  EXPECT_EQ(pool.data()[12345], 0);
+  try {
+    OwnedBytes::reserve(size_t{1} << 60);
+    FAIL() << "an exabyte was mapped";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("cannot reserve 1099511627776 MiB of address space (", 0), 0u) << e.what();
+  }
 }
