@@ -94,7 +94,7 @@ void run_embed(const EmbedArgs& a) {
       const GenerationResult& r = engine.result(jobs[i].handle);
       if (r.reason == StopReason::Error) fail(r.error);  // corrupt weights: every text would be wrong
       out["prompt_tokens"] = r.prompt_tokens;
-      out["embedding"] = embedding_vector(engine.embedding(jobs[i].handle), a.dimensions, !a.no_normalize);
+      out["embedding"] = embedding_vector(engine.output(jobs[i].handle), a.dimensions, !a.no_normalize);
       tokens += r.prompt_tokens;
     }
     std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());

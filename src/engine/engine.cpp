@@ -109,10 +109,24 @@ int64_t Engine::add_embedding(std::span<const int32_t> prompt) {
   return r.seq.id;
 }
 
-std::span<const float> Engine::embedding(int64_t handle) const {
+int64_t Engine::add_scoring(std::span<const int32_t> prompt, std::vector<int32_t> token_ids) {
+  if (!model_.has_lm_head())
+    fail("this model has no lm_head.weight (a backbone saved alone, such as an embedding model): it has no logits");
+  if (token_ids.empty()) fail("a scoring request needs the token ids to score");
+  for (int32_t t : token_ids)
+    if (t < 0 || t >= model_.config().vocab_size)
+      fail("token id ", t, " to score is outside the vocabulary [0, ", model_.config().vocab_size, ")");
+  Request& r = queue(prompt, context_);
+  r.score_ids = std::move(token_ids);
+  r.options.max_new_tokens = 0;
+  scheduler_.add(&r.seq);
+  return r.seq.id;
+}
+
+std::span<const float> Engine::output(int64_t handle) const {
   auto it = requests_.find(handle);
   if (it == requests_.end()) fail("engine: no request ", handle);
-  return it->second->embedding;
+  return it->second->output;
 }
 
 Engine::Request& Engine::request(int64_t handle) {
@@ -171,6 +185,7 @@ Engine::Draw Engine::draw(const Step& step, size_t i, std::vector<float>& scratc
     if (logits.empty()) return d;
     const Sequence& seq = *step.seqs[i].seq;
     Request& r = *by_seq_.at(&seq);
+    if (!r.score_ids.empty()) return d;  // nothing to sample: postprocess keeps its logits
     d.error = nan_logits_error(logits, r.result.ids.size() + 1, static_cast<int64_t>(seq.ids.size()));
     if (!d.error.empty()) {
       d.kind = Draw::Kind::Ended;
@@ -220,7 +235,13 @@ void Engine::postprocess(const Step& step) {
     if (d.unexpected) std::rethrow_exception(d.unexpected);
     Sequence& seq = *step.seqs[i].seq;
     Request& r = *by_seq_.at(&seq);
-    if (const std::span<const float> hidden = runner_.hidden(i); !hidden.empty()) finish_embedding(r, hidden);
+    if (const std::span<const float> hidden = runner_.hidden(i); !hidden.empty())
+      finish_prompt_only(r, {hidden.begin(), hidden.end()}, "the hidden state");
+    if (const std::span<const float> logits = runner_.logits(i); !r.score_ids.empty() && !logits.empty()) {
+      std::vector<float> scores;
+      for (int32_t t : r.score_ids) scores.push_back(logits[static_cast<size_t>(t)]);
+      finish_prompt_only(r, std::move(scores), "the logits");
+    }
     if (d.kind == Draw::Kind::None) continue;
     if (r.result.ids.empty()) {
       r.result.reused_tokens = seq.cached;
@@ -264,19 +285,19 @@ void Engine::postprocess(const Step& step) {
   }
 }
 
-void Engine::finish_embedding(Request& r, std::span<const float> hidden) {
+void Engine::finish_prompt_only(Request& r, std::vector<float> values, const char* what) {
   r.result.reused_tokens = r.seq.cached;
   r.result.prefill_s = r.since_add.seconds();
   r.seq.status = Sequence::Status::Finished;
-  // Corrupt weights (or an overflow) give NaN or infinity: no embedding to return.
-  for (size_t i = 0; i < hidden.size(); ++i)
-    if (!std::isfinite(hidden[i])) {
+  // Corrupt weights (or an overflow) give NaN or infinity: nothing to return.
+  for (size_t i = 0; i < values.size(); ++i)
+    if (!std::isfinite(values[i])) {
       r.result.reason = StopReason::Error;
-      r.result.error = "the hidden state of the last position (" + std::to_string(r.seq.prompt_len - 1) +
+      r.result.error = std::string(what) + " of the last position (" + std::to_string(r.seq.prompt_len - 1) +
                        ") holds NaN or infinity at " + std::to_string(i);
       return;
     }
-  r.embedding.assign(hidden.begin(), hidden.end());
+  r.output = std::move(values);
 }
 
 }  // namespace qinfer::engine

@@ -59,9 +59,14 @@ class Engine {
   int64_t add(std::span<const int32_t> prompt, const GenerationOptions& options, OnEngineToken on_token = {});
   // Queues an embedding request: its prompt runs through the same steps as
   // any other's (batched, prefix cache) and it ends at its last position,
-  // whose final hidden state (after the final norm) embedding() then gives.
+  // whose final hidden state (after the final norm) output() then gives.
   // Error as add(), except that the prompt may fill the context.
   int64_t add_embedding(std::span<const int32_t> prompt);
+  // Queues a scoring request: as an embedding request, but its last prompt
+  // position gives the logits of `token_ids` alone (a reranker's "yes" and
+  // "no"), in that order, with no token sampled. Error for an id outside the
+  // vocabulary, or none.
+  int64_t add_scoring(std::span<const int32_t> prompt, std::vector<int32_t> token_ids);
   // Stops a request wherever it is and frees its blocks; its result keeps
   // what it generated (reason Callback).
   void cancel(int64_t handle);
@@ -78,9 +83,10 @@ class Engine {
   // The logits of the request's last prompt position, kept when its options
   // asked for them (keep_prompt_logits), once its first token is sampled.
   std::span<const float> prompt_logits(int64_t handle) const;
-  // An embedding request's final hidden state (hidden_size floats) once it
-  // finished; empty when it failed (result().error says why) or was cancelled.
-  std::span<const float> embedding(int64_t handle) const;
+  // Once it finished, an embedding request's final hidden state
+  // (hidden_size floats) or a scoring request's logits; empty for any other,
+  // and when it failed (result().error says why) or was cancelled.
+  std::span<const float> output(int64_t handle) const;
   // Forgets a finished request.
   void erase(int64_t handle);
 
@@ -106,8 +112,9 @@ class Engine {
     std::unique_ptr<GrammarConstraint> constraint;  // options.grammar's state
     GenerationResult result;
     std::vector<float> prompt_logits;
-    std::vector<float> embedding;  // an embedding request's result
-    Timer since_add;               // prefill_s: time to the first token; decode_s: from it to the last
+    std::vector<int32_t> score_ids;  // a scoring request's token ids
+    std::vector<float> output;       // an embedding or scoring request's result
+    Timer since_add;                 // prefill_s: time to the first token; decode_s: from it to the last
   };
   // What a sequence's logits gave: nothing (its step did not reach its end),
   // a token, or the end of its request without one (NaN logits: Error; a
@@ -125,10 +132,11 @@ class Engine {
   // Draws sequence i's next token with `scratch` as its logits' copy (reads
   // its request, changes only its sampler and grammar: one thread per sequence).
   Draw draw(const Step& step, size_t i, std::vector<float>& scratch);
-  // The checks of add() and add_embedding(), and the request they queue.
+  // The checks of add(), add_embedding() and add_scoring(), and the request they queue.
   Request& queue(std::span<const int32_t> prompt, int64_t max_prompt);
-  // An embedding request whose last position ran: keeps its hidden state and ends it.
-  void finish_embedding(Request& r, std::span<const float> hidden);
+  // An embedding or scoring request whose last position ran: keeps `values`
+  // (its hidden state, or its logits of score_ids: `what` they are) and ends it.
+  void finish_prompt_only(Request& r, std::vector<float> values, const char* what);
   void postprocess(const Step& step);
   Request& request(int64_t handle);
 

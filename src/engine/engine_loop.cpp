@@ -63,16 +63,16 @@ void RequestStream::push(int32_t id, const TokenLogprobs* logprobs) {
   cv_.notify_all();
 }
 
-std::vector<float> RequestStream::embedding() const {
+std::vector<float> RequestStream::output() const {
   std::lock_guard lock(mu_);
-  return embedding_;
+  return output_;
 }
 
-void RequestStream::finish(const GenerationResult& result, std::span<const float> embedding) {
+void RequestStream::finish(const GenerationResult& result, std::span<const float> output) {
   {
     std::lock_guard lock(mu_);
     result_ = result;
-    embedding_.assign(embedding.begin(), embedding.end());
+    output_.assign(output.begin(), output.end());
     state_ = State::Finished;
   }
   cv_.notify_all();
@@ -109,11 +109,16 @@ EngineLoop::~EngineLoop() {
 
 std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, const GenerationOptions& options,
                                                   bool continues_admitted) {
-  return queue({std::move(prompt), options, nullptr, false}, continues_admitted);
+  return queue({std::move(prompt), options, nullptr, false, {}}, continues_admitted);
 }
 
 std::shared_ptr<RequestStream> EngineLoop::submit_embedding(std::vector<int32_t> prompt, bool continues_admitted) {
-  return queue({std::move(prompt), {}, nullptr, true}, continues_admitted);
+  return queue({std::move(prompt), {}, nullptr, true, {}}, continues_admitted);
+}
+
+std::shared_ptr<RequestStream> EngineLoop::submit_scoring(std::vector<int32_t> prompt, std::vector<int32_t> token_ids,
+                                                          bool continues_admitted) {
+  return queue({std::move(prompt), {}, nullptr, false, std::move(token_ids)}, continues_admitted);
 }
 
 std::shared_ptr<RequestStream> EngineLoop::queue(Incoming in, bool continues_admitted) {
@@ -185,12 +190,13 @@ void EngineLoop::admit(std::deque<Incoming>& incoming) {
   for (Incoming& in : incoming) {
     RequestStream* stream = in.stream.get();
     try {
-      const int64_t handle =
-          in.embed ? engine_.add_embedding(in.prompt)
-                   : engine_.add(in.prompt, in.options, [stream](int32_t id, const TokenLogprobs* logprobs) {
-                       stream->push(id, logprobs);
-                       return !stream->cancelled();
-                     });
+      const int64_t handle = in.embed                ? engine_.add_embedding(in.prompt)
+                             : !in.score_ids.empty() ? engine_.add_scoring(in.prompt, std::move(in.score_ids))
+                                                     : engine_.add(in.prompt, in.options,
+                                                                   [stream](int32_t id, const TokenLogprobs* logprobs) {
+                                                                     stream->push(id, logprobs);
+                                                                     return !stream->cancelled();
+                                                                   });
       live_.push_back({handle, std::move(in.stream)});
     } catch (const Error& e) {
       ended(1);
@@ -220,7 +226,7 @@ void EngineLoop::retire_finished() {
       l->stream->fail("the server is shutting down: this answer was cut short; retry the request",
                       RequestStream::Failure::ShutDown);
     else
-      l->stream->finish(r, engine_.embedding(l->handle));
+      l->stream->finish(r, engine_.output(l->handle));
     engine_.erase(l->handle);
   }
   live_.erase(end, live_.end());

@@ -36,8 +36,8 @@ class RequestStream {
              std::vector<TokenLogprobs>* logprobs = nullptr);
   // Once Finished: the engine's result (all ids, reason, prompt/cached counts).
   GenerationResult result() const;
-  // Once Finished, for an embedding request: the final hidden state.
-  std::vector<float> embedding() const;
+  // Once Finished, for an embedding or scoring request: Engine::output().
+  std::vector<float> output() const;
   // Once Failed: why, and whose failure it is.
   std::string error() const;
   Failure failure() const;
@@ -48,7 +48,7 @@ class RequestStream {
  private:
   friend class EngineLoop;
   void push(int32_t id, const TokenLogprobs* logprobs);
-  void finish(const GenerationResult& result, std::span<const float> embedding = {});
+  void finish(const GenerationResult& result, std::span<const float> output = {});
   void fail(std::string message, Failure failure);
   // A cancel by the loop's drain: the request ends as Failed (ShutDown), not
   // as a finished answer.
@@ -61,7 +61,7 @@ class RequestStream {
   std::vector<TokenLogprobs> pending_logprobs_;
   State state_ = State::Running;
   GenerationResult result_;
-  std::vector<float> embedding_;
+  std::vector<float> output_;
   std::string error_;
   Failure failure_ = Failure::Lost;
   bool cancelled_ = false, cut_ = false;
@@ -86,8 +86,11 @@ class EngineLoop {
   std::shared_ptr<RequestStream> submit(std::vector<int32_t> prompt, const GenerationOptions& options,
                                         bool continues_admitted = false);
   // The same for an embedding request (Engine::add_embedding): its stream
-  // sees no tokens and, Finished, gives embedding().
+  // sees no tokens and, Finished, gives output().
   std::shared_ptr<RequestStream> submit_embedding(std::vector<int32_t> prompt, bool continues_admitted = false);
+  // The same for a scoring request (Engine::add_scoring).
+  std::shared_ptr<RequestStream> submit_scoring(std::vector<int32_t> prompt, std::vector<int32_t> token_ids,
+                                                bool continues_admitted = false);
 
   // A snapshot taken after the latest step.
   struct Stats {
@@ -111,6 +114,7 @@ class EngineLoop {
     GenerationOptions options;
     std::shared_ptr<RequestStream> stream;
     bool embed = false;
+    std::vector<int32_t> score_ids;  // a scoring request's
   };
   std::shared_ptr<RequestStream> queue(Incoming in, bool continues_admitted);
   struct Live {

@@ -174,7 +174,7 @@ void HttpServer::Impl::embeddings(const httplib::Request& req, httplib::Response
           throw ApiError(500, why);
       }
     }
-    hidden.push_back(streams[i]->embedding());
+    hidden.push_back(streams[i]->output());
   }
   send_json(res, embedding_response(request, hidden, model->name));
 }

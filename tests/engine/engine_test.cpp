@@ -459,10 +459,12 @@ TEST(Engine, AGrammarThatCannotGoOnFailsOnlyItsRequest) {
 }
 
 using test::hidden_alone;
+using test::logits_alone;
 
-// Embedding requests share steps (chunked, preempted, prefix-cached) with
-// generating ones; each gets the bits of its prompt run alone, and the
-// generating ones still get their solo ids.
+// Embedding and scoring requests share steps (chunked, preempted,
+// prefix-cached) with generating ones; each gets the bits of its prompt run
+// alone (the hidden state, or the logits of its ids), and the generating ones
+// still get their solo ids.
 TEST(Engine, EmbeddingsAreBatchInvariantAmongGeneratingRequests) {
   auto model = Qwen3Model::load(test::data_path("models/tiny"));
   ThreadPool pool(2);
@@ -470,15 +472,22 @@ TEST(Engine, EmbeddingsAreBatchInvariantAmongGeneratingRequests) {
   const std::vector<std::vector<int32_t>> solo = solo_ids(*model, reqs, pool);
   std::vector<std::vector<int32_t>> texts = {{785, 6722, 315, 9625, 374}, {42}, {}, {785, 6722, 315}};
   for (int t = 0; t < 23; ++t) texts[2].push_back((t * 131 + 7) % 151000);
-  std::vector<std::vector<float>> expected;
-  for (const auto& text : texts) expected.push_back(hidden_alone(*model, text, pool));
+  const std::vector<int32_t> score_ids = {9693, 2152, 9693};  // Qwen3's "yes", "no", and "yes" again
+  std::vector<std::vector<float>> expected, expected_scores;
+  for (const auto& text : texts) {
+    expected.push_back(hidden_alone(*model, text, pool));
+    const std::vector<float> logits = logits_alone(*model, text, pool);
+    expected_scores.push_back({});
+    for (int32_t t : score_ids) expected_scores.back().push_back(logits[static_cast<size_t>(t)]);
+  }
   const EngineOptions configs[] = {{16, 0, 512, 16}, {4, 0, 5, 4}, {4, 9, 64, 8}};
   for (const EngineOptions& o : configs) {
     Engine engine(*model, pool, o);
-    std::vector<int64_t> generating, embedding;
+    std::vector<int64_t> generating, embedding, scoring;
     for (size_t i = 0; i < std::max(reqs.size(), texts.size()); ++i) {
       if (i < reqs.size()) generating.push_back(engine.add(reqs[i].prompt, reqs[i].opts));
       if (i < texts.size()) embedding.push_back(engine.add_embedding(texts[i]));
+      if (i < texts.size()) scoring.push_back(engine.add_scoring(texts[i], score_ids));
       if (i == 2) engine.step();
     }
     engine.run_until_idle();
@@ -490,10 +499,17 @@ TEST(Engine, EmbeddingsAreBatchInvariantAmongGeneratingRequests) {
       ASSERT_TRUE(engine.finished(embedding[i]));
       EXPECT_TRUE(engine.result(embedding[i]).ids.empty());
       EXPECT_EQ(engine.result(embedding[i]).prompt_tokens, static_cast<int64_t>(texts[text].size()));
-      const std::span<const float> got = engine.embedding(embedding[i]);
+      const std::span<const float> got = engine.output(embedding[i]);
       ASSERT_EQ(got.size(), want.size()) << "embedding " << i;
       EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
           << "embedding " << i << " with block size " << o.block_size << ", budget " << o.max_batch_tokens;
+    }
+    for (size_t i = 0; i < scoring.size(); ++i) {
+      ASSERT_TRUE(engine.finished(scoring[i]));
+      EXPECT_TRUE(engine.result(scoring[i]).ids.empty());
+      const std::span<const float> got = engine.output(scoring[i]);
+      EXPECT_EQ(std::vector<float>(got.begin(), got.end()), expected_scores[i])
+          << "scores " << i << " with block size " << o.block_size << ", budget " << o.max_batch_tokens;
     }
     if (o.kv_blocks == 0) {  // (9 blocks cannot keep it cached past the generating requests)
       EXPECT_GT(engine.result(embedding.back()).reused_tokens, 0) << "block size " << o.block_size;
@@ -515,7 +531,24 @@ TEST(Engine, AnEmbeddingPromptMayFillTheContextAGenerationPromptMayNot) {
   EXPECT_THROW(engine.add_embedding(std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9}), Error);
   EXPECT_THROW(engine.add_embedding(std::vector<int32_t>{}), Error);
   engine.run_until_idle();
-  EXPECT_EQ(engine.embedding(h).size(), static_cast<size_t>(model->config().hidden_size));
+  EXPECT_EQ(engine.output(h).size(), static_cast<size_t>(model->config().hidden_size));
+}
+
+TEST(Engine, AScoringRequestNamesItsIdsAndMayFillTheContext) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(1);
+  EngineOptions o;
+  o.context = 8;
+  Engine engine(*model, pool, o);
+  const std::vector<int32_t> eight = {1, 2, 3, 4, 5, 6, 7, 8};
+  const int64_t h = engine.add_scoring(eight, {5, 9693});
+  EXPECT_THROW(engine.add_scoring(std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9}, {5}), Error);
+  EXPECT_THROW(engine.add_scoring(eight, {}), Error);
+  for (int32_t bad : {-1, static_cast<int32_t>(model->config().vocab_size)})
+    EXPECT_THROW(engine.add_scoring(eight, {5, bad}), Error) << bad;
+  engine.run_until_idle();
+  EXPECT_EQ(engine.output(h).size(), 2u);
+  EXPECT_TRUE(engine.result(h).ids.empty());
 }
 
 // Qwen3-Embedding-8B's checkpoint: untied, no lm_head.weight. It embeds; asked
@@ -537,8 +570,9 @@ TEST(Engine, AModelWithoutLmHeadEmbedsAndRefusesToGenerate) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("it embeds, it cannot generate"), std::string::npos) << e.what();
   }
+  EXPECT_THROW(engine.add_scoring(std::vector<int32_t>{1, 2, 3}, {5}), Error);
   const int64_t h = engine.add_embedding(std::vector<int32_t>{1, 2, 3});
   engine.run_until_idle();
-  const std::span<const float> e = engine.embedding(h);
+  const std::span<const float> e = engine.output(h);
   EXPECT_EQ(std::vector<float>(e.begin(), e.end()), hidden_alone(*model, {1, 2, 3}, pool));
 }
