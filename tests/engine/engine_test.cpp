@@ -519,36 +519,28 @@ TEST(Engine, EmbeddingsAreBatchInvariantAmongGeneratingRequests) {
   }
 }
 
-TEST(Engine, AnEmbeddingPromptMayFillTheContextAGenerationPromptMayNot) {
+// Embedding and scoring prompts may fill the context (nothing follows them);
+// a scoring request names ids in the vocabulary.
+TEST(Engine, PromptOnlyRequestsMayFillTheContextAGenerationPromptMayNot) {
   auto model = Qwen3Model::load(test::data_path("models/tiny"));
   ThreadPool pool(1);
   EngineOptions o;
   o.context = 8;
   Engine engine(*model, pool, o);
-  const std::vector<int32_t> eight = {1, 2, 3, 4, 5, 6, 7, 8};
+  const std::vector<int32_t> eight = {1, 2, 3, 4, 5, 6, 7, 8}, nine = {1, 2, 3, 4, 5, 6, 7, 8, 9};
   EXPECT_THROW(engine.add(eight, {}), Error);
-  const int64_t h = engine.add_embedding(eight);
-  EXPECT_THROW(engine.add_embedding(std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9}), Error);
+  const int64_t embedded = engine.add_embedding(eight);
+  const int64_t scored = engine.add_scoring(eight, {5, 9693});
+  EXPECT_THROW(engine.add_embedding(nine), Error);
+  EXPECT_THROW(engine.add_scoring(nine, {5}), Error);
   EXPECT_THROW(engine.add_embedding(std::vector<int32_t>{}), Error);
-  engine.run_until_idle();
-  EXPECT_EQ(engine.output(h).size(), static_cast<size_t>(model->config().hidden_size));
-}
-
-TEST(Engine, AScoringRequestNamesItsIdsAndMayFillTheContext) {
-  auto model = Qwen3Model::load(test::data_path("models/tiny"));
-  ThreadPool pool(1);
-  EngineOptions o;
-  o.context = 8;
-  Engine engine(*model, pool, o);
-  const std::vector<int32_t> eight = {1, 2, 3, 4, 5, 6, 7, 8};
-  const int64_t h = engine.add_scoring(eight, {5, 9693});
-  EXPECT_THROW(engine.add_scoring(std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9}, {5}), Error);
   EXPECT_THROW(engine.add_scoring(eight, {}), Error);
   for (int32_t bad : {-1, static_cast<int32_t>(model->config().vocab_size)})
     EXPECT_THROW(engine.add_scoring(eight, {5, bad}), Error) << bad;
   engine.run_until_idle();
-  EXPECT_EQ(engine.output(h).size(), 2u);
-  EXPECT_TRUE(engine.result(h).ids.empty());
+  EXPECT_EQ(engine.output(embedded).size(), static_cast<size_t>(model->config().hidden_size));
+  EXPECT_EQ(engine.output(scored).size(), 2u);
+  EXPECT_TRUE(engine.result(scored).ids.empty());
 }
 
 // Qwen3-Embedding-8B's checkpoint: untied, no lm_head.weight. It embeds; asked
