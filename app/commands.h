@@ -14,6 +14,7 @@ void add_tokenize_command(CLI::App& app);
 void add_template_command(CLI::App& app);
 void add_batch_command(CLI::App& app);
 void add_embed_command(CLI::App& app);
+void add_rerank_command(CLI::App& app);
 void add_bench_batch_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 

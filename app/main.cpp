@@ -120,6 +120,7 @@ int main(int argc, char** argv) {
   qinfer::cli::add_template_command(app);
   qinfer::cli::add_batch_command(app);
   qinfer::cli::add_embed_command(app);
+  qinfer::cli::add_rerank_command(app);
   qinfer::cli::add_bench_batch_command(app);
   qinfer::cli::add_serve_command(app);
   require_plain_numbers(app);

@@ -1,0 +1,75 @@
+// `qinfer rerank` through the built binary: each document's score is P(yes)
+// from the logits of its Qwen3-Reranker prompt computed alone, the same bits
+// at any parallelism; documents from arguments or stdin, errors in place.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "hidden_state.h"
+#include "json_lines.h"
+#include "model/qwen3.h"
+#include "runtime/rerank.h"
+#include "test_util.h"
+#include "text/tokenizer.h"
+
+using nlohmann::json;
+using qinfer::test::data_path;
+using qinfer::test::json_lines_of;
+using qinfer::test::qinfer_binary;
+using qinfer::test::run_command;
+using namespace qinfer;
+
+TEST(RerankCli, EachScoreIsItsPromptsYesProbabilityComputedAloneAtAnyParallelism) {
+  const std::string model = data_path("models/tiny");
+  auto m = Qwen3Model::load(model);
+  const Tokenizer tok = Tokenizer::from_file(model + "/tokenizer.json");
+  const RerankPrompt prompt(tok);
+  ThreadPool pool(1);
+  const std::string query = "What is the capital of China?", instruct = "Judge capitals";
+  const std::vector<std::string> docs = {"The capital of China is Beijing.", "Gravity is a force.", "", "Paris"};
+  std::vector<float> want;
+  for (const std::string& doc : docs) {
+    const std::vector<float> logits = test::logits_alone(*m, prompt.input_ids(instruct, query, doc), pool);
+    want.push_back(RerankPrompt::score(std::vector<float>{logits[2152], logits[9693]}));
+  }
+  std::string args;
+  for (const std::string& d : docs) args += " '" + d + "'";
+  for (const char* flags : {"--parallel 1", "--parallel 8", "--parallel 3 --max-batch-tokens 7"}) {
+    const auto res = run_command(qinfer_binary() + " rerank -m " + model + " -q '" + query + "' --instruct '" +
+                                 instruct + "' -t 2 " + flags + args + " 2>/dev/null");
+    ASSERT_EQ(res.exit_code, 0) << flags << "\n" << res.output;
+    const std::vector<json> out = json_lines_of(res.output);
+    ASSERT_EQ(out.size(), docs.size()) << flags;
+    for (size_t i = 0; i < docs.size(); ++i) {
+      EXPECT_EQ(out[i]["index"], i);
+      EXPECT_EQ(out[i]["prompt_tokens"], prompt.input_ids(instruct, query, docs[i]).size());
+      EXPECT_EQ(out[i]["relevance_score"].get<float>(), want[i]) << flags << ": document " << i;
+    }
+  }
+}
+
+TEST(RerankCli, DocumentsFromStdinAndAnErrorInItsPlace) {
+  test::ScratchDir dir("rerank-cli");
+  const std::string input = dir.file("docs.txt");
+  std::string long_doc;
+  for (int i = 0; i < 40; ++i) long_doc += " word";
+  std::ofstream(input) << "short\n" << long_doc << "\n";
+  // 6 blocks of 16: the short document's prompt fits, the long one's does not.
+  const auto res = run_command(qinfer_binary() + " rerank -m " + data_path("models/tiny") +
+                               " -q 'q' --kv-blocks 6 < " + input + " 2>" + dir.file("err"));
+  ASSERT_EQ(res.exit_code, 0) << res.output;
+  const std::vector<json> out = json_lines_of(res.output);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[0].contains("relevance_score")) << out[0].dump();
+  EXPECT_EQ(out[1]["error"].get<std::string>().rfind("text 2: the prompt has ", 0), 0u) << out[1].dump();
+  std::ifstream err(dir.file("err"));
+  std::string summary((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  EXPECT_NE(summary.find("[2 documents (1 refused)"), std::string::npos) << summary;
+}
+
+TEST(RerankCli, AQueryIsRequired) {
+  const auto res = run_command(qinfer_binary() + " rerank -m " + data_path("models/tiny") + " doc 2>&1");
+  EXPECT_EQ(res.exit_code, 2) << res.output;
+  EXPECT_NE(res.output.find("--query is required"), std::string::npos) << res.output;
+}
