@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <set>
@@ -20,6 +21,7 @@
 #include "server/connection_threads.h"
 #include "server/embeddings_api.h"
 #include "server/metrics.h"
+#include "server/rerank_api.h"
 #include "server/responses_api.h"
 
 namespace qinfer::server {
@@ -48,8 +50,9 @@ struct Route {
 constexpr Route kRoutes[] = {{"GET", "/health"},          {"GET", "/metrics"},
                              {"GET", "/v1/models"},       {"POST", "/v1/chat/completions"},
                              {"POST", "/v1/completions"}, {"POST", "/v1/responses"},
-                             {"POST", "/v1/embeddings"},  {"POST", "/tokenize"},
-                             {"POST", "/detokenize"}};
+                             {"POST", "/v1/embeddings"},  {"POST", "/rerank"},
+                             {"POST", "/v1/rerank"},      {"POST", "/v2/rerank"},
+                             {"POST", "/tokenize"},       {"POST", "/detokenize"}};
 
 // The methods `path` has a route for ("" when none), as an Allow header lists them.
 std::string allowed_methods(const std::string& path) {
@@ -98,7 +101,11 @@ struct HttpServer::Impl {
   void routes();
   enum class Api { Chat, Completions, Responses };
   void completion(const httplib::Request& req, httplib::Response& res, Api api);
+  std::vector<std::vector<float>> run_prompt_only(
+      const std::vector<std::vector<int32_t>>& inputs, const char* field,
+      const std::function<std::shared_ptr<engine::RequestStream>(const std::vector<int32_t>&, bool)>& submit);
   void embeddings(const httplib::Request& req, httplib::Response& res);
+  void rerank(const httplib::Request& req, httplib::Response& res);
   bool authorized(const httplib::Request& req) const;
   std::string allowed_origin(const httplib::Request& req) const;
   std::string new_id(const char* prefix);
@@ -140,43 +147,62 @@ std::string HttpServer::Impl::new_id(const char* prefix) {
   return id;
 }
 
-// Every input is one embedding request on the engine loop, batched with
-// whatever else runs; the answer comes when all are done (a prefill each: a
-// client that leaves meanwhile costs no more than that).
-void HttpServer::Impl::embeddings(const httplib::Request& req, httplib::Response& res) {
-  const EmbeddingRequest request = parse_embedding_request(parse_json_body(req.body), *model, loop->capacity());
+// Every input is one prompt-only request on the engine loop (`submit`:
+// an embedding or a score), batched with whatever else runs; the answer comes
+// when all are done (a prefill each: a client that leaves meanwhile costs no
+// more than that). Their outputs, in order; an ApiError naming `field` for an
+// input the engine refused.
+std::vector<std::vector<float>> HttpServer::Impl::run_prompt_only(
+    const std::vector<std::vector<int32_t>>& inputs, const char* field,
+    const std::function<std::shared_ptr<engine::RequestStream>(const std::vector<int32_t>&, bool)>& submit) {
   std::vector<std::shared_ptr<engine::RequestStream>> streams;
   auto cancel_all = [&] {
     for (auto& s : streams) s->cancel();
   };
-  for (const std::vector<int32_t>& ids : request.inputs) {
-    streams.push_back(loop->submit_embedding(ids, /*continues_admitted=*/!streams.empty()));
+  for (const std::vector<int32_t>& ids : inputs) {
+    streams.push_back(submit(ids, /*continues_admitted=*/!streams.empty()));
     if (!streams.back()) {
       streams.pop_back();
       cancel_all();
       throw ApiError(503, "the server is busy: too many requests are waiting; retry later");
     }
   }
-  std::vector<std::vector<float>> hidden;
+  std::vector<std::vector<float>> outputs;
   for (size_t i = 0; i < streams.size(); ++i) {
     std::vector<int32_t> none;
     auto state = engine::RequestStream::State::Running;
     while (state == engine::RequestStream::State::Running) state = streams[i]->wait(none, std::chrono::seconds(1));
     if (state == engine::RequestStream::State::Failed) {
       cancel_all();
-      const std::string why = "input " + std::to_string(i) + ": " + streams[i]->error();
+      const std::string why = std::string(field) + " " + std::to_string(i) + ": " + streams[i]->error();
       switch (streams[i]->failure()) {
         case engine::RequestStream::Failure::Refused:
-          throw ApiError(400, why, "input");
+          throw ApiError(400, why, field);
         case engine::RequestStream::Failure::ShutDown:
           throw ApiError(503, why);
         case engine::RequestStream::Failure::Lost:
           throw ApiError(500, why);
       }
     }
-    hidden.push_back(streams[i]->output());
+    outputs.push_back(streams[i]->output());
   }
+  return outputs;
+}
+
+void HttpServer::Impl::embeddings(const httplib::Request& req, httplib::Response& res) {
+  const EmbeddingRequest request = parse_embedding_request(parse_json_body(req.body), *model, loop->capacity());
+  const auto hidden = run_prompt_only(request.inputs, "input", [&](const std::vector<int32_t>& ids, bool more) {
+    return loop->submit_embedding(ids, more);
+  });
   send_json(res, embedding_response(request, hidden, model->name));
+}
+
+void HttpServer::Impl::rerank(const httplib::Request& req, httplib::Response& res) {
+  const RerankRequest request = parse_rerank_request(parse_json_body(req.body), *model, loop->capacity());
+  const auto logits = run_prompt_only(request.inputs, "documents", [&](const std::vector<int32_t>& ids, bool more) {
+    return loop->submit_scoring(ids, request.score_ids, more);
+  });
+  send_json(res, rerank_response(request, logits, new_id("rerank-"), model->name));
 }
 
 void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response& res, Api api) {
@@ -343,6 +369,9 @@ void HttpServer::Impl::routes() {
   http.Post("/v1/responses",
             [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, Api::Responses); });
   http.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { embeddings(req, res); });
+  // vLLM serves all three paths for the same API.
+  for (const char* path : {"/rerank", "/v1/rerank", "/v2/rerank"})
+    http.Post(path, [this](const httplib::Request& req, httplib::Response& res) { rerank(req, res); });
   // vLLM's: a text ('prompt', or llama-server's 'content'), or 'messages' as
   // /v1/chat/completions renders them (generation prompt included).
   http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {

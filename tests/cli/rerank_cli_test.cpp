@@ -56,8 +56,8 @@ TEST(RerankCli, DocumentsFromStdinAndAnErrorInItsPlace) {
   for (int i = 0; i < 40; ++i) long_doc += " word";
   std::ofstream(input) << "short\n" << long_doc << "\n";
   // 6 blocks of 16: the short document's prompt fits, the long one's does not.
-  const auto res = run_command(qinfer_binary() + " rerank -m " + data_path("models/tiny") +
-                               " -q 'q' --kv-blocks 6 < " + input + " 2>" + dir.file("err"));
+  const auto res = run_command(qinfer_binary() + " rerank -m " + data_path("models/tiny") + " -q 'q' --kv-blocks 6 < " +
+                               input + " 2>" + dir.file("err"));
   ASSERT_EQ(res.exit_code, 0) << res.output;
   const std::vector<json> out = json_lines_of(res.output);
   ASSERT_EQ(out.size(), 2u);

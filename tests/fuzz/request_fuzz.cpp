@@ -2,7 +2,8 @@
 // maps it (JSON -> chat or completion request -> the Qwen3 chat template ->
 // token ids) with the tiny checkpoint's tokenizer and template; the first
 // byte picks the endpoint (odd: chat; 2 mod 4: responses; 4 mod 8:
-// embeddings, answered with made-up states; else completions). An ApiError (the 4xx the client gets) or a
+// embeddings, answered with made-up states; 8 mod 16: rerank, answered with
+// made-up logits; else completions). An ApiError (the 4xx the client gets) or a
 // qinfer::Error (a 400) is the expected outcome of most inputs; a crash, a
 // sanitizer report or any other exception is a finding. The rendered reply
 // splitter gets the same bytes in pieces and must agree with itself.
@@ -14,6 +15,7 @@
 #include "server/chat_output.h"
 #include "server/embeddings_api.h"
 #include "server/openai_request.h"
+#include "server/rerank_api.h"
 #include "server/responses_api.h"
 
 namespace {
@@ -46,7 +48,7 @@ void check_reply_splitter(const std::string& text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const int endpoint = data[0] % 8 == 4 ? 3 : data[0] % 4 == 2 ? 2 : data[0] & 1 ? 0 : 1;
+  const int endpoint = data[0] % 16 == 8 ? 4 : data[0] % 8 == 4 ? 3 : data[0] % 4 == 2 ? 2 : data[0] & 1 ? 0 : 1;
   const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
     const auto json = qinfer::server::parse_json_body(body);
@@ -60,8 +62,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::vector<std::vector<float>> states;
       for (size_t i = 0; i < request.inputs.size(); ++i) states.emplace_back(hidden, static_cast<float>(i) - 0.5f);
       (void)qinfer::server::embedding_response(request, states, "tiny").dump();
-    }
-    else
+    } else if (endpoint == 4) {
+      const auto request = qinfer::server::parse_rerank_request(json, served(), 64);
+      std::vector<std::vector<float>> logits;
+      for (size_t i = 0; i < request.inputs.size(); ++i)
+        logits.push_back({static_cast<float>(i % 3), static_cast<float>(i % 5) - 2.0f});
+      (void)qinfer::server::rerank_response(request, logits, "rerank-0", "tiny").dump();
+    } else
       (void)qinfer::server::parse_chat_request(qinfer::server::chat_body_of_response_request(json), served());
   } catch (const qinfer::Error&) {
     // ApiError or another clear error: what the client is told

@@ -23,6 +23,7 @@
 #include "io/safetensors_writer.h"
 #include "model/test_model.h"
 #include "runtime/embedding.h"
+#include "runtime/rerank.h"
 #include "test_util.h"
 
 using namespace qinfer;
@@ -1011,6 +1012,86 @@ TEST(HttpServer, EmbeddingRequestsTheApiRefusesAreNamed) {
   EXPECT_EQ(f.post("/v1/embeddings", {{"input", "x"}, {"model", "other"}}, 404)["error"]["param"], "model");
   // A prompt that fills the context exactly is embedded (nothing is generated after it).
   EXPECT_EQ(f.post("/v1/embeddings", {{"input", std::vector<int>(128, 1)}})["usage"]["prompt_tokens"], 128);
+  EXPECT_EQ(f.metric("qinfer:num_requests_running"), 0);
+}
+
+// /rerank (and /v1, /v2, as vLLM): each document's score is P(yes) from its
+// Qwen3-Reranker prompt's logits run alone; most relevant first, top_n of
+// them, with or without the documents' text.
+TEST(HttpServer, RerankScoresEachDocumentAsItsPromptAloneMostRelevantFirst) {
+  Fixture f;
+  const RerankPrompt prompt(f.bundle.require_tokenizer());
+  const std::string query = "capital of France?";
+  const std::vector<std::string> docs = {"Paris", "Berlin is big", "", "Paris is the capital of France."};
+  auto scores_with = [&](const std::string& instruction) {
+    std::vector<float> scores;
+    for (const std::string& d : docs) {
+      const std::vector<float> logits =
+          test::logits_alone(*f.bundle.model, prompt.input_ids(instruction, query, d), f.pool);
+      scores.push_back(RerankPrompt::score(std::vector<float>{logits[2152], logits[9693]}));
+    }
+    return scores;
+  };
+  const std::vector<float> want = scores_with(std::string(kDefaultRerankInstruction));
+  std::vector<size_t> order = {0, 1, 2, 3};
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return want[a] > want[b]; });
+  int64_t tokens = 0;
+  for (const std::string& d : docs)
+    tokens += static_cast<int64_t>(prompt.input_ids(kDefaultRerankInstruction, query, d).size());
+  const ordered_json documents = {docs[0], {{"text", docs[1]}}, docs[2], docs[3]};
+  for (const char* path : {"/rerank", "/v1/rerank", "/v2/rerank"}) {
+    const ordered_json r = f.post(path, {{"model", "tiny"}, {"query", query}, {"documents", documents}});
+    ASSERT_EQ(r["results"].size(), 4u) << r;
+    EXPECT_EQ(r["id"].get<std::string>().rfind("rerank-", 0), 0u);
+    EXPECT_EQ(r["model"], "tiny");
+    EXPECT_EQ(r["usage"]["total_tokens"], tokens);
+    for (size_t k = 0; k < 4; ++k) {
+      const ordered_json& result = r["results"][k];
+      EXPECT_EQ(result["index"], order[k]) << path << " " << r;
+      EXPECT_EQ(result["document"]["text"], docs[order[k]]);
+      EXPECT_EQ(result["relevance_score"].get<float>(), want[order[k]]) << path << ": document " << order[k];
+    }
+  }
+  const ordered_json top =
+      f.post("/v1/rerank", {{"query", query}, {"documents", docs}, {"top_n", 2}, {"return_documents", false}});
+  ASSERT_EQ(top["results"].size(), 2u) << top;
+  EXPECT_EQ(top["results"][0]["index"], order[0]);
+  EXPECT_EQ(top["results"][1]["index"], order[1]);
+  EXPECT_FALSE(top["results"][0].contains("document"));
+  const std::vector<float> instructed = scores_with("Judge capitals");
+  const ordered_json with_task =
+      f.post("/v1/rerank", {{"query", query}, {"documents", {docs[3]}}, {"instruction", "Judge capitals"}});
+  EXPECT_EQ(with_task["results"][0]["relevance_score"].get<float>(), instructed[3]);
+  EXPECT_EQ(f.metric("qinfer:num_requests_running"), 0);
+}
+
+TEST(HttpServer, RerankRequestsTheApiRefusesAreNamed) {
+  Fixture f;  // context 128, at most 8 running + 16 waiting
+  const ordered_json docs = {"a"};
+  std::string long_document;
+  for (int i = 0; i < 100; ++i) long_document += " word";
+  const std::pair<ordered_json, std::string> cases[] = {
+      {{{"documents", docs}}, "query"},
+      {{{"query", 5}, {"documents", docs}}, "query"},
+      {{{"query", "q"}}, "documents"},
+      {{{"query", "q"}, {"documents", ordered_json::array()}}, "documents"},
+      {{{"query", "q"}, {"documents", "a"}}, "documents"},
+      {{{"query", "q"}, {"documents", {"a", 5}}}, "documents"},
+      {{{"query", "q"}, {"documents", {{{"txt", "a"}}}}}, "documents"},
+      {{{"query", "q"}, {"documents", docs}, {"top_n", -1}}, "top_n"},
+      {{{"query", "q"}, {"documents", docs}, {"top_n", 1.5}}, "top_n"},
+      {{{"query", "q"}, {"documents", docs}, {"return_documents", "yes"}}, "return_documents"},
+      {{{"query", "q"}, {"documents", docs}, {"instruction", 3}}, "instruction"},
+      {{{"query", "q"}, {"documents", docs}, {"rank_fields", {"a"}}}, "rank_fields"},
+      {{{"query", "q"}, {"documents", {long_document}}}, "documents"},                    // longer than the context
+      {{{"query", "q"}, {"documents", std::vector<std::string>(25, "x")}}, "documents"},  // more than it holds
+  };
+  for (const auto& [body, param] : cases) {
+    const ordered_json e = f.post("/v1/rerank", body, 400);
+    EXPECT_EQ(e["error"]["param"], param) << body.dump() << " -> " << e.dump();
+  }
+  EXPECT_EQ(f.post("/v1/rerank", {{"query", "q"}, {"documents", docs}, {"model", "other"}}, 404)["error"]["param"],
+            "model");
   EXPECT_EQ(f.metric("qinfer:num_requests_running"), 0);
 }
 

@@ -1,0 +1,104 @@
+#include "server/rerank_api.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "runtime/rerank.h"
+#include "server/api_error.h"
+
+namespace qinfer::server {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+constexpr int64_t kMaxDocuments = 2048;
+
+[[noreturn]] void bad(const std::string& param, const std::string& message) { throw ApiError(400, message, param); }
+
+std::string string_field(const ordered_json& body, const char* field, bool required) {
+  if (!body.contains(field) || body[field].is_null()) {
+    if (required) bad(field, std::string("'") + field + "' is missing");
+    return "";
+  }
+  if (!body[field].is_string()) bad(field, std::string("'") + field + "' must be a string");
+  return body[field].get<std::string>();
+}
+
+}  // namespace
+
+RerankRequest parse_rerank_request(const ordered_json& body, const ServedModel& model, int64_t max_inputs) {
+  for (const auto& item : body.items())
+    if (item.key() != "model" && item.key() != "query" && item.key() != "documents" && item.key() != "top_n" &&
+        item.key() != "return_documents" && item.key() != "instruction")
+      throw ApiError(400, "Unrecognized request argument supplied: " + input_excerpt(item.key()),
+                     input_excerpt(item.key()));
+  check_model(body, model);
+  if (!model.bundle.tokenizer) bad("query", "this model has no tokenizer.json: it cannot read a query");
+  RerankRequest r;
+  const std::string query = string_field(body, "query", true);
+  std::string instruction = string_field(body, "instruction", false);
+  if (instruction.empty()) instruction = kDefaultRerankInstruction;
+  if (body.contains("top_n") && !body["top_n"].is_null()) {
+    const ordered_json& n = body["top_n"];
+    if (!n.is_number_integer() || n.get<int64_t>() < 0) bad("top_n", "'top_n' must be a non-negative integer");
+    r.top_n = n.get<int64_t>();
+  }
+  if (body.contains("return_documents") && !body["return_documents"].is_null()) {
+    if (!body["return_documents"].is_boolean()) bad("return_documents", "'return_documents' must be true or false");
+    r.return_documents = body["return_documents"].get<bool>();
+  }
+  if (!body.contains("documents")) bad("documents", "'documents' is missing");
+  const ordered_json& documents = body["documents"];
+  if (!documents.is_array() || documents.empty())
+    bad("documents", "'documents' must be a non-empty list of strings (or of {\"text\": string})");
+  const int64_t limit = std::min(kMaxDocuments, max_inputs);
+  if (static_cast<int64_t>(documents.size()) > limit)
+    bad("documents", "at most " + std::to_string(limit) +
+                         " documents per request (the server holds that many at once), got " +
+                         std::to_string(documents.size()));
+  const RerankPrompt prompt = [&] {
+    try {
+      return RerankPrompt(*model.bundle.tokenizer);
+    } catch (const Error& e) {
+      throw ApiError(400, e.what(), "model");
+    }
+  }();
+  for (size_t k = 0; k < documents.size(); ++k) {
+    const ordered_json& d = documents[k];
+    const ordered_json* text = d.is_string() ? &d : d.is_object() && d.contains("text") ? &d["text"] : nullptr;
+    if (!text || !text->is_string())
+      bad("documents", "documents[" + std::to_string(k) + "] must be a string or {\"text\": string}");
+    r.documents.push_back(text->get<std::string>());
+    r.inputs.push_back(prompt.input_ids(instruction, query, r.documents.back()));
+  }
+  r.score_ids = prompt.score_ids();
+  return r;
+}
+
+ordered_json rerank_response(const RerankRequest& request, const std::vector<std::vector<float>>& logits,
+                             const std::string& id, const std::string& model_name) {
+  std::vector<float> scores;
+  int64_t tokens = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    scores.push_back(RerankPrompt::score(logits[i]));
+    tokens += static_cast<int64_t>(request.inputs[i].size());
+  }
+  std::vector<size_t> order(scores.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  if (request.top_n > 0 && static_cast<size_t>(request.top_n) < order.size()) order.resize(request.top_n);
+  ordered_json results = ordered_json::array();
+  for (size_t i : order) {
+    ordered_json result = {{"index", i}};
+    if (request.return_documents) result["document"] = {{"text", request.documents[i]}};
+    result["relevance_score"] = scores[i];
+    results.push_back(std::move(result));
+  }
+  return {{"id", id},
+          {"model", model_name},
+          {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}},
+          {"results", std::move(results)}};
+}
+
+}  // namespace qinfer::server
