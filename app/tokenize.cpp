@@ -32,6 +32,7 @@ struct TokenizeArgs {
   bool decode = false;
   bool plain_special = false;
   bool skip_special = false;
+  bool no_post_processor = false;
 };
 
 // MODEL is a checkpoint directory / hub id, or a tokenizer.json itself.
@@ -95,10 +96,14 @@ void run_tokenize(const TokenizeArgs& a) {
   const int modes = int(a.text.has_value()) + int(a.jsonl) + int(a.decode);
   if (modes != 1) usage_fail("give exactly one of: TEXT, --jsonl, --decode");
   const Tokenizer tok = load_tokenizer(a.model);
+  // As HF's encode(): the post-processor's special tokens around the text
+  // (Qwen3-Embedding's appends <|endoftext|>; Qwen3's adds none) unless told not to.
+  auto encode = [&](const std::string& text) {
+    std::vector<int32_t> ids = tok.encode(text, !a.plain_special);
+    return a.no_post_processor ? ids : tok.with_special_tokens(std::move(ids));
+  };
   if (a.jsonl) {
-    for_each_stdin_record("text", [&](const json& text) {
-      print_line({{"ids", tok.encode(text.get<std::string>(), !a.plain_special)}});
-    });
+    for_each_stdin_record("text", [&](const json& text) { print_line({{"ids", encode(text.get<std::string>())}}); });
   } else if (a.decode) {
     const uint64_t vocab = emittable_ids(a.model, tok);
     for_each_stdin_record("ids", [&](const json& ids) {
@@ -114,7 +119,7 @@ void run_tokenize(const TokenizeArgs& a) {
     });
   } else {
     utf8::require_valid(*a.text, "TEXT");
-    print_tokens(tok, tok.encode(*a.text, !a.plain_special));
+    print_tokens(tok, encode(*a.text));
   }
 }
 
@@ -135,6 +140,10 @@ void add_tokenize_command(CLI::App& app) {
       cmd->add_flag("--decode", a->decode, "Read {\"ids\": [...]} lines on stdin, write {\"text\": ...} lines");
   cmd->add_flag("--no-special", a->plain_special,
                 "Encode the text of special tokens (<|im_start|>, ...) as plain text, for untrusted input")
+      ->excludes(decode);
+  cmd->add_flag("--no-add-special-tokens", a->no_post_processor,
+                "Without the special tokens tokenizer.json's post-processor puts around a text (HF's "
+                "add_special_tokens=False; Qwen3-Embedding's appends <|endoftext|>, Qwen3's adds none)")
       ->excludes(decode);
   cmd->add_flag("--skip-special", a->skip_special, "With --decode: leave out special tokens")->needs(decode);
   cmd->callback([a] { run_tokenize(*a); });

@@ -89,6 +89,20 @@ TEST(TokenizeCli, EmptyTextIsZeroTokens) {
   EXPECT_EQ(r.output, "0 tokens: []\n");
 }
 
+// As HF's encode(): the post-processor's tokens around the text by default
+// (Qwen3-Embedding's tokenizer appends <|endoftext|>), left out when asked.
+TEST(TokenizeCli, ThePostProcessorsTokensAreAddedAsHfEncodeAddsThem) {
+  qinfer::test::ScratchDir dir("tokenize-embedding");
+  const std::string bin = qinfer::test::qinfer_binary();
+  ASSERT_EQ(run_command(bin + " make-test-model --preset tiny --embedding --out " + dir.file("m")).exit_code, 0);
+  const std::string tokenize = bin + " tokenize -m " + dir.file("m") + " ";
+  EXPECT_EQ(run_command(tokenize + "'Hi there' | head -1").output, "3 tokens: [13048,1052,151643]\n");
+  EXPECT_EQ(run_command(tokenize + "--no-add-special-tokens 'Hi there' | head -1").output, "2 tokens: [13048,1052]\n");
+  EXPECT_EQ(run_command("echo '{\"text\": \"Hi\"}' | " + tokenize + "--jsonl").output, "{\"ids\":[13048,151643]}\n");
+  // Qwen3's own post-processor adds nothing.
+  EXPECT_EQ(run_command(tokenize_cmd("'Hi there' | head -1")).output, "2 tokens: [13048,1052]\n");
+}
+
 TEST(TokenizeCli, BadInputIsAnErrorNamingTheLine) {
   qinfer::test::ScratchDir dir("tok-cli");
   std::ofstream(dir.file("in.jsonl")) << "{\"text\": \"ok\"}\n{\"txt\": \"oops\"}\n";
