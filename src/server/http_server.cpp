@@ -21,6 +21,7 @@
 #include "server/connection_threads.h"
 #include "server/embeddings_api.h"
 #include "server/metrics.h"
+#include "server/prompt_only_batch.h"
 #include "server/rerank_api.h"
 #include "server/responses_api.h"
 
@@ -101,9 +102,10 @@ struct HttpServer::Impl {
   void routes();
   enum class Api { Chat, Completions, Responses };
   void completion(const httplib::Request& req, httplib::Response& res, Api api);
-  std::vector<std::vector<float>> run_prompt_only(
-      const std::vector<std::vector<int32_t>>& inputs, const char* field,
-      const std::function<std::shared_ptr<engine::RequestStream>(const std::vector<int32_t>&, bool)>& submit);
+  static bool provide_as_made(const httplib::Request& req, httplib::Response& res, const char* type,
+                              const httplib::ContentProviderWithoutLength& provider);
+  void answer_prompt_only(const httplib::Request& req, httplib::Response& res, std::shared_ptr<PromptOnlyBatch> batch,
+                          std::function<ordered_json()> answer);
   void embeddings(const httplib::Request& req, httplib::Response& res);
   void rerank(const httplib::Request& req, httplib::Response& res);
   bool authorized(const httplib::Request& req) const;
@@ -147,62 +149,77 @@ std::string HttpServer::Impl::new_id(const char* prefix) {
   return id;
 }
 
-// Every input is one prompt-only request on the engine loop (`submit`:
-// an embedding or a score), batched with whatever else runs; the answer comes
-// when all are done (a prefill each: a client that leaves meanwhile costs no
-// more than that). Their outputs, in order; an ApiError naming `field` for an
-// input the engine refused.
-std::vector<std::vector<float>> HttpServer::Impl::run_prompt_only(
-    const std::vector<std::vector<int32_t>>& inputs, const char* field,
-    const std::function<std::shared_ptr<engine::RequestStream>(const std::vector<int32_t>&, bool)>& submit) {
-  std::vector<std::shared_ptr<engine::RequestStream>> streams;
-  auto cancel_all = [&] {
-    for (auto& s : streams) s->cancel();
+// Sets `provider` as the body as it is made: chunked, or for an HTTP/1.0
+// client (nginx's default proxy_http_version), which has no chunked transfer
+// coding (RFC 7230 3.3.1), up to the connection's end, which httplib closes
+// after it. False for an HTTP/1.0 client that keeps the connection alive: it
+// needs the answer's length, so the answer has to be made whole first.
+bool HttpServer::Impl::provide_as_made(const httplib::Request& req, httplib::Response& res, const char* type,
+                                       const httplib::ContentProviderWithoutLength& provider) {
+  if (req.version != "HTTP/1.0") {
+    res.set_chunked_content_provider(type, provider);
+    return true;
+  }
+  if (req.get_header_value("Connection") == "Keep-Alive") return false;
+  res.set_content_provider(type, provider);
+  return true;
+}
+
+// The answer of prompt-only requests (an embedding or a score per input),
+// batched on the engine loop with whatever else runs: with its status when
+// done within status_wait; else it begins (200) and a space goes out every
+// space_interval until it is done, a write being how a client that left is
+// noticed (its requests are then cancelled), and a failure after that is the
+// error object as the body.
+void HttpServer::Impl::answer_prompt_only(const httplib::Request& req, httplib::Response& res,
+                                          std::shared_ptr<PromptOnlyBatch> batch,
+                                          std::function<ordered_json()> answer) {
+  using Clock = std::chrono::steady_clock;
+  const auto always = [] { return true; };
+  if (batch->wait(Clock::now() + options.status_wait, options.space_interval, always)) return send_json(res, answer());
+  const auto provider = [batch, answer, slice = options.space_interval](size_t, httplib::DataSink& sink) {
+    ordered_json body;
+    try {
+      if (!batch->wait(Clock::time_point::max(), slice, [&] { return sink.is_writable() && sink.write(" ", 1); }))
+        return false;  // the client left
+      body = answer();
+    } catch (const ApiError& e) {
+      body = e.to_json();
+    } catch (const Error& e) {
+      body = ApiError(500, e.what()).to_json();
+    }
+    const std::string text = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    sink.write(text.data(), text.size());
+    sink.done();
+    return true;
   };
-  for (const std::vector<int32_t>& ids : inputs) {
-    streams.push_back(submit(ids, /*continues_admitted=*/!streams.empty()));
-    if (!streams.back()) {
-      streams.pop_back();
-      cancel_all();
-      throw ApiError(503, "the server is busy: too many requests are waiting; retry later");
-    }
-  }
-  std::vector<std::vector<float>> outputs;
-  for (size_t i = 0; i < streams.size(); ++i) {
-    std::vector<int32_t> none;
-    auto state = engine::RequestStream::State::Running;
-    while (state == engine::RequestStream::State::Running) state = streams[i]->wait(none, std::chrono::seconds(1));
-    if (state == engine::RequestStream::State::Failed) {
-      cancel_all();
-      const std::string why = std::string(field) + " " + std::to_string(i) + ": " + streams[i]->error();
-      switch (streams[i]->failure()) {
-        case engine::RequestStream::Failure::Refused:
-          throw ApiError(400, why, field);
-        case engine::RequestStream::Failure::ShutDown:
-          throw ApiError(503, why);
-        case engine::RequestStream::Failure::Lost:
-          throw ApiError(500, why);
-      }
-    }
-    outputs.push_back(streams[i]->output());
-  }
-  return outputs;
+  // The charset keeps httplib from compressing it (it compresses "application/json" exactly): a
+  // compressor would hold the spaces back.
+  if (provide_as_made(req, res, "application/json; charset=utf-8", provider)) return;
+  batch->wait(Clock::time_point::max(), options.space_interval, always);
+  send_json(res, answer());
 }
 
 void HttpServer::Impl::embeddings(const httplib::Request& req, httplib::Response& res) {
-  const EmbeddingRequest request = parse_embedding_request(parse_json_body(req.body), *model, loop->capacity());
-  const auto hidden = run_prompt_only(request.inputs, "input", [&](const std::vector<int32_t>& ids, bool more) {
-    return loop->submit_embedding(ids, more);
+  auto request = std::make_shared<const EmbeddingRequest>(
+      parse_embedding_request(parse_json_body(req.body), *model, loop->capacity()));
+  auto batch = std::make_shared<PromptOnlyBatch>(
+      request->inputs, "input",
+      [&](const std::vector<int32_t>& ids, bool more) { return loop->submit_embedding(ids, more); });
+  answer_prompt_only(req, res, batch, [request, batch, name = model->name] {
+    return embedding_response(*request, batch->outputs(), name);
   });
-  send_json(res, embedding_response(request, hidden, model->name));
 }
 
 void HttpServer::Impl::rerank(const httplib::Request& req, httplib::Response& res) {
-  const RerankRequest request = parse_rerank_request(parse_json_body(req.body), *model, loop->capacity());
-  const auto logits = run_prompt_only(request.inputs, "documents", [&](const std::vector<int32_t>& ids, bool more) {
-    return loop->submit_scoring(ids, request.score_ids, more);
+  auto request =
+      std::make_shared<const RerankRequest>(parse_rerank_request(parse_json_body(req.body), *model, loop->capacity()));
+  auto batch = std::make_shared<PromptOnlyBatch>(
+      request->inputs, "documents",
+      [&](const std::vector<int32_t>& ids, bool more) { return loop->submit_scoring(ids, request->score_ids, more); });
+  answer_prompt_only(req, res, batch, [request, batch, id = new_id("rerank-"), name = model->name] {
+    return rerank_response(*request, batch->outputs(), id, name);
   });
-  send_json(res, rerank_response(request, logits, new_id("rerank-"), model->name));
 }
 
 void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response& res, Api api) {
@@ -254,13 +271,9 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
         },
         [log](bool) {});
   };
-  // HTTP/1.0 has no chunked transfer coding (RFC 7230 3.3.1): such a client
-  // (nginx's default proxy_http_version) reads the answer to the connection's
-  // end, which httplib closes after it; one that keeps the connection alive
-  // needs the answer's length, so the answer is made whole first.
-  auto provide = [&](const char* type, httplib::ContentProviderWithoutLength provider) {
-    if (req.version != "HTTP/1.0") return res.set_chunked_content_provider(type, std::move(provider));
-    if (req.get_header_value("Connection") != "Keep-Alive") return res.set_content_provider(type, std::move(provider));
+  // As it is made where the client allows it (provide_as_made), else made whole first.
+  auto provide = [&](const char* type, const httplib::ContentProviderWithoutLength& provider) {
+    if (provide_as_made(req, res, type, provider)) return;
     std::string body;
     httplib::DataSink whole;
     whole.write = [&body](const char* data, size_t size) {

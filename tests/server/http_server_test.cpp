@@ -37,12 +37,12 @@ struct Fixture {
   explicit Fixture(engine::EngineLoopOptions lo = {{4, 0, 64, 8, 128}, 16}, std::string key = "",
                    const std::string& model = test::data_path("models/tiny"),
                    std::vector<std::string> allowed_origins = {}, std::chrono::milliseconds status_wait = 1s,
-                   std::chrono::milliseconds space_interval = 1s)
+                   std::chrono::milliseconds space_interval = 1s, size_t max_body_bytes = 16384)
       : bundle(load_model_bundle(model)),
         pool(2),
         loop(*bundle.model, pool, lo),
         served{bundle, "tiny", loop.context()},
-        http(options(key, std::move(allowed_origins), status_wait, space_interval)) {
+        http(options(key, std::move(allowed_origins), status_wait, space_interval, max_body_bytes)) {
     http.bind();
     serving = std::thread([this] { http.serve(); });
     http.set_ready(served, loop, lo.engine.block_size);
@@ -53,14 +53,15 @@ struct Fixture {
     serving.join();
   }
   static ServerOptions options(const std::string& key, std::vector<std::string> allowed_origins,
-                               std::chrono::milliseconds status_wait, std::chrono::milliseconds space_interval) {
+                               std::chrono::milliseconds status_wait, std::chrono::milliseconds space_interval,
+                               size_t max_body_bytes) {
     ServerOptions o;
     o.status_wait = status_wait;
     o.space_interval = space_interval;
     o.port = 0;
     o.api_key = key;
     o.allowed_origins = std::move(allowed_origins);
-    o.max_body_bytes = 16384;  // over httplib's 8 KiB cap on form-encoded bodies
+    o.max_body_bytes = max_body_bytes;  // 16 KiB by default: over httplib's 8 KiB cap on form-encoded bodies
     return o;
   }
   httplib::Client client() {
@@ -1063,6 +1064,34 @@ TEST(HttpServer, RerankScoresEachDocumentAsItsPromptAloneMostRelevantFirst) {
       f.post("/v1/rerank", {{"query", query}, {"documents", {docs[3]}}, {"instruction", "Judge capitals"}});
   EXPECT_EQ(with_task["results"][0]["relevance_score"].get<float>(), instructed[3]);
   EXPECT_EQ(f.metric("qinfer:num_requests_running"), 0);
+}
+
+// A client that leaves before its embeddings (or scores) are done cancels
+// them: the answer begins after status_wait and its spaces notice it. Each
+// input here takes thousands of 4-token steps, one at a time: the queue empties
+// in far less than running them would take.
+TEST(HttpServer, ClientThatLeavesPromptOnlyRequestsCancelsThem) {
+  Fixture f(engine::EngineLoopOptions{{4, 0, 4, 1, 16384}, 16}, "", test::data_path("models/tiny"), {}, 50ms, 10ms,
+            size_t{1} << 20);
+  std::vector<std::vector<int>> inputs(16);  // no two alike: none is in the prefix cache
+  for (size_t i = 0; i < inputs.size(); ++i)
+    for (int k = 0; k < 8000; ++k) inputs[i].push_back(static_cast<int>((i * 8000 + k) % 150000));
+  const ordered_json many = {{"input", inputs}};
+  auto impatient = f.client();
+  impatient.set_read_timeout(0, 20'000);  // gone before the answer begins
+  EXPECT_FALSE(impatient.Post("/v1/embeddings", many.dump(), "application/json")) << "the client timed out";
+  auto queued = [&] { return f.metric("qinfer:num_requests_running") + f.metric("qinfer:num_requests_waiting"); };
+  for (int i = 0; i < 60 && queued() > 0; ++i) std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(queued(), 0) << "16 x 2000 steps would take far longer: the client's leaving cancelled them";
+  // A patient client gets its answer, spaces before it while it waited.
+  std::vector<std::vector<int>> fresh(2);  // none of them cached by the run that was cancelled
+  for (size_t i = 0; i < fresh.size(); ++i)
+    for (int k = 0; k < 3000; ++k) fresh[i].push_back(static_cast<int>(140000 - i * 3000 - k));
+  const ordered_json two = {{"input", fresh}};
+  auto patient = f.client().Post("/v1/embeddings", two.dump(), "application/json");
+  ASSERT_TRUE(patient);
+  EXPECT_EQ(patient->body.substr(0, 1), " ") << "a space went out while the answer was computed";
+  EXPECT_EQ(ordered_json::parse(patient->body)["data"].size(), 2u);
 }
 
 TEST(HttpServer, RerankRequestsTheApiRefusesAreNamed) {
