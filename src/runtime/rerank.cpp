@@ -31,6 +31,12 @@ RerankPrompt::RerankPrompt(const Tokenizer& tokenizer)
 
 std::vector<int32_t> RerankPrompt::input_ids(std::string_view instruction, std::string_view query,
                                              std::string_view document) const {
+  if (query.starts_with(kPrefix)) {
+    std::vector<int32_t> ids = tokenizer_.encode(query);
+    const std::vector<int32_t> rest = tokenizer_.encode(document);
+    ids.insert(ids.end(), rest.begin(), rest.end());
+    return ids;
+  }
   std::string pair = "<Instruct>: ";
   pair.append(instruction).append("\n<Query>: ").append(query).append("\n<Document>: ").append(document);
   std::vector<int32_t> ids = prefix_;

@@ -41,3 +41,18 @@ TEST(Rerank, ScoreIsTheProbabilityOfYesAgainstNo) {
   EXPECT_EQ(RerankPrompt::score(std::vector<float>{1000, -1000}), 0.0f);
   EXPECT_THROW(RerankPrompt::score(std::vector<float>{1}), Error);
 }
+
+// vLLM's guide formats the prompt client-side; such a query is not wrapped
+// again, and gives the ids qinfer's own formatting gives.
+TEST(Rerank, AQueryFormattedAsVllmsGuideHasItIsTakenAsItIs) {
+  const Tokenizer tok = Tokenizer::from_file(test::data_path("models/tiny/tokenizer.json"));
+  const RerankPrompt prompt(tok);
+  const std::string formatted_query =
+      "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
+      "provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Instruct>: "
+      "Judge capitals\n<Query>: What is the capital of China?\n";
+  const std::string formatted_document =
+      "<Document>: The capital of China is Beijing.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+  EXPECT_EQ(prompt.input_ids("ignored", formatted_query, formatted_document),
+            prompt.input_ids("Judge capitals", "What is the capital of China?", "The capital of China is Beijing."));
+}
