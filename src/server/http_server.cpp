@@ -175,18 +175,48 @@ void HttpServer::Impl::answer_prompt_only(const httplib::Request& req, httplib::
                                           std::shared_ptr<PromptOnlyBatch> batch,
                                           std::function<ordered_json()> answer) {
   using Clock = std::chrono::steady_clock;
+  // The request in /metrics once it ends: "stop", "error", or "abort" when
+  // dropped unfinished (its client left).
+  struct Record {
+    Record(Metrics& m, int64_t t) : metrics(m), tokens(t) {}
+    Record(const Record&) = delete;
+    Record& operator=(const Record&) = delete;
+    Metrics& metrics;
+    int64_t tokens;
+    Clock::time_point start = Clock::now();
+    const char* reason = "abort";
+    ~Record() {
+      metrics.record_request(tokens, 0, -1, std::chrono::duration<double>(Clock::now() - start).count(), reason);
+    }
+  };
+  auto record = std::make_shared<Record>(*metrics, batch->prompt_tokens());
   const auto always = [] { return true; };
-  if (batch->wait(Clock::now() + options.status_wait, options.space_interval, always)) return send_json(res, answer());
-  const auto provider = [batch, answer, slice = options.space_interval](size_t, httplib::DataSink& sink) {
+  // A whole answer, recorded as it ended.
+  auto whole = [&](Clock::time_point until) {
+    try {
+      if (!batch->wait(until, options.space_interval, always)) return false;
+    } catch (const Error&) {
+      record->reason = "error";
+      throw;
+    }
+    record->reason = "stop";
+    send_json(res, answer());
+    return true;
+  };
+  if (whole(Clock::now() + options.status_wait)) return;
+  const auto provider = [batch, answer, record, slice = options.space_interval](size_t, httplib::DataSink& sink) {
     ordered_json body;
     try {
       if (!batch->wait(Clock::time_point::max(), slice, [&] { return sink.is_writable() && sink.write(" ", 1); }))
         return false;  // the client left
       body = answer();
+      record->reason = "stop";
     } catch (const ApiError& e) {
       body = e.to_json();
+      record->reason = "error";
     } catch (const Error& e) {
       body = ApiError(500, e.what()).to_json();
+      record->reason = "error";
     }
     const std::string text = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     sink.write(text.data(), text.size());
@@ -195,9 +225,7 @@ void HttpServer::Impl::answer_prompt_only(const httplib::Request& req, httplib::
   };
   // The charset keeps httplib from compressing it (it compresses "application/json" exactly): a
   // compressor would hold the spaces back.
-  if (provide_as_made(req, res, "application/json; charset=utf-8", provider)) return;
-  batch->wait(Clock::time_point::max(), options.space_interval, always);
-  send_json(res, answer());
+  if (!provide_as_made(req, res, "application/json; charset=utf-8", provider)) whole(Clock::time_point::max());
 }
 
 void HttpServer::Impl::embeddings(const httplib::Request& req, httplib::Response& res) {

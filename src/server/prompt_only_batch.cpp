@@ -10,6 +10,7 @@ PromptOnlyBatch::PromptOnlyBatch(const std::vector<std::vector<int32_t>>& inputs
                                  const Submit& submit)
     : field_(std::move(field)) {
   for (const std::vector<int32_t>& ids : inputs) {
+    prompt_tokens_ += static_cast<int64_t>(ids.size());
     streams_.push_back(submit(ids, /*continues_admitted=*/!streams_.empty()));
     if (!streams_.back()) {
       streams_.pop_back();

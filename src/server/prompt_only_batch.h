@@ -34,12 +34,14 @@ class PromptOnlyBatch {
             const std::function<bool()>& client_there);
   // Each request's Engine::output(), in input order, once wait() returned true.
   const std::vector<std::vector<float>>& outputs() const { return outputs_; }
+  int64_t prompt_tokens() const { return prompt_tokens_; }  // of all inputs
 
  private:
   void cancel();
   std::vector<std::shared_ptr<engine::RequestStream>> streams_;
   std::string field_;
   std::vector<std::vector<float>> outputs_;
+  int64_t prompt_tokens_ = 0;
 };
 
 }  // namespace qinfer::server

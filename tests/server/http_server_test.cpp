@@ -983,6 +983,9 @@ TEST(HttpServer, EmbeddingsAreEachInputsNormalizedHiddenStateInFloatOrBase64) {
       EXPECT_EQ(floats_of_base64(as_base64["data"][i]["embedding"].get<std::string>()), want) << "input " << i;
     }
   }
+  // Each answered request is in /metrics as vLLM counts pooling requests: its prompt tokens, reason "stop".
+  EXPECT_EQ(f.metric("qinfer:prompt_tokens_total"), 4.0 * static_cast<double>(ids[0].size() + ids[1].size() + 3));
+  EXPECT_EQ(f.metric("qinfer:request_success_total"), 4) << "finished_reason=\"stop\"";
   // One string alone, and one list of ids alone.
   EXPECT_EQ(f.post("/v1/embeddings", {{"input", "Hi"}})["data"][0]["embedding"].get<std::vector<float>>(),
             embedding_vector(hidden[1], 0, true));
@@ -1081,8 +1084,12 @@ TEST(HttpServer, ClientThatLeavesPromptOnlyRequestsCancelsThem) {
   impatient.set_read_timeout(0, 20'000);  // gone before the answer begins
   EXPECT_FALSE(impatient.Post("/v1/embeddings", many.dump(), "application/json")) << "the client timed out";
   auto queued = [&] { return f.metric("qinfer:num_requests_running") + f.metric("qinfer:num_requests_waiting"); };
-  for (int i = 0; i < 60 && queued() > 0; ++i) std::this_thread::sleep_for(50ms);
+  auto aborted = [&] { return f.client().Get("/metrics")->body.find("finished_reason=\"abort\"} 1\n"); };
+  for (int i = 0; i < 60 && (queued() > 0 || aborted() == std::string::npos); ++i) std::this_thread::sleep_for(50ms);
   EXPECT_EQ(queued(), 0) << "16 x 2000 steps would take far longer: the client's leaving cancelled them";
+  EXPECT_NE(aborted(), std::string::npos) << "in /metrics as aborted";
+  const std::string metrics = f.client().Get("/metrics")->body;
+  EXPECT_NE(metrics.find("qinfer:prompt_tokens_total{model_name=\"tiny\"} 128000\n"), std::string::npos) << metrics;
   // A patient client gets its answer, spaces before it while it waited.
   std::vector<std::vector<int>> fresh(2);  // none of them cached by the run that was cancelled
   for (size_t i = 0; i < fresh.size(); ++i)
