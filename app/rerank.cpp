@@ -29,15 +29,15 @@ void run_rerank(const RerankArgs& a) {
   const std::vector<std::string> documents = texts_or_stdin_lines(a.documents);
   const LoadOptions load_options = a.load.options();
   const ModelBundle bundle = load_model_bundle(a.model, load_options);
-  const RerankPrompt prompt(bundle.require_tokenizer());
+  const RerankPrompt prompt(bundle.require_tokenizer(), *bundle.model);
   PromptOnlyRun run;
   run.noun = "documents";
   run.ids_of = [&](const std::string& document) { return prompt.input_ids(a.instruct, a.query, document); };
   run.add = [&](engine::Engine& engine, const std::vector<int32_t>& ids) {
-    return engine.add_scoring(ids, prompt.score_ids());
+    return prompt.uses_classifier() ? engine.add_embedding(ids) : engine.add_scoring(ids, prompt.score_ids());
   };
-  run.describe = [](ordered_json& line, std::span<const float> logits) {
-    line["relevance_score"] = RerankPrompt::score(logits);
+  run.describe = [&](ordered_json& line, std::span<const float> output) {
+    line["relevance_score"] = prompt.score(output);
   };
   run_prompt_only(bundle, load_options.threads, a.engine, documents, run);
 }

@@ -95,11 +95,12 @@ Qwen3Config parse_qwen3_config(const std::string& text, const std::string& origi
   if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
       j["architectures"][0].is_string())
     arch = j["architectures"][0].get<std::string>();
-  if (arch != "Qwen3ForCausalLM")
+  if (arch != "Qwen3ForCausalLM" && arch != "Qwen3ForSequenceClassification")
     fail(origin, ": architecture '", arch.empty() ? std::string("(none)") : arch,
-         "' is not supported; qinfer runs Qwen3ForCausalLM checkpoints");
+         "' is not supported; qinfer runs Qwen3ForCausalLM and Qwen3ForSequenceClassification checkpoints");
 
   Qwen3Config c;
+  c.sequence_classifier = arch == "Qwen3ForSequenceClassification";
   read_key(j, "vocab_size", &c.vocab_size, origin);
   read_key(j, "hidden_size", &c.hidden_size, origin);
   read_key(j, "intermediate_size", &c.intermediate_size, origin);

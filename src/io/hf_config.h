@@ -21,9 +21,13 @@ struct Qwen3Config {
   double rope_theta = 10000.0;
   bool tie_word_embeddings = false;
   std::vector<int32_t> eos_token_ids;  // config.json's eos_token_id (a number or a list)
+  // Qwen3ForSequenceClassification (a classifier head, score.weight, such as a
+  // converted Qwen3-Reranker), not Qwen3ForCausalLM.
+  bool sequence_classifier = false;
 };
 
-// Parses config.json; refuses other architectures and features qinfer does
+// Parses config.json; refuses architectures other than Qwen3ForCausalLM and
+// Qwen3ForSequenceClassification, and features qinfer does
 // not implement (attention bias, rope scaling, sliding window, non-SiLU).
 Qwen3Config load_qwen3_config(const std::string& config_json_path);
 Qwen3Config parse_qwen3_config(const std::string& json_text, const std::string& origin);

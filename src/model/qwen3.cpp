@@ -112,4 +112,14 @@ std::span<const float> forward(const Qwen3Model& model, std::span<const int32_t>
   return logits;
 }
 
+std::vector<float> Qwen3Model::classify(std::span<const float> hidden) const {
+  if (!has_classifier()) fail("this model has no classifier head (score.weight)");
+  if (static_cast<int64_t>(hidden.size()) != config_.hidden_size)
+    fail("a hidden state of ", hidden.size(), " values, not the model's ", config_.hidden_size);
+  std::vector<float> logits(static_cast<size_t>(layout_.score_rows));
+  ThreadPool caller_only(1);  // a few thousand products: any thread may ask, the engine's pool stays its own
+  matmul(hidden.data(), 1, weights_.score, logits.data(), caller_only);
+  return logits;
+}
+
 }  // namespace qinfer

@@ -30,6 +30,7 @@ struct Qwen3Weights {
   std::vector<Qwen3Layer> layers;
   std::vector<float> final_norm;
   WeightMatrix lm_head;  // the embedding matrix itself when tie_word_embeddings
+  WeightMatrix score;    // a sequence classifier's head, [labels, hidden] (Qwen3ForSequenceClassification)
 };
 
 // How a checkpoint names its tensors: Qwen3ForCausalLM's "model.layers.0..."
@@ -39,6 +40,9 @@ struct Qwen3Weights {
 struct Qwen3Layout {
   std::string prefix = "model.";
   bool lm_head = true;  // lm_head.weight is stored (read unless tie_word_embeddings)
+  // Rows of score.weight, a Qwen3ForSequenceClassification head (as
+  // Qwen3-Reranker converted to one: "yes" minus "no"); 0: none.
+  int64_t score_rows = 0;
 };
 
 struct LoadOptions {
@@ -79,6 +83,11 @@ class Qwen3Model {
   // False for an untied backbone without lm_head.weight: it gives hidden
   // states (embeddings), not logits.
   bool has_lm_head() const { return weights_.lm_head.data != nullptr; }
+  // A sequence classifier's head (score.weight): its labels' logits of a
+  // final hidden state (BatchSeq::Logits::Hidden), as HF's
+  // Qwen3ForSequenceClassification scores the last position. Error without one.
+  bool has_classifier() const { return weights_.score.data != nullptr; }
+  std::vector<float> classify(std::span<const float> hidden) const;
   DType kv_cache_dtype() const { return kv_cache_; }
 
   KvCache make_cache() const;  // sized for the model's context length, grown on use

@@ -53,6 +53,7 @@ void for_each_tensor(const Qwen3Config& c, const Qwen3Layout& layout, Weights& w
   vector(m + "norm.weight", w.final_norm, H);
   // Tied: the embedding matrix is the lm_head and any lm_head.weight in the file is ignored.
   if (!c.tie_word_embeddings && layout.lm_head) matrix("lm_head.weight", w.lm_head, c.vocab_size, H);
+  if (layout.score_rows > 0) matrix("score.weight", w.score, layout.score_rows, H);
 }
 
 // Gives the pages of a read-only file mapping back to the page cache (they
@@ -237,6 +238,16 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
   Qwen3Layout& layout = m->layout_;
   if (!m->checkpoint_.find("model.embed_tokens.weight") && m->checkpoint_.find("embed_tokens.weight"))
     layout = {"", m->checkpoint_.find("lm_head.weight") != nullptr};
+  // A sequence classifier (Qwen3ForSequenceClassification) has score.weight
+  // and, untied, no lm_head.weight.
+  if (const TensorView* score = m->checkpoint_.find("score.weight")) {
+    if (score->shape.size() != 2 || score->shape[0] < 1 || score->shape[0] > 1024)
+      fail(dir, ": score.weight has shape ", shape_str(score->shape), ", not [labels (1 to 1024), hidden]");
+    layout.score_rows = score->shape[0];
+    layout.lm_head = m->checkpoint_.find("lm_head.weight") != nullptr;
+  } else if (c.sequence_classifier) {
+    fail(dir, ": a Qwen3ForSequenceClassification checkpoint without score.weight (its classifier head)");
+  }
   // Checked before the layer tables are sized by it: a config may say 10^12.
   const std::string last_layer =
       layout.prefix + "layers." + std::to_string(c.num_hidden_layers - 1) + ".input_layernorm.weight";

@@ -23,11 +23,22 @@ int32_t answer_id(const Tokenizer& tokenizer, std::string_view answer) {
 
 }  // namespace
 
-RerankPrompt::RerankPrompt(const Tokenizer& tokenizer)
-    : tokenizer_(tokenizer),
-      prefix_(tokenizer.encode(kPrefix)),
-      suffix_(tokenizer.encode(kSuffix)),
-      score_ids_{answer_id(tokenizer, "no"), answer_id(tokenizer, "yes")} {}
+RerankPrompt::RerankPrompt(const Tokenizer& tokenizer, const Qwen3Model& model)
+    : tokenizer_(tokenizer), model_(model), prefix_(tokenizer.encode(kPrefix)), suffix_(tokenizer.encode(kSuffix)) {
+  if (model.has_classifier()) {
+    if (model.layout().score_rows != 1)
+      fail("this classifier has ", model.layout().score_rows, " labels; a reranker's has one (relevance)");
+    return;
+  }
+  if (!model.has_lm_head()) fail("this model has neither an lm_head nor a classifier head: it cannot score a pair");
+  score_ids_ = {answer_id(tokenizer, "no"), answer_id(tokenizer, "yes")};
+}
+
+float RerankPrompt::score(std::span<const float> output) const {
+  if (!uses_classifier()) return yes_probability(output);
+  const float logit = model_.classify(output)[0];
+  return 1.0f / (1.0f + std::exp(-logit));  // torch.sigmoid, as vLLM and sentence-transformers apply it
+}
 
 std::vector<int32_t> RerankPrompt::input_ids(std::string_view instruction, std::string_view query,
                                              std::string_view document) const {
@@ -46,7 +57,7 @@ std::vector<int32_t> RerankPrompt::input_ids(std::string_view instruction, std::
   return ids;
 }
 
-float RerankPrompt::score(std::span<const float> no_yes) {
+float RerankPrompt::yes_probability(std::span<const float> no_yes) {
   if (no_yes.size() != 2) fail("a rerank score needs the logits of \"no\" and \"yes\", got ", no_yes.size());
   const float no = no_yes[0], yes = no_yes[1], top = std::max(no, yes);
   const float log_sum = top + std::log(std::exp(no - top) + std::exp(yes - top));

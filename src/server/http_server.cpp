@@ -242,9 +242,11 @@ void HttpServer::Impl::embeddings(const httplib::Request& req, httplib::Response
 void HttpServer::Impl::rerank(const httplib::Request& req, httplib::Response& res) {
   auto request =
       std::make_shared<const RerankRequest>(parse_rerank_request(parse_json_body(req.body), *model, loop->capacity()));
-  auto batch = std::make_shared<PromptOnlyBatch>(
-      request->inputs, "documents",
-      [&](const std::vector<int32_t>& ids, bool more) { return loop->submit_scoring(ids, request->score_ids, more); });
+  auto batch =
+      std::make_shared<PromptOnlyBatch>(request->inputs, "documents", [&](const std::vector<int32_t>& ids, bool more) {
+        return request->prompt->uses_classifier() ? loop->submit_embedding(ids, more)
+                                                  : loop->submit_scoring(ids, request->prompt->score_ids(), more);
+      });
   answer_prompt_only(req, res, batch, [request, batch, id = new_id("rerank-"), name = model->name] {
     return rerank_response(*request, batch->outputs(), id, name);
   });

@@ -57,31 +57,28 @@ RerankRequest parse_rerank_request(const ordered_json& body, const ServedModel& 
     bad("documents", "at most " + std::to_string(limit) +
                          " documents per request (the server holds that many at once), got " +
                          std::to_string(documents.size()));
-  const RerankPrompt prompt = [&] {
-    try {
-      return RerankPrompt(*model.bundle.tokenizer);
-    } catch (const Error& e) {
-      throw ApiError(400, e.what(), "model");
-    }
-  }();
+  try {
+    r.prompt = std::make_shared<const RerankPrompt>(*model.bundle.tokenizer, *model.bundle.model);
+  } catch (const Error& e) {
+    throw ApiError(400, e.what(), "model");
+  }
   for (size_t k = 0; k < documents.size(); ++k) {
     const ordered_json& d = documents[k];
     const ordered_json* text = d.is_string() ? &d : d.is_object() && d.contains("text") ? &d["text"] : nullptr;
     if (!text || !text->is_string())
       bad("documents", "documents[" + std::to_string(k) + "] must be a string or {\"text\": string}");
     r.documents.push_back(text->get<std::string>());
-    r.inputs.push_back(prompt.input_ids(instruction, query, r.documents.back()));
+    r.inputs.push_back(r.prompt->input_ids(instruction, query, r.documents.back()));
   }
-  r.score_ids = prompt.score_ids();
   return r;
 }
 
-ordered_json rerank_response(const RerankRequest& request, const std::vector<std::vector<float>>& logits,
+ordered_json rerank_response(const RerankRequest& request, const std::vector<std::vector<float>>& outputs,
                              const std::string& id, const std::string& model_name) {
   std::vector<float> scores;
   int64_t tokens = 0;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    scores.push_back(RerankPrompt::score(logits[i]));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    scores.push_back(request.prompt->score(outputs[i]));
     tokens += static_cast<int64_t>(request.inputs[i].size());
   }
   std::vector<size_t> order(scores.size());

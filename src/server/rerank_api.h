@@ -5,19 +5,21 @@
 // card's <Instruct>) defaults to the card's.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "runtime/rerank.h"
 #include "server/openai_request.h"
 
 namespace qinfer::server {
 
 struct RerankRequest {
   std::vector<std::string> documents;
-  std::vector<std::vector<int32_t>> inputs;  // each document's prompt
-  std::vector<int32_t> score_ids;            // "no", "yes"
-  int64_t top_n = 0;                         // 0: all
+  std::vector<std::vector<int32_t>> inputs;    // each document's prompt
+  std::shared_ptr<const RerankPrompt> prompt;  // how they are scored
+  int64_t top_n = 0;                           // 0: all
   bool return_documents = true;
 };
 
@@ -28,8 +30,8 @@ RerankRequest parse_rerank_request(const nlohmann::ordered_json& body, const Ser
 
 // {"id", "model", "usage", "results": [{"index", "document": {"text"},
 // "relevance_score"}]}, by score (highest first; ties in input order), the
-// first top_n; `logits` holds each document's logits of score_ids.
-nlohmann::ordered_json rerank_response(const RerankRequest& request, const std::vector<std::vector<float>>& logits,
+// first top_n; `outputs` holds each document's Engine::output().
+nlohmann::ordered_json rerank_response(const RerankRequest& request, const std::vector<std::vector<float>>& outputs,
                                        const std::string& id, const std::string& model_name);
 
 }  // namespace qinfer::server

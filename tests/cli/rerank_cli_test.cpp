@@ -3,10 +3,14 @@
 // at any parallelism; documents from arguments or stdin, errors in place.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "hidden_state.h"
+#include "io/safetensors.h"
+#include "io/safetensors_writer.h"
 #include "json_lines.h"
 #include "model/qwen3.h"
 #include "runtime/rerank.h"
@@ -24,14 +28,14 @@ TEST(RerankCli, EachScoreIsItsPromptsYesProbabilityComputedAloneAtAnyParallelism
   const std::string model = data_path("models/tiny");
   auto m = Qwen3Model::load(model);
   const Tokenizer tok = Tokenizer::from_file(model + "/tokenizer.json");
-  const RerankPrompt prompt(tok);
+  const RerankPrompt prompt(tok, *m);
   ThreadPool pool(1);
   const std::string query = "What is the capital of China?", instruct = "Judge capitals";
   const std::vector<std::string> docs = {"The capital of China is Beijing.", "Gravity is a force.", "", "Paris"};
   std::vector<float> want;
   for (const std::string& doc : docs) {
     const std::vector<float> logits = test::logits_alone(*m, prompt.input_ids(instruct, query, doc), pool);
-    want.push_back(RerankPrompt::score(std::vector<float>{logits[2152], logits[9693]}));
+    want.push_back(RerankPrompt::yes_probability(std::vector<float>{logits[2152], logits[9693]}));
   }
   std::string args;
   for (const std::string& d : docs) args += " '" + d + "'";
@@ -72,4 +76,95 @@ TEST(RerankCli, AQueryIsRequired) {
   const auto res = run_command(qinfer_binary() + " rerank -m " + data_path("models/tiny") + " doc 2>&1");
   EXPECT_EQ(res.exit_code, 2) << res.output;
   EXPECT_NE(res.output.find("--query is required"), std::string::npos) << res.output;
+}
+
+namespace {
+
+// The tiny checkpoint converted as vLLM and sentence-transformers convert
+// Qwen3-Reranker to Qwen3ForSequenceClassification: score.weight [1, hidden]
+// is the lm_head's "yes" row minus its "no" row (the tied embedding's here);
+// untied, the checkpoint has no lm_head at all.
+void write_sequence_classifier(const std::string& dir, bool tied) {
+  namespace fs = std::filesystem;
+  const std::string tiny = data_path("models/tiny");
+  fs::create_directories(dir);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"})
+    fs::copy_file(tiny + "/" + f, dir + "/" + f);
+  json config = json::parse(std::ifstream(tiny + "/config.json"));
+  config["architectures"] = {"Qwen3ForSequenceClassification"};
+  config["tie_word_embeddings"] = tied;
+  std::ofstream(dir + "/config.json") << config.dump(2);
+  const SafetensorsFile source(tiny + "/model.safetensors");
+  std::vector<TensorData> tensors;
+  for (const auto& [name, t] : source.tensors())
+    tensors.push_back({name, t.dtype, t.shape, {t.data, t.data + t.nbytes}});
+  const TensorView& embed = source.tensors().at("model.embed_tokens.weight");
+  ASSERT_EQ(embed.dtype, DType::BF16);
+  const int64_t hidden = embed.shape[1];
+  auto value = [&](int64_t row, int64_t col) {
+    uint16_t bits;
+    std::memcpy(&bits, embed.data + 2 * (row * hidden + col), 2);
+    const uint32_t f32 = static_cast<uint32_t>(bits) << 16;
+    float v;
+    std::memcpy(&v, &f32, 4);
+    return v;
+  };
+  std::vector<float> score(static_cast<size_t>(hidden));
+  for (int64_t c = 0; c < hidden; ++c) score[static_cast<size_t>(c)] = value(9693, c) - value(2152, c);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(score.data());
+  tensors.push_back({"score.weight", DType::F32, {1, hidden}, {bytes, bytes + score.size() * sizeof(float)}});
+  write_safetensors(dir + "/model.safetensors", tensors);
+}
+
+}  // namespace
+
+// A Qwen3ForSequenceClassification checkpoint scores the same prompt with the
+// sigmoid of its head's logit, the same bits at any parallelism, and (its head
+// being "yes" minus "no") P(yes) of the causal model to rounding; untied, it
+// loads without an lm_head and still ranks.
+TEST(RerankCli, ASequenceClassifierCheckpointScoresWithItsHead) {
+  test::ScratchDir dir("rerank-seq-cls");
+  auto causal = Qwen3Model::load(data_path("models/tiny"));
+  const Tokenizer tok = Tokenizer::from_file(data_path("models/tiny/tokenizer.json"));
+  ThreadPool pool(1);
+  const std::string query = "What is the capital of China?";
+  const std::vector<std::string> docs = {"The capital of China is Beijing.", "Gravity is a force.", "Paris"};
+  // Declared a classifier without the head: refused, not run as the causal model.
+  const std::string headless = dir.file("headless");
+  std::filesystem::create_directories(headless);
+  for (const char* f : {"tokenizer.json", "model.safetensors"})
+    std::filesystem::copy_file(data_path("models/tiny/") + f, headless + "/" + f);
+  json config = json::parse(std::ifstream(data_path("models/tiny/config.json")));
+  config["architectures"] = {"Qwen3ForSequenceClassification"};
+  std::ofstream(headless + "/config.json") << config.dump();
+  const auto refused = run_command(qinfer_binary() + " rerank -m " + headless + " -q q d 2>&1");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.output.find("without score.weight"), std::string::npos) << refused.output;
+  for (const bool tied : {true, false}) {
+    const std::string model = dir.file(tied ? "tied" : "untied");
+    write_sequence_classifier(model, tied);
+    auto m = Qwen3Model::load(model);
+    ASSERT_TRUE(m->has_classifier());
+    EXPECT_EQ(m->has_lm_head(), tied);
+    const RerankPrompt prompt(tok, *m);
+    EXPECT_TRUE(prompt.uses_classifier());
+    std::string args;
+    for (const std::string& d : docs) args += " '" + d + "'";
+    for (const char* flags : {"--parallel 1", "--parallel 8 --max-batch-tokens 7"}) {
+      const auto res =
+          run_command(qinfer_binary() + " rerank -m " + model + " -q '" + query + "' " + flags + args + " 2>/dev/null");
+      ASSERT_EQ(res.exit_code, 0) << res.output;
+      const std::vector<json> out = json_lines_of(res.output);
+      ASSERT_EQ(out.size(), docs.size()) << res.output;
+      for (size_t i = 0; i < docs.size(); ++i) {
+        const std::vector<int32_t> ids = prompt.input_ids(kDefaultRerankInstruction, query, docs[i]);
+        const float logit = m->classify(test::hidden_alone(*m, ids, pool))[0];
+        EXPECT_EQ(out[i]["relevance_score"].get<float>(), 1.0f / (1.0f + std::exp(-logit))) << flags << " " << i;
+        const std::vector<float> logits = test::logits_alone(*causal, ids, pool);
+        EXPECT_NEAR(out[i]["relevance_score"].get<float>(),
+                    RerankPrompt::yes_probability(std::vector<float>{logits[2152], logits[9693]}), 2e-6)
+            << "the head is yes minus no: document " << i;
+      }
+    }
+  }
 }

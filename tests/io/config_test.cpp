@@ -49,6 +49,11 @@ TEST(HfConfig, RefusesOtherArchitectures) {
   EXPECT_NE(error_of([] { parse_qwen3_config(R"({})", "c.json"); }).find("'(none)'"), std::string::npos);
 }
 
+TEST(HfConfig, ASequenceClassifierIsAQwen3Too) {
+  EXPECT_FALSE(parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"]})", "c").sequence_classifier);
+  EXPECT_TRUE(parse_qwen3_config(R"({"architectures":["Qwen3ForSequenceClassification"]})", "c").sequence_classifier);
+}
+
 TEST(HfConfig, RefusesBadValues) {
   EXPECT_NE(error_of([] {
               parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"hidden_size":"x"})", "c");

@@ -13,7 +13,8 @@ using namespace qinfer;
 // suffix, each tokenized alone and concatenated.
 TEST(Rerank, InputIsTheModelCardsPromptTokenizedInItsThreeParts) {
   const Tokenizer tok = Tokenizer::from_file(test::data_path("models/tiny/tokenizer.json"));
-  const RerankPrompt prompt(tok);
+  const auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  const RerankPrompt prompt(tok, *model);
   const std::string prefix =
       "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
       "provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n";
@@ -33,20 +34,21 @@ TEST(Rerank, InputIsTheModelCardsPromptTokenizedInItsThreeParts) {
 }
 
 TEST(Rerank, ScoreIsTheProbabilityOfYesAgainstNo) {
-  EXPECT_EQ(RerankPrompt::score(std::vector<float>{1.5f, 1.5f}), 0.5f);
-  EXPECT_NEAR(RerankPrompt::score(std::vector<float>{1, 3}), 1 / (1 + std::exp(-2.0)), 1e-7);
-  EXPECT_NEAR(RerankPrompt::score(std::vector<float>{3, 1}), 1 / (1 + std::exp(2.0)), 1e-7);
+  EXPECT_EQ(RerankPrompt::yes_probability(std::vector<float>{1.5f, 1.5f}), 0.5f);
+  EXPECT_NEAR(RerankPrompt::yes_probability(std::vector<float>{1, 3}), 1 / (1 + std::exp(-2.0)), 1e-7);
+  EXPECT_NEAR(RerankPrompt::yes_probability(std::vector<float>{3, 1}), 1 / (1 + std::exp(2.0)), 1e-7);
   // Far apart, no overflow: the log-softmax is taken from the larger.
-  EXPECT_EQ(RerankPrompt::score(std::vector<float>{-1000, 1000}), 1.0f);
-  EXPECT_EQ(RerankPrompt::score(std::vector<float>{1000, -1000}), 0.0f);
-  EXPECT_THROW(RerankPrompt::score(std::vector<float>{1}), Error);
+  EXPECT_EQ(RerankPrompt::yes_probability(std::vector<float>{-1000, 1000}), 1.0f);
+  EXPECT_EQ(RerankPrompt::yes_probability(std::vector<float>{1000, -1000}), 0.0f);
+  EXPECT_THROW(RerankPrompt::yes_probability(std::vector<float>{1}), Error);
 }
 
 // vLLM's guide formats the prompt client-side; such a query is not wrapped
 // again, and gives the ids qinfer's own formatting gives.
 TEST(Rerank, AQueryFormattedAsVllmsGuideHasItIsTakenAsItIs) {
   const Tokenizer tok = Tokenizer::from_file(test::data_path("models/tiny/tokenizer.json"));
-  const RerankPrompt prompt(tok);
+  const auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  const RerankPrompt prompt(tok, *model);
   const std::string formatted_query =
       "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
       "provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Instruct>: "

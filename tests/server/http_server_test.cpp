@@ -1024,7 +1024,7 @@ TEST(HttpServer, EmbeddingRequestsTheApiRefusesAreNamed) {
 // them, with or without the documents' text.
 TEST(HttpServer, RerankScoresEachDocumentAsItsPromptAloneMostRelevantFirst) {
   Fixture f;
-  const RerankPrompt prompt(f.bundle.require_tokenizer());
+  const RerankPrompt prompt(f.bundle.require_tokenizer(), *f.bundle.model);
   const std::string query = "capital of France?";
   const std::vector<std::string> docs = {"Paris", "Berlin is big", "", "Paris is the capital of France."};
   auto scores_with = [&](const std::string& instruction) {
@@ -1032,7 +1032,7 @@ TEST(HttpServer, RerankScoresEachDocumentAsItsPromptAloneMostRelevantFirst) {
     for (const std::string& d : docs) {
       const std::vector<float> logits =
           test::logits_alone(*f.bundle.model, prompt.input_ids(instruction, query, d), f.pool);
-      scores.push_back(RerankPrompt::score(std::vector<float>{logits[2152], logits[9693]}));
+      scores.push_back(RerankPrompt::yes_probability(std::vector<float>{logits[2152], logits[9693]}));
     }
     return scores;
   };
