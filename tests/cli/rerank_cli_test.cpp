@@ -9,11 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "hidden_state.h"
-#include "io/safetensors.h"
-#include "io/safetensors_writer.h"
 #include "json_lines.h"
 #include "model/qwen3.h"
 #include "runtime/rerank.h"
+#include "sequence_classifier.h"
 #include "test_util.h"
 #include "text/tokenizer.h"
 
@@ -78,46 +77,6 @@ TEST(RerankCli, AQueryIsRequired) {
   EXPECT_NE(res.output.find("--query is required"), std::string::npos) << res.output;
 }
 
-namespace {
-
-// The tiny checkpoint converted as vLLM and sentence-transformers convert
-// Qwen3-Reranker to Qwen3ForSequenceClassification: score.weight [1, hidden]
-// is the lm_head's "yes" row minus its "no" row (the tied embedding's here);
-// untied, the checkpoint has no lm_head at all.
-void write_sequence_classifier(const std::string& dir, bool tied) {
-  namespace fs = std::filesystem;
-  const std::string tiny = data_path("models/tiny");
-  fs::create_directories(dir);
-  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"})
-    fs::copy_file(tiny + "/" + f, dir + "/" + f);
-  json config = json::parse(std::ifstream(tiny + "/config.json"));
-  config["architectures"] = {"Qwen3ForSequenceClassification"};
-  config["tie_word_embeddings"] = tied;
-  std::ofstream(dir + "/config.json") << config.dump(2);
-  const SafetensorsFile source(tiny + "/model.safetensors");
-  std::vector<TensorData> tensors;
-  for (const auto& [name, t] : source.tensors())
-    tensors.push_back({name, t.dtype, t.shape, {t.data, t.data + t.nbytes}});
-  const TensorView& embed = source.tensors().at("model.embed_tokens.weight");
-  ASSERT_EQ(embed.dtype, DType::BF16);
-  const int64_t hidden = embed.shape[1];
-  auto value = [&](int64_t row, int64_t col) {
-    uint16_t bits;
-    std::memcpy(&bits, embed.data + 2 * (row * hidden + col), 2);
-    const uint32_t f32 = static_cast<uint32_t>(bits) << 16;
-    float v;
-    std::memcpy(&v, &f32, 4);
-    return v;
-  };
-  std::vector<float> score(static_cast<size_t>(hidden));
-  for (int64_t c = 0; c < hidden; ++c) score[static_cast<size_t>(c)] = value(9693, c) - value(2152, c);
-  const auto* bytes = reinterpret_cast<const uint8_t*>(score.data());
-  tensors.push_back({"score.weight", DType::F32, {1, hidden}, {bytes, bytes + score.size() * sizeof(float)}});
-  write_safetensors(dir + "/model.safetensors", tensors);
-}
-
-}  // namespace
-
 // A Qwen3ForSequenceClassification checkpoint scores the same prompt with the
 // sigmoid of its head's logit, the same bits at any parallelism, and (its head
 // being "yes" minus "no") P(yes) of the causal model to rounding; untied, it
@@ -142,7 +101,7 @@ TEST(RerankCli, ASequenceClassifierCheckpointScoresWithItsHead) {
   EXPECT_NE(refused.output.find("without score.weight"), std::string::npos) << refused.output;
   for (const bool tied : {true, false}) {
     const std::string model = dir.file(tied ? "tied" : "untied");
-    write_sequence_classifier(model, tied);
+    test::write_sequence_classifier(model, tied);
     auto m = Qwen3Model::load(model);
     ASSERT_TRUE(m->has_classifier());
     EXPECT_EQ(m->has_lm_head(), tied);

@@ -24,6 +24,7 @@
 #include "model/test_model.h"
 #include "runtime/embedding.h"
 #include "runtime/rerank.h"
+#include "sequence_classifier.h"
 #include "test_util.h"
 
 using namespace qinfer;
@@ -1099,6 +1100,26 @@ TEST(HttpServer, ClientThatLeavesPromptOnlyRequestsCancelsThem) {
   ASSERT_TRUE(patient);
   EXPECT_EQ(patient->body.substr(0, 1), " ") << "a space went out while the answer was computed";
   EXPECT_EQ(ordered_json::parse(patient->body)["data"].size(), 2u);
+}
+
+// A classifier checkpoint (untied: no lm_head) answers /v1/rerank with its
+// head: each score the sigmoid of its logit of the prompt's hidden state alone.
+TEST(HttpServer, RerankOnASequenceClassifierScoresWithItsHead) {
+  test::ScratchDir dir("serve-seq-cls");
+  test::write_sequence_classifier(dir.file("m"), false);
+  Fixture f({{4, 0, 64, 8, 128}, 16}, "", dir.file("m"));
+  ASSERT_FALSE(f.bundle.model->has_lm_head());
+  const RerankPrompt prompt(f.bundle.require_tokenizer(), *f.bundle.model);
+  const std::vector<std::string> docs = {"Paris", "Berlin is big"};
+  const ordered_json r = f.post("/v1/rerank", {{"query", "capital of France?"}, {"documents", docs}});
+  ASSERT_EQ(r["results"].size(), 2u) << r;
+  for (const ordered_json& result : r["results"]) {
+    const size_t i = result["index"].get<size_t>();
+    const std::vector<float> hidden = test::hidden_alone(
+        *f.bundle.model, prompt.input_ids(kDefaultRerankInstruction, "capital of France?", docs[i]), f.pool);
+    EXPECT_EQ(result["relevance_score"].get<float>(), prompt.score(hidden)) << "document " << i;
+  }
+  EXPECT_GE(r["results"][0]["relevance_score"].get<float>(), r["results"][1]["relevance_score"].get<float>());
 }
 
 TEST(HttpServer, RerankRequestsTheApiRefusesAreNamed) {
