@@ -92,21 +92,29 @@ nlohmann::ordered_json quality_report(const Qwen3Model& model, const std::string
   return report;
 }
 
-// Calls f on each weight matrix a token goes through (all but the embedding
-// table, of which a step reads one row).
+// Calls f(matrix, share) on each weight matrix a token goes through (all but
+// the embedding table, of which a step reads one row), share being the part
+// of it a token uses: a mixture's experts top_k / experts each, 1 otherwise.
 template <class F>
 void for_each_matmul_weight(const Qwen3Model& m, F f) {
   const Qwen3Weights& w = m.weights();
-  f(w.lm_head);
-  for (const Qwen3Layer& l : w.layers)
+  f(w.lm_head, 1.0);
+  for (const Qwen3Layer& l : w.layers) {
     for (const WeightMatrix* x : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
-      f(*x);
+      if (x->data) f(*x, 1.0);
+    if (l.sparse_mlp.experts.empty()) continue;
+    f(l.sparse_mlp.router, 1.0);
+    const double share = static_cast<double>(l.sparse_mlp.top_k) / static_cast<double>(l.sparse_mlp.experts.size());
+    for (const MlpExpert& e : l.sparse_mlp.experts)
+      for (const WeightMatrix* x : {&e.gate_proj, &e.up_proj, &e.down_proj}) f(*x, share);
+  }
 }
 
-// Bytes a decode step reads from weights.
+// Bytes a decode step reads from weights (a mixture's: of the average top_k experts).
 double decode_weight_bytes(const Qwen3Model& m) {
   double total = 0;
-  for_each_matmul_weight(m, [&](const WeightMatrix& x) { total += static_cast<double>(x.bytes()); });
+  for_each_matmul_weight(m,
+                         [&](const WeightMatrix& x, double share) { total += share * static_cast<double>(x.bytes()); });
   return total;
 }
 
@@ -115,7 +123,8 @@ double decode_weight_bytes(const Qwen3Model& m) {
 // attention (scores and values: 4 per head dimension per head per key).
 double prefill_flops(const Qwen3Model& m, int64_t n) {
   double layer_weights = 0;
-  for_each_matmul_weight(m, [&](const WeightMatrix& x) { layer_weights += static_cast<double>(x.rows * x.cols); });
+  for_each_matmul_weight(
+      m, [&](const WeightMatrix& x, double share) { layer_weights += share * static_cast<double>(x.rows * x.cols); });
   const WeightMatrix& head = m.weights().lm_head;
   const double head_weights = static_cast<double>(head.rows * head.cols);
   layer_weights -= head_weights;

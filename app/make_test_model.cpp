@@ -55,7 +55,9 @@ void add_make_test_model_command(CLI::App& app) {
       "make-test-model",
       "Write a RANDOM-weight Qwen3 checkpoint (HF layout, real shapes, the Qwen3 tokenizer) for benchmarks; with "
       "--script, one whose greedy reply is a given text, for tests");
-  cmd->add_option("--preset", a->preset, "qwen3-0.6b or tiny")->capture_default_str();
+  cmd->add_option("--preset", a->preset,
+                  "qwen3-0.6b, qwen3-30b-a3b (a mixture of experts: 61 GB in bf16), tiny or tiny-moe")
+      ->capture_default_str();
   cmd->add_option("--dtype", a->dtype, "bf16, f16 or f32")->capture_default_str();
   cmd->add_option("--out", a->out, "Output directory (created; an existing one only with --force)")->required();
   cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();

@@ -80,7 +80,38 @@ void require_positive(int64_t v, const char* key, const std::string& origin) {
   if (v <= 0) fail(origin, ": field '", key, "' must be positive, got ", v);
 }
 
+// The sparse MLP's keys of a Qwen3MoeForCausalLM config, checked.
+void read_moe_keys(const json& j, Qwen3Config& c, const std::string& origin) {
+  read_key(j, "num_experts", &c.num_experts, origin);
+  read_key(j, "num_experts_per_tok", &c.num_experts_per_tok, origin);
+  read_key(j, "moe_intermediate_size", &c.moe_intermediate_size, origin);
+  read_key(j, "norm_topk_prob", &c.norm_topk_prob, origin);
+  read_key(j, "decoder_sparse_step", &c.decoder_sparse_step, origin);
+  if (auto it = j.find("mlp_only_layers"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) fail(origin, ": field 'mlp_only_layers' must be a list of layer indices");
+    for (const json& v : *it) {
+      if (!v.is_number_integer()) fail(origin, ": field 'mlp_only_layers' must be a list of layer indices");
+      c.mlp_only_layers.push_back(v.get<int64_t>());
+    }
+  }
+  // Each layer binds num_experts x 3 tensors: far beyond any published model is a corrupt config.
+  if (c.num_experts < 0 || c.num_experts > 65536)
+    fail(origin, ": field 'num_experts' = ", c.num_experts, " is out of range (0 to 65536)");
+  require_positive(c.decoder_sparse_step, "decoder_sparse_step", origin);
+  if (c.num_experts > 0) {
+    if (c.num_experts_per_tok < 1 || c.num_experts_per_tok > c.num_experts)
+      fail(origin, ": field 'num_experts_per_tok' = ", c.num_experts_per_tok, " must be between 1 and num_experts (",
+           c.num_experts, ")");
+    require_positive(c.moe_intermediate_size, "moe_intermediate_size", origin);
+  }
+}
+
 }  // namespace
+
+bool Qwen3Config::is_sparse_layer(int64_t layer) const {
+  return num_experts > 0 && (layer + 1) % decoder_sparse_step == 0 &&
+         std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) == mlp_only_layers.end();
+}
 
 void require_in_vocabulary(const std::vector<int32_t>& ids, int64_t vocab_size, const char* key,
                            const std::string& origin) {
@@ -95,25 +126,39 @@ Qwen3Config parse_qwen3_config(const std::string& text, const std::string& origi
   if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
       j["architectures"][0].is_string())
     arch = j["architectures"][0].get<std::string>();
-  if (arch != "Qwen3ForCausalLM" && arch != "Qwen3ForSequenceClassification")
+  const bool moe = arch == "Qwen3MoeForCausalLM";
+  if (arch != "Qwen3ForCausalLM" && arch != "Qwen3ForSequenceClassification" && !moe)
     fail(origin, ": architecture '", arch.empty() ? std::string("(none)") : arch,
-         "' is not supported; qinfer runs Qwen3ForCausalLM and Qwen3ForSequenceClassification checkpoints");
+         "' is not supported; qinfer runs Qwen3ForCausalLM, Qwen3MoeForCausalLM and Qwen3ForSequenceClassification "
+         "checkpoints");
 
   Qwen3Config c;
   c.sequence_classifier = arch == "Qwen3ForSequenceClassification";
+  if (moe) {  // Qwen3MoeConfig's defaults, where they differ from Qwen3Config's
+    c.hidden_size = 2048;
+    c.intermediate_size = 6144;
+    c.num_hidden_layers = 24;
+    c.num_attention_heads = 32;
+    c.num_experts = 128;
+    c.num_experts_per_tok = 8;
+    c.moe_intermediate_size = 768;
+  }
   read_key(j, "vocab_size", &c.vocab_size, origin);
   read_key(j, "hidden_size", &c.hidden_size, origin);
   read_key(j, "intermediate_size", &c.intermediate_size, origin);
   read_key(j, "num_hidden_layers", &c.num_hidden_layers, origin);
   read_key(j, "num_attention_heads", &c.num_attention_heads, origin);
-  c.num_key_value_heads = c.num_attention_heads;  // transformers: None -> num_attention_heads
+  c.num_key_value_heads = moe ? 4 : c.num_attention_heads;  // transformers: None -> num_attention_heads
   read_key(j, "num_key_value_heads", &c.num_key_value_heads, origin);
+  // Qwen3MoeConfig has no head_dim default: its attention takes hidden_size / num_attention_heads.
+  if (moe && c.num_attention_heads > 0) c.head_dim = c.hidden_size / c.num_attention_heads;
   read_key(j, "head_dim", &c.head_dim, origin);
   read_key(j, "max_position_embeddings", &c.max_position_embeddings, origin);
   read_key(j, "rms_norm_eps", &c.rms_norm_eps, origin);
   read_key(j, "rope_theta", &c.rope_theta, origin);
   read_key(j, "tie_word_embeddings", &c.tie_word_embeddings, origin);
   c.eos_token_ids = read_ids(j, "eos_token_id", origin);
+  if (moe) read_moe_keys(j, c, origin);
 
   require_positive(c.vocab_size, "vocab_size", origin);
   require_in_vocabulary(c.eos_token_ids, c.vocab_size, "eos_token_id", origin);

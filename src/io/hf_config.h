@@ -24,10 +24,24 @@ struct Qwen3Config {
   // Qwen3ForSequenceClassification (a classifier head, score.weight, such as a
   // converted Qwen3-Reranker), not Qwen3ForCausalLM.
   bool sequence_classifier = false;
+
+  // Qwen3MoeForCausalLM: the MLP of a sparse layer is num_experts SwiGLU
+  // experts of width moe_intermediate_size, of which each token goes through
+  // the num_experts_per_tok its router (mlp.gate) finds most probable, their
+  // outputs summed weighted by those probabilities (renormalized to sum 1
+  // with norm_topk_prob). Dense layers keep the intermediate_size MLP.
+  int64_t num_experts = 0;  // 0: a dense model
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  bool norm_topk_prob = false;
+  int64_t decoder_sparse_step = 1;
+  std::vector<int64_t> mlp_only_layers;
+  // transformers' rule: not in mlp_only_layers, and every decoder_sparse_step-th layer.
+  bool is_sparse_layer(int64_t layer) const;
 };
 
-// Parses config.json; refuses architectures other than Qwen3ForCausalLM and
-// Qwen3ForSequenceClassification, and features qinfer does
+// Parses config.json; refuses architectures other than Qwen3ForCausalLM,
+// Qwen3MoeForCausalLM and Qwen3ForSequenceClassification, and features qinfer does
 // not implement (attention bias, rope scaling, sliding window, non-SiLU).
 Qwen3Config load_qwen3_config(const std::string& config_json_path);
 Qwen3Config parse_qwen3_config(const std::string& json_text, const std::string& origin);

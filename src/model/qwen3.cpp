@@ -78,11 +78,16 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
     matmul(s.attn.data(), n, L.o_proj, s.h.data(), pool);
     add_in_place(s.x.data(), s.h.data(), n * H, pool);
 
-    // MLP block: norm -> down(silu(gate) * up) -> residual.
+    // MLP block: norm -> down(silu(gate) * up) -> residual; in a sparse
+    // layer, the same through the few experts the router picks per token.
     rmsnorm(s.x.data(), L.post_attention_norm.data(), n, H, eps, s.h.data(), pool);
-    matmul(s.h.data(), n, {{L.gate_proj, s.gate.data()}, {L.up_proj, s.up.data()}}, pool);
-    silu_mul(s.gate.data(), s.up.data(), n * I, s.gate.data(), pool);
-    matmul(s.gate.data(), n, L.down_proj, s.h.data(), pool);
+    if (!L.sparse_mlp.experts.empty()) {
+      sparse_mlp(L.sparse_mlp, s.h.data(), n, s.h.data(), s.sparse_mlp, pool);
+    } else {
+      matmul(s.h.data(), n, {{L.gate_proj, s.gate.data()}, {L.up_proj, s.up.data()}}, pool);
+      silu_mul(s.gate.data(), s.up.data(), n * I, s.gate.data(), pool);
+      matmul(s.gate.data(), n, L.down_proj, s.h.data(), pool);
+    }
     add_in_place(s.x.data(), s.h.data(), n * H, pool);
   }
 

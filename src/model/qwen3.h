@@ -1,6 +1,6 @@
-// Qwen3ForCausalLM: config, weights read in place from the checkpoint (or
-// converted once at load; model/qwen3_weights.cpp), and one forward pass
-// written top to bottom (model/qwen3.cpp).
+// Qwen3ForCausalLM (and Qwen3MoeForCausalLM, its sparse MLP in model/sparse_mlp): config, weights read in place from
+// the checkpoint (or converted once at load; model/qwen3_weights.cpp), and one forward pass written top to bottom
+// (model/qwen3.cpp).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -13,6 +13,7 @@
 #include "io/safetensors.h"
 #include "model/batch.h"
 #include "model/kv_cache.h"
+#include "model/sparse_mlp.h"
 #include "ops/matmul.h"
 #include "util/owned_bytes.h"
 #include "util/thread_pool.h"
@@ -22,7 +23,8 @@ namespace qinfer {
 struct Qwen3Layer {
   std::vector<float> input_norm, post_attention_norm, q_norm, k_norm;  // small: widened to f32 at load
   WeightMatrix q_proj, k_proj, v_proj, o_proj;
-  WeightMatrix gate_proj, up_proj, down_proj;
+  WeightMatrix gate_proj, up_proj, down_proj;  // a dense layer's MLP
+  SparseMlp sparse_mlp;                        // a sparse layer's (Qwen3-MoE); no experts in a dense one
 };
 
 struct Qwen3Weights {
@@ -48,7 +50,8 @@ struct Qwen3Layout {
 struct LoadOptions {
   // Convert every weight matrix to this format at load (Q8/Q4: quantize,
   // see ops/quant.h); nullopt keeps each as stored. Matrices whose width is
-  // not a multiple of 32 stay as stored when Q8/Q4 is asked for.
+  // not a multiple of 32 stay as stored when Q8/Q4 is asked for, and so do
+  // the routers of a mixture of experts (which experts run depends on them).
   std::optional<WeightFormat> weights;
   DType kv_cache = DType::F32;  // F32, F16 or BF16 (see KvCache)
   int threads = 0;              // for the conversion; <= 0: all hardware threads
@@ -120,6 +123,7 @@ struct ForwardState {
   std::vector<int64_t> hidden_rows;     // the rows whose final hidden states are asked for
   Batch single;                         // the one-sequence forward's batch
   std::vector<float> rope;              // cos/sin of every position of the step
+  SparseMlpState sparse_mlp;
 };
 
 // Runs the rows of a batch through the model, each sequence at its own

@@ -27,33 +27,51 @@ namespace qinfer {
 
 namespace {
 
-// Calls matrix(name, w, rows, cols) and vector(name, v, n) for every tensor of
-// the model in checkpoint order; the one place that knows the tensor names.
+// Whether a matrix may be converted to Q8/Q4 at load. A mixture's router
+// stays as stored, as llama.cpp keeps it too: it picks the experts a token
+// goes through, and a rounding that changes a pick changes the whole output.
+enum class Quantizable { Yes, No };
+
+// Calls matrix(name, w, rows, cols, quantizable) and vector(name, v, n) for
+// every tensor of the model in checkpoint order; the one place that knows
+// the tensor names. A sparse layer's experts must already be sized.
 template <class Weights, class MatrixFn, class VectorFn>
 void for_each_tensor(const Qwen3Config& c, const Qwen3Layout& layout, Weights& w, MatrixFn matrix, VectorFn vector) {
   const int64_t H = c.hidden_size, hd = c.head_dim, q_dim = c.num_attention_heads * hd,
-                kv_dim = c.num_key_value_heads * hd, I = c.intermediate_size;
+                kv_dim = c.num_key_value_heads * hd, I = c.intermediate_size, EI = c.moe_intermediate_size;
+  constexpr Quantizable yes = Quantizable::Yes;
   const std::string& m = layout.prefix;
-  matrix(m + "embed_tokens.weight", w.embed_tokens, c.vocab_size, H);
+  matrix(m + "embed_tokens.weight", w.embed_tokens, c.vocab_size, H, yes);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = m + "layers." + std::to_string(l) + ".";
     auto& L = w.layers[l];
     vector(p + "input_layernorm.weight", L.input_norm, H);
-    matrix(p + "self_attn.q_proj.weight", L.q_proj, q_dim, H);
-    matrix(p + "self_attn.k_proj.weight", L.k_proj, kv_dim, H);
-    matrix(p + "self_attn.v_proj.weight", L.v_proj, kv_dim, H);
-    matrix(p + "self_attn.o_proj.weight", L.o_proj, H, q_dim);
+    matrix(p + "self_attn.q_proj.weight", L.q_proj, q_dim, H, yes);
+    matrix(p + "self_attn.k_proj.weight", L.k_proj, kv_dim, H, yes);
+    matrix(p + "self_attn.v_proj.weight", L.v_proj, kv_dim, H, yes);
+    matrix(p + "self_attn.o_proj.weight", L.o_proj, H, q_dim, yes);
     vector(p + "self_attn.q_norm.weight", L.q_norm, hd);
     vector(p + "self_attn.k_norm.weight", L.k_norm, hd);
     vector(p + "post_attention_layernorm.weight", L.post_attention_norm, H);
-    matrix(p + "mlp.gate_proj.weight", L.gate_proj, I, H);
-    matrix(p + "mlp.up_proj.weight", L.up_proj, I, H);
-    matrix(p + "mlp.down_proj.weight", L.down_proj, H, I);
+    if (c.is_sparse_layer(l)) {
+      matrix(p + "mlp.gate.weight", L.sparse_mlp.router, c.num_experts, H, Quantizable::No);
+      for (size_t e = 0; e < L.sparse_mlp.experts.size(); ++e) {
+        const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
+        auto& ex = L.sparse_mlp.experts[e];
+        matrix(x + "gate_proj.weight", ex.gate_proj, EI, H, yes);
+        matrix(x + "up_proj.weight", ex.up_proj, EI, H, yes);
+        matrix(x + "down_proj.weight", ex.down_proj, H, EI, yes);
+      }
+    } else {
+      matrix(p + "mlp.gate_proj.weight", L.gate_proj, I, H, yes);
+      matrix(p + "mlp.up_proj.weight", L.up_proj, I, H, yes);
+      matrix(p + "mlp.down_proj.weight", L.down_proj, H, I, yes);
+    }
   }
   vector(m + "norm.weight", w.final_norm, H);
   // Tied: the embedding matrix is the lm_head and any lm_head.weight in the file is ignored.
-  if (!c.tie_word_embeddings && layout.lm_head) matrix("lm_head.weight", w.lm_head, c.vocab_size, H);
-  if (layout.score_rows > 0) matrix("score.weight", w.score, layout.score_rows, H);
+  if (!c.tie_word_embeddings && layout.lm_head) matrix("lm_head.weight", w.lm_head, c.vocab_size, H, yes);
+  if (layout.score_rows > 0) matrix("score.weight", w.score, layout.score_rows, H, yes);
 }
 
 // Gives the pages of a read-only file mapping back to the page cache (they
@@ -154,10 +172,10 @@ struct Binder {
     return w;
   }
 
-  void matrix(const std::string& name, WeightMatrix& out, int64_t rows, int64_t cols) {
+  void matrix(const std::string& name, WeightMatrix& out, int64_t rows, int64_t cols, Quantizable may_quantize) {
     out = stored(name, rows, cols);
     const std::optional<WeightFormat> to = options.weights;
-    const bool quantizable = cols % kQuantBlock == 0;
+    const bool quantizable = cols % kQuantBlock == 0 && may_quantize == Quantizable::Yes;
     if (to && *to != out.format && out.quantized() && (*to == WeightFormat::Q8 || *to == WeightFormat::Q4))
       fail("--weights ", weight_format_name(*to), ": ", name, " is stored as ", weight_format_name(out.format),
            "; quantizing it again would add a second rounding error (load it as stored, or quantize the original)");
@@ -260,10 +278,19 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
     fail(dir, "/config.json: num_hidden_layers is ", c.num_hidden_layers, " but the checkpoint has more layers (",
          next_layer, ")");
   w.layers.resize(static_cast<size_t>(c.num_hidden_layers));
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    if (c.is_sparse_layer(l)) {
+      SparseMlp& mlp = w.layers[l].sparse_mlp;
+      mlp.experts.resize(static_cast<size_t>(c.num_experts));
+      mlp.top_k = c.num_experts_per_tok;
+      mlp.normalize = c.norm_topk_prob;
+    }
   Binder b{m->checkpoint_, options, stored_quant_format(dir + "/config.json"), m->owned_, m->weight_bytes_, nullptr};
   for_each_tensor(
       c, layout, w,
-      [&](const std::string& name, WeightMatrix& x, int64_t rows, int64_t cols) { b.matrix(name, x, rows, cols); },
+      [&](const std::string& name, WeightMatrix& x, int64_t rows, int64_t cols, Quantizable q) {
+        b.matrix(name, x, rows, cols, q);
+      },
       [&](const std::string& name, std::vector<float>& v, int64_t n) { b.vector(name, v, n); });
   if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;
 
@@ -290,7 +317,7 @@ void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir)
   };
   for_each_tensor(
       config_, layout_, weights_,
-      [&](const std::string& name, const WeightMatrix& w, int64_t rows, int64_t cols) {
+      [&](const std::string& name, const WeightMatrix& w, int64_t rows, int64_t cols, Quantizable) {
         if (w.quantized() && quant && *quant != w.format)
           fail("cannot save a model that mixes ", weight_format_name(*quant), " and ", weight_format_name(w.format),
                " matrices");

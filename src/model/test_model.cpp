@@ -36,8 +36,31 @@ Qwen3Config test_model_preset(const std::string& name) {
     c.num_attention_heads = 4;
     c.num_key_value_heads = 2;
     c.head_dim = 32;
+  } else if (name == "qwen3-30b-a3b") {
+    c.hidden_size = 2048;
+    c.intermediate_size = 6144;
+    c.num_hidden_layers = 48;
+    c.num_attention_heads = 32;
+    c.num_key_value_heads = 4;
+    c.head_dim = 128;
+    c.tie_word_embeddings = false;
+    c.num_experts = 128;
+    c.num_experts_per_tok = 8;
+    c.moe_intermediate_size = 768;
+    c.norm_topk_prob = true;
+  } else if (name == "tiny-moe") {  // the tiny fixture's attention, 8 experts of which 2 per token
+    c.hidden_size = 64;
+    c.intermediate_size = 192;
+    c.num_hidden_layers = 2;
+    c.num_attention_heads = 4;
+    c.num_key_value_heads = 2;
+    c.head_dim = 32;
+    c.num_experts = 8;
+    c.num_experts_per_tok = 2;
+    c.moe_intermediate_size = 64;
+    c.norm_topk_prob = true;
   } else {
-    fail("unknown preset '", name, "' (known: qwen3-0.6b, tiny)");
+    fail("unknown preset '", name, "' (known: qwen3-0.6b, qwen3-30b-a3b, tiny, tiny-moe)");
   }
   return c;
 }
@@ -106,9 +129,19 @@ std::vector<TensorData> checkpoint_tensors(const Qwen3Config& c, const Qwen3Layo
     norm(p + "self_attn.q_norm.weight", hd);
     norm(p + "self_attn.k_norm.weight", hd);
     norm(p + "post_attention_layernorm.weight", H);
-    mat(p + "mlp.gate_proj.weight", I, H);
-    mat(p + "mlp.up_proj.weight", I, H);
-    mat(p + "mlp.down_proj.weight", H, I);
+    if (c.is_sparse_layer(l)) {
+      mat(p + "mlp.gate.weight", c.num_experts, H);
+      for (int64_t e = 0; e < c.num_experts; ++e) {
+        const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
+        mat(x + "gate_proj.weight", c.moe_intermediate_size, H);
+        mat(x + "up_proj.weight", c.moe_intermediate_size, H);
+        mat(x + "down_proj.weight", H, c.moe_intermediate_size);
+      }
+    } else {
+      mat(p + "mlp.gate_proj.weight", I, H);
+      mat(p + "mlp.up_proj.weight", I, H);
+      mat(p + "mlp.down_proj.weight", H, I);
+    }
   }
   norm(layout.prefix + "norm.weight", H);
   if (!c.tie_word_embeddings && layout.lm_head) mat("lm_head.weight", c.vocab_size, H);
@@ -123,7 +156,8 @@ TensorData& tensor_named(std::vector<TensorData>& ts, const std::string& name) {
 
 void write_config_files(const std::string& dir, const Qwen3Config& c, DType dtype) {
   const char* torch_dtype = dtype == DType::BF16 ? "bfloat16" : dtype == DType::F16 ? "float16" : "float32";
-  nlohmann::ordered_json config = {{"architectures", {"Qwen3ForCausalLM"}},
+  const bool moe = c.num_experts > 0;
+  nlohmann::ordered_json config = {{"architectures", {moe ? "Qwen3MoeForCausalLM" : "Qwen3ForCausalLM"}},
                                    {"attention_bias", false},
                                    {"bos_token_id", 151643},
                                    {"eos_token_id", c.eos_token_ids.empty() ? 151645 : c.eos_token_ids[0]},
@@ -132,7 +166,7 @@ void write_config_files(const std::string& dir, const Qwen3Config& c, DType dtyp
                                    {"hidden_size", c.hidden_size},
                                    {"intermediate_size", c.intermediate_size},
                                    {"max_position_embeddings", c.max_position_embeddings},
-                                   {"model_type", "qwen3"},
+                                   {"model_type", moe ? "qwen3_moe" : "qwen3"},
                                    {"num_attention_heads", c.num_attention_heads},
                                    {"num_hidden_layers", c.num_hidden_layers},
                                    {"num_key_value_heads", c.num_key_value_heads},
@@ -143,6 +177,14 @@ void write_config_files(const std::string& dir, const Qwen3Config& c, DType dtyp
                                    {"torch_dtype", torch_dtype},
                                    {"use_sliding_window", false},
                                    {"vocab_size", c.vocab_size}};
+  if (moe) {
+    config["decoder_sparse_step"] = c.decoder_sparse_step;
+    config["mlp_only_layers"] = c.mlp_only_layers;
+    config["moe_intermediate_size"] = c.moe_intermediate_size;
+    config["norm_topk_prob"] = c.norm_topk_prob;
+    config["num_experts"] = c.num_experts;
+    config["num_experts_per_tok"] = c.num_experts_per_tok;
+  }
   write_file(replaced_file(dir, "config.json"), config.dump(2) + "\n");
   nlohmann::ordered_json gen = {{"bos_token_id", 151643}, {"do_sample", true},  {"eos_token_id", {151645, 151643}},
                                 {"pad_token_id", 151643}, {"temperature", 0.6}, {"top_k", 20},

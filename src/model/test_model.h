@@ -12,7 +12,9 @@
 
 namespace qinfer {
 
-// "qwen3-0.6b" (the exact Qwen3-0.6B shapes) or "tiny" (the shapes of the tiny test fixture).
+// "qwen3-0.6b" and "qwen3-30b-a3b" (the exact shapes of Qwen3-0.6B and of the
+// mixture of experts Qwen3-30B-A3B), "tiny" (the shapes of the tiny test
+// fixture) or "tiny-moe" (tiny's attention, a sparse MLP of 8 experts).
 Qwen3Config test_model_preset(const std::string& name);
 
 // Writes config.json, generation_config.json and model.safetensors (weights

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
+#include <numeric>
 #include <vector>
 
 #include "ops/matmul_kernels.h"
@@ -90,6 +92,27 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out, ThreadP
 }
 
 void softmax(float* x, int64_t n) { simd::softmax_scaled(x, static_cast<size_t>(n), 1.0f); }
+
+void route_top_k(const float* logits, int64_t n, int64_t n_experts, int64_t k, bool normalize, int32_t* experts,
+                 float* weights) {
+  std::vector<float> p(static_cast<size_t>(n_experts));
+  std::vector<int32_t> order(static_cast<size_t>(n_experts));
+  // NaN compares as -infinity, so the order stays a strict weak one.
+  auto key = [&](int32_t e) { return std::isnan(p[e]) ? -std::numeric_limits<float>::infinity() : p[e]; };
+  for (int64_t r = 0; r < n; ++r) {
+    std::copy(logits + r * n_experts, logits + (r + 1) * n_experts, p.begin());
+    softmax(p.data(), n_experts);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](int32_t a, int32_t b) { return key(a) > key(b) || (key(a) == key(b) && a < b); });
+    float sum = 0;
+    for (int64_t j = 0; j < k; ++j) sum += p[order[j]];
+    for (int64_t j = 0; j < k; ++j) {
+      experts[r * k + j] = order[j];
+      weights[r * k + j] = normalize ? p[order[j]] / sum : p[order[j]];
+    }
+  }
+}
 
 void attention(std::span<const AttentionSeq> seqs, const AttentionShape& s, ThreadPool& pool) {
   const int64_t group = s.n_heads / s.n_kv, hd = s.hd;

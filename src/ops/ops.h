@@ -35,6 +35,14 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out, ThreadP
 // In-place softmax of x[0..n), computed in f32 with the max subtracted.
 void softmax(float* x, int64_t n);
 
+// Top-k routing of a mixture of experts, row by row: of the softmax of each
+// row of logits [n, n_experts], the k largest probabilities, largest first
+// (ties: the lower expert first; NaN last), their experts in experts[n, k]
+// and the probabilities in weights[n, k], divided by their sum when
+// `normalize` (transformers' norm_topk_prob).
+void route_top_k(const float* logits, int64_t n, int64_t n_experts, int64_t k, bool normalize, int32_t* experts,
+                 float* weights);
+
 // Causal grouped-query attention for n query rows at positions pos0 .. pos0+n-1,
 // over keys/values for positions [0, pos0+n) stored as [pos, n_kv, hd] rows of
 // kv_type (F32, F16 or BF16). q and out are [n, n_heads, hd]; query head h

@@ -54,6 +54,68 @@ TEST(HfConfig, ASequenceClassifierIsAQwen3Too) {
   EXPECT_TRUE(parse_qwen3_config(R"({"architectures":["Qwen3ForSequenceClassification"]})", "c").sequence_classifier);
 }
 
+// Qwen3-30B-A3B's config.json, as published (the keys that matter).
+TEST(HfConfig, AMixtureOfExpertsReadsItsSparseMlp) {
+  const Qwen3Config c = parse_qwen3_config(R"({"architectures":["Qwen3MoeForCausalLM"],"decoder_sparse_step":1,
+      "head_dim":128,"hidden_size":2048,"intermediate_size":6144,"max_position_embeddings":40960,
+      "mlp_only_layers":[],"model_type":"qwen3_moe","moe_intermediate_size":768,"norm_topk_prob":true,
+      "num_attention_heads":32,"num_experts":128,"num_experts_per_tok":8,"num_hidden_layers":48,
+      "num_key_value_heads":4,"rms_norm_eps":1e-06,"rope_theta":1000000.0,"tie_word_embeddings":false})",
+                                           "c");
+  EXPECT_EQ(c.num_experts, 128);
+  EXPECT_EQ(c.num_experts_per_tok, 8);
+  EXPECT_EQ(c.moe_intermediate_size, 768);
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_EQ(c.head_dim, 128);
+  for (int64_t l = 0; l < 48; ++l) EXPECT_TRUE(c.is_sparse_layer(l)) << l;
+  EXPECT_FALSE(parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"]})", "c").is_sparse_layer(0));
+}
+
+// Qwen3MoeConfig's defaults are not Qwen3Config's: no head_dim (hidden / heads),
+// 4 kv heads, norm_topk_prob false.
+TEST(HfConfig, AMixtureOfExpertsTakesQwen3MoeConfigDefaults) {
+  const Qwen3Config c = parse_qwen3_config(R"({"architectures":["Qwen3MoeForCausalLM"]})", "c");
+  EXPECT_EQ(c.hidden_size, 2048);
+  EXPECT_EQ(c.intermediate_size, 6144);
+  EXPECT_EQ(c.num_hidden_layers, 24);
+  EXPECT_EQ(c.num_attention_heads, 32);
+  EXPECT_EQ(c.num_key_value_heads, 4);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.num_experts, 128);
+  EXPECT_EQ(c.num_experts_per_tok, 8);
+  EXPECT_EQ(c.moe_intermediate_size, 768);
+  EXPECT_FALSE(c.norm_topk_prob);
+  EXPECT_EQ(c.decoder_sparse_step, 1);
+}
+
+TEST(HfConfig, SparseLayersFollowTheStepAndTheDenseList) {
+  const Qwen3Config c = parse_qwen3_config(
+      R"({"architectures":["Qwen3MoeForCausalLM"],"decoder_sparse_step":2,"mlp_only_layers":[3,99]})", "c");
+  const std::vector<bool> want = {false, true, false, false, false, true, false, true};
+  for (int64_t l = 0; l < 8; ++l) EXPECT_EQ(c.is_sparse_layer(l), want[l]) << l;
+  EXPECT_FALSE(
+      parse_qwen3_config(R"({"architectures":["Qwen3MoeForCausalLM"],"num_experts":0})", "c").is_sparse_layer(0));
+}
+
+TEST(HfConfig, AMixtureOfExpertsWithImpossibleRoutingIsRefused) {
+  auto moe_error = [](const std::string& keys) {
+    return error_of([&] { parse_qwen3_config(R"({"architectures":["Qwen3MoeForCausalLM"],)" + keys + "}", "c.json"); });
+  };
+  EXPECT_NE(moe_error(R"("num_experts":4,"num_experts_per_tok":5)")
+                .find("'num_experts_per_tok' = 5 must be between 1 and num_experts (4)"),
+            std::string::npos);
+  EXPECT_NE(moe_error(R"("num_experts_per_tok":0)").find("num_experts_per_tok"), std::string::npos);
+  EXPECT_NE(moe_error(R"("num_experts":-1)").find("'num_experts' = -1 is out of range"), std::string::npos);
+  EXPECT_NE(moe_error(R"("num_experts":1000000000)").find("out of range"), std::string::npos);
+  EXPECT_NE(moe_error(R"("decoder_sparse_step":0)").find("'decoder_sparse_step' must be positive"), std::string::npos);
+  EXPECT_NE(moe_error(R"("moe_intermediate_size":0)").find("'moe_intermediate_size' must be positive"),
+            std::string::npos);
+  EXPECT_NE(moe_error(R"("mlp_only_layers":[1,"2"])").find("'mlp_only_layers' must be a list of layer indices"),
+            std::string::npos);
+  EXPECT_NE(moe_error(R"("mlp_only_layers":3)").find("'mlp_only_layers' must be a list"), std::string::npos);
+  EXPECT_NE(moe_error(R"("norm_topk_prob":"yes")").find("'norm_topk_prob' has the wrong type"), std::string::npos);
+}
+
 TEST(HfConfig, RefusesBadValues) {
   EXPECT_NE(error_of([] {
               parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"hidden_size":"x"})", "c");

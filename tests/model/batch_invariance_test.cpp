@@ -4,9 +4,11 @@
 // other sequences share its steps, in every weight format and KV cache type.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "model/qwen3.h"
+#include "model/test_model.h"
 #include "ops/matmul_kernels.h"
 #include "test_util.h"
 #include "util/error.h"
@@ -29,6 +31,15 @@ std::vector<float> logits_in_chunks(const Qwen3Model& model, const std::vector<i
   return all;
 }
 
+// A fixture's directory; "tiny-moe", a random mixture of experts, is written once.
+std::string model_dir(const std::string& name) {
+  if (name != "tiny-moe") return test::data_path("models/" + name);
+  static const test::ScratchDir dir("tiny-moe");
+  static const bool written = (write_test_model(dir.path(), test_model_preset("tiny-moe"), DType::BF16, 3), true);
+  (void)written;
+  return dir.path();
+}
+
 struct Case {
   const char* model;
   std::optional<WeightFormat> weights;
@@ -42,7 +53,7 @@ TEST_P(BatchInvarianceTest, PrefillChunksAndDecodeGiveTheSameBits) {
   LoadOptions opts;
   opts.weights = c.weights;
   opts.kv_cache = c.kv;
-  auto model = Qwen3Model::load(test::data_path(std::string("models/") + c.model), opts);
+  auto model = Qwen3Model::load(model_dir(c.model), opts);
   ThreadPool pool(2);
   // At once, more rows than Q8/Q4 stream the weights for, so prefill's tile
   // order meets decode's.
@@ -70,7 +81,7 @@ TEST_P(BatchInvarianceTest, SequencesInABatchGetTheBitsTheyGetAlone) {
   LoadOptions opts;
   opts.weights = c.weights;
   opts.kv_cache = c.kv;
-  auto model = Qwen3Model::load(test::data_path(std::string("models/") + c.model), opts);
+  auto model = Qwen3Model::load(model_dir(c.model), opts);
   const Qwen3Config& cfg = model->config();
   const size_t V = static_cast<size_t>(cfg.vocab_size);
   ThreadPool pool(2);
@@ -132,8 +143,10 @@ TEST(BatchForward, ABlockTableTooShortIsAnError) {
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
-  return std::string(c.model) + "_" + (c.weights ? weight_format_name(*c.weights) : "stored") + "_kv" +
-         std::string(dtype_name(c.kv));
+  std::string name = std::string(c.model) + "_" + (c.weights ? weight_format_name(*c.weights) : "stored") + "_kv" +
+                     std::string(dtype_name(c.kv));
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -141,7 +154,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"tiny", std::nullopt, DType::F32}, Case{"tiny2", std::nullopt, DType::F32},
                       Case{"tiny", WeightFormat::F32, DType::F16}, Case{"tiny", WeightFormat::Q8, DType::F32},
                       Case{"tiny", WeightFormat::Q4, DType::BF16}, Case{"tiny2", WeightFormat::Q8, DType::F16},
-                      Case{"tiny2", WeightFormat::Q4, DType::F32}),
+                      Case{"tiny2", WeightFormat::Q4, DType::F32}, Case{"tiny-moe", std::nullopt, DType::F32},
+                      Case{"tiny-moe", WeightFormat::Q8, DType::F16}, Case{"tiny-moe", WeightFormat::Q4, DType::F32}),
     case_name);
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -383,6 +384,33 @@ TEST(Ops, SiluMulAndSoftmax) {
   for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(std::isfinite(s[i]));
     ASSERT_NEAR(s[i], sr[i], 1e-6f);
+  }
+}
+
+// Top-k routing against the definition: softmax in double, the k largest,
+// ties to the lower expert, divided by their sum when normalizing.
+TEST(Ops, RouteTopKPicksTheMostProbableExpertsInOrder) {
+  const int64_t E = 6, K = 3;
+  const std::vector<float> logits = {0.5f,  2.0f, -1.0f, 2.0f, 1.5f, 0.0f,   // a tie: expert 1 before 3
+                                     -3.0f, 0.0f, 0.0f,  0.0f, 0.0f, 4.0f,   // ties past the first
+                                     NAN,   1.0f, 2.0f,  3.0f, 4.0f, 5.0f};  // NaN: still k distinct experts
+  for (bool normalize : {false, true}) {
+    std::vector<int32_t> experts(3 * K);
+    std::vector<float> weights(3 * K);
+    route_top_k(logits.data(), 3, E, K, normalize, experts.data(), weights.data());
+    EXPECT_EQ(std::vector<int32_t>(experts.begin(), experts.begin() + 6), (std::vector<int32_t>{1, 3, 4, 5, 1, 2}));
+    const std::set<int32_t> nan_row(experts.begin() + 6, experts.end());
+    EXPECT_EQ(nan_row.size(), 3u);
+    for (int32_t e : nan_row) EXPECT_TRUE(e >= 0 && e < E) << e;
+    for (int64_t r = 0; r < 2; ++r) {
+      double z = 0, picked = 0;
+      for (int64_t e = 0; e < E; ++e) z += std::exp(static_cast<double>(logits[r * E + e]));
+      for (int64_t j = 0; j < K; ++j) picked += std::exp(static_cast<double>(logits[r * E + experts[r * K + j]])) / z;
+      for (int64_t j = 0; j < K; ++j) {
+        const double p = std::exp(static_cast<double>(logits[r * E + experts[r * K + j]])) / z;
+        EXPECT_NEAR(weights[r * K + j], normalize ? p / picked : p, 1e-6) << "row " << r << " pick " << j;
+      }
+    }
   }
 }
 
