@@ -224,7 +224,7 @@ void run_bench(const BenchArgs& a) {
   const double pp_gflop_s = P.median * prefill_flops(*model, a.prompt_tokens) / a.prompt_tokens / 1e9;
   const BuildInfo build = build_info();
   // What the matrices are, whether stored so or converted at load (--weights auto names nothing).
-  const std::string weights = weight_format_name(model->weights().layers.at(0).gate_proj.format);
+  const std::string weights = weight_format_name(model->weights().layers.at(0).q_proj.format);
   nlohmann::ordered_json j = {{"model", dir},
                               {"qinfer_version", build.version},
                               {"qinfer_commit", build.commit},

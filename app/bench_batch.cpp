@@ -111,7 +111,7 @@ void run_bench_batch(const BenchBatchArgs& a) {
     const BuildInfo b = build_info();
     nlohmann::ordered_json j = {{"model", dir},
                                 {"threads", pool.size()},
-                                {"weights", weight_format_name(model->weights().layers.at(0).gate_proj.format)},
+                                {"weights", weight_format_name(model->weights().layers.at(0).q_proj.format)},
                                 {"kv", a.load.kv},
                                 {"prompt_tokens", a.prompt_tokens},
                                 {"gen_tokens", a.gen_tokens},

@@ -48,6 +48,7 @@ void add_make_test_model_command(CLI::App& app) {
     std::string preset = "qwen3-0.6b", dtype = "bf16", out;
     std::optional<std::string> script;  // "" is a script too: an empty reply
     uint64_t seed = 0;
+    std::optional<int64_t> layers;
     bool force = false, embedding = false;
   };
   auto a = std::make_shared<Args>();
@@ -61,6 +62,9 @@ void add_make_test_model_command(CLI::App& app) {
   cmd->add_option("--dtype", a->dtype, "bf16, f16 or f32")->capture_default_str();
   cmd->add_option("--out", a->out, "Output directory (created; an existing one only with --force)")->required();
   cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
+  cmd->add_option("--layers", a->layers,
+                  "Fewer (or more) layers than the preset, the same shapes: a model that fits where the real one "
+                  "does not, to measure per-layer speed");
   cmd->add_flag("--force", a->force, "Overwrite the checkpoint files in an existing --out directory");
   cmd->add_flag("--embedding", a->embedding,
                 "Lay it out as Qwen3-Embedding ships: the backbone's tensors alone (no \"model.\" prefix, no "
@@ -84,6 +88,10 @@ void add_make_test_model_command(CLI::App& app) {
       config = test_model_preset(a->preset);
     } catch (const Error& e) {
       usage_fail("--preset: ", e.what());
+    }
+    if (a->layers) {
+      if (*a->layers < 1 || *a->layers > 1024) usage_fail("--layers must be between 1 and 1024, not ", *a->layers);
+      config.num_hidden_layers = *a->layers;
     }
     std::vector<int32_t> chain;
     if (a->script) {

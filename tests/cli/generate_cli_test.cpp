@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "test_util.h"
 
@@ -160,6 +161,43 @@ TEST(MakeTestModelCli, WritesALoadableCheckpoint) {
   r = run_command(bin() + " make-test-model --preset huge --out " + dir.path() + " 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("unknown preset 'huge'"), std::string::npos) << r.output;
+}
+
+// A mixture of experts end to end: made with fewer layers, its greedy ids
+// from `generate` are those `batch` gives the same prompt among others, and
+// bench names the experts' format.
+TEST(MakeTestModelCli, AMixtureOfExpertsGeneratesAloneAsInABatch) {
+  qinfer::test::ScratchDir dir("mtm-moe");
+  auto r = run_command(bin() + " make-test-model --preset tiny-moe --layers 3 --out " + dir.file("m") + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json config = json::parse(std::ifstream(dir.file("m/config.json")));
+  EXPECT_EQ(config["architectures"][0], "Qwen3MoeForCausalLM");
+  EXPECT_EQ(config["num_hidden_layers"], 3);
+  EXPECT_EQ(config["num_experts"], 8);
+  r = run_command(bin() + " generate -m " + dir.file("m") +
+                  " --weights q8 --prompt-ids 9707,11,1879 -n 12 --temp 0 "
+                  "--ignore-eos --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto alone = json::parse(r.output)["ids"];
+  ASSERT_EQ(alone.size(), 12u);
+  {
+    std::ofstream in(dir.file("in.jsonl"));
+    for (const char* ids : {"[1,2,3,4,5,6,7]", "[9707,11,1879]", "[42]", "[100,200,300,400]"})
+      in << R"({"prompt_ids": )" << ids << R"(, "max_tokens": 12, "temperature": 0, "ignore_eos": true})"
+         << "\n";
+  }
+  r = run_command(bin() + " batch -m " + dir.file("m") + " --weights q8 --parallel 4 < " + dir.file("in.jsonl") +
+                  " 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream lines(r.output);
+  std::string line;
+  std::vector<json> results;
+  while (std::getline(lines, line)) results.push_back(json::parse(line));
+  ASSERT_EQ(results.size(), 4u) << r.output;
+  EXPECT_EQ(results[1]["ids"], alone);
+  r = run_command(bin() + " bench -m " + dir.file("m") + " --weights q8 -p 8 -n 2 --json 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json::parse(r.output)["weights"], "q8") << r.output;
 }
 
 TEST(MakeTestModelCli, ScriptedCheckpointRepliesWithTheScriptThenStops) {
