@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "ops/matmul_kernels.h"
@@ -35,14 +36,14 @@ struct Scratch {
   std::vector<int8_t> q;
 };
 
-bool any_format(std::initializer_list<MatmulTarget> targets, WeightFormat f) {
+bool any_format(std::span<const MatmulTarget> targets, WeightFormat f) {
   return std::any_of(targets.begin(), targets.end(), [f](const MatmulTarget& t) { return t.w.format == f; });
 }
 
 // The activation in every form the targets' formats need. Quantized weights
 // meet the activation quantized per row (the same for any number of rows).
-kernels::Activations prepare(const float* x, size_t n, size_t k, std::initializer_list<MatmulTarget> targets,
-                             Scratch& s, ThreadPool& pool) {
+kernels::Activations prepare(const float* x, size_t n, size_t k, std::span<const MatmulTarget> targets, Scratch& s,
+                             ThreadPool& pool) {
   kernels::Activations a;
   a.x = x;
   const bool floats = std::any_of(targets.begin(), targets.end(),
@@ -100,36 +101,60 @@ kernels::Activations prepare(const float* x, size_t n, size_t k, std::initialize
   return a;
 }
 
-struct RowGroup {
-  size_t target, r0, r1;
+// One matrix of a parallel section, with its activation rows.
+struct Job {
+  const WeightMatrix* w;
+  const kernels::Activations* a;
+  size_t rows;
+  float* y;  // [rows, w->rows]
 };
 
-// The targets' rows cut into groups: long ones where the weights stream
+struct RowGroup {
+  size_t job, r0, r1;
+};
+
+// The jobs' weight rows cut into groups: long ones where the weights stream
 // (decode; Q8/Q4 with few rows), short ones otherwise. The last long groups
-// of the job are cut four times finer, so the threads finish together instead
-// of one waiting for the other's last large group.
-std::vector<RowGroup> row_groups(std::initializer_list<MatmulTarget> targets, size_t rows) {
+// of the section are cut four times finer, so the threads finish together
+// instead of one waiting for the other's last large group.
+std::vector<RowGroup> row_groups(std::span<const Job> jobs) {
   constexpr size_t kFinerTail = 2;  // groups at the end cut into quarters
   std::vector<RowGroup> groups;
   bool streamed = false;
-  for (size_t ti = 0; ti < targets.size(); ++ti) {
-    const WeightMatrix& w = targets.begin()[ti].w;
-    const bool stream = rows == 1 || (w.quantized() && rows <= kernels::kStreamedRows);
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const WeightMatrix& w = *jobs[j].w;
+    const bool stream = jobs[j].rows == 1 || (w.quantized() && jobs[j].rows <= kernels::kStreamedRows);
     streamed |= stream;
     const size_t m = static_cast<size_t>(w.rows), size = stream ? decode_group_rows(w) : granule(w);
-    for (size_t r = 0; r < m; r += size) groups.push_back({ti, r, std::min(m, r + size)});
+    for (size_t r = 0; r < m; r += size) groups.push_back({j, r, std::min(m, r + size)});
   }
   if (!streamed) return groups;
   std::vector<RowGroup> tail;
   for (size_t i = groups.size() > kFinerTail ? groups.size() - kFinerTail : 0; i < groups.size(); ++i) {
     const RowGroup g = groups[i];
-    const size_t unit = granule(targets.begin()[g.target].w);
+    const size_t unit = granule(*jobs[g.job].w);
     const size_t quarter = std::max(unit, (g.r1 - g.r0) / 4 / unit * unit);
-    for (size_t r = g.r0; r < g.r1; r += quarter) tail.push_back({g.target, r, std::min(g.r1, r + quarter)});
+    for (size_t r = g.r0; r < g.r1; r += quarter) tail.push_back({g.job, r, std::min(g.r1, r + quarter)});
   }
   groups.resize(groups.size() - std::min(groups.size(), kFinerTail));
   groups.insert(groups.end(), tail.begin(), tail.end());
   return groups;
+}
+
+// The jobs' groups of weight rows, claimed by whichever thread is free.
+void run_jobs(std::span<const Job> jobs, ThreadPool& pool) {
+  const std::vector<RowGroup> groups = row_groups(jobs);
+  pool.parallel_for_dynamic(groups.size(), 1, [&](size_t g0, size_t g1) {
+    for (size_t g = g0; g < g1; ++g) {
+      const Job& j = jobs[groups[g].job];
+      kernels::dot_rows(*j.w, *j.a, 0, j.rows, groups[g].r0, groups[g].r1, j.y + groups[g].r0,
+                        static_cast<size_t>(j.w->rows));
+    }
+  });
+}
+
+void require_panels(const WeightMatrix& w) {
+  if (!w.quantized() && !w.panels) fail("matmul: float weights must be packed as panels (pack_float_panels)");
 }
 
 }  // namespace
@@ -253,23 +278,37 @@ DType float_dtype(WeightFormat f) {
 
 void matmul(const float* x, int64_t n, std::initializer_list<MatmulTarget> targets, ThreadPool& pool) {
   if (n <= 0 || targets.size() == 0) return;
-  for (const MatmulTarget& t : targets)
-    if (!t.w.quantized() && !t.w.panels) fail("matmul: float weights must be packed as panels (pack_float_panels)");
+  for (const MatmulTarget& t : targets) require_panels(t.w);
   const size_t k = static_cast<size_t>(targets.begin()->w.cols), rows = static_cast<size_t>(n);
   for (const MatmulTarget& t : targets)
     if (t.w.cols != targets.begin()->w.cols)
       fail("matmul: targets sharing an input differ in width (", t.w.cols, " vs ", k, ")");
   thread_local Scratch scratch;
-  const kernels::Activations a = prepare(x, rows, k, targets, scratch, pool);
+  const kernels::Activations a =
+      prepare(x, rows, k, std::span<const MatmulTarget>(targets.begin(), targets.size()), scratch, pool);
+  std::vector<Job> jobs;
+  for (const MatmulTarget& t : targets) jobs.push_back({&t.w, &a, rows, t.y});
+  run_jobs(jobs, pool);
+}
 
-  // Groups of weight rows of all targets, claimed by whichever thread is free.
-  const std::vector<RowGroup> groups = row_groups(targets, rows);
-  pool.parallel_for_dynamic(groups.size(), 1, [&](size_t g0, size_t g1) {
-    for (size_t g = g0; g < g1; ++g) {
-      const MatmulTarget& t = targets.begin()[groups[g].target];
-      kernels::dot_rows(t.w, a, 0, rows, groups[g].r0, groups[g].r1, t.y + groups[g].r0, static_cast<size_t>(t.w.rows));
+void matmul_each(std::span<const MatmulInput> inputs, ThreadPool& pool) {
+  thread_local std::vector<Scratch> scratch;
+  if (scratch.size() < inputs.size()) scratch.resize(inputs.size());
+  std::vector<kernels::Activations> acts(inputs.size());
+  std::vector<Job> jobs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const MatmulInput& in = inputs[i];
+    if (in.n <= 0 || in.targets.empty()) continue;
+    for (const MatmulTarget& t : in.targets) {
+      require_panels(t.w);
+      if (t.w.cols != in.targets.front().w.cols)
+        fail("matmul: targets sharing an input differ in width (", t.w.cols, " vs ", in.targets.front().w.cols, ")");
     }
-  });
+    acts[i] = prepare(in.x, static_cast<size_t>(in.n), static_cast<size_t>(in.targets.front().w.cols), in.targets,
+                      scratch[i], pool);
+    for (const MatmulTarget& t : in.targets) jobs.push_back({&t.w, &acts[i], static_cast<size_t>(in.n), t.y});
+  }
+  run_jobs(jobs, pool);
 }
 
 void matmul(const float* x, int64_t n, const WeightMatrix& w, float* y, ThreadPool& pool) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <span>
 
 #include "ops/quant.h"
 #include "util/dtype.h"
@@ -87,6 +88,17 @@ struct MatmulTarget {
   float* y;  // [n, w.rows]
 };
 void matmul(const float* x, int64_t n, std::initializer_list<MatmulTarget> targets, ThreadPool& pool);
+
+// Several inputs, each with its own matrices (a mixture's experts, each over
+// the rows routed to it), in one parallel section: one call's start and end
+// instead of one per matrix, which is most of the cost when the matrices are
+// small and the rows few. Each output row is the bits matmul gives it.
+struct MatmulInput {
+  const float* x;  // [n, cols of the targets]
+  int64_t n;
+  std::span<const MatmulTarget> targets;
+};
+void matmul_each(std::span<const MatmulInput> inputs, ThreadPool& pool);
 
 // The sum a float weight row gives, by definition: k cut into blocks of
 // kFloatDotBlock, each block one chain of fused multiply-adds in k order from

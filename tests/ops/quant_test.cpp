@@ -320,6 +320,34 @@ TEST_P(QuantMatmulTest, PrefillMatchesIntegerReference) {
   });
 }
 
+// Inputs with matrices of their own in one section (a mixture's experts):
+// every output is the bits matmul gives that input and matrix alone, with
+// few rows (streamed weights) and many.
+TEST_P(QuantMatmulTest, EachInputWithItsMatricesGivesTheBitsOfMatmulAlone) {
+  test::for_each_target([&] {
+    ThreadPool pool(2);
+    const WeightFormat f = GetParam();
+    const int64_t cols = 96, wide = 160;
+    const QuantMatrix a(f, randn(67 * cols, 1, 0.05f), 67, cols), b(f, randn(130 * cols, 2, 0.05f), 130, cols),
+        c(f, randn(40 * wide, 3, 0.05f), 40, wide);
+    const auto x1 = randn(1 * cols, 4), x2 = randn(3 * wide, 5), x3 = randn(70 * cols, 6);
+    std::vector<float> a1(67), b1(130), c2(3 * 40), a3(70 * 67);
+    const MatmulTarget t1[] = {{a.w, a1.data()}, {b.w, b1.data()}}, t2[] = {{c.w, c2.data()}},
+                       t3[] = {{a.w, a3.data()}};
+    const MatmulInput inputs[] = {{x1.data(), 1, t1}, {x2.data(), 3, t2}, {x3.data(), 70, t3}};
+    matmul_each(inputs, pool);
+    auto alone = [&](const std::vector<float>& x, int64_t n, const WeightMatrix& w) {
+      std::vector<float> y(static_cast<size_t>(n * w.rows));
+      matmul(x.data(), n, w, y.data(), pool);
+      return y;
+    };
+    EXPECT_EQ(a1, alone(x1, 1, a.w)) << name(f);
+    EXPECT_EQ(b1, alone(x1, 1, b.w)) << name(f);
+    EXPECT_EQ(c2, alone(x2, 3, c.w)) << name(f);
+    EXPECT_EQ(a3, alone(x3, 70, a.w)) << name(f);
+  });
+}
+
 // The batching engine's contract at the kernel level: an activation row's
 // outputs are the same bits whether it is multiplied alone (decode) or among
 // any number of other rows (prefill), on every target.
