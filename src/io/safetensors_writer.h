@@ -1,6 +1,9 @@
-// Writes safetensors files (test checkpoints, `qinfer make-test-model`).
+// Writes safetensors files (test checkpoints, `qinfer make-test-model`,
+// `qinfer quantize`).
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -15,7 +18,20 @@ struct TensorData {
   std::vector<uint8_t> bytes;  // product(shape) * dtype_size(dtype)
 };
 
+// A tensor whose bytes stay where they are (a loaded model's weights):
+// `write` appends exactly `nbytes` to the stream when its turn comes, so a
+// model is saved without a second copy of it in memory.
+struct TensorSource {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  uint64_t nbytes = 0;
+  std::function<void(std::ostream&)> write;
+};
+
 // Header padded with spaces to a multiple of 8 bytes so data stays aligned.
+// A failed write removes the partial file.
+void write_safetensors(const std::string& path, const std::vector<TensorSource>& tensors);
 void write_safetensors(const std::string& path, const std::vector<TensorData>& tensors);
 
 }  // namespace qinfer

@@ -309,11 +309,12 @@ void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir)
   if (fs::exists(out_dir) && fs::equivalent(source_dir, out_dir))
     fail(out_dir, ": the output directory is the model's own directory (its weights are mapped from there)");
   fs::create_directories(out_dir);
-  std::vector<TensorData> tensors;
+  // Written from the model's own memory, a matrix at a time: a second copy
+  // of a 17 GB model would not fit where the model does.
+  std::vector<TensorSource> tensors;
   std::optional<WeightFormat> quant;
-  auto bytes_of = [](const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    return std::vector<uint8_t>(b, b + n);
+  auto bytes_from = [](const void* p, size_t n) {
+    return [p, n](std::ostream& out) { out.write(static_cast<const char*>(p), static_cast<std::streamsize>(n)); };
   };
   for_each_tensor(
       config_, layout_, weights_,
@@ -322,19 +323,29 @@ void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir)
           fail("cannot save a model that mixes ", weight_format_name(*quant), " and ", weight_format_name(w.format),
                " matrices");
         if (w.quantized()) quant = w.format;
-        if (w.quantized())
+        if (w.quantized()) {
           tensors.push_back({name,
                              DType::U8,
                              {quant_stored_rows(w.quant_format(), rows), static_cast<int64_t>(w.row_bytes())},
-                             bytes_of(w.data, w.bytes())});
-        else {
-          std::vector<uint8_t> data(static_cast<size_t>(rows) * w.row_bytes());
-          for (int64_t r = 0; r < rows; ++r) copy_float_row(w, r, &data[r * w.row_bytes()]);
-          tensors.push_back({name, float_dtype(w.format), {rows, cols}, std::move(data)});
+                             w.bytes(),
+                             bytes_from(w.data, w.bytes())});
+          return;
         }
+        // Float matrices are panels in memory, rows in the file.
+        tensors.push_back({name,
+                           float_dtype(w.format),
+                           {rows, cols},
+                           static_cast<uint64_t>(rows) * w.row_bytes(),
+                           [&w, rows](std::ostream& out) {
+                             std::vector<char> row(w.row_bytes());
+                             for (int64_t r = 0; r < rows; ++r) {
+                               copy_float_row(w, r, row.data());
+                               out.write(row.data(), static_cast<std::streamsize>(row.size()));
+                             }
+                           }});
       },
       [&](const std::string& name, const std::vector<float>& v, int64_t n) {
-        tensors.push_back({name, DType::F32, {n}, bytes_of(v.data(), v.size() * sizeof(float))});
+        tensors.push_back({name, DType::F32, {n}, v.size() * sizeof(float), bytes_from(v.data(), v.size() * 4)});
       });
   write_safetensors(replaced_file(out_dir, "model.safetensors"), tensors);
 

@@ -3,11 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "io/safetensors_writer.h"
 #include "test_util.h"
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 using namespace qinfer;
 using qinfer::test::ScratchDir;
@@ -57,6 +59,29 @@ TEST(Safetensors, RoundTripThroughWriter) {
   EXPECT_EQ(x.nbytes, 24u);
   EXPECT_FLOAT_EQ(load_as_f32(x.data, x.dtype, 5), 2.5f);
   EXPECT_FLOAT_EQ(load_as_f32(f.tensors().at("y").data, DType::F32, 4), 2.0f);
+}
+
+// Tensors written from memory the caller keeps (a model saved without a
+// second copy of it): the file is the same; a source that writes another
+// size than it declared leaves no file behind.
+TEST(Safetensors, SourcesWrittenInPlaceGiveTheSameFile) {
+  ScratchDir dir("st-src");
+  const TensorData x = f32_tensor("x", {2, 3}), y = f32_tensor("y", {5});
+  write_safetensors(dir.file("owned.safetensors"), {x, y});
+  auto from = [](const TensorData& t, size_t n) {
+    return TensorSource{t.name, t.dtype, t.shape, t.bytes.size(), [&t, n](std::ostream& out) {
+                          out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(n));
+                        }};
+  };
+  write_safetensors(dir.file("sources.safetensors"), {from(x, 24), from(y, 20)});
+  EXPECT_EQ(read_text_file(dir.file("sources.safetensors")), read_text_file(dir.file("owned.safetensors")));
+  try {
+    write_safetensors(dir.file("short.safetensors"), {from(x, 24), from(y, 16)});
+    FAIL() << "a source 4 bytes short was written";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor y wrote 16 bytes, not 20"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("short.safetensors")));
 }
 
 TEST(Safetensors, TruncatedFile) {
