@@ -280,6 +280,11 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
   w.layers.resize(static_cast<size_t>(c.num_hidden_layers));
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)
     if (c.is_sparse_layer(l)) {
+      // Checked before the expert table is sized by it, as the layers are.
+      const std::string last_expert = layout.prefix + "layers." + std::to_string(l) + ".mlp.experts." +
+                                      std::to_string(c.num_experts - 1) + ".down_proj.weight";
+      if (!m->checkpoint_.find(last_expert))
+        fail(dir, "/config.json: num_experts is ", c.num_experts, " but the checkpoint has no ", last_expert);
       SparseMlp& mlp = w.layers[l].sparse_mlp;
       mlp.experts.resize(static_cast<size_t>(c.num_experts));
       mlp.top_k = c.num_experts_per_tok;

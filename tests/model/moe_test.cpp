@@ -202,7 +202,9 @@ TEST(MoeModel, AMissingExpertIsNamed) {
     FAIL() << "loaded 9 experts from a checkpoint of 8";
   } catch (const Error& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("model.layers.0.mlp.gate.weight"), std::string::npos) << what;  // [8, 64], not [9, 64]
+    EXPECT_NE(what.find("num_experts is 9 but the checkpoint has no model.layers.0.mlp.experts.8.down_proj.weight"),
+              std::string::npos)
+        << what;
   }
   // Layer 1 said to be dense: its dense MLP is not there.
   config["num_experts"] = 8;
