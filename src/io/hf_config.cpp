@@ -106,6 +106,58 @@ void read_moe_keys(const json& j, Qwen3Config& c, const std::string& origin) {
   }
 }
 
+// rope_scaling (or rope_parameters, where newer transformers saves rope_theta
+// and the scaling together): none, "default" or "yarn" with transformers'
+// defaults (since transformers#40320: `factor` as given, the original context
+// only bounding the ramp; 4.51 let original_max_position_embeddings override
+// factor, a bug upstream fixed, which vLLM and llama.cpp never had).
+void read_rope_scaling(const json& j, Qwen3Config& c, const std::string& origin) {
+  const char* key = "rope_scaling";
+  if (!j.contains(key) || j[key].is_null()) key = "rope_parameters";
+  if (!j.contains(key) || j[key].is_null()) return;
+  const json& r = j[key];
+  const std::string where = origin + ": " + key;
+  if (!r.is_object()) fail(where, " must be an object, not ", r.type_name());
+  read_key(r, "rope_theta", &c.rope_theta, where);
+  std::string type = "default";
+  read_key(r, "type", &type, where);  // the older name
+  read_key(r, "rope_type", &type, where);
+  if (type == "default") return;
+  if (type != "yarn") fail(where, ": rope type '", type, "' is not supported (qinfer runs \"default\" and \"yarn\")");
+  Qwen3Config::Yarn y;
+  y.original_max_position_embeddings = c.max_position_embeddings;
+  read_key(r, "original_max_position_embeddings", &y.original_max_position_embeddings, where);
+  if (!r.contains("factor") || r["factor"].is_null()) {  // transformers: the ratio of the two contexts
+    y.factor = static_cast<double>(c.max_position_embeddings) / static_cast<double>(y.original_max_position_embeddings);
+  }
+  read_key(r, "factor", &y.factor, where);
+  read_key(r, "beta_fast", &y.beta_fast, where);
+  read_key(r, "beta_slow", &y.beta_slow, where);
+  read_key(r, "truncate", &y.truncate, where);
+  double mscale = 0, mscale_all_dim = 0;
+  read_key(r, "mscale", &mscale, where);
+  read_key(r, "mscale_all_dim", &mscale_all_dim, where);
+  if (y.original_max_position_embeddings <= 0)
+    fail(where, ": original_max_position_embeddings must be positive, got ", y.original_max_position_embeddings);
+  if (!(y.factor >= 1) || !std::isfinite(y.factor)) fail(where, ": factor must be at least 1, got ", y.factor);
+  if (!(y.beta_fast > 0) || !(y.beta_slow > 0) || !std::isfinite(y.beta_fast) || !std::isfinite(y.beta_slow))
+    fail(where, ": beta_fast and beta_slow must be positive");
+  // The paper's attention factor, or DeepSeek's ratio of two, or as given.
+  auto get_mscale = [&](double m) { return y.factor <= 1 ? 1.0 : 0.1 * m * std::log(y.factor) + 1.0; };
+  y.attention_factor =
+      mscale != 0 && mscale_all_dim != 0 ? get_mscale(mscale) / get_mscale(mscale_all_dim) : get_mscale(1.0);
+  read_key(r, "attention_factor", &y.attention_factor, where);
+  if (!(y.attention_factor > 0) || !std::isfinite(y.attention_factor))
+    fail(where, ": attention_factor must be positive, got ", y.attention_factor);
+  if (!(c.rope_theta > 1)) fail(where, ": yarn needs rope_theta above 1, got ", c.rope_theta);
+  // Positions are int32 (rope_cos_sin).
+  const double context = y.factor * static_cast<double>(y.original_max_position_embeddings);
+  if (context > static_cast<double>(std::numeric_limits<int32_t>::max()))
+    fail(where, ": factor x original_max_position_embeddings is ", context, " positions, more than 2^31 - 1");
+  c.max_position_embeddings = std::max(c.max_position_embeddings, static_cast<int64_t>(context));
+  c.yarn = y;
+}
+
 }  // namespace
 
 bool Qwen3Config::is_sparse_layer(int64_t layer) const {
@@ -174,6 +226,7 @@ Qwen3Config parse_qwen3_config(const std::string& text, const std::string& origi
     fail(origin, ": num_attention_heads (", c.num_attention_heads, ") is not a multiple of num_key_value_heads (",
          c.num_key_value_heads, ")");
   if (!(c.rms_norm_eps > 0)) fail(origin, ": rms_norm_eps must be positive");
+  read_rope_scaling(j, c, origin);
   if (!(c.rope_theta > 0) || !std::isfinite(c.rope_theta)) fail(origin, ": rope_theta must be positive and finite");
   // Rotary angles are f32 products position x frequency, the highest frequency max(1, rope_theta^(-(head_dim - 2) /
   // head_dim)): for a tiny theta they overflow, and every logit is NaN (which would be blamed on the weights).
@@ -191,8 +244,6 @@ Qwen3Config parse_qwen3_config(const std::string& text, const std::string& origi
   if (attention_bias) fail(origin, ": attention_bias=true is not supported (Qwen3 has no attention biases)");
   if (use_sliding_window) fail(origin, ": use_sliding_window=true is not supported");
   if (act != "silu") fail(origin, ": hidden_act '", act, "' is not supported (only silu)");
-  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
-    fail(origin, ": rope_scaling is not supported yet (", j["rope_scaling"].dump(), ")");
   return c;
 }
 

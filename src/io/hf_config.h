@@ -20,6 +20,19 @@ struct Qwen3Config {
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
   bool tie_word_embeddings = false;
+  // rope_scaling {"rope_type": "yarn", ...}, Qwen3's documented way past its
+  // 32,768 trained positions: frequencies blended toward 1 / factor
+  // (ops/yarn_inv_freq) and cos/sin times attention_factor. The context
+  // (max_position_embeddings) becomes factor x original_max_position_embeddings
+  // when that is more, as vLLM derives it.
+  struct Yarn {
+    double factor = 1;
+    int64_t original_max_position_embeddings = 0;
+    double beta_fast = 32, beta_slow = 1;
+    bool truncate = true;
+    double attention_factor = 1;
+  };
+  std::optional<Yarn> yarn;
   std::vector<int32_t> eos_token_ids;  // config.json's eos_token_id (a number or a list)
   // Qwen3ForSequenceClassification (a classifier head, score.weight, such as a
   // converted Qwen3-Reranker), not Qwen3ForCausalLM.
@@ -42,7 +55,7 @@ struct Qwen3Config {
 
 // Parses config.json; refuses architectures other than Qwen3ForCausalLM,
 // Qwen3MoeForCausalLM and Qwen3ForSequenceClassification, and features qinfer does
-// not implement (attention bias, rope scaling, sliding window, non-SiLU).
+// not implement (attention bias, rope scaling other than YaRN, sliding window, non-SiLU).
 Qwen3Config load_qwen3_config(const std::string& config_json_path);
 Qwen3Config parse_qwen3_config(const std::string& json_text, const std::string& origin);
 

@@ -50,7 +50,7 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
         "this checkpoint has no lm_head.weight (a backbone saved alone, such as an embedding model): it gives "
         "embeddings, not logits");
   s.rope.resize(n * hd);
-  rope_cos_sin(s.positions.data(), n, model.rope_inv_freq().data(), hd, s.rope.data());
+  rope_cos_sin(s.positions.data(), n, model.rope_inv_freq().data(), hd, s.rope.data(), model.rope_scale());
 
   // Embedding lookup.
   for (int64_t t = 0; t < n; ++t) widen_row(w.embed_tokens, batch.tokens[t], &s.x[t * H]);

@@ -81,6 +81,7 @@ class Qwen3Model {
   const Qwen3Config& config() const { return config_; }
   const Qwen3Weights& weights() const { return weights_; }
   const std::vector<float>& rope_inv_freq() const { return rope_inv_freq_; }
+  float rope_scale() const { return rope_scale_; }  // YaRN's attention factor on cos/sin; 1 otherwise
   size_t weight_bytes() const { return weight_bytes_; }
   const Qwen3Layout& layout() const { return layout_; }
   // False for an untied backbone without lm_head.weight: it gives hidden
@@ -109,6 +110,7 @@ class Qwen3Model {
   std::vector<OwnedBytes> owned_;  // float matrices as panels, converted (Q8/Q4) matrices
   Qwen3Weights weights_;
   std::vector<float> rope_inv_freq_;
+  float rope_scale_ = 1.0f;
   size_t weight_bytes_ = 0;
   DType kv_cache_ = DType::F32;
 };

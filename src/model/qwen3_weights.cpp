@@ -300,7 +300,14 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
   if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;
 
   m->rope_inv_freq_.resize(static_cast<size_t>(c.head_dim / 2));
-  qinfer::rope_inv_freq(c.rope_theta, c.head_dim, m->rope_inv_freq_.data());
+  if (c.yarn) {
+    const Qwen3Config::Yarn& y = *c.yarn;
+    yarn_inv_freq(c.rope_theta, c.head_dim, y.factor, static_cast<double>(y.original_max_position_embeddings),
+                  y.beta_fast, y.beta_slow, y.truncate, m->rope_inv_freq_.data());
+    m->rope_scale_ = static_cast<float>(y.attention_factor);
+  } else {
+    qinfer::rope_inv_freq(c.rope_theta, c.head_dim, m->rope_inv_freq_.data());
+  }
   return m;
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <numbers>
 #include <numeric>
 #include <vector>
 
@@ -49,14 +50,37 @@ void rope_inv_freq(double theta, int64_t hd, float* inv_freq) {
     inv_freq[i] = static_cast<float>(1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(hd)));
 }
 
-void rope_cos_sin(const int32_t* positions, int64_t n, const float* inv_freq, int64_t hd, float* cs) {
+void yarn_inv_freq(double theta, int64_t hd, double factor, double original_context, double beta_fast, double beta_slow,
+                   bool truncate, float* inv_freq) {
+  // The dimension whose frequency turns `rotations` times within the original context.
+  auto dimension = [&](double rotations) {
+    return static_cast<double>(hd) * std::log(original_context / (rotations * 2 * std::numbers::pi)) /
+           (2 * std::log(theta));
+  };
+  double low = dimension(beta_fast), high = dimension(beta_slow);
+  if (truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  low = std::max(low, 0.0);
+  high = std::min(high, static_cast<double>(hd - 1));
+  if (low == high) high += 0.001;  // transformers' guard against a zero-width ramp
+  for (int64_t i = 0; i < hd / 2; ++i) {
+    const double extrapolation = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(hd));
+    const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+    inv_freq[i] = static_cast<float>(extrapolation / factor * ramp + extrapolation * (1 - ramp));
+  }
+}
+
+void rope_cos_sin(const int32_t* positions, int64_t n, const float* inv_freq, int64_t hd, float* cs, float scale) {
   const int64_t half = hd / 2;
   for (int64_t t = 0; t < n; ++t)
     for (int64_t i = 0; i < half; ++i) {
-      // The angle is an f32 product, as transformers computes it; cos/sin of it are exact.
+      // The angle is an f32 product, as transformers computes it; cos/sin of it are exact,
+      // then scaled in f32 as transformers scales them.
       const float angle = static_cast<float>(positions[t]) * inv_freq[i];
-      cs[t * hd + i] = static_cast<float>(std::cos(static_cast<double>(angle)));
-      cs[t * hd + half + i] = static_cast<float>(std::sin(static_cast<double>(angle)));
+      cs[t * hd + i] = static_cast<float>(std::cos(static_cast<double>(angle))) * scale;
+      cs[t * hd + half + i] = static_cast<float>(std::sin(static_cast<double>(angle))) * scale;
     }
 }
 

@@ -18,9 +18,19 @@ void rmsnorm(const float* x, const float* w, int64_t n, int64_t dim, float eps, 
 // inv_freq[i] = theta^(-2i/hd), rounded to f32 as transformers does.
 void rope_inv_freq(double theta, int64_t hd, float* inv_freq);
 
-// cos/sin of position * inv_freq for n positions: cs[t * hd + i] = cos, cs[t * hd + hd/2 + i] = sin,
+// YaRN's frequencies (transformers' "yarn" rope type): rope_inv_freq's, kept
+// for the dimensions that turn more than beta_fast times within
+// original_context positions, divided by `factor` for those that turn fewer
+// than beta_slow times, and blended linearly in the dimension index between
+// (the bounds rounded outward when `truncate`, as transformers does by default).
+void yarn_inv_freq(double theta, int64_t hd, double factor, double original_context, double beta_fast, double beta_slow,
+                   bool truncate, float* inv_freq);
+
+// cos/sin of position * inv_freq for n positions, times `scale` (YaRN's
+// attention factor; 1 otherwise): cs[t * hd + i] = cos, cs[t * hd + hd/2 + i] = sin,
 // i < hd/2. Computed once per forward pass and shared by every layer.
-void rope_cos_sin(const int32_t* positions, int64_t n, const float* inv_freq, int64_t hd, float* cs);
+void rope_cos_sin(const int32_t* positions, int64_t n, const float* inv_freq, int64_t hd, float* cs,
+                  float scale = 1.0f);
 
 // Rotary embedding, rotate_half pairing (i with i + hd/2), in place on
 // x[n, n_heads, hd]; row t uses cs[t * hd ...] from rope_cos_sin.

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -116,6 +117,72 @@ TEST(HfConfig, AMixtureOfExpertsWithImpossibleRoutingIsRefused) {
   EXPECT_NE(moe_error(R"("norm_topk_prob":"yes")").find("'norm_topk_prob' has the wrong type"), std::string::npos);
 }
 
+// What Qwen3's model card has users add to config.json for 131,072 positions.
+TEST(HfConfig, YarnAsQwen3sCardAddsIt) {
+  const Qwen3Config c = parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"max_position_embeddings":40960,
+      "rope_theta":1000000,"rope_scaling":{"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":32768}})",
+                                           "c");
+  ASSERT_TRUE(c.yarn);
+  EXPECT_DOUBLE_EQ(c.yarn->factor, 4.0);
+  EXPECT_EQ(c.yarn->original_max_position_embeddings, 32768);
+  EXPECT_DOUBLE_EQ(c.yarn->beta_fast, 32);
+  EXPECT_DOUBLE_EQ(c.yarn->beta_slow, 1);
+  EXPECT_TRUE(c.yarn->truncate);
+  EXPECT_DOUBLE_EQ(c.yarn->attention_factor, 0.1 * std::log(4.0) + 1);
+  EXPECT_EQ(c.max_position_embeddings, 131072);  // 4 x 32,768, as vLLM derives max_model_len
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1e6);
+}
+
+TEST(HfConfig, YarnTakesTransformersDefaultsAndOlderKeys) {
+  auto parse = [](const std::string& rope) {
+    return parse_qwen3_config(
+        R"({"architectures":["Qwen3ForCausalLM"],"max_position_embeddings":8192,"rope_scaling":)" + rope + "}", "c");
+  };
+  // The older "type" key; no factor: the ratio of the contexts.
+  Qwen3Config c = parse(R"({"type":"yarn","original_max_position_embeddings":2048})");
+  ASSERT_TRUE(c.yarn);
+  EXPECT_DOUBLE_EQ(c.yarn->factor, 4.0);
+  EXPECT_EQ(c.max_position_embeddings, 8192);
+  // DeepSeek's two mscales give their ratio; an explicit attention_factor wins.
+  c = parse(R"({"rope_type":"yarn","factor":40,"mscale":1.0,"mscale_all_dim":0.5})");
+  EXPECT_DOUBLE_EQ(c.yarn->attention_factor, (0.1 * std::log(40.0) + 1) / (0.05 * std::log(40.0) + 1));
+  EXPECT_EQ(c.max_position_embeddings, 40 * 8192);
+  c = parse(R"({"rope_type":"yarn","factor":2,"attention_factor":1.5,"beta_fast":16,"beta_slow":2,"truncate":false})");
+  EXPECT_DOUBLE_EQ(c.yarn->attention_factor, 1.5);
+  EXPECT_DOUBLE_EQ(c.yarn->beta_fast, 16);
+  EXPECT_DOUBLE_EQ(c.yarn->beta_slow, 2);
+  EXPECT_FALSE(c.yarn->truncate);
+  EXPECT_FALSE(parse(R"({"rope_type":"default"})").yarn);
+  // Newer transformers saves rope_theta inside rope_parameters.
+  c = parse_qwen3_config(
+      R"({"architectures":["Qwen3ForCausalLM"],"rope_parameters":{"rope_theta":1000000.0,"rope_type":"default"}})",
+      "c");
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1e6);
+  EXPECT_FALSE(c.yarn);
+}
+
+TEST(HfConfig, YarnOutOfRangeIsNamed) {
+  auto rope_error = [](const std::string& rope) {
+    return error_of(
+        [&] { parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"rope_scaling":)" + rope + "}", "c.json"); });
+  };
+  EXPECT_NE(rope_error(R"({"rope_type":"yarn","factor":0.5})").find("c.json: rope_scaling: factor must be at least 1"),
+            std::string::npos);
+  EXPECT_NE(rope_error(R"({"rope_type":"yarn","factor":"4"})").find("'factor' has the wrong type"), std::string::npos);
+  EXPECT_NE(rope_error(R"({"rope_type":"yarn","factor":4,"original_max_position_embeddings":0})")
+                .find("original_max_position_embeddings must be positive"),
+            std::string::npos);
+  EXPECT_NE(rope_error(R"({"rope_type":"yarn","factor":4,"beta_fast":-1})").find("beta_fast and beta_slow must be"),
+            std::string::npos);
+  EXPECT_NE(rope_error(R"({"rope_type":"yarn","factor":4,"attention_factor":0})").find("attention_factor must be"),
+            std::string::npos);
+  EXPECT_NE(rope_error(R"({"rope_type":"yarn","factor":1e9})").find("more than 2^31 - 1"), std::string::npos);
+  EXPECT_NE(rope_error(R"({"rope_type":"yarn","factor":2,"rope_theta":1})").find("yarn needs rope_theta above 1"),
+            std::string::npos);
+  EXPECT_NE(rope_error(R"("yarn")").find("rope_scaling must be an object, not string"), std::string::npos);
+  EXPECT_NE(rope_error(R"({"rope_type":"longrope"})").find("rope type 'longrope' is not supported"), std::string::npos);
+}
+
 TEST(HfConfig, RefusesBadValues) {
   EXPECT_NE(error_of([] {
               parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"hidden_size":"x"})", "c");
@@ -127,8 +194,9 @@ TEST(HfConfig, RefusesBadValues) {
             }).find("not a multiple"),
             std::string::npos);
   EXPECT_NE(error_of([] {
-              parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"rope_scaling":{"type":"yarn"}})", "c");
-            }).find("rope_scaling"),
+              parse_qwen3_config(
+                  R"({"architectures":["Qwen3ForCausalLM"],"rope_scaling":{"type":"linear","factor":2}})", "c");
+            }).find("rope_scaling: rope type 'linear' is not supported"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_qwen3_config("{", "c.json"); }).find("c.json is not valid JSON (line 1, column 2: "),
             std::string::npos);

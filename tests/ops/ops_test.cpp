@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numbers>
 #include <numeric>
 #include <random>
 #include <set>
@@ -368,6 +369,38 @@ TEST(Ops, RopeAtLaterPositions) {
   bool moved = false;
   for (int64_t i = 3 * heads * hd; i < 4 * heads * hd; ++i) moved |= std::fabs(x[i] - orig[i]) > 1e-3f;
   EXPECT_TRUE(moved) << "position 1000 must rotate";
+}
+
+// YaRN with Qwen3's card values (head_dim 128, theta 1e6, factor 4, 32,768
+// original positions): dimension i turns 32,768 / (2 pi theta^(2i/128))
+// times within the original context; 32 turns is i = 23.6 and 1 turn
+// i = 39.6, rounded outward to 23 and 40. Below 23 the frequencies are
+// rope's, from 40 on rope's / 4, between them a linear blend.
+TEST(Ops, YarnKeepsFastDimensionsAndSlowsTheSlowOnes) {
+  const int64_t hd = 128;
+  std::vector<float> plain(hd / 2), yarn(hd / 2), untruncated(hd / 2);
+  rope_inv_freq(1e6, hd, plain.data());
+  yarn_inv_freq(1e6, hd, 4.0, 32768, 32, 1, true, yarn.data());
+  yarn_inv_freq(1e6, hd, 4.0, 32768, 32, 1, false, untruncated.data());
+  for (int64_t i = 0; i < hd / 2; ++i) {
+    const double ramp = std::clamp((static_cast<double>(i) - 23) / (40 - 23), 0.0, 1.0);
+    const double want = plain[i] / 4.0 * ramp + plain[i] * (1 - ramp);
+    if (i < 23) {
+      EXPECT_EQ(yarn[i], plain[i]) << i;
+    }
+    EXPECT_NEAR(yarn[i], want, 1e-6 * want) << i;
+    const double low = 128 * std::log(32768 / (32 * 2 * std::numbers::pi)) / (2 * std::log(1e6)),
+                 high = 128 * std::log(32768 / (2 * std::numbers::pi)) / (2 * std::log(1e6));
+    const double ramp2 = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+    EXPECT_NEAR(untruncated[i], plain[i] / 4.0 * ramp2 + plain[i] * (1 - ramp2), 1e-6 * plain[i]) << i;
+  }
+  EXPECT_NEAR(yarn[hd / 2 - 1], plain[hd / 2 - 1] / 4, 1e-6 * plain[hd / 2 - 1]);
+  // The attention factor scales cos and sin alike.
+  const int32_t pos[2] = {3, 70000};
+  std::vector<float> cs(2 * hd), scaled(2 * hd);
+  rope_cos_sin(pos, 2, yarn.data(), hd, cs.data());
+  rope_cos_sin(pos, 2, yarn.data(), hd, scaled.data(), 1.25f);
+  for (int64_t i = 0; i < 2 * hd; ++i) ASSERT_EQ(scaled[i], cs[i] * 1.25f) << i;
 }
 
 TEST(Ops, SiluMulAndSoftmax) {
