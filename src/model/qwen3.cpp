@@ -1,6 +1,8 @@
 // The Qwen3 forward pass (the weights are loaded and bound in qwen3_weights.cpp).
 #include "model/qwen3.h"
 
+#include <algorithm>
+
 #include "ops/ops.h"
 #include "util/error.h"
 
@@ -24,8 +26,11 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
   s.k.resize(n * nkv * hd);
   s.v.resize(n * nkv * hd);
   s.attn.resize(n * nh * hd);
-  s.gate.resize(n * I);
-  s.up.resize(n * I);
+  // The dense MLP's buffers, where a layer has one (a mixture's sparse layers use their own).
+  const bool dense_mlp =
+      std::any_of(w.layers.begin(), w.layers.end(), [](const Qwen3Layer& L) { return L.sparse_mlp.experts.empty(); });
+  s.gate.resize(dense_mlp ? n * I : 0);
+  s.up.resize(dense_mlp ? n * I : 0);
   // Each row's position, and the rows whose logits are asked for.
   s.positions.resize(n);
   s.logit_rows.clear();

@@ -165,7 +165,7 @@ TEST(MakeTestModelCli, WritesALoadableCheckpoint) {
 
 // A mixture of experts end to end: made with fewer layers, its greedy ids
 // from `generate` are those `batch` gives the same prompt among others, and
-// bench names the experts' format.
+// bench-batch (as bench) names the experts' format.
 TEST(MakeTestModelCli, AMixtureOfExpertsGeneratesAloneAsInABatch) {
   qinfer::test::ScratchDir dir("mtm-moe");
   auto r = run_command(bin() + " make-test-model --preset tiny-moe --layers 3 --out " + dir.file("m") + " 2>&1");
@@ -195,7 +195,8 @@ TEST(MakeTestModelCli, AMixtureOfExpertsGeneratesAloneAsInABatch) {
   while (std::getline(lines, line)) results.push_back(json::parse(line));
   ASSERT_EQ(results.size(), 4u) << r.output;
   EXPECT_EQ(results[1]["ids"], alone);
-  r = run_command(bin() + " bench -m " + dir.file("m") + " --weights q8 -p 8 -n 2 --json 2>/dev/null");
+  r = run_command(bin() + " bench-batch -m " + dir.file("m") +
+                  " --weights q8 --parallel 1 -p 8 -n 2 --json 2>/dev/null");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(json::parse(r.output)["weights"], "q8") << r.output;
 }
