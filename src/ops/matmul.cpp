@@ -276,21 +276,6 @@ DType float_dtype(WeightFormat f) {
   fail("weight format ", weight_format_name(f), " is not a float dtype");
 }
 
-void matmul(const float* x, int64_t n, std::initializer_list<MatmulTarget> targets, ThreadPool& pool) {
-  if (n <= 0 || targets.size() == 0) return;
-  for (const MatmulTarget& t : targets) require_panels(t.w);
-  const size_t k = static_cast<size_t>(targets.begin()->w.cols), rows = static_cast<size_t>(n);
-  for (const MatmulTarget& t : targets)
-    if (t.w.cols != targets.begin()->w.cols)
-      fail("matmul: targets sharing an input differ in width (", t.w.cols, " vs ", k, ")");
-  thread_local Scratch scratch;
-  const kernels::Activations a =
-      prepare(x, rows, k, std::span<const MatmulTarget>(targets.begin(), targets.size()), scratch, pool);
-  std::vector<Job> jobs;
-  for (const MatmulTarget& t : targets) jobs.push_back({&t.w, &a, rows, t.y});
-  run_jobs(jobs, pool);
-}
-
 void matmul_each(std::span<const MatmulInput> inputs, ThreadPool& pool) {
   thread_local std::vector<Scratch> scratch;
   if (scratch.size() < inputs.size()) scratch.resize(inputs.size());
@@ -309,6 +294,11 @@ void matmul_each(std::span<const MatmulInput> inputs, ThreadPool& pool) {
     for (const MatmulTarget& t : in.targets) jobs.push_back({&t.w, &acts[i], static_cast<size_t>(in.n), t.y});
   }
   run_jobs(jobs, pool);
+}
+
+void matmul(const float* x, int64_t n, std::initializer_list<MatmulTarget> targets, ThreadPool& pool) {
+  const MatmulInput input{x, n, std::span<const MatmulTarget>(targets.begin(), targets.size())};
+  matmul_each(std::span<const MatmulInput>(&input, 1), pool);
 }
 
 void matmul(const float* x, int64_t n, const WeightMatrix& w, float* y, ThreadPool& pool) {
