@@ -15,6 +15,14 @@
 namespace qinfer {
 
 Qwen3Config test_model_preset(const std::string& name) {
+  if (name == "tiny-moe") {  // the tiny fixture's attention, 8 experts of which 2 per token
+    Qwen3Config c = test_model_preset("tiny");
+    c.num_experts = 8;
+    c.num_experts_per_tok = 2;
+    c.moe_intermediate_size = 64;
+    c.norm_topk_prob = true;
+    return c;
+  }
   Qwen3Config c;
   c.vocab_size = 151936;
   c.rope_theta = 1e6;
@@ -47,17 +55,6 @@ Qwen3Config test_model_preset(const std::string& name) {
     c.num_experts = 128;
     c.num_experts_per_tok = 8;
     c.moe_intermediate_size = 768;
-    c.norm_topk_prob = true;
-  } else if (name == "tiny-moe") {  // the tiny fixture's attention, 8 experts of which 2 per token
-    c.hidden_size = 64;
-    c.intermediate_size = 192;
-    c.num_hidden_layers = 2;
-    c.num_attention_heads = 4;
-    c.num_key_value_heads = 2;
-    c.head_dim = 32;
-    c.num_experts = 8;
-    c.num_experts_per_tok = 2;
-    c.moe_intermediate_size = 64;
     c.norm_topk_prob = true;
   } else {
     fail("unknown preset '", name, "' (known: qwen3-0.6b, qwen3-30b-a3b, tiny, tiny-moe)");
