@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "golden.h"
 #include "model/qwen3.h"
 #include "ops/matmul.h"
 #include "test_util.h"
@@ -20,39 +21,19 @@ int32_t argmax(std::span<const float> v) {
   return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());  // first index on ties
 }
 
-struct Golden {
-  json meta;
-  std::vector<float> logits;  // [prompts, vocab]
-};
-
-Golden load_golden(const std::string& name) {
-  Golden g;
-  std::ifstream in(test::data_path("golden/" + name + ".json"));
-  g.meta = json::parse(in);
-  std::ifstream lf(test::data_path("golden/" + name + ".logits.f32"), std::ios::binary);
-  const size_t count = g.meta["prompts"].size() * g.meta["vocab_size"].get<size_t>();
-  g.logits.resize(count);
-  lf.read(reinterpret_cast<char*>(g.logits.data()), static_cast<std::streamsize>(count * 4));
-  EXPECT_TRUE(lf.good());
-  return g;
-}
-
 class GoldenTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenTest, LastPositionLogitsWithin1e4) {
-  const Golden g = load_golden(GetParam());
+  const test::Golden g = test::load_golden(GetParam());
   auto model = Qwen3Model::load(test::data_path("models/" + GetParam()));
   ThreadPool pool(2);
   ForwardState st;
-  const size_t V = g.meta["vocab_size"].get<size_t>();
   float worst = 0;
-  for (size_t p = 0; p < g.meta["prompts"].size(); ++p) {
-    const auto ids = g.meta["prompts"][p]["ids"].get<std::vector<int32_t>>();
+  for (size_t p = 0; p < g.prompts(); ++p) {
     KvCache cache = model->make_cache();
-    auto logits = forward(*model, ids, 0, cache, st, pool);
-    ASSERT_EQ(logits.size(), V);
-    float max_diff = 0;
-    for (size_t i = 0; i < V; ++i) max_diff = std::max(max_diff, std::fabs(logits[i] - g.logits[p * V + i]));
+    auto logits = forward(*model, g.ids(p), 0, cache, st, pool);
+    ASSERT_EQ(logits.size(), g.vocab());
+    const float max_diff = test::max_abs_diff(logits, g.logits_of(p));
     EXPECT_LE(max_diff, 1e-4f) << "prompt " << p;
     worst = std::max(worst, max_diff);
   }
@@ -63,34 +44,32 @@ TEST_P(GoldenTest, LastPositionLogitsWithin1e4) {
 // final norm (BatchSeq::Logits::Hidden). Times the lm_head it gives the golden
 // logits, so it is transformers' hidden state to the same tolerance.
 TEST_P(GoldenTest, LastHiddenStateTimesLmHeadGivesTheGoldenLogits) {
-  const Golden g = load_golden(GetParam());
+  const test::Golden g = test::load_golden(GetParam());
   auto model = Qwen3Model::load(test::data_path("models/" + GetParam()));
   ThreadPool pool(2);
   ForwardState st;
-  const size_t V = g.meta["vocab_size"].get<size_t>();
   const int64_t H = model->config().hidden_size;
-  std::vector<float> head_row(static_cast<size_t>(H));
-  for (size_t p = 0; p < g.meta["prompts"].size(); ++p) {
-    const auto ids = g.meta["prompts"][p]["ids"].get<std::vector<int32_t>>();
+  std::vector<float> head_row(static_cast<size_t>(H)), logits(g.vocab());
+  for (size_t p = 0; p < g.prompts(); ++p) {
+    const auto ids = g.ids(p);
     KvCache cache = model->make_cache();
     const auto n = static_cast<int64_t>(ids.size());
     cache.ensure(n);
     Batch b{ids, {{n, 0, cache.table(), BatchSeq::Logits::Hidden}}};
     EXPECT_TRUE(forward(*model, b, cache.pool(), st, pool).empty());
     ASSERT_EQ(st.hidden.size(), static_cast<size_t>(H));
-    float max_diff = 0;
-    for (size_t v = 0; v < V; ++v) {
+    for (size_t v = 0; v < g.vocab(); ++v) {
       widen_row(model->weights().lm_head, static_cast<int64_t>(v), head_row.data());
       double logit = 0;
       for (int64_t i = 0; i < H; ++i) logit += static_cast<double>(head_row[i]) * st.hidden[i];
-      max_diff = std::max(max_diff, std::fabs(static_cast<float>(logit) - g.logits[p * V + v]));
+      logits[v] = static_cast<float>(logit);
     }
-    EXPECT_LE(max_diff, 1e-4f) << "prompt " << p;
+    EXPECT_LE(test::max_abs_diff(logits, g.logits_of(p)), 1e-4f) << "prompt " << p;
   }
 }
 
 TEST_P(GoldenTest, GreedyTokensWithKvCache) {
-  const Golden g = load_golden(GetParam());
+  const test::Golden g = test::load_golden(GetParam());
   auto model = Qwen3Model::load(test::data_path("models/" + GetParam()));
   ThreadPool pool(2);
   ForwardState st;
@@ -127,9 +106,7 @@ TEST_P(GoldenTest, KvCacheDecodeEqualsFullRecompute) {
     KvCache fresh = model->make_cache();
     ForwardState st2;
     auto full = forward(*model, std::span(seq).first(pos + 1), 0, fresh, st2, pool);
-    float max_diff = 0;
-    for (size_t i = 0; i < full.size(); ++i) max_diff = std::max(max_diff, std::fabs(full[i] - step[i]));
-    EXPECT_LE(max_diff, 1e-5f) << "position " << pos;
+    EXPECT_LE(test::max_abs_diff(full, step), 1e-5f) << "position " << pos;
   }
 }
 

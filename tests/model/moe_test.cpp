@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "golden.h"
 #include "model/qwen3.h"
 #include "model/sparse_mlp.h"
 #include "model/test_model.h"
@@ -122,24 +123,11 @@ TEST(SparseMlp, InPlaceGivesTheSameBits) {
   EXPECT_EQ(std::memcmp(x.data(), out.data(), x.size() * sizeof(float)), 0);
 }
 
-std::vector<float> golden_logits() {
-  std::ifstream in(test::data_path("golden/tiny.json"));
-  const nlohmann::json meta = nlohmann::json::parse(in);
-  const size_t count = meta["prompts"].size() * meta["vocab_size"].get<size_t>();
-  std::vector<float> logits(count);
-  std::ifstream lf(test::data_path("golden/tiny.logits.f32"), std::ios::binary);
-  lf.read(reinterpret_cast<char*>(logits.data()), static_cast<std::streamsize>(count * 4));
-  return logits;
-}
-
 // transformers' logits of the tiny model hold for mixtures that compute the
 // same function: the MLP cut into 2 or 4 experts, every layer sparse or the
 // second one dense (mlp_only_layers).
 TEST(MoeModel, AMixtureEquivalentToTheTinyModelGivesItsGoldenLogits) {
-  std::ifstream in(test::data_path("golden/tiny.json"));
-  const nlohmann::json meta = nlohmann::json::parse(in);
-  const std::vector<float> golden = golden_logits();
-  const size_t V = meta["vocab_size"].get<size_t>();
+  const test::Golden golden = test::load_golden("tiny");
   for (const auto& [experts, dense] : {std::pair<int64_t, std::vector<int64_t>>{2, {}}, {4, {}}, {4, {1}}}) {
     test::ScratchDir dir("moe-golden");
     test::write_dense_equivalent_moe(dir.path(), experts, dense);
@@ -149,14 +137,11 @@ TEST(MoeModel, AMixtureEquivalentToTheTinyModelGivesItsGoldenLogits) {
     ASSERT_EQ(model->weights().layers[1].sparse_mlp.experts.size(), dense.empty() ? static_cast<size_t>(experts) : 0u);
     ThreadPool pool(2);
     ForwardState st;
-    for (size_t p = 0; p < meta["prompts"].size(); ++p) {
-      const auto ids = meta["prompts"][p]["ids"].get<std::vector<int32_t>>();
+    for (size_t p = 0; p < golden.prompts(); ++p) {
       KvCache cache = model->make_cache();
-      auto logits = forward(*model, ids, 0, cache, st, pool);
-      ASSERT_EQ(logits.size(), V);
-      float max_diff = 0;
-      for (size_t i = 0; i < V; ++i) max_diff = std::max(max_diff, std::fabs(logits[i] - golden[p * V + i]));
-      EXPECT_LE(max_diff, 1e-4f) << experts << " experts, prompt " << p;
+      auto logits = forward(*model, golden.ids(p), 0, cache, st, pool);
+      ASSERT_EQ(logits.size(), golden.vocab());
+      EXPECT_LE(test::max_abs_diff(logits, golden.logits_of(p)), 1e-4f) << experts << " experts, prompt " << p;
     }
   }
 }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "golden.h"
 #include "model/qwen3.h"
 #include "test_util.h"
 
@@ -36,22 +37,13 @@ std::vector<float> last_logits(const Qwen3Model& model, const std::vector<int32_
 }
 
 TEST(Yarn, FactorOneKeepsTheGoldenLogits) {
-  std::ifstream in(test::data_path("golden/tiny.json"));
-  const nlohmann::json meta = nlohmann::json::parse(in);
-  const size_t V = meta["vocab_size"].get<size_t>();
-  std::vector<float> golden(meta["prompts"].size() * V);
-  std::ifstream(test::data_path("golden/tiny.logits.f32"), std::ios::binary)
-      .read(reinterpret_cast<char*>(golden.data()), static_cast<std::streamsize>(golden.size() * 4));
+  const test::Golden golden = test::load_golden("tiny");
   test::ScratchDir dir("yarn-one");
   auto model = tiny_with(dir, {{"rope_type", "yarn"}, {"factor", 1.0}, {"original_max_position_embeddings", 64}});
   ASSERT_TRUE(model->config().yarn);
   EXPECT_EQ(model->rope_scale(), 1.0f);
-  for (size_t p = 0; p < meta["prompts"].size(); ++p) {
-    const std::vector<float> logits = last_logits(*model, meta["prompts"][p]["ids"].get<std::vector<int32_t>>());
-    float max_diff = 0;
-    for (size_t i = 0; i < V; ++i) max_diff = std::max(max_diff, std::fabs(logits[i] - golden[p * V + i]));
-    EXPECT_LE(max_diff, 1e-4f) << "prompt " << p;
-  }
+  for (size_t p = 0; p < golden.prompts(); ++p)
+    EXPECT_LE(test::max_abs_diff(last_logits(*model, golden.ids(p)), golden.logits_of(p)), 1e-4f) << "prompt " << p;
 }
 
 // Factor 4 over 16 original positions slows the tiny model's slow
@@ -65,9 +57,7 @@ TEST(Yarn, ScalingReachesTheForwardPassAndPrefillEqualsDecode) {
   EXPECT_EQ(yarn->config().max_position_embeddings, 40960);  // 4 x 16 is less than the model's own
   const std::vector<int32_t> ids = {785, 6722, 315, 9625, 374, 12095, 13, 576, 6722, 315};
   const std::vector<float> a = last_logits(*plain, ids), b = last_logits(*yarn, ids);
-  float moved = 0;
-  for (size_t i = 0; i < a.size(); ++i) moved = std::max(moved, std::fabs(a[i] - b[i]));
-  EXPECT_GT(moved, 1e-3f);
+  EXPECT_GT(test::max_abs_diff(a, b), 1e-3f);
   ThreadPool pool(2);
   ForwardState st;
   KvCache cache = yarn->make_cache();
