@@ -59,7 +59,10 @@ void add_make_test_model_command(CLI::App& app) {
   cmd->add_option("--preset", a->preset,
                   "qwen3-0.6b, qwen3-30b-a3b (a mixture of experts: 61 GB in bf16), tiny or tiny-moe")
       ->capture_default_str();
-  cmd->add_option("--dtype", a->dtype, "bf16, f16 or f32")->capture_default_str();
+  cmd->add_option("--dtype", a->dtype,
+                  "bf16, f16, f32 or fp8 (the bf16 weights as Qwen's -FP8 checkpoints store them: E4M3 with a scale "
+                  "per 128 x 128 block)")
+      ->capture_default_str();
   cmd->add_option("--out", a->out, "Output directory (created; an existing one only with --force)")->required();
   cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
   cmd->add_option("--layers", a->layers,
@@ -81,8 +84,10 @@ void add_make_test_model_command(CLI::App& app) {
       t = DType::F16;
     else if (a->dtype == "f32")
       t = DType::F32;
+    else if (a->dtype == "fp8")
+      t = DType::F8_E4M3;
     else
-      usage_fail("--dtype must be bf16, f16 or f32, not '", a->dtype, "'");
+      usage_fail("--dtype must be bf16, f16, f32 or fp8, not '", a->dtype, "'");
     Qwen3Config config;
     try {
       config = test_model_preset(a->preset);
@@ -111,6 +116,7 @@ void add_make_test_model_command(CLI::App& app) {
                  "be generated");
     }
     if (a->embedding && a->script) usage_fail("--embedding and --script do not go together");
+    if (a->script && t == DType::F8_E4M3) usage_fail("--script writes exact weights: --dtype bf16, f16 or f32");
     OutputDir out(a->out, a->force);
     if (chain.empty()) {
       write_test_model(a->out, config, t, a->seed, a->embedding ? Qwen3Layout{"", false} : Qwen3Layout{});

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors_writer.h"
+#include "ops/fp8_blocks.h"
 #include "ops/ops.h"
 #include "ops/simd.h"
 #include "util/error.h"
@@ -84,12 +85,41 @@ void release_pages(const void* p, size_t n) {
   if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
+// The block size of an FP8 checkpoint: config.json's quantization_config
+// {"quant_method": "fp8", "weight_block_size": [128, 128], "fmt": "e4m3",
+// "activation_scheme": "dynamic"}, as Qwen's -FP8 checkpoints have it;
+// nullopt for another checkpoint.
+struct Fp8BlockSize {
+  int64_t rows, cols;
+};
+std::optional<Fp8BlockSize> fp8_block_size(const std::string& config_path) {
+  const auto config = nlohmann::json::parse(read_text_file(config_path), nullptr, false);
+  if (config.is_discarded() || !config.contains("quantization_config")) return std::nullopt;
+  const auto& q = config["quantization_config"];
+  if (!q.is_object() || !q.contains("quant_method") || q["quant_method"] != "fp8") return std::nullopt;
+  auto bad = [&](const char* key, const std::string& why) {
+    fail(config_path, ": quantization_config.", key, " is ", q.contains(key) ? q[key].dump() : "missing", ": ", why);
+  };
+  if (q.contains("fmt") && q["fmt"] != "e4m3") bad("fmt", "qinfer reads FP8 weights in E4M3 (\"e4m3\")");
+  if (q.contains("activation_scheme") && q["activation_scheme"] != "dynamic")
+    bad("activation_scheme", "qinfer reads FP8 weights with dynamic activations (no stored activation scales)");
+  const auto& b = q.contains("weight_block_size") ? q["weight_block_size"] : nlohmann::json();
+  auto in_range = [](const nlohmann::json& v) {
+    return v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= (1 << 20);
+  };
+  if (!b.is_array() || b.size() != 2 || !in_range(b[0]) || !in_range(b[1]))
+    bad("weight_block_size",
+        "expected [rows, cols] of a scale's block, each 1 to 1048576 (FP8 with one scale per tensor is not read)");
+  return Fp8BlockSize{b[0].get<int64_t>(), b[1].get<int64_t>()};
+}
+
 // Binds tensors of the checkpoint as weight matrices, converting them when
 // the options ask for another format.
 struct Binder {
   const Checkpoint& ck;
   const LoadOptions& options;
   std::optional<QuantFormat> stored_quant;  // from config.json's quantization_config
+  std::optional<Fp8BlockSize> fp8_blocks;   // the same, of an FP8 checkpoint
   std::vector<OwnedBytes>& owned;
   size_t& bytes;
   std::unique_ptr<ThreadPool> pool;  // created on the first conversion
@@ -121,10 +151,11 @@ struct Binder {
     return WeightMatrix{weight_format_of(f.dtype), aligned_data(f, dtype_size(f.dtype)), rows, cols};
   }
 
-  // `from` re-encoded as format `to` through f32, in owned memory, by groups
-  // of 8 rows (a Q4 group; quant.h).
-  WeightMatrix convert(const std::string& name, const WeightMatrix& from, WeightFormat to) {
-    WeightMatrix w{to, nullptr, from.rows, from.cols};
+  // A [rows, cols] matrix encoded as format `to` from its rows as f32
+  // (row(r, out)), in owned memory, by groups of 8 rows (a Q4 group; quant.h).
+  template <class RowFn>
+  WeightMatrix encode(const std::string& name, int64_t rows, int64_t cols, WeightFormat to, RowFn row) {
+    WeightMatrix w{to, nullptr, rows, cols};
     // A NaN or infinity would become finite codes in Q8/Q4 (the block scale
     // ignores it) and corrupt weights would pass unnoticed; as floats they
     // reach the logits, where generation reports them.
@@ -137,7 +168,7 @@ struct Binder {
       std::vector<float> rows(static_cast<size_t>(kQuantGroupRows * w.cols));
       for (size_t g = g0; g < g1; ++g) {
         const int64_t r0 = static_cast<int64_t>(g) * kQuantGroupRows, n = std::min(kQuantGroupRows, w.rows - r0);
-        for (int64_t r = 0; r < n; ++r) widen_row(from, r0 + r, &rows[r * w.cols]);
+        for (int64_t r = 0; r < n; ++r) row(r0 + r, &rows[r * w.cols]);
         if (w.quantized()) {
           const int64_t bad = quantize_matrix(w.quant_format(), rows.data(), n, w.cols,
                                               buf.data() + quant_matrix_bytes(w.quant_format(), r0, w.cols));
@@ -154,7 +185,47 @@ struct Binder {
     if (first_bad_row.load() != INT64_MAX)
       fail("tensor ", name, " row ", first_bad_row.load(), " holds NaN or infinity: the checkpoint is corrupt (",
            weight_format_name(to), " would hide it)");
+    return w;
+  }
+
+  // `from` re-encoded as format `to` through f32.
+  WeightMatrix convert(const std::string& name, const WeightMatrix& from, WeightFormat to) {
+    const WeightMatrix w =
+        encode(name, from.rows, from.cols, to, [&](int64_t r, float* out) { widen_row(from, r, out); });
     release_pages(from.data, from.bytes());
+    return w;
+  }
+
+  // An FP8 checkpoint's matrix (E4M3 codes and the block scales in
+  // <name>_scale_inv) as format `to`: bf16 unless asked otherwise, as
+  // transformers computes with it on a CPU (it dequantizes to the config's
+  // torch_dtype); a mixture's router and matrices whose width is not a
+  // multiple of the Q8/Q4 block stay bf16 under --weights q8/q4.
+  WeightMatrix dequantized_fp8(const std::string& name, const TensorView& codes, int64_t rows, int64_t cols,
+                               bool quantizable) {
+    if (!fp8_blocks)
+      fail("tensor ", name, " is F8_E4M3 but config.json's quantization_config does not describe FP8 weights ",
+           "(quant_method \"fp8\" with weight_block_size)");
+    ck.require(name, {rows, cols});
+    const std::string scale_name = name + "_scale_inv";
+    const Fp8BlockScales scales{nullptr, DType::F32, fp8_blocks->rows, fp8_blocks->cols};
+    const std::vector<int64_t> scale_shape = {(rows + scales.block_rows - 1) / scales.block_rows,
+                                              fp8_scale_columns(cols, scales)};
+    const TensorView* s = ck.find(scale_name);
+    if (!s)
+      fail("tensor ", name, " is F8_E4M3 but the checkpoint has no ", scale_name, " (its block scales, shape ",
+           shape_str(scale_shape), ")");
+    if (s->shape != scale_shape)
+      fail("tensor ", scale_name, " has shape ", shape_str(s->shape), "; ", shape_str(scale_shape), " blocks of ",
+           scales.block_rows, " x ", scales.block_cols, " cover a [", rows, ", ", cols, "] matrix");
+    if (s->dtype != DType::F32 && s->dtype != DType::BF16 && s->dtype != DType::F16)
+      fail("tensor ", scale_name, " is ", dtype_name(s->dtype), "; block scales are F32, BF16 or F16");
+    const Fp8BlockScales bound{s->data, s->dtype, scales.block_rows, scales.block_cols};
+    WeightFormat to = options.weights.value_or(WeightFormat::BF16);
+    if ((to == WeightFormat::Q8 || to == WeightFormat::Q4) && !quantizable) to = WeightFormat::BF16;
+    const WeightMatrix w = encode(name, rows, cols, to,
+                                  [&](int64_t r, float* out) { dequantize_fp8_row(codes.data, r, cols, bound, out); });
+    release_pages(codes.data, codes.nbytes);
     return w;
   }
 
@@ -173,14 +244,19 @@ struct Binder {
   }
 
   void matrix(const std::string& name, WeightMatrix& out, int64_t rows, int64_t cols, Quantizable may_quantize) {
-    out = stored(name, rows, cols);
     const std::optional<WeightFormat> to = options.weights;
     const bool quantizable = cols % kQuantBlock == 0 && may_quantize == Quantizable::Yes;
-    if (to && *to != out.format && out.quantized() && (*to == WeightFormat::Q8 || *to == WeightFormat::Q4))
-      fail("--weights ", weight_format_name(*to), ": ", name, " is stored as ", weight_format_name(out.format),
-           "; quantizing it again would add a second rounding error (load it as stored, or quantize the original)");
-    if (to && *to != out.format && (quantizable || (*to != WeightFormat::Q8 && *to != WeightFormat::Q4)))
-      out = convert(name, out, *to);
+    const TensorView* t = ck.find(name);
+    if (t && t->dtype == DType::F8_E4M3) {
+      out = dequantized_fp8(name, *t, rows, cols, quantizable);
+    } else {
+      out = stored(name, rows, cols);
+      if (to && *to != out.format && out.quantized() && (*to == WeightFormat::Q8 || *to == WeightFormat::Q4))
+        fail("--weights ", weight_format_name(*to), ": ", name, " is stored as ", weight_format_name(out.format),
+             "; quantizing it again would add a second rounding error (load it as stored, or quantize the original)");
+      if (to && *to != out.format && (quantizable || (*to != WeightFormat::Q8 && *to != WeightFormat::Q4)))
+        out = convert(name, out, *to);
+    }
     if (!out.quantized()) out = packed(out);
     if (options.bf16_products) {
       if (out.format != WeightFormat::BF16)
@@ -193,7 +269,8 @@ struct Binder {
 
   void vector(const std::string& name, std::vector<float>& out, int64_t n) {
     const TensorView& t = ck.require(name, {n});
-    if (t.dtype == DType::U8) fail("tensor ", name, ": a norm weight cannot be U8");
+    if (t.dtype == DType::U8 || t.dtype == DType::F8_E4M3)
+      fail("tensor ", name, ": a norm weight cannot be ", dtype_name(t.dtype));
     bytes += t.nbytes;
     out.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) out[i] = load_as_f32(t.data, t.dtype, i);
@@ -290,7 +367,13 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
       mlp.top_k = c.num_experts_per_tok;
       mlp.normalize = c.norm_topk_prob;
     }
-  Binder b{m->checkpoint_, options, stored_quant_format(dir + "/config.json"), m->owned_, m->weight_bytes_, nullptr};
+  Binder b{m->checkpoint_,
+           options,
+           stored_quant_format(dir + "/config.json"),
+           fp8_block_size(dir + "/config.json"),
+           m->owned_,
+           m->weight_bytes_,
+           nullptr};
   for_each_tensor(
       c, layout, w,
       [&](const std::string& name, WeightMatrix& x, int64_t rows, int64_t cols, Quantizable q) {

@@ -256,6 +256,7 @@ WeightFormat weight_format_of(DType t) {
     case DType::BF16:
       return WeightFormat::BF16;
     case DType::U8:
+    case DType::F8_E4M3:
       break;
   }
   fail("dtype ", dtype_name(t), " is not a float weight format");

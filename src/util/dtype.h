@@ -1,13 +1,16 @@
 // Element types of stored tensors and their exact widening to f32. U8 holds
 // raw bytes: the packed blocks of quantized weights (see ops/quant.h).
+// F8_E4M3 is the codes of an FP8 checkpoint, which mean a weight only with
+// their block's scale (ops/fp8_blocks.h).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
 
 namespace qinfer {
 
-enum class DType : uint8_t { F32, F16, BF16, U8 };
+enum class DType : uint8_t { F32, F16, BF16, U8, F8_E4M3 };
 
 inline size_t dtype_size(DType t) {
   switch (t) {
@@ -17,6 +20,7 @@ inline size_t dtype_size(DType t) {
     case DType::BF16:
       return 2;
     case DType::U8:
+    case DType::F8_E4M3:
       return 1;
   }
   return 0;
@@ -32,6 +36,8 @@ inline std::string_view dtype_name(DType t) {
       return "BF16";
     case DType::U8:
       return "U8";
+    case DType::F8_E4M3:
+      return "F8_E4M3";
   }
   return "?";
 }
@@ -66,6 +72,46 @@ inline float f16_to_f32(uint16_t h) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
+}
+
+// OCP FP8 E4M3 (PyTorch's float8_e4m3fn) -> float, exact: sign, 4 exponent
+// bits of bias 7, 3 fraction bits; no infinities, S.1111.111 is NaN, the
+// largest value 448.
+inline float f8e4m3_to_f32(uint8_t c) {
+  const uint32_t sign = static_cast<uint32_t>(c & 0x80) << 24, exp = (c >> 3) & 0xf, mant = c & 0x7;
+  uint32_t bits;
+  if (exp == 0xf && mant == 0x7) {
+    bits = sign | 0x7fc00000u;
+  } else if (exp != 0) {
+    bits = sign | ((exp + 120) << 23) | (mant << 20);
+  } else {  // zero or subnormal: mant x 2^-9, exact in float
+    float f = static_cast<float>(mant) * 0x1p-9f;
+    std::memcpy(&bits, &f, 4);
+    bits |= sign;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Round-to-nearest-even f32 -> FP8 E4M3, saturating at +-448 as transformers
+// clamps before it casts; NaN stays NaN (used to write test checkpoints).
+inline uint8_t f32_to_f8e4m3(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  const uint8_t sign = static_cast<uint8_t>((bits >> 24) & 0x80);
+  const uint32_t abs = bits & 0x7fffffffu;
+  if (abs > 0x7f800000u) return static_cast<uint8_t>(sign | 0x7f);
+  if (abs >= 0x43e00000u) return static_cast<uint8_t>(sign | 0x7e);  // 448 and beyond
+  if (abs < 0x3c800000u) {  // below 2^-6: a multiple of 2^-9 (8 of them is the smallest normal, code 8)
+    float scaled;
+    std::memcpy(&scaled, &abs, 4);
+    return static_cast<uint8_t>(sign | static_cast<uint8_t>(std::nearbyint(scaled * 0x1p9f)));
+  }
+  const uint32_t exp = (abs >> 23) - 120, rest = abs & 0xfffffu;  // rebias 127 -> 7
+  uint32_t code = (exp << 3) | ((abs >> 20) & 0x7);
+  if (rest > 0x80000u || (rest == 0x80000u && (code & 1))) ++code;
+  return static_cast<uint8_t>(sign | code);
 }
 
 // Round-to-nearest-even f32 -> bf16 (used to write test checkpoints).
@@ -120,6 +166,8 @@ inline float load_as_f32(const void* data, DType t, size_t i) {
     }
     case DType::U8:
       return static_cast<const uint8_t*>(data)[i];
+    case DType::F8_E4M3:
+      return f8e4m3_to_f32(static_cast<const uint8_t*>(data)[i]);
   }
   return 0.0f;
 }
