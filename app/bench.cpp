@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "io/model_dir.h"
 #include "load_flags.h"
+#include "model/checkpoint_quantization.h"
 #include "model/quality.h"
 #include "model/qwen3.h"
 #include "ops/simd.h"

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "embedded_tokenizer.h"
+#include "model/published_formats.h"
 #include "model/test_model.h"
 #include "output_dir.h"
 #include "text/tokenizer.h"
@@ -60,8 +61,8 @@ void add_make_test_model_command(CLI::App& app) {
                   "qwen3-0.6b, qwen3-30b-a3b (a mixture of experts: 61 GB in bf16), tiny or tiny-moe")
       ->capture_default_str();
   cmd->add_option("--dtype", a->dtype,
-                  "bf16, f16, f32 or fp8 (the bf16 weights as Qwen's -FP8 checkpoints store them: E4M3 with a scale "
-                  "per 128 x 128 block)")
+                  "bf16, f16, f32, fp8 or awq: the bf16 or f16 weights as Qwen's -FP8 checkpoints store them (E4M3, a "
+                  "scale per 128 x 128 block) or its -AWQ ones (4-bit codes and zeros, an f16 scale per 128 inputs)")
       ->capture_default_str();
   cmd->add_option("--out", a->out, "Output directory (created; an existing one only with --force)")->required();
   cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
@@ -77,17 +78,19 @@ void add_make_test_model_command(CLI::App& app) {
                   "chat template's generation prompt does) is TEXT's tokens, then <|im_end|>; for testing reply "
                   "parsing. A token may recur in \"\\n\" + TEXT only before the same next token");
   cmd->callback([a] {
+    // fp8 and awq: the weights drawn as the torch_dtype Qwen's configs name, then rewritten.
     DType t;
-    if (a->dtype == "bf16")
+    std::optional<PublishedFormat> published;
+    if (a->dtype == "bf16" || a->dtype == "fp8")
       t = DType::BF16;
-    else if (a->dtype == "f16")
+    else if (a->dtype == "f16" || a->dtype == "awq")
       t = DType::F16;
     else if (a->dtype == "f32")
       t = DType::F32;
-    else if (a->dtype == "fp8")
-      t = DType::F8_E4M3;
     else
-      usage_fail("--dtype must be bf16, f16, f32 or fp8, not '", a->dtype, "'");
+      usage_fail("--dtype must be bf16, f16, f32, fp8 or awq, not '", a->dtype, "'");
+    if (a->dtype == "fp8") published = PublishedFormat::Fp8;
+    if (a->dtype == "awq") published = PublishedFormat::Awq;
     Qwen3Config config;
     try {
       config = test_model_preset(a->preset);
@@ -116,10 +119,11 @@ void add_make_test_model_command(CLI::App& app) {
                  "be generated");
     }
     if (a->embedding && a->script) usage_fail("--embedding and --script do not go together");
-    if (a->script && t == DType::F8_E4M3) usage_fail("--script writes exact weights: --dtype bf16, f16 or f32");
+    if (a->script && published) usage_fail("--script writes exact weights: --dtype bf16, f16 or f32");
     OutputDir out(a->out, a->force);
     if (chain.empty()) {
       write_test_model(a->out, config, t, a->seed, a->embedding ? Qwen3Layout{"", false} : Qwen3Layout{});
+      if (published) rewrite_checkpoint_as(a->out, *published);
     } else {
       write_scripted_test_model(a->out, config, t, chain);
     }

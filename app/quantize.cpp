@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "io/model_dir.h"
+#include "model/checkpoint_quantization.h"
 #include "model/qwen3.h"
 #include "output_dir.h"
 #include "thread_count.h"

@@ -37,6 +37,8 @@ bool parse_dtype(const std::string& s, DType* out) {
     *out = DType::U8;  // packed quantized weights
   else if (s == "F8_E4M3")
     *out = DType::F8_E4M3;  // an FP8 checkpoint's codes
+  else if (s == "I32")
+    *out = DType::I32;  // an AWQ checkpoint's packed codes
   else
     return false;
   return true;
@@ -85,7 +87,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
     TensorView t;
     t.name = name;
     const std::string dtype = e["dtype"].get<std::string>();
-    if (!parse_dtype(dtype, &t.dtype)) bad("unsupported dtype " + dtype + " (supported: BF16, F16, F32, U8, F8_E4M3)");
+    if (!parse_dtype(dtype, &t.dtype))
+      bad("unsupported dtype " + dtype + " (supported: BF16, F16, F32, U8, F8_E4M3, I32)");
 
     uint64_t numel = 1;
     for (const json& d : e["shape"]) {

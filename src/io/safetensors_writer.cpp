@@ -10,6 +10,17 @@
 
 namespace qinfer {
 
+void set_element(TensorData& t, int64_t i, float v) {
+  if (t.dtype == DType::F32) {
+    std::memcpy(&t.bytes[4 * i], &v, 4);
+  } else if (t.dtype == DType::BF16 || t.dtype == DType::F16) {
+    const uint16_t h = t.dtype == DType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+    std::memcpy(&t.bytes[2 * i], &h, 2);
+  } else {
+    fail("set_element: tensor ", t.name, " is ", dtype_name(t.dtype), ", not a float type");
+  }
+}
+
 void write_safetensors(const std::string& path, const std::vector<TensorSource>& tensors) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   header["__metadata__"] = {{"format", "pt"}};

@@ -18,6 +18,13 @@ struct TensorData {
   std::vector<uint8_t> bytes;  // product(shape) * dtype_size(dtype)
 };
 
+// Element i of a float tensor (F32, F16 or BF16), rounded to nearest even.
+void set_element(TensorData& t, int64_t i, float v);
+// Element i as f32.
+inline float element(const TensorData& t, int64_t i) {
+  return load_as_f32(t.bytes.data(), t.dtype, static_cast<size_t>(i));
+}
+
 // A tensor whose bytes stay where they are (a loaded model's weights):
 // `write` appends exactly `nbytes` to the stream when its turn comes, so a
 // model is saved without a second copy of it in memory.

@@ -67,9 +67,6 @@ struct LoadOptions {
 std::optional<WeightFormat> parse_weight_format(const std::string& name);
 // "f32", "f16", "bf16" (Error otherwise).
 DType parse_kv_dtype(const std::string& name);
-// The format of a checkpoint written by Qwen3Model::save with quantized
-// weights (config.json's quantization_config); nullopt for a float checkpoint.
-std::optional<QuantFormat> stored_quant_format(const std::string& config_path);
 
 class Qwen3Model {
  public:

@@ -17,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors_writer.h"
+#include "model/checkpoint_quantization.h"
+#include "ops/awq_groups.h"
 #include "ops/fp8_blocks.h"
 #include "ops/ops.h"
 #include "ops/simd.h"
@@ -85,41 +87,12 @@ void release_pages(const void* p, size_t n) {
   if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
-// The block size of an FP8 checkpoint: config.json's quantization_config
-// {"quant_method": "fp8", "weight_block_size": [128, 128], "fmt": "e4m3",
-// "activation_scheme": "dynamic"}, as Qwen's -FP8 checkpoints have it;
-// nullopt for another checkpoint.
-struct Fp8BlockSize {
-  int64_t rows, cols;
-};
-std::optional<Fp8BlockSize> fp8_block_size(const std::string& config_path) {
-  const auto config = nlohmann::json::parse(read_text_file(config_path), nullptr, false);
-  if (config.is_discarded() || !config.contains("quantization_config")) return std::nullopt;
-  const auto& q = config["quantization_config"];
-  if (!q.is_object() || !q.contains("quant_method") || q["quant_method"] != "fp8") return std::nullopt;
-  auto bad = [&](const char* key, const std::string& why) {
-    fail(config_path, ": quantization_config.", key, " is ", q.contains(key) ? q[key].dump() : "missing", ": ", why);
-  };
-  if (q.contains("fmt") && q["fmt"] != "e4m3") bad("fmt", "qinfer reads FP8 weights in E4M3 (\"e4m3\")");
-  if (q.contains("activation_scheme") && q["activation_scheme"] != "dynamic")
-    bad("activation_scheme", "qinfer reads FP8 weights with dynamic activations (no stored activation scales)");
-  const auto& b = q.contains("weight_block_size") ? q["weight_block_size"] : nlohmann::json();
-  auto in_range = [](const nlohmann::json& v) {
-    return v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= (1 << 20);
-  };
-  if (!b.is_array() || b.size() != 2 || !in_range(b[0]) || !in_range(b[1]))
-    bad("weight_block_size",
-        "expected [rows, cols] of a scale's block, each 1 to 1048576 (FP8 with one scale per tensor is not read)");
-  return Fp8BlockSize{b[0].get<int64_t>(), b[1].get<int64_t>()};
-}
-
 // Binds tensors of the checkpoint as weight matrices, converting them when
 // the options ask for another format.
 struct Binder {
   const Checkpoint& ck;
   const LoadOptions& options;
-  std::optional<QuantFormat> stored_quant;  // from config.json's quantization_config
-  std::optional<Fp8BlockSize> fp8_blocks;   // the same, of an FP8 checkpoint
+  const CheckpointQuantization quant;  // config.json's quantization_config
   std::vector<OwnedBytes>& owned;
   size_t& bytes;
   std::unique_ptr<ThreadPool> pool;  // created on the first conversion
@@ -135,13 +108,13 @@ struct Binder {
   WeightMatrix stored(const std::string& name, int64_t rows, int64_t cols) {
     const TensorView* t = ck.find(name);
     if (t && t->dtype == DType::U8) {
-      if (!stored_quant)
+      if (!quant.qinfer)
         fail("tensor ", name, " is U8 (quantized) but config.json has no qinfer quantization_config saying the format");
       if (cols % kQuantBlock != 0)
         fail("tensor ", name, ": quantized with ", cols, " columns, not a multiple of the block size ", kQuantBlock);
-      const WeightFormat f = *stored_quant == QuantFormat::Q8 ? WeightFormat::Q8 : WeightFormat::Q4;
-      const std::vector<int64_t> want = {quant_stored_rows(*stored_quant, rows),
-                                         static_cast<int64_t>(quant_row_bytes(*stored_quant, cols))};
+      const WeightFormat f = *quant.qinfer == QuantFormat::Q8 ? WeightFormat::Q8 : WeightFormat::Q4;
+      const std::vector<int64_t> want = {quant_stored_rows(*quant.qinfer, rows),
+                                         static_cast<int64_t>(quant_row_bytes(*quant.qinfer, cols))};
       if (t->shape != want)
         fail("tensor ", name, ": U8 shape ", shape_str(t->shape), " is not the ", weight_format_name(f), " rows ",
              shape_str(want), " of a [", rows, ", ", cols, "] matrix");
@@ -196,36 +169,73 @@ struct Binder {
     return w;
   }
 
-  // An FP8 checkpoint's matrix (E4M3 codes and the block scales in
-  // <name>_scale_inv) as format `to`: bf16 unless asked otherwise, as
-  // transformers computes with it on a CPU (it dequantizes to the config's
-  // torch_dtype); a mixture's router and matrices whose width is not a
-  // multiple of the Q8/Q4 block stay bf16 under --weights q8/q4.
+  // A matrix stored in another tool's quantized format (FP8, AWQ), its rows
+  // given by row(r, out), as the config's torch_dtype unless --weights asks
+  // otherwise: what transformers computes with on a CPU, where it
+  // dequantizes to that type. A router and matrices whose width is not a
+  // multiple of the Q8/Q4 block stay at that type under --weights q8/q4.
+  template <class RowFn>
+  WeightMatrix dequantized(const std::string& name, int64_t rows, int64_t cols, bool quantizable, RowFn row) {
+    WeightFormat to = options.weights.value_or(quant.dequantized);
+    if ((to == WeightFormat::Q8 || to == WeightFormat::Q4) && !quantizable) to = quant.dequantized;
+    return encode(name, rows, cols, to, row);
+  }
+
+  static void require_float_scales(const TensorView& s) {
+    if (s.dtype != DType::F32 && s.dtype != DType::BF16 && s.dtype != DType::F16)
+      fail("tensor ", s.name, " is ", dtype_name(s.dtype), "; scales are F32, BF16 or F16");
+  }
+
+  // An FP8 checkpoint's matrix: E4M3 codes, the block scales in <name>_scale_inv.
   WeightMatrix dequantized_fp8(const std::string& name, const TensorView& codes, int64_t rows, int64_t cols,
                                bool quantizable) {
-    if (!fp8_blocks)
+    if (!quant.fp8)
       fail("tensor ", name, " is F8_E4M3 but config.json's quantization_config does not describe FP8 weights ",
            "(quant_method \"fp8\" with weight_block_size)");
     ck.require(name, {rows, cols});
     const std::string scale_name = name + "_scale_inv";
-    const Fp8BlockScales scales{nullptr, DType::F32, fp8_blocks->rows, fp8_blocks->cols};
-    const std::vector<int64_t> scale_shape = {(rows + scales.block_rows - 1) / scales.block_rows,
-                                              fp8_scale_columns(cols, scales)};
+    const Fp8BlockScales blocks{nullptr, DType::F32, quant.fp8->rows, quant.fp8->cols};
+    const std::vector<int64_t> scale_shape = {(rows + blocks.block_rows - 1) / blocks.block_rows,
+                                              fp8_scale_columns(cols, blocks)};
     const TensorView* s = ck.find(scale_name);
     if (!s)
       fail("tensor ", name, " is F8_E4M3 but the checkpoint has no ", scale_name, " (its block scales, shape ",
            shape_str(scale_shape), ")");
     if (s->shape != scale_shape)
       fail("tensor ", scale_name, " has shape ", shape_str(s->shape), "; ", shape_str(scale_shape), " blocks of ",
-           scales.block_rows, " x ", scales.block_cols, " cover a [", rows, ", ", cols, "] matrix");
-    if (s->dtype != DType::F32 && s->dtype != DType::BF16 && s->dtype != DType::F16)
-      fail("tensor ", scale_name, " is ", dtype_name(s->dtype), "; block scales are F32, BF16 or F16");
-    const Fp8BlockScales bound{s->data, s->dtype, scales.block_rows, scales.block_cols};
-    WeightFormat to = options.weights.value_or(WeightFormat::BF16);
-    if ((to == WeightFormat::Q8 || to == WeightFormat::Q4) && !quantizable) to = WeightFormat::BF16;
-    const WeightMatrix w = encode(name, rows, cols, to,
-                                  [&](int64_t r, float* out) { dequantize_fp8_row(codes.data, r, cols, bound, out); });
+           blocks.block_rows, " x ", blocks.block_cols, " cover a [", rows, ", ", cols, "] matrix");
+    require_float_scales(*s);
+    const Fp8BlockScales scales{s->data, s->dtype, blocks.block_rows, blocks.block_cols};
+    const WeightMatrix w = dequantized(name, rows, cols, quantizable, [&](int64_t r, float* out) {
+      dequantize_fp8_row(codes.data, r, cols, scales, out);
+    });
     release_pages(codes.data, codes.nbytes);
+    return w;
+  }
+
+  // An AWQ checkpoint's matrix: <base>.qweight, .qzeros and .scales in place
+  // of <base>.weight.
+  WeightMatrix dequantized_awq(const std::string& name, const std::string& base, int64_t rows, int64_t cols,
+                               bool quantizable) {
+    if (!quant.awq_group_size)
+      fail("the checkpoint has ", base, ".qweight (AWQ) in place of ", name,
+           " but config.json's quantization_config does not describe AWQ weights (quant_method \"awq\")");
+    const int64_t group = *quant.awq_group_size;
+    if (rows % 8 != 0)
+      fail("tensor ", base, ".qweight: AWQ packs 8 outputs to an int32, and ", rows, " is not a multiple of 8");
+    if (cols % group != 0)
+      fail("tensor ", base, ".qweight: ", cols, " inputs are not whole AWQ groups of ", group, " (group_size)");
+    const TensorView& qweight = ck.require(base + ".qweight", {cols, rows / 8});
+    const TensorView& qzeros = ck.require(base + ".qzeros", {cols / group, rows / 8});
+    const TensorView& scales = ck.require(base + ".scales", {cols / group, rows});
+    for (const TensorView* packed : {&qweight, &qzeros})
+      if (packed->dtype != DType::I32)
+        fail("tensor ", packed->name, " is ", dtype_name(packed->dtype), "; AWQ packs its codes in I32");
+    require_float_scales(scales);
+    const AwqMatrix m{qweight.data, qzeros.data, scales.data, scales.dtype, rows, cols, group};
+    const WeightMatrix w =
+        dequantized(name, rows, cols, quantizable, [&](int64_t r, float* out) { dequantize_awq_row(m, r, out); });
+    release_pages(qweight.data, qweight.nbytes);
     return w;
   }
 
@@ -247,8 +257,11 @@ struct Binder {
     const std::optional<WeightFormat> to = options.weights;
     const bool quantizable = cols % kQuantBlock == 0 && may_quantize == Quantizable::Yes;
     const TensorView* t = ck.find(name);
+    const std::string base = name.ends_with(".weight") ? name.substr(0, name.size() - 7) : name;
     if (t && t->dtype == DType::F8_E4M3) {
       out = dequantized_fp8(name, *t, rows, cols, quantizable);
+    } else if (!t && ck.find(base + ".qweight")) {
+      out = dequantized_awq(name, base, rows, cols, quantizable);
     } else {
       out = stored(name, rows, cols);
       if (to && *to != out.format && out.quantized() && (*to == WeightFormat::Q8 || *to == WeightFormat::Q4))
@@ -269,7 +282,7 @@ struct Binder {
 
   void vector(const std::string& name, std::vector<float>& out, int64_t n) {
     const TensorView& t = ck.require(name, {n});
-    if (t.dtype == DType::U8 || t.dtype == DType::F8_E4M3)
+    if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
       fail("tensor ", name, ": a norm weight cannot be ", dtype_name(t.dtype));
     bytes += t.nbytes;
     out.resize(static_cast<size_t>(n));
@@ -277,34 +290,7 @@ struct Binder {
   }
 };
 
-// Version of the quantized layout (ops/quant.h) that save() writes. 3: Q8
-// rows interleaved in groups of 8 as unsigned codes, like Q4 (2: Q4 groups,
-// Q8 rows one after another; 1: Q4 rows too).
-constexpr int kQuantLayoutVersion = 3;
-
 }  // namespace
-
-// The format of a checkpoint written by Qwen3Model::save: config.json's
-// quantization_config {"quant_method": "qinfer", "format": "q8" | "q4", "version": 3}.
-std::optional<QuantFormat> stored_quant_format(const std::string& config_path) {
-  const auto config = nlohmann::json::parse(read_text_file(config_path), nullptr, false);
-  if (config.is_discarded() || !config.contains("quantization_config")) return std::nullopt;
-  const auto& q = config["quantization_config"];
-  if (!q.is_object() || !q.contains("quant_method") || q["quant_method"] != "qinfer") return std::nullopt;
-  const std::string f = q.contains("format") && q["format"].is_string() ? q["format"].get<std::string>() : "";
-  if (f != "q8" && f != "q4")
-    fail(config_path, ": quantization_config.format is ", q.contains("format") ? q["format"].dump() : "missing",
-         ", expected \"q8\" or \"q4\"");
-  if (q.contains("version") && !q["version"].is_number_integer())
-    fail(config_path, ": quantization_config.version is ", q["version"].dump(), ", expected an integer");
-  // Q4's layout has not changed since version 2.
-  const int64_t version = q.contains("version") ? q["version"].get<int64_t>() : 0, oldest = f == "q8" ? 3 : 2;
-  if (version < oldest || version > kQuantLayoutVersion)
-    fail(config_path, ": ", f, " quantized with layout version ", version,
-         ", which this qinfer does not read (it writes ", kQuantLayoutVersion,
-         "): quantize the original checkpoint again (qinfer quantize)");
-  return f == "q8" ? QuantFormat::Q8 : QuantFormat::Q4;
-}
 
 std::optional<WeightFormat> parse_weight_format(const std::string& name) {
   if (name == "auto") return std::nullopt;
@@ -358,22 +344,19 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)
     if (c.is_sparse_layer(l)) {
       // Checked before the expert table is sized by it, as the layers are.
+      // (Its down_proj is .weight, or .qweight in an AWQ checkpoint.)
       const std::string last_expert = layout.prefix + "layers." + std::to_string(l) + ".mlp.experts." +
                                       std::to_string(c.num_experts - 1) + ".down_proj.weight";
-      if (!m->checkpoint_.find(last_expert))
+      if (!m->checkpoint_.find(last_expert) &&
+          !m->checkpoint_.find(last_expert.substr(0, last_expert.size() - 6) + "qweight"))
         fail(dir, "/config.json: num_experts is ", c.num_experts, " but the checkpoint has no ", last_expert);
       SparseMlp& mlp = w.layers[l].sparse_mlp;
       mlp.experts.resize(static_cast<size_t>(c.num_experts));
       mlp.top_k = c.num_experts_per_tok;
       mlp.normalize = c.norm_topk_prob;
     }
-  Binder b{m->checkpoint_,
-           options,
-           stored_quant_format(dir + "/config.json"),
-           fp8_block_size(dir + "/config.json"),
-           m->owned_,
-           m->weight_bytes_,
-           nullptr};
+  Binder b{m->checkpoint_, options,          read_checkpoint_quantization(dir + "/config.json"),
+           m->owned_,      m->weight_bytes_, nullptr};
   for_each_tensor(
       c, layout, w,
       [&](const std::string& name, WeightMatrix& x, int64_t rows, int64_t cols, Quantizable q) {

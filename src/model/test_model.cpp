@@ -81,15 +81,6 @@ struct FastNormal {
   }
 };
 
-void set_element(TensorData& t, int64_t i, float v) {
-  if (t.dtype == DType::F32) {
-    std::memcpy(&t.bytes[4 * i], &v, 4);
-  } else {
-    const uint16_t h = t.dtype == DType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
-    std::memcpy(&t.bytes[2 * i], &h, 2);
-  }
-}
-
 // A tensor of zeros; n is set to its element count.
 TensorData zero_tensor(const std::string& name, std::vector<int64_t> shape, DType dtype, int64_t& n) {
   n = 1;
@@ -145,9 +136,6 @@ std::vector<TensorData> checkpoint_tensors(const Qwen3Config& c, const Qwen3Layo
   return ts;
 }
 
-// A tensor's element i as f32.
-float element(const TensorData& t, int64_t i) { return load_as_f32(t.bytes.data(), t.dtype, static_cast<size_t>(i)); }
-
 TensorData& tensor_named(std::vector<TensorData>& ts, const std::string& name) {
   for (TensorData& t : ts)
     if (t.name == name) return t;
@@ -187,7 +175,6 @@ void write_config_files(const std::string& dir, const Qwen3Config& c, DType dtyp
     config["num_experts"] = c.num_experts;
     config["num_experts_per_tok"] = c.num_experts_per_tok;
   }
-  if (dtype == DType::F8_E4M3) config["quantization_config"] = fp8_quantization_config();
   write_file(replaced_file(dir, "config.json"), config.dump(2) + "\n");
   nlohmann::ordered_json gen = {{"bos_token_id", 151643}, {"do_sample", true},  {"eos_token_id", {151645, 151643}},
                                 {"pad_token_id", 151643}, {"temperature", 0.6}, {"top_k", 20},
@@ -197,56 +184,15 @@ void write_config_files(const std::string& dir, const Qwen3Config& c, DType dtyp
 
 }  // namespace
 
-nlohmann::ordered_json fp8_quantization_config() {
-  return {{"activation_scheme", "dynamic"},
-          {"fmt", "e4m3"},
-          {"quant_method", "fp8"},
-          {"weight_block_size", {kFp8TestBlock, kFp8TestBlock}}};
-}
-
-std::vector<TensorData> fp8_block_tensors(std::vector<TensorData> tensors, DType scale_type) {
-  constexpr int64_t B = kFp8TestBlock;
-  constexpr std::string_view kProjection = "_proj.weight";
-  std::vector<TensorData> out;
-  for (TensorData& t : tensors) {
-    const bool projection = t.name.size() > kProjection.size() && t.name.ends_with(kProjection);
-    if (!projection || t.shape.size() != 2) {
-      out.push_back(std::move(t));
-      continue;
-    }
-    const int64_t rows = t.shape[0], cols = t.shape[1], block_rows = (rows + B - 1) / B,
-                  block_cols = (cols + B - 1) / B;
-    int64_t n;
-    TensorData codes = zero_tensor(t.name, t.shape, DType::F8_E4M3, n);
-    TensorData scales = zero_tensor(t.name + "_scale_inv", {block_rows, block_cols}, scale_type, n);
-    for (int64_t br = 0; br < block_rows; ++br)
-      for (int64_t bc = 0; bc < block_cols; ++bc) {
-        const int64_t r1 = std::min(rows, (br + 1) * B), c1 = std::min(cols, (bc + 1) * B);
-        float amax = 0;
-        for (int64_t r = br * B; r < r1; ++r)
-          for (int64_t c = bc * B; c < c1; ++c) amax = std::max(amax, std::fabs(element(t, r * cols + c)));
-        set_element(scales, br * block_cols + bc, amax > 0 ? amax / 448.0f : 1.0f);
-        const float scale = element(scales, br * block_cols + bc);  // as stored
-        for (int64_t r = br * B; r < r1; ++r)
-          for (int64_t c = bc * B; c < c1; ++c)
-            codes.bytes[r * cols + c] = f32_to_f8e4m3(element(t, r * cols + c) / scale);
-      }
-    out.push_back(std::move(codes));
-    out.push_back(std::move(scales));
-  }
-  return out;
-}
-
 void write_test_model(const std::string& dir, const Qwen3Config& c, DType dtype, uint64_t seed,
                       const Qwen3Layout& layout) {
   std::filesystem::create_directories(dir);
   FastNormal rng{seed * 0x2545f4914f6cdd1dull + 1};
-  const DType drawn = dtype == DType::F8_E4M3 ? DType::BF16 : dtype;
-  auto tensors = checkpoint_tensors(c, layout, [&](const std::string& name, std::vector<int64_t> shape, bool is_norm) {
-    return random_tensor(name, std::move(shape), drawn, is_norm ? 1.0f : 0.0f, is_norm ? 0.1f : 0.02f, rng);
-  });
-  if (dtype == DType::F8_E4M3) tensors = fp8_block_tensors(std::move(tensors));
-  write_safetensors(replaced_file(dir, "model.safetensors"), tensors);
+  write_safetensors(
+      replaced_file(dir, "model.safetensors"),
+      checkpoint_tensors(c, layout, [&](const std::string& name, std::vector<int64_t> shape, bool is_norm) {
+        return random_tensor(name, std::move(shape), dtype, is_norm ? 1.0f : 0.0f, is_norm ? 0.1f : 0.02f, rng);
+      }));
   write_config_files(dir, c, dtype);
 }
 

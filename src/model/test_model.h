@@ -6,11 +6,7 @@
 #include <span>
 #include <string>
 
-#include <nlohmann/json.hpp>
-#include <vector>
-
 #include "io/hf_config.h"
-#include "io/safetensors_writer.h"
 #include "model/qwen3.h"
 #include "util/dtype.h"
 
@@ -24,8 +20,6 @@ Qwen3Config test_model_preset(const std::string& name);
 // Writes config.json, generation_config.json and model.safetensors (weights
 // ~N(0, 0.02), norm weights ~1) into dir, which is created if needed; with
 // the tensor names of `layout` (a backbone alone: those of Qwen3-Embedding).
-// F8_E4M3: the bf16 model's weights as Qwen's -FP8 checkpoints store them
-// (fp8_block_tensors).
 void write_test_model(const std::string& dir, const Qwen3Config& config, DType dtype, uint64_t seed,
                       const Qwen3Layout& layout = {});
 
@@ -42,17 +36,6 @@ void write_test_model(const std::string& dir, const Qwen3Config& config, DType d
 // successor; the last one has none (end the chain with an eos id). Error
 // naming the conflict, an id outside the vocabulary, or more distinct tokens
 // with a successor than hidden_size.
-// The tensors of a float checkpoint as Qwen's -FP8 checkpoints hold them:
-// each projection (*_proj.weight) as E4M3 codes with one scale per block of
-// kFp8TestBlock x kFp8TestBlock weights in <name>_scale_inv, of type
-// scale_type; embeddings, lm_head, a mixture's router and the norms as they
-// were. A block's scale is its largest magnitude / 448 (as stored), its codes
-// the weights over the scale rounded to nearest even.
-constexpr int64_t kFp8TestBlock = 128;
-std::vector<TensorData> fp8_block_tensors(std::vector<TensorData> tensors, DType scale_type = DType::BF16);
-// config.json's quantization_config of such a checkpoint.
-nlohmann::ordered_json fp8_quantization_config();
-
 void write_scripted_test_model(const std::string& dir, Qwen3Config config, DType dtype, std::span<const int32_t> chain);
 
 }  // namespace qinfer

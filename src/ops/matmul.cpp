@@ -257,6 +257,7 @@ WeightFormat weight_format_of(DType t) {
       return WeightFormat::BF16;
     case DType::U8:
     case DType::F8_E4M3:
+    case DType::I32:
       break;
   }
   fail("dtype ", dtype_name(t), " is not a float weight format");

@@ -631,6 +631,7 @@ void AttentionScores(const float* q, size_t nq, size_t ldq, const KvBlocks& kv, 
       return ScoresOverBlocks<BF16Rows>(q, nq, ldq, kv, head, hd, p0, p1, s, lds);
     case DType::U8:
     case DType::F8_E4M3:
+    case DType::I32:
       break;
   }
   HWY_ASSERT(false);
@@ -647,6 +648,7 @@ void AttentionValues(const float* p, size_t np, size_t ldp, const KvBlocks& kv, 
       return ValuesOverBlocks<BF16Rows>(p, np, ldp, kv, head, hd, p0, p1, o, ldo);
     case DType::U8:
     case DType::F8_E4M3:
+    case DType::I32:
       break;
   }
   HWY_ASSERT(false);

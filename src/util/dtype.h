@@ -1,7 +1,8 @@
 // Element types of stored tensors and their exact widening to f32. U8 holds
 // raw bytes: the packed blocks of quantized weights (see ops/quant.h).
 // F8_E4M3 is the codes of an FP8 checkpoint, which mean a weight only with
-// their block's scale (ops/fp8_blocks.h).
+// their block's scale (ops/fp8_blocks.h); I32 the packed codes of an AWQ
+// checkpoint (ops/awq_groups.h).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -10,11 +11,12 @@
 
 namespace qinfer {
 
-enum class DType : uint8_t { F32, F16, BF16, U8, F8_E4M3 };
+enum class DType : uint8_t { F32, F16, BF16, U8, F8_E4M3, I32 };
 
 inline size_t dtype_size(DType t) {
   switch (t) {
     case DType::F32:
+    case DType::I32:
       return 4;
     case DType::F16:
     case DType::BF16:
@@ -38,6 +40,8 @@ inline std::string_view dtype_name(DType t) {
       return "U8";
     case DType::F8_E4M3:
       return "F8_E4M3";
+    case DType::I32:
+      return "I32";
   }
   return "?";
 }
@@ -168,6 +172,11 @@ inline float load_as_f32(const void* data, DType t, size_t i) {
       return static_cast<const uint8_t*>(data)[i];
     case DType::F8_E4M3:
       return f8e4m3_to_f32(static_cast<const uint8_t*>(data)[i]);
+    case DType::I32: {
+      int32_t v;
+      std::memcpy(&v, static_cast<const uint8_t*>(data) + 4 * i, 4);
+      return static_cast<float>(v);
+    }
   }
   return 0.0f;
 }

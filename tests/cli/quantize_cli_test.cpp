@@ -41,24 +41,28 @@ TEST(QuantizeCli, SavedModelGeneratesLikeQuantizingAtLoad) {
   }
 }
 
-// A checkpoint as Qwen publishes its -FP8 models generates as stored (bf16
-// weights from its codes and scales) and quantizes to Q8 once, saved, like
-// --weights q8 at every load.
-TEST(QuantizeCli, AnFp8CheckpointGeneratesAndQuantizes) {
-  qinfer::test::ScratchDir dir("quantize-fp8");
-  const std::string fp8 = dir.file("fp8"), q8 = dir.file("q8");
-  auto r = run_command(bin() + " make-test-model --preset tiny --dtype fp8 --seed 4 --out " + fp8 + " 2>&1");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const json config = json::parse(std::ifstream(fp8 + "/config.json"));
-  EXPECT_EQ(config["quantization_config"]["quant_method"], "fp8");
-  EXPECT_EQ(generate(fp8, "")["ids"].size(), 8u);
-  r = run_command(bin() + " quantize -m " + fp8 + " --to q8 -o " + q8 + " 2>&1");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(json::parse(std::ifstream(q8 + "/config.json"))["quantization_config"]["quant_method"], "qinfer");
-  EXPECT_EQ(generate(q8, "")["ids"], generate(fp8, "--weights q8")["ids"]);
-  r = run_command(bin() + " make-test-model --preset tiny --dtype fp8 --script hi --out " + dir.file("s") + " 2>&1");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("--script writes exact weights"), std::string::npos) << r.output;
+// A checkpoint as Qwen publishes its -FP8 and -AWQ models generates as
+// stored (float weights from its codes and scales) and quantizes to Q8 once,
+// saved, like --weights q8 at every load.
+TEST(QuantizeCli, PublishedFp8AndAwqCheckpointsGenerateAndQuantize) {
+  for (const std::string format : {"fp8", "awq"}) {
+    qinfer::test::ScratchDir dir("quantize-published");
+    const std::string model = dir.file(format), q8 = dir.file("q8");
+    auto r =
+        run_command(bin() + " make-test-model --preset tiny --dtype " + format + " --seed 4 --out " + model + " 2>&1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const json config = json::parse(std::ifstream(model + "/config.json"));
+    EXPECT_EQ(config["quantization_config"]["quant_method"], format);
+    EXPECT_EQ(generate(model, "")["ids"].size(), 8u);
+    r = run_command(bin() + " quantize -m " + model + " --to q8 -o " + q8 + " 2>&1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(json::parse(std::ifstream(q8 + "/config.json"))["quantization_config"]["quant_method"], "qinfer");
+    EXPECT_EQ(generate(q8, "")["ids"], generate(model, "--weights q8")["ids"]) << format;
+    r = run_command(bin() + " make-test-model --preset tiny --dtype " + format + " --script hi --out " + dir.file("s") +
+                    " 2>&1");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.output.find("--script writes exact weights"), std::string::npos) << r.output;
+  }
 }
 
 TEST(QuantizeCli, BadArgumentsFailWithAMessage) {

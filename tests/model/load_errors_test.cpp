@@ -128,7 +128,7 @@ TEST(ModelLoad, QuantizationConfigOfTheWrongTypeIsNamed) {
   for (const auto& [q, message] : std::vector<std::pair<std::string, std::string>>{
            {R"({"quant_method": "qinfer", "format": 8, "version": 3})", "quantization_config.format is 8"},
            {R"({"quant_method": "qinfer", "format": "q8", "version": "3"})",
-            "quantization_config.version is \"3\", expected an integer"}}) {
+            "quantization_config.version is \"3\": expected an integer"}}) {
     std::string cfg = kConfig;
     cfg.insert(cfg.size() - 1, ",\"quantization_config\":" + q);
     std::ofstream(d.file("config.json")) << cfg;
