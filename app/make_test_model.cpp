@@ -61,8 +61,9 @@ void add_make_test_model_command(CLI::App& app) {
                   "qwen3-0.6b, qwen3-30b-a3b (a mixture of experts: 61 GB in bf16), tiny or tiny-moe")
       ->capture_default_str();
   cmd->add_option("--dtype", a->dtype,
-                  "bf16, f16, f32, fp8 or awq: the bf16 or f16 weights as Qwen's -FP8 checkpoints store them (E4M3, a "
-                  "scale per 128 x 128 block) or its -AWQ ones (4-bit codes and zeros, an f16 scale per 128 inputs)")
+                  "bf16, f16, f32, fp8, awq or gptq: the bf16 or f16 weights as Qwen's -FP8 checkpoints store them "
+                  "(E4M3, a scale per 128 x 128 block), its -AWQ ones (4-bit codes and zeros, an f16 scale per 128 "
+                  "inputs) or its -GPTQ-Int4 ones (symmetric 4-bit codes, an f16 scale per 128 inputs)")
       ->capture_default_str();
   cmd->add_option("--out", a->out, "Output directory (created; an existing one only with --force)")->required();
   cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
@@ -78,19 +79,20 @@ void add_make_test_model_command(CLI::App& app) {
                   "chat template's generation prompt does) is TEXT's tokens, then <|im_end|>; for testing reply "
                   "parsing. A token may recur in \"\\n\" + TEXT only before the same next token");
   cmd->callback([a] {
-    // fp8 and awq: the weights drawn as the torch_dtype Qwen's configs name, then rewritten.
+    // fp8, awq and gptq: the weights drawn as the torch_dtype Qwen's configs name, then rewritten.
     DType t;
     std::optional<PublishedFormat> published;
     if (a->dtype == "bf16" || a->dtype == "fp8")
       t = DType::BF16;
-    else if (a->dtype == "f16" || a->dtype == "awq")
+    else if (a->dtype == "f16" || a->dtype == "awq" || a->dtype == "gptq")
       t = DType::F16;
     else if (a->dtype == "f32")
       t = DType::F32;
     else
-      usage_fail("--dtype must be bf16, f16, f32, fp8 or awq, not '", a->dtype, "'");
+      usage_fail("--dtype must be bf16, f16, f32, fp8, awq or gptq, not '", a->dtype, "'");
     if (a->dtype == "fp8") published = PublishedFormat::Fp8;
     if (a->dtype == "awq") published = PublishedFormat::Awq;
+    if (a->dtype == "gptq") published = PublishedFormat::Gptq;
     Qwen3Config config;
     try {
       config = test_model_preset(a->preset);

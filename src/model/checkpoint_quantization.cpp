@@ -58,6 +58,17 @@ int64_t awq_group_size(const json& q, const KeyError& bad) {
   return q["group_size"].get<int64_t>();
 }
 
+GptqLayout gptq_layout(const json& q, const KeyError& bad) {
+  if (!q.contains("bits") || (q["bits"] != 4 && q["bits"] != 8))
+    bad("bits", "qinfer reads GPTQ weights of 4 or 8 bits");
+  if (q.contains("checkpoint_format") && q["checkpoint_format"] != "gptq")
+    bad("checkpoint_format", "qinfer reads AutoGPTQ's format \"gptq\" (zero points stored minus one)");
+  if (!q.contains("group_size") || !(q["group_size"] == -1 || in_range(q["group_size"], 1, 1 << 20)))
+    bad("group_size", "expected the inputs per scale, 1 to 1048576, or -1 (one group)");
+  const int64_t group = q["group_size"].get<int64_t>();
+  return {q["bits"].get<int>(), group == -1 ? 0 : group};
+}
+
 }  // namespace
 
 CheckpointQuantization read_checkpoint_quantization(const std::string& config_path) {
@@ -76,6 +87,7 @@ CheckpointQuantization read_checkpoint_quantization(const std::string& config_pa
   if (q["quant_method"] == "qinfer") s.qinfer = qinfer_format(q, bad);
   if (q["quant_method"] == "fp8") s.fp8 = fp8_blocks(q, bad);
   if (q["quant_method"] == "awq") s.awq_group_size = awq_group_size(q, bad);
+  if (q["quant_method"] == "gptq") s.gptq = gptq_layout(q, bad);
   return s;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "io/safetensors.h"
@@ -21,6 +22,21 @@ TensorData zeros(const std::string& name, std::vector<int64_t> shape, DType dtyp
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return {name, dtype, std::move(shape), std::vector<uint8_t>(static_cast<size_t>(n) * dtype_size(dtype))};
+}
+
+// Every projection replaced by the tensors convert(t) gives for it, the other
+// tensors kept, in checkpoint order.
+template <class Convert>
+std::vector<TensorData> replace_projections(std::vector<TensorData> tensors, Convert convert) {
+  std::vector<TensorData> out;
+  for (TensorData& t : tensors) {
+    if (!is_projection(t)) {
+      out.push_back(std::move(t));
+      continue;
+    }
+    for (TensorData& r : convert(t)) out.push_back(std::move(r));
+  }
+  return out;
 }
 
 // AutoAWQ's packing: nibble i of each int32 holds output 8 j + kAwqOrder[i].
@@ -47,12 +63,7 @@ nlohmann::ordered_json fp8_quantization_config() {
 
 std::vector<TensorData> fp8_block_tensors(std::vector<TensorData> tensors, DType scale_type) {
   constexpr int64_t B = kFp8Block;
-  std::vector<TensorData> out;
-  for (TensorData& t : tensors) {
-    if (!is_projection(t)) {
-      out.push_back(std::move(t));
-      continue;
-    }
+  return replace_projections(std::move(tensors), [&](const TensorData& t) {
     const int64_t rows = t.shape[0], cols = t.shape[1], block_rows = (rows + B - 1) / B,
                   block_cols = (cols + B - 1) / B;
     TensorData codes = zeros(t.name, t.shape, DType::F8_E4M3);
@@ -69,10 +80,8 @@ std::vector<TensorData> fp8_block_tensors(std::vector<TensorData> tensors, DType
           for (int64_t c = bc * B; c < c1; ++c)
             codes.bytes[r * cols + c] = f32_to_f8e4m3(element(t, r * cols + c) / scale);
       }
-    out.push_back(std::move(codes));
-    out.push_back(std::move(scales));
-  }
-  return out;
+    return std::vector<TensorData>{std::move(codes), std::move(scales)};
+  });
 }
 
 nlohmann::ordered_json awq_quantization_config(int64_t group) {
@@ -88,12 +97,7 @@ int64_t awq_group_for(const std::vector<TensorData>& tensors) {
 }
 
 std::vector<TensorData> awq_group_tensors(std::vector<TensorData> tensors, int64_t group) {
-  std::vector<TensorData> out;
-  for (TensorData& t : tensors) {
-    if (!is_projection(t)) {
-      out.push_back(std::move(t));
-      continue;
-    }
+  return replace_projections(std::move(tensors), [&](const TensorData& t) {
     const int64_t rows = t.shape[0], cols = t.shape[1], groups = cols / group;
     if (rows % 8 != 0 || cols % group != 0)
       fail("AWQ: ", t.name, " [", rows, ", ", cols, "] is not 8 outputs per int32 and groups of ", group, " inputs");
@@ -116,11 +120,51 @@ std::vector<TensorData> awq_group_tensors(std::vector<TensorData> tensors, int64
           pack_awq(qweight, i, r,
                    std::clamp(static_cast<int32_t>(std::nearbyint(element(t, r * cols + i) / scale)) + zero, 0, 15));
       }
-    out.push_back(std::move(qweight));
-    out.push_back(std::move(qzeros));
-    out.push_back(std::move(scales));
-  }
-  return out;
+    return std::vector<TensorData>{std::move(qweight), std::move(qzeros), std::move(scales)};
+  });
+}
+
+nlohmann::ordered_json gptq_quantization_config(int64_t group, int bits) {
+  return {{"bits", bits},           {"checkpoint_format", "gptq"}, {"desc_act", false}, {"group_size", group},
+          {"quant_method", "gptq"}, {"static_groups", false},      {"sym", true}};
+}
+
+std::vector<TensorData> gptq_group_tensors(std::vector<TensorData> tensors, int64_t group, int bits) {
+  const int64_t per = 32 / bits, maxq = (1 << bits) - 1, zero = 1 << (bits - 1);
+  return replace_projections(std::move(tensors), [&](const TensorData& t) {
+    const int64_t rows = t.shape[0], cols = t.shape[1], groups = cols / group;
+    if (rows % per != 0 || cols % group != 0 || group % per != 0)
+      fail("GPTQ: ", t.name, " [", rows, ", ", cols, "] is not ", per, " codes per int32 and groups of ", group);
+    const std::string base = t.name.substr(0, t.name.size() - 7);
+    TensorData qweight = zeros(base + ".qweight", {cols / per, rows}, DType::I32);
+    TensorData qzeros = zeros(base + ".qzeros", {groups, rows / per}, DType::I32);
+    TensorData scales = zeros(base + ".scales", {groups, rows}, DType::F16);
+    TensorData g_idx = zeros(base + ".g_idx", {cols}, DType::I32);
+    auto pack = [bits, per](TensorData& packed, int64_t word, int64_t k, int64_t value) {
+      uint32_t v;
+      std::memcpy(&v, &packed.bytes[4 * word], 4);
+      v |= static_cast<uint32_t>(value) << (bits * (k % per));
+      std::memcpy(&packed.bytes[4 * word], &v, 4);
+    };
+    for (int64_t i = 0; i < cols; ++i) {
+      const auto g = static_cast<int32_t>(i / group);
+      std::memcpy(&g_idx.bytes[4 * i], &g, 4);
+    }
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t g = 0; g < groups; ++g) {
+        float amax = 0;
+        for (int64_t i = g * group; i < (g + 1) * group; ++i)
+          amax = std::max(amax, std::fabs(element(t, r * cols + i)));
+        set_element(scales, g * rows + r, amax > 0 ? 2 * amax / static_cast<float>(maxq) : 1.0f);
+        const float scale = element(scales, g * rows + r);
+        pack(qzeros, g * (rows / per) + r / per, r, zero - 1);
+        for (int64_t i = g * group; i < (g + 1) * group; ++i) {
+          const int64_t q = std::clamp<int64_t>(std::llrint(element(t, r * cols + i) / scale) + zero, 0, maxq);
+          pack(qweight, (i / per) * rows + r, i, q);
+        }
+      }
+    return std::vector<TensorData>{std::move(qweight), std::move(qzeros), std::move(scales), std::move(g_idx)};
+  });
 }
 
 void rewrite_checkpoint_as(const std::string& dir, PublishedFormat format) {
@@ -134,10 +178,14 @@ void rewrite_checkpoint_as(const std::string& dir, PublishedFormat format) {
   if (format == PublishedFormat::Fp8) {
     tensors = fp8_block_tensors(std::move(tensors));
     config["quantization_config"] = fp8_quantization_config();
-  } else {
+  } else if (format == PublishedFormat::Awq) {
     const int64_t group = awq_group_for(tensors);
     tensors = awq_group_tensors(std::move(tensors), group);
     config["quantization_config"] = awq_quantization_config(group);
+  } else {
+    const int64_t group = awq_group_for(tensors);
+    tensors = gptq_group_tensors(std::move(tensors), group, 4);
+    config["quantization_config"] = gptq_quantization_config(group, 4);
   }
   write_safetensors(replaced_file(dir, "model.safetensors"), tensors);
   write_file(replaced_file(dir, "config.json"), config.dump(2) + "\n");

@@ -1,5 +1,6 @@
 // Checkpoints in the quantized formats Qwen publishes its models in, written
-// from float ones: FP8 (Qwen3-*-FP8) and AWQ (Qwen3-*-AWQ). The real ones are
+// from float ones: FP8 (Qwen3-*-FP8), AWQ (Qwen3-*-AWQ) and GPTQ
+// (Qwen3-*-GPTQ-Int4/-Int8). The real ones are
 // not reachable here; these are what the loader is tested and measured on
 // (make-test-model --dtype fp8|awq).
 #pragma once
@@ -28,10 +29,18 @@ nlohmann::ordered_json fp8_quantization_config();
 // scale) + zero, both clamped to [0, 15].
 std::vector<TensorData> awq_group_tensors(std::vector<TensorData> tensors, int64_t group);
 nlohmann::ordered_json awq_quantization_config(int64_t group);
-// The largest AWQ group (at most 128) that divides every projection's inputs.
+// The largest AWQ or GPTQ group (at most 128) that divides every projection's inputs.
 int64_t awq_group_for(const std::vector<TensorData>& tensors);
 
-enum class PublishedFormat { Fp8, Awq };
+// Each projection as AutoGPTQ stores it (ops/gptq_groups.h), symmetric as
+// Qwen's are: <base>.qweight, .qzeros, .scales (F16) and .g_idx (input i in
+// group i / group) in place of <base>.weight. Per output and group, scale =
+// 2 max|w| / (2^bits - 1) (as stored), zero 2^(bits-1) (stored minus one),
+// codes round(w / scale) + zero clamped to [0, 2^bits - 1].
+std::vector<TensorData> gptq_group_tensors(std::vector<TensorData> tensors, int64_t group, int bits);
+nlohmann::ordered_json gptq_quantization_config(int64_t group, int bits);
+
+enum class PublishedFormat { Fp8, Awq, Gptq };
 // Rewrites the single-file float checkpoint in dir in that format (its
 // model.safetensors, and config.json's quantization_config).
 void rewrite_checkpoint_as(const std::string& dir, PublishedFormat format);

@@ -20,6 +20,7 @@
 #include "model/checkpoint_quantization.h"
 #include "ops/awq_groups.h"
 #include "ops/fp8_blocks.h"
+#include "ops/gptq_groups.h"
 #include "ops/ops.h"
 #include "ops/simd.h"
 #include "util/error.h"
@@ -213,13 +214,21 @@ struct Binder {
     return w;
   }
 
-  // An AWQ checkpoint's matrix: <base>.qweight, .qzeros and .scales in place
-  // of <base>.weight.
-  WeightMatrix dequantized_awq(const std::string& name, const std::string& base, int64_t rows, int64_t cols,
-                               bool quantizable) {
-    if (!quant.awq_group_size)
-      fail("the checkpoint has ", base, ".qweight (AWQ) in place of ", name,
-           " but config.json's quantization_config does not describe AWQ weights (quant_method \"awq\")");
+  // An AWQ or GPTQ checkpoint's matrix: <base>.qweight, .qzeros and .scales
+  // (and GPTQ's .g_idx) in place of <base>.weight.
+  WeightMatrix dequantized_packed(const std::string& name, const std::string& base, int64_t rows, int64_t cols,
+                                  bool quantizable) {
+    if (quant.awq_group_size) return dequantized_awq(base, rows, cols, quantizable);
+    if (quant.gptq) return dequantized_gptq(base, rows, cols, quantizable);
+    fail("the checkpoint has ", base, ".qweight (AWQ or GPTQ) in place of ", name,
+         " but config.json's quantization_config describes neither (quant_method \"awq\" or \"gptq\")");
+  }
+
+  static void require_packed_codes(const TensorView& t, const char* format) {
+    if (t.dtype != DType::I32) fail("tensor ", t.name, " is ", dtype_name(t.dtype), "; ", format, " packs it in I32");
+  }
+
+  WeightMatrix dequantized_awq(const std::string& base, int64_t rows, int64_t cols, bool quantizable) {
     const int64_t group = *quant.awq_group_size;
     if (rows % 8 != 0)
       fail("tensor ", base, ".qweight: AWQ packs 8 outputs to an int32, and ", rows, " is not a multiple of 8");
@@ -228,13 +237,46 @@ struct Binder {
     const TensorView& qweight = ck.require(base + ".qweight", {cols, rows / 8});
     const TensorView& qzeros = ck.require(base + ".qzeros", {cols / group, rows / 8});
     const TensorView& scales = ck.require(base + ".scales", {cols / group, rows});
-    for (const TensorView* packed : {&qweight, &qzeros})
-      if (packed->dtype != DType::I32)
-        fail("tensor ", packed->name, " is ", dtype_name(packed->dtype), "; AWQ packs its codes in I32");
+    require_packed_codes(qweight, "AWQ");
+    require_packed_codes(qzeros, "AWQ");
     require_float_scales(scales);
     const AwqMatrix m{qweight.data, qzeros.data, scales.data, scales.dtype, rows, cols, group};
-    const WeightMatrix w =
-        dequantized(name, rows, cols, quantizable, [&](int64_t r, float* out) { dequantize_awq_row(m, r, out); });
+    const WeightMatrix w = dequantized(base + ".qweight", rows, cols, quantizable,
+                                       [&](int64_t r, float* out) { dequantize_awq_row(m, r, out); });
+    release_pages(qweight.data, qweight.nbytes);
+    return w;
+  }
+
+  WeightMatrix dequantized_gptq(const std::string& base, int64_t rows, int64_t cols, bool quantizable) {
+    const int bits = quant.gptq->bits;
+    const int64_t per = 32 / bits, group = quant.gptq->group_size ? quant.gptq->group_size : cols,
+                  groups = (cols + group - 1) / group;
+    if (rows % per != 0 || cols % per != 0)
+      fail("tensor ", base, ".qweight: GPTQ packs ", per, " codes to an int32, and a [", rows, ", ", cols,
+           "] matrix is not a multiple of ", per, " both ways");
+    const TensorView& qweight = ck.require(base + ".qweight", {cols / per, rows});
+    const TensorView& qzeros = ck.require(base + ".qzeros", {groups, rows / per});
+    const TensorView& scales = ck.require(base + ".scales", {groups, rows});
+    require_packed_codes(qweight, "GPTQ");
+    require_packed_codes(qzeros, "GPTQ");
+    require_float_scales(scales);
+    // desc_act checkpoints name each input's group; a group outside the
+    // scales would read beyond them.
+    const TensorView* g_idx = ck.find(base + ".g_idx");
+    if (g_idx) {
+      ck.require(g_idx->name, {cols});
+      require_packed_codes(*g_idx, "GPTQ");
+      for (int64_t i = 0; i < cols; ++i) {
+        int32_t g;
+        std::memcpy(&g, g_idx->data + 4 * i, 4);
+        if (g < 0 || g >= groups)
+          fail("tensor ", g_idx->name, " puts input ", i, " in group ", g, "; the scales have ", groups, " groups");
+      }
+    }
+    const GptqMatrix m{qweight.data, qzeros.data, scales.data, scales.dtype, g_idx ? g_idx->data : nullptr,
+                       bits,         rows,        cols,        group};
+    const WeightMatrix w = dequantized(base + ".qweight", rows, cols, quantizable,
+                                       [&](int64_t r, float* out) { dequantize_gptq_row(m, r, out); });
     release_pages(qweight.data, qweight.nbytes);
     return w;
   }
@@ -261,7 +303,7 @@ struct Binder {
     if (t && t->dtype == DType::F8_E4M3) {
       out = dequantized_fp8(name, *t, rows, cols, quantizable);
     } else if (!t && ck.find(base + ".qweight")) {
-      out = dequantized_awq(name, base, rows, cols, quantizable);
+      out = dequantized_packed(name, base, rows, cols, quantizable);
     } else {
       out = stored(name, rows, cols);
       if (to && *to != out.format && out.quantized() && (*to == WeightFormat::Q8 || *to == WeightFormat::Q4))

@@ -41,11 +41,11 @@ TEST(QuantizeCli, SavedModelGeneratesLikeQuantizingAtLoad) {
   }
 }
 
-// A checkpoint as Qwen publishes its -FP8 and -AWQ models generates as
+// A checkpoint as Qwen publishes its -FP8, -AWQ and -GPTQ models generates as
 // stored (float weights from its codes and scales) and quantizes to Q8 once,
 // saved, like --weights q8 at every load.
-TEST(QuantizeCli, PublishedFp8AndAwqCheckpointsGenerateAndQuantize) {
-  for (const std::string format : {"fp8", "awq"}) {
+TEST(QuantizeCli, PublishedQuantizedCheckpointsGenerateAndQuantize) {
+  for (const std::string format : {"fp8", "awq", "gptq"}) {
     qinfer::test::ScratchDir dir("quantize-published");
     const std::string model = dir.file(format), q8 = dir.file("q8");
     auto r =

@@ -197,7 +197,7 @@ TEST(Fp8Checkpoint, FollowsTheExactModelWithinItsRounding) {
   EXPECT_LT(a.with_exact.rms_error(), 2.0);
 }
 
-// A mixture in FP8 or AWQ (Qwen3-30B-A3B-FP8, -AWQ): the experts are
+// A mixture in FP8, AWQ or GPTQ (Qwen3-30B-A3B-FP8, -GPTQ-Int4): the experts are
 // quantized, the router is not (transformers leaves it out) and stays as
 // stored under --weights q8 too.
 TEST(PublishedFormats, AMixturesExpertsLoadAndItsRouterStaysAsStored) {
@@ -375,8 +375,8 @@ TEST(AwqCheckpoint, QuantizationConfigsItCannotReadAreRefused) {
   };
   for (const auto& [q, want] : std::vector<std::pair<nlohmann::json, std::string>>{
            {nullptr,
-            "has model.layers.0.self_attn.q_proj.qweight (AWQ) in place of "
-            "model.layers.0.self_attn.q_proj.weight but config.json's quantization_config does not describe"},
+            "has model.layers.0.self_attn.q_proj.qweight (AWQ or GPTQ) in place of "
+            "model.layers.0.self_attn.q_proj.weight but config.json's quantization_config describes neither"},
            {config_with("bits", 8), "quantization_config.bits is 8: qinfer reads AWQ weights of 4 bits"},
            {config_with("version", "gemv"), "quantization_config.version is \"gemv\": qinfer reads AWQ's GEMM layout"},
            {config_with("zero_point", false), "quantization_config.zero_point is false"},
@@ -413,11 +413,126 @@ TEST(AwqCheckpoint, MissingMisshapenOrMistypedTensorsAreNamed) {
     for (TensorData& t : ts)
       if (t.name == v + ".qweight") t.dtype = DType::F32;
   });
-  EXPECT_NE(mistyped.find("tensor " + v + ".qweight is F32; AWQ packs its codes in I32"), std::string::npos)
-      << mistyped;
+  EXPECT_NE(mistyped.find("tensor " + v + ".qweight is F32; AWQ packs it in I32"), std::string::npos) << mistyped;
   const std::string scales = with([&](std::vector<TensorData>& ts) {
     for (TensorData& t : ts)
       if (t.name == v + ".scales") t = {t.name, DType::I32, t.shape, std::vector<uint8_t>(t.bytes.size() * 2)};
   });
   EXPECT_NE(scales.find("tensor " + v + ".scales is I32; scales are F32, BF16 or F16"), std::string::npos) << scales;
+}
+
+namespace {
+
+// The weights GPTQ's tensors for `base` define, unpacked as AutoGPTQ does
+// (field k of word j holds input per j + k; zeros stored minus one; g_idx
+// names each input's group): (code - zero) x scale.
+std::vector<float> gptq_weights(const std::vector<TensorData>& ts, const std::string& base, int bits) {
+  const TensorData &qweight = named(ts, base + ".qweight"), &qzeros = named(ts, base + ".qzeros"),
+                   &scales = named(ts, base + ".scales"), &g_idx = named(ts, base + ".g_idx");
+  const int64_t per = 32 / bits, rows = qweight.shape[1], cols = qweight.shape[0] * per;
+  auto field = [&](const TensorData& t, int64_t word, int64_t k) {
+    uint32_t w;
+    std::memcpy(&w, &t.bytes[4 * word], 4);
+    return static_cast<int32_t>((w >> (bits * k)) & ((1u << bits) - 1));
+  };
+  std::vector<float> w(rows * cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < cols; ++i) {
+      int32_t g;
+      std::memcpy(&g, &g_idx.bytes[4 * i], 4);
+      const int32_t code = field(qweight, (i / per) * rows + r, i % per);
+      const int32_t zero = field(qzeros, g * (rows / per) + r / per, r % per) + 1;
+      w[r * cols + i] = static_cast<float>(code - zero) * element(scales, g * rows + r);
+    }
+  return w;
+}
+
+// Every projection's g_idx interleaved (input i in group i mod groups), as
+// desc_act leaves groups scattered over the inputs.
+void scatter_groups(std::vector<TensorData>& ts) {
+  for (TensorData& t : ts)
+    if (t.name.ends_with(".g_idx")) {
+      const int64_t cols = t.shape[0], groups = named(ts, t.name.substr(0, t.name.size() - 5) + "scales").shape[0];
+      for (int64_t i = 0; i < cols; ++i) {
+        const auto g = static_cast<int32_t>(i % groups);
+        std::memcpy(&t.bytes[4 * i], &g, 4);
+      }
+    }
+}
+
+}  // namespace
+
+// As stored, a projection is (code - zero) x scale in the config's
+// torch_dtype; with --weights f32 the product itself; 4 and 8 bits, groups
+// in order or scattered by g_idx.
+TEST(GptqCheckpoint, ProjectionsAreCodeMinusZeroTimesScale) {
+  for (const auto& [bits, scattered] : {std::pair{4, false}, {8, false}, {4, true}}) {
+    std::vector<TensorData> ts = gptq_group_tensors(fixture_tensors("tiny"), 64, bits);
+    if (scattered) scatter_groups(ts);
+    test::ScratchDir dir("gptq");
+    nlohmann::json q = gptq_quantization_config(64, bits);
+    q["desc_act"] = scattered;
+    write_checkpoint(dir, ts, q);
+    LoadOptions f32;
+    f32.weights = WeightFormat::F32;
+    const auto as_stored = Qwen3Model::load(dir.path()), widened = Qwen3Model::load(dir.path(), f32);
+    for (int64_t l = 0; l < 2; ++l)
+      for (const std::string p : kProjections) {
+        const std::string base = "model.layers." + std::to_string(l) + "." + p;
+        const std::vector<float> want = gptq_weights(ts, base, bits);
+        const WeightMatrix& m = projection(*as_stored, l, p);
+        ASSERT_EQ(m.format, WeightFormat::BF16) << base;  // the fixture's torch_dtype
+        const std::vector<float> got = loaded_weights(m), got32 = loaded_weights(projection(*widened, l, p));
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_EQ(got[i], bf16_to_f32(f32_to_bf16(want[i]))) << base << " " << i << " bits " << bits;
+          ASSERT_EQ(got32[i], want[i]) << base << " " << i << " bits " << bits;
+        }
+      }
+  }
+}
+
+// Symmetric 4-bit codes behave like Q4 on the chaotic fixture, 8-bit ones
+// like Q8. Measured: int4 rms 3.5, KL 3.4; int8 rms 0.23, KL 0.015.
+TEST(GptqCheckpoint, FollowsTheExactModelWithinItsRounding) {
+  for (int bits : {4, 8}) {
+    test::ScratchDir dir("gptq-quality");
+    write_checkpoint(dir, gptq_group_tensors(fixture_tensors("tiny"), 64, bits), gptq_quantization_config(64, bits));
+    const Agreement a = agreement_with_tiny("gptq int" + std::to_string(bits), dir.path());
+    if (bits == 8) {
+      EXPECT_GE(a.with_exact.clear_top1(), 0.99);
+      EXPECT_LT(a.with_exact.mean_kl(), 0.05);
+    } else {
+      EXPECT_LT(a.with_exact.rms_error(), 8);
+      EXPECT_LT(a.with_exact.mean_kl(), 5);
+    }
+  }
+}
+
+TEST(GptqCheckpoint, ConfigsAndTensorsItCannotReadAreRefused) {
+  const auto ts = gptq_group_tensors(fixture_tensors("tiny"), 64, 4);
+  auto config_with = [](const char* key, const nlohmann::json& value) {
+    return with_key(gptq_quantization_config(64, 4), key, value);
+  };
+  for (const auto& [q, want] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {config_with("bits", 3), "quantization_config.bits is 3: qinfer reads GPTQ weights of 4 or 8 bits"},
+           {config_with("checkpoint_format", "gptq_v2"), "quantization_config.checkpoint_format is \"gptq_v2\""},
+           {config_with("group_size", 0), "quantization_config.group_size is 0"},
+           {config_with("group_size", 128),
+            "tensor 'model.layers.0.self_attn.o_proj.qzeros' has shape [2, 8], the config implies [1, 8]"}}) {
+    test::ScratchDir dir("gptq-config");
+    write_checkpoint(dir, ts, q);
+    EXPECT_NE(load_error(dir.path()).find(want), std::string::npos) << load_error(dir.path());
+  }
+  auto bad_g_idx = ts;
+  for (TensorData& t : bad_g_idx)
+    if (t.name == "model.layers.1.mlp.up_proj.g_idx") {
+      const int32_t g = 5;
+      std::memcpy(&t.bytes[4 * 10], &g, 4);
+    }
+  test::ScratchDir dir("gptq-gidx");
+  write_checkpoint(dir, bad_g_idx, gptq_quantization_config(64, 4));
+  EXPECT_NE(load_error(dir.path())
+                .find("tensor model.layers.1.mlp.up_proj.g_idx puts input 10 in group 5; the scales have 1 groups"),
+            std::string::npos)
+      << load_error(dir.path());
 }
