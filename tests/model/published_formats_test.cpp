@@ -144,13 +144,14 @@ namespace {
 struct Agreement {
   LogitAgreement with_exact, q8_with_it;
 };
-Agreement agreement_with_tiny(const std::string& what, const std::string& dir) {
+// (The q8 half only where asked: each is a model's worth of forward passes,
+// several seconds under the sanitizers.)
+Agreement agreement_with_tiny(const std::string& what, const std::string& dir, bool with_q8) {
   const auto exact = Qwen3Model::load(test::data_path("models/tiny"));
   const auto model = Qwen3Model::load(dir);
   LoadOptions q8;
   q8.weights = WeightFormat::Q8;
-  const auto model_q8 = Qwen3Model::load(dir, q8);
-  EXPECT_EQ(model_q8->weights().layers[0].q_proj.format, WeightFormat::Q8);
+  const auto model_q8 = with_q8 ? Qwen3Model::load(dir, q8) : nullptr;
   const nlohmann::json golden = nlohmann::json::parse(std::ifstream(test::data_path("golden/tiny.json")));
   ThreadPool pool(2);
   Agreement a;
@@ -161,20 +162,22 @@ Agreement agreement_with_tiny(const std::string& what, const std::string& dir) {
     for (int32_t t : p["greedy"].get<std::vector<int32_t>>()) seq.push_back(t);
     const auto ref = teacher_forced_logits(*exact, seq, false, pool);
     const auto got = teacher_forced_logits(*model, seq, false, pool);
-    const auto got_q8 = teacher_forced_logits(*model_q8, seq, false, pool);
+    const auto got_q8 = with_q8 ? teacher_forced_logits(*model_q8, seq, false, pool) : got;
     for (size_t i = 0; i < ref.size(); i += static_cast<size_t>(V)) {
       a.with_exact.add(&ref[i], &got[i], V);
       a.q8_with_it.add(&got[i], &got_q8[i], V);
     }
   }
-  std::printf(
-      "[ %s ] %lld positions: top-1 %.1f%% (clear %.1f%% of %lld), KL %.4f, rms %.3f; q8 of it: top-1 %.1f%% "
-      "(clear %.1f%%), KL %.4f, rms %.3f\n",
-      what.c_str(), static_cast<long long>(a.with_exact.rows), 100 * a.with_exact.top1(),
-      100 * a.with_exact.clear_top1(), static_cast<long long>(a.with_exact.clear_rows), a.with_exact.mean_kl(),
-      a.with_exact.rms_error(), 100 * a.q8_with_it.top1(), 100 * a.q8_with_it.clear_top1(), a.q8_with_it.mean_kl(),
-      a.q8_with_it.rms_error());
+  auto print = [](const std::string& label, const LogitAgreement& x) {
+    std::printf("[ %s ] %lld positions: top-1 %.1f%% (clear %.1f%% of %lld), KL %.4f, rms %.3f\n", label.c_str(),
+                static_cast<long long>(x.rows), 100 * x.top1(), 100 * x.clear_top1(),
+                static_cast<long long>(x.clear_rows), x.mean_kl(), x.rms_error());
+  };
+  print(what, a.with_exact);
+  if (with_q8) print(what + ", its q8", a.q8_with_it);
   EXPECT_GE(a.with_exact.rows, 180);
+  if (!with_q8) return a;
+  EXPECT_EQ(model_q8->weights().layers[0].q_proj.format, WeightFormat::Q8);
   // Q8 of it follows it as Q8 of the exact model follows that.
   EXPECT_GE(a.q8_with_it.clear_top1(), 0.99);
   EXPECT_GE(a.q8_with_it.top1(), 0.85);
@@ -191,7 +194,7 @@ Agreement agreement_with_tiny(const std::string& what, const std::string& dir) {
 TEST(Fp8Checkpoint, FollowsTheExactModelWithinItsRounding) {
   test::ScratchDir dir("fp8-quality");
   write_checkpoint(dir, fp8_block_tensors(fixture_tensors("tiny")), fp8_quantization_config());
-  const Agreement a = agreement_with_tiny("fp8", dir.path());
+  const Agreement a = agreement_with_tiny("fp8", dir.path(), true);
   EXPECT_GE(a.with_exact.clear_top1(), 0.8);
   EXPECT_LT(a.with_exact.mean_kl(), 0.5);
   EXPECT_LT(a.with_exact.rms_error(), 2.0);
@@ -363,7 +366,7 @@ TEST(AwqCheckpoint, ProjectionsAreCodeMinusZeroTimesScale) {
 TEST(AwqCheckpoint, FollowsTheExactModelWithinItsRounding) {
   test::ScratchDir dir("awq-quality");
   write_checkpoint(dir, awq_group_tensors(fixture_tensors("tiny"), 64), awq_quantization_config(64));
-  const Agreement a = agreement_with_tiny("awq", dir.path());
+  const Agreement a = agreement_with_tiny("awq", dir.path(), false);
   EXPECT_LT(a.with_exact.rms_error(), 6);
   EXPECT_LT(a.with_exact.mean_kl(), 5);
 }
@@ -491,21 +494,15 @@ TEST(GptqCheckpoint, ProjectionsAreCodeMinusZeroTimesScale) {
   }
 }
 
-// Symmetric 4-bit codes behave like Q4 on the chaotic fixture, 8-bit ones
-// like Q8. Measured: int4 rms 3.5, KL 3.4; int8 rms 0.23, KL 0.015.
-TEST(GptqCheckpoint, FollowsTheExactModelWithinItsRounding) {
-  for (int bits : {4, 8}) {
-    test::ScratchDir dir("gptq-quality");
-    write_checkpoint(dir, gptq_group_tensors(fixture_tensors("tiny"), 64, bits), gptq_quantization_config(64, bits));
-    const Agreement a = agreement_with_tiny("gptq int" + std::to_string(bits), dir.path());
-    if (bits == 8) {
-      EXPECT_GE(a.with_exact.clear_top1(), 0.99);
-      EXPECT_LT(a.with_exact.mean_kl(), 0.05);
-    } else {
-      EXPECT_LT(a.with_exact.rms_error(), 8);
-      EXPECT_LT(a.with_exact.mean_kl(), 5);
-    }
-  }
+// 8-bit codes follow the exact model like Q8 (measured: clear top-1 99.2 %,
+// KL 0.015, rms 0.23); 4-bit ones behave like AWQ's above (measured: rms 3.5,
+// KL 3.4), their exact weights tested above.
+TEST(GptqCheckpoint, Int8FollowsTheExactModelLikeQ8) {
+  test::ScratchDir dir("gptq-quality");
+  write_checkpoint(dir, gptq_group_tensors(fixture_tensors("tiny"), 64, 8), gptq_quantization_config(64, 8));
+  const Agreement a = agreement_with_tiny("gptq int8", dir.path(), false);
+  EXPECT_GE(a.with_exact.clear_top1(), 0.99);
+  EXPECT_LT(a.with_exact.mean_kl(), 0.05);
 }
 
 TEST(GptqCheckpoint, ConfigsAndTensorsItCannotReadAreRefused) {
