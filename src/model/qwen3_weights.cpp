@@ -170,7 +170,7 @@ struct Binder {
     return w;
   }
 
-  // A matrix stored in another tool's quantized format (FP8, AWQ), its rows
+  // A matrix stored in another tool's quantized format (FP8, AWQ, GPTQ), its rows
   // given by row(r, out), as the config's torch_dtype unless --weights asks
   // otherwise: what transformers computes with on a CPU, where it
   // dequantizes to that type. A router and matrices whose width is not a
