@@ -20,7 +20,7 @@ struct KeyError {
   }
 };
 
-std::optional<QuantFormat> qinfer_format(const json& q, const KeyError& bad) {
+QuantFormat qinfer_format(const json& q, const KeyError& bad) {
   const std::string f = q.contains("format") && q["format"].is_string() ? q["format"].get<std::string>() : "";
   if (f != "q8" && f != "q4") bad("format", "expected \"q8\" or \"q4\"");
   if (q.contains("version") && !q["version"].is_number_integer()) bad("version", "expected an integer");

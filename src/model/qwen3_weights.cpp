@@ -195,18 +195,18 @@ struct Binder {
            "(quant_method \"fp8\" with weight_block_size)");
     ck.require(name, {rows, cols});
     const std::string scale_name = name + "_scale_inv";
-    const Fp8BlockScales blocks{nullptr, DType::F32, quant.fp8->rows, quant.fp8->cols};
-    const std::vector<int64_t> scale_shape = {(rows + blocks.block_rows - 1) / blocks.block_rows,
-                                              fp8_scale_columns(cols, blocks)};
+    const int64_t block_rows = quant.fp8->rows, block_cols = quant.fp8->cols;
+    const std::vector<int64_t> scale_shape = {(rows + block_rows - 1) / block_rows,
+                                              (cols + block_cols - 1) / block_cols};
     const TensorView* s = ck.find(scale_name);
     if (!s)
       fail("tensor ", name, " is F8_E4M3 but the checkpoint has no ", scale_name, " (its block scales, shape ",
            shape_str(scale_shape), ")");
     if (s->shape != scale_shape)
       fail("tensor ", scale_name, " has shape ", shape_str(s->shape), "; ", shape_str(scale_shape), " blocks of ",
-           blocks.block_rows, " x ", blocks.block_cols, " cover a [", rows, ", ", cols, "] matrix");
+           block_rows, " x ", block_cols, " cover a [", rows, ", ", cols, "] matrix");
     require_float_scales(*s);
-    const Fp8BlockScales scales{s->data, s->dtype, blocks.block_rows, blocks.block_cols};
+    const Fp8BlockScales scales{s->data, s->dtype, block_rows, block_cols};
     const WeightMatrix w = dequantized(name, rows, cols, quantizable, [&](int64_t r, float* out) {
       dequantize_fp8_row(codes.data, r, cols, scales, out);
     });
@@ -386,7 +386,7 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)
     if (c.is_sparse_layer(l)) {
       // Checked before the expert table is sized by it, as the layers are.
-      // (Its down_proj is .weight, or .qweight in an AWQ checkpoint.)
+      // (Its down_proj is .weight, or .qweight in an AWQ or GPTQ checkpoint.)
       const std::string last_expert = layout.prefix + "layers." + std::to_string(l) + ".mlp.experts." +
                                       std::to_string(c.num_experts - 1) + ".down_proj.weight";
       if (!m->checkpoint_.find(last_expert) &&
