@@ -11,6 +11,10 @@ namespace qinfer::engine {
 
 namespace {
 
+bool is_eos(const GenerationOptions& o, int32_t token) {
+  return !o.ignore_eos && std::find(o.eos_ids.begin(), o.eos_ids.end(), token) != o.eos_ids.end();
+}
+
 int64_t context_length(const Qwen3Model& model, const EngineOptions& o) {
   const int64_t model_max = model.config().max_position_embeddings;
   if (o.context < 0) fail("the context length must be positive (or 0: the model's ", model_max, ")");
@@ -56,6 +60,7 @@ int64_t kv_block_bytes(const Qwen3Model& model, int32_t block_size) {
 Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& options)
     : model_(model),
       options_(options),
+      draft_{options.draft_tokens, options.draft_min_ngram, options.draft_max_ngram},
       context_(sequence_context(model, options)),
       kv_(model.config().num_hidden_layers, model.config().num_key_value_heads, model.config().head_dim,
           pool_blocks(model, options), options.block_size, model.kv_cache_dtype()),
@@ -63,7 +68,9 @@ Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& o
       scheduler_(blocks_, options.max_batch_tokens, options.max_running),
       runner_(model, kv_, pool),
       pool_(pool),
-      scratch_(static_cast<size_t>(pool.size())) {}
+      scratch_(static_cast<size_t>(pool.size())) {
+  validate(draft_);
+}
 
 Engine::Request& Engine::queue(std::span<const int32_t> prompt, int64_t max_prompt) {
   if (prompt.empty()) fail("the prompt is empty: at least one token is needed");
@@ -175,43 +182,90 @@ bool Engine::step() {
   runner_.run(step);
   postprocess(step);
   scheduler_.complete(step);
+  if (draft_.max_tokens > 0) propose_drafts(step);
   return true;
 }
 
-Engine::Draw Engine::draw(const Step& step, size_t i, std::vector<float>& scratch) {
+void Engine::propose_drafts(const Step& step) {
+  for (const ScheduledSeq& s : step.seqs) {
+    Sequence& seq = *s.seq;
+    const int64_t len = static_cast<int64_t>(seq.ids.size());
+    if (seq.status != Sequence::Status::Running || len <= seq.prompt_len) continue;  // not decoding
+    const Request& r = *by_seq_.at(&seq);
+    // A step gives at most its draft and one more token: within max_new_tokens and the context.
+    const int64_t room =
+        std::min(r.options.max_new_tokens - static_cast<int64_t>(r.result.ids.size()) - 1, context_ - len - 1);
+    ngram_draft(seq.ids, draft_, room, seq.draft);
+  }
+}
+
+Engine::Draw Engine::draw(const Step& step, size_t i, DrawScratch& scratch) {
   Draw d;
   try {  // nothing may leave a pool thread
-    const std::span<const float> logits = runner_.logits(i);
-    if (logits.empty()) return d;
+    const int64_t rows = runner_.logit_rows(i);
+    if (rows == 0) return d;
     const Sequence& seq = *step.seqs[i].seq;
     Request& r = *by_seq_.at(&seq);
     if (!r.score_ids.empty()) return d;  // nothing to sample: postprocess keeps its logits
-    d.error = nan_logits_error(logits, r.result.ids.size() + 1, static_cast<int64_t>(seq.ids.size()));
-    if (!d.error.empty()) {
-      d.kind = Draw::Kind::Ended;
-      return d;
+    std::span<const int32_t> history = seq.ids;
+    for (int64_t row = 0; row < rows; ++row) {  // row d > 0 follows draft id d - 1, confirmed
+      const std::span<const float> logits = runner_.logits(i, row);
+      const size_t drawn = d.tokens.size();
+      d.error = nan_logits_error(logits, r.result.ids.size() + drawn + 1, static_cast<int64_t>(history.size()));
+      if (!d.error.empty()) {
+        d.ended = true;
+        return d;
+      }
+      if (r.constraint && r.constraint->complete()) {  // the grammar is done and no eos may say so
+        d.ended = true;
+        d.reason = StopReason::Eos;
+        return d;
+      }
+      scratch.logits.assign(logits.begin(), logits.end());
+      int32_t token;
+      try {  // a grammar that cannot go on fails its request, not the batch
+        token = r.sampler->sample(scratch.logits, history, static_cast<size_t>(seq.prompt_len), r.constraint.get());
+        if (r.constraint) r.constraint->accept(token);
+      } catch (const Error& e) {
+        d.ended = true;
+        d.error = e.what();
+        d.grammar_failed = r.constraint != nullptr;
+        return d;
+      }
+      d.tokens.push_back(token);
+      if (r.options.logprobs >= 0) d.logprobs.push_back(token_logprobs(logits, token, r.options.logprobs));
+      if (row + 1 == rows || token != seq.draft[static_cast<size_t>(row)] || is_eos(r.options, token)) break;
+      if (drawn == 0) scratch.history.assign(seq.ids.begin(), seq.ids.end());
+      scratch.history.push_back(token);
+      history = scratch.history;
     }
-    if (r.constraint && r.constraint->complete()) {  // the grammar is done and no eos may say so
-      d.kind = Draw::Kind::Ended;
-      d.reason = StopReason::Eos;
-      return d;
-    }
-    scratch.assign(logits.begin(), logits.end());
-    try {  // a grammar that cannot go on fails its request, not the batch
-      d.token = r.sampler->sample(scratch, seq.ids, static_cast<size_t>(seq.prompt_len), r.constraint.get());
-      if (r.constraint) r.constraint->accept(d.token);
-    } catch (const Error& e) {
-      d.kind = Draw::Kind::Ended;
-      d.error = e.what();
-      d.grammar_failed = r.constraint != nullptr;
-      return d;
-    }
-    d.kind = Draw::Kind::Token;
-    if (r.options.logprobs >= 0) d.logprobs = token_logprobs(logits, d.token, r.options.logprobs);
   } catch (...) {
     d.unexpected = std::current_exception();
   }
   return d;
+}
+
+bool Engine::emit(Request& r, int32_t token, TokenLogprobs* logprobs) {
+  Sequence& seq = r.seq;
+  r.result.ids.push_back(token);
+  if (logprobs) r.result.logprobs.push_back(std::move(*logprobs));
+  const bool keep_going = r.on_token ? r.on_token(token, logprobs ? &r.result.logprobs.back() : nullptr) : true;
+  bool done = true;
+  if (is_eos(r.options, token))
+    r.result.reason = StopReason::Eos;
+  else if (!keep_going)
+    r.result.reason = StopReason::Callback;
+  else if (static_cast<int64_t>(r.result.ids.size()) >= r.options.max_new_tokens)
+    r.result.reason = StopReason::MaxTokens;
+  else if (static_cast<int64_t>(seq.ids.size()) + 1 >= context_)  // prompt + completion: at most the context
+    r.result.reason = StopReason::ContextFull;
+  else
+    done = false;
+  if (done)
+    seq.status = Sequence::Status::Finished;
+  else
+    seq.ids.push_back(token);  // its keys/values are computed in the next step (a draft's: in this one)
+  return !done;
 }
 
 // Samples every sequence whose step reached its end, with the stop rules of
@@ -219,7 +273,6 @@ Engine::Draw Engine::draw(const Step& step, size_t i, std::vector<float>& scratc
 // on the pool's threads (a grammar's mask inside a JSON string takes ms); the
 // bookkeeping and callbacks after them, in order, on this one.
 void Engine::postprocess(const Step& step) {
-  const int64_t context = context_;
   const size_t n = step.seqs.size();
   draws_.assign(n, Draw{});
   if (n == 1) {  // one request decoding: no other thread to wake
@@ -242,7 +295,7 @@ void Engine::postprocess(const Step& step) {
       for (int32_t t : r.score_ids) scores.push_back(logits[static_cast<size_t>(t)]);
       finish_prompt_only(r, std::move(scores), "the logits");
     }
-    if (d.kind == Draw::Kind::None) continue;
+    if (d.tokens.empty() && !d.ended) continue;
     if (r.result.ids.empty()) {
       r.result.reused_tokens = seq.cached;
       r.result.prefill_s = r.since_add.seconds();
@@ -253,35 +306,25 @@ void Engine::postprocess(const Step& step) {
     } else {
       r.result.decode_s = r.since_add.seconds() - r.result.prefill_s;
     }
-    if (d.kind == Draw::Kind::Ended) {
+    if (step.seqs[i].drafted > 0) {
+      const size_t drafted = seq.draft.size();
+      int64_t confirmed = 0;
+      while (static_cast<size_t>(confirmed) < std::min(d.tokens.size(), drafted) &&
+             d.tokens[static_cast<size_t>(confirmed)] == seq.draft[static_cast<size_t>(confirmed)])
+        ++confirmed;
+      draft_stats_.drafted += step.seqs[i].drafted;
+      draft_stats_.accepted += confirmed;
+      seq.accepted = confirmed;
+    }
+    bool going = true;
+    for (size_t t = 0; t < d.tokens.size() && going; ++t)
+      going = emit(r, d.tokens[t], r.options.logprobs >= 0 ? &d.logprobs[t] : nullptr);
+    if (going && d.ended) {
       r.result.error = std::move(d.error);
       r.result.grammar_failed = d.grammar_failed;
       r.result.reason = d.reason;
       seq.status = Sequence::Status::Finished;
-      continue;
     }
-    const int32_t next = d.token;
-    r.result.ids.push_back(next);
-    if (r.options.logprobs >= 0) r.result.logprobs.push_back(std::move(d.logprobs));
-    const auto& eos = r.options.eos_ids;
-    const bool is_eos = !r.options.ignore_eos && std::find(eos.begin(), eos.end(), next) != eos.end();
-    const TokenLogprobs* logprobs = r.options.logprobs >= 0 ? &r.result.logprobs.back() : nullptr;
-    const bool keep_going = r.on_token ? r.on_token(next, logprobs) : true;
-    bool done = true;
-    if (is_eos)
-      r.result.reason = StopReason::Eos;
-    else if (!keep_going)
-      r.result.reason = StopReason::Callback;
-    else if (static_cast<int64_t>(r.result.ids.size()) >= r.options.max_new_tokens)
-      r.result.reason = StopReason::MaxTokens;
-    else if (static_cast<int64_t>(seq.ids.size()) + 1 >= context)  // prompt + completion: at most the context
-      r.result.reason = StopReason::ContextFull;
-    else
-      done = false;
-    if (done)
-      seq.status = Sequence::Status::Finished;
-    else
-      seq.ids.push_back(next);  // its keys/values are computed in the next step
   }
 }
 

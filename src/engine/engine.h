@@ -4,6 +4,9 @@
 // sequence that reached its end with its own sampler and hands the token to
 // its callback. step() = schedule -> run -> postprocess, as nano-vllm. One
 // thread calls it; frontends (CLI, server, tests) are callbacks over it.
+// With speculative decoding on (EngineOptions::draft_tokens), a decoding sequence
+// also runs a draft of the ids likely to follow and keeps those its draws
+// confirm, so one step may give it several tokens: the same ones.
 // A request's tokens are exactly those Session::generate gives it alone.
 #pragma once
 #include <cstdint>
@@ -17,6 +20,7 @@
 
 #include "engine/block_manager.h"
 #include "engine/model_runner.h"
+#include "engine/ngram_draft.h"
 #include "engine/scheduler.h"
 #include "runtime/grammar_constraint.h"
 #include "runtime/session.h"
@@ -37,6 +41,9 @@ struct EngineOptions {
   // committed as first used and then kept for the prefix cache, so a pool of
   // max_running full contexts would grow past the machine's memory.
   int64_t kv_memory_limit = 0;
+  // Speculative decoding by prompt lookup (engine/ngram_draft.h): draft ids a
+  // step at most (0: off) and the n-gram sizes looked up.
+  int32_t draft_tokens = 0, draft_min_ngram = 1, draft_max_ngram = 4;
 };
 
 // Bytes of one KV block (keys and values of block_size positions, all layers).
@@ -95,6 +102,11 @@ class Engine {
     int64_t tokens = 0, seqs = 0;
   };
   StepStats last_step() const { return last_step_; }
+  // Draft ids run so far, and of them those the model confirmed.
+  struct DraftStats {
+    int64_t drafted = 0, accepted = 0;
+  };
+  DraftStats draft_stats() const { return draft_stats_; }
 
   // Positions a sequence may hold: EngineOptions::context capped by the model's
   // and by the KV pool's.
@@ -116,22 +128,33 @@ class Engine {
     std::vector<float> output;       // an embedding or scoring request's result
     Timer since_add;                 // prefill_s: time to the first token; decode_s: from it to the last
   };
-  // What a sequence's logits gave: nothing (its step did not reach its end),
-  // a token, or the end of its request without one (NaN logits: Error; a
-  // grammar that cannot go on: Error, grammar_failed; a grammar done and no
-  // eos to say so: Eos).
+  // What a sequence's logits gave: the tokens drawn (none when its step did
+  // not reach its end; with a draft, each draft id the draw confirmed, then
+  // the token after the last), then maybe the end of its request without a
+  // further token (NaN logits: Error; a grammar that cannot go on: Error,
+  // grammar_failed; a grammar done and no eos to say so: Eos).
   struct Draw {
-    enum class Kind : uint8_t { None, Token, Ended } kind = Kind::None;
-    int32_t token = -1;
-    TokenLogprobs logprobs;
+    std::vector<int32_t> tokens;
+    std::vector<TokenLogprobs> logprobs;  // per token, when the request asks for them
+    bool ended = false;
     StopReason reason = StopReason::Error;
     std::string error;
     bool grammar_failed = false;
     std::exception_ptr unexpected;  // anything else thrown (rethrown on the engine thread)
   };
-  // Draws sequence i's next token with `scratch` as its logits' copy (reads
-  // its request, changes only its sampler and grammar: one thread per sequence).
-  Draw draw(const Step& step, size_t i, std::vector<float>& scratch);
+  // Buffers of one pool thread's draws.
+  struct DrawScratch {
+    std::vector<float> logits;
+    std::vector<int32_t> history;  // ids and the draft ids confirmed so far
+  };
+  // Draws sequence i's next token, and with a draft the tokens after each id
+  // of it the draws confirm (reads its request, changes only its sampler and
+  // grammar: one thread per sequence).
+  Draw draw(const Step& step, size_t i, DrawScratch& scratch);
+  // Hands a drawn token to its request; false when the request ends with it.
+  bool emit(Request& r, int32_t token, TokenLogprobs* logprobs);
+  // The next step's drafts of the step's sequences still decoding.
+  void propose_drafts(const Step& step);
   // The checks of add(), add_embedding() and add_scoring(), and the request they queue.
   Request& queue(std::span<const int32_t> prompt, int64_t max_prompt);
   // An embedding or scoring request whose last position ran: keeps `values`
@@ -142,6 +165,7 @@ class Engine {
 
   const Qwen3Model& model_;
   EngineOptions options_;
+  NgramDraftOptions draft_;
   int64_t context_;
   KvPool kv_;
   BlockManager blocks_;
@@ -150,9 +174,10 @@ class Engine {
   std::unordered_map<int64_t, std::unique_ptr<Request>> requests_;
   std::unordered_map<const Sequence*, Request*> by_seq_;
   ThreadPool& pool_;
-  std::vector<std::vector<float>> scratch_;  // per pool thread
+  std::vector<DrawScratch> scratch_;  // per pool thread
   std::vector<Draw> draws_;
   StepStats last_step_;
+  DraftStats draft_stats_;
   int64_t next_id_ = 0;
 };
 

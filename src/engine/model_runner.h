@@ -2,7 +2,8 @@
 // Batch over the engine's KV pool, and each sequence whose step reaches its
 // last known id gets that position's logits, or its final hidden state when
 // it is an embedding request (a prompt chunk that stops short of it needs
-// neither).
+// neither); a sequence with a draft, the logits of that position and of each
+// draft id after it.
 #pragma once
 #include <span>
 #include <vector>
@@ -17,9 +18,11 @@ class ModelRunner {
   ModelRunner(const Qwen3Model& model, KvPool& kv, ThreadPool& pool) : model_(model), kv_(kv), pool_(pool) {}
 
   // Runs the step; logits(i) is then the logits row of step.seqs[i], or
-  // empty when that sequence's step was a prompt chunk short of its end.
+  // empty when that sequence's step was a prompt chunk short of its end;
+  // logits(i, d) that of its d-th draft id (d < logit_rows(i)).
   void run(const Step& step);
-  std::span<const float> logits(size_t i) const;
+  std::span<const float> logits(size_t i, int64_t d = 0) const;
+  int64_t logit_rows(size_t i) const { return logit_rows_[i]; }
   // The final hidden state of step.seqs[i], when it wants one and reached its end; else empty.
   std::span<const float> hidden(size_t i) const;
 
@@ -30,7 +33,8 @@ class ModelRunner {
   ForwardState state_;
   Batch batch_;
   std::span<const float> logits_;
-  std::vector<int64_t> logit_row_;   // per scheduled sequence: its row in logits_, or -1
+  std::vector<int64_t> logit_row_;   // per scheduled sequence: its first row in logits_, or -1
+  std::vector<int64_t> logit_rows_;  // per scheduled sequence: its rows in logits_ (1 + its draft's, or 0)
   std::vector<int64_t> hidden_row_;  // per scheduled sequence: its row in state_.hidden, or -1
 };
 

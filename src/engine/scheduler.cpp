@@ -40,6 +40,7 @@ void Scheduler::cancel(Sequence* seq) {
 void Scheduler::preempt(Sequence* seq, Step& step) {
   running_.erase(std::remove(running_.begin(), running_.end(), seq), running_.end());
   blocks_.release(*seq);  // recomputed later, from the prefix cache where it still holds
+  seq->draft.clear();
   seq->status = Sequence::Status::Waiting;
   // Back among the waiting in arrival order, so it runs before newer ones.
   auto at = std::find_if(waiting_.begin(), waiting_.end(), [&](const Sequence* w) { return w->id > seq->id; });
@@ -84,12 +85,28 @@ Step Scheduler::schedule() {
     step.seqs.push_back({seq, tokens});
     budget -= tokens;
   }
+  // Drafts last, whole or not at all, from the budget and blocks left: a
+  // draft never delays another sequence or preempts one.
+  for (ScheduledSeq& s : step.seqs) {
+    Sequence& seq = *s.seq;
+    const int64_t drafted = static_cast<int64_t>(seq.draft.size());
+    if (drafted > 0 && s.tokens == seq.pending() && drafted <= budget &&
+        blocks_.reserve(seq, seq.computed + s.tokens + drafted)) {
+      s.tokens += drafted;
+      s.drafted = drafted;
+      budget -= drafted;
+    } else {
+      seq.draft.clear();
+    }
+  }
   return step;
 }
 
 void Scheduler::complete(const Step& step) {
   for (const ScheduledSeq& s : step.seqs) {
-    s.seq->computed += s.tokens;
+    s.seq->computed += s.pending() + s.seq->accepted;  // a rejected draft's keys/values are overwritten later
+    s.seq->accepted = 0;
+    s.seq->draft.clear();
     blocks_.seal(*s.seq);
   }
   for (size_t i = 0; i < running_.size();) {

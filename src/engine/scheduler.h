@@ -5,7 +5,9 @@
 // sequences allow (a new one starts from the longest cached prefix). When the
 // blocks run out, the newest running sequence is preempted: its blocks are
 // released and it waits again, to be recomputed, ahead of newer arrivals. So
-// the oldest sequence always progresses and nothing starves. Pure logic over
+// the oldest sequence always progresses and nothing starves. Last, a decoding
+// sequence's draft (speculative decoding) runs with it when the budget and
+// blocks left take it whole. Pure logic over
 // Sequence and BlockManager; the tests run it without a model.
 #pragma once
 #include <cstddef>
@@ -20,7 +22,9 @@ namespace qinfer::engine {
 
 struct ScheduledSeq {
   Sequence* seq;
-  int64_t tokens;  // ids [seq->computed, seq->computed + tokens) run this step
+  int64_t tokens;       // ids [seq->computed, seq->computed + tokens) run this step, then the draft's
+  int64_t drafted = 0;  // of `tokens`, the draft's: seq->draft, whole
+  int64_t pending() const { return tokens - drafted; }
 };
 
 struct Step {
@@ -40,8 +44,9 @@ class Scheduler {
   // The next step; empty when nothing is waiting or running.
   Step schedule();
   // After the step ran: the computed tokens are recorded (the runner appends
-  // generated ids), full blocks sealed into the prefix cache; finished
-  // sequences (status Finished) leave and release their blocks.
+  // generated ids, and the draft ids it confirmed, seq->accepted), full blocks
+  // sealed into the prefix cache; finished sequences (status Finished) leave
+  // and release their blocks.
   void complete(const Step& step);
 
   bool idle() const { return waiting_.empty() && running_.empty(); }

@@ -24,6 +24,12 @@ struct Sequence {
   // An embedding request: its last prompt position gives the final hidden
   // state instead of logits, and it ends there.
   bool wants_hidden = false;
+  // Speculative decoding: ids proposed to follow `ids`, run with its pending
+  // one as a step allows (Scheduler), checked against what the model draws;
+  // then how many of them it confirmed (now at the end of `ids`, their
+  // keys/values computed), until complete() counts them.
+  std::vector<int32_t> draft;
+  int64_t accepted = 0;
 
   // Tokens whose keys/values are still to be computed (the prompt's rest, or
   // the last generated token).

@@ -105,8 +105,11 @@ INSTANTIATE_TEST_SUITE_P(Weights, EngineTest, ::testing::Values("stored", "q4", 
 // preemption), some sharing a prefix, arriving at random and some cancelled at
 // random steps: the pool is all free at idle and every request that was not
 // cancelled ends with the ids of its solo run. A 512-token vocabulary keeps a
-// step cheap enough to run thousands under the sanitizers.
-TEST(Engine, ThousandsOfRandomRequestsWithCancellationsUnderPreemption) {
+// step cheap enough to run thousands under the sanitizers. Run with and
+// without speculative decoding (drafts of up to 3 ids, often rejected).
+class EngineStress : public ::testing::TestWithParam<int32_t> {};
+
+TEST_P(EngineStress, ThousandsOfRandomRequestsWithCancellationsUnderPreemption) {
   test::ScratchDir dir("engine-stress");
   Qwen3Config config = test_model_preset("tiny");
   config.vocab_size = 512;
@@ -135,7 +138,9 @@ TEST(Engine, ThousandsOfRandomRequestsWithCancellationsUnderPreemption) {
     it.opts.sampling.seed = rng();
     if (rng() % 4 == 0) it.cancel_at = -2;  // cancelled a few steps after it arrives
   }
-  Engine engine(*model, pool, {4, 7, 12, 6});  // 7 blocks of 4 positions; a request needs up to 7
+  EngineOptions eo{4, 7, 12, 6};  // 7 blocks of 4 positions; a request needs up to 7
+  eo.draft_tokens = GetParam();
+  Engine engine(*model, pool, eo);
   int64_t step = 0;
   size_t next = 0;
   while (next < items.size() || !engine.scheduler().idle()) {
@@ -165,7 +170,13 @@ TEST(Engine, ThousandsOfRandomRequestsWithCancellationsUnderPreemption) {
   }
   EXPECT_GT(cancelled, 100u);
   EXPECT_GT(compared, 1000u);
+  if (GetParam() > 0) {
+    EXPECT_GT(engine.draft_stats().accepted, 0);
+    EXPECT_GT(engine.draft_stats().drafted, engine.draft_stats().accepted);
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(DraftTokens, EngineStress, ::testing::Values(0, 3));
 
 TEST(Engine, CancelAndCallbackStopFreeTheirBlocks) {
   auto model = Qwen3Model::load(test::data_path("models/tiny"));
@@ -412,7 +423,9 @@ TEST(Engine, ConstrainedRequestsAreBatchInvariant) {
     Session s(*bundle.model, pool);
     solo.push_back(s.generate(r.prompt, r.opts, {}));
   }
-  for (const EngineOptions& o : {EngineOptions{16, 0, 512, 16}, EngineOptions{4, 9, 5, 8}}) {
+  EngineOptions drafting{16, 0, 512, 16};  // speculative decoding: a draft is drawn through the grammar too
+  drafting.draft_tokens = 3;
+  for (const EngineOptions& o : {EngineOptions{16, 0, 512, 16}, EngineOptions{4, 9, 5, 8}, drafting}) {
     Engine engine(*bundle.model, pool, o);
     std::vector<int64_t> handles;
     for (const Req& r : reqs) handles.push_back(engine.add(r.prompt, r.opts));
@@ -426,6 +439,9 @@ TEST(Engine, ConstrainedRequestsAreBatchInvariant) {
       for (int32_t id : solo[i].ids)
         if (id != bundle.eos_ids().front()) text += bundle.tokenizer->token_bytes(id);
       EXPECT_TRUE(m.advance(text)) << "request " << i << ": " << text;
+    }
+    if (o.draft_tokens > 0) {
+      EXPECT_GT(engine.draft_stats().drafted, 0);
     }
   }
 }

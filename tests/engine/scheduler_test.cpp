@@ -170,3 +170,69 @@ TEST(Scheduler, APromptLargerThanThePoolIsRefused) {
   auto s = make_seq(0, 16, 0);  // 16 positions + 1 to generate > 16
   EXPECT_THROW(sched.add(s.get()), qinfer::Error);
 }
+
+// A decoding sequence's draft runs whole with its pending id when the budget
+// and the blocks allow, else not at all (the step still decodes it); only the
+// confirmed part counts as computed, and preemption drops the draft.
+TEST(Scheduler, RunsADraftWholeOrNotAtAllAndCountsOnlyItsConfirmedIds) {
+  BlockManager bm(6, 4);  // 24 positions
+  Scheduler sched(bm, 8, 4);
+  auto seq = make_seq(0, 5, 1);
+  sched.add(seq.get());
+  Step step = sched.schedule();  // the prompt
+  seq->ids.push_back(1);
+  sched.complete(step);
+  ASSERT_EQ(seq->computed, 5);
+
+  seq->draft = {2, 3, 4};
+  step = sched.schedule();
+  ASSERT_EQ(step.seqs.size(), 1u);
+  EXPECT_EQ(step.seqs[0].tokens, 4);
+  EXPECT_EQ(step.seqs[0].drafted, 3);
+  EXPECT_EQ(step.seqs[0].pending(), 1);
+  seq->ids.insert(seq->ids.end(), {2, 9});  // 2 confirmed, 9 drawn where 3 was drafted
+  seq->accepted = 1;
+  sched.complete(step);
+  EXPECT_EQ(seq->computed, 7) << "the pending id and the one confirmed draft id";
+  EXPECT_TRUE(seq->draft.empty());
+  EXPECT_EQ(seq->accepted, 0);
+
+  seq->draft = std::vector<int32_t>(8, 5);  // 1 + 8 ids: over the budget of 8
+  step = sched.schedule();
+  EXPECT_EQ(step.seqs[0].tokens, 1);
+  EXPECT_EQ(step.seqs[0].drafted, 0);
+  EXPECT_TRUE(seq->draft.empty()) << "dropped, not cut";
+  seq->ids.push_back(6);
+  sched.complete(step);
+
+  EXPECT_EQ(sched.preemptions(), 0);
+}
+
+TEST(Scheduler, ADraftTakesNoBlockFromOthersAndPreemptionDropsIt) {
+  BlockManager bm(2, 4);  // 8 positions
+  Scheduler sched(bm, 16, 4);
+  auto a = make_seq(0, 3, 1), b = make_seq(1, 3, 2);
+  sched.add(a.get());
+  Step step = sched.schedule();
+  a->ids.push_back(1);
+  sched.complete(step);
+  // A draft of 4 would need a second block for positions 4-7: the step runs a's pending id alone.
+  a->draft = {2, 3, 4, 5};
+  sched.add(b.get());
+  step = sched.schedule();
+  ASSERT_EQ(step.seqs.size(), 2u);
+  EXPECT_EQ(step.seqs[0].tokens, 1);
+  EXPECT_EQ(step.seqs[0].drafted, 0);
+  EXPECT_TRUE(a->draft.empty());
+  EXPECT_EQ(step.seqs[1].seq, b.get()) << "b's prompt got the block the draft would have taken";
+  a->ids.push_back(2);
+  b->ids.push_back(3);
+  sched.complete(step);
+  // a needs b's block for its next position: b (the newest) is preempted, its draft with it.
+  b->draft = {4, 5};
+  step = sched.schedule();
+  ASSERT_EQ(step.preempted.size(), 1u);
+  EXPECT_EQ(step.preempted[0], b.get());
+  EXPECT_TRUE(b->draft.empty());
+  EXPECT_EQ(b->status, Sequence::Status::Waiting);
+}
