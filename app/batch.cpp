@@ -31,6 +31,7 @@ struct BatchArgs {
   std::string model;
   LoadFlags load;
   EngineFlags engine;
+  DraftFlags draft;
 };
 
 struct Job {
@@ -97,9 +98,11 @@ Job parse_job(const std::string& line, const ModelBundle& bundle, int64_t contex
 
 void run_batch(const BatchArgs& a) {
   a.engine.validate();
+  a.draft.validate();
   const LoadOptions load_options = a.load.options();
   const ModelBundle bundle = load_model_bundle(a.model, load_options);
   engine::EngineOptions options = a.engine.engine_options(*bundle.model);
+  a.draft.apply(options);
   const int64_t context = engine::sequence_context(*bundle.model, options);
   if (context < bundle.model->config().max_position_embeddings)
     std::fprintf(
@@ -211,6 +214,7 @@ void add_batch_command(CLI::App& app) {
   cmd->add_option("-m,--model", a->model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")
       ->required();
   a->engine.add_options(cmd);
+  a->draft.add_options(cmd);
   a->load.add_options(cmd);
   cmd->callback([a] { run_batch(*a); });
 }

@@ -48,4 +48,29 @@ engine::EngineOptions EngineFlags::engine_options(const Qwen3Model& model, int64
   return o;
 }
 
+void DraftFlags::add_options(CLI::App* cmd) {
+  cmd->add_option("--draft", tokens,
+                  "Speculative decoding: draft up to N tokens a step from earlier text (prompt lookup) and verify "
+                  "them in one forward; the output stays the same (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--draft-min-ngram", min_ngram, "Shortest run of last tokens looked up for a --draft")
+      ->capture_default_str();
+  cmd->add_option("--draft-max-ngram", max_ngram, "Longest run of last tokens looked up for a --draft")
+      ->capture_default_str();
+}
+
+void DraftFlags::validate() const {
+  try {
+    engine::validate(engine::NgramDraftOptions{tokens, min_ngram, max_ngram});
+  } catch (const Error& e) {
+    usage_fail("--draft ", tokens, " --draft-min-ngram ", min_ngram, " --draft-max-ngram ", max_ngram, ": ", e.what());
+  }
+}
+
+void DraftFlags::apply(engine::EngineOptions& o) const {
+  o.draft_tokens = tokens;
+  o.draft_min_ngram = min_ngram;
+  o.draft_max_ngram = max_ngram;
+}
+
 }  // namespace qinfer::cli

@@ -1,6 +1,7 @@
 // The batching engine's flags that batch and serve share: sequences at once,
 // the token budget of a step, and the KV pool (--kv-blocks or --kv-mem, the
-// block size). One definition, so both commands accept and validate them alike.
+// block size); and speculative decoding's, which generate and chat take too.
+// One definition, so the commands accept and validate them alike.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -19,6 +20,17 @@ struct EngineFlags {
   void validate() const;
   // For `model`: --kv-mem in blocks, and without a pool size the memory that bounds the default one.
   engine::EngineOptions engine_options(const Qwen3Model& model, int64_t context = 0) const;
+};
+
+// Speculative decoding by prompt lookup, for the commands that generate
+// (generate, chat, batch, serve): --draft N and the n-gram sizes looked up.
+struct DraftFlags {
+  int32_t tokens = 0, min_ngram = 2, max_ngram = 4;
+
+  void add_options(CLI::App* cmd);
+  // Error naming the flag for a value out of its range (before the model loads).
+  void validate() const;
+  void apply(engine::EngineOptions& options) const;
 };
 
 }  // namespace qinfer::cli

@@ -232,14 +232,22 @@ void run_generate(GenerateArgs& a) {
                                 {"prefill_tok_s", r.prefill_tok_s()},
                                 {"decode_tok_s", r.decode_tok_s()},
                                 {"threads", pool.size()}};
+    if (a.flags.draft.tokens > 0) {
+      j["draft_tokens"] = engine.draft_stats().drafted;
+      j["draft_tokens_accepted"] = engine.draft_stats().accepted;
+    }
     if (text) j["text"] = text->text();
     if (a.logprobs >= 0) j["logprobs"] = logprobs_json(r.logprobs, bundle);
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");
-    std::fprintf(stderr, "[%zu tokens, %s%s; prefill %.1f tok/s, decode %.1f tok/s, load %.2f s]\n", r.ids.size(),
+    std::string drafts;
+    if (a.flags.draft.tokens > 0)
+      drafts = "; drafts: " + std::to_string(engine.draft_stats().accepted) + " of " +
+               std::to_string(engine.draft_stats().drafted) + " tokens accepted";
+    std::fprintf(stderr, "[%zu tokens, %s%s; prefill %.1f tok/s, decode %.1f tok/s, load %.2f s%s]\n", r.ids.size(),
                  finish, r.reason == StopReason::ContextFull ? " (the context is full)" : "", r.prefill_tok_s(),
-                 r.decode_tok_s(), bundle.load_s);
+                 r.decode_tok_s(), bundle.load_s, drafts.c_str());
   }
 }
 

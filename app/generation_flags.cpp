@@ -28,12 +28,14 @@ void GenerationFlags::add_options(CLI::App* cmd, const char* max_tokens_help) {
           },
           ""));
   sampling.add_options(cmd);
+  draft.add_options(cmd);
 }
 
 ModelBundle GenerationFlags::load(int& threads_used) const {
   if (max_tokens < 1 && max_tokens != -1)
     usage_fail("-n ", max_tokens, ": give at least 1 token, or -1 to generate until eos or the context is full");
   if (ctx < 0) usage_fail("--ctx ", ctx, ": the context must be at least 1 token (or 0: the model's maximum)");
+  draft.validate();
   const LoadOptions options = load_flags.options();
   threads_used = options.threads;
   ModelBundle bundle = load_model_bundle(model, options);
@@ -58,6 +60,7 @@ engine::EngineOptions GenerationFlags::engine_options(const ModelBundle& bundle)
   o.max_running = 1;
   o.context = context(bundle);
   o.kv_memory_limit = default_kv_memory_limit();
+  draft.apply(o);
   return o;
 }
 

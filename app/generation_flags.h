@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine_flags.h"
 #include "load_flags.h"
 #include "runtime/model_bundle.h"
 #include "sampling_options.h"
@@ -21,11 +22,12 @@ struct GenerationFlags {
   int64_t ctx = 0;     // 0: the model's max_position_embeddings
   std::vector<std::string> stops;
   SamplingOverrides sampling;
+  DraftFlags draft;
 
   explicit GenerationFlags(int64_t default_max_tokens) : max_tokens(default_max_tokens) {}
   void add_options(CLI::App* cmd, const char* max_tokens_help);
 
-  // Validates -n and the load flags, then loads the checkpoint; threads_used is -t's count.
+  // Validates -n, --draft and the load flags, then loads the checkpoint; threads_used is -t's count.
   ModelBundle load(int& threads_used) const;
   // --ctx against the model's maximum.
   int64_t context(const ModelBundle& bundle) const;

@@ -33,6 +33,7 @@ struct ServeArgs {
   server::ServerOptions http;
   LoadFlags load;
   EngineFlags engine;
+  DraftFlags draft;
   int64_t max_queue = 256, ctx = 0;
   double shutdown_timeout = 10;
   bool api_key_given = false;
@@ -40,6 +41,7 @@ struct ServeArgs {
 
 void run_serve(const ServeArgs& a) {
   a.engine.validate();
+  a.draft.validate();
   if (a.max_queue < 0 || a.max_queue > kMaxQueue)
     usage_fail("--max-queue must be between 0 and ", kMaxQueue, ", got ", a.max_queue);
   if (a.ctx < 0) usage_fail("--ctx must be positive (or 0: the model's maximum)");
@@ -104,6 +106,7 @@ void run_serve(const ServeArgs& a) {
     pool = std::make_unique<ThreadPool>(load_options.threads);
     engine::EngineLoopOptions lo;
     lo.engine = a.engine.engine_options(*bundle->model, a.ctx);
+    a.draft.apply(lo.engine);
     lo.max_waiting = a.max_queue;
     loop = std::make_unique<engine::EngineLoop>(*bundle->model, *pool, lo);
     served = std::make_unique<server::ServedModel>(
@@ -199,6 +202,7 @@ void add_serve_command(CLI::App& app) {
                   "default none")
       ->delimiter(',');
   a->engine.add_options(cmd);
+  a->draft.add_options(cmd);
   cmd->add_option("--max-queue", a->max_queue, "Requests waiting beyond --parallel; more get 503 + Retry-After")
       ->capture_default_str();
   cmd->add_option("--ctx", a->ctx, "Positions per sequence, prompt + completion (0: the model's maximum)")

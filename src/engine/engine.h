@@ -43,7 +43,7 @@ struct EngineOptions {
   int64_t kv_memory_limit = 0;
   // Speculative decoding by prompt lookup (engine/ngram_draft.h): draft ids a
   // step at most (0: off) and the n-gram sizes looked up.
-  int32_t draft_tokens = 0, draft_min_ngram = 1, draft_max_ngram = 4;
+  int32_t draft_tokens = 0, draft_min_ngram = 2, draft_max_ngram = 4;
 };
 
 // Bytes of one KV block (keys and values of block_size positions, all layers).

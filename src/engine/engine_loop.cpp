@@ -255,6 +255,8 @@ void EngineLoop::publish_stats() {
   stats_.prefix_queries = engine_.blocks().prefix_queries();
   stats_.prefix_hits = engine_.blocks().prefix_hits();
   stats_.preemptions = engine_.scheduler().preemptions();
+  stats_.draft_tokens = engine_.draft_stats().drafted;
+  stats_.draft_accepted = engine_.draft_stats().accepted;
 }
 
 }  // namespace qinfer::engine

@@ -95,9 +95,10 @@ class EngineLoop {
   // A snapshot taken after the latest step.
   struct Stats {
     int64_t running = 0, waiting = 0;
-    int32_t kv_blocks_used = 0, kv_blocks = 0;    // used = held by live sequences
-    int64_t prefix_queries = 0, prefix_hits = 0;  // blocks looked up / found cached
-    int64_t preemptions = 0;                      // sequences sent back to wait for KV blocks
+    int32_t kv_blocks_used = 0, kv_blocks = 0;     // used = held by live sequences
+    int64_t prefix_queries = 0, prefix_hits = 0;   // blocks looked up / found cached
+    int64_t preemptions = 0;                       // sequences sent back to wait for KV blocks
+    int64_t draft_tokens = 0, draft_accepted = 0;  // speculative decoding: draft ids run, and confirmed
   };
   Stats stats() const;
   int64_t context() const { return engine_.context(); }

@@ -15,7 +15,7 @@ namespace qinfer::engine {
 
 struct NgramDraftOptions {
   int32_t max_tokens = 0;  // ids drafted a step at most; 0: no drafts (speculation off)
-  int32_t min_ngram = 1;
+  int32_t min_ngram = 2;
   int32_t max_ngram = 4;
 };
 

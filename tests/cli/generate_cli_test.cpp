@@ -412,3 +412,45 @@ TEST(GenerateCli, JsonSchemaConstrainsTheOutput) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--json-schema @ names no file"), std::string::npos) << r.output;
 }
+
+// --draft (speculative decoding by prompt lookup) through generate and batch:
+// a scripted model asked to repeat a text it was shown confirms the drafts
+// copied from it, and the output is that of a run without --draft.
+TEST(GenerateCli, DraftsFromThePromptGiveTheSameTextAndAreReported) {
+  qinfer::test::ScratchDir dir("cli-draft");
+  const std::string script = "one two three four five six seven eight nine ten eleven twelve";
+  auto r =
+      run_command(bin() + " make-test-model --preset tiny --out " + dir.file("m") + " --script '" + script + "' 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ofstream(dir.file("prompt.txt")) << "Repeat: " << script << "\n";
+  const std::string base =
+      bin() + " generate -m " + dir.file("m") + " --prompt-file " + dir.file("prompt.txt") + " -n 30 --temp 0";
+  r = run_command(base + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json plain = json::parse(r.output);
+  EXPECT_EQ(plain["text"], script);
+  EXPECT_FALSE(plain.contains("draft_tokens"));
+  r = run_command(base + " --json --draft 4");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json drafted = json::parse(r.output);
+  EXPECT_EQ(drafted["ids"], plain["ids"]);
+  EXPECT_EQ(drafted["finish_reason"], plain["finish_reason"]);
+  EXPECT_GT(drafted["draft_tokens_accepted"].get<int>(), 5) << r.output;
+  EXPECT_GE(drafted["draft_tokens"].get<int>(), drafted["draft_tokens_accepted"].get<int>());
+  r = run_command(base + " --draft 4 2>&1 >/dev/null");
+  EXPECT_NE(r.output.find("; drafts: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" tokens accepted]"), std::string::npos) << r.output;
+
+  std::ofstream(dir.file("lines.jsonl")) << json{{"prompt", "Repeat: " + script + "\n"}, {"temperature", 0}}.dump()
+                                         << "\n";
+  r = run_command(bin() + " batch -m " + dir.file("m") + " --draft 3 < " + dir.file("lines.jsonl") + " 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json::parse(r.output)["text"], script);
+
+  for (const char* bad : {"--draft -1", "--draft 2000", "--draft 4 --draft-min-ngram 0",
+                          "--draft 4 --draft-min-ngram 3 --draft-max-ngram 2"}) {
+    r = run_command(base + " " + bad + " 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.output;
+    EXPECT_NE(r.output.find("--draft"), std::string::npos) << bad << ": " << r.output;
+  }
+}

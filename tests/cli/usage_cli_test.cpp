@@ -426,6 +426,10 @@ TEST(UsageCli, EngineSizesThatWrapOrExceedTheirBoundsAreRefused) {
       {bin() + " serve -m " + tiny() + " --port 0 --host ''", "--host is empty", 2},
       {bin() + " serve -m " + tiny() + " --port 0 --max-body 0", "--max-body must be at least 1 byte", 2},
       {bin() + " serve -m " + tiny() + " --port 0 --host 999.1.1.1", "not an address of this host", 1},
+      {bin() + " serve -m " + tiny() + " --port 0 --draft 1025", "draft tokens must be between 0 (off) and 1024", 2},
+      {line + bin() + " batch -m " + tiny() + " --draft 4 --draft-max-ngram 1",
+       "the longest n-gram to look up must be between the shortest (2)", 2},
+      {"echo hi | " + bin() + " chat -m " + tiny() + " --draft -3", "--draft -3", 2},
   };
   for (const Case& c : cases) {
     const Outcome r = run("timeout 60 " + c.cmd);

@@ -425,6 +425,7 @@ TEST(Engine, ConstrainedRequestsAreBatchInvariant) {
   }
   EngineOptions drafting{16, 0, 512, 16};  // speculative decoding: a draft is drawn through the grammar too
   drafting.draft_tokens = 3;
+  drafting.draft_min_ngram = 1;
   for (const EngineOptions& o : {EngineOptions{16, 0, 512, 16}, EngineOptions{4, 9, 5, 8}, drafting}) {
     Engine engine(*bundle.model, pool, o);
     std::vector<int64_t> handles;

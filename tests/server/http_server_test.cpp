@@ -916,6 +916,30 @@ TEST(HttpServer, ChoicesOfOnePromptShareItsCachedPrefix) {
   EXPECT_GE(f.metric("qinfer:prefix_cache_hits_total"), 2 * 20);
 }
 
+// --draft: a scripted model asked to continue a text it was shown confirms
+// the drafts copied from it; the answer is the script's, /metrics counts them.
+TEST(HttpServer, MetricsCountDraftTokensAndTheirConfirmed) {
+  test::ScratchDir dir("http-draft");
+  std::vector<int32_t> chain;
+  for (int32_t k = 0; k < 30; ++k) chain.push_back(1000 + 37 * k);
+  chain.push_back(151645);
+  write_scripted_test_model(dir.path(), test_model_preset("tiny"), DType::BF16, chain);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    std::filesystem::copy_file(test::data_path(std::string("models/tiny/") + f), dir.file(f));
+  engine::EngineLoopOptions lo{{4, 0, 64, 8, 128}, 16};
+  lo.engine.draft_tokens = 4;
+  Fixture f(lo, "", dir.path());
+  std::vector<int32_t> prompt(chain.begin(), chain.end() - 1);
+  prompt.insert(prompt.end(), chain.begin(), chain.begin() + 3);
+  const ordered_json answer =
+      f.post("/v1/completions", {{"prompt", prompt}, {"max_tokens", 40}, {"temperature", 0}, {"logprobs", 1}});
+  EXPECT_EQ(answer["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(answer["usage"]["completion_tokens"], 28) << "chain[3..29] and its eos";
+  EXPECT_GE(f.metric("qinfer:spec_decode_num_accepted_tokens_total"), 20);
+  EXPECT_GE(f.metric("qinfer:spec_decode_num_draft_tokens_total"),
+            f.metric("qinfer:spec_decode_num_accepted_tokens_total"));
+}
+
 // A hunt finding: a pool too small for the load preempted sequences (each
 // then computes its prompt again) and nothing said so: /metrics counts them,
 // as vLLM's num_preemptions_total.
