@@ -12,6 +12,7 @@
 #include "hidden_state.h"
 #include "model/test_model.h"
 #include "runtime/model_bundle.h"
+#include "test_request.h"
 #include "test_util.h"
 #include "text/grammar/json_grammar.h"
 #include "util/error.h"
@@ -19,12 +20,9 @@
 using namespace qinfer;
 using namespace qinfer::engine;
 
-namespace {
+using test::Req;
 
-struct Req {
-  std::vector<int32_t> prompt;
-  GenerationOptions opts;
-};
+namespace {
 
 std::vector<Req> requests() {
   std::vector<Req> reqs;

@@ -8,18 +8,16 @@
 
 #include "engine/engine.h"
 #include "model/test_model.h"
+#include "test_request.h"
 #include "test_util.h"
 #include "util/error.h"
 
 using namespace qinfer;
 using namespace qinfer::engine;
 
-namespace {
+using test::Req;
 
-struct Req {
-  std::vector<int32_t> prompt;
-  GenerationOptions opts;
-};
+namespace {
 
 struct Outcome {
   std::vector<GenerationResult> results;
