@@ -189,15 +189,16 @@ void run_batch(const BatchArgs& a) {
     }
     std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
+  const std::string drafts = a.draft.summary(engine.draft_stats());
   std::fprintf(stderr,
                "[%zu requests (%lld refused), %lld prompt + %lld generated tokens in %.2f s: %.1f tok/s; "
-               "peak %lld of %d KV blocks of %d positions; prefix cache %lld of %lld blocks; %lld preemptions]\n",
+               "peak %lld of %d KV blocks of %d positions; prefix cache %lld of %lld blocks; %lld preemptions%s]\n",
                jobs.size(), static_cast<long long>(refused), static_cast<long long>(prompt_tokens),
                static_cast<long long>(generated), seconds, seconds > 0 ? (prompt_tokens + generated) / seconds : 0.0,
                static_cast<long long>(peak_blocks), engine.blocks().n_blocks(), engine.blocks().block_size(),
                static_cast<long long>(engine.blocks().prefix_hits()),
                static_cast<long long>(engine.blocks().prefix_queries()),
-               static_cast<long long>(engine.scheduler().preemptions()));
+               static_cast<long long>(engine.scheduler().preemptions()), drafts.c_str());
 }
 
 }  // namespace

@@ -67,6 +67,11 @@ void DraftFlags::validate() const {
   }
 }
 
+std::string DraftFlags::summary(const engine::Engine::DraftStats& stats) const {
+  if (tokens == 0) return "";
+  return "; drafts: " + std::to_string(stats.accepted) + " of " + std::to_string(stats.drafted) + " tokens accepted";
+}
+
 void DraftFlags::apply(engine::EngineOptions& o) const {
   o.draft_tokens = tokens;
   o.draft_min_ngram = min_ngram;

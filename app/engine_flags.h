@@ -5,6 +5,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <string>
 
 #include "engine/engine.h"
 
@@ -31,6 +32,8 @@ struct DraftFlags {
   // Error naming the flag for a value out of its range (before the model loads).
   void validate() const;
   void apply(engine::EngineOptions& options) const;
+  // "; drafts: A of D tokens accepted" for a run's summary line; empty when off.
+  std::string summary(const engine::Engine::DraftStats& stats) const;
 };
 
 }  // namespace qinfer::cli

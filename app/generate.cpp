@@ -241,10 +241,7 @@ void run_generate(GenerateArgs& a) {
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");
-    std::string drafts;
-    if (a.flags.draft.tokens > 0)
-      drafts = "; drafts: " + std::to_string(engine.draft_stats().accepted) + " of " +
-               std::to_string(engine.draft_stats().drafted) + " tokens accepted";
+    const std::string drafts = a.flags.draft.summary(engine.draft_stats());
     std::fprintf(stderr, "[%zu tokens, %s%s; prefill %.1f tok/s, decode %.1f tok/s, load %.2f s%s]\n", r.ids.size(),
                  finish, r.reason == StopReason::ContextFull ? " (the context is full)" : "", r.prefill_tok_s(),
                  r.decode_tok_s(), bundle.load_s, drafts.c_str());

@@ -443,9 +443,13 @@ TEST(GenerateCli, DraftsFromThePromptGiveTheSameTextAndAreReported) {
 
   std::ofstream(dir.file("lines.jsonl")) << json{{"prompt", "Repeat: " + script + "\n"}, {"temperature", 0}}.dump()
                                          << "\n";
-  r = run_command(bin() + " batch -m " + dir.file("m") + " --draft 3 < " + dir.file("lines.jsonl") + " 2>/dev/null");
+  r = run_command(bin() + " batch -m " + dir.file("m") + " --draft 3 < " + dir.file("lines.jsonl") + " 2>" +
+                  dir.file("err.txt"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(json::parse(r.output)["text"], script);
+  std::stringstream err;
+  err << std::ifstream(dir.file("err.txt")).rdbuf();
+  EXPECT_NE(err.str().find("; drafts: "), std::string::npos) << err.str();
 
   for (const char* bad : {"--draft -1", "--draft 2000", "--draft 4 --draft-min-ngram 0",
                           "--draft 4 --draft-min-ngram 3 --draft-max-ngram 2"}) {
