@@ -193,8 +193,8 @@ void Engine::propose_drafts(const Step& step) {
     if (seq.status != Sequence::Status::Running || len <= seq.prompt_len) continue;  // not decoding
     const Request& r = *by_seq_.at(&seq);
     // A step gives at most its draft and one more token: within max_new_tokens and the context.
-    const int64_t room =
-        std::min(r.options.max_new_tokens - static_cast<int64_t>(r.result.ids.size()) - 1, context_ - len - 1);
+    const int64_t room = std::min({r.options.max_new_tokens - static_cast<int64_t>(r.result.ids.size()) - 1,
+                                   context_ - len - 1, seq.draft_limit < 0 ? draft_.max_tokens : seq.draft_limit});
     ngram_draft(seq.ids, draft_, room, seq.draft);
   }
 }
@@ -312,9 +312,11 @@ void Engine::postprocess(const Step& step) {
       while (static_cast<size_t>(confirmed) < std::min(d.tokens.size(), drafted) &&
              d.tokens[static_cast<size_t>(confirmed)] == seq.draft[static_cast<size_t>(confirmed)])
         ++confirmed;
+      ++draft_stats_.drafts;
       draft_stats_.drafted += step.seqs[i].drafted;
       draft_stats_.accepted += confirmed;
       seq.accepted = confirmed;
+      seq.draft_limit = confirmed == step.seqs[i].drafted ? 2 * confirmed : confirmed + 1;
     }
     bool going = true;
     for (size_t t = 0; t < d.tokens.size() && going; ++t)

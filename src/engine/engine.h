@@ -102,9 +102,9 @@ class Engine {
     int64_t tokens = 0, seqs = 0;
   };
   StepStats last_step() const { return last_step_; }
-  // Draft ids run so far, and of them those the model confirmed.
+  // Drafts run so far, their ids, and of those the ones the model confirmed.
   struct DraftStats {
-    int64_t drafted = 0, accepted = 0;
+    int64_t drafts = 0, drafted = 0, accepted = 0;
   };
   DraftStats draft_stats() const { return draft_stats_; }
 

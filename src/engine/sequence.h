@@ -30,6 +30,11 @@ struct Sequence {
   // keys/values computed), until complete() counts them.
   std::vector<int32_t> draft;
   int64_t accepted = 0;
+  // Its next draft's length at most (-1: the engine's): the ids the last one
+  // had confirmed plus one, or twice its length when all were. A rejected
+  // draft id costs a row, as much as any other where a step is not
+  // memory-bound (many sequences at once).
+  int64_t draft_limit = -1;
 
   // Tokens whose keys/values are still to be computed (the prompt's rest, or
   // the last generated token).

@@ -172,6 +172,30 @@ TEST(Speculation, RejectedDraftsChangeNothingInAnyWeightFormat) {
   }
 }
 
+// A draft costs a row per id, as much as any other row where a step is not
+// memory-bound: a sequence whose drafts are rejected drafts single ids, and
+// longer ones again as they are confirmed.
+TEST(Speculation, RejectedDraftsMakeTheNextOnesShort) {
+  test::ScratchDir dir("speculation-short");
+  Qwen3Config config = test_model_preset("tiny");
+  config.vocab_size = 64;  // sampled ids recur: many drafts, few confirmed
+  config.eos_token_ids = {7};
+  write_test_model(dir.path(), config, DType::BF16, 9);
+  auto model = Qwen3Model::load(dir.path());
+  ThreadPool pool(1);
+  Req r;
+  r.prompt = {1, 2, 3, 1, 2, 3};
+  r.opts.max_new_tokens = 300;
+  r.opts.ignore_eos = true;
+  r.opts.sampling.temperature = 1.0f;
+  r.opts.sampling.seed = 3;
+  const Outcome drafted = run(*model, pool, with_drafts({}, {6, 1, 4}), {r});
+  EXPECT_EQ(drafted.results[0].ids, run(*model, pool, {}, {r}).results[0].ids);
+  EXPECT_GT(drafted.drafts.drafts, 50);
+  EXPECT_LT(drafted.drafts.accepted * 4, drafted.drafts.drafted) << "mostly rejected";
+  EXPECT_LT(drafted.drafts.drafted, 2 * drafted.drafts.drafts) << "drafts of 6 ids would average near 6";
+}
+
 TEST(Speculation, DraftOptionsOutOfRangeAreRefused) {
   auto model = Qwen3Model::load(test::data_path("models/tiny"));
   ThreadPool pool(1);
