@@ -60,9 +60,11 @@ HWY_INLINE hn::Vec<DF> LoadWeights(DF df, const T* p) {
 
 // total[r * C + j] for r < R, j < C (kTileVectors vectors' lanes): float_dot of
 // activation row r, xp[e * R + r], with panel column j, panel[e * kFloatPanelRows + j],
-// over k in [0, n), block by block.
-template <size_t R>
-HWY_NOINLINE void PanelTile(const float* HWY_RESTRICT panel, const float* HWY_RESTRICT xp, size_t n,
+// over k in [0, n), block by block. A 16-bit panel is read as stored (one
+// tile of rows streams it from memory as decode does, prefetching ahead),
+// an f32 one (or one widened once for several tiles) as it is.
+template <size_t R, class T>
+HWY_NOINLINE void PanelTile(const T* HWY_RESTRICT panel, const float* HWY_RESTRICT xp, size_t n,
                             float* HWY_RESTRICT total) {
   const DF df;
   const size_t N = hn::Lanes(df), C = kTileVectors * N;
@@ -73,9 +75,11 @@ HWY_NOINLINE void PanelTile(const float* HWY_RESTRICT panel, const float* HWY_RE
       for (size_t c = 0; c < kTileVectors; ++c) acc[r][c] = hn::Zero(df);
     const size_t end = std::min(n, b + kFloatDotBlock);
     for (size_t e = b; e < end; ++e) {
+      if constexpr (!std::is_same_v<T, float>)
+        hwy::Prefetch(reinterpret_cast<const uint8_t*>(panel + e * kFloatPanelRows) + kPrefetchBytes);
       hn::Vec<DF> w[kTileVectors];
       for (size_t c = 0; c < kTileVectors; ++c) {
-        w[c] = hn::LoadU(df, panel + e * kFloatPanelRows + c * N);
+        w[c] = LoadWeights(df, panel + e * kFloatPanelRows + c * N);
         KeepInRegister(w[c]);
       }
 #pragma GCC unroll 16
@@ -258,7 +262,10 @@ void Rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, siz
   HWY_ALIGN float total[kPanelTileRows * kP];
   thread_local hwy::AlignedFreeUniquePtr<float[]> widened;
   thread_local size_t widened_size = 0;
-  if (ni > 1 && !std::is_same_v<T, float> && widened_size < k * kP) {
+  // One tile of rows (a few sequences, a decode with its draft) reads each
+  // panel as stored, streamed once; more tiles share it widened to f32 once.
+  const bool widen = ni > kPanelTileRows && !std::is_same_v<T, float>;
+  if (widen && widened_size < k * kP) {
     widened = hwy::AllocateAligned<float>(k * kP);
     widened_size = k * kP;
   }
@@ -270,24 +277,25 @@ void Rows(const WeightMatrix& w, const Activations& a, size_t i0, size_t ni, siz
       std::copy_n(total, nr, y + (r - r0));
       continue;
     }
-    // Prefill, batched decode: the panel as f32 once, then every tile of
-    // activation rows (a.packed: tiles of kPanelTileRows rows) over each
-    // kTileVectors-vector stretch of its columns.
-    const float* wide;
-    if constexpr (std::is_same_v<T, float>) {
-      wide = panel;
-    } else {
-      simd::widen_f32(panel, std::is_same_v<T, hwy::float16_t> ? DType::F16 : DType::BF16, k * kP, widened.get());
-      wide = widened.get();
-    }
-    for (size_t i = 0; i < ni; i += kPanelTileRows) {
-      const size_t rows = std::min(kPanelTileRows, ni - i);
-      const float* xp = a.packed + (i0 + i) * k;
-      for (size_t c0 = 0; c0 < nr; c0 += C) {
-        with_rows<kPanelTileRows>(rows, [&](auto R) { PanelTile<R()>(wide + c0, xp, k, total); });
-        const size_t nc = std::min(C, nr - c0);
-        for (size_t q = 0; q < rows; ++q) std::copy_n(total + q * C, nc, y + (i + q) * ldy + (r - r0) + c0);
+    // Prefill, batched decode: every tile of activation rows (a.packed:
+    // tiles of kPanelTileRows rows) over each kTileVectors-vector stretch of
+    // the panel's columns.
+    auto tiles = [&](const auto* panel_or_wide) {
+      for (size_t i = 0; i < ni; i += kPanelTileRows) {
+        const size_t rows = std::min(kPanelTileRows, ni - i);
+        const float* xp = a.packed + (i0 + i) * k;
+        for (size_t c0 = 0; c0 < nr; c0 += C) {
+          with_rows<kPanelTileRows>(rows, [&](auto R) { PanelTile<R()>(panel_or_wide + c0, xp, k, total); });
+          const size_t nc = std::min(C, nr - c0);
+          for (size_t q = 0; q < rows; ++q) std::copy_n(total + q * C, nc, y + (i + q) * ldy + (r - r0) + c0);
+        }
       }
+    };
+    if (widen) {
+      simd::widen_f32(panel, std::is_same_v<T, hwy::float16_t> ? DType::F16 : DType::BF16, k * kP, widened.get());
+      tiles(static_cast<const float*>(widened.get()));
+    } else {
+      tiles(panel);
     }
   }
 }
