@@ -208,7 +208,7 @@ Engine::Draw Engine::draw(const Step& step, size_t i, DrawScratch& scratch) {
     Request& r = *by_seq_.at(&seq);
     if (!r.score_ids.empty()) return d;  // nothing to sample: postprocess keeps its logits
     std::span<const int32_t> history = seq.ids;
-    for (int64_t row = 0; row < rows; ++row) {  // row d > 0 follows draft id d - 1, confirmed
+    for (int64_t row = 0; row < rows; ++row) {  // a row j > 0 follows draft id j - 1, confirmed
       const std::span<const float> logits = runner_.logits(i, row);
       const size_t drawn = d.tokens.size();
       d.error = nan_logits_error(logits, r.result.ids.size() + drawn + 1, static_cast<int64_t>(history.size()));
