@@ -125,7 +125,7 @@ TEST_P(EngineStress, ThousandsOfRandomRequestsWithCancellationsUnderPreemption) 
     int64_t handle = -1;
     int64_t cancel_at = -1;  // step at which it is cancelled, -1: never
   };
-  std::vector<Item> items(2000);
+  std::vector<Item> items(GetParam() > 0 ? 700 : 2000);  // with drafts: a third, for the sanitizers' time
   for (Item& it : items) {
     if (rng() % 3 == 0) it.prompt = prefixes[rng() % prefixes.size()];
     const size_t len = 1 + rng() % 6;
@@ -166,8 +166,8 @@ TEST_P(EngineStress, ThousandsOfRandomRequestsWithCancellationsUnderPreemption) 
     ASSERT_EQ(engine.result(it.handle).ids, solo.generate(it.prompt, it.opts, {}).ids) << "request " << it.handle;
     ++compared;
   }
-  EXPECT_GT(cancelled, 100u);
-  EXPECT_GT(compared, 1000u);
+  EXPECT_GT(cancelled, items.size() / 20);
+  EXPECT_GT(compared, items.size() / 2);
   if (GetParam() > 0) {
     EXPECT_GT(engine.draft_stats().accepted, 0);
     EXPECT_GT(engine.draft_stats().drafted, engine.draft_stats().accepted);
