@@ -35,7 +35,7 @@ std::string base64_of(const std::vector<float>& v) {
 EmbeddingRequest parse_embedding_request(const ordered_json& body, const ServedModel& model, int64_t max_inputs) {
   for (const auto& item : body.items())
     if (item.key() != "model" && item.key() != "input" && item.key() != "encoding_format" &&
-        item.key() != "dimensions" && item.key() != "user")
+        item.key() != "dimensions" && item.key() != "user" && item.key() != "truncate_prompt_tokens")
       throw ApiError(400, "Unrecognized request argument supplied: " + input_excerpt(item.key()),
                      input_excerpt(item.key()));
   check_model(body, model);
@@ -94,6 +94,7 @@ EmbeddingRequest parse_embedding_request(const ordered_json& body, const ServedM
   } else {
     bad("input", input.is_array() ? "'input' is an empty list" : shape);
   }
+  truncate_prompts(body, r.inputs, model.context, model.context);
   return r;
 }
 

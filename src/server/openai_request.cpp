@@ -171,8 +171,8 @@ void check_json_shape(const std::string& text, const std::string& what) {
 // and that this server does not implement are refused by name.
 void check_field_names(const ordered_json& body, bool chat) {
   static const std::set<std::string_view> kBoth = {
-      "model",    "n",     "stream",       "stream_options",   "logprobs",         "user",
-      "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier"};
+      "model",    "n",     "stream",       "stream_options",   "logprobs",          "user",
+      "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier", "truncate_prompt_tokens"};
   static const std::set<std::string_view> kChat = {
       "top_logprobs", "response_format", "functions",          "function_call", "audio",
       "modalities",   "prediction",      "web_search_options", "verbosity"};
@@ -218,7 +218,13 @@ CompletionRequest common_fields(const ordered_json& body, const ServedModel& mod
   return r;
 }
 
-void check_length(const CompletionRequest& r, const ordered_json& body, const ServedModel& model, const char* what) {
+// The prompts cut to truncate_prompt_tokens, then checked against the context:
+// -1 leaves the room max_tokens asks for (one token when not given).
+void truncate_and_check_length(CompletionRequest& r, const ordered_json& body, const ServedModel& model,
+                               const char* what) {
+  const bool explicit_length = given(body, "max_tokens") || given(body, "max_completion_tokens");
+  truncate_prompts(body, r.prompts, model.context,
+                   std::max<int64_t>(1, model.context - (explicit_length ? r.options.max_new_tokens : 1)));
   for (const auto& p : r.prompts) {
     const int64_t len = static_cast<int64_t>(p.size());
     if (len == 0) bad(r.chat ? "messages" : "prompt", "the prompt is empty: at least one token is needed");
@@ -226,7 +232,6 @@ void check_length(const CompletionRequest& r, const ordered_json& body, const Se
       bad(r.chat ? "messages" : "prompt", "This model's maximum context length is " + std::to_string(model.context) +
                                               " tokens. However, your " + what + " resulted in " + std::to_string(len) +
                                               " tokens.");
-    const bool explicit_length = given(body, "max_tokens") || given(body, "max_completion_tokens");
     if (explicit_length && len + r.options.max_new_tokens > model.context)
       bad(given(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens",
           "This model's maximum context length is " + std::to_string(model.context) +
@@ -508,6 +513,17 @@ ChatPrompt render_chat_prompt(const ordered_json& body, const ModelBundle& bundl
   return r;
 }
 
+void truncate_prompts(const ordered_json& body, std::vector<std::vector<int32_t>>& prompts, int64_t context,
+                      int64_t room) {
+  const char* key = "truncate_prompt_tokens";
+  if (!given(body, key)) return;
+  const int64_t k = integer(body, key, 0, -1, context);
+  if (k == 0) bad(key, "'truncate_prompt_tokens' must be -1 (as many as the context holds) or at least 1, got 0");
+  const size_t keep = static_cast<size_t>(k == -1 ? room : k);
+  for (std::vector<int32_t>& ids : prompts)
+    if (ids.size() > keep) ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(keep));
+}
+
 void check_model(const ordered_json& body, const ServedModel& model) {
   if (!body.contains("model") || body["model"].is_null())
     return;  // llama-server and vLLM serve their one model to requests that name none
@@ -531,7 +547,7 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
   r.tool_calls = prompt.tool_calls;
   r.options.grammar = std::move(prompt.grammar);
   r.prompts.push_back(std::move(prompt.ids));
-  check_length(r, body, model, "messages");
+  truncate_and_check_length(r, body, model, "messages");
   return r;
 }
 
@@ -574,7 +590,7 @@ CompletionRequest parse_completion_request(const ordered_json& body, const Serve
   if (r.prompts.size() * static_cast<size_t>(r.n) > static_cast<size_t>(kMaxChoices))
     bad("prompt", "at most " + std::to_string(kMaxChoices) + " completions (prompts x n) per request");
   r.options.grammar = parse_reply_grammar(body, model.bundle, ReasoningBlock::None);
-  check_length(r, body, model, "prompt");
+  truncate_and_check_length(r, body, model, "prompt");
   return r;
 }
 

@@ -85,6 +85,12 @@ ChatPrompt render_chat_prompt(const nlohmann::ordered_json& body, const ModelBun
 // Whether render_chat_prompt reads the field `key` (messages included).
 bool is_chat_prompt_field(std::string_view key);
 
+// vLLM's truncate_prompt_tokens: k >= 1 keeps each prompt's last k tokens,
+// -1 its last `room` (what the context leaves the prompt); absent or null
+// keeps all. 400 naming the field for another value or a k over `context`.
+void truncate_prompts(const nlohmann::ordered_json& body, std::vector<std::vector<int32_t>>& prompts, int64_t context,
+                      int64_t room);
+
 // 404 when the body names another model than the one served (none named: this one).
 void check_model(const nlohmann::ordered_json& body, const ServedModel& model);
 CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const ServedModel& model);

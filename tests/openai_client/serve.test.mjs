@@ -107,6 +107,22 @@ test('completions: text prompt, id prompt, stop', async () => {
   assert.equal(c.choices[0].finish_reason, 'stop');
 });
 
+test('truncate_prompt_tokens (vLLM\'s): the answer of the prompt\'s last ids alone; -1 keeps what fits', async () => {
+  const prompt = 'Once upon a time there was a king who';
+  const ids = (await (await fetch(baseURL + '/tokenize', {
+    method: 'POST', headers: { Authorization: `Bearer ${KEY}` }, body: JSON.stringify({ prompt }),
+  })).json()).tokens;
+  const greedy = { model: modelDir, max_tokens: 8, temperature: 0 };
+  const cut = await client.completions.create({ ...greedy, prompt, truncate_prompt_tokens: 4 });
+  const alone = await client.completions.create({ ...greedy, prompt: ids.slice(-4) });
+  assert.equal(cut.choices[0].text, alone.choices[0].text);
+  assert.equal(cut.usage.prompt_tokens, 4);
+  const long = await client.completions.create({ ...greedy, prompt: 'x '.repeat(600), truncate_prompt_tokens: -1 });
+  assert.equal(long.usage.prompt_tokens, 512 - 8, 'the context (512) less max_tokens');
+  await assert.rejects(client.completions.create({ ...greedy, prompt, truncate_prompt_tokens: 0 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'truncate_prompt_tokens');
+});
+
 test('errors arrive as the SDK error classes', async () => {
   await assert.rejects(client.chat.completions.create({ model: modelDir, messages: [{ role: 'wizard', content: 'x' }] }),
     (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && /wizard/.test(e.message));

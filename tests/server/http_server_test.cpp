@@ -1018,6 +1018,49 @@ TEST(HttpServer, EmbeddingsAreEachInputsNormalizedHiddenStateInFloatOrBase64) {
             embedding_vector(hidden[2], 0, true));
 }
 
+// truncate_prompt_tokens (vLLM's): the request runs as if it had sent only
+// its prompt's last k ids, and usage counts those; -1 on embeddings keeps
+// what the context holds.
+TEST(HttpServer, TruncatedPromptsAnswerAsTheirLastTokensAlone) {
+  Fixture f;  // context 128
+  const Tokenizer& tok = f.bundle.require_tokenizer();
+  const std::string text = "The capital of France is Paris, and the capital of Germany is";
+  const std::vector<int32_t> ids = tok.encode(text);
+  ASSERT_GT(ids.size(), 6u);
+  const std::vector<int32_t> last(ids.end() - 6, ids.end());
+  const ordered_json greedy = {{"max_tokens", 8}, {"temperature", 0}, {"ignore_eos", true}};
+  ordered_json cut = greedy, alone = greedy;
+  cut["prompt"] = text;
+  cut["truncate_prompt_tokens"] = 6;
+  alone["prompt"] = last;
+  const ordered_json a = f.post("/v1/completions", cut), b = f.post("/v1/completions", alone);
+  EXPECT_EQ(a["choices"][0]["text"], b["choices"][0]["text"]);
+  EXPECT_EQ(a["usage"]["prompt_tokens"], 6);
+  ordered_json whole = greedy;
+  whole["prompt"] = text;
+  EXPECT_NE(f.post("/v1/completions", whole)["choices"][0]["text"], b["choices"][0]["text"])
+      << "the whole prompt continues otherwise (else this test shows nothing)";
+
+  const auto embedding = [&](const ordered_json& body) {
+    const ordered_json r = f.post("/v1/embeddings", body);
+    return std::make_pair(r["data"][0]["embedding"].get<std::vector<float>>(), r["usage"]["prompt_tokens"].get<int>());
+  };
+  const std::vector<int32_t> text_ids = embedding_input_ids(tok, text);  // with the post-processor's tokens
+  EXPECT_EQ(
+      embedding({{"input", text}, {"encoding_format", "float"}, {"truncate_prompt_tokens", 4}}),
+      embedding({{"input", std::vector<int32_t>(text_ids.end() - 4, text_ids.end())}, {"encoding_format", "float"}}));
+  std::vector<int32_t> long_ids(200);
+  for (size_t i = 0; i < long_ids.size(); ++i) long_ids[i] = static_cast<int32_t>(i + 1);
+  const auto [cut_to_context, tokens] =
+      embedding({{"input", long_ids}, {"encoding_format", "float"}, {"truncate_prompt_tokens", -1}});
+  EXPECT_EQ(tokens, 128);
+  EXPECT_EQ(cut_to_context, embedding({{"input", std::vector<int32_t>(long_ids.end() - 128, long_ids.end())},
+                                       {"encoding_format", "float"}})
+                                .first);
+  EXPECT_EQ(f.post("/v1/embeddings", {{"input", "x"}, {"truncate_prompt_tokens", 129}}, 400)["error"]["param"],
+            "truncate_prompt_tokens");
+}
+
 TEST(HttpServer, EmbeddingRequestsTheApiRefusesAreNamed) {
   Fixture f;  // context 128, at most 8 running + 16 waiting
   const std::pair<ordered_json, std::string> cases[] = {

@@ -262,6 +262,44 @@ TEST_F(OpenAiRequest, CompletionPromptForms) {
   EXPECT_EQ(prompts(R"({"prompt": ["hello world", [5]]})"), (std::vector<std::vector<int32_t>>{{14990, 1879}, {5}}));
 }
 
+// vLLM's truncate_prompt_tokens: each prompt's last k tokens; -1 as many as
+// leave max_tokens (one token when not given) room in the context.
+TEST_F(OpenAiRequest, TruncatePromptTokensKeepsEachPromptsLastTokens) {
+  auto prompts = [&](const std::string& body, int64_t context = 64) {
+    return parse_completion_request(ordered_json::parse(body), served(context)).prompts;
+  };
+  using Prompts = std::vector<std::vector<int32_t>>;
+  EXPECT_EQ(prompts(R"({"prompt": [[1, 2, 3, 4, 5], [6, 7]], "truncate_prompt_tokens": 3})"),
+            (Prompts{{3, 4, 5}, {6, 7}}));
+  EXPECT_EQ(prompts(R"({"prompt": [1, 2, 3], "truncate_prompt_tokens": null})"), (Prompts{{1, 2, 3}}));
+  const std::string ten = R"({"prompt": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], "truncate_prompt_tokens": -1)";
+  EXPECT_EQ(prompts(ten + "}", 8), (Prompts{{4, 5, 6, 7, 8, 9, 10}}));
+  EXPECT_EQ(prompts(ten + R"(, "max_tokens": 5})", 8), (Prompts{{8, 9, 10}}));
+  EXPECT_EQ(prompts(ten + R"(, "max_completion_tokens": 2})", 8), (Prompts{{5, 6, 7, 8, 9, 10}}));
+  // Text is cut after encoding ("hello world" is 14990, 1879); a chat prompt after rendering.
+  EXPECT_EQ(prompts(R"({"prompt": "hello world", "truncate_prompt_tokens": 1})"), (Prompts{{1879}}));
+  const auto chat = [&](const char* extra) {
+    return parse_chat_request(
+               ordered_json::parse(std::string(R"({"messages": [{"role": "user", "content": "hi"}])") + extra + "}"),
+               served())
+        .prompts[0];
+  };
+  const std::vector<int32_t> whole = chat("");
+  ASSERT_GT(whole.size(), 4u);
+  EXPECT_EQ(chat(R"(, "truncate_prompt_tokens": 4)"), std::vector<int32_t>(whole.end() - 4, whole.end()));
+  // Wrong values name the field; k over the context too (as vLLM refuses it).
+  for (const char* value : {"0", "-2", "65", "2.5", "\"3\"", "true"}) {
+    const ApiError e = error_of(std::string(R"({"prompt": [1, 2], "truncate_prompt_tokens": )") + value + "}", false);
+    EXPECT_EQ(e.status, 400) << value;
+    EXPECT_EQ(e.param, "truncate_prompt_tokens") << value;
+  }
+  EXPECT_NE(std::string(error_of(R"({"prompt": [1], "truncate_prompt_tokens": 65})", false).what()).find("-1 and 64"),
+            std::string::npos);
+  // A prompt cut to k still has to leave the room max_tokens asks for.
+  EXPECT_EQ(error_of(R"({"prompt": [1, 2, 3], "truncate_prompt_tokens": 2, "max_tokens": 63})", false).param,
+            "max_tokens");
+}
+
 TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
   struct Case {
     const char* body;
