@@ -61,8 +61,12 @@ Job parse_job(const std::string& line, const ModelBundle& bundle, int64_t contex
   const ordered_json j = server::parse_json_body(line, "the line");
   for (const auto& item : j.items())
     if (item.key() != "prompt" && item.key() != "prompt_ids" && item.key() != "response_format" &&
-        !server::is_chat_prompt_field(item.key()) && !server::is_generation_field(item.key()))
+        item.key() != "truncate_prompt_tokens" && !server::is_chat_prompt_field(item.key()) &&
+        !server::is_generation_field(item.key()))
       fail("unknown field \"", item.key(), "\"");
+  // A prompt to truncate is encoded whole first: its end is what is kept.
+  const bool truncated = j.contains("truncate_prompt_tokens") && !j["truncate_prompt_tokens"].is_null();
+  const size_t limit = truncated ? SIZE_MAX : static_cast<size_t>(context);
   const int given = j.contains("prompt") + j.contains("prompt_ids") + j.contains("messages");
   if (given != 1) fail("give exactly one of \"prompt\", \"prompt_ids\", \"messages\"");
   if (j.contains("prompt_ids")) {
@@ -76,14 +80,14 @@ Job parse_job(const std::string& line, const ModelBundle& bundle, int64_t contex
     }
   } else if (j.contains("prompt")) {
     if (!j["prompt"].is_string()) fail("\"prompt\" must be a string");
-    auto ids = bundle.require_tokenizer().encode_at_most(j["prompt"].get_ref<const std::string&>(), context);
+    auto ids = bundle.require_tokenizer().encode_at_most(j["prompt"].get_ref<const std::string&>(), limit);
     if (!ids) too_long();
     job.prompt = std::move(*ids);
   }
   server::GenerationFields fields = server::parse_generation_fields(j, bundle, kDefaultMaxTokens);
   job.options = std::move(fields.options);
   if (j.contains("messages")) {  // its text holds the reply's <think> block, if it opens one
-    server::ChatPrompt chat = server::render_chat_prompt(j, bundle, context);
+    server::ChatPrompt chat = server::render_chat_prompt(j, bundle, limit);
     if (chat.over_limit) too_long();
     job.prompt = std::move(chat.ids);
     job.options.grammar = std::move(chat.grammar);
@@ -92,6 +96,9 @@ Job parse_job(const std::string& line, const ModelBundle& bundle, int64_t contex
       if (server::is_chat_prompt_field(item.key())) fail("\"", item.key(), "\" goes with \"messages\"");
     job.options.grammar = server::parse_reply_grammar(j, bundle, ReasoningBlock::None);
   }
+  std::vector<std::vector<int32_t>> prompts{std::move(job.prompt)};
+  server::truncate_prompts(j, prompts, context, std::max<int64_t>(1, context - job.options.max_new_tokens));
+  job.prompt = std::move(prompts[0]);
   job.stops = std::move(fields.stop);
   return job;
 }

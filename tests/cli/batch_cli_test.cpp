@@ -163,6 +163,34 @@ TEST(BatchCli, APromptLongerThanTheContextIsRefusedInItsLine) {
   EXPECT_EQ(out[3]["ids"].size(), 2u);
 }
 
+// truncate_prompt_tokens as the server takes it: a line keeps its prompt's
+// last k tokens (-1: what leaves max_tokens room in the context), encoded
+// whole first however long.
+TEST(BatchCli, TruncatePromptTokensKeepsTheEndOfALongPrompt) {
+  qinfer::test::ScratchDir dir("batch-truncate");
+  const std::string input = dir.file("requests.jsonl");
+  std::string words;
+  for (int i = 0; i < (1 << 16); ++i) words += " word";
+  const std::string greedy = R"("max_tokens": 3, "temperature": 0, "ignore_eos": true)";
+  std::ofstream(input) << R"({"prompt": ")" << words << R"(", "truncate_prompt_tokens": 6, )" << greedy << "}\n"
+                       << R"({"prompt": ")" << words.substr(0, 5 * 6) << R"(", )" << greedy << "}\n"
+                       << R"({"messages": [{"role": "user", "content": ")" << words
+                       << R"("}], "truncate_prompt_tokens": -1, )" << greedy << "}\n"
+                       << R"({"prompt_ids": [785, 6722], "truncate_prompt_tokens": 0})"
+                       << "\n";
+  const auto res = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " --kv-blocks 3 < " + input +
+                               " 2>/dev/null");
+  ASSERT_EQ(res.exit_code, 0) << res.output;
+  const std::vector<json> out = json_lines_of(res.output);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0]["prompt_tokens"], 6) << out[0];
+  EXPECT_EQ(out[0]["ids"], out[1]["ids"]) << "six \" word\" tokens, cut or sent";
+  EXPECT_EQ(out[2]["prompt_tokens"], 48 - 3) << out[2];
+  EXPECT_EQ(out[2]["ids"].size(), 3u);
+  EXPECT_NE(out[3]["error"].get<std::string>().find("line 4: 'truncate_prompt_tokens' must be -1"), std::string::npos)
+      << out[3];
+}
+
 // Blank lines are skipped without an output line (README: output lines follow
 // the non-blank input lines); an error names the line counting them all.
 TEST(BatchCli, BlankLinesAreSkippedWithoutAnOutputLine) {
