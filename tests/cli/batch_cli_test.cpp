@@ -42,6 +42,22 @@ std::vector<int> solo_ids(const Request& r) {
   return json::parse(res.output)["ids"].get<std::vector<int>>();
 }
 
+// 2^16 times " word": far longer than any context here, one token a word.
+std::string many_words() {
+  std::string words;
+  for (int i = 0; i < (1 << 16); ++i) words += " word";
+  return words;
+}
+
+// The output lines of `qinfer batch` over the tiny model and a pool of 3
+// blocks (48 positions), the JSON lines of `input` on stdin.
+std::vector<json> batch_in_48_positions(const std::string& input) {
+  const auto res = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " --kv-blocks 3 < " + input +
+                               " 2>/dev/null");
+  EXPECT_EQ(res.exit_code, 0) << res.output;
+  return json_lines_of(res.output);
+}
+
 }  // namespace
 
 TEST(BatchCli, EveryResultEqualsItsSoloGenerateInInputOrder) {
@@ -142,17 +158,13 @@ TEST(BatchCli, BadLinesGetAnErrorInTheirPlace) {
 TEST(BatchCli, APromptLongerThanTheContextIsRefusedInItsLine) {
   qinfer::test::ScratchDir dir("batch-long");
   const std::string input = dir.file("requests.jsonl");
-  std::string words;
-  for (int i = 0; i < (1 << 16); ++i) words += " word";
+  const std::string words = many_words();
   std::ofstream(input) << R"({"prompt": ")" << words.substr(0, 5 * 48) << "\"}\n"
                        << R"({"prompt": ")" << words << "\"}\n"
                        << R"({"messages": [{"role": "user", "content": ")" << words << "\"}]}\n"
                        << R"({"prompt_ids": [785, 6722], "max_tokens": 2})"
                        << "\n";
-  const auto res = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " --kv-blocks 3 < " + input +
-                               " 2>/dev/null");
-  ASSERT_EQ(res.exit_code, 0) << res.output;
-  const std::vector<json> out = json_lines_of(res.output);
+  const std::vector<json> out = batch_in_48_positions(input);
   ASSERT_EQ(out.size(), 4u);
   EXPECT_EQ(out[0]["error"],
             "line 1: the prompt has 48 tokens but the context length is 48 tokens: nothing can be generated");
@@ -169,8 +181,7 @@ TEST(BatchCli, APromptLongerThanTheContextIsRefusedInItsLine) {
 TEST(BatchCli, TruncatePromptTokensKeepsTheEndOfALongPrompt) {
   qinfer::test::ScratchDir dir("batch-truncate");
   const std::string input = dir.file("requests.jsonl");
-  std::string words;
-  for (int i = 0; i < (1 << 16); ++i) words += " word";
+  const std::string words = many_words();
   const std::string greedy = R"("max_tokens": 3, "temperature": 0, "ignore_eos": true)";
   std::ofstream(input) << R"({"prompt": ")" << words << R"(", "truncate_prompt_tokens": 6, )" << greedy << "}\n"
                        << R"({"prompt": ")" << words.substr(0, 5 * 6) << R"(", )" << greedy << "}\n"
@@ -178,10 +189,7 @@ TEST(BatchCli, TruncatePromptTokensKeepsTheEndOfALongPrompt) {
                        << R"("}], "truncate_prompt_tokens": -1, )" << greedy << "}\n"
                        << R"({"prompt_ids": [785, 6722], "truncate_prompt_tokens": 0})"
                        << "\n";
-  const auto res = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " --kv-blocks 3 < " + input +
-                               " 2>/dev/null");
-  ASSERT_EQ(res.exit_code, 0) << res.output;
-  const std::vector<json> out = json_lines_of(res.output);
+  const std::vector<json> out = batch_in_48_positions(input);
   ASSERT_EQ(out.size(), 4u);
   EXPECT_EQ(out[0]["prompt_tokens"], 6) << out[0];
   EXPECT_EQ(out[0]["ids"], out[1]["ids"]) << "six \" word\" tokens, cut or sent";
