@@ -258,7 +258,8 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
     if (api == Api::Completions) return parse_completion_request(body, *model);
     if (api == Api::Chat) return parse_chat_request(body, *model);
     try {
-      return parse_chat_request(chat_body_of_response_request(body), *model);
+      const ordered_json chat = chat_body_of_response_request(body);
+      return drops_input_to_fit(body) ? parse_chat_request_fitting(chat, *model) : parse_chat_request(chat, *model);
     } catch (const ApiError& e) {
       throw as_response_request_error(e);
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -229,15 +230,18 @@ void truncate_and_check_length(CompletionRequest& r, const ordered_json& body, c
     const int64_t len = static_cast<int64_t>(p.size());
     if (len == 0) bad(r.chat ? "messages" : "prompt", "the prompt is empty: at least one token is needed");
     if (len >= model.context)
-      bad(r.chat ? "messages" : "prompt", "This model's maximum context length is " + std::to_string(model.context) +
-                                              " tokens. However, your " + what + " resulted in " + std::to_string(len) +
-                                              " tokens.");
+      throw ContextLengthError(400,
+                               "This model's maximum context length is " + std::to_string(model.context) +
+                                   " tokens. However, your " + what + " resulted in " + std::to_string(len) +
+                                   " tokens.",
+                               r.chat ? "messages" : "prompt");
     if (explicit_length && len + r.options.max_new_tokens > model.context)
-      bad(given(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens",
-          "This model's maximum context length is " + std::to_string(model.context) +
-              " tokens. However, you requested " + std::to_string(len + r.options.max_new_tokens) + " tokens (" +
-              std::to_string(len) + " in the " + what + ", " + std::to_string(r.options.max_new_tokens) +
-              " in the completion).");
+      throw ContextLengthError(400,
+                               "This model's maximum context length is " + std::to_string(model.context) +
+                                   " tokens. However, you requested " + std::to_string(len + r.options.max_new_tokens) +
+                                   " tokens (" + std::to_string(len) + " in the " + what + ", " +
+                                   std::to_string(r.options.max_new_tokens) + " in the completion).",
+                               given(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens");
   }
 }
 
@@ -549,6 +553,43 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
   r.prompts.push_back(std::move(prompt.ids));
   truncate_and_check_length(r, body, model, "messages");
   return r;
+}
+
+CompletionRequest parse_chat_request_fitting(const ordered_json& body, const ServedModel& model) {
+  if (!given(body, "messages") || !body["messages"].is_array()) return parse_chat_request(body, model);
+  const ordered_json& messages = body["messages"];
+  size_t first = 0;  // the leading system messages stay
+  while (first < messages.size() && messages[first].is_object() &&
+         (messages[first].value("role", "") == "system" || messages[first].value("role", "") == "developer"))
+    ++first;
+  const size_t droppable = messages.size() > first + 1 ? messages.size() - first - 1 : 0;
+  // The request without the `dropped` messages after the system ones, or nothing when it does not fit.
+  auto without = [&](size_t dropped) -> std::optional<CompletionRequest> {
+    ordered_json cut = body;
+    ordered_json& list = cut["messages"];
+    list.erase(list.begin() + static_cast<std::ptrdiff_t>(first),
+               list.begin() + static_cast<std::ptrdiff_t>(first + dropped));
+    try {
+      return parse_chat_request(cut, model);
+    } catch (const ContextLengthError&) {
+      if (dropped == droppable) throw;  // the last message alone does not fit
+      return std::nullopt;
+    }
+  };
+  if (auto whole = without(0)) return std::move(*whole);
+  // Fewer tokens as more are dropped: the fewest that fit, by bisection (a render each).
+  size_t lo = 0, hi = droppable;  // lo does not fit, hi does
+  std::optional<CompletionRequest> fitting = without(hi);
+  while (hi - lo > 1) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (auto r = without(mid)) {
+      hi = mid;
+      fitting = std::move(r);
+    } else {
+      lo = mid;
+    }
+  }
+  return std::move(*fitting);
 }
 
 CompletionRequest parse_completion_request(const ordered_json& body, const ServedModel& model) {

@@ -17,6 +17,7 @@
 #include "runtime/grammar_constraint.h"
 #include "runtime/model_bundle.h"
 #include "runtime/session.h"
+#include "server/api_error.h"
 #include "server/chat_output.h"
 
 namespace qinfer::server {
@@ -94,6 +95,16 @@ void truncate_prompts(const nlohmann::ordered_json& body, std::vector<std::vecto
 // 404 when the body names another model than the one served (none named: this one).
 void check_model(const nlohmann::ordered_json& body, const ServedModel& model);
 CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const ServedModel& model);
+// The 400 of a prompt that leaves the reply no room in the context.
+class ContextLengthError : public ApiError {
+ public:
+  using ApiError::ApiError;
+};
+// parse_chat_request, but a conversation too long for the context loses its
+// earliest messages after the leading system ones, the fewest that make it
+// fit (the Responses API's truncation "auto": input items in the middle of
+// the conversation go); the last message always stays.
+CompletionRequest parse_chat_request_fitting(const nlohmann::ordered_json& body, const ServedModel& model);
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, const ServedModel& model);
 
 // The body as a JSON object, or ApiError 400 saying where it is malformed

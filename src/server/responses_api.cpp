@@ -182,7 +182,7 @@ ordered_json envelope(const ResponseContext& c, const std::string& status, order
           {"tool_choice", echo("tool_choice", "auto")},
           {"tools", echo("tools", ordered_json::array())},
           {"top_p", c.top_p},
-          {"truncation", "disabled"},
+          {"truncation", echo("truncation", "disabled")},
           {"usage", usage},
           {"user", echo("user", nullptr)},
           {"metadata", echo("metadata", ordered_json::object())}};
@@ -288,12 +288,14 @@ ordered_json chat_body_of_response_request(const ordered_json& body) {
             "Unrecognized request argument supplied: reasoning." + input_excerpt(item.key()));
     if (given(r, "effort")) chat["reasoning_effort"] = r["effort"];
   }
-  if (given(body, "truncation") && body["truncation"] != "disabled")
-    bad("truncation", "'truncation' must be \"disabled\": this server does not drop input to fit the context");
+  if (given(body, "truncation") && body["truncation"] != "disabled" && body["truncation"] != "auto")
+    bad("truncation", "'truncation' must be \"auto\" or \"disabled\"");
   if (given(body, "max_output_tokens")) chat["max_completion_tokens"] = body["max_output_tokens"];
   if (chat.contains("stream") && chat["stream"] == true) chat["stream_options"] = {{"include_usage", true}};
   return chat;
 }
+
+bool drops_input_to_fit(const ordered_json& body) { return given(body, "truncation") && body["truncation"] == "auto"; }
 
 ApiError as_response_request_error(const ApiError& e) {
   // The chat field, and this API's name for it (messages: input, ...).

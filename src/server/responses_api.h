@@ -2,7 +2,7 @@
 // machinery: a request becomes the chat completion request that asks the
 // same (input items as messages, instructions as the system message,
 // function tools, text.format as response_format, reasoning.effort,
-// max_output_tokens), and the chat answer becomes a Response object: whole,
+// max_output_tokens, truncation), and the chat answer becomes a Response object: whole,
 // or its stream of chunks as the typed events of a Response being made.
 // Stateless, as a server without a store is: previous_response_id,
 // conversations and built-in tools are refused by name.
@@ -19,6 +19,9 @@ namespace qinfer::server {
 // 400 naming the Responses field at fault. A stream asks for its usage (the
 // last event carries it).
 nlohmann::ordered_json chat_body_of_response_request(const nlohmann::ordered_json& body);
+// Whether the request asks for truncation "auto": a conversation too long for
+// the context loses input items from its middle (parse_chat_request_fitting).
+bool drops_input_to_fit(const nlohmann::ordered_json& body);
 // A chat request's error as the Responses request's: its fields by this
 // API's names (messages: input, response_format: text.format, ...).
 ApiError as_response_request_error(const ApiError& e);

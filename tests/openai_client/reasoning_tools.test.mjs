@@ -250,6 +250,21 @@ test('responses.stream: the events add up to the answer (reasoning, then output_
   assert.equal(whole.incomplete_details.reason, 'max_output_tokens');
 });
 
+test('responses: truncation "auto" drops the earliest input items that do not fit; "disabled" is a 400', async () => {
+  const turn = 'one two three four five six seven eight nine ten '.repeat(6);  // ~60 tokens
+  const input = [];
+  for (let i = 0; i < 30; ++i) input.push({ role: i % 2 ? 'assistant' : 'user', content: `${i} ${turn}` });
+  input.push(...sumQuestion);
+  const body = { model: 'scripted', instructions: 'Be brief.', input, temperature: 0, max_output_tokens: 16 };
+  await assert.rejects(answerServer.client.responses.create(body),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'input' && /maximum context length is 1024/.test(e.message));
+  const r = await answerServer.client.responses.create({ ...body, truncation: 'auto' });
+  assert.equal(r.truncation, 'auto');
+  assert.ok(r.usage.input_tokens + 16 <= 1024, `${r.usage.input_tokens} input tokens leave the reply its room`);
+  assert.ok(r.usage.input_tokens + 16 > 1024 - 2 * 70, 'only the items that had to go went');
+  assert.equal(r.output.at(-1).type, 'message');
+});
+
 test('responses: a streamed function call; what a stateless server cannot do is a 400 naming it', async () => {
   const tools = [{ type: 'function', name: 'get_weather', parameters: { type: 'object' } }];
   const events = [];

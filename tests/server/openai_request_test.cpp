@@ -300,6 +300,34 @@ TEST_F(OpenAiRequest, TruncatePromptTokensKeepsEachPromptsLastTokens) {
             "max_tokens");
 }
 
+// The Responses API's truncation "auto": the fewest earliest messages after
+// the system ones go until the conversation leaves its reply room.
+TEST_F(OpenAiRequest, AConversationTooLongLosesItsEarliestMessagesAfterTheSystemOnes) {
+  const std::string words = " one two three four five six seven eight nine ten";
+  auto conversation = [&](size_t from) {  // the system message, then turns from..5
+    ordered_json messages = ordered_json::array({{{"role", "system"}, {"content", "Be brief."}}});
+    for (size_t i = from; i < 6; ++i)
+      messages.push_back({{"role", i % 2 ? "assistant" : "user"}, {"content", std::to_string(i) + words}});
+    return ordered_json{{"messages", messages}, {"max_tokens", 8}};
+  };
+  auto tokens = [&](size_t from) { return parse_chat_request(conversation(from), served(1000)).prompts[0].size(); };
+  const int64_t context = static_cast<int64_t>(tokens(3)) + 8;  // turns 3..5 and the reply fit exactly
+  ASSERT_GT(static_cast<int64_t>(tokens(2)) + 8, context);
+  const CompletionRequest fitted = parse_chat_request_fitting(conversation(0), served(context));
+  EXPECT_EQ(fitted.prompts[0], parse_chat_request(conversation(3), served(context)).prompts[0]);
+  EXPECT_THROW(parse_chat_request(conversation(0), served(context)), ContextLengthError);
+  // A conversation that fits is left whole.
+  EXPECT_EQ(parse_chat_request_fitting(conversation(0), served(1000)).prompts[0],
+            parse_chat_request(conversation(0), served(1000)).prompts[0]);
+  // The last message stays: when it alone does not fit, the error is the usual one.
+  try {
+    parse_chat_request_fitting(conversation(0), served(static_cast<int64_t>(tokens(5))));
+    FAIL() << "the last message alone does not fit";
+  } catch (const ContextLengthError& e) {
+    EXPECT_EQ(e.param, "messages");  // it fills the context whole
+  }
+}
+
 TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
   struct Case {
     const char* body;

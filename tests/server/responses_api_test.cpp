@@ -97,7 +97,7 @@ TEST(ResponsesApi, WhatAStatelessServerCannotDoIsA400NamingIt) {
             "input[0].call_id");
   EXPECT_EQ(error_param(R"({"input": []})"), "input");
   EXPECT_EQ(error_param(R"({"model": "m"})"), "input");
-  EXPECT_EQ(error_param(R"({"input": "x", "truncation": "auto"})"), "truncation");
+  EXPECT_EQ(error_param(R"({"input": "x", "truncation": "sometimes"})"), "truncation");
   EXPECT_EQ(error_param(R"({"input": "x", "text": {"format": {"type": "grammar"}}})"), "text.format");
   EXPECT_EQ(error_param(R"({"input": "x", "reasoning": {"effort": "low", "budget": 1}})"), "reasoning.budget");
   EXPECT_EQ(error_param(R"({"input": "x", "max_tokenz": 1})"), "max_tokenz");
@@ -130,6 +130,12 @@ TEST(ResponsesApi, AChatAnswerBecomesAResponse) {
       "arguments": "{}", "call_id": "call_9", "name": "f"})"));
   EXPECT_EQ(r["usage"], ordered_json::parse(R"({"input_tokens": 4, "input_tokens_details": {"cached_tokens": 2},
       "output_tokens": 9, "output_tokens_details": {"reasoning_tokens": 3}, "total_tokens": 13})"));
+  EXPECT_EQ(r["truncation"], "disabled");
+  ResponseContext truncating = context();
+  truncating.request["truncation"] = "auto";
+  EXPECT_EQ(response_of_chat_answer(truncating, answer)["truncation"], "auto");
+  EXPECT_TRUE(drops_input_to_fit(truncating.request));
+  EXPECT_FALSE(drops_input_to_fit(context().request));
 }
 
 TEST(ResponsesApi, ChunksBecomeEventsThatAddUpToTheResponse) {
