@@ -68,8 +68,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (size_t i = 0; i < request.inputs.size(); ++i)
         logits.push_back({static_cast<float>(i % 3), static_cast<float>(i % 5) - 2.0f});
       (void)qinfer::server::rerank_response(request, logits, "rerank-0", "tiny").dump();
-    } else
-      (void)qinfer::server::parse_chat_request(qinfer::server::chat_body_of_response_request(json), served());
+    } else {  // as the server picks: truncation "auto" drops input items to fit
+      const auto chat = qinfer::server::chat_body_of_response_request(json);
+      (void)(qinfer::server::drops_input_to_fit(json) ? qinfer::server::parse_chat_request_fitting(chat, served())
+                                                      : qinfer::server::parse_chat_request(chat, served()));
+    }
   } catch (const qinfer::Error&) {
     // ApiError or another clear error: what the client is told
   }
