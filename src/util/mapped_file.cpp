@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <utility>
+#include <vector>
 
 #include "util/error.h"
 
@@ -68,10 +68,16 @@ std::string read_text_file(const std::string& path) {
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) fail(path, ": is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, ": cannot open: ", std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  // Straight into the string, reserved to a regular file's size (a pipe has
+  // none): through a stringstream the 5 MB tokenizer.json was copied three
+  // times, a quarter of the time `qinfer tokenize` took to start.
+  std::string text;
+  if (S_ISREG(st.st_mode)) text.reserve(static_cast<size_t>(st.st_size));
+  std::vector<char> chunk(size_t{1} << 16);
+  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0)
+    text.append(chunk.data(), static_cast<size_t>(in.gcount()));
   if (in.bad()) fail(path, ": read error");
-  return ss.str();
+  return text;
 }
 
 void write_file(const std::string& path, std::string_view bytes) {
