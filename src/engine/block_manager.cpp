@@ -64,7 +64,8 @@ int32_t BlockManager::take_block() {
 
 BlockManager::Lookup BlockManager::match_prefix(Sequence& seq) {
   Lookup lookup;
-  const int64_t usable = (static_cast<int64_t>(seq.ids.size()) - 1) / block_size_;  // keep one id to compute
+  // Keep one id to compute; all of them when every prompt position's logits are wanted.
+  const int64_t usable = seq.wants_prompt_logits ? 0 : (static_cast<int64_t>(seq.ids.size()) - 1) / block_size_;
   uint64_t parent = 0;
   int32_t parent_block = -1;
   for (int64_t i = 0; i < usable; ++i) {

@@ -36,7 +36,8 @@ class BlockManager {
 
   // Sets a new sequence's blocks to the longest run of cached full blocks
   // that match its ids (never all of them: the last id is computed again so
-  // the step yields its logits), and `computed`/`cached` to their length.
+  // the step yields its logits; none when it wants every prompt position's),
+  // and `computed`/`cached` to their length.
   // Returns the blocks looked up and found, for record_lookup().
   struct Lookup {
     int64_t queries = 0, hits = 0;

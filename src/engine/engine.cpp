@@ -92,7 +92,8 @@ Engine::Request& Engine::queue(std::span<const int32_t> prompt, int64_t max_prom
   return queued;
 }
 
-int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& options, OnEngineToken on_token) {
+int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& options, OnEngineToken on_token,
+                    OnPromptLogprobs on_prompt_logprobs) {
   if (!model_.has_lm_head())
     fail(
         "this model has no lm_head.weight (a backbone saved alone, such as an embedding model): it embeds, it "
@@ -100,6 +101,8 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
   Request& r = queue(prompt, context_ - 1);
   r.options = options;
   r.on_token = std::move(on_token);
+  r.on_prompt_logprobs = std::move(on_prompt_logprobs);
+  r.seq.wants_prompt_logits = options.prompt_logprobs >= 0 && prompt.size() > 1;
   r.sampler = std::make_unique<Sampler>(options.sampling, static_cast<size_t>(model_.config().vocab_size));
   if (options.grammar)
     r.constraint = std::make_unique<GrammarConstraint>(options.grammar,
@@ -202,11 +205,27 @@ void Engine::propose_drafts(const Step& step) {
 Engine::Draw Engine::draw(const Step& step, size_t i, DrawScratch& scratch) {
   Draw d;
   try {  // nothing may leave a pool thread
-    const int64_t rows = runner_.logit_rows(i);
-    if (rows == 0) return d;
     const Sequence& seq = *step.seqs[i].seq;
     Request& r = *by_seq_.at(&seq);
-    if (!r.score_ids.empty()) return d;  // nothing to sample: postprocess keeps its logits
+    if (seq.wants_prompt_logits) {
+      // Row j is position computed + j, whose logits predict the next prompt
+      // id; those recorded before a preemption are not recorded again.
+      for (int64_t j = 0; j < step.seqs[i].pending(); ++j) {
+        const int64_t position = seq.computed + j;
+        if (position + 1 >= seq.prompt_len) break;
+        if (position < static_cast<int64_t>(r.result.prompt_logprobs.size())) continue;
+        d.prompt_logprobs.push_back(token_logprobs(
+            runner_.chunk_logits(i, j), seq.ids[static_cast<size_t>(position + 1)], r.options.prompt_logprobs));
+      }
+    }
+    const int64_t rows = runner_.logit_rows(i);
+    if (rows == 0) return d;
+    if (!r.score_ids.empty()) return d;   // nothing to sample: postprocess keeps its logits
+    if (r.options.max_new_tokens <= 0) {  // the prompt alone was asked for (its log-probabilities)
+      d.ended = true;
+      d.reason = StopReason::MaxTokens;
+      return d;
+    }
     std::span<const int32_t> history = seq.ids;
     for (int64_t row = 0; row < rows; ++row) {  // a row j > 0 follows draft id j - 1, confirmed
       const std::span<const float> logits = runner_.logits(i, row);
@@ -294,6 +313,13 @@ void Engine::postprocess(const Step& step) {
       std::vector<float> scores;
       for (int32_t t : r.score_ids) scores.push_back(logits[static_cast<size_t>(t)]);
       finish_prompt_only(r, std::move(scores), "the logits");
+    }
+    if (seq.wants_prompt_logits) {
+      for (TokenLogprobs& l : d.prompt_logprobs) r.result.prompt_logprobs.push_back(std::move(l));
+      if (seq.computed + step.seqs[i].pending() == seq.prompt_len) {  // its prompt is done
+        seq.wants_prompt_logits = false;
+        if (r.on_prompt_logprobs) r.on_prompt_logprobs(r.result.prompt_logprobs);
+      }
     }
     if (d.tokens.empty() && !d.ended) continue;
     if (r.result.ids.empty()) {

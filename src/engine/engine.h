@@ -56,6 +56,9 @@ int64_t sequence_context(const Qwen3Model& model, const EngineOptions& options);
 // (GenerationOptions::logprobs >= 0), its log-probabilities (nullptr
 // otherwise); returns false to stop the request.
 using OnEngineToken = std::function<bool(int32_t id, const TokenLogprobs* logprobs)>;
+// Sees a request's prompt log-probabilities (GenerationOptions::prompt_logprobs
+// >= 0) once its prompt ran, before its first token.
+using OnPromptLogprobs = std::function<void(std::span<const TokenLogprobs> logprobs)>;
 
 class Engine {
  public:
@@ -63,7 +66,8 @@ class Engine {
 
   // Queues a request; on_token sees each generated token. Returns its handle. Error for an empty prompt or one the
   // context or the KV pool cannot hold.
-  int64_t add(std::span<const int32_t> prompt, const GenerationOptions& options, OnEngineToken on_token = {});
+  int64_t add(std::span<const int32_t> prompt, const GenerationOptions& options, OnEngineToken on_token = {},
+              OnPromptLogprobs on_prompt_logprobs = {});
   // Queues an embedding request: its prompt runs through the same steps as
   // any other's (batched, prefix cache) and it ends at its last position,
   // whose final hidden state (after the final norm) output() then gives.
@@ -120,6 +124,7 @@ class Engine {
     Sequence seq;
     GenerationOptions options;
     OnEngineToken on_token;
+    OnPromptLogprobs on_prompt_logprobs;
     std::unique_ptr<Sampler> sampler;
     std::unique_ptr<GrammarConstraint> constraint;  // options.grammar's state
     GenerationResult result;
@@ -134,6 +139,7 @@ class Engine {
   // further token (NaN logits: Error; a grammar that cannot go on: Error,
   // grammar_failed; a grammar done and no eos to say so: Eos).
   struct Draw {
+    std::vector<TokenLogprobs> prompt_logprobs;  // of the prompt ids the step's rows predict, not yet recorded
     std::vector<int32_t> tokens;
     std::vector<TokenLogprobs> logprobs;  // per token, when the request asks for them
     bool ended = false;
@@ -148,8 +154,9 @@ class Engine {
     std::vector<int32_t> history;  // ids and the draft ids confirmed so far
   };
   // Draws sequence i's next token, and with a draft the tokens after each id
-  // of it the draws confirm (reads its request, changes only its sampler and
-  // grammar: one thread per sequence).
+  // of it the draws confirm; first, when it wants them, the log-probabilities
+  // of the prompt ids its rows predict (reads its request, changes only its
+  // sampler and grammar: one thread per sequence).
   Draw draw(const Step& step, size_t i, DrawScratch& scratch);
   // Hands a drawn token to its request; false when the request ends with it.
   bool emit(Request& r, int32_t token, TokenLogprobs* logprobs);

@@ -23,6 +23,16 @@ GenerationResult RequestStream::result() const {
   return result_;
 }
 
+std::vector<TokenLogprobs> RequestStream::prompt_logprobs() const {
+  std::lock_guard lock(mu_);
+  return prompt_logprobs_;
+}
+
+void RequestStream::set_prompt_logprobs(std::span<const TokenLogprobs> logprobs) {
+  std::lock_guard lock(mu_);
+  prompt_logprobs_.assign(logprobs.begin(), logprobs.end());
+}
+
 RequestStream::Failure RequestStream::failure() const {
   std::lock_guard lock(mu_);
   return failure_;
@@ -190,13 +200,17 @@ void EngineLoop::admit(std::deque<Incoming>& incoming) {
   for (Incoming& in : incoming) {
     RequestStream* stream = in.stream.get();
     try {
-      const int64_t handle = in.embed                ? engine_.add_embedding(in.prompt)
-                             : !in.score_ids.empty() ? engine_.add_scoring(in.prompt, std::move(in.score_ids))
-                                                     : engine_.add(in.prompt, in.options,
-                                                                   [stream](int32_t id, const TokenLogprobs* logprobs) {
-                                                                     stream->push(id, logprobs);
-                                                                     return !stream->cancelled();
-                                                                   });
+      const int64_t handle =
+          in.embed ? engine_.add_embedding(in.prompt)
+          : !in.score_ids.empty()
+              ? engine_.add_scoring(in.prompt, std::move(in.score_ids))
+              : engine_.add(
+                    in.prompt, in.options,
+                    [stream](int32_t id, const TokenLogprobs* logprobs) {
+                      stream->push(id, logprobs);
+                      return !stream->cancelled();
+                    },
+                    [stream](std::span<const TokenLogprobs> logprobs) { stream->set_prompt_logprobs(logprobs); });
       live_.push_back({handle, std::move(in.stream)});
     } catch (const Error& e) {
       ended(1);

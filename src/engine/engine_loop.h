@@ -36,6 +36,9 @@ class RequestStream {
              std::vector<TokenLogprobs>* logprobs = nullptr);
   // Once Finished: the engine's result (all ids, reason, prompt/cached counts).
   GenerationResult result() const;
+  // Once the first token came (or it finished): the prompt's log-probabilities,
+  // when the request asked for them (GenerationOptions::prompt_logprobs).
+  std::vector<TokenLogprobs> prompt_logprobs() const;
   // Once Finished, for an embedding or scoring request: Engine::output().
   std::vector<float> output() const;
   // Once Failed: why, and whose failure it is.
@@ -48,6 +51,7 @@ class RequestStream {
  private:
   friend class EngineLoop;
   void push(int32_t id, const TokenLogprobs* logprobs);
+  void set_prompt_logprobs(std::span<const TokenLogprobs> logprobs);
   void finish(const GenerationResult& result, std::span<const float> output = {});
   void fail(std::string message, Failure failure);
   // A cancel by the loop's drain: the request ends as Failed (ShutDown), not
@@ -59,6 +63,7 @@ class RequestStream {
   std::condition_variable cv_;
   std::vector<int32_t> pending_;
   std::vector<TokenLogprobs> pending_logprobs_;
+  std::vector<TokenLogprobs> prompt_logprobs_;
   State state_ = State::Running;
   GenerationResult result_;
   std::vector<float> output_;

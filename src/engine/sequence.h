@@ -24,6 +24,9 @@ struct Sequence {
   // An embedding request: its last prompt position gives the final hidden
   // state instead of logits, and it ends there.
   bool wants_hidden = false;
+  // Prompt log-probabilities: every prompt position's logits are wanted, so
+  // none is taken from the prefix cache and each prompt chunk gives all its rows.
+  bool wants_prompt_logits = false;
   // Speculative decoding: ids proposed to follow `ids`, run with its pending
   // one as a step allows (Scheduler), checked against what the model draws;
   // then how many of them it confirmed (now at the end of `ids`, their

@@ -25,6 +25,11 @@ struct GenerationOptions {
   // The batching engine only: -1 off; N >= 0: each token's log-probability
   // and the N most likely alternatives (GenerationResult::logprobs).
   int32_t logprobs = -1;
+  // The batching engine only: -1 off; N >= 0: each prompt token after the
+  // first, its log-probability given the ones before it and the N most
+  // likely there (GenerationResult::prompt_logprobs; vLLM's prompt_logprobs).
+  // Every prompt position then runs (no prefix cache), its logits kept.
+  int32_t prompt_logprobs = -1;
   // The batching engine keeps the last prompt position's logits only when
   // asked (a vocabulary of floats per request); Session always keeps them.
   bool keep_prompt_logits = false;
@@ -42,6 +47,8 @@ const char* finish_reason(StopReason r, bool stopped_by_string);
 struct GenerationResult {
   std::vector<int32_t> ids;             // generated tokens (an eos that stopped generation included)
   std::vector<TokenLogprobs> logprobs;  // per id, when GenerationOptions::logprobs >= 0
+  // Prompt ids 1.. (the first has no context), when GenerationOptions::prompt_logprobs >= 0.
+  std::vector<TokenLogprobs> prompt_logprobs;
   StopReason reason = StopReason::MaxTokens;
   std::string error;  // reason Error: what went wrong, and at which token
   // reason Error: the output's grammar could not go on (too ambiguous): the

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "hidden_state.h"
+#include "model/quality.h"
 #include "model/test_model.h"
 #include "runtime/model_bundle.h"
 #include "test_request.h"
@@ -392,6 +393,80 @@ TEST(Engine, LogprobsAreBatchInvariant) {
     EXPECT_EQ(r.logprobs[i].top, solo.logprobs[i].top);
   }
   EXPECT_TRUE(crowd.result(0).logprobs.empty());
+}
+
+// Prompt log-probabilities are those of the prompt's teacher-forced logits,
+// bit for bit, however the prompt is chunked, among other requests, after
+// preemption, and when its prefix is cached; they reach the callback before
+// the first token; max_new_tokens 0 gives them alone.
+TEST(Engine, PromptLogprobsAreThoseOfEveryPromptPosition) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(2);
+  std::vector<int32_t> prompt;
+  for (int t = 0; t < 150; ++t) prompt.push_back((t * 7919 + 13) % 151000);  // more than one 64-row chunk
+  const std::vector<float> logits = teacher_forced_logits(*model, prompt, false, pool);
+  const size_t V = static_cast<size_t>(model->config().vocab_size);
+  std::vector<TokenLogprobs> want;
+  for (size_t p = 0; p + 1 < prompt.size(); ++p)
+    want.push_back(token_logprobs(std::span<const float>(logits).subspan(p * V, V), prompt[p + 1], 3));
+  auto expect_want = [&](const std::vector<TokenLogprobs>& got, const char* what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t p = 0; p < want.size(); ++p) {
+      EXPECT_EQ(got[p].id, prompt[p + 1]) << what;
+      EXPECT_EQ(std::memcmp(&got[p].logprob, &want[p].logprob, sizeof(float)), 0) << what << " at " << p;
+      EXPECT_EQ(got[p].top, want[p].top) << what << " at " << p;
+    }
+  };
+  GenerationOptions o;
+  o.max_new_tokens = 4;
+  o.ignore_eos = true;
+  o.sampling.temperature = 0;
+  o.prompt_logprobs = 3;
+  GenerationOptions plain = o;
+  plain.prompt_logprobs = -1;
+  struct Config {
+    EngineOptions o;
+    const char* what;
+  };
+  const Config configs[] = {
+      {{16, 0, 512, 4}, "alone"},
+      {{4, 0, 7, 4}, "chunks of at most 7 tokens among others"},
+      {{4, 44, 16, 4}, "44 blocks of 4: preemption"},
+  };
+  for (const Config& c : configs) {
+    Engine engine(*model, pool, c.o);
+    // The same prompt computed first: its blocks are cached, and must not be used.
+    const int64_t before = engine.add(prompt, plain);
+    engine.run_until_idle();
+    EXPECT_TRUE(engine.result(before).prompt_logprobs.empty()) << "not asked for";
+    std::vector<TokenLogprobs> handed;
+    size_t tokens_before_them = 0, tokens = 0;
+    const int64_t other = engine.add(std::vector<int32_t>(prompt.begin() + 3, prompt.end()), plain);
+    const int64_t h = engine.add(
+        prompt, o,
+        [&](int32_t, const TokenLogprobs*) {
+          ++tokens;
+          return true;
+        },
+        [&](std::span<const TokenLogprobs> l) {
+          handed.assign(l.begin(), l.end());
+          tokens_before_them = tokens;
+        });
+    GenerationOptions none = o;
+    none.max_new_tokens = 0;
+    const int64_t alone = engine.add(prompt, none);
+    engine.run_until_idle();
+    expect_want(engine.result(h).prompt_logprobs, c.what);
+    expect_want(handed, c.what);
+    EXPECT_EQ(tokens_before_them, 0u) << c.what;
+    EXPECT_EQ(engine.result(h).ids, engine.result(before).ids) << c.what;
+    EXPECT_EQ(engine.result(h).reused_tokens, 0) << c.what;
+    EXPECT_EQ(engine.result(other).ids.size(), 4u) << c.what;
+    expect_want(engine.result(alone).prompt_logprobs, c.what);
+    EXPECT_TRUE(engine.result(alone).ids.empty()) << c.what;
+    EXPECT_EQ(engine.result(alone).reason, StopReason::MaxTokens) << c.what;
+    if (c.o.kv_blocks > 0) EXPECT_GT(engine.scheduler().preemptions(), 0) << c.what;
+  }
 }
 
 // Constrained requests (response_format) get the ids of their solo runs among
