@@ -1,7 +1,9 @@
 #include "server/completion_run.h"
 
 #include <algorithm>
+#include <cmath>
 #include <ctime>
+#include <limits>
 #include <optional>
 
 #include "runtime/text_stream.h"
@@ -27,6 +29,7 @@ struct CompletionRun::Choice {
   int64_t tokens = 0;                            // ids the text saw: the completion's tokens
   int64_t reasoning_tokens = 0;                  // of them, the <think> block's (chat)
   bool stopped = false;                          // a stop string ended it
+  bool echoed = false;                           // echo: the prompt is in the text
   bool done = false;
   int tool_calls = 0;
   std::string finish_reason;
@@ -143,6 +146,21 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
     c.last_token = now;
   }
   ChatDelta d;
+  if (request_.echo && !c.echoed && (!c.ids.empty() || state == engine::RequestStream::State::Finished)) {
+    // The prompt's text, as the completion shows tokens (special ones left
+    // out), outside the stop strings' reach; its first token has no
+    // log-probability (nothing precedes it): NaN here, null in the answer.
+    c.echoed = true;
+    if (summary_.ttft_s < 0) summary_.ttft_s = seconds_between(start_, now);  // the first text sent
+    const std::vector<int32_t>& prompt = request_.prompts[c.prompt_index];
+    d.content = model_.bundle.require_tokenizer().decode(prompt, /*skip_special_tokens=*/true);
+    if (request_.options.logprobs >= 0) {
+      std::vector<TokenLogprobs> echo = {{prompt[0], std::numeric_limits<float>::quiet_NaN(), {}}};
+      for (TokenLogprobs& l : c.stream->prompt_logprobs()) echo.push_back(std::move(l));
+      for (const TokenLogprobs& l : echo) c.unsent_logprobs.push_back(l);
+      c.logprobs.insert(c.logprobs.end(), echo.begin(), echo.end());
+    }
+  }
   // Each token's text through the reply's split at once: a token the split
   // reads inside the <think> block, or one that opens or closes it, is a
   // reasoning token (usage counts them).
@@ -290,12 +308,17 @@ ordered_json CompletionRun::logprobs_json(const std::vector<TokenLogprobs>& lps,
                offsets = ordered_json::array();
   for (const TokenLogprobs& l : lps) {
     tokens.push_back(piece(l.id));
-    token_logprobs.push_back(l.logprob);
-    // The sampled token is always among them (so up to logprobs + 1), as OpenAI's API says.
-    ordered_json alternatives = ordered_json::object();
-    for (const auto& [id, lp] : l.top) alternatives[piece(id)] = lp;
-    if (!alternatives.contains(piece(l.id))) alternatives[piece(l.id)] = l.logprob;
-    top.push_back(std::move(alternatives));
+    if (std::isnan(l.logprob)) {  // an echoed prompt's first token
+      token_logprobs.push_back(nullptr);
+      top.push_back(nullptr);
+    } else {
+      token_logprobs.push_back(l.logprob);
+      // The sampled token is always among them (so up to logprobs + 1), as OpenAI's API says.
+      ordered_json alternatives = ordered_json::object();
+      for (const auto& [id, lp] : l.top) alternatives[piece(id)] = lp;
+      if (!alternatives.contains(piece(l.id))) alternatives[piece(l.id)] = l.logprob;
+      top.push_back(std::move(alternatives));
+    }
     offsets.push_back(text_offset);
     // In characters, as Python counts the text: every byte but UTF-8's continuation bytes starts one.
     if (!tok.is_special(l.id))

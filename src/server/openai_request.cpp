@@ -192,7 +192,6 @@ void check_field_names(const ordered_json& body, bool chat) {
   for (const char* key : {"functions", "function_call", "audio", "prediction", "web_search_options", "verbosity"})
     refuse_unless(key, false);
   refuse_unless("modalities", body.value("modalities", ordered_json()) == ordered_json::array({"text"}));
-  refuse_unless("echo", body.value("echo", ordered_json()) == false);
   refuse_unless("suffix", body.value("suffix", ordered_json()) == "");
   refuse_unless("best_of", body.value("best_of", ordered_json()) == (given(body, "n") ? body["n"] : ordered_json(1)));
 }
@@ -305,8 +304,12 @@ GenerationFields parse_generation_fields(const ordered_json& body, const ModelBu
   }
   g.stop = stop_strings(body);
   // Both names checked: the one not used would otherwise pass unread, whatever it held.
-  const int64_t max_tokens = integer(body, "max_tokens", default_max_tokens, 1, std::numeric_limits<int32_t>::max());
-  g.options.max_new_tokens = integer(body, "max_completion_tokens", max_tokens, 1, std::numeric_limits<int32_t>::max());
+  // 0 with echo: the prompt and its log-probabilities alone, as OpenAI's legacy completions allow.
+  const int64_t least = body.contains("echo") && body["echo"] == true ? 0 : 1;
+  const int64_t max_tokens =
+      integer(body, "max_tokens", default_max_tokens, least, std::numeric_limits<int32_t>::max());
+  g.options.max_new_tokens =
+      integer(body, "max_completion_tokens", max_tokens, least, std::numeric_limits<int32_t>::max());
   if (given(body, "max_tokens") && g.options.max_new_tokens != max_tokens)
     bad("max_tokens", "'max_tokens' (" + std::to_string(max_tokens) + ") and 'max_completion_tokens' (" +
                           std::to_string(g.options.max_new_tokens) + ") differ: give one of them");
@@ -595,6 +598,8 @@ CompletionRequest parse_chat_request_fitting(const ordered_json& body, const Ser
 CompletionRequest parse_completion_request(const ordered_json& body, const ServedModel& model) {
   CompletionRequest r = common_fields(body, model, false);
   r.options.logprobs = static_cast<int32_t>(integer(body, "logprobs", -1, 0, kMaxTopLogprobs));
+  r.echo = boolean(body, "echo", false);
+  if (r.echo) r.options.prompt_logprobs = r.options.logprobs;
   if (!given(body, "prompt")) bad("prompt", "'prompt' is missing");
   const ordered_json& p = body["prompt"];
   const int64_t vocab = model.bundle.model->config().vocab_size;

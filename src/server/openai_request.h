@@ -4,7 +4,7 @@
 // type and range; a bad one is an ApiError (400) naming it. As OpenAI's API,
 // an unknown field is refused (a misspelt one would be a silent default);
 // fields that only label a request (user, metadata, ...) are ignored, and
-// ones this server does not implement (echo, suffix, ...) are refused by name
+// ones this server does not implement (suffix, ...) are refused by name
 // unless their value asks for nothing.
 #pragma once
 #include <cstdint>
@@ -34,6 +34,9 @@ struct CompletionRequest {
   GenerationOptions options;                  // choice i of a prompt draws with seed + i
   std::vector<std::string> stop;
   int n = 1;  // choices per prompt
+  // completions: each choice's text starts with its prompt (and its logprobs
+  // with the prompt's tokens, the first of which has none)
+  bool echo = false;
   bool stream = false, include_usage = false;
   bool starts_in_reasoning = false;        // chat: the rendered prompt leaves a <think> block open
   ToolCalls tool_calls = ToolCalls::None;  // chat: which tool calls the reply may make
@@ -43,7 +46,8 @@ struct CompletionRequest {
 // lines of qinfer batch): sampling on top of the model's generation_config
 // (temperature, top_p, top_k, min_p, the penalties, logit_bias), seed (a fresh
 // one when absent), stop, max_tokens / max_completion_tokens
-// (default_max_tokens when absent) and ignore_eos.
+// (default_max_tokens when absent; 0 only with echo: the prompt alone) and
+// ignore_eos.
 struct GenerationFields {
   GenerationOptions options;
   std::vector<std::string> stop;

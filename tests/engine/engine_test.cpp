@@ -465,7 +465,9 @@ TEST(Engine, PromptLogprobsAreThoseOfEveryPromptPosition) {
     expect_want(engine.result(alone).prompt_logprobs, c.what);
     EXPECT_TRUE(engine.result(alone).ids.empty()) << c.what;
     EXPECT_EQ(engine.result(alone).reason, StopReason::MaxTokens) << c.what;
-    if (c.o.kv_blocks > 0) EXPECT_GT(engine.scheduler().preemptions(), 0) << c.what;
+    if (c.o.kv_blocks > 0) {
+      EXPECT_GT(engine.scheduler().preemptions(), 0) << c.what;
+    }
   }
 }
 

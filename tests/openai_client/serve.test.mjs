@@ -123,6 +123,31 @@ test('truncate_prompt_tokens (vLLM\'s): the answer of the prompt\'s last ids alo
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'truncate_prompt_tokens');
 });
 
+test('echo + logprobs as lm-evaluation-harness asks: each prompt token\'s log-probability, alone or batched', async () => {
+  const tokenize = async (prompt) => (await (await fetch(baseURL + '/tokenize', {
+    method: 'POST', headers: { Authorization: `Bearer ${KEY}` }, body: JSON.stringify({ prompt }),
+  })).json()).tokens;
+  const first = await tokenize('The quick brown fox jumps'), second = await tokenize('Once upon a time');
+  const loglikelihood = { model: modelDir, temperature: 0, logprobs: 1, echo: true };
+  const both = await client.completions.create({ ...loglikelihood, prompt: [first, second], max_tokens: 1 });
+  assert.equal(both.choices.length, 2);
+  for (const [i, ids] of [first, second].entries()) {
+    const lp = both.choices[i].logprobs;
+    assert.equal(lp.tokens.length, ids.length + 1, 'the prompt, then the token generated');
+    assert.equal(lp.token_logprobs[0], null);
+    for (let k = 1; k < lp.tokens.length; ++k) {
+      assert.ok(lp.token_logprobs[k] <= 0);
+      assert.equal(lp.top_logprobs[k][lp.tokens[k]], lp.token_logprobs[k], 'the token is among its alternatives');
+    }
+  }
+  const alone = await client.completions.create({ ...loglikelihood, prompt: first, max_tokens: 0 });
+  assert.deepEqual(alone.choices[0].logprobs.token_logprobs, both.choices[0].logprobs.token_logprobs.slice(0, -1));
+  assert.equal(alone.usage.completion_tokens, 0);
+  const next = await client.completions.create({ model: modelDir, temperature: 0, logprobs: 1, prompt: first, max_tokens: 1 });
+  assert.equal(both.choices[0].text, alone.choices[0].text + next.choices[0].text);
+  assert.equal(both.choices[0].logprobs.token_logprobs.at(-1), next.choices[0].logprobs.token_logprobs[0]);
+});
+
 test('errors arrive as the SDK error classes', async () => {
   await assert.rejects(client.chat.completions.create({ model: modelDir, messages: [{ role: 'wizard', content: 'x' }] }),
     (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && /wizard/.test(e.message));

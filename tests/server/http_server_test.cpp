@@ -715,6 +715,84 @@ TEST(HttpServer, LogprobsOfEachTokenAlikeInStreamAndJson) {
   EXPECT_EQ(lp["text_offset"][0], 0);
 }
 
+// echo: each choice's text and logprobs start with its prompt's (the first
+// token's null); a prompt token's log-probability is the one that token has
+// when the model generates it, bit for bit; max_tokens 0 gives the prompt
+// alone (lm-evaluation-harness's loglikelihood requests); the stream says
+// the same.
+TEST(HttpServer, EchoGivesThePromptAndTheLogprobsOfItsTokens) {
+  Fixture f;
+  const std::vector<int32_t> prompt = {785, 6722, 315, 9625, 374};
+  const std::string prompt_text = f.bundle.require_tokenizer().decode(prompt);
+  auto completion = [&](const std::vector<int32_t>& ids, int max_tokens, bool echo) {
+    return f.post("/v1/completions", {{"prompt", ids},
+                                      {"max_tokens", max_tokens},
+                                      {"temperature", 0},
+                                      {"ignore_eos", true},
+                                      {"logprobs", 2},
+                                      {"echo", echo}})["choices"][0];
+  };
+  const ordered_json plain = completion(prompt, 3, false);
+  const ordered_json echoed = completion(prompt, 3, true);
+  EXPECT_EQ(echoed["text"], prompt_text + plain["text"].get<std::string>());
+  const ordered_json& lp = echoed["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), prompt.size() + 3);
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+  for (size_t k = 1; k < prompt.size(); ++k) {
+    EXPECT_EQ(lp["tokens"][k], std::string(f.bundle.require_tokenizer().token_bytes(prompt[k])));
+    EXPECT_LT(lp["token_logprobs"][k].get<double>(), 0.0);
+    EXPECT_EQ(lp["top_logprobs"][k][lp["tokens"][k].get<std::string>()], lp["token_logprobs"][k]);
+  }
+  const int64_t shift = lp["text_offset"][prompt.size()];
+  EXPECT_EQ(shift, static_cast<int64_t>(prompt_text.size()));
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(lp["tokens"][prompt.size() + k], plain["logprobs"]["tokens"][k]);
+    EXPECT_EQ(lp["token_logprobs"][prompt.size() + k], plain["logprobs"]["token_logprobs"][k]);
+    EXPECT_EQ(lp["top_logprobs"][prompt.size() + k], plain["logprobs"]["top_logprobs"][k]);
+    EXPECT_EQ(lp["text_offset"][prompt.size() + k].get<int64_t>(),
+              shift + plain["logprobs"]["text_offset"][k].get<int64_t>());
+  }
+  // The generated tokens sent back as prompt: their prompt log-probabilities are those they were generated with.
+  GenerationOptions greedy;
+  greedy.max_new_tokens = 3;
+  greedy.ignore_eos = true;
+  greedy.sampling.temperature = 0;
+  Session solo(*f.bundle.model, f.pool);
+  std::vector<int32_t> whole = prompt;
+  for (int32_t id : solo.generate(prompt, greedy, {}).ids) whole.push_back(id);
+  const ordered_json alone = completion(whole, 0, true);
+  EXPECT_EQ(alone["finish_reason"], "length");
+  EXPECT_EQ(alone["text"], echoed["text"]);
+  EXPECT_EQ(alone["logprobs"], lp) << "the same tokens, the same log-probabilities";
+
+  ordered_json streamed = {{"prompt", prompt}, {"max_tokens", 3}, {"temperature", 0}, {"ignore_eos", true},
+                           {"logprobs", 2},    {"echo", true},    {"stream", true}};
+  auto res = f.client().Post("/v1/completions", streamed.dump(), "application/json");
+  ASSERT_TRUE(res && res->status == 200);
+  std::string text;
+  ordered_json joined = {{"tokens", ordered_json::array()},
+                         {"token_logprobs", ordered_json::array()},
+                         {"top_logprobs", ordered_json::array()},
+                         {"text_offset", ordered_json::array()}};
+  for (const ordered_json& e : Fixture::events(res->body)) {
+    text += e["choices"][0]["text"].get<std::string>();
+    if (!e["choices"][0]["logprobs"].is_null())
+      for (const auto& [key, list] : e["choices"][0]["logprobs"].items())
+        for (const auto& x : list) joined[key].push_back(x);
+  }
+  EXPECT_EQ(text, echoed["text"]);
+  EXPECT_EQ(joined, lp);
+
+  // Several prompts: each choice echoes its own; without logprobs, none.
+  const ordered_json two =
+      f.post("/v1/completions", {{"prompt", {"Hello", "The sky"}}, {"max_tokens", 1}, {"echo", true}});
+  EXPECT_EQ(two["choices"][0]["text"].get<std::string>().rfind("Hello", 0), 0u) << two.dump();
+  EXPECT_EQ(two["choices"][1]["text"].get<std::string>().rfind("The sky", 0), 0u) << two.dump();
+  EXPECT_TRUE(two["choices"][1]["logprobs"].is_null());
+  EXPECT_EQ(f.post("/v1/completions", {{"prompt", "Hello"}, {"max_tokens", 0}}, 400)["error"]["param"], "max_tokens");
+}
+
 // A hunt finding: text_offset counted bytes, so after a 3-byte character
 // every offset was 2 too high. OpenAI's (Python's) offsets count characters.
 TEST(HttpServer, CompletionTextOffsetsCountCharacters) {

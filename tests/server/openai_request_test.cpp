@@ -380,7 +380,9 @@ TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
       {R"({"prompt": "x", "max_token": 5})", false, "max_token", "Unrecognized request argument supplied: max_token"},
       {R"({"prompt": "x", "messages": []})", false, "messages", "Unrecognized request argument"},
       {R"({"messages": [{"role": "user", "content": "x"}], "echo": true})", true, "echo", "Unrecognized"},
-      {R"({"prompt": "x", "echo": true})", false, "echo", "not supported"},
+      {R"({"prompt": "x", "echo": 1})", false, "echo", "true or false"},
+      {R"({"prompt": "x", "max_tokens": 0})", false, "max_tokens", "between 1 and"},
+      {R"({"prompt": "x", "max_tokens": 0, "echo": false})", false, "max_tokens", "between 1 and"},
       {R"({"prompt": "x", "suffix": "end"})", false, "suffix", "not supported"},
       {R"({"prompt": "x", "best_of": 3})", false, "best_of", "not supported"},
       {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "xml"}})", true,
@@ -508,6 +510,25 @@ TEST_F(OpenAiRequest, BodiesThatWouldParseSlowlyAreRefusedOrParseInLinearTime) {
   EXPECT_EQ(error_of("{\"prompt\": \"x\", \"user\": \"" + std::string(200, '[') + "\"}", false).status, 0);
 }
 
+// echo asks for the prompt's log-probabilities with those of the completion
+// (as many alternatives), and allows max_tokens 0: the prompt alone.
+TEST_F(OpenAiRequest, EchoAsksForThePromptsLogprobs) {
+  const CompletionRequest r = parse_completion_request(
+      ordered_json::parse(R"({"prompt": "x y", "echo": true, "logprobs": 3, "max_tokens": 0})"), served(4096));
+  EXPECT_TRUE(r.echo);
+  EXPECT_EQ(r.options.logprobs, 3);
+  EXPECT_EQ(r.options.prompt_logprobs, 3);
+  EXPECT_EQ(r.options.max_new_tokens, 0);
+  const CompletionRequest text_only =
+      parse_completion_request(ordered_json::parse(R"({"prompt": "x", "echo": true})"), served(4096));
+  EXPECT_TRUE(text_only.echo);
+  EXPECT_EQ(text_only.options.prompt_logprobs, -1) << "no logprobs asked for: none computed";
+  EXPECT_FALSE(parse_completion_request(ordered_json::parse(R"({"prompt": "x", "logprobs": 1})"), served(4096)).echo);
+  EXPECT_EQ(parse_completion_request(ordered_json::parse(R"({"prompt": "x", "logprobs": 1})"), served(4096))
+                .options.prompt_logprobs,
+            -1);
+}
+
 // What a client sends to label or route a request, or asks for with the
 // value that changes nothing, is taken; tool_choice "none" keeps the tools
 // out of the prompt.
@@ -604,7 +625,7 @@ TEST_F(OpenAiRequest, ErrorsEchoAnExcerptOfTheInput) {
   std::vector<ApiError> errors = {
       error_of(json({{"prompt", "x"}, {huge, 1}}), false),
       error_of(json({{"prompt", "x"}, {"model", huge}}), false),
-      error_of(json({{"prompt", "x"}, {"echo", huge}}), false),
+      error_of(json({{"prompt", "x"}, {"suffix", huge}}), false),
       error_of(json({{"prompt", "x"}, {"logit_bias", {{huge, 1}}}}), false),
       error_of(json({{"prompt", "x"}, {"stream", true}, {"stream_options", {{huge, 1}}}}), false),
       error_of(json({{"messages", {{{"role", huge}, {"content", "x"}}}}}), true),
