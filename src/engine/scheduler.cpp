@@ -51,29 +51,42 @@ void Scheduler::preempt(Sequence* seq, Step& step) {
 
 namespace {
 
-// A sequence that wants every prompt position's logits keeps a vocabulary of
-// floats per row of its chunk: capped, its rows take 64 x 151,936 floats (39
-// MB) for Qwen3 where a 512-token chunk would take 311 MB.
-constexpr int64_t kPromptLogitsChunk = 64;
+// A step keeps the logits of every row of a prompt that wants its prompt
+// log-probabilities: a vocabulary of floats each. Capped, they take 64 x
+// 151,936 floats (39 MB) for Qwen3 where a 512-token step of them would take
+// 311 MB.
+constexpr int64_t kPromptLogitRows = 64;
 
-// The tokens of `seq` a step with `budget` tokens left runs.
-int64_t chunk(const Sequence& seq, int64_t budget) {
-  return std::min({seq.pending(), budget, seq.wants_prompt_logits ? kPromptLogitsChunk : budget});
-}
+// What a step has left: tokens, and rows whose logits it keeps.
+struct Budget {
+  int64_t tokens, logit_rows = kPromptLogitRows;
+  // The tokens of `seq` the step runs (0: none).
+  int64_t take(const Sequence& seq) const {
+    return std::min({seq.pending(), tokens, seq.wants_prompt_logits ? logit_rows : tokens});
+  }
+  void spend(const Sequence& seq, int64_t n) {
+    tokens -= n;
+    if (seq.wants_prompt_logits) logit_rows -= n;
+  }
+};
 
 }  // namespace
 
 Step Scheduler::schedule() {
   Step step;
-  int64_t budget = max_batch_tokens_;
+  Budget budget{max_batch_tokens_};
   // Running sequences, oldest first; when blocks run out, the newest running
   // one gives its blocks up (possibly the one being scheduled).
-  for (size_t i = 0; i < running_.size() && budget > 0;) {
+  for (size_t i = 0; i < running_.size() && budget.tokens > 0;) {
     Sequence* seq = running_[i];
-    const int64_t tokens = chunk(*seq, budget);
+    const int64_t tokens = budget.take(*seq);
+    if (tokens == 0) {  // the step keeps no more logit rows: its prompt goes on next step
+      ++i;
+      continue;
+    }
     if (blocks_.reserve(*seq, seq->computed + tokens)) {
       step.seqs.push_back({seq, tokens});
-      budget -= tokens;
+      budget.spend(*seq, tokens);
       ++i;
       continue;
     }
@@ -83,11 +96,12 @@ Step Scheduler::schedule() {
   }
   // Waiting sequences in arrival order, while they fit; the first that does
   // not fit stops admission (no overtaking, so it cannot starve).
-  while (!waiting_.empty() && budget > 0 && static_cast<int64_t>(running_.size()) < max_running_) {
+  while (!waiting_.empty() && budget.tokens > 0 && static_cast<int64_t>(running_.size()) < max_running_) {
     Sequence* seq = waiting_.front();
     if (std::find(step.preempted.begin(), step.preempted.end(), seq) != step.preempted.end()) break;  // not this step
+    if (budget.take(*seq) == 0) break;
     const BlockManager::Lookup lookup = blocks_.match_prefix(*seq);
-    const int64_t tokens = chunk(*seq, budget);
+    const int64_t tokens = budget.take(*seq);
     if (!blocks_.reserve(*seq, seq->computed + tokens)) {
       blocks_.release(*seq);
       break;
@@ -97,18 +111,18 @@ Step Scheduler::schedule() {
     seq->status = Sequence::Status::Running;
     running_.push_back(seq);
     step.seqs.push_back({seq, tokens});
-    budget -= tokens;
+    budget.spend(*seq, tokens);
   }
   // Drafts last, whole or not at all, from the budget and blocks left: a
   // draft never delays another sequence or preempts one.
   for (ScheduledSeq& s : step.seqs) {
     Sequence& seq = *s.seq;
     const int64_t drafted = static_cast<int64_t>(seq.draft.size());
-    if (drafted > 0 && s.tokens == seq.pending() && drafted <= budget &&
+    if (drafted > 0 && s.tokens == seq.pending() && drafted <= budget.tokens &&
         blocks_.reserve(seq, seq.computed + s.tokens + drafted)) {
       s.tokens += drafted;
       s.drafted = drafted;
-      budget -= drafted;
+      budget.tokens -= drafted;
     } else {
       seq.draft.clear();
     }

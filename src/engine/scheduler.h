@@ -7,9 +7,9 @@
 // released and it waits again, to be recomputed, ahead of newer arrivals. So
 // the oldest sequence always progresses and nothing starves. Last, a decoding
 // sequence's draft (speculative decoding) runs with it when the budget and
-// blocks left take it whole. A sequence that wants every prompt position's
-// logits (prompt log-probabilities) runs its prompt in chunks of at most 64
-// tokens, so their logits stay a bounded buffer. Pure logic over
+// blocks left take it whole. The sequences that want every prompt
+// position's logits (prompt log-probabilities) run at most 64 prompt tokens
+// a step between them, so their logits stay a bounded buffer. Pure logic over
 // Sequence and BlockManager; the tests run it without a model.
 #pragma once
 #include <cstddef>

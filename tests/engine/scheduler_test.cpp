@@ -236,3 +236,37 @@ TEST(Scheduler, ADraftTakesNoBlockFromOthersAndPreemptionDropsIt) {
   EXPECT_TRUE(b->draft.empty());
   EXPECT_EQ(b->status, Sequence::Status::Waiting);
 }
+
+// Prompts whose every position's logits are wanted share 64 rows a step
+// (each row keeps a vocabulary of floats), take nothing from the prefix
+// cache, and a request behind them waits its turn.
+TEST(Scheduler, PromptsThatKeepEveryRowsLogitsShare64RowsAStep) {
+  BlockManager blocks(64, 16);
+  Scheduler sched(blocks, 512, 8);
+  auto cached = make_seq(0, 100, 1);
+  sched.add(cached.get());
+  Step warm = sched.schedule();
+  ASSERT_EQ(warm.tokens(), 100);
+  sched.complete(warm);
+  cached->status = Sequence::Status::Finished;
+  sched.complete({});
+  auto a = make_seq(1, 100, 1), b = make_seq(2, 100, 2), plain = make_seq(3, 10, 3);
+  a->wants_prompt_logits = b->wants_prompt_logits = true;
+  for (Sequence* s : {a.get(), b.get(), plain.get()}) sched.add(s);
+  Step first = sched.schedule();
+  ASSERT_EQ(first.seqs.size(), 1u) << "b gets no rows this step, and plain does not overtake it";
+  EXPECT_EQ(first.seqs[0].seq, a.get());
+  EXPECT_EQ(first.seqs[0].tokens, 64);
+  EXPECT_EQ(a->cached, 0) << "its prompt is cached, but every row must run";
+  sched.complete(first);
+  Step second = sched.schedule();
+  ASSERT_EQ(second.seqs.size(), 3u);
+  EXPECT_EQ(second.seqs[0].tokens, 36);  // a's rest
+  EXPECT_EQ(second.seqs[1].tokens, 28);  // b: the rows left
+  EXPECT_EQ(second.seqs[2].tokens, 10);  // plain: its whole prompt
+  sched.complete(second);
+  Step third = sched.schedule();
+  ASSERT_EQ(third.seqs.size(), 1u) << "a and plain wait for their next token; b runs on";
+  EXPECT_EQ(third.seqs[0].seq, b.get());
+  EXPECT_EQ(third.seqs[0].tokens, 64);
+}
