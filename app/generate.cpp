@@ -18,6 +18,7 @@
 #include "runtime/text_stream.h"
 #include "standard_input.h"
 #include "text/grammar/json_grammar.h"
+#include "text_file_flag.h"
 #include "usage_error.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -37,16 +38,6 @@ struct GenerateArgs {
   std::optional<std::string> json_schema;  // inline JSON, or @FILE
   bool json_object = false;
 };
-
-// The file a flag names. One that cannot be read is a failure while running
-// (exit 1), as for any file, named with its flag.
-std::string read_named_file(const char* flag, const std::string& path) {
-  try {
-    return read_text_file(path);
-  } catch (const Error& e) {
-    fail(flag, ": ", e.what());
-  }
-}
 
 // --json-schema / --json-object as a grammar, read before the model loads so
 // that a schema it cannot follow is a command-line error (exit 2).
@@ -95,16 +86,7 @@ std::string prompt_text(const GenerateArgs& a) {
     utf8::require_valid(*a.prompt, "the prompt (-p)");
     return *a.prompt;
   }
-  const std::string& path = *a.prompt_file;
-  if (path.empty()) usage_fail("--prompt-file is empty: give the path of the prompt file, or - for standard input");
-  if (path == "-") require_readable_stdin();
-  const std::string text =
-      path == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {}) : read_named_file("--prompt-file", path);
-  if (path == "-") require_stdin_read_without_error();
-  const std::string what = "--prompt-file " + (path == "-" ? std::string("- (standard input)") : path);
-  if (text.empty()) fail(what, ": the prompt is empty");
-  utf8::require_valid(text, what);
-  return text;
+  return read_text_flag("--prompt-file", *a.prompt_file, "the prompt");
 }
 
 // Truncating one of the checkpoint's files would destroy it, and a mapped one

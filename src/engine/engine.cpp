@@ -207,17 +207,6 @@ Engine::Draw Engine::draw(const Step& step, size_t i, DrawScratch& scratch) {
   try {  // nothing may leave a pool thread
     const Sequence& seq = *step.seqs[i].seq;
     Request& r = *by_seq_.at(&seq);
-    if (seq.wants_prompt_logits) {
-      // Row j is position computed + j, whose logits predict the next prompt
-      // id; those recorded before a preemption are not recorded again.
-      for (int64_t j = 0; j < step.seqs[i].pending(); ++j) {
-        const int64_t position = seq.computed + j;
-        if (position + 1 >= seq.prompt_len) break;
-        if (position < static_cast<int64_t>(r.result.prompt_logprobs.size())) continue;
-        d.prompt_logprobs.push_back(token_logprobs(
-            runner_.chunk_logits(i, j), seq.ids[static_cast<size_t>(position + 1)], r.options.prompt_logprobs));
-      }
-    }
     const int64_t rows = runner_.logit_rows(i);
     if (rows == 0) return d;
     if (!r.score_ids.empty()) return d;   // nothing to sample: postprocess keeps its logits
@@ -302,6 +291,7 @@ void Engine::postprocess(const Step& step) {
       for (size_t i; (i = next_seq++) < n;) draws_[i] = draw(step, i, scratch_[static_cast<size_t>(t)]);
     });
   }
+  prompt_logprobs(step);
   for (size_t i = 0; i < n; ++i) {
     Draw& d = draws_[i];
     if (d.unexpected) std::rethrow_exception(d.unexpected);
@@ -354,6 +344,36 @@ void Engine::postprocess(const Step& step) {
       seq.status = Sequence::Status::Finished;
     }
   }
+}
+
+// Row j of a sequence's step is position computed + j, whose logits predict
+// its next prompt id; those recorded before a preemption are not recorded
+// again. A row's log-softmax over the vocabulary takes about as long as its
+// lm_head product: the rows of all sequences are spread over the threads.
+void Engine::prompt_logprobs(const Step& step) {
+  struct Row {
+    size_t seq, slot;  // its draw's prompt_logprobs[slot]
+    int64_t position;
+  };
+  std::vector<Row> rows;
+  for (size_t i = 0; i < step.seqs.size(); ++i) {
+    const Sequence& seq = *step.seqs[i].seq;
+    if (!seq.wants_prompt_logits) continue;
+    const int64_t first = std::max(seq.computed, static_cast<int64_t>(by_seq_.at(&seq)->result.prompt_logprobs.size()));
+    const int64_t end = std::min(seq.computed + step.seqs[i].pending(), seq.prompt_len - 1);
+    for (int64_t p = first; p < end; ++p) rows.push_back({i, static_cast<size_t>(p - first), p});
+    draws_[i].prompt_logprobs.resize(static_cast<size_t>(std::max<int64_t>(end - first, 0)));
+  }
+  std::atomic<size_t> next{0};
+  pool_.run([&](int) {
+    for (size_t k; (k = next++) < rows.size();) {
+      const Row& x = rows[k];
+      const Sequence& seq = *step.seqs[x.seq].seq;
+      draws_[x.seq].prompt_logprobs[x.slot] =
+          token_logprobs(runner_.chunk_logits(x.seq, x.position - seq.computed),
+                         seq.ids[static_cast<size_t>(x.position + 1)], by_seq_.at(&seq)->options.prompt_logprobs);
+    }
+  });
 }
 
 void Engine::finish_prompt_only(Request& r, std::vector<float> values, const char* what) {

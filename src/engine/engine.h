@@ -154,9 +154,8 @@ class Engine {
     std::vector<int32_t> history;  // ids and the draft ids confirmed so far
   };
   // Draws sequence i's next token, and with a draft the tokens after each id
-  // of it the draws confirm; first, when it wants them, the log-probabilities
-  // of the prompt ids its rows predict (reads its request, changes only its
-  // sampler and grammar: one thread per sequence).
+  // of it the draws confirm (reads its request, changes only its sampler and
+  // grammar: one thread per sequence).
   Draw draw(const Step& step, size_t i, DrawScratch& scratch);
   // Hands a drawn token to its request; false when the request ends with it.
   bool emit(Request& r, int32_t token, TokenLogprobs* logprobs);
@@ -167,6 +166,8 @@ class Engine {
   // An embedding or scoring request whose last position ran: keeps `values`
   // (its hidden state, or its logits of score_ids: `what` they are) and ends it.
   void finish_prompt_only(Request& r, std::vector<float> values, const char* what);
+  // The log-probabilities of the prompt ids the step's rows predict, into the draws.
+  void prompt_logprobs(const Step& step);
   void postprocess(const Step& step);
   Request& request(int64_t handle);
 

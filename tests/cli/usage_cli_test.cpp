@@ -227,7 +227,7 @@ TEST(UsageCli, EachPromptMistakeHasItsOwnMessage) {
   expect_error("-p ''", "the prompt is empty (-p \"\")", 2);
   expect_error("--prompt-file " + dir.path(), dir.path() + ": is a directory, not a file");
   // A hunt finding: an empty path was ": cannot open", naming neither the flag nor what was wrong.
-  expect_error("--prompt-file ''", "--prompt-file is empty: give the path of the prompt file", 2);
+  expect_error("--prompt-file ''", "--prompt-file is empty: give the path of the file", 2);
   expect_error("--prompt-file " + dir.file("none"),
                "--prompt-file: " + dir.file("none") + ": cannot open: No such file or directory");
   std::ofstream(dir.file("empty.txt")).close();
