@@ -364,6 +364,7 @@ void Engine::prompt_logprobs(const Step& step) {
     for (int64_t p = first; p < end; ++p) rows.push_back({i, static_cast<size_t>(p - first), p});
     draws_[i].prompt_logprobs.resize(static_cast<size_t>(std::max<int64_t>(end - first, 0)));
   }
+  if (rows.empty()) return;  // no thread woken for nothing (a decode step)
   std::atomic<size_t> next{0};
   pool_.run([&](int) {
     for (size_t k; (k = next++) < rows.size();) {
