@@ -99,10 +99,9 @@ Step Scheduler::schedule() {
   while (!waiting_.empty() && budget.tokens > 0 && static_cast<int64_t>(running_.size()) < max_running_) {
     Sequence* seq = waiting_.front();
     if (std::find(step.preempted.begin(), step.preempted.end(), seq) != step.preempted.end()) break;  // not this step
-    if (budget.take(*seq) == 0) break;
     const BlockManager::Lookup lookup = blocks_.match_prefix(*seq);
-    const int64_t tokens = budget.take(*seq);
-    if (!blocks_.reserve(*seq, seq->computed + tokens)) {
+    const int64_t tokens = budget.take(*seq);  // 0: the step keeps no more logit rows
+    if (tokens == 0 || !blocks_.reserve(*seq, seq->computed + tokens)) {
       blocks_.release(*seq);
       break;
     }

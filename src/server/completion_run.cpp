@@ -155,9 +155,9 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
     const std::vector<int32_t>& prompt = request_.prompts[c.prompt_index];
     d.content = model_.bundle.require_tokenizer().decode(prompt, /*skip_special_tokens=*/true);
     if (request_.options.logprobs >= 0) {
-      std::vector<TokenLogprobs> echo = {{prompt[0], std::numeric_limits<float>::quiet_NaN(), {}}};
-      for (TokenLogprobs& l : c.stream->prompt_logprobs()) echo.push_back(std::move(l));
-      for (const TokenLogprobs& l : echo) c.unsent_logprobs.push_back(l);
+      std::vector<TokenLogprobs> echo = c.stream->prompt_logprobs();
+      echo.insert(echo.begin(), {prompt[0], std::numeric_limits<float>::quiet_NaN(), {}});
+      c.unsent_logprobs.insert(c.unsent_logprobs.end(), echo.begin(), echo.end());
       c.logprobs.insert(c.logprobs.end(), echo.begin(), echo.end());
     }
   }
