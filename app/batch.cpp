@@ -65,7 +65,7 @@ Job parse_job(const std::string& line, const ModelBundle& bundle, int64_t contex
         !server::is_generation_field(item.key()))
       fail("unknown field \"", item.key(), "\"");
   // A prompt to truncate is encoded whole first: its end is what is kept.
-  const bool truncated = j.contains("truncate_prompt_tokens") && !j["truncate_prompt_tokens"].is_null();
+  const bool truncated = server::given(j, "truncate_prompt_tokens");
   const size_t limit = truncated ? SIZE_MAX : static_cast<size_t>(context);
   const int given = j.contains("prompt") + j.contains("prompt_ids") + j.contains("messages");
   if (given != 1) fail("give exactly one of \"prompt\", \"prompt_ids\", \"messages\"");

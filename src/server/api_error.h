@@ -56,4 +56,14 @@ class ApiError : public Error {
   }
 };
 
+// The 400 of a request field that is wrong: `param` names it.
+[[noreturn]] inline void bad(const std::string& param, const std::string& message) {
+  throw ApiError(400, message, param);
+}
+
+// Whether a request body gives `key`: a null field is an absent one, as OpenAI's API reads it.
+inline bool given(const nlohmann::ordered_json& body, const char* key) {
+  return body.contains(key) && !body[key].is_null();
+}
+
 }  // namespace qinfer::server

@@ -13,8 +13,6 @@ using nlohmann::ordered_json;
 
 constexpr int64_t kMaxInputs = 2048;  // OpenAI's limit of inputs per request
 
-[[noreturn]] void bad(const std::string& param, const std::string& message) { throw ApiError(400, message, param); }
-
 std::string base64_of(const std::vector<float>& v) {
   static constexpr char kDigits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::vector<unsigned char> bytes(v.size() * sizeof(float));
@@ -40,13 +38,13 @@ EmbeddingRequest parse_embedding_request(const ordered_json& body, const ServedM
                      input_excerpt(item.key()));
   check_model(body, model);
   EmbeddingRequest r;
-  if (body.contains("encoding_format") && !body["encoding_format"].is_null()) {
+  if (given(body, "encoding_format")) {
     const ordered_json& f = body["encoding_format"];
     if (f != "float" && f != "base64") bad("encoding_format", "'encoding_format' must be \"float\" or \"base64\"");
     r.base64 = f == "base64";
   }
   const int64_t hidden = model.bundle.model->config().hidden_size;
-  if (body.contains("dimensions") && !body["dimensions"].is_null()) {
+  if (given(body, "dimensions")) {
     const ordered_json& d = body["dimensions"];
     if (!d.is_number_integer() || d.get<int64_t>() < 1 || d.get<int64_t>() > hidden)
       bad("dimensions", "'dimensions' must be an integer between 1 and the model's " + std::to_string(hidden));

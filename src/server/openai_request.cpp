@@ -30,10 +30,6 @@ constexpr const char* kGenerationFields[] = {
     "temperature", "top_p", "top_k", "min_p",      "presence_penalty",      "frequency_penalty", "repetition_penalty",
     "logit_bias",  "seed",  "stop",  "max_tokens", "max_completion_tokens", "ignore_eos"};
 
-[[noreturn]] void bad(const std::string& param, const std::string& message) { throw ApiError(400, message, param); }
-
-bool given(const ordered_json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
-
 std::string format(double x) {
   std::ostringstream os;
   os << x;

@@ -10,10 +10,6 @@ namespace {
 
 using nlohmann::ordered_json;
 
-[[noreturn]] void bad(const char* param, const std::string& message) { throw ApiError(400, message, param); }
-
-bool given(const ordered_json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
-
 std::shared_ptr<const grammar::Grammar> compile(const char* param, const std::function<grammar::Grammar()>& build) {
   try {
     return std::make_shared<const grammar::Grammar>(build());

@@ -14,8 +14,6 @@ using nlohmann::ordered_json;
 
 constexpr int64_t kMaxDocuments = 2048;
 
-[[noreturn]] void bad(const std::string& param, const std::string& message) { throw ApiError(400, message, param); }
-
 std::string string_field(const ordered_json& body, const char* field, bool required) {
   if (!body.contains(field) || body[field].is_null()) {
     if (required) bad(field, std::string("'") + field + "' is missing");

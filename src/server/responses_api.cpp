@@ -12,10 +12,6 @@ using nlohmann::ordered_json;
 
 namespace {
 
-[[noreturn]] void bad(const std::string& param, const std::string& message) { throw ApiError(400, message, param); }
-
-bool given(const ordered_json& j, const char* key) { return j.contains(key) && !j[key].is_null(); }
-
 const std::string& string_field(const ordered_json& item, const char* key, const std::string& param) {
   if (!item.contains(key) || !item[key].is_string())
     bad(param + "." + key, "'" + param + "." + key + "' must be a string");
