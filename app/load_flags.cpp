@@ -16,6 +16,10 @@ void LoadFlags::add_options(CLI::App* cmd) {
   cmd->add_flag("--fast-prefill", fast_prefill,
                 "bf16 weights: multiply with the activations rounded to bf16 (vdpbf16ps where the CPU has "
                 "AVX512-BF16), in prefill and decode alike; faster, no longer exactly transformers' arithmetic");
+  cmd->add_option("--lora", lora,
+                  "A PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors), applied to every "
+                  "request as PEFT applies it, unmerged; may be repeated (the updates add up)")
+      ->allow_extra_args(false);
   cmd->add_option("--simd", simd,
                   "Run the kernels of this SIMD target or a lesser one compiled in (`qinfer --version` lists them; "
                   "a -march=native build has the host's best and AVX3 or AVX2, the portable build every x86 target)");
@@ -35,6 +39,7 @@ LoadOptions LoadFlags::options() const {
     usage_fail("--kv: ", e.what());
   }
   o.bf16_products = fast_prefill;
+  o.lora_adapters = lora;
   if (simd && !simd::limit_target(*simd))
     usage_fail("--simd '", *simd, "'",
                ": not a SIMD target this binary can run on this CPU; it can run: ", simd::runnable_targets());

@@ -1,10 +1,11 @@
 // The flags of every command that loads a model to compute on it: -t,
-// --weights, --kv, --simd and --fast-prefill. One definition, so each command validates them alike
+// --weights, --kv, --simd, --fast-prefill and --lora. One definition, so each command validates them alike
 // (the thread count capped at the hardware, the formats named on error).
 #pragma once
 #include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model/qwen3.h"
 
@@ -15,6 +16,7 @@ struct LoadFlags {
   std::string weights = "auto", kv;
   std::optional<std::string> simd;  // unset: the best target this CPU runs
   bool fast_prefill = false;
+  std::vector<std::string> lora;  // PEFT adapter directories
 
   explicit LoadFlags(std::string default_kv = "f32") : kv(std::move(default_kv)) {}
   void add_options(CLI::App* cmd);

@@ -49,7 +49,7 @@ void add_make_test_model_command(CLI::App& app) {
     std::string preset = "qwen3-0.6b", dtype = "bf16", out;
     std::optional<std::string> script;  // "" is a script too: an empty reply
     uint64_t seed = 0;
-    std::optional<int64_t> layers;
+    std::optional<int64_t> layers, lora_rank;
     bool force = false, embedding = false;
   };
   auto a = std::make_shared<Args>();
@@ -74,6 +74,9 @@ void add_make_test_model_command(CLI::App& app) {
   cmd->add_flag("--embedding", a->embedding,
                 "Lay it out as Qwen3-Embedding ships: the backbone's tensors alone (no \"model.\" prefix, no "
                 "lm_head.weight) and a tokenizer that appends <|endoftext|>");
+  cmd->add_option("--lora", a->lora_rank,
+                  "Instead of a model: a PEFT LoRA adapter for the preset (every projection at rank N, lora_alpha "
+                  "2N, random nonzero lora_A and lora_B), to run with --lora");
   cmd->add_option("--script", a->script,
                   "Instead of random weights: weights whose greedy continuation of a prompt ending in \"\\n\" (as a "
                   "chat template's generation prompt does) is TEXT's tokens, then <|im_end|>; for testing reply "
@@ -102,6 +105,21 @@ void add_make_test_model_command(CLI::App& app) {
     if (a->layers) {
       if (*a->layers < 1 || *a->layers > 1024) usage_fail("--layers must be between 1 and 1024, not ", *a->layers);
       config.num_hidden_layers = *a->layers;
+    }
+    if (a->lora_rank) {
+      if (*a->lora_rank < 1 || *a->lora_rank > 4096)
+        usage_fail("--lora must be a rank from 1 to 4096, not ", *a->lora_rank);
+      if (a->script || a->embedding || a->dtype != "bf16")
+        usage_fail("--lora writes a bf16 adapter alone: --script, --embedding and --dtype do not go with it");
+      OutputDir out(a->out, a->force);
+      TestLoraAdapter adapter;
+      adapter.lora.r = *a->lora_rank;
+      adapter.lora.lora_alpha = 2.0 * static_cast<double>(*a->lora_rank);
+      write_test_lora_adapter(a->out, config, adapter, a->seed);
+      out.keep();
+      std::printf("wrote %s (a LoRA adapter of rank %lld for %s, seed %llu; random weights)\n", a->out.c_str(),
+                  static_cast<long long>(*a->lora_rank), a->preset.c_str(), static_cast<unsigned long long>(a->seed));
+      return;
     }
     std::vector<int32_t> chain;
     if (a->script) {

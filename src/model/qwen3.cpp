@@ -67,6 +67,8 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
     // sequence's KV blocks) -> causal GQA over them -> o_proj -> residual.
     rmsnorm(s.x.data(), L.input_norm.data(), n, H, eps, s.h.data(), pool);
     matmul(s.h.data(), n, {{L.q_proj, s.q.data()}, {L.k_proj, s.k.data()}, {L.v_proj, s.v.data()}}, pool);
+    add_lora(s.h.data(), n, {{L.lora.q_proj, s.q.data()}, {L.lora.k_proj, s.k.data()}, {L.lora.v_proj, s.v.data()}},
+             s.lora, pool);  // LoRA adapters' updates (model/lora.h); none without adapters
     rmsnorm(s.q.data(), L.q_norm.data(), n * nh, hd, eps, s.q.data(), pool);
     rmsnorm(s.k.data(), L.k_norm.data(), n * nkv, hd, eps, s.k.data(), pool);
     rope(s.q.data(), n, nh, hd, s.rope.data(), pool);
@@ -81,6 +83,7 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
     }
     attention(s.attention, {nh, nkv, hd}, pool);
     matmul(s.attn.data(), n, L.o_proj, s.h.data(), pool);
+    add_lora(s.attn.data(), n, {{L.lora.o_proj, s.h.data()}}, s.lora, pool);
     add_in_place(s.x.data(), s.h.data(), n * H, pool);
 
     // MLP block: norm -> down(silu(gate) * up) -> residual; in a sparse
@@ -90,8 +93,10 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
       sparse_mlp(L.sparse_mlp, s.h.data(), n, s.h.data(), s.sparse_mlp, pool);
     } else {
       matmul(s.h.data(), n, {{L.gate_proj, s.gate.data()}, {L.up_proj, s.up.data()}}, pool);
+      add_lora(s.h.data(), n, {{L.lora.gate_proj, s.gate.data()}, {L.lora.up_proj, s.up.data()}}, s.lora, pool);
       silu_mul(s.gate.data(), s.up.data(), n * I, s.gate.data(), pool);
       matmul(s.gate.data(), n, L.down_proj, s.h.data(), pool);
+      add_lora(s.gate.data(), n, {{L.lora.down_proj, s.h.data()}}, s.lora, pool);
     }
     add_in_place(s.x.data(), s.h.data(), n * H, pool);
   }

@@ -13,6 +13,7 @@
 #include "io/safetensors.h"
 #include "model/batch.h"
 #include "model/kv_cache.h"
+#include "model/lora.h"
 #include "model/sparse_mlp.h"
 #include "ops/matmul.h"
 #include "util/owned_bytes.h"
@@ -25,6 +26,7 @@ struct Qwen3Layer {
   WeightMatrix q_proj, k_proj, v_proj, o_proj;
   WeightMatrix gate_proj, up_proj, down_proj;  // a dense layer's MLP
   SparseMlp sparse_mlp;                        // a sparse layer's (Qwen3-MoE); no experts in a dense one
+  LoraLayer lora;                              // the adapters' updates of the projections (none without --lora)
 };
 
 struct Qwen3Weights {
@@ -61,6 +63,9 @@ struct LoadOptions {
   // prefill where the CPU has the instruction, no longer transformers' exact
   // arithmetic (--fast-prefill; bench --quality measures how far).
   bool bf16_products = false;
+  // PEFT LoRA adapter directories (model/lora.h), each one's updates added
+  // to every request's projections, in this order.
+  std::vector<std::string> lora_adapters;
 };
 
 // "bf16", "f16", "f32", "q8", "q4" (Error otherwise); "auto" is nullopt (as stored).
@@ -123,6 +128,7 @@ struct ForwardState {
   Batch single;                         // the one-sequence forward's batch
   std::vector<float> rope;              // cos/sin of every position of the step
   SparseMlpState sparse_mlp;
+  LoraScratch lora;
 };
 
 // Runs the rows of a batch through the model, each sequence at its own

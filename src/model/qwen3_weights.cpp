@@ -406,6 +406,20 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
       },
       [&](const std::string& name, std::vector<float>& v, int64_t n) { b.vector(name, v, n); });
   if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;
+  for (const std::string& adapter : options.lora_adapters) {
+    if (!b.pool) b.pool = std::make_unique<ThreadPool>(options.threads);
+    std::vector<LoraLayer> updates = read_lora_adapter(adapter, c, layout.prefix, m->owned_, *b.pool);
+    for (size_t l = 0; l < updates.size(); ++l) {
+      LoraLayer& to = w.layers[l].lora;
+      LoraLayer& from = updates[l];
+      for (auto deltas : {&LoraLayer::q_proj, &LoraLayer::k_proj, &LoraLayer::v_proj, &LoraLayer::o_proj,
+                          &LoraLayer::gate_proj, &LoraLayer::up_proj, &LoraLayer::down_proj})
+        for (const LoraDelta& d : from.*deltas) {
+          (to.*deltas).push_back(d);
+          m->weight_bytes_ += d.a.bytes() + d.b.bytes();
+        }
+    }
+  }
 
   m->rope_inv_freq_.resize(static_cast<size_t>(c.head_dim / 2));
   if (c.yarn) {

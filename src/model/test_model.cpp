@@ -1,5 +1,6 @@
 #include "model/test_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -194,6 +195,55 @@ void write_test_model(const std::string& dir, const Qwen3Config& c, DType dtype,
         return random_tensor(name, std::move(shape), dtype, is_norm ? 1.0f : 0.0f, is_norm ? 0.1f : 0.02f, rng);
       }));
   write_config_files(dir, c, dtype);
+}
+
+void write_test_lora_adapter(const std::string& dir, const Qwen3Config& c, const TestLoraAdapter& adapter,
+                             uint64_t seed, const std::string& prefix) {
+  std::filesystem::create_directories(dir);
+  FastNormal rng{seed * 0x2545f4914f6cdd1dull + 7};
+  const int64_t H = c.hidden_size, q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim,
+                I = c.intermediate_size;
+  const struct {
+    const char *name, *module;
+    int64_t out, in;
+    bool mlp;
+  } projections[] = {{"q_proj", "self_attn.q_proj", q, H, false},  {"k_proj", "self_attn.k_proj", kv, H, false},
+                     {"v_proj", "self_attn.v_proj", kv, H, false}, {"o_proj", "self_attn.o_proj", H, q, false},
+                     {"gate_proj", "mlp.gate_proj", I, H, true},   {"up_proj", "mlp.up_proj", I, H, true},
+                     {"down_proj", "mlp.down_proj", H, I, true}};
+  std::vector<TensorData> ts;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    for (const auto& p : projections) {
+      if (std::find(adapter.targets.begin(), adapter.targets.end(), p.name) == adapter.targets.end()) continue;
+      if (p.mlp && c.is_sparse_layer(l)) continue;
+      const std::string module = prefix + "layers." + std::to_string(l) + "." + p.module;
+      const int64_t r = adapter.lora.rank_of(module);
+      const std::string key = "base_model.model." + module;
+      ts.push_back(random_tensor(key + ".lora_A.weight", {r, p.in}, adapter.dtype, 0.0f,
+                                 1.0f / std::sqrt(static_cast<float>(p.in)), rng));
+      ts.push_back(random_tensor(key + ".lora_B.weight", {p.out, r}, adapter.dtype, 0.0f, 0.05f, rng));
+    }
+  write_safetensors(replaced_file(dir, "adapter_model.safetensors"), ts);
+  const LoraConfig& lora = adapter.lora;
+  nlohmann::ordered_json rank_pattern = nlohmann::ordered_json::object(),
+                         alpha_pattern = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : lora.rank_pattern) rank_pattern[k] = v;
+  for (const auto& [k, v] : lora.alpha_pattern) alpha_pattern[k] = v;
+  const nlohmann::ordered_json config = {{"base_model_name_or_path", "qinfer make-test-model"},
+                                         {"bias", "none"},
+                                         {"fan_in_fan_out", false},
+                                         {"lora_alpha", lora.lora_alpha},
+                                         {"lora_dropout", 0.0},
+                                         {"modules_to_save", nullptr},
+                                         {"peft_type", "LORA"},
+                                         {"r", lora.r},
+                                         {"rank_pattern", rank_pattern},
+                                         {"alpha_pattern", alpha_pattern},
+                                         {"target_modules", adapter.targets},
+                                         {"task_type", "CAUSAL_LM"},
+                                         {"use_dora", false},
+                                         {"use_rslora", lora.use_rslora}};
+  write_file(replaced_file(dir, "adapter_config.json"), config.dump(2) + "\n");
 }
 
 void write_scripted_test_model(const std::string& dir, Qwen3Config c, DType dtype, std::span<const int32_t> chain) {

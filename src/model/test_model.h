@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "io/hf_config.h"
+#include "io/lora_config.h"
 #include "model/qwen3.h"
 #include "util/dtype.h"
 
@@ -36,6 +38,20 @@ void write_test_model(const std::string& dir, const Qwen3Config& config, DType d
 // successor; the last one has none (end the chain with an eos id). Error
 // naming the conflict, an id outside the vocabulary, or more distinct tokens
 // with a successor than hidden_size.
+// A PEFT LoRA adapter for a model of `config`, as save_pretrained writes one
+// (adapter_config.json from `lora`; adapter_model.safetensors with lora_A ~
+// N(0, 1/in) and lora_B ~ N(0, 0.05^2), both nonzero, where PEFT starts B
+// at zero, so the adapter changes the output as a trained one does) for each
+// target projection ("q_proj", ..., "down_proj") of every layer that has it,
+// at the rank lora.rank_of(module) gives. `prefix`: the model's tensor prefix.
+struct TestLoraAdapter {
+  LoraConfig lora;
+  std::vector<std::string> targets = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  DType dtype = DType::BF16;
+};
+void write_test_lora_adapter(const std::string& dir, const Qwen3Config& config, const TestLoraAdapter& adapter,
+                             uint64_t seed, const std::string& prefix = "model.");
+
 void write_scripted_test_model(const std::string& dir, Qwen3Config config, DType dtype, std::span<const int32_t> chain);
 
 }  // namespace qinfer

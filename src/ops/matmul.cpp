@@ -109,24 +109,41 @@ struct Job {
   float* y;  // [rows, w->rows]
 };
 
+// Weight rows [r0, r1) of a job over its activation rows [i0, i1).
 struct RowGroup {
-  size_t job, r0, r1;
+  size_t job, r0, r1, i0, i1;
 };
+
+// The activation rows a kernel takes together (a group's i0 must start one).
+size_t tile_rows(const Job& j) {
+  if (!j.w->quantized()) return kernels::float_tile_rows();
+  return j.a->amx ? kernels::kAmxTileRows : kernels::quant_tile_rows();
+}
 
 // The jobs' weight rows cut into groups: long ones where the weights stream
 // (decode; Q8/Q4 with few rows), short ones otherwise. The last long groups
 // of the section are cut four times finer, so the threads finish together
 // instead of one waiting for the other's last large group.
+// A matrix of few rows (a LoRA adapter's lora_A, a classifier head) over
+// many activation rows also cuts the activation rows, into at least this
+// many groups in all, so that every thread has a share.
 std::vector<RowGroup> row_groups(std::span<const Job> jobs) {
   constexpr size_t kFinerTail = 2;  // groups at the end cut into quarters
+  constexpr size_t kMinGroups = 8;
   std::vector<RowGroup> groups;
   bool streamed = false;
   for (size_t j = 0; j < jobs.size(); ++j) {
     const WeightMatrix& w = *jobs[j].w;
-    const bool stream = jobs[j].rows == 1 || (w.quantized() && jobs[j].rows <= kernels::kStreamedRows);
+    const size_t n = jobs[j].rows;
+    const bool stream = n == 1 || (w.quantized() && n <= kernels::kStreamedRows);
     streamed |= stream;
     const size_t m = static_cast<size_t>(w.rows), size = stream ? decode_group_rows(w) : granule(w);
-    for (size_t r = 0; r < m; r += size) groups.push_back({j, r, std::min(m, r + size)});
+    const size_t weight_groups = (m + size - 1) / size, tile = tile_rows(jobs[j]);
+    const size_t pieces =
+        stream ? 1 : std::min((kMinGroups + weight_groups - 1) / weight_groups, (n + tile - 1) / tile);
+    const size_t chunk = ((n + tile - 1) / tile + pieces - 1) / pieces * tile;
+    for (size_t i = 0; i < n; i += chunk)
+      for (size_t r = 0; r < m; r += size) groups.push_back({j, r, std::min(m, r + size), i, std::min(n, i + chunk)});
   }
   if (!streamed) return groups;
   std::vector<RowGroup> tail;
@@ -134,7 +151,7 @@ std::vector<RowGroup> row_groups(std::span<const Job> jobs) {
     const RowGroup g = groups[i];
     const size_t unit = granule(*jobs[g.job].w);
     const size_t quarter = std::max(unit, (g.r1 - g.r0) / 4 / unit * unit);
-    for (size_t r = g.r0; r < g.r1; r += quarter) tail.push_back({g.job, r, std::min(g.r1, r + quarter)});
+    for (size_t r = g.r0; r < g.r1; r += quarter) tail.push_back({g.job, r, std::min(g.r1, r + quarter), g.i0, g.i1});
   }
   groups.resize(groups.size() - std::min(groups.size(), kFinerTail));
   groups.insert(groups.end(), tail.begin(), tail.end());
@@ -146,9 +163,10 @@ void run_jobs(std::span<const Job> jobs, ThreadPool& pool) {
   const std::vector<RowGroup> groups = row_groups(jobs);
   pool.parallel_for_dynamic(groups.size(), 1, [&](size_t g0, size_t g1) {
     for (size_t g = g0; g < g1; ++g) {
-      const Job& j = jobs[groups[g].job];
-      kernels::dot_rows(*j.w, *j.a, 0, j.rows, groups[g].r0, groups[g].r1, j.y + groups[g].r0,
-                        static_cast<size_t>(j.w->rows));
+      const RowGroup& rg = groups[g];
+      const Job& j = jobs[rg.job];
+      const size_t ldy = static_cast<size_t>(j.w->rows);
+      kernels::dot_rows(*j.w, *j.a, rg.i0, rg.i1 - rg.i0, rg.r0, rg.r1, j.y + rg.i0 * ldy + rg.r0, ldy);
     }
   });
 }

@@ -163,6 +163,37 @@ TEST(MakeTestModelCli, WritesALoadableCheckpoint) {
   EXPECT_NE(r.output.find("unknown preset 'huge'"), std::string::npos) << r.output;
 }
 
+// A LoRA adapter end to end: make-test-model writes one, generate and batch
+// (the engine) run it alike, and it changes what the model generates.
+TEST(MakeTestModelCli, LoraAdapterChangesGenerationAsInABatch) {
+  qinfer::test::ScratchDir dir("mtm-lora");
+  const std::string model = dir.file("model"), adapter = dir.file("adapter");
+  auto r = run_command(bin() + " make-test-model --preset tiny --seed 7 --out " + model + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_command(bin() + " make-test-model --preset tiny --lora 8 --out " + adapter + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(adapter + "/adapter_config.json"));
+  const std::string gen = bin() + " generate -m " + model + " --prompt-ids 1,2,3 -n 8 --temp 0 --ignore-eos --json";
+  r = run_command(gen);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json plain = json::parse(r.output)["ids"];
+  r = run_command(gen + " --lora " + adapter);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json adapted = json::parse(r.output)["ids"];
+  EXPECT_NE(adapted, plain);
+  r = run_command(R"(echo '{"prompt_ids": [1, 2, 3], "max_tokens": 8, "temperature": 0, "ignore_eos": true}' | )" +
+                  bin() + " batch -m " + model + " --lora " + adapter);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json::parse(r.output)["ids"], adapted);
+
+  r = run_command(gen + " --lora " + dir.file("none") + " 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("no adapter_model.safetensors"), std::string::npos) << r.output;
+  r = run_command(bin() + " make-test-model --preset tiny --lora 0 --out " + dir.file("zero") + " 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--lora must be a rank"), std::string::npos) << r.output;
+}
+
 // A mixture of experts end to end: made with fewer layers, its greedy ids
 // from `generate` are those `batch` gives the same prompt among others, and
 // bench-batch (as bench) names the experts' format.

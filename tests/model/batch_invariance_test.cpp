@@ -40,20 +40,34 @@ std::string model_dir(const std::string& name) {
   return dir.path();
 }
 
+// A LoRA adapter (every projection, rank 8) for the tiny fixture, written once.
+std::string tiny_lora_adapter() {
+  static const test::ScratchDir dir("tiny-lora");
+  static const bool written = (write_test_lora_adapter(dir.path(), test_model_preset("tiny"), {}, 4), true);
+  (void)written;
+  return dir.path();
+}
+
 struct Case {
   const char* model;
   std::optional<WeightFormat> weights;
   DType kv;
+  bool lora = false;  // with tiny_lora_adapter()
 };
+
+LoadOptions load_options(const Case& c) {
+  LoadOptions opts;
+  opts.weights = c.weights;
+  opts.kv_cache = c.kv;
+  if (c.lora) opts.lora_adapters = {tiny_lora_adapter()};
+  return opts;
+}
 
 class BatchInvarianceTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(BatchInvarianceTest, PrefillChunksAndDecodeGiveTheSameBits) {
   const Case c = GetParam();
-  LoadOptions opts;
-  opts.weights = c.weights;
-  opts.kv_cache = c.kv;
-  auto model = Qwen3Model::load(model_dir(c.model), opts);
+  auto model = Qwen3Model::load(model_dir(c.model), load_options(c));
   ThreadPool pool(2);
   // At once, more rows than Q8/Q4 stream the weights for, so prefill's tile
   // order meets decode's.
@@ -78,10 +92,7 @@ TEST_P(BatchInvarianceTest, PrefillChunksAndDecodeGiveTheSameBits) {
 // some steps: every position's logits are the bits the sequence gets alone.
 TEST_P(BatchInvarianceTest, SequencesInABatchGetTheBitsTheyGetAlone) {
   const Case c = GetParam();
-  LoadOptions opts;
-  opts.weights = c.weights;
-  opts.kv_cache = c.kv;
-  auto model = Qwen3Model::load(model_dir(c.model), opts);
+  auto model = Qwen3Model::load(model_dir(c.model), load_options(c));
   const Qwen3Config& cfg = model->config();
   const size_t V = static_cast<size_t>(cfg.vocab_size);
   ThreadPool pool(2);
@@ -144,7 +155,7 @@ TEST(BatchForward, ABlockTableTooShortIsAnError) {
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
   std::string name = std::string(c.model) + "_" + (c.weights ? weight_format_name(*c.weights) : "stored") + "_kv" +
-                     std::string(dtype_name(c.kv));
+                     std::string(dtype_name(c.kv)) + (c.lora ? "_lora" : "");
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
 }
@@ -155,7 +166,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"tiny", WeightFormat::F32, DType::F16}, Case{"tiny", WeightFormat::Q8, DType::F32},
                       Case{"tiny", WeightFormat::Q4, DType::BF16}, Case{"tiny2", WeightFormat::Q8, DType::F16},
                       Case{"tiny2", WeightFormat::Q4, DType::F32}, Case{"tiny-moe", std::nullopt, DType::F32},
-                      Case{"tiny-moe", WeightFormat::Q8, DType::F16}, Case{"tiny-moe", WeightFormat::Q4, DType::F32}),
+                      Case{"tiny-moe", WeightFormat::Q8, DType::F16}, Case{"tiny-moe", WeightFormat::Q4, DType::F32},
+                      Case{"tiny", std::nullopt, DType::F32, true}, Case{"tiny", WeightFormat::Q8, DType::F16, true}),
     case_name);
 
 }  // namespace

@@ -1,0 +1,132 @@
+#include "model/lora.h"
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "io/lora_config.h"
+#include "io/safetensors.h"
+#include "ops/ops.h"
+#include "util/error.h"
+
+namespace qinfer {
+
+namespace {
+
+// One adapter tensor as f32 panels (times `scale`), in owned memory.
+WeightMatrix widened_panels(const TensorView& t, double scale, const std::string& file, std::vector<OwnedBytes>& owned,
+                            ThreadPool& pool) {
+  if (t.dtype != DType::F32 && t.dtype != DType::BF16 && t.dtype != DType::F16)
+    fail(file, ": tensor ", t.name, " is ", dtype_name(t.dtype), "; LoRA matrices are F32, BF16 or F16");
+  const int64_t rows = t.shape[0], cols = t.shape[1];
+  std::vector<float> values(static_cast<size_t>(rows * cols));
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = load_as_f32(t.data, t.dtype, i);
+    if (!std::isfinite(values[i]))
+      fail(file, ": tensor ", t.name, " holds NaN or infinity (row ", static_cast<int64_t>(i) / cols,
+           "): the adapter is corrupt");
+    values[i] = static_cast<float>(values[i] * scale);
+  }
+  OwnedBytes& buf = owned.emplace_back(float_panel_bytes(WeightFormat::F32, rows, cols));
+  return pack_float_panels(WeightMatrix{WeightFormat::F32, values.data(), rows, cols}, buf.data(), pool);
+}
+
+}  // namespace
+
+std::vector<LoraLayer> read_lora_adapter(const std::string& dir, const Qwen3Config& c, const std::string& prefix,
+                                         std::vector<OwnedBytes>& owned, ThreadPool& pool) {
+  const std::string file = dir + "/adapter_model.safetensors";
+  if (!std::filesystem::exists(file)) {
+    if (std::filesystem::exists(dir + "/adapter_model.bin"))
+      fail(dir,
+           ": the adapter is adapter_model.bin (a pickle, which qinfer does not run); save it with PEFT's "
+           "save_pretrained(safe_serialization=True) as adapter_model.safetensors");
+    fail(dir, ": no adapter_model.safetensors (a PEFT LoRA adapter directory has it and adapter_config.json)");
+  }
+  const LoraConfig config = read_lora_config(dir + "/adapter_config.json");
+  const SafetensorsFile st(file);
+  const int64_t H = c.hidden_size, q_dim = c.num_attention_heads * c.head_dim,
+                kv_dim = c.num_key_value_heads * c.head_dim, I = c.intermediate_size;
+  struct Projection {
+    const char* name;
+    std::vector<LoraDelta> LoraLayer::*deltas;
+    int64_t out, in;
+    bool mlp;
+  };
+  const Projection projections[] = {
+      {"self_attn.q_proj", &LoraLayer::q_proj, q_dim, H, false},
+      {"self_attn.k_proj", &LoraLayer::k_proj, kv_dim, H, false},
+      {"self_attn.v_proj", &LoraLayer::v_proj, kv_dim, H, false},
+      {"self_attn.o_proj", &LoraLayer::o_proj, H, q_dim, false},
+      {"mlp.gate_proj", &LoraLayer::gate_proj, I, H, true},
+      {"mlp.up_proj", &LoraLayer::up_proj, I, H, true},
+      {"mlp.down_proj", &LoraLayer::down_proj, H, I, true},
+  };
+  std::vector<LoraLayer> layers(static_cast<size_t>(c.num_hidden_layers));
+  std::set<std::string> used;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    for (const Projection& p : projections) {
+      if (p.mlp && c.is_sparse_layer(l)) continue;
+      const std::string module = prefix + "layers." + std::to_string(l) + "." + p.name;
+      const std::string a_name = "base_model.model." + module + ".lora_A.weight",
+                        b_name = "base_model.model." + module + ".lora_B.weight";
+      const auto a = st.tensors().find(a_name), b = st.tensors().find(b_name);
+      if (a == st.tensors().end() && b == st.tensors().end()) continue;
+      if (a == st.tensors().end() || b == st.tensors().end())
+        fail(file, ": ", a == st.tensors().end() ? b_name : a_name, " has no ",
+             a == st.tensors().end() ? "lora_A" : "lora_B", " beside it");
+      const int64_t r = config.rank_of(module);
+      const std::vector<int64_t> a_shape = {r, p.in}, b_shape = {p.out, r};
+      if (a->second.shape != a_shape || b->second.shape != b_shape)
+        fail(file, ": ", module, "'s lora_A is ", shape_str(a->second.shape), " and lora_B ",
+             shape_str(b->second.shape), "; rank ", r, " on this model's ", p.name, " [", p.out, ", ", p.in, "] needs ",
+             shape_str(a_shape), " and ", shape_str(b_shape),
+             " (an adapter for another model, or a rank adapter_config.json does not give)");
+      (layers[l].*p.deltas)
+          .push_back({widened_panels(a->second, 1.0, file, owned, pool),
+                      widened_panels(b->second, config.scaling_of(module), file, owned, pool)});
+      used.insert(a_name);
+      used.insert(b_name);
+    }
+  for (const auto& [name, t] : st.tensors())
+    if (!used.count(name))
+      fail(file, ": tensor ", name, " is not a LoRA update of a ", c.num_hidden_layers,
+           "-layer model's attention or dense MLP projections (named base_model.model.", prefix,
+           "layers.N.<projection>.lora_A/lora_B.weight): qinfer does not adapt embeddings, lm_head or a "
+           "mixture's experts, nor run other tensors");
+  if (used.empty()) fail(file, ": no LoRA tensors");
+  return layers;
+}
+
+void add_lora(const float* x, int64_t n, std::initializer_list<LoraTarget> targets, LoraScratch& s, ThreadPool& pool) {
+  struct Update {
+    const LoraDelta* d;
+    float* y;
+    size_t ax, bax;  // offsets of its A·x and B·(A·x) in the scratch
+  };
+  std::vector<Update> updates;
+  size_t ax = 0, bax = 0;
+  for (const LoraTarget& t : targets)
+    for (const LoraDelta& d : t.deltas) {
+      updates.push_back({&d, t.y, ax, bax});
+      ax += static_cast<size_t>(n * d.a.rows);
+      bax += static_cast<size_t>(n * d.b.rows);
+    }
+  if (updates.empty()) return;
+  s.ax.resize(ax);
+  s.bax.resize(bax);
+  std::vector<MatmulTarget> a_targets, b_targets;
+  for (const Update& u : updates) {
+    a_targets.push_back({u.d->a, s.ax.data() + u.ax});
+    b_targets.push_back({u.d->b, s.bax.data() + u.bax});
+  }
+  const MatmulInput a_input{x, n, a_targets};
+  matmul_each(std::span(&a_input, 1), pool);
+  std::vector<MatmulInput> b_inputs;
+  for (size_t i = 0; i < updates.size(); ++i)
+    b_inputs.push_back({s.ax.data() + updates[i].ax, n, std::span(&b_targets[i], 1)});
+  matmul_each(b_inputs, pool);
+  for (const Update& u : updates) add_in_place(u.y, s.bax.data() + u.bax, n * u.d->b.rows, pool);
+}
+
+}  // namespace qinfer

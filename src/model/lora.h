@@ -1,0 +1,60 @@
+// LoRA adapters (PEFT's) on a Qwen3 model's linear layers, applied as PEFT
+// applies them, unmerged: y = W·x + scaling · B·(A·x), with A [r, in] and
+// B [out, r] in f32 (PEFT widens bf16 and f16 adapters to f32 by default).
+// The base weights stay as they are, in any format: the update adds to
+// their output, so a quantized base keeps its arithmetic and the adapter
+// its own, and a row's result still never depends on the other rows.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "io/hf_config.h"
+#include "ops/matmul.h"
+#include "util/owned_bytes.h"
+#include "util/thread_pool.h"
+
+namespace qinfer {
+
+struct LoraDelta {
+  WeightMatrix a;  // [r, in], f32 panels
+  // [out, r], f32 panels, already times the scaling: exact for the scalings
+  // that are powers of two (alpha = r or 2r, the usual choices); otherwise
+  // one rounding away from PEFT's (B·(A·x))·scaling.
+  WeightMatrix b;
+};
+
+// The updates of one layer's projections, one per adapter that has one, in load order.
+struct LoraLayer {
+  std::vector<LoraDelta> q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
+};
+
+// Reads the PEFT adapter in `dir` (adapter_config.json and
+// adapter_model.safetensors, as save_pretrained writes them) for a model of
+// config `c` whose tensors are named with `prefix` ("model." or "" for a
+// backbone saved alone): one LoraLayer per layer, their matrices in `owned`.
+// Error naming the file and the tensor or field for anything PEFT would not
+// run as y += scaling·B·A·x on these projections (other modules, shapes of
+// another model, a rank the config does not give, NaN or infinity).
+std::vector<LoraLayer> read_lora_adapter(const std::string& dir, const Qwen3Config& c, const std::string& prefix,
+                                         std::vector<OwnedBytes>& owned, ThreadPool& pool);
+
+// Scratch for add_lora, reused between calls.
+struct LoraScratch {
+  std::vector<float> ax, bax;
+};
+
+// A projection's output and its updates.
+struct LoraTarget {
+  const std::vector<LoraDelta>& deltas;
+  float* y;  // [n, out]
+};
+
+// y += B·(A·x) for each delta of each target, in order; x is [n, in], the
+// input of all the targets (q/k/v, gate/up): their lora_A multiply it in one
+// parallel section, their lora_B in another.
+void add_lora(const float* x, int64_t n, std::initializer_list<LoraTarget> targets, LoraScratch& s, ThreadPool& pool);
+
+}  // namespace qinfer

@@ -1,0 +1,248 @@
+// PEFT LoRA adapters (--lora): the adapted model computes what the base
+// model with each target weight replaced by W + scaling·B·A computes (PEFT's
+// merge, done here in double and stored as f32), with PEFT's scalings
+// (alpha / r, alpha / sqrt(r) under rsLoRA, rank_pattern and alpha_pattern
+// per module); several adapters add up; and every adapter PEFT would run
+// otherwise, or not at all, is refused with the file and the reason.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "golden.h"
+#include "io/safetensors.h"
+#include "io/safetensors_writer.h"
+#include "model/qwen3.h"
+#include "model/test_model.h"
+#include "test_util.h"
+#include "util/error.h"
+
+using namespace qinfer;
+
+namespace {
+
+std::vector<float> all_logits(const Qwen3Model& model, const std::vector<int32_t>& ids) {
+  ThreadPool pool(2);
+  ForwardState st;
+  KvCache cache = model.make_cache();
+  auto out = forward(model, ids, 0, cache, st, pool, true);
+  return {out.begin(), out.end()};
+}
+
+const std::vector<int32_t> kPrompt = {9707, 11, 1879, 0, 151644, 872, 198, 3838, 374, 220, 17, 10};
+
+// The tiny fixture's weights with every adapted projection merged: W +
+// sum over adapters of scale(module) · B·A, in double, stored as F32.
+struct MergedAdapter {
+  std::string dir;
+  std::function<double(const std::string& module)> scale;
+};
+void write_merged(const std::string& out, const std::string& base, const std::vector<MergedAdapter>& adapters) {
+  std::filesystem::create_directories(out);
+  std::filesystem::copy_file(base + "/config.json", out + "/config.json");
+  const SafetensorsFile model(base + "/model.safetensors");
+  std::vector<std::unique_ptr<SafetensorsFile>> files;
+  for (const MergedAdapter& a : adapters)
+    files.push_back(std::make_unique<SafetensorsFile>(a.dir + "/adapter_model.safetensors"));
+  std::vector<TensorData> ts;
+  for (const auto& [name, t] : model.tensors()) {
+    const std::string module = name.substr(0, name.size() - std::string(".weight").size());
+    std::vector<double> w(static_cast<size_t>(t.numel()));
+    for (size_t i = 0; i < w.size(); ++i) w[i] = load_as_f32(t.data, t.dtype, i);
+    bool adapted = false;
+    for (size_t k = 0; k < adapters.size(); ++k) {
+      const auto& tensors = files[k]->tensors();
+      const auto A = tensors.find("base_model.model." + module + ".lora_A.weight");
+      if (A == tensors.end()) continue;
+      const TensorView& B = tensors.at("base_model.model." + module + ".lora_B.weight");
+      const int64_t out_dim = t.shape[0], in = t.shape[1], r = A->second.shape[0];
+      const double s = adapters[k].scale(module);
+      for (int64_t o = 0; o < out_dim; ++o)
+        for (int64_t i = 0; i < in; ++i) {
+          double sum = 0;
+          for (int64_t j = 0; j < r; ++j)
+            sum += double(load_as_f32(B.data, B.dtype, o * r + j)) *
+                   load_as_f32(A->second.data, A->second.dtype, j * in + i);
+          w[o * in + i] += s * sum;
+        }
+      adapted = true;
+    }
+    TensorData d{name, adapted ? DType::F32 : t.dtype, t.shape, {}};
+    d.bytes.resize(static_cast<size_t>(t.numel()) * dtype_size(d.dtype));
+    for (size_t i = 0; i < w.size(); ++i) set_element(d, static_cast<int64_t>(i), static_cast<float>(w[i]));
+    ts.push_back(std::move(d));
+  }
+  write_safetensors(out + "/model.safetensors", ts);
+}
+
+TEST(Lora, AdaptersComputeWhatTheirMergedWeightsCompute) {
+  const std::string tiny = test::data_path("models/tiny");
+  auto base = Qwen3Model::load(tiny);
+  test::ScratchDir dir("lora-merge");
+  // Two adapters: q and v at rank 4 (alpha 8: scaling 2), bf16; and every
+  // projection at rank 8 under rsLoRA (alpha 16 / sqrt 8) but k_proj at
+  // rank 2 and layer 1's down_proj at alpha 3, f32.
+  TestLoraAdapter first;
+  first.lora.r = 4;
+  first.lora.lora_alpha = 8;
+  first.targets = {"q_proj", "v_proj"};
+  write_test_lora_adapter(dir.file("first"), base->config(), first, 1);
+  TestLoraAdapter second;
+  second.lora.r = 8;
+  second.lora.lora_alpha = 16;
+  second.lora.use_rslora = true;
+  second.lora.rank_pattern = {{"k_proj", 2}};
+  second.lora.alpha_pattern = {{"layers\\.1\\.mlp\\.down_proj", 3}};
+  second.dtype = DType::F32;
+  write_test_lora_adapter(dir.file("second"), base->config(), second, 2);
+  const auto second_scale = [](const std::string& module) {
+    if (module.ends_with("k_proj")) return 16 / std::sqrt(2.0);
+    if (module == "model.layers.1.mlp.down_proj") return 3 / std::sqrt(8.0);
+    return 16 / std::sqrt(8.0);
+  };
+  write_merged(dir.file("merged"), tiny,
+               {{dir.file("first"), [](const std::string&) { return 2.0; }}, {dir.file("second"), second_scale}});
+  auto merged = Qwen3Model::load(dir.file("merged"));
+
+  LoadOptions both;
+  both.lora_adapters = {dir.file("first"), dir.file("second")};
+  auto adapted = Qwen3Model::load(tiny, both);
+  const std::vector<float> want = all_logits(*merged, kPrompt), got = all_logits(*adapted, kPrompt);
+  EXPECT_LE(test::max_abs_diff(got, want), 1e-4f);
+  // The adapters change the logits far beyond that: the test would see a lost update or scaling.
+  EXPECT_GT(test::max_abs_diff(all_logits(*base, kPrompt), want), 1e-2f);
+
+  // Each alone is not the two together: both are applied.
+  LoadOptions one;
+  one.lora_adapters = {dir.file("second")};
+  EXPECT_GT(test::max_abs_diff(all_logits(*Qwen3Model::load(tiny, one), kPrompt), want), 1e-3f);
+}
+
+TEST(Lora, QuantizedBaseWeightsTakeTheSameUpdate) {
+  // The update adds to a q8 base's output as it does to bf16's: the
+  // difference a small adapter (scaling 1/8) makes is the same up to the
+  // base's rounding. (A random model of the make-test-model kind: in the
+  // tiny fixture q8's own rounding moves the logits by 4 %, and the two
+  // differences apart with it.)
+  test::ScratchDir dir("lora-q8");
+  const std::string tiny = dir.file("model");
+  write_test_model(tiny, test_model_preset("tiny"), DType::BF16, 5);
+  auto bf16 = Qwen3Model::load(tiny);
+  TestLoraAdapter small;
+  small.lora.lora_alpha = 1;
+  write_test_lora_adapter(dir.file("a"), bf16->config(), small, 3);
+  LoadOptions q8, q8_lora, bf16_lora;
+  q8.weights = WeightFormat::Q8;
+  q8_lora = q8;
+  q8_lora.lora_adapters = bf16_lora.lora_adapters = {dir.file("a")};
+  const std::vector<float> a = all_logits(*Qwen3Model::load(tiny, q8), kPrompt),
+                           b = all_logits(*Qwen3Model::load(tiny, q8_lora), kPrompt), c = all_logits(*bf16, kPrompt),
+                           d = all_logits(*Qwen3Model::load(tiny, bf16_lora), kPrompt);
+  float effect = 0, mismatch = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    effect = std::max(effect, std::abs(d[i] - c[i]));
+    mismatch = std::max(mismatch, std::abs((b[i] - a[i]) - (d[i] - c[i])));
+  }
+  EXPECT_GT(effect, 1e-2f);
+  EXPECT_LT(mismatch, effect / 8);
+}
+
+// An adapter written for tiny, changed by `edit`, then loaded: the Error's message.
+std::string load_error(const std::function<void(const test::ScratchDir&)>& edit) {
+  const std::string tiny = test::data_path("models/tiny");
+  test::ScratchDir dir("lora-bad");
+  write_test_lora_adapter(dir.path(), load_qwen3_config(tiny + "/config.json"), {}, 4);
+  edit(dir);
+  LoadOptions o;
+  o.lora_adapters = {dir.path()};
+  try {
+    Qwen3Model::load(tiny, o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(loaded)";
+}
+
+void edit_config(const test::ScratchDir& dir, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(dir.file("adapter_config.json")));
+  edit(j);
+  std::ofstream(dir.file("adapter_config.json")) << j.dump();
+}
+
+void edit_tensors(const test::ScratchDir& dir, const std::function<void(std::vector<TensorData>&)>& edit) {
+  std::vector<TensorData> ts;
+  {
+    const SafetensorsFile f(dir.file("adapter_model.safetensors"));
+    for (const auto& [name, t] : f.tensors())
+      ts.push_back({name, t.dtype, t.shape, std::vector<uint8_t>(t.data, t.data + t.nbytes)});
+  }
+  edit(ts);
+  write_safetensors(dir.file("adapter_model.safetensors"), ts);
+}
+
+TEST(Lora, AdaptersPeftWouldRunOtherwiseAreRefusedByName) {
+  const std::string q_a = "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight";
+  const std::vector<std::pair<std::string, std::function<void(const test::ScratchDir&)>>> cases = {
+      {"no adapter_model.safetensors",
+       [](const test::ScratchDir& d) { std::filesystem::remove(d.file("adapter_model.safetensors")); }},
+      {"a pickle",
+       [](const test::ScratchDir& d) {
+         std::filesystem::rename(d.file("adapter_model.safetensors"), d.file("adapter_model.bin"));
+       }},
+      {"is not valid JSON",
+       [](const test::ScratchDir& d) { std::ofstream(d.file("adapter_config.json")) << "{\"r\":"; }},
+      {"peft_type is 'IA3'",
+       [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["peft_type"] = "IA3"; }); }},
+      {"'use_dora' is set", [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["use_dora"] = true; }); }},
+      {"'modules_to_save' is set",
+       [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["modules_to_save"] = {"lm_head"}; }); }},
+      {"'bias' is 'all'", [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["bias"] = "all"; }); }},
+      {"rank 16 on this model's self_attn.q_proj",
+       [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["r"] = 16; }); }},
+      {"'r' must be an integer rank", [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["r"] = 0; }); }},
+      {"key 'q_proj(' is not a regular expression",
+       [](const test::ScratchDir& d) { edit_config(d, [](auto& j) {
+                                         j["rank_pattern"] = {{"q_proj(", 4}};
+                                       }); }},
+      {"base_model.model.model.embed_tokens.lora_embedding_A is not a LoRA update",
+       [](const test::ScratchDir& d) {
+         edit_tensors(d, [](auto& ts) {
+           ts.push_back(
+               {"base_model.model.model.embed_tokens.lora_embedding_A", DType::F32, {8, 4}, std::vector<uint8_t>(128)});
+         });
+       }},
+      {q_a + " has no lora_B beside it",
+       [](const test::ScratchDir& d) {
+         edit_tensors(d, [](auto& ts) {
+           std::erase_if(
+               ts, [](const TensorData& t) { return t.name.find("0.self_attn.q_proj.lora_B") != std::string::npos; });
+         });
+       }},
+      {q_a + " holds NaN or infinity",
+       [&](const test::ScratchDir& d) {
+         edit_tensors(d, [&](auto& ts) {
+           for (TensorData& t : ts)
+             if (t.name == q_a) set_element(t, 5, NAN);
+         });
+       }},
+      {"I32; LoRA matrices are F32, BF16 or F16",
+       [&](const test::ScratchDir& d) {
+         edit_tensors(d, [&](auto& ts) {
+           for (TensorData& t : ts)
+             if (t.name == q_a) {
+               t.dtype = DType::I32;
+               t.bytes.resize(t.bytes.size() * 2);  // bf16 to 4 bytes an element
+             }
+         });
+       }},
+  };
+  for (const auto& [want, edit] : cases) {
+    const std::string error = load_error(edit);
+    EXPECT_NE(error.find(want), std::string::npos) << "wanted '" << want << "' in: " << error;
+  }
+}
+
+}  // namespace
