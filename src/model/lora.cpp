@@ -1,34 +1,49 @@
 #include "model/lora.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <set>
 
 #include "io/lora_config.h"
 #include "io/safetensors.h"
-#include "ops/ops.h"
+#include "ops/simd.h"
 #include "util/error.h"
 
 namespace qinfer {
 
 namespace {
 
-// One adapter tensor as f32 panels (times `scale`), in owned memory.
-WeightMatrix widened_panels(const TensorView& t, double scale, const std::string& file, std::vector<OwnedBytes>& owned,
-                            ThreadPool& pool) {
+// An adapter tensor's elements as f32, times `scale`; Error on NaN or infinity.
+std::vector<float> widened(const TensorView& t, double scale, const std::string& file) {
   if (t.dtype != DType::F32 && t.dtype != DType::BF16 && t.dtype != DType::F16)
     fail(file, ": tensor ", t.name, " is ", dtype_name(t.dtype), "; LoRA matrices are F32, BF16 or F16");
-  const int64_t rows = t.shape[0], cols = t.shape[1];
-  std::vector<float> values(static_cast<size_t>(rows * cols));
+  std::vector<float> values(static_cast<size_t>(t.numel()));
   for (size_t i = 0; i < values.size(); ++i) {
     values[i] = load_as_f32(t.data, t.dtype, i);
     if (!std::isfinite(values[i]))
-      fail(file, ": tensor ", t.name, " holds NaN or infinity (row ", static_cast<int64_t>(i) / cols,
+      fail(file, ": tensor ", t.name, " holds NaN or infinity (row ", static_cast<int64_t>(i) / t.shape[1],
            "): the adapter is corrupt");
     values[i] = static_cast<float>(values[i] * scale);
   }
-  OwnedBytes& buf = owned.emplace_back(float_panel_bytes(WeightFormat::F32, rows, cols));
-  return pack_float_panels(WeightMatrix{WeightFormat::F32, values.data(), rows, cols}, buf.data(), pool);
+  return values;
+}
+
+LoraDelta delta(const TensorView& a, const TensorView& b, double scale, const std::string& file,
+                std::vector<OwnedBytes>& owned, ThreadPool& pool) {
+  const int64_t r = a.shape[0], in = a.shape[1], out = b.shape[0];
+  widened(a, 1.0, file);  // checked; the panels keep A as stored (the f32 products are the same)
+  const std::vector<float> b_rows = widened(b, scale, file);
+  const WeightFormat format = weight_format_of(a.dtype);
+  const std::vector<uint8_t> a_rows(a.data, a.data + a.nbytes);  // element-aligned, whatever the file's offsets
+  OwnedBytes& buf = owned.emplace_back(float_panel_bytes(format, r, in));
+  LoraDelta d;
+  d.a = pack_float_panels(WeightMatrix{format, a_rows.data(), r, in}, buf.data(), pool);
+  d.out = out;
+  d.b_t.resize(static_cast<size_t>(r * out));
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t j = 0; j < r; ++j) d.b_t[j * out + o] = b_rows[o * r + j];
+  return d;
 }
 
 }  // namespace
@@ -82,9 +97,7 @@ std::vector<LoraLayer> read_lora_adapter(const std::string& dir, const Qwen3Conf
              shape_str(b->second.shape), "; rank ", r, " on this model's ", p.name, " [", p.out, ", ", p.in, "] needs ",
              shape_str(a_shape), " and ", shape_str(b_shape),
              " (an adapter for another model, or a rank adapter_config.json does not give)");
-      (layers[l].*p.deltas)
-          .push_back({widened_panels(a->second, 1.0, file, owned, pool),
-                      widened_panels(b->second, config.scaling_of(module), file, owned, pool)});
+      (layers[l].*p.deltas).push_back(delta(a->second, b->second, config.scaling_of(module), file, owned, pool));
       used.insert(a_name);
       used.insert(b_name);
     }
@@ -102,31 +115,40 @@ void add_lora(const float* x, int64_t n, std::initializer_list<LoraTarget> targe
   struct Update {
     const LoraDelta* d;
     float* y;
-    size_t ax, bax;  // offsets of its A·x and B·(A·x) in the scratch
+    size_t ax;  // offset of its A·x in the scratch
   };
   std::vector<Update> updates;
-  size_t ax = 0, bax = 0;
+  size_t ax = 0;
   for (const LoraTarget& t : targets)
     for (const LoraDelta& d : t.deltas) {
-      updates.push_back({&d, t.y, ax, bax});
+      updates.push_back({&d, t.y, ax});
       ax += static_cast<size_t>(n * d.a.rows);
-      bax += static_cast<size_t>(n * d.b.rows);
     }
   if (updates.empty()) return;
   s.ax.resize(ax);
-  s.bax.resize(bax);
-  std::vector<MatmulTarget> a_targets, b_targets;
-  for (const Update& u : updates) {
-    a_targets.push_back({u.d->a, s.ax.data() + u.ax});
-    b_targets.push_back({u.d->b, s.bax.data() + u.bax});
-  }
+  std::vector<MatmulTarget> a_targets;
+  for (const Update& u : updates) a_targets.push_back({u.d->a, s.ax.data() + u.ax});
   const MatmulInput a_input{x, n, a_targets};
   matmul_each(std::span(&a_input, 1), pool);
-  std::vector<MatmulInput> b_inputs;
-  for (size_t i = 0; i < updates.size(); ++i)
-    b_inputs.push_back({s.ax.data() + updates[i].ax, n, std::span(&b_targets[i], 1)});
-  matmul_each(b_inputs, pool);
-  for (const Update& u : updates) add_in_place(u.y, s.bax.data() + u.bax, n * u.d->b.rows, pool);
+  // Each row's outputs by stretches of columns, so that decode's one row
+  // also shares B out between the threads; within a stretch the updates go
+  // in order, so an output's chain is the same however the work is cut.
+  constexpr size_t kColumns = 512;
+  size_t widest = 0;
+  for (const Update& u : updates) widest = std::max(widest, static_cast<size_t>(u.d->out));
+  const size_t stretches = (widest + kColumns - 1) / kColumns;
+  pool.parallel_for(static_cast<size_t>(n) * stretches, 1, [&](size_t w0, size_t w1) {
+    for (size_t w = w0; w < w1; ++w) {
+      const size_t i = w / stretches, c0 = w % stretches * kColumns;
+      for (const Update& u : updates) {
+        const size_t r = static_cast<size_t>(u.d->a.rows), out = static_cast<size_t>(u.d->out);
+        if (c0 >= out) continue;
+        const size_t nc = std::min(kColumns, out - c0);
+        const float* ax_row = s.ax.data() + u.ax + i * r;
+        for (size_t j = 0; j < r; ++j) simd::axpy(ax_row[j], &u.d->b_t[j * out + c0], u.y + i * out + c0, nc);
+      }
+    }
+  });
 }
 
 }  // namespace qinfer

@@ -19,11 +19,13 @@
 namespace qinfer {
 
 struct LoraDelta {
-  WeightMatrix a;  // [r, in], f32 panels
-  // [out, r], f32 panels, already times the scaling: exact for the scalings
-  // that are powers of two (alpha = r or 2r, the usual choices); otherwise
-  // one rounding away from PEFT's (B·(A·x))·scaling.
-  WeightMatrix b;
+  WeightMatrix a;  // [r, in], panels as stored (f32, bf16 or f16: float_dot widens each to f32 as PEFT does)
+  // B transposed, [r, out], f32 rows, times the scaling: y gains
+  // sum_j (A·x)_j · b_t row j, one multiply-add chain per output in j order
+  // (PEFT sums B·(A·x) first and scales it: the same value up to rounding;
+  // the scaling is exact for powers of two, the usual alpha = r or 2r).
+  std::vector<float> b_t;
+  int64_t out = 0;
 };
 
 // The updates of one layer's projections, one per adapter that has one, in load order.
@@ -43,7 +45,7 @@ std::vector<LoraLayer> read_lora_adapter(const std::string& dir, const Qwen3Conf
 
 // Scratch for add_lora, reused between calls.
 struct LoraScratch {
-  std::vector<float> ax, bax;
+  std::vector<float> ax;
 };
 
 // A projection's output and its updates.
@@ -54,7 +56,7 @@ struct LoraTarget {
 
 // y += B·(A·x) for each delta of each target, in order; x is [n, in], the
 // input of all the targets (q/k/v, gate/up): their lora_A multiply it in one
-// parallel section, their lora_B in another.
+// parallel section, and each row then takes its updates in place.
 void add_lora(const float* x, int64_t n, std::initializer_list<LoraTarget> targets, LoraScratch& s, ThreadPool& pool);
 
 }  // namespace qinfer

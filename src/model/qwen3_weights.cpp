@@ -416,7 +416,7 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
                           &LoraLayer::gate_proj, &LoraLayer::up_proj, &LoraLayer::down_proj})
         for (const LoraDelta& d : from.*deltas) {
           (to.*deltas).push_back(d);
-          m->weight_bytes_ += d.a.bytes() + d.b.bytes();
+          m->weight_bytes_ += d.a.bytes() + d.b_t.size() * sizeof(float);
         }
     }
   }
