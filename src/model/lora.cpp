@@ -103,10 +103,12 @@ std::vector<LoraLayer> read_lora_adapter(const std::string& dir, const Qwen3Conf
     }
   for (const auto& [name, t] : st.tensors())
     if (!used.count(name))
-      fail(file, ": tensor ", name, " is not a LoRA update of a ", c.num_hidden_layers,
-           "-layer model's attention or dense MLP projections (named base_model.model.", prefix,
-           "layers.N.<projection>.lora_A/lora_B.weight): qinfer does not adapt embeddings, lm_head or a "
-           "mixture's experts, nor run other tensors");
+      fail(file, ": tensor ", name, " is not a LoRA update qinfer applies to this ", c.num_hidden_layers,
+           "-layer model: it adapts the attention projections of every layer and the MLP projections of dense "
+           "layers (base_model.model.",
+           prefix,
+           "layers.N.<projection>.lora_A/lora_B.weight), not embeddings, lm_head, a mixture's experts or "
+           "router, nor other tensors");
   if (used.empty()) fail(file, ": no LoRA tensors");
   return layers;
 }

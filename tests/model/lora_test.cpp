@@ -150,6 +150,33 @@ TEST(Lora, QuantizedBaseWeightsTakeTheSameUpdate) {
   EXPECT_LT(mismatch, effect / 8);
 }
 
+// A mixture of experts: adapters on the attention projections run (and
+// change the output); one on the dense MLP names the tensor it cannot apply,
+// as a sparse layer has no dense MLP.
+TEST(Lora, AMixtureTakesAttentionAdaptersAndRefusesMlpOnes) {
+  test::ScratchDir dir("lora-moe");
+  const Qwen3Config c = test_model_preset("tiny-moe");
+  write_test_model(dir.file("model"), c, DType::BF16, 6);
+  TestLoraAdapter attention;
+  attention.targets = {"q_proj", "k_proj", "v_proj", "o_proj"};
+  write_test_lora_adapter(dir.file("attention"), c, attention, 7);
+  LoadOptions o;
+  o.lora_adapters = {dir.file("attention")};
+  EXPECT_GT(test::max_abs_diff(all_logits(*Qwen3Model::load(dir.file("model"), o), kPrompt),
+                               all_logits(*Qwen3Model::load(dir.file("model")), kPrompt)),
+            1e-2f);
+  write_test_lora_adapter(dir.file("mlp"), test_model_preset("tiny"), {}, 8);  // dense layers' MLP tensors
+  o.lora_adapters = {dir.file("mlp")};
+  try {
+    Qwen3Model::load(dir.file("model"), o);
+    FAIL() << "a dense MLP adapter loaded on a mixture";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layers.0.mlp.down_proj.lora_A.weight is not a LoRA update qinfer applies"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // An adapter written for tiny, changed by `edit`, then loaded: the Error's message.
 std::string load_error(const std::function<void(const test::ScratchDir&)>& edit) {
   const std::string tiny = test::data_path("models/tiny");
