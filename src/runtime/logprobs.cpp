@@ -18,6 +18,8 @@ TokenLogprobs token_logprobs(std::span<const float> logits, int32_t chosen, int 
   TokenLogprobs out;
   out.id = chosen;
   out.logprob = logprob(static_cast<size_t>(chosen));
+  const float chosen_value = value(static_cast<size_t>(chosen));
+  for (size_t i = 0; i < logits.size(); ++i) out.rank += value(i) > chosen_value;
   const size_t n = std::min(static_cast<size_t>(std::max(top_n, 0)), logits.size());
   std::vector<std::pair<float, int32_t>> best;  // a min-heap of the n largest: (logit, id)
   auto worse = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {

@@ -13,6 +13,7 @@ namespace qinfer {
 struct TokenLogprobs {
   int32_t id = 0;
   float logprob = 0;
+  int64_t rank = 1;  // 1 + how many tokens are more likely (vLLM's rank; NaN logits count as -infinity)
   std::vector<std::pair<int32_t, float>> top;  // most likely first, lowest id first on ties
 };
 

@@ -156,6 +156,8 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
     d.content = model_.bundle.require_tokenizer().decode(prompt, /*skip_special_tokens=*/true);
     if (request_.options.logprobs >= 0) {
       std::vector<TokenLogprobs> echo = c.stream->prompt_logprobs();
+      for (TokenLogprobs& l : echo)  // prompt_logprobs may have asked the engine for more
+        l.top.resize(std::min(l.top.size(), static_cast<size_t>(request_.options.logprobs)));
       echo.insert(echo.begin(), {prompt[0], std::numeric_limits<float>::quiet_NaN(), {}});
       c.unsent_logprobs.insert(c.unsent_logprobs.end(), echo.begin(), echo.end());
       c.logprobs.insert(c.logprobs.end(), echo.begin(), echo.end());
@@ -327,6 +329,23 @@ ordered_json CompletionRun::logprobs_json(const std::vector<TokenLogprobs>& lps,
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
 }
 
+ordered_json CompletionRun::prompt_logprobs_json(const Choice& c) const {
+  const Tokenizer& tok = model_.bundle.require_tokenizer();
+  auto entry = [&](int32_t id, float logprob, int64_t rank) {
+    return ordered_json{{"logprob", logprob}, {"rank", rank}, {"decoded_token", tok.decode(std::span(&id, 1))}};
+  };
+  ordered_json out = ordered_json::array({nullptr});
+  for (const TokenLogprobs& l : c.stream->prompt_logprobs()) {
+    ordered_json tokens = {{std::to_string(l.id), entry(l.id, l.logprob, l.rank)}};
+    const size_t top = std::min(l.top.size(), static_cast<size_t>(request_.prompt_logprobs));
+    for (size_t k = 0; k < top; ++k)
+      if (l.top[k].first != l.id)
+        tokens[std::to_string(l.top[k].first)] = entry(l.top[k].first, l.top[k].second, static_cast<int64_t>(k) + 1);
+    out.push_back(std::move(tokens));
+  }
+  return out;
+}
+
 bool CompletionRun::run_until(Clock::time_point deadline) {
   for (;;) {
     bool running = false;
@@ -376,10 +395,13 @@ ordered_json CompletionRun::run_to_end(std::chrono::milliseconds interval,
     int64_t offset = 0;
     choice["logprobs"] = request_.options.logprobs >= 0 ? logprobs_json(c->logprobs, offset) : ordered_json();
     choice["finish_reason"] = c->finish_reason;
+    if (request_.prompt_logprobs >= 0 && !request_.chat) choice["prompt_logprobs"] = prompt_logprobs_json(*c);
     choices.push_back(std::move(choice));
   }
   ordered_json out = chunk(choices);
   out["object"] = request_.chat ? "chat.completion" : "text_completion";
+  // Chat has one prompt: vLLM gives its list beside the choices.
+  if (request_.prompt_logprobs >= 0 && request_.chat) out["prompt_logprobs"] = prompt_logprobs_json(*choices_.front());
   out["usage"] = usage();
   return out;
 }

@@ -69,6 +69,9 @@ class CompletionRun {
   nlohmann::ordered_json usage() const;
   // OpenAI's logprobs object for these tokens; text_offset (completions) advances past them.
   nlohmann::ordered_json logprobs_json(const std::vector<TokenLogprobs>& lps, int64_t& text_offset) const;
+  // vLLM's prompt_logprobs list of a choice's prompt: null for its first token, then for each
+  // {"<id>": {logprob, rank, decoded_token}}, the prompt's token first, then the most likely.
+  nlohmann::ordered_json prompt_logprobs_json(const Choice& c) const;
   void finalize();
   // A failed choice as the client's error (400: a grammar that cannot go on),
   // a shutdown's (503: retry) or the engine's (500).

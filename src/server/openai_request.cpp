@@ -168,8 +168,9 @@ void check_json_shape(const std::string& text, const std::string& what) {
 // and that this server does not implement are refused by name.
 void check_field_names(const ordered_json& body, bool chat) {
   static const std::set<std::string_view> kBoth = {
-      "model",    "n",     "stream",       "stream_options",   "logprobs",          "user",
-      "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier", "truncate_prompt_tokens"};
+      "model",          "n",     "stream",       "stream_options",   "logprobs",          "user",
+      "metadata",       "store", "service_tier", "prompt_cache_key", "safety_identifier", "truncate_prompt_tokens",
+      "prompt_logprobs"};
   static const std::set<std::string_view> kChat = {
       "top_logprobs", "response_format", "functions",          "function_call", "audio",
       "modalities",   "prediction",      "web_search_options", "verbosity"};
@@ -211,6 +212,10 @@ CompletionRequest common_fields(const ordered_json& body, const ServedModel& mod
         bad("stream_options", "Unrecognized request argument supplied: stream_options." + input_excerpt(item.key()));
     r.include_usage = boolean(so, "include_usage", false);
   }
+  r.prompt_logprobs = static_cast<int32_t>(integer(body, "prompt_logprobs", -1, 0, kMaxTopLogprobs));
+  if (r.prompt_logprobs >= 0 && r.stream)  // as vLLM: they come with the whole answer only
+    bad("prompt_logprobs", "'prompt_logprobs' is not available with 'stream'");
+  r.options.prompt_logprobs = r.prompt_logprobs;
   return r;
 }
 
@@ -595,7 +600,7 @@ CompletionRequest parse_completion_request(const ordered_json& body, const Serve
   CompletionRequest r = common_fields(body, model, false);
   r.options.logprobs = static_cast<int32_t>(integer(body, "logprobs", -1, 0, kMaxTopLogprobs));
   r.echo = boolean(body, "echo", false);
-  if (r.echo) r.options.prompt_logprobs = r.options.logprobs;
+  if (r.echo) r.options.prompt_logprobs = std::max(r.options.prompt_logprobs, r.options.logprobs);
   if (!given(body, "prompt")) bad("prompt", "'prompt' is missing");
   const ordered_json& p = body["prompt"];
   const int64_t vocab = model.bundle.model->config().vocab_size;

@@ -37,6 +37,9 @@ struct CompletionRequest {
   // completions: each choice's text starts with its prompt (and its logprobs
   // with the prompt's tokens, the first of which has none)
   bool echo = false;
+  // vLLM's prompt_logprobs: each prompt token's log-probability and rank
+  // with the N most likely tokens there (-1: none asked for).
+  int32_t prompt_logprobs = -1;
   bool stream = false, include_usage = false;
   bool starts_in_reasoning = false;        // chat: the rendered prompt leaves a <think> block open
   ToolCalls tool_calls = ToolCalls::None;  // chat: which tool calls the reply may make

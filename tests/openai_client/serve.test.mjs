@@ -146,6 +146,16 @@ test('echo + logprobs as lm-evaluation-harness asks: each prompt token\'s log-pr
   const next = await client.completions.create({ model: modelDir, temperature: 0, logprobs: 1, prompt: first, max_tokens: 1 });
   assert.equal(both.choices[0].text, alone.choices[0].text + next.choices[0].text);
   assert.equal(both.choices[0].logprobs.token_logprobs.at(-1), next.choices[0].logprobs.token_logprobs[0]);
+  // vLLM's prompt_logprobs (the SDK passes the extension through): the same log-probabilities, keyed by token id.
+  const vllm = await client.completions.create({ model: modelDir, temperature: 0, prompt: first, max_tokens: 1,
+    prompt_logprobs: 1 });
+  const lists = vllm.choices[0].prompt_logprobs;
+  assert.equal(lists.length, first.length);
+  assert.equal(lists[0], null);
+  for (let k = 1; k < first.length; ++k) {
+    assert.equal(lists[k][String(first[k])].logprob, alone.choices[0].logprobs.token_logprobs[k]);
+    assert.ok(lists[k][String(first[k])].rank >= 1);
+  }
 });
 
 test('errors arrive as the SDK error classes', async () => {

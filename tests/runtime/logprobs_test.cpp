@@ -22,6 +22,11 @@ TEST(Logprobs, LogSoftmaxOfTheChosenAndTheTopOnes) {
   EXPECT_EQ(t.top[2].first, 2);
   EXPECT_EQ(t.top[2].second, t.logprob);
   EXPECT_NEAR(t.top[0].second, 3.0 - std::log(z), 1e-6);
+  // Rank: 1 + the tokens strictly more likely (vLLM's), ties sharing one.
+  EXPECT_EQ(t.rank, 3);
+  EXPECT_EQ(token_logprobs(logits, 3, 0).rank, 1);
+  EXPECT_EQ(token_logprobs(logits, 1, 0).rank, 1);
+  EXPECT_EQ(token_logprobs(logits, 4, 0).rank, 5);
   EXPECT_TRUE(token_logprobs(logits, 0, 0).top.empty());
   EXPECT_EQ(token_logprobs(logits, 0, 99).top.size(), logits.size());
 }
@@ -30,6 +35,7 @@ TEST(Logprobs, NanCountsAsMinusInfinity) {
   const std::vector<float> logits = {std::numeric_limits<float>::quiet_NaN(), 0.0f, 0.0f};
   const TokenLogprobs t = token_logprobs(logits, 0, 2);
   EXPECT_EQ(t.logprob, -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(t.rank, 3);
   EXPECT_NEAR(t.top[0].second, std::log(0.5), 1e-6);
   EXPECT_EQ(t.top[0].first, 1);
   EXPECT_EQ(t.top[1].first, 2);

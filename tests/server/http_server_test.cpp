@@ -793,6 +793,70 @@ TEST(HttpServer, EchoGivesThePromptAndTheLogprobsOfItsTokens) {
   EXPECT_EQ(f.post("/v1/completions", {{"prompt", "Hello"}, {"max_tokens", 0}}, 400)["error"]["param"], "max_tokens");
 }
 
+// vLLM's prompt_logprobs: each prompt token's log-probability (those echo
+// gives), its rank and the most likely tokens there; completions per choice,
+// chat beside the choices; not with stream.
+TEST(HttpServer, PromptLogprobsAsVllmGivesThem) {
+  Fixture f;
+  const Tokenizer& tok = f.bundle.require_tokenizer();
+  const std::vector<int32_t> prompt = {785, 6722, 315, 9625, 374};
+  const ordered_json body = {{"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0}, {"prompt_logprobs", 2}};
+  const ordered_json choice = f.post("/v1/completions", body)["choices"][0];
+  ordered_json echo_body = body;
+  echo_body.erase("prompt_logprobs");
+  echo_body["echo"] = true;
+  echo_body["logprobs"] = 0;
+  const ordered_json echoed = f.post("/v1/completions", echo_body)["choices"][0]["logprobs"];
+  EXPECT_TRUE(echoed["top_logprobs"][1].size() == 1) << "echo's alternatives stay at its logprobs: " << echoed.dump();
+  const ordered_json& lists = choice["prompt_logprobs"];
+  ASSERT_EQ(lists.size(), prompt.size()) << choice.dump();
+  EXPECT_TRUE(lists[0].is_null());
+  for (size_t k = 1; k < prompt.size(); ++k) {
+    const ordered_json& at = lists[k];
+    const std::string id = std::to_string(prompt[k]);
+    ASSERT_TRUE(at.contains(id)) << at.dump();
+    EXPECT_EQ(at.begin().key(), id) << "the prompt's token first";
+    EXPECT_EQ(at[id]["logprob"], echoed["token_logprobs"][k]);
+    EXPECT_EQ(at[id]["decoded_token"], tok.decode(std::vector<int32_t>{prompt[k]}));
+    EXPECT_LE(at.size(), 3u);
+    // Its rank: one more than the alternatives more likely than it.
+    int64_t more_likely = 0, top_rank = 0;
+    for (const auto& [other, e] : at.items()) {
+      if (other == id) continue;
+      EXPECT_EQ(e["rank"], ++top_rank) << at.dump();
+      more_likely += e["logprob"].get<double>() > at[id]["logprob"].get<double>();
+    }
+    if (at.size() == 2) EXPECT_EQ(at[id]["rank"], more_likely + 1) << "among the 2 most likely" << at.dump();
+    if (at.size() == 3) EXPECT_GT(at[id]["rank"].get<int64_t>(), 2) << "not among the 2 most likely" << at.dump();
+  }
+  // The greedy token as the prompt's last: rank 1, no other token beside it but the runner-up.
+  GenerationOptions greedy;
+  greedy.max_new_tokens = 1;
+  greedy.sampling.temperature = 0;
+  Session solo(*f.bundle.model, f.pool);
+  std::vector<int32_t> longer = prompt;
+  longer.push_back(solo.generate(prompt, greedy, {}).ids.at(0));
+  ordered_json longer_body = body;
+  longer_body["prompt"] = longer;
+  const ordered_json last = f.post("/v1/completions", longer_body)["choices"][0]["prompt_logprobs"].back();
+  EXPECT_EQ(last[std::to_string(longer.back())]["rank"], 1) << last.dump();
+  EXPECT_EQ(last.size(), 2u) << last.dump();
+  EXPECT_FALSE(f.post("/v1/completions", echo_body)["choices"][0].contains("prompt_logprobs"));
+
+  const ordered_json chat =
+      f.post("/v1/chat/completions",
+             {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 1}, {"prompt_logprobs", 0}});
+  ASSERT_EQ(chat["prompt_logprobs"].size(), chat["usage"]["prompt_tokens"].get<size_t>()) << chat.dump();
+  EXPECT_EQ(chat["prompt_logprobs"][1].size(), 1u);
+
+  ordered_json streamed = body;
+  streamed["stream"] = true;
+  EXPECT_EQ(f.post("/v1/completions", streamed, 400)["error"]["param"], "prompt_logprobs");
+  ordered_json too_many = body;
+  too_many["prompt_logprobs"] = 21;
+  EXPECT_EQ(f.post("/v1/completions", too_many, 400)["error"]["param"], "prompt_logprobs");
+}
+
 // A hunt finding: text_offset counted bytes, so after a 3-byte character
 // every offset was 2 too high. OpenAI's (Python's) offsets count characters.
 TEST(HttpServer, CompletionTextOffsetsCountCharacters) {
