@@ -103,6 +103,12 @@ void for_each_matmul_weight(const Qwen3Model& m, F f) {
   for (const Qwen3Layer& l : w.layers) {
     for (const WeightMatrix* x : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
       if (x->data) f(*x, 1.0);
+    for (const auto* deltas : {&l.lora.q_proj, &l.lora.k_proj, &l.lora.v_proj, &l.lora.o_proj, &l.lora.gate_proj,
+                               &l.lora.up_proj, &l.lora.down_proj})
+      for (const LoraDelta& d : *deltas) {  // --lora: A, and B as the [r, out] rows it is kept in
+        f(d.a, 1.0);
+        f(WeightMatrix{WeightFormat::F32, d.b_t.data(), d.a.rows, d.out}, 1.0);
+      }
     if (l.sparse_mlp.experts.empty()) continue;
     f(l.sparse_mlp.router, 1.0);
     const double share = static_cast<double>(l.sparse_mlp.top_k) / static_cast<double>(l.sparse_mlp.experts.size());
@@ -262,6 +268,7 @@ void run_bench(const BenchArgs& a) {
                               {"roofline_pct", 100.0 * tg_gb_s / probe},
                               {"weights", weights},
                               {"fast_prefill", a.load.fast_prefill},
+                              {"lora", a.load.lora},
                               {"kv", a.load.kv},
                               {"load_s", load_s},
                               {"first_token_s", first_token_s},

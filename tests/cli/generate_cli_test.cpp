@@ -186,6 +186,18 @@ TEST(MakeTestModelCli, LoraAdapterChangesGenerationAsInABatch) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(json::parse(r.output)["ids"], adapted);
 
+  // bench counts the adapter's bytes in what decode reads, and names it.
+  const std::string bench = bin() + " bench -m " + model + " -p 8 -n 4 --reps 1 --json";
+  r = run_command(bench);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json bench_plain = json::parse(r.output);
+  r = run_command(bench + " --lora " + adapter);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json bench_adapted = json::parse(r.output);
+  EXPECT_EQ(bench_plain["lora"], json::array());
+  EXPECT_EQ(bench_adapted["lora"], json::array({adapter}));
+  EXPECT_GT(bench_adapted["decode_gb_per_token"].get<double>(), bench_plain["decode_gb_per_token"].get<double>());
+
   r = run_command(gen + " --lora " + dir.file("none") + " 2>&1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("no adapter_model.safetensors"), std::string::npos) << r.output;
