@@ -414,9 +414,9 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
       LoraLayer& from = updates[l];
       for (auto deltas : {&LoraLayer::q_proj, &LoraLayer::k_proj, &LoraLayer::v_proj, &LoraLayer::o_proj,
                           &LoraLayer::gate_proj, &LoraLayer::up_proj, &LoraLayer::down_proj})
-        for (const LoraDelta& d : from.*deltas) {
-          (to.*deltas).push_back(d);
+        for (LoraDelta& d : from.*deltas) {
           m->weight_bytes_ += d.a.bytes() + d.b_t.size() * sizeof(float);
+          (to.*deltas).push_back(std::move(d));
         }
     }
   }
