@@ -130,6 +130,18 @@ TEST(BenchCli, JsonReportsSpeedAndRoofline) {
   }
   EXPECT_LE(j["tg_tok_s_min"].get<double>(), j["tg_tok_s"].get<double>());
   EXPECT_GE(j["tg_tok_s_max"].get<double>(), j["tg_tok_s"].get<double>());
+  EXPECT_EQ(j["lora"], json::array());
+
+  // With a LoRA adapter: named, and its bytes counted in what decode reads.
+  qinfer::test::ScratchDir dir("bench-lora");
+  auto made = run_command(bin() + " make-test-model --preset tiny --lora 4 --out " + dir.path() + " 2>&1");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  const auto adapted = run_command(bin() + " bench -m " + data_path("models/tiny") + " -p 8 -n 4 --reps 1 -t 2 --json" +
+                                   " --lora " + dir.path());
+  ASSERT_EQ(adapted.exit_code, 0) << adapted.output;
+  const json a = json::parse(adapted.output);
+  EXPECT_EQ(a["lora"], json::array({dir.path()}));
+  EXPECT_GT(a["decode_gb_per_token"].get<double>(), j["decode_gb_per_token"].get<double>());
 }
 
 TEST(BenchBatchCli, JsonReportsEachLevelWithItsKvPoolAndPeakRss) {
@@ -164,7 +176,8 @@ TEST(MakeTestModelCli, WritesALoadableCheckpoint) {
 }
 
 // A LoRA adapter end to end: make-test-model writes one, generate and batch
-// (the engine) run it alike, and it changes what the model generates.
+// (the engine) run it alike, and it changes what the model generates (bench
+// with an adapter: BenchCli.JsonReportsSpeedAndRoofline).
 TEST(MakeTestModelCli, LoraAdapterChangesGenerationAsInABatch) {
   qinfer::test::ScratchDir dir("mtm-lora");
   const std::string model = dir.file("model"), adapter = dir.file("adapter");
@@ -185,18 +198,6 @@ TEST(MakeTestModelCli, LoraAdapterChangesGenerationAsInABatch) {
                   bin() + " batch -m " + model + " --lora " + adapter);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(json::parse(r.output)["ids"], adapted);
-
-  // bench counts the adapter's bytes in what decode reads, and names it.
-  const std::string bench = bin() + " bench -m " + model + " -p 8 -n 4 --reps 1 --json";
-  r = run_command(bench);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const json bench_plain = json::parse(r.output);
-  r = run_command(bench + " --lora " + adapter);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const json bench_adapted = json::parse(r.output);
-  EXPECT_EQ(bench_plain["lora"], json::array());
-  EXPECT_EQ(bench_adapted["lora"], json::array({adapter}));
-  EXPECT_GT(bench_adapted["decode_gb_per_token"].get<double>(), bench_plain["decode_gb_per_token"].get<double>());
 
   r = run_command(gen + " --lora " + dir.file("none") + " 2>&1");
   EXPECT_EQ(r.exit_code, 1);
