@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <utility>
 
 #include "build_info.h"
 #include "commands.h"
@@ -36,17 +38,23 @@ struct BenchArgs {
 };
 
 // Read bandwidth of the machine: every thread sums its part of a buffer much
-// larger than the caches; best of several passes.
+// larger than the caches; best of several passes. The buffer is left
+// uninitialised and first written by the threads that read it (a serial
+// zero fill of 512 MB took longer than the passes themselves).
 double probe_read_gb_s(ThreadPool& pool) {
   const size_t n = (512u << 20) / sizeof(float);
-  std::vector<float> buf(n);
-  pool.parallel_for(n, 1 << 16, [&](size_t b, size_t e) { std::fill(buf.begin() + b, buf.begin() + e, 1.0f); });
+  const std::unique_ptr<float[]> buf(new float[n]);
+  const auto part = [&](int id) { return std::pair{n * id / pool.size(), n * (id + 1) / pool.size()}; };
+  pool.run([&](int id) {
+    const auto [b, e] = part(id);
+    std::fill(&buf[b], &buf[e], 1.0f);
+  });
   double best = 0;
   std::vector<float> sink(static_cast<size_t>(pool.size()));
   for (int pass = 0; pass < 5; ++pass) {
     Timer t;
     pool.run([&](int id) {
-      const size_t b = n * id / pool.size(), e = n * (id + 1) / pool.size();
+      const auto [b, e] = part(id);
       sink[id] += simd::dot(&buf[b], &buf[b], e - b);
     });
     best = std::max(best, n * sizeof(float) / t.seconds() / 1e9);
@@ -143,13 +151,18 @@ double prefill_flops(const Qwen3Model& m, int64_t n) {
 
 // f32 multiply-add peak of the threads (GFLOP/s), best of several passes:
 // the machine's compute speed at the time of the run, which the noisy host
-// changes by up to 2x.
+// changes by up to 2x. A pass lasts a fixed time, not a fixed amount of
+// work, so a slow machine or a sanitizer build is not held up by it.
 double probe_fma_gflop_s(ThreadPool& pool) {
+  constexpr double kPassSeconds = 0.03;
   double best = 0;
   std::vector<double> flops(static_cast<size_t>(pool.size()));
   for (int pass = 0; pass < 5; ++pass) {
     Timer t;
-    pool.run([&](int id) { flops[id] = simd::fma_peak_work(size_t{1} << 22); });
+    pool.run([&](int id) {
+      flops[id] = 0;
+      while (t.seconds() < kPassSeconds) flops[id] += simd::fma_peak_work(size_t{1} << 14);
+    });
     best = std::max(best, std::accumulate(flops.begin(), flops.end(), 0.0) / t.seconds() / 1e9);
   }
   return best;
