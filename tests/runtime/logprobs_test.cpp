@@ -29,6 +29,12 @@ TEST(Logprobs, LogSoftmaxOfTheChosenAndTheTopOnes) {
   EXPECT_EQ(token_logprobs(logits, 4, 0).rank, 5);
   EXPECT_TRUE(token_logprobs(logits, 0, 0).top.empty());
   EXPECT_EQ(token_logprobs(logits, 0, 99).top.size(), logits.size());
+  // A later equal logit does not displace a kept one.
+  const std::vector<float> ties = {0.0f, 3.0f, 3.0f, 3.0f, 5.0f};
+  const TokenLogprobs kept = token_logprobs(ties, 0, 2);
+  ASSERT_EQ(kept.top.size(), 2u);
+  EXPECT_EQ(kept.top[0].first, 4);
+  EXPECT_EQ(kept.top[1].first, 1);
 }
 
 TEST(Logprobs, NanCountsAsMinusInfinity) {
