@@ -14,26 +14,21 @@ namespace qinfer {
 
 namespace {
 
-// An adapter tensor's elements as f32, times `scale`; Error on NaN or infinity.
-std::vector<float> widened(const TensorView& t, double scale, const std::string& file) {
+// Error unless an adapter tensor is F32, BF16 or F16 and every element is finite.
+void check_lora_values(const TensorView& t, const std::string& file) {
   if (t.dtype != DType::F32 && t.dtype != DType::BF16 && t.dtype != DType::F16)
     fail(file, ": tensor ", t.name, " is ", dtype_name(t.dtype), "; LoRA matrices are F32, BF16 or F16");
-  std::vector<float> values(static_cast<size_t>(t.numel()));
-  for (size_t i = 0; i < values.size(); ++i) {
-    values[i] = load_as_f32(t.data, t.dtype, i);
-    if (!std::isfinite(values[i]))
+  for (size_t i = 0; i < static_cast<size_t>(t.numel()); ++i)
+    if (!std::isfinite(load_as_f32(t.data, t.dtype, i)))
       fail(file, ": tensor ", t.name, " holds NaN or infinity (row ", static_cast<int64_t>(i) / t.shape[1],
            "): the adapter is corrupt");
-    values[i] = static_cast<float>(values[i] * scale);
-  }
-  return values;
 }
 
 LoraDelta delta(const TensorView& a, const TensorView& b, double scale, const std::string& file,
                 std::vector<OwnedBytes>& owned, ThreadPool& pool) {
   const int64_t r = a.shape[0], in = a.shape[1], out = b.shape[0];
-  widened(a, 1.0, file);  // checked; the panels keep A as stored (the f32 products are the same)
-  const std::vector<float> b_rows = widened(b, scale, file);
+  check_lora_values(a, file);  // the panels keep A as stored (the f32 products are the same)
+  check_lora_values(b, file);
   const WeightFormat format = weight_format_of(a.dtype);
   const std::vector<uint8_t> a_rows(a.data, a.data + a.nbytes);  // element-aligned, whatever the file's offsets
   OwnedBytes& buf = owned.emplace_back(float_panel_bytes(format, r, in));
@@ -42,7 +37,8 @@ LoraDelta delta(const TensorView& a, const TensorView& b, double scale, const st
   d.out = out;
   d.b_t.resize(static_cast<size_t>(r * out));
   for (int64_t o = 0; o < out; ++o)
-    for (int64_t j = 0; j < r; ++j) d.b_t[j * out + o] = b_rows[o * r + j];
+    for (int64_t j = 0; j < r; ++j)
+      d.b_t[j * out + o] = static_cast<float>(load_as_f32(b.data, b.dtype, static_cast<size_t>(o * r + j)) * scale);
   return d;
 }
 
