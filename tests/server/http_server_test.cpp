@@ -1303,7 +1303,7 @@ TEST(HttpServer, ClientThatLeavesPromptOnlyRequestsCancelsThem) {
   // A patient client gets its answer, spaces before it while it waited.
   std::vector<std::vector<int>> fresh(2);  // none of them cached by the run that was cancelled
   for (size_t i = 0; i < fresh.size(); ++i)
-    for (int k = 0; k < 3000; ++k) fresh[i].push_back(static_cast<int>(140000 - i * 3000 - k));
+    for (int k = 0; k < 2000; ++k) fresh[i].push_back(static_cast<int>(140000 - i * 2000 - k));
   const ordered_json two = {{"input", fresh}};
   auto patient = f.client().Post("/v1/embeddings", two.dump(), "application/json");
   ASSERT_TRUE(patient);
