@@ -17,6 +17,9 @@ struct BatchSeq {
   // or the last row's final hidden state (after the final norm: what an
   // embedding model pools) instead of logits.
   enum class Logits : uint8_t { None, Last, All, Hidden } logits = Logits::Last;
+  // The named LoRA adapter its rows take (an index into
+  // Qwen3Model::adapter_names()), beside those every row takes; -1: none.
+  int32_t adapter = -1;
 };
 
 struct Batch {

@@ -109,7 +109,8 @@ std::vector<LoraLayer> read_lora_adapter(const std::string& dir, const Qwen3Conf
   return layers;
 }
 
-void add_lora(const float* x, int64_t n, std::initializer_list<LoraTarget> targets, LoraScratch& s, ThreadPool& pool) {
+void add_lora(const float* x, int64_t n, std::span<const int32_t> row_adapter,
+              std::initializer_list<LoraTarget> targets, LoraScratch& s, ThreadPool& pool) {
   struct Update {
     const LoraDelta* d;
     float* y;
@@ -119,6 +120,8 @@ void add_lora(const float* x, int64_t n, std::initializer_list<LoraTarget> targe
   size_t ax = 0;
   for (const LoraTarget& t : targets)
     for (const LoraDelta& d : t.deltas) {
+      if (d.adapter >= 0 && std::find(row_adapter.begin(), row_adapter.end(), d.adapter) == row_adapter.end())
+        continue;  // no row of the step asked for it
       updates.push_back({&d, t.y, ax});
       ax += static_cast<size_t>(n * d.a.rows);
     }
@@ -140,7 +143,7 @@ void add_lora(const float* x, int64_t n, std::initializer_list<LoraTarget> targe
       const size_t i = w / stretches, c0 = w % stretches * kColumns;
       for (const Update& u : updates) {
         const size_t r = static_cast<size_t>(u.d->a.rows), out = static_cast<size_t>(u.d->out);
-        if (c0 >= out) continue;
+        if (c0 >= out || (u.d->adapter >= 0 && u.d->adapter != row_adapter[i])) continue;
         const size_t nc = std::min(kColumns, out - c0);
         const float* ax_row = s.ax.data() + u.ax + i * r;
         for (size_t j = 0; j < r; ++j) simd::axpy(ax_row[j], &u.d->b_t[j * out + c0], u.y + i * out + c0, nc);

@@ -26,6 +26,11 @@ struct LoraDelta {
   // the scaling is exact for powers of two, the usual alpha = r or 2r).
   std::vector<float> b_t;
   int64_t out = 0;
+  int32_t adapter = -1;  // the named adapter whose rows take it (BatchSeq::adapter); -1: every row
+};
+
+struct NamedLoraAdapter {
+  std::string name, dir;
 };
 
 // The updates of one layer's projections, one per adapter that has one, in load order.
@@ -54,9 +59,12 @@ struct LoraTarget {
   float* y;  // [n, out]
 };
 
-// y += B·(A·x) for each delta of each target, in order; x is [n, in], the
-// input of all the targets (q/k/v, gate/up): their lora_A multiply it in one
-// parallel section, and each row then takes its updates in place.
-void add_lora(const float* x, int64_t n, std::initializer_list<LoraTarget> targets, LoraScratch& s, ThreadPool& pool);
+// y += B·(A·x) for each delta of each target, in order, on the rows it
+// applies to (every row, or those whose row_adapter is its adapter); x is
+// [n, in], the input of all the targets (q/k/v, gate/up): their lora_A
+// multiply it in one parallel section, and each row then takes its updates
+// in place. A row's result depends on its own adapter only.
+void add_lora(const float* x, int64_t n, std::span<const int32_t> row_adapter,
+              std::initializer_list<LoraTarget> targets, LoraScratch& s, ThreadPool& pool);
 
 }  // namespace qinfer

@@ -33,6 +33,7 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
   s.up.resize(dense_mlp ? n * I : 0);
   // Each row's position, and the rows whose logits are asked for.
   s.positions.resize(n);
+  s.row_adapter.resize(n);
   s.logit_rows.clear();
   s.hidden_rows.clear();
   int64_t rows_seen = 0;
@@ -40,7 +41,12 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
     if (static_cast<int64_t>(q.blocks.size()) * kv.block_size() < q.pos0 + q.n)
       fail("forward: a block table of ", q.blocks.size(), " blocks of ", kv.block_size(), " positions cannot hold ",
            q.pos0 + q.n, " positions");
-    for (int64_t t = 0; t < q.n; ++t) s.positions[rows_seen + t] = static_cast<int32_t>(q.pos0 + t);
+    if (q.adapter < -1 || q.adapter >= static_cast<int64_t>(model.adapter_names().size()))
+      fail("forward: adapter ", q.adapter, " of ", model.adapter_names().size(), " named adapters");
+    for (int64_t t = 0; t < q.n; ++t) {
+      s.positions[rows_seen + t] = static_cast<int32_t>(q.pos0 + t);
+      s.row_adapter[rows_seen + t] = q.adapter;
+    }
     if (q.logits == BatchSeq::Logits::All)
       for (int64_t t = 0; t < q.n; ++t) s.logit_rows.push_back(rows_seen + t);
     else if (q.logits == BatchSeq::Logits::Last && q.n > 0)
@@ -67,8 +73,9 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
     // sequence's KV blocks) -> causal GQA over them -> o_proj -> residual.
     rmsnorm(s.x.data(), L.input_norm.data(), n, H, eps, s.h.data(), pool);
     matmul(s.h.data(), n, {{L.q_proj, s.q.data()}, {L.k_proj, s.k.data()}, {L.v_proj, s.v.data()}}, pool);
-    add_lora(s.h.data(), n, {{L.lora.q_proj, s.q.data()}, {L.lora.k_proj, s.k.data()}, {L.lora.v_proj, s.v.data()}},
-             s.lora, pool);  // LoRA adapters' updates (model/lora.h); none without adapters
+    add_lora(s.h.data(), n, s.row_adapter,
+             {{L.lora.q_proj, s.q.data()}, {L.lora.k_proj, s.k.data()}, {L.lora.v_proj, s.v.data()}}, s.lora,
+             pool);  // LoRA adapters' updates (model/lora.h); none without adapters
     rmsnorm(s.q.data(), L.q_norm.data(), n * nh, hd, eps, s.q.data(), pool);
     rmsnorm(s.k.data(), L.k_norm.data(), n * nkv, hd, eps, s.k.data(), pool);
     rope(s.q.data(), n, nh, hd, s.rope.data(), pool);
@@ -83,7 +90,7 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
     }
     attention(s.attention, {nh, nkv, hd}, pool);
     matmul(s.attn.data(), n, L.o_proj, s.h.data(), pool);
-    add_lora(s.attn.data(), n, {{L.lora.o_proj, s.h.data()}}, s.lora, pool);
+    add_lora(s.attn.data(), n, s.row_adapter, {{L.lora.o_proj, s.h.data()}}, s.lora, pool);
     add_in_place(s.x.data(), s.h.data(), n * H, pool);
 
     // MLP block: norm -> down(silu(gate) * up) -> residual; in a sparse
@@ -93,10 +100,11 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
       sparse_mlp(L.sparse_mlp, s.h.data(), n, s.h.data(), s.sparse_mlp, pool);
     } else {
       matmul(s.h.data(), n, {{L.gate_proj, s.gate.data()}, {L.up_proj, s.up.data()}}, pool);
-      add_lora(s.h.data(), n, {{L.lora.gate_proj, s.gate.data()}, {L.lora.up_proj, s.up.data()}}, s.lora, pool);
+      add_lora(s.h.data(), n, s.row_adapter, {{L.lora.gate_proj, s.gate.data()}, {L.lora.up_proj, s.up.data()}}, s.lora,
+               pool);
       silu_mul(s.gate.data(), s.up.data(), n * I, s.gate.data(), pool);
       matmul(s.gate.data(), n, L.down_proj, s.h.data(), pool);
-      add_lora(s.gate.data(), n, {{L.lora.down_proj, s.h.data()}}, s.lora, pool);
+      add_lora(s.gate.data(), n, s.row_adapter, {{L.lora.down_proj, s.h.data()}}, s.lora, pool);
     }
     add_in_place(s.x.data(), s.h.data(), n * H, pool);
   }

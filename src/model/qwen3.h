@@ -66,6 +66,10 @@ struct LoadOptions {
   // PEFT LoRA adapter directories (model/lora.h), each one's updates added
   // to every request's projections, in this order.
   std::vector<std::string> lora_adapters;
+  // Named adapters (vLLM's --lora-modules name=path): each one's updates go
+  // to the sequences that ask for it (BatchSeq::adapter, its index here),
+  // after those of lora_adapters.
+  std::vector<NamedLoraAdapter> lora_modules;
 };
 
 // "bf16", "f16", "f32", "q8", "q4" (Error otherwise); "auto" is nullopt (as stored).
@@ -95,6 +99,8 @@ class Qwen3Model {
   bool has_classifier() const { return weights_.score.data != nullptr; }
   std::vector<float> classify(std::span<const float> hidden) const;
   DType kv_cache_dtype() const { return kv_cache_; }
+  // The names of LoadOptions::lora_modules, in order (BatchSeq::adapter indexes them).
+  const std::vector<std::string>& adapter_names() const { return adapter_names_; }
 
   KvCache make_cache() const;  // sized for the model's context length, grown on use
 
@@ -115,6 +121,7 @@ class Qwen3Model {
   float rope_scale_ = 1.0f;
   size_t weight_bytes_ = 0;
   DType kv_cache_ = DType::F32;
+  std::vector<std::string> adapter_names_;
 };
 
 // Per-step activations, reused between calls so decode does not allocate.
@@ -122,6 +129,7 @@ struct ForwardState {
   std::vector<float> x, h, q, k, v, attn, gate, up, logits;
   std::vector<float> hidden;  // the final hidden states asked for (Logits::Hidden), [rows, hidden_size]
   std::vector<int32_t> positions;
+  std::vector<int32_t> row_adapter;     // each row's named adapter (-1: none)
   std::vector<AttentionSeq> attention;  // per sequence
   std::vector<int64_t> logit_rows;      // the rows whose logits are asked for
   std::vector<int64_t> hidden_rows;     // the rows whose final hidden states are asked for

@@ -406,15 +406,25 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
       },
       [&](const std::string& name, std::vector<float>& v, int64_t n) { b.vector(name, v, n); });
   if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;
-  for (const std::string& adapter : options.lora_adapters) {
+  std::vector<std::pair<int32_t, std::string>> adapters;  // every row's (-1), then the named ones (their index)
+  for (const std::string& dir : options.lora_adapters) adapters.emplace_back(-1, dir);
+  for (const NamedLoraAdapter& a : options.lora_modules) {
+    if (a.name.empty()) fail("LoRA adapter ", a.dir, " has an empty name");
+    if (std::find(m->adapter_names_.begin(), m->adapter_names_.end(), a.name) != m->adapter_names_.end())
+      fail("two LoRA adapters are named '", a.name, "'");
+    adapters.emplace_back(static_cast<int32_t>(m->adapter_names_.size()), a.dir);
+    m->adapter_names_.push_back(a.name);
+  }
+  for (const auto& [index, dir] : adapters) {
     if (!b.pool) b.pool = std::make_unique<ThreadPool>(options.threads);
-    std::vector<LoraLayer> updates = read_lora_adapter(adapter, c, layout.prefix, m->owned_, *b.pool);
+    std::vector<LoraLayer> updates = read_lora_adapter(dir, c, layout.prefix, m->owned_, *b.pool);
     for (size_t l = 0; l < updates.size(); ++l) {
       LoraLayer& to = w.layers[l].lora;
       LoraLayer& from = updates[l];
       for (auto deltas : {&LoraLayer::q_proj, &LoraLayer::k_proj, &LoraLayer::v_proj, &LoraLayer::o_proj,
                           &LoraLayer::gate_proj, &LoraLayer::up_proj, &LoraLayer::down_proj})
         for (LoraDelta& d : from.*deltas) {
+          d.adapter = index;
           m->weight_bytes_ += d.a.bytes() + d.b_t.size() * sizeof(float);
           (to.*deltas).push_back(std::move(d));
         }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -119,6 +120,71 @@ TEST(Lora, AdaptersComputeWhatTheirMergedWeightsCompute) {
   LoadOptions one;
   one.lora_adapters = {dir.file("second")};
   EXPECT_GT(test::max_abs_diff(all_logits(*Qwen3Model::load(tiny, one), kPrompt), want), 1e-3f);
+}
+
+// Named adapters (vLLM's --lora-modules): in one batch, each sequence takes
+// the adapter it names, after those every sequence takes, and gets the bits
+// of the model loaded with exactly those adapters for every request.
+TEST(Lora, NamedAdaptersGoToTheSequencesThatNameThem) {
+  const std::string tiny = test::data_path("models/tiny");
+  const Qwen3Config config = load_qwen3_config(tiny + "/config.json");
+  test::ScratchDir dir("lora-named");
+  TestLoraAdapter everyone;
+  everyone.targets = {"q_proj", "v_proj"};
+  write_test_lora_adapter(dir.file("g"), config, everyone, 1);
+  write_test_lora_adapter(dir.file("a"), config, {}, 2);
+  write_test_lora_adapter(dir.file("b"), config, {}, 3);
+  LoadOptions named;
+  named.lora_adapters = {dir.file("g")};
+  named.lora_modules = {{"alpha", dir.file("a")}, {"beta", dir.file("b")}};
+  auto model = Qwen3Model::load(tiny, named);
+  EXPECT_EQ(model->adapter_names(), (std::vector<std::string>{"alpha", "beta"}));
+  std::vector<std::vector<float>> want;  // per sequence: none, alpha, beta, alpha
+  for (const std::vector<std::string>& dirs : std::vector<std::vector<std::string>>{
+           {dir.file("g")}, {dir.file("g"), dir.file("a")}, {dir.file("g"), dir.file("b")}}) {
+    LoadOptions o;
+    o.lora_adapters = dirs;
+    want.push_back(all_logits(*Qwen3Model::load(tiny, o), kPrompt));
+  }
+  want.push_back(want[1]);
+  const int32_t adapter[] = {-1, 0, 1, 0};
+  const int64_t n = static_cast<int64_t>(kPrompt.size()), block = 4, per_seq = (n + block - 1) / block;
+  KvPool kv(config.num_hidden_layers, config.num_key_value_heads, config.head_dim, 4 * per_seq, block);
+  std::vector<std::vector<int32_t>> tables(4);
+  Batch batch;
+  for (size_t i = 0; i < 4; ++i) {
+    for (int64_t b = 0; b < per_seq; ++b) tables[i].push_back(static_cast<int32_t>(i * per_seq + b));
+    batch.tokens.insert(batch.tokens.end(), kPrompt.begin(), kPrompt.end());
+    batch.seqs.push_back({n, 0, tables[i], BatchSeq::Logits::All, adapter[i]});
+  }
+  ThreadPool pool(2);
+  ForwardState st;
+  const std::span<const float> got = forward(*model, batch, kv, st, pool);
+  const size_t per_seq_logits = want[0].size();
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_EQ(std::memcmp(&got[i * per_seq_logits], want[i].data(), per_seq_logits * sizeof(float)), 0)
+        << "sequence " << i << " (adapter " << adapter[i] << ")";
+  EXPECT_GT(test::max_abs_diff(want[1], want[2]), 1e-2f);  // the adapters differ: a mix-up would show
+
+  batch.seqs[0].adapter = 2;
+  try {
+    forward(*model, batch, kv, st, pool);
+    FAIL() << "adapter 2 of 2 ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("adapter 2 of 2 named adapters"), std::string::npos) << e.what();
+  }
+  for (const auto& [modules, message] : std::vector<std::pair<std::vector<NamedLoraAdapter>, std::string>>{
+           {{{"", dir.file("a")}}, "has an empty name"},
+           {{{"x", dir.file("a")}, {"x", dir.file("b")}}, "two LoRA adapters are named 'x'"}}) {
+    LoadOptions o;
+    o.lora_modules = modules;
+    try {
+      Qwen3Model::load(tiny, o);
+      FAIL() << message;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Lora, QuantizedBaseWeightsTakeTheSameUpdate) {
