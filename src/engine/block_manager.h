@@ -3,8 +3,8 @@
 // names its whole prefix). The hash only finds candidates: a block matches
 // when its own ids are equal and it was computed after the very block (and
 // that block's contents: a generation count) the lookup matched before it,
-// so a collision, even one a client crafts, never hands one prompt's keys and
-// values to another. A cached block nobody references stays cached until its
+// under the same LoRA adapter, so a collision, even one a client crafts, never
+// hands one prompt's keys and values to another. A cached block nobody references stays cached until its
 // space is needed, the least recently freed first (LRU). Pure logic, no
 // model: the tests drive it with made-up sequences.
 #pragma once
@@ -67,6 +67,7 @@ class BlockManager {
     std::vector<int32_t> ids;  // the block's own tokens
     int32_t parent = -1;       // the block before it when it was computed (-1: it is the first)
     uint64_t parent_generation = 0;
+    int32_t adapter = -1;  // the named LoRA adapter it was computed with (Sequence::adapter)
   };
   uint64_t chain_hash(uint64_t parent, const int32_t* ids) const;
   uint64_t generation(int32_t block) const { return block < 0 ? 0 : generation_[static_cast<size_t>(block)]; }

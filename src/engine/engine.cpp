@@ -72,8 +72,10 @@ Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& o
   validate(draft_);
 }
 
-Engine::Request& Engine::queue(std::span<const int32_t> prompt, int64_t max_prompt) {
+Engine::Request& Engine::queue(std::span<const int32_t> prompt, int64_t max_prompt, int32_t adapter) {
   if (prompt.empty()) fail("the prompt is empty: at least one token is needed");
+  if (adapter < -1 || adapter >= static_cast<int64_t>(model_.adapter_names().size()))
+    fail("LoRA adapter ", adapter, " does not exist: the model has ", model_.adapter_names().size(), " named adapters");
   if (static_cast<int64_t>(prompt.size()) > max_prompt)
     fail("the prompt has ", prompt.size(), " tokens but the context length is ", context_, " tokens",
          max_prompt < context_ ? ": nothing can be generated" : "");
@@ -85,6 +87,7 @@ Engine::Request& Engine::queue(std::span<const int32_t> prompt, int64_t max_prom
   r->seq.id = handle;
   r->seq.ids.assign(prompt.begin(), prompt.end());
   r->seq.prompt_len = static_cast<int64_t>(prompt.size());
+  r->seq.adapter = adapter;
   r->result.prompt_tokens = r->seq.prompt_len;
   Request& queued = *r;
   by_seq_[&r->seq] = r.get();
@@ -98,7 +101,7 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
     fail(
         "this model has no lm_head.weight (a backbone saved alone, such as an embedding model): it embeds, it "
         "cannot generate");
-  Request& r = queue(prompt, context_ - 1);
+  Request& r = queue(prompt, context_ - 1, options.adapter);
   r.options = options;
   r.on_token = std::move(on_token);
   r.on_prompt_logprobs = std::move(on_prompt_logprobs);
@@ -111,22 +114,22 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
   return r.seq.id;
 }
 
-int64_t Engine::add_embedding(std::span<const int32_t> prompt) {
-  Request& r = queue(prompt, context_);
+int64_t Engine::add_embedding(std::span<const int32_t> prompt, int32_t adapter) {
+  Request& r = queue(prompt, context_, adapter);
   r.seq.wants_hidden = true;
   r.options.max_new_tokens = 0;
   scheduler_.add(&r.seq);
   return r.seq.id;
 }
 
-int64_t Engine::add_scoring(std::span<const int32_t> prompt, std::vector<int32_t> token_ids) {
+int64_t Engine::add_scoring(std::span<const int32_t> prompt, std::vector<int32_t> token_ids, int32_t adapter) {
   if (!model_.has_lm_head())
     fail("this model has no lm_head.weight (a backbone saved alone, such as an embedding model): it has no logits");
   if (token_ids.empty()) fail("a scoring request needs the token ids to score");
   for (int32_t t : token_ids)
     if (t < 0 || t >= model_.config().vocab_size)
       fail("token id ", t, " to score is outside the vocabulary [0, ", model_.config().vocab_size, ")");
-  Request& r = queue(prompt, context_);
+  Request& r = queue(prompt, context_, adapter);
   r.score_ids = std::move(token_ids);
   r.options.max_new_tokens = 0;
   scheduler_.add(&r.seq);

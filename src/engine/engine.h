@@ -65,19 +65,20 @@ class Engine {
   Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& options = {});
 
   // Queues a request; on_token sees each generated token. Returns its handle. Error for an empty prompt or one the
-  // context or the KV pool cannot hold.
+  // context or the KV pool cannot hold, or a named adapter the model does not have.
   int64_t add(std::span<const int32_t> prompt, const GenerationOptions& options, OnEngineToken on_token = {},
               OnPromptLogprobs on_prompt_logprobs = {});
   // Queues an embedding request: its prompt runs through the same steps as
   // any other's (batched, prefix cache) and it ends at its last position,
   // whose final hidden state (after the final norm) output() then gives.
-  // Error as add(), except that the prompt may fill the context.
-  int64_t add_embedding(std::span<const int32_t> prompt);
+  // Error as add(), except that the prompt may fill the context. `adapter`:
+  // the named LoRA adapter it runs with (GenerationOptions::adapter).
+  int64_t add_embedding(std::span<const int32_t> prompt, int32_t adapter = -1);
   // Queues a scoring request: as an embedding request, but its last prompt
   // position gives the logits of `token_ids` alone (a reranker's "yes" and
   // "no"), in that order, with no token sampled. Error for an id outside the
   // vocabulary, or none.
-  int64_t add_scoring(std::span<const int32_t> prompt, std::vector<int32_t> token_ids);
+  int64_t add_scoring(std::span<const int32_t> prompt, std::vector<int32_t> token_ids, int32_t adapter = -1);
   // Stops a request wherever it is and frees its blocks; its result keeps
   // what it generated (reason Callback).
   void cancel(int64_t handle);
@@ -162,7 +163,7 @@ class Engine {
   // The next step's drafts of the step's sequences still decoding.
   void propose_drafts(const Step& step);
   // The checks of add(), add_embedding() and add_scoring(), and the request they queue.
-  Request& queue(std::span<const int32_t> prompt, int64_t max_prompt);
+  Request& queue(std::span<const int32_t> prompt, int64_t max_prompt, int32_t adapter);
   // An embedding or scoring request whose last position ran: keeps `values`
   // (its hidden state, or its logits of score_ids: `what` they are) and ends it.
   void finish_prompt_only(Request& r, std::vector<float> values, const char* what);

@@ -20,7 +20,7 @@ void ModelRunner::run(const Step& step) {
                                  : !at_end                              ? BatchSeq::Logits::None
                                  : q.wants_hidden                       ? BatchSeq::Logits::Hidden
                                                                         : BatchSeq::Logits::Last;
-    batch_.seqs.push_back({s.tokens, q.computed, q.blocks, out});
+    batch_.seqs.push_back({s.tokens, q.computed, q.blocks, out, q.adapter});
     const int64_t rows = out == BatchSeq::Logits::All ? s.tokens : out == BatchSeq::Logits::Last ? 1 : 0;
     chunk_row_.push_back(q.wants_prompt_logits ? logit_rows : -1);
     logit_row_.push_back(at_end && rows > 0 ? logit_rows + rows - 1 - s.drafted : -1);

@@ -21,6 +21,9 @@ struct Sequence {
   int32_t sealed_block = -1;       // the last of them, or the equal cached block the chain went on from (-1: none)
   uint64_t sealed_generation = 0;  // that block's generation then (its contents, if it is not held here)
   Status status = Status::Waiting;
+  // The named LoRA adapter its rows take (BatchSeq::adapter; -1: none): its
+  // keys and values are the adapter's, cached for its own kind only.
+  int32_t adapter = -1;
   // An embedding request: its last prompt position gives the final hidden
   // state instead of logits, and it ends there.
   bool wants_hidden = false;

@@ -40,6 +40,7 @@ Session::Session(const Qwen3Model& model, ThreadPool& pool) : model_(model), poo
 GenerationResult Session::generate(std::span<const int32_t> prompt, const GenerationOptions& opts,
                                    const OnToken& on_token) {
   if (prompt.empty()) fail("the prompt is empty: at least one token is needed");
+  if (opts.adapter != -1) fail("a named LoRA adapter runs in the batching engine, not a session");
   const int64_t context = model_.config().max_position_embeddings;
   if (static_cast<int64_t>(prompt.size()) >= context)
     fail("the prompt has ", prompt.size(), " tokens but the context length is ", context,

@@ -35,6 +35,9 @@ struct GenerationOptions {
   bool keep_prompt_logits = false;
   // The output follows this grammar (constrained decoding); null: free.
   std::shared_ptr<const OutputGrammar> grammar;
+  // The batching engine only: the named LoRA adapter this request runs with
+  // (an index into Qwen3Model::adapter_names()); -1: none.
+  int32_t adapter = -1;
 };
 
 // Error: the model's logits were unusable (NaN); GenerationResult::error says where.

@@ -182,3 +182,30 @@ TEST(BlockManager, AResentPromptsReplyIsFoundByTheNextTurn) {
   Sequence next = seq_of({1, 2, 3, 4, 5, 6, 7}, 3);
   EXPECT_EQ(bm.match_prefix(next).hits, 3);
 }
+
+// Keys and values computed under one LoRA adapter are that adapter's: the
+// same ids under another adapter (or none) find nothing cached, even where
+// their keys collide, and each adapter finds its own.
+TEST(BlockManager, BlocksAreCachedForTheAdapterThatComputedThem) {
+  for (const ChainHash hash : {ChainHash{fnv1a_chain_hash}, ChainHash{[](uint64_t, const int32_t*, int32_t) {
+                                 return uint64_t{7};  // every key collides, the root's seed included
+                               }}}) {
+    BlockManager bm(32, 2, hash);
+    Sequence alpha = seq_of(range_ids(0, 7), 1);
+    alpha.adapter = 0;
+    bm.match_prefix(alpha);
+    compute_all(bm, alpha);
+    bm.release(alpha);
+    for (const int32_t other : {-1, 1}) {
+      Sequence s = seq_of(range_ids(0, 7), 2);
+      s.adapter = other;
+      EXPECT_EQ(bm.match_prefix(s).hits, 0) << "adapter " << other << " found adapter 0's blocks";
+      compute_all(bm, s);
+      bm.release(s);
+    }
+    Sequence again = seq_of(range_ids(0, 7), 3);
+    again.adapter = 0;
+    EXPECT_EQ(bm.match_prefix(again).hits, hash == fnv1a_chain_hash ? 3 : 1)
+        << "adapter 0 finds its own (with one key for all, its first block holds it)";
+  }
+}

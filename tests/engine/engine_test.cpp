@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <numeric>
 #include <random>
 
 #include "hidden_state.h"
@@ -399,6 +400,76 @@ TEST(Engine, LogprobsAreBatchInvariant) {
 // bit for bit, however the prompt is chunked, among other requests, after
 // preemption, and when its prefix is cached; they reach the callback before
 // the first token; max_new_tokens 0 gives them alone.
+// Named LoRA adapters: requests naming different adapters (or none) share
+// steps and the prefix cache, and each gets what an engine over the model
+// loaded with its adapter alone gives it: the same ids, the same logprob
+// bits. The shared prompt runs under all three, so a block computed under
+// one adapter and found by another would show.
+TEST(Engine, EachRequestRunsWithTheAdapterItNames) {
+  const std::string tiny = test::data_path("models/tiny");
+  const Qwen3Config config = load_qwen3_config(tiny + "/config.json");
+  test::ScratchDir dir("engine-lora");
+  write_test_lora_adapter(dir.file("a"), config, {}, 11);
+  write_test_lora_adapter(dir.file("b"), config, {}, 12);
+  LoadOptions named;
+  named.lora_modules = {{"a", dir.file("a")}, {"b", dir.file("b")}};
+  auto model = Qwen3Model::load(tiny, named);
+  std::vector<Req> reqs = requests();
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    reqs[i].opts.adapter = static_cast<int32_t>(i % 3 == 0 ? i / 3 : i % 3) - 1;  // the shared prompt: -1, 0, 1
+    reqs[i].opts.logprobs = 1;
+  }
+  ThreadPool pool(2);
+  auto run = [&](Engine& engine, const std::vector<size_t>& which, int32_t adapter) {
+    std::vector<int64_t> handles;
+    for (size_t i : which) {
+      GenerationOptions o = reqs[i].opts;
+      o.adapter = adapter < -1 ? o.adapter : adapter;
+      handles.push_back(engine.add(reqs[i].prompt, o));
+    }
+    engine.run_until_idle();
+    std::vector<GenerationResult> out;
+    for (int64_t h : handles) out.push_back(engine.result(h));
+    return out;
+  };
+  std::vector<GenerationResult> want(reqs.size());
+  for (int32_t adapter : {-1, 0, 1}) {
+    LoadOptions alone;
+    if (adapter >= 0) alone.lora_adapters = {dir.file(adapter == 0 ? "a" : "b")};
+    auto reference = Qwen3Model::load(tiny, alone);
+    Engine engine(*reference, pool, {16, 0, 512, 1});
+    std::vector<size_t> mine;
+    for (size_t i = 0; i < reqs.size(); ++i)
+      if (reqs[i].opts.adapter == adapter) mine.push_back(i);
+    const std::vector<GenerationResult> got = run(engine, mine, -1);
+    for (size_t k = 0; k < mine.size(); ++k) want[mine[k]] = got[k];
+  }
+  EXPECT_NE(want[0].logprobs[0].logprob, want[3].logprobs[0].logprob) << "the adapters change the shared prompt's";
+  EXPECT_NE(want[3].logprobs[0].logprob, want[6].logprobs[0].logprob);
+  std::vector<size_t> all(reqs.size());
+  std::iota(all.begin(), all.end(), 0);
+  for (const EngineOptions& o :
+       {EngineOptions{16, 0, 512, 16}, EngineOptions{4, 0, 5, 4}, EngineOptions{4, 9, 64, 8}}) {
+    Engine engine(*model, pool, o);
+    for (int round = 0; round < 2; ++round) {  // the second finds the first's blocks cached
+      const std::vector<GenerationResult> got = run(engine, all, -2);
+      for (size_t i = 0; i < reqs.size(); ++i) {
+        EXPECT_EQ(got[i].ids, want[i].ids) << "request " << i << " block size " << o.block_size << " round " << round;
+        ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size());
+        for (size_t t = 0; t < got[i].logprobs.size(); ++t)
+          EXPECT_EQ(std::memcmp(&got[i].logprobs[t].logprob, &want[i].logprobs[t].logprob, sizeof(float)), 0)
+              << "request " << i << " token " << t << " round " << round;
+      }
+    }
+  }
+  Engine engine(*model, pool);
+  GenerationOptions unknown;
+  unknown.adapter = 2;
+  EXPECT_THROW(engine.add(reqs[0].prompt, unknown), Error);
+  EXPECT_THROW(engine.add_embedding(reqs[0].prompt, -2), Error);
+  EXPECT_THROW(Session(*model, pool).generate(reqs[0].prompt, reqs[3].opts, {}), Error) << "a session has no adapters";
+}
+
 TEST(Engine, PromptLogprobsAreThoseOfEveryPromptPosition) {
   auto model = Qwen3Model::load(test::data_path("models/tiny"));
   ThreadPool pool(2);
