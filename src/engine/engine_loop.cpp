@@ -122,13 +122,18 @@ std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, c
   return queue({std::move(prompt), options, nullptr, false, {}}, continues_admitted);
 }
 
-std::shared_ptr<RequestStream> EngineLoop::submit_embedding(std::vector<int32_t> prompt, bool continues_admitted) {
-  return queue({std::move(prompt), {}, nullptr, true, {}}, continues_admitted);
+std::shared_ptr<RequestStream> EngineLoop::submit_embedding(std::vector<int32_t> prompt, bool continues_admitted,
+                                                            int32_t adapter) {
+  GenerationOptions options;
+  options.adapter = adapter;
+  return queue({std::move(prompt), options, nullptr, true, {}}, continues_admitted);
 }
 
 std::shared_ptr<RequestStream> EngineLoop::submit_scoring(std::vector<int32_t> prompt, std::vector<int32_t> token_ids,
-                                                          bool continues_admitted) {
-  return queue({std::move(prompt), {}, nullptr, false, std::move(token_ids)}, continues_admitted);
+                                                          bool continues_admitted, int32_t adapter) {
+  GenerationOptions options;
+  options.adapter = adapter;
+  return queue({std::move(prompt), options, nullptr, false, std::move(token_ids)}, continues_admitted);
 }
 
 std::shared_ptr<RequestStream> EngineLoop::queue(Incoming in, bool continues_admitted) {
@@ -201,9 +206,9 @@ void EngineLoop::admit(std::deque<Incoming>& incoming) {
     RequestStream* stream = in.stream.get();
     try {
       const int64_t handle =
-          in.embed ? engine_.add_embedding(in.prompt)
+          in.embed ? engine_.add_embedding(in.prompt, in.options.adapter)
           : !in.score_ids.empty()
-              ? engine_.add_scoring(in.prompt, std::move(in.score_ids))
+              ? engine_.add_scoring(in.prompt, std::move(in.score_ids), in.options.adapter)
               : engine_.add(
                     in.prompt, in.options,
                     [stream](int32_t id, const TokenLogprobs* logprobs) {

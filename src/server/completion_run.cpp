@@ -238,7 +238,7 @@ ordered_json CompletionRun::chunk(const ordered_json& choices) const {
   return {{"id", id_},
           {"object", request_.chat ? "chat.completion.chunk" : "text_completion"},
           {"created", created_},
-          {"model", model_.name},
+          {"model", served_name(model_, request_.options.adapter)},
           {"choices", choices}};
 }
 

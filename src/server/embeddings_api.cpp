@@ -36,8 +36,8 @@ EmbeddingRequest parse_embedding_request(const ordered_json& body, const ServedM
         item.key() != "dimensions" && item.key() != "user" && item.key() != "truncate_prompt_tokens")
       throw ApiError(400, "Unrecognized request argument supplied: " + input_excerpt(item.key()),
                      input_excerpt(item.key()));
-  check_model(body, model);
   EmbeddingRequest r;
+  r.adapter = requested_adapter(body, model);
   if (given(body, "encoding_format")) {
     const ordered_json& f = body["encoding_format"];
     if (f != "float" && f != "base64") bad("encoding_format", "'encoding_format' must be \"float\" or \"base64\"");

@@ -17,6 +17,7 @@ struct EmbeddingRequest {
   std::vector<std::vector<int32_t>> inputs;
   int64_t dimensions = 0;  // 0: all
   bool base64 = false;     // encoding_format "base64": little-endian float32, as OpenAI's clients ask by default
+  int32_t adapter = -1;    // the named LoRA adapter the body's "model" asks for
 };
 
 // 400 (ApiError naming the field) for what OpenAI's API refuses, an input

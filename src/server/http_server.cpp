@@ -233,8 +233,8 @@ void HttpServer::Impl::embeddings(const httplib::Request& req, httplib::Response
       parse_embedding_request(parse_json_body(req.body), *model, loop->capacity()));
   auto batch = std::make_shared<PromptOnlyBatch>(
       request->inputs, "input",
-      [&](const std::vector<int32_t>& ids, bool more) { return loop->submit_embedding(ids, more); });
-  answer_prompt_only(req, res, batch, [request, batch, name = model->name] {
+      [&](const std::vector<int32_t>& ids, bool more) { return loop->submit_embedding(ids, more, request->adapter); });
+  answer_prompt_only(req, res, batch, [request, batch, name = served_name(*model, request->adapter)] {
     return embedding_response(*request, batch->outputs(), name);
   });
 }
@@ -244,12 +244,14 @@ void HttpServer::Impl::rerank(const httplib::Request& req, httplib::Response& re
       std::make_shared<const RerankRequest>(parse_rerank_request(parse_json_body(req.body), *model, loop->capacity()));
   auto batch =
       std::make_shared<PromptOnlyBatch>(request->inputs, "documents", [&](const std::vector<int32_t>& ids, bool more) {
-        return request->prompt->uses_classifier() ? loop->submit_embedding(ids, more)
-                                                  : loop->submit_scoring(ids, request->prompt->score_ids(), more);
+        return request->prompt->uses_classifier()
+                   ? loop->submit_embedding(ids, more, request->adapter)
+                   : loop->submit_scoring(ids, request->prompt->score_ids(), more, request->adapter);
       });
-  answer_prompt_only(req, res, batch, [request, batch, id = new_id("rerank-"), name = model->name] {
-    return rerank_response(*request, batch->outputs(), id, name);
-  });
+  answer_prompt_only(req, res, batch,
+                     [request, batch, id = new_id("rerank-"), name = served_name(*model, request->adapter)] {
+                       return rerank_response(*request, batch->outputs(), id, name);
+                     });
 }
 
 void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response& res, Api api) {
@@ -270,7 +272,7 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
   std::shared_ptr<const ResponseContext> response_context;
   if (api == Api::Responses)
     response_context = std::make_shared<const ResponseContext>(ResponseContext{
-        id, static_cast<int64_t>(std::time(nullptr)), model->name, body,
+        id, static_cast<int64_t>(std::time(nullptr)), served_name(*model, request->options.adapter), body,
         as_written(request->options.sampling.temperature), as_written(request->options.sampling.top_p)});
   auto in_api = [response_context](ordered_json answer) {
     return response_context && !answer.contains("error") ? response_of_chat_answer(*response_context, answer) : answer;
@@ -374,23 +376,25 @@ void HttpServer::Impl::routes() {
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics->render(loop->stats(), block_size), "text/plain; version=0.0.4");
   });
-  auto model_object = [this] {  // read after ready, which set_ready() sets last
-    return ordered_json{{"id", model->name},
-                        {"object", "model"},
-                        {"created", ready_at},
-                        {"owned_by", "qinfer"},
-                        {"max_model_len", model->context}};
+  // The base model, then each named LoRA adapter with the model it adapts
+  // as its parent (vLLM's listing). Read after ready, which set_ready() sets last.
+  auto model_object = [this](int32_t adapter) {
+    ordered_json o = {{"id", served_name(*model, adapter)},
+                      {"object", "model"},
+                      {"created", ready_at},
+                      {"owned_by", "qinfer"},
+                      {"max_model_len", model->context}};
+    if (adapter >= 0) o["parent"] = model->name;
+    return o;
   };
-  http.Get("/v1/models", [model_object](const httplib::Request&, httplib::Response& res) {
-    send_json(res, {{"object", "list"}, {"data", ordered_json::array({model_object()})}});
+  http.Get("/v1/models", [this, model_object](const httplib::Request&, httplib::Response& res) {
+    ordered_json data = ordered_json::array({model_object(-1)});
+    for (size_t a = 0; a < model->bundle.model->adapter_names().size(); ++a)
+      data.push_back(model_object(static_cast<int32_t>(a)));
+    send_json(res, {{"object", "list"}, {"data", data}});
   });
   http.Get(R"(/v1/models/(.+))", [this, model_object](const httplib::Request& req, httplib::Response& res) {
-    if (req.matches[1] != model->name)
-      throw ApiError(404,
-                     "The model '" + input_excerpt(std::string(req.matches[1])) +
-                         "' does not exist; this server serves '" + model->name + "'",
-                     "model");
-    send_json(res, model_object());
+    send_json(res, model_object(requested_adapter({{"model", req.matches[1].str()}}, *model)));
   });
   // CORS preflights (and plain OPTIONS): what each route allows. Browsers send
   // them without credentials, so they pass without the key.

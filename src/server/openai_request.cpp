@@ -197,9 +197,10 @@ void check_field_names(const ordered_json& body, bool chat) {
 CompletionRequest common_fields(const ordered_json& body, const ServedModel& model, bool chat) {
   check_field_names(body, chat);
   CompletionRequest r;
-  check_model(body, model);
+  const int32_t adapter = requested_adapter(body, model);
   GenerationFields g = parse_generation_fields(body, model.bundle, model.context);
   r.options = std::move(g.options);
+  r.options.adapter = adapter;
   r.stop = std::move(g.stop);
   r.n = static_cast<int>(integer(body, "n", 1, 1, kMaxChoices));
   r.stream = boolean(body, "stream", false);
@@ -532,15 +533,23 @@ void truncate_prompts(const ordered_json& body, std::vector<std::vector<int32_t>
     if (ids.size() > keep) ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(keep));
 }
 
-void check_model(const ordered_json& body, const ServedModel& model) {
+int32_t requested_adapter(const ordered_json& body, const ServedModel& model) {
   if (!body.contains("model") || body["model"].is_null())
-    return;  // llama-server and vLLM serve their one model to requests that name none
+    return -1;  // llama-server and vLLM serve their one model to requests that name none
   if (!body["model"].is_string()) bad("model", "'model' must be a string");
-  if (body["model"].get<std::string>() != model.name)
-    throw ApiError(404,
-                   "The model '" + input_excerpt(body["model"].get<std::string>()) +
-                       "' does not exist; this server serves '" + model.name + "'",
-                   "model", "invalid_request_error");
+  const std::string& name = body["model"].get_ref<const std::string&>();
+  if (name == model.name) return -1;
+  const std::vector<std::string>& adapters = model.bundle.model->adapter_names();
+  const auto it = std::find(adapters.begin(), adapters.end(), name);
+  if (it != adapters.end()) return static_cast<int32_t>(it - adapters.begin());
+  std::string served = "'" + model.name + "'";
+  for (const std::string& a : adapters) served += ", '" + a + "'";
+  throw ApiError(404, "The model '" + input_excerpt(name) + "' does not exist; this server serves " + served, "model",
+                 "invalid_request_error");
+}
+
+const std::string& served_name(const ServedModel& model, int32_t adapter) {
+  return adapter < 0 ? model.name : model.bundle.model->adapter_names()[static_cast<size_t>(adapter)];
 }
 
 CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel& model) {

@@ -99,8 +99,12 @@ bool is_chat_prompt_field(std::string_view key);
 void truncate_prompts(const nlohmann::ordered_json& body, std::vector<std::vector<int32_t>>& prompts, int64_t context,
                       int64_t room);
 
-// 404 when the body names another model than the one served (none named: this one).
-void check_model(const nlohmann::ordered_json& body, const ServedModel& model);
+// The named LoRA adapter the body's "model" asks for (vLLM's
+// --lora-modules): its index, or -1 for the base model (also when none is
+// named); 404 for a name the server does not serve.
+int32_t requested_adapter(const nlohmann::ordered_json& body, const ServedModel& model);
+// What answers report as their "model": the adapter's name, or the base model's.
+const std::string& served_name(const ServedModel& model, int32_t adapter);
 CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const ServedModel& model);
 // The 400 of a prompt that leaves the reply no room in the context.
 class ContextLengthError : public ApiError {

@@ -31,9 +31,9 @@ RerankRequest parse_rerank_request(const ordered_json& body, const ServedModel& 
         item.key() != "return_documents" && item.key() != "instruction")
       throw ApiError(400, "Unrecognized request argument supplied: " + input_excerpt(item.key()),
                      input_excerpt(item.key()));
-  check_model(body, model);
-  if (!model.bundle.tokenizer) bad("query", "this model has no tokenizer.json: it cannot read a query");
   RerankRequest r;
+  r.adapter = requested_adapter(body, model);
+  if (!model.bundle.tokenizer) bad("query", "this model has no tokenizer.json: it cannot read a query");
   const std::string query = string_field(body, "query", true);
   std::string instruction = string_field(body, "instruction", false);
   if (instruction.empty()) instruction = kDefaultRerankInstruction;

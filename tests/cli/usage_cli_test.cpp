@@ -396,6 +396,29 @@ TEST(UsageCli, BenchChecksItsLimitsBeforeTiming) {
 // to every request); -p + -n of bench-batch wrapped past the context check;
 // --kv-mem -5 or nan was the default pool; serve --ctx over the model's
 // maximum was taken silently (generate refuses it).
+// serve --lora-modules NAME=DIR: a spec without a name or a directory, the
+// served model's own name or a name given twice is a usage error before the
+// server listens; an adapter that is not there fails the load, naming it.
+TEST(UsageCli, LoraModulesNeedANameOfTheirOwnAndAnAdapter) {
+  const std::string serve = "timeout 60 " + bin() + " serve -m " + tiny() + " --port 0 --served-model-name tiny";
+  const struct {
+    std::string args, message;
+    int status;
+  } cases[] = {
+      {" --lora-modules sql", "--lora-modules 'sql': give NAME=DIR", 2},
+      {" --lora-modules =/tmp", "--lora-modules '=/tmp': give NAME=DIR", 2},
+      {" --lora-modules sql=", "--lora-modules 'sql=': give NAME=DIR", 2},
+      {" --lora-modules tiny=/tmp", "'tiny' is the served model's name", 2},
+      {" --lora-modules a=/tmp a=/tmp", "two adapters are named 'a'", 2},
+      {" --lora-modules sql=/nonexistent-adapter", "/nonexistent-adapter: no adapter_model.safetensors", 1},
+  };
+  for (const auto& c : cases) {
+    const Outcome r = run(serve + c.args);
+    EXPECT_EQ(r.exit_code, c.status) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+  }
+}
+
 TEST(UsageCli, EngineSizesThatWrapOrExceedTheirBoundsAreRefused) {
   const std::string line = "echo '{\"prompt\": \"hi\", \"max_tokens\": 2}' | ";
   struct Case {

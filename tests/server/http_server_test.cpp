@@ -38,8 +38,9 @@ struct Fixture {
   explicit Fixture(engine::EngineLoopOptions lo = {{4, 0, 64, 8, 128}, 16}, std::string key = "",
                    const std::string& model = test::data_path("models/tiny"),
                    std::vector<std::string> allowed_origins = {}, std::chrono::milliseconds status_wait = 1s,
-                   std::chrono::milliseconds space_interval = 1s, size_t max_body_bytes = 16384)
-      : bundle(load_model_bundle(model)),
+                   std::chrono::milliseconds space_interval = 1s, size_t max_body_bytes = 16384,
+                   const LoadOptions& load = {})
+      : bundle(load_model_bundle(model, load)),
         pool(2),
         loop(*bundle.model, pool, lo),
         served{bundle, "tiny", loop.context()},
@@ -796,6 +797,71 @@ TEST(HttpServer, EchoGivesThePromptAndTheLogprobsOfItsTokens) {
 // vLLM's prompt_logprobs: each prompt token's log-probability (those echo
 // gives), its rank and the most likely tokens there; completions per choice,
 // chat beside the choices; not with stream.
+// vLLM's --lora-modules: a request whose "model" names an adapter runs with
+// it (and says so), beside requests for the base model; its answer is the
+// one of a server whose model has that adapter for every request.
+// /v1/models lists the adapters with their parent; another name is a 404.
+TEST(HttpServer, NamedAdaptersAnswerTheRequestsThatNameThem) {
+  const std::string tiny = test::data_path("models/tiny");
+  test::ScratchDir dir("serve-lora");
+  write_test_lora_adapter(dir.file("a"), load_qwen3_config(tiny + "/config.json"), {}, 21);
+  LoadOptions named, everyone;
+  named.lora_modules = {{"tiny-sql", dir.file("a")}};
+  everyone.lora_adapters = {dir.file("a")};
+  Fixture f({{4, 0, 64, 8, 128}, 16}, "", tiny, {}, 1s, 1s, 16384, named);
+  Fixture adapted({{4, 0, 64, 8, 128}, 16}, "", tiny, {}, 1s, 1s, 16384, everyone);
+
+  const ordered_json models = ordered_json::parse(f.client().Get("/v1/models")->body);
+  ASSERT_EQ(models["data"].size(), 2u) << models;
+  EXPECT_EQ(models["data"][0]["id"], "tiny");
+  EXPECT_FALSE(models["data"][0].contains("parent"));
+  EXPECT_EQ(models["data"][1]["id"], "tiny-sql");
+  EXPECT_EQ(models["data"][1]["parent"], "tiny");
+  EXPECT_EQ(ordered_json::parse(f.client().Get("/v1/models/tiny-sql")->body)["parent"], "tiny");
+  auto missing = f.client().Get("/v1/models/tiny-sq");
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_NE(missing->body.find("this server serves 'tiny', 'tiny-sql'"), std::string::npos) << missing->body;
+
+  const ordered_json body = {
+      {"prompt", "The capital of France is"}, {"max_tokens", 6}, {"temperature", 0}, {"logprobs", 2}};
+  auto with_model = [&](const char* name) {
+    ordered_json b = body;
+    b["model"] = name;
+    return b;
+  };
+  // Both at once, so that they share steps.
+  ordered_json base_answer, sql_answer;
+  std::thread other([&] { base_answer = f.post("/v1/completions", with_model("tiny")); });
+  sql_answer = f.post("/v1/completions", with_model("tiny-sql"));
+  other.join();
+  EXPECT_EQ(sql_answer["model"], "tiny-sql");
+  EXPECT_EQ(base_answer["model"], "tiny");
+  const ordered_json want = adapted.post("/v1/completions", with_model("tiny"));
+  EXPECT_EQ(sql_answer["choices"][0]["logprobs"], want["choices"][0]["logprobs"]);
+  EXPECT_EQ(sql_answer["choices"][0]["text"], want["choices"][0]["text"]);
+  EXPECT_NE(base_answer["choices"][0]["logprobs"], want["choices"][0]["logprobs"]) << "the adapter changes them";
+  // A second time, its prompt's blocks cached: the same answer.
+  EXPECT_EQ(f.post("/v1/completions", with_model("tiny-sql"))["choices"], sql_answer["choices"]);
+
+  // Chat and embeddings take it too.
+  const ordered_json chat = {{"model", "tiny-sql"},
+                             {"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                             {"max_tokens", 3},
+                             {"temperature", 0}};
+  ordered_json chat_base = chat;
+  chat_base["model"] = "tiny";
+  const ordered_json chat_answer = f.post("/v1/chat/completions", chat);
+  EXPECT_EQ(chat_answer["model"], "tiny-sql");
+  EXPECT_EQ(chat_answer["choices"], adapted.post("/v1/chat/completions", chat_base)["choices"]);
+  const ordered_json embedded = f.post("/v1/embeddings", {{"model", "tiny-sql"}, {"input", "hello"}});
+  EXPECT_EQ(embedded["model"], "tiny-sql");
+  EXPECT_EQ(embedded["data"], adapted.post("/v1/embeddings", {{"input", "hello"}})["data"]);
+  EXPECT_NE(embedded["data"], f.post("/v1/embeddings", {{"input", "hello"}})["data"]);
+
+  const ordered_json unknown = f.post("/v1/completions", with_model("tiny-sq"), 404);
+  EXPECT_EQ(unknown["error"]["param"], "model") << unknown;
+}
+
 TEST(HttpServer, PromptLogprobsAsVllmGivesThem) {
   Fixture f;
   const Tokenizer& tok = f.bundle.require_tokenizer();
