@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "engine_flags.h"
 #include "load_flags.h"
+#include "lora_modules_flag.h"
 #include "runtime/model_bundle.h"
 #include "runtime/text_stream.h"
 #include "server/openai_request.h"
@@ -29,6 +30,7 @@ using nlohmann::ordered_json;
 
 struct BatchArgs {
   std::string model;
+  LoraModulesFlag lora_modules;
   LoadFlags load;
   EngineFlags engine;
   DraftFlags draft;
@@ -50,7 +52,7 @@ constexpr int64_t kDefaultMaxTokens = 128;  // a line without max_tokens
 // generation fields, read by the server's rules (server/openai_request.h) on
 // top of the model's defaults. Unknown fields are refused: a misspelt one
 // would otherwise be a silent default.
-Job parse_job(const std::string& line, const ModelBundle& bundle, int64_t context) {
+Job parse_job(const std::string& line, const ModelBundle& bundle, const std::string& model_name, int64_t context) {
   // A prompt that cannot fit is refused before it is encoded whole (a huge
   // line would take minutes); one that is merely too long, by the engine.
   auto too_long = [&] {
@@ -61,9 +63,10 @@ Job parse_job(const std::string& line, const ModelBundle& bundle, int64_t contex
   const ordered_json j = server::parse_json_body(line, "the line");
   for (const auto& item : j.items())
     if (item.key() != "prompt" && item.key() != "prompt_ids" && item.key() != "response_format" &&
-        item.key() != "truncate_prompt_tokens" && !server::is_chat_prompt_field(item.key()) &&
+        item.key() != "truncate_prompt_tokens" && item.key() != "model" && !server::is_chat_prompt_field(item.key()) &&
         !server::is_generation_field(item.key()))
       fail("unknown field \"", item.key(), "\"");
+  job.options.adapter = server::requested_adapter(j, {bundle, model_name, context});  // Error: no such adapter
   // A prompt to truncate is encoded whole first: its end is what is kept.
   const bool truncated = server::given(j, "truncate_prompt_tokens");
   const size_t limit = truncated ? SIZE_MAX : static_cast<size_t>(context);
@@ -85,6 +88,7 @@ Job parse_job(const std::string& line, const ModelBundle& bundle, int64_t contex
     job.prompt = std::move(*ids);
   }
   server::GenerationFields fields = server::parse_generation_fields(j, bundle, kDefaultMaxTokens);
+  fields.options.adapter = job.options.adapter;
   job.options = std::move(fields.options);
   if (j.contains("messages")) {  // its text holds the reply's <think> block, if it opens one
     server::ChatPrompt chat = server::render_chat_prompt(j, bundle, limit);
@@ -106,7 +110,8 @@ Job parse_job(const std::string& line, const ModelBundle& bundle, int64_t contex
 void run_batch(const BatchArgs& a) {
   a.engine.validate();
   a.draft.validate();
-  const LoadOptions load_options = a.load.options();
+  LoadOptions load_options = a.load.options();
+  load_options.lora_modules = a.lora_modules.adapters(a.model);
   const ModelBundle bundle = load_model_bundle(a.model, load_options);
   engine::EngineOptions options = a.engine.engine_options(*bundle.model);
   a.draft.apply(options);
@@ -125,7 +130,7 @@ void run_batch(const BatchArgs& a) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     Job job;
     try {
-      job = parse_job(line, bundle, context);
+      job = parse_job(line, bundle, a.model, context);
       if (!bundle.tokenizer && !job.stops.empty()) fail("\"stop\" needs the tokenizer (tokenizer.json) to see text");
       longest = std::max(longest, static_cast<int64_t>(job.prompt.size()) + job.options.max_new_tokens);
     } catch (const Error& e) {
@@ -223,6 +228,7 @@ void add_batch_command(CLI::App& app) {
       ->required();
   a->engine.add_options(cmd);
   a->draft.add_options(cmd);
+  a->lora_modules.add_option(cmd);  // a line's "model" names one (-m as given: none)
   a->load.add_options(cmd);
   cmd->callback([a] { run_batch(*a); });
 }

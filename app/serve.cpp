@@ -17,6 +17,7 @@
 #include "engine/engine_loop.h"
 #include "engine_flags.h"
 #include "load_flags.h"
+#include "lora_modules_flag.h"
 #include "runtime/model_bundle.h"
 #include "server/http_server.h"
 #include "usage_error.h"
@@ -30,7 +31,7 @@ constexpr int64_t kMaxQueue = int64_t{1} << 20;
 
 struct ServeArgs {
   std::string model, served_name;
-  std::vector<std::string> lora_modules;  // NAME=DIR
+  LoraModulesFlag lora_modules;
   server::ServerOptions http;
   LoadFlags load;
   EngineFlags engine;
@@ -39,31 +40,6 @@ struct ServeArgs {
   double shutdown_timeout = 10;
   bool api_key_given = false;
 };
-
-// --lora-modules NAME=DIR ...: each a name requests may give as "model", not
-// the served model's and not twice.
-std::vector<NamedLoraAdapter> named_adapters(const std::vector<std::string>& specs, const std::string& served_name) {
-  std::vector<NamedLoraAdapter> adapters;
-  for (const std::string& spec : specs) {
-    const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-      usage_fail("--lora-modules '", spec, "': give NAME=DIR (the name requests use as \"model\", the PEFT adapter)");
-    NamedLoraAdapter a{spec.substr(0, eq), spec.substr(eq + 1)};
-    if (a.name == served_name)
-      usage_fail("--lora-modules: '", a.name, "' is the served model's name; an adapter needs a name of its own");
-    for (const NamedLoraAdapter& b : adapters)
-      if (b.name == a.name) usage_fail("--lora-modules: two adapters are named '", a.name, "'");
-    adapters.push_back(std::move(a));
-  }
-  return adapters;
-}
-
-// ", adapters 'a', 'b'" (nothing without any), for the ready line.
-std::string adapter_list(const std::vector<std::string>& names) {
-  std::string list;
-  for (const std::string& n : names) list += (list.empty() ? ", adapters '" : ", '") + n + "'";
-  return list;
-}
 
 void run_serve(const ServeArgs& a) {
   a.engine.validate();
@@ -80,7 +56,7 @@ void run_serve(const ServeArgs& a) {
   // `--api-key "$KEY"` with KEY unset must not serve without a key.
   if (a.api_key_given && a.http.api_key.empty()) usage_fail("--api-key is empty: give the key, or leave the flag out");
   LoadOptions load_options = a.load.options();
-  load_options.lora_modules = named_adapters(a.lora_modules, a.served_name.empty() ? a.model : a.served_name);
+  load_options.lora_modules = a.lora_modules.adapters(a.served_name.empty() ? a.model : a.served_name);
 
   // Signals are taken by sigwait below, never by a handler on a random thread.
   sigset_t stop_signals;
@@ -221,9 +197,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("-m,--model", a->model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")
       ->required();
   cmd->add_option("--served-model-name", a->served_name, "The model name requests use (default: -m as given)");
-  cmd->add_option("--lora-modules", a->lora_modules,
-                  "NAME=DIR ...: PEFT LoRA adapters a request runs with when its \"model\" is NAME (vLLM's flag); "
-                  "requests with and without them share the batch; /v1/models lists them");
+  a->lora_modules.add_option(cmd);  // /v1/models lists them
   cmd->add_option("--host", a->http.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", a->http.port, "Port (0: any free port)")->capture_default_str();
   cmd->add_option("--api-key", a->http.api_key, "Require 'Authorization: Bearer KEY' (/health stays open)")

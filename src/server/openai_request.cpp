@@ -544,7 +544,7 @@ int32_t requested_adapter(const ordered_json& body, const ServedModel& model) {
   if (it != adapters.end()) return static_cast<int32_t>(it - adapters.begin());
   std::string served = "'" + model.name + "'";
   for (const std::string& a : adapters) served += ", '" + a + "'";
-  throw ApiError(404, "The model '" + input_excerpt(name) + "' does not exist; this server serves " + served, "model",
+  throw ApiError(404, "The model '" + input_excerpt(name) + "' does not exist; the models are " + served, "model",
                  "invalid_request_error");
 }
 

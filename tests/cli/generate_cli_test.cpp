@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "golden.h"
+#include "json_lines.h"
 #include "test_util.h"
 
 using nlohmann::json;
@@ -198,6 +199,19 @@ TEST(MakeTestModelCli, LoraAdapterChangesGenerationAsInABatch) {
                   bin() + " batch -m " + model + " --lora " + adapter);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(json::parse(r.output)["ids"], adapted);
+  // Named (--lora-modules): the lines that name it take it, in the same batch as those that do not.
+  const std::string line = R"({"prompt_ids": [1, 2, 3], "max_tokens": 8, "temperature": 0, "ignore_eos": true)";
+  r = run_command("printf '%s\n' '" + line + R"(, "model": "sql"}' ')" + line + "}' '" + line + R"(, "model": ")" +
+                  model + "\"}' '" + line + R"(, "model": "sq"}' | )" + bin() + " batch -m " + model +
+                  " --lora-modules sql=" + adapter);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::vector<json> lines = qinfer::test::json_lines_of(r.output);
+  ASSERT_EQ(lines.size(), 4u) << r.output;
+  EXPECT_EQ(lines[0]["ids"], adapted);
+  EXPECT_EQ(lines[1]["ids"], plain);
+  EXPECT_EQ(lines[2]["ids"], plain) << "the model's own name: no adapter";
+  EXPECT_NE(lines[3]["error"].get<std::string>().find("line 4: The model 'sq' does not exist"), std::string::npos)
+      << lines[3];
 
   r = run_command(gen + " --lora " + dir.file("none") + " 2>&1");
   EXPECT_EQ(r.exit_code, 1);

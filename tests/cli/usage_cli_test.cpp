@@ -408,7 +408,7 @@ TEST(UsageCli, LoraModulesNeedANameOfTheirOwnAndAnAdapter) {
       {" --lora-modules sql", "--lora-modules 'sql': give NAME=DIR", 2},
       {" --lora-modules =/tmp", "--lora-modules '=/tmp': give NAME=DIR", 2},
       {" --lora-modules sql=", "--lora-modules 'sql=': give NAME=DIR", 2},
-      {" --lora-modules tiny=/tmp", "'tiny' is the served model's name", 2},
+      {" --lora-modules tiny=/tmp", "'tiny' is the model's own name", 2},
       {" --lora-modules a=/tmp a=/tmp", "two adapters are named 'a'", 2},
       {" --lora-modules sql=/nonexistent-adapter", "/nonexistent-adapter: no adapter_model.safetensors", 1},
   };

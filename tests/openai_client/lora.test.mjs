@@ -58,5 +58,5 @@ test('a request naming the adapter runs with it, beside one for the base model',
 
 test('a model the server does not serve is NotFoundError', async () => {
   await assert.rejects(client.completions.create({ model: 'sq', prompt: 'hi', max_tokens: 2 }),
-    (e) => e instanceof OpenAI.NotFoundError && /this server serves 'base', 'sql'/.test(e.message));
+    (e) => e instanceof OpenAI.NotFoundError && /the models are 'base', 'sql'/.test(e.message));
 });

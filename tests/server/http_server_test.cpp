@@ -820,7 +820,7 @@ TEST(HttpServer, NamedAdaptersAnswerTheRequestsThatNameThem) {
   EXPECT_EQ(ordered_json::parse(f.client().Get("/v1/models/tiny-sql")->body)["parent"], "tiny");
   auto missing = f.client().Get("/v1/models/tiny-sq");
   EXPECT_EQ(missing->status, 404);
-  EXPECT_NE(missing->body.find("this server serves 'tiny', 'tiny-sql'"), std::string::npos) << missing->body;
+  EXPECT_NE(missing->body.find("the models are 'tiny', 'tiny-sql'"), std::string::npos) << missing->body;
 
   const ordered_json body = {
       {"prompt", "The capital of France is"}, {"max_tokens", 6}, {"temperature", 0}, {"logprobs", 2}};
