@@ -111,9 +111,8 @@ void for_each_matmul_weight(const Qwen3Model& m, F f) {
   for (const Qwen3Layer& l : w.layers) {
     for (const WeightMatrix* x : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
       if (x->data) f(*x, 1.0);
-    for (const auto* deltas : {&l.lora.q_proj, &l.lora.k_proj, &l.lora.v_proj, &l.lora.o_proj, &l.lora.gate_proj,
-                               &l.lora.up_proj, &l.lora.down_proj})
-      for (const LoraDelta& d : *deltas) {  // --lora: A, and B as the [r, out] rows it is kept in
+    for (const LoraProjection& p : lora_projections(m.config()))
+      for (const LoraDelta& d : l.lora.*p.deltas) {  // --lora: A, and B as the [r, out] rows it is kept in
         f(d.a, 1.0);
         f(WeightMatrix{WeightFormat::F32, d.b_t.data(), d.a.rows, d.out}, 1.0);
       }

@@ -44,6 +44,20 @@ LoraDelta delta(const TensorView& a, const TensorView& b, double scale, const st
 
 }  // namespace
 
+std::array<LoraProjection, 7> lora_projections(const Qwen3Config& c) {
+  const int64_t H = c.hidden_size, q_dim = c.num_attention_heads * c.head_dim,
+                kv_dim = c.num_key_value_heads * c.head_dim, I = c.intermediate_size;
+  return {{
+      {"self_attn.q_proj", &LoraLayer::q_proj, q_dim, H, false},
+      {"self_attn.k_proj", &LoraLayer::k_proj, kv_dim, H, false},
+      {"self_attn.v_proj", &LoraLayer::v_proj, kv_dim, H, false},
+      {"self_attn.o_proj", &LoraLayer::o_proj, H, q_dim, false},
+      {"mlp.gate_proj", &LoraLayer::gate_proj, I, H, true},
+      {"mlp.up_proj", &LoraLayer::up_proj, I, H, true},
+      {"mlp.down_proj", &LoraLayer::down_proj, H, I, true},
+  }};
+}
+
 std::vector<LoraLayer> read_lora_adapter(const std::string& dir, const Qwen3Config& c, const std::string& prefix,
                                          std::vector<OwnedBytes>& owned, ThreadPool& pool) {
   const std::string file = dir + "/adapter_model.safetensors";
@@ -56,29 +70,12 @@ std::vector<LoraLayer> read_lora_adapter(const std::string& dir, const Qwen3Conf
   }
   const LoraConfig config = read_lora_config(dir + "/adapter_config.json");
   const SafetensorsFile st(file);
-  const int64_t H = c.hidden_size, q_dim = c.num_attention_heads * c.head_dim,
-                kv_dim = c.num_key_value_heads * c.head_dim, I = c.intermediate_size;
-  struct Projection {
-    const char* name;
-    std::vector<LoraDelta> LoraLayer::*deltas;
-    int64_t out, in;
-    bool mlp;
-  };
-  const Projection projections[] = {
-      {"self_attn.q_proj", &LoraLayer::q_proj, q_dim, H, false},
-      {"self_attn.k_proj", &LoraLayer::k_proj, kv_dim, H, false},
-      {"self_attn.v_proj", &LoraLayer::v_proj, kv_dim, H, false},
-      {"self_attn.o_proj", &LoraLayer::o_proj, H, q_dim, false},
-      {"mlp.gate_proj", &LoraLayer::gate_proj, I, H, true},
-      {"mlp.up_proj", &LoraLayer::up_proj, I, H, true},
-      {"mlp.down_proj", &LoraLayer::down_proj, H, I, true},
-  };
   std::vector<LoraLayer> layers(static_cast<size_t>(c.num_hidden_layers));
   std::set<std::string> used;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)
-    for (const Projection& p : projections) {
+    for (const LoraProjection& p : lora_projections(c)) {
       if (p.mlp && c.is_sparse_layer(l)) continue;
-      const std::string module = prefix + "layers." + std::to_string(l) + "." + p.name;
+      const std::string module = prefix + "layers." + std::to_string(l) + "." + p.module;
       const std::string a_name = "base_model.model." + module + ".lora_A.weight",
                         b_name = "base_model.model." + module + ".lora_B.weight";
       const auto a = st.tensors().find(a_name), b = st.tensors().find(b_name);
@@ -90,8 +87,8 @@ std::vector<LoraLayer> read_lora_adapter(const std::string& dir, const Qwen3Conf
       const std::vector<int64_t> a_shape = {r, p.in}, b_shape = {p.out, r};
       if (a->second.shape != a_shape || b->second.shape != b_shape)
         fail(file, ": ", module, "'s lora_A is ", shape_str(a->second.shape), " and lora_B ",
-             shape_str(b->second.shape), "; rank ", r, " on this model's ", p.name, " [", p.out, ", ", p.in, "] needs ",
-             shape_str(a_shape), " and ", shape_str(b_shape),
+             shape_str(b->second.shape), "; rank ", r, " on this model's ", p.module, " [", p.out, ", ", p.in,
+             "] needs ", shape_str(a_shape), " and ", shape_str(b_shape),
              " (an adapter for another model, or a rank adapter_config.json does not give)");
       (layers[l].*p.deltas).push_back(delta(a->second, b->second, config.scaling_of(module), file, owned, pool));
       used.insert(a_name);

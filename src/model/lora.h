@@ -5,6 +5,7 @@
 // their output, so a quantized base keeps its arithmetic and the adapter
 // its own, and a row's result still never depends on the other rows.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <span>
@@ -37,6 +38,17 @@ struct NamedLoraAdapter {
 struct LoraLayer {
   std::vector<LoraDelta> q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
 };
+
+// A projection an adapter may update: its module under "layers.N.", its
+// updates in LoraLayer, its [out, in] in a config, and whether it is the
+// dense MLP's (a mixture's sparse layers have none).
+struct LoraProjection {
+  const char* module;
+  std::vector<LoraDelta> LoraLayer::*deltas;
+  int64_t out, in;
+  bool mlp;
+};
+std::array<LoraProjection, 7> lora_projections(const Qwen3Config& c);
 
 // Reads the PEFT adapter in `dir` (adapter_config.json and
 // adapter_model.safetensors, as save_pretrained writes them) for a model of

@@ -421,12 +421,11 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
     for (size_t l = 0; l < updates.size(); ++l) {
       LoraLayer& to = w.layers[l].lora;
       LoraLayer& from = updates[l];
-      for (auto deltas : {&LoraLayer::q_proj, &LoraLayer::k_proj, &LoraLayer::v_proj, &LoraLayer::o_proj,
-                          &LoraLayer::gate_proj, &LoraLayer::up_proj, &LoraLayer::down_proj})
-        for (LoraDelta& d : from.*deltas) {
+      for (const LoraProjection& p : lora_projections(c))
+        for (LoraDelta& d : from.*p.deltas) {
           d.adapter = index;
           m->weight_bytes_ += d.a.bytes() + d.b_t.size() * sizeof(float);
-          (to.*deltas).push_back(std::move(d));
+          (to.*p.deltas).push_back(std::move(d));
         }
     }
   }

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "io/safetensors_writer.h"
+#include "model/lora.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 
@@ -201,20 +202,11 @@ void write_test_lora_adapter(const std::string& dir, const Qwen3Config& c, const
                              uint64_t seed, const std::string& prefix) {
   std::filesystem::create_directories(dir);
   FastNormal rng{seed * 0x2545f4914f6cdd1dull + 7};
-  const int64_t H = c.hidden_size, q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim,
-                I = c.intermediate_size;
-  const struct {
-    const char *name, *module;
-    int64_t out, in;
-    bool mlp;
-  } projections[] = {{"q_proj", "self_attn.q_proj", q, H, false},  {"k_proj", "self_attn.k_proj", kv, H, false},
-                     {"v_proj", "self_attn.v_proj", kv, H, false}, {"o_proj", "self_attn.o_proj", H, q, false},
-                     {"gate_proj", "mlp.gate_proj", I, H, true},   {"up_proj", "mlp.up_proj", I, H, true},
-                     {"down_proj", "mlp.down_proj", H, I, true}};
   std::vector<TensorData> ts;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)
-    for (const auto& p : projections) {
-      if (std::find(adapter.targets.begin(), adapter.targets.end(), p.name) == adapter.targets.end()) continue;
+    for (const LoraProjection& p : lora_projections(c)) {
+      const std::string name = std::strchr(p.module, '.') + 1;  // "q_proj": PEFT's target_modules
+      if (std::find(adapter.targets.begin(), adapter.targets.end(), name) == adapter.targets.end()) continue;
       if (p.mlp && c.is_sparse_layer(l)) continue;
       const std::string module = prefix + "layers." + std::to_string(l) + "." + p.module;
       const int64_t r = adapter.lora.rank_of(module);
