@@ -294,10 +294,12 @@ void run_bench(const BenchArgs& a) {
     return;
   }
   const bool integer_weights = weights == "q8" || weights == "q4";
-  std::printf("model        %s (%d threads, weights %s%s%s, KV cache %s, kernels %s)\n", dir.c_str(), pool.size(),
+  std::string adapters;
+  for (const std::string& d : a.load.lora) adapters += (adapters.empty() ? ", LoRA adapters " : ", ") + d;
+  std::printf("model        %s (%d threads, weights %s%s%s%s, KV cache %s, kernels %s)\n", dir.c_str(), pool.size(),
               weights.c_str(), a.load.fast_prefill ? (" with bf16 products: " + build.bf16_products).c_str() : "",
-              integer_weights ? (" with integer dot products: " + build.int8_dot).c_str() : "", a.load.kv.c_str(),
-              build.simd_target.c_str());
+              integer_weights ? (" with integer dot products: " + build.int8_dot).c_str() : "", adapters.c_str(),
+              a.load.kv.c_str(), build.simd_target.c_str());
   std::printf("prefill      pp%lld  %8.1f tok/s  (min %.1f, max %.1f, %d runs)\n",
               static_cast<long long>(a.prompt_tokens), P.median, P.min, P.max, a.reps);
   std::printf(

@@ -177,8 +177,8 @@ TEST(MakeTestModelCli, WritesALoadableCheckpoint) {
 }
 
 // A LoRA adapter end to end: make-test-model writes one, generate and batch
-// (the engine) run it alike, and it changes what the model generates (bench
-// with an adapter: BenchCli.JsonReportsSpeedAndRoofline).
+// (the engine) run it alike, and it changes what the model generates; bench
+// names it (its bytes: BenchCli.JsonReportsSpeedAndRoofline).
 TEST(MakeTestModelCli, LoraAdapterChangesGenerationAsInABatch) {
   qinfer::test::ScratchDir dir("mtm-lora");
   const std::string model = dir.file("model"), adapter = dir.file("adapter");
@@ -212,6 +212,10 @@ TEST(MakeTestModelCli, LoraAdapterChangesGenerationAsInABatch) {
   EXPECT_EQ(lines[2]["ids"], plain) << "the model's own name: no adapter";
   EXPECT_NE(lines[3]["error"].get<std::string>().find("line 4: The model 'sq' does not exist"), std::string::npos)
       << lines[3];
+
+  r = run_command(bin() + " bench -m " + model + " -p 4 -n 2 --reps 1 -t 2 --lora " + adapter + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("weights bf16, LoRA adapters " + adapter + ", KV cache"), std::string::npos) << r.output;
 
   r = run_command(gen + " --lora " + dir.file("none") + " 2>&1");
   EXPECT_EQ(r.exit_code, 1);
