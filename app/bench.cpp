@@ -114,7 +114,7 @@ void for_each_matmul_weight(const Qwen3Model& m, F f) {
     for (const LoraProjection& p : lora_projections(m.config()))
       for (const LoraDelta& d : l.lora.*p.deltas) {  // --lora: A, and B as the [r, out] rows it is kept in
         f(d.a, 1.0);
-        f(WeightMatrix{WeightFormat::F32, d.b_t.data(), d.a.rows, d.out}, 1.0);
+        f(d.b(), 1.0);
       }
     if (l.sparse_mlp.experts.empty()) continue;
     f(l.sparse_mlp.router, 1.0);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -35,10 +36,21 @@ LoraDelta delta(const TensorView& a, const TensorView& b, double scale, const st
   LoraDelta d;
   d.a = pack_float_panels(WeightMatrix{format, a_rows.data(), r, in}, buf.data(), pool);
   d.out = out;
-  d.b_t.resize(static_cast<size_t>(r * out));
+  std::vector<float> b_t(static_cast<size_t>(r * out));
   for (int64_t o = 0; o < out; ++o)
     for (int64_t j = 0; j < r; ++j)
-      d.b_t[j * out + o] = static_cast<float>(load_as_f32(b.data, b.dtype, static_cast<size_t>(o * r + j)) * scale);
+      b_t[j * out + o] = static_cast<float>(load_as_f32(b.data, b.dtype, static_cast<size_t>(o * r + j)) * scale);
+  std::vector<uint16_t> b_bf16(b_t.size());
+  for (size_t i = 0; i < b_t.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &b_t[i], sizeof(bits));
+    if (bits & 0xffffu) {  // not a bf16: B stays in f32
+      d.b_f32 = std::move(b_t);
+      return d;
+    }
+    b_bf16[i] = static_cast<uint16_t>(bits >> 16);
+  }
+  d.b_bf16 = std::move(b_bf16);
   return d;
 }
 
@@ -143,7 +155,11 @@ void add_lora(const float* x, int64_t n, std::span<const int32_t> row_adapter,
         if (c0 >= out || (u.d->adapter >= 0 && u.d->adapter != row_adapter[i])) continue;
         const size_t nc = std::min(kColumns, out - c0);
         const float* ax_row = s.ax.data() + u.ax + i * r;
-        for (size_t j = 0; j < r; ++j) simd::axpy(ax_row[j], &u.d->b_t[j * out + c0], u.y + i * out + c0, nc);
+        float* y = u.y + i * out + c0;
+        if (u.d->b_bf16.empty())
+          for (size_t j = 0; j < r; ++j) simd::axpy(ax_row[j], &u.d->b_f32[j * out + c0], y, nc);
+        else
+          for (size_t j = 0; j < r; ++j) simd::axpy_bf16(ax_row[j], &u.d->b_bf16[j * out + c0], y, nc);
       }
     }
   });

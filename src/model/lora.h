@@ -21,13 +21,23 @@ namespace qinfer {
 
 struct LoraDelta {
   WeightMatrix a;  // [r, in], panels as stored (f32, bf16 or f16: float_dot widens each to f32 as PEFT does)
-  // B transposed, [r, out], f32 rows, times the scaling: y gains
-  // sum_j (A·x)_j · b_t row j, one multiply-add chain per output in j order
+  // B transposed, [r, out], times the scaling: y gains
+  // sum_j (A·x)_j · row j, one multiply-add chain per output in j order
   // (PEFT sums B·(A·x) first and scales it: the same value up to rounding;
   // the scaling is exact for powers of two, the usual alpha = r or 2r).
-  std::vector<float> b_t;
+  // In bf16 where every such value is one exactly (a bf16 adapter with a
+  // power-of-two scaling): the same products from half the bytes a decode
+  // step reads; in f32 otherwise. One of the two is empty.
+  std::vector<float> b_f32;
+  std::vector<uint16_t> b_bf16;
   int64_t out = 0;
   int32_t adapter = -1;  // the named adapter whose rows take it (BatchSeq::adapter); -1: every row
+
+  // B as a [r, out] matrix, in the format it is kept in.
+  WeightMatrix b() const {
+    return b_bf16.empty() ? WeightMatrix{WeightFormat::F32, b_f32.data(), a.rows, out}
+                          : WeightMatrix{WeightFormat::BF16, b_bf16.data(), a.rows, out};
+  }
 };
 
 struct NamedLoraAdapter {

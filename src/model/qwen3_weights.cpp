@@ -424,7 +424,7 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
       for (const LoraProjection& p : lora_projections(c))
         for (LoraDelta& d : from.*p.deltas) {
           d.adapter = index;
-          m->weight_bytes_ += d.a.bytes() + d.b_t.size() * sizeof(float);
+          m->weight_bytes_ += d.a.bytes() + d.b().bytes();
           (to.*p.deltas).push_back(std::move(d));
         }
     }

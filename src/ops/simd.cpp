@@ -57,13 +57,32 @@ float Dot(const float* a, const float* b, size_t n) {
   return s;
 }
 
-void Axpy(float a, const float* x, float* y, size_t n) {
+// x's values as f32: loaded, or widened exactly from bf16.
+template <class D>
+HWY_INLINE hn::Vec<D> LoadF32(D df, const float* x) {
+  return hn::LoadU(df, x);
+}
+template <class D>
+HWY_INLINE hn::Vec<D> LoadF32(D df, const hwy::bfloat16_t* x) {
+  return hn::PromoteTo(df, hn::LoadU(hn::Rebind<hwy::bfloat16_t, D>(), x));
+}
+HWY_INLINE float F32Of(float x) { return x; }
+HWY_INLINE float F32Of(hwy::bfloat16_t x) { return hwy::F32FromBF16(x); }
+
+// One body for both element types: the same multiply-adds whatever x is stored in.
+template <class T>
+HWY_INLINE void AxpyOf(float a, const T* x, float* y, size_t n) {
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
   const auto va = hn::Set(df, a);
   size_t i = 0;
-  for (; i + N <= n; i += N) hn::StoreU(hn::MulAdd(va, hn::LoadU(df, x + i), hn::LoadU(df, y + i)), df, y + i);
-  for (; i < n; ++i) y[i] += a * x[i];
+  for (; i + N <= n; i += N) hn::StoreU(hn::MulAdd(va, LoadF32(df, x + i), hn::LoadU(df, y + i)), df, y + i);
+  for (; i < n; ++i) y[i] += a * F32Of(x[i]);
+}
+
+void Axpy(float a, const float* x, float* y, size_t n) { AxpyOf(a, x, y, n); }
+void AxpyBf16(float a, const uint16_t* x, float* y, size_t n) {
+  AxpyOf(a, reinterpret_cast<const hwy::bfloat16_t*>(x), y, n);
 }
 
 void NarrowF32(const float* src, size_t n, DType t, void* dst) {
@@ -166,6 +185,7 @@ namespace qinfer::simd {
 HWY_EXPORT(WidenF32);
 HWY_EXPORT(Dot);
 HWY_EXPORT(Axpy);
+HWY_EXPORT(AxpyBf16);
 HWY_EXPORT(NarrowF32);
 HWY_EXPORT(SiluMul);
 HWY_EXPORT(SoftmaxScaled);
@@ -175,6 +195,7 @@ HWY_EXPORT(TargetName);
 void widen_f32(const void* src, DType t, size_t n, float* dst) { HWY_DYNAMIC_DISPATCH(WidenF32)(src, t, n, dst); }
 float dot(const float* a, const float* b, size_t n) { return HWY_DYNAMIC_DISPATCH(Dot)(a, b, n); }
 void axpy(float a, const float* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(Axpy)(a, x, y, n); }
+void axpy_bf16(float a, const uint16_t* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(AxpyBf16)(a, x, y, n); }
 void narrow_f32(const float* src, size_t n, DType t, void* dst) { HWY_DYNAMIC_DISPATCH(NarrowF32)(src, n, t, dst); }
 void silu_mul(const float* gate, const float* up, size_t n, float* out) {
   HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, n, out);

@@ -2,6 +2,7 @@
 // to the best target of the CPU (AVX2 here, AVX-512 or NEON elsewhere).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "util/dtype.h"
@@ -15,6 +16,9 @@ float dot(const float* a, const float* b, size_t n);
 
 // y[i] += a * x[i]
 void axpy(float a, const float* x, float* y, size_t n);
+// The same with x in bf16 (its bits): widened exactly, so the products and
+// sums are those of axpy on the widened values, bit for bit.
+void axpy_bf16(float a, const uint16_t* x, float* y, size_t n);
 
 // dst[i] = src[i] rounded to nearest in t (F16, BF16; F32 copies).
 void narrow_f32(const float* src, size_t n, DType t, void* dst);

@@ -111,6 +111,11 @@ TEST(Lora, AdaptersComputeWhatTheirMergedWeightsCompute) {
   LoadOptions both;
   both.lora_adapters = {dir.file("first"), dir.file("second")};
   auto adapted = Qwen3Model::load(tiny, both);
+  // The first's B times 2 is exactly bf16: kept so (half the bytes); the second's scaling is not a power of two.
+  const std::vector<LoraDelta>& q_updates = adapted->weights().layers[0].lora.q_proj;
+  ASSERT_EQ(q_updates.size(), 2u);
+  EXPECT_EQ(q_updates[0].b().format, WeightFormat::BF16);
+  EXPECT_EQ(q_updates[1].b().format, WeightFormat::F32);
   const std::vector<float> want = all_logits(*merged, kPrompt), got = all_logits(*adapted, kPrompt);
   EXPECT_LE(test::max_abs_diff(got, want), 1e-4f);
   // The adapters change the logits far beyond that: the test would see a lost update or scaling.

@@ -106,6 +106,25 @@ TEST(Simd, DotAndAxpy) {
   }
 }
 
+// axpy_bf16 is axpy on the widened values, bit for bit, on every target (the
+// LoRA update keeps B in bf16 only because of this).
+TEST(Simd, AxpyOfBf16IsAxpyOfItsWidenedValues) {
+  test::for_each_target([&] {
+    for (size_t n : {1u, 3u, 8u, 17u, 33u, 100u, 515u}) {
+      const std::vector<uint8_t> bf16 = store_as(randn(n, 11 + n), DType::BF16);
+      std::vector<float> widened(n);
+      simd::widen_f32(bf16.data(), DType::BF16, n, widened.data());
+      std::vector<float> want = randn(n, 29 + n), got = want;
+      const float a = 0.37f + static_cast<float>(n);
+      simd::axpy(a, widened.data(), want.data(), n);
+      std::vector<uint16_t> bits(n);
+      std::memcpy(bits.data(), bf16.data(), n * sizeof(uint16_t));
+      simd::axpy_bf16(a, bits.data(), got.data(), n);
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), n * sizeof(float)), 0) << "n = " << n;
+    }
+  });
+}
+
 class MatmulTest : public ::testing::TestWithParam<DType> {};
 
 TEST_P(MatmulTest, MatchesScalarAtOddSizes) {
