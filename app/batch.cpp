@@ -66,7 +66,7 @@ Job parse_job(const std::string& line, const ModelBundle& bundle, const std::str
         item.key() != "truncate_prompt_tokens" && item.key() != "model" && !server::is_chat_prompt_field(item.key()) &&
         !server::is_generation_field(item.key()))
       fail("unknown field \"", item.key(), "\"");
-  job.options.adapter = server::requested_adapter(j, {bundle, model_name, context});  // Error: no such adapter
+  const int32_t adapter = server::requested_adapter(j, {bundle, model_name, context});  // Error: no such adapter
   // A prompt to truncate is encoded whole first: its end is what is kept.
   const bool truncated = server::given(j, "truncate_prompt_tokens");
   const size_t limit = truncated ? SIZE_MAX : static_cast<size_t>(context);
@@ -88,8 +88,8 @@ Job parse_job(const std::string& line, const ModelBundle& bundle, const std::str
     job.prompt = std::move(*ids);
   }
   server::GenerationFields fields = server::parse_generation_fields(j, bundle, kDefaultMaxTokens);
-  fields.options.adapter = job.options.adapter;
   job.options = std::move(fields.options);
+  job.options.adapter = adapter;
   if (j.contains("messages")) {  // its text holds the reply's <think> block, if it opens one
     server::ChatPrompt chat = server::render_chat_prompt(j, bundle, limit);
     if (chat.over_limit) too_long();

@@ -74,8 +74,7 @@ Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& o
 
 Engine::Request& Engine::queue(std::span<const int32_t> prompt, int64_t max_prompt, int32_t adapter) {
   if (prompt.empty()) fail("the prompt is empty: at least one token is needed");
-  if (adapter < -1 || adapter >= static_cast<int64_t>(model_.adapter_names().size()))
-    fail("LoRA adapter ", adapter, " does not exist: the model has ", model_.adapter_names().size(), " named adapters");
+  model_.check_adapter(adapter);
   if (static_cast<int64_t>(prompt.size()) > max_prompt)
     fail("the prompt has ", prompt.size(), " tokens but the context length is ", context_, " tokens",
          max_prompt < context_ ? ": nothing can be generated" : "");

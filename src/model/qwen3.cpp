@@ -41,8 +41,7 @@ std::span<const float> forward(const Qwen3Model& model, const Batch& batch, KvPo
     if (static_cast<int64_t>(q.blocks.size()) * kv.block_size() < q.pos0 + q.n)
       fail("forward: a block table of ", q.blocks.size(), " blocks of ", kv.block_size(), " positions cannot hold ",
            q.pos0 + q.n, " positions");
-    if (q.adapter < -1 || q.adapter >= static_cast<int64_t>(model.adapter_names().size()))
-      fail("forward: adapter ", q.adapter, " of ", model.adapter_names().size(), " named adapters");
+    model.check_adapter(q.adapter);
     for (int64_t t = 0; t < q.n; ++t) {
       s.positions[rows_seen + t] = static_cast<int32_t>(q.pos0 + t);
       s.row_adapter[rows_seen + t] = q.adapter;

@@ -101,6 +101,8 @@ class Qwen3Model {
   DType kv_cache_dtype() const { return kv_cache_; }
   // The names of LoadOptions::lora_modules, in order (BatchSeq::adapter indexes them).
   const std::vector<std::string>& adapter_names() const { return adapter_names_; }
+  // Error unless `adapter` is -1 (none) or indexes adapter_names().
+  void check_adapter(int32_t adapter) const;
 
   KvCache make_cache() const;  // sized for the model's context length, grown on use
 

@@ -442,6 +442,11 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
   return m;
 }
 
+void Qwen3Model::check_adapter(int32_t adapter) const {
+  if (adapter < -1 || adapter >= static_cast<int64_t>(adapter_names_.size()))
+    fail("LoRA adapter ", adapter, " does not exist: the model has ", adapter_names_.size(), " named adapters");
+}
+
 KvCache Qwen3Model::make_cache() const {
   return KvCache(config_.num_hidden_layers, config_.num_key_value_heads, config_.head_dim,
                  config_.max_position_embeddings, kv_cache_);
