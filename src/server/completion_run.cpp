@@ -158,7 +158,8 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
       std::vector<TokenLogprobs> echo = c.stream->prompt_logprobs();
       for (TokenLogprobs& l : echo)  // prompt_logprobs may have asked the engine for more
         l.top.resize(std::min(l.top.size(), static_cast<size_t>(request_.options.logprobs)));
-      echo.insert(echo.begin(), {prompt[0], std::numeric_limits<float>::quiet_NaN(), {}});
+      echo.insert(echo.begin(),
+                  TokenLogprobs{.id = prompt[0], .logprob = std::numeric_limits<float>::quiet_NaN(), .top = {}});
       c.unsent_logprobs.insert(c.unsent_logprobs.end(), echo.begin(), echo.end());
       c.logprobs.insert(c.logprobs.end(), echo.begin(), echo.end());
     }
