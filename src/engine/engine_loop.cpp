@@ -6,6 +6,16 @@
 
 namespace qinfer::engine {
 
+namespace {
+
+// Adds a named adapter (not -1, none) to an ascending list of distinct ones.
+void add_adapter(std::vector<int32_t>& adapters, int32_t adapter) {
+  const auto at = std::lower_bound(adapters.begin(), adapters.end(), adapter);
+  if (adapter >= 0 && (at == adapters.end() || *at != adapter)) adapters.insert(at, adapter);
+}
+
+}  // namespace
+
 RequestStream::State RequestStream::wait(std::vector<int32_t>& tokens, std::chrono::milliseconds timeout,
                                          std::vector<TokenLogprobs>* logprobs) {
   std::unique_lock lock(mu_);
@@ -153,6 +163,7 @@ EngineLoop::Stats EngineLoop::stats() const {
   std::lock_guard lock(mu_);
   Stats s = stats_;
   s.waiting += static_cast<int64_t>(incoming_.size());
+  for (const Incoming& in : incoming_) add_adapter(s.waiting_adapters, in.options.adapter);
   return s;
 }
 
@@ -178,6 +189,7 @@ void EngineLoop::run() {
       if (stopping_) break;
       incoming.swap(incoming_);
       stats_.waiting += static_cast<int64_t>(incoming.size());  // counted until the step's snapshot
+      for (const Incoming& in : incoming) add_adapter(stats_.waiting_adapters, in.options.adapter);
       busy_ = true;
       if (cancel_all_) {  // those that just came too: admitted and cancelled before any step
         for (Live& l : live_) l.stream->cut();
@@ -276,6 +288,10 @@ void EngineLoop::publish_stats() {
   stats_.preemptions = engine_.scheduler().preemptions();
   stats_.draft_tokens = engine_.draft_stats().drafted;
   stats_.draft_accepted = engine_.draft_stats().accepted;
+  stats_.running_adapters.clear();
+  for (const Sequence* s : engine_.scheduler().running_seqs()) add_adapter(stats_.running_adapters, s->adapter);
+  stats_.waiting_adapters.clear();
+  for (const Sequence* s : engine_.scheduler().waiting_seqs()) add_adapter(stats_.waiting_adapters, s->adapter);
 }
 
 }  // namespace qinfer::engine

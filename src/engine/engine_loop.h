@@ -105,6 +105,9 @@ class EngineLoop {
     int64_t prefix_queries = 0, prefix_hits = 0;   // blocks looked up / found cached
     int64_t preemptions = 0;                       // sequences sent back to wait for KV blocks
     int64_t draft_tokens = 0, draft_accepted = 0;  // speculative decoding: draft ids run, and confirmed
+    // The named LoRA adapters (their indexes, ascending) of the running
+    // requests, and of the waiting ones.
+    std::vector<int32_t> running_adapters, waiting_adapters;
   };
   Stats stats() const;
   int64_t context() const { return engine_.context(); }

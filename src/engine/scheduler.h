@@ -54,6 +54,8 @@ class Scheduler {
   bool idle() const { return waiting_.empty() && running_.empty(); }
   size_t waiting() const { return waiting_.size(); }
   size_t running() const { return running_.size(); }
+  const std::deque<Sequence*>& waiting_seqs() const { return waiting_; }
+  const std::vector<Sequence*>& running_seqs() const { return running_; }
   // Sequences preempted so far (each time counts).
   int64_t preemptions() const { return preemptions_; }
 

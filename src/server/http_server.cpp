@@ -619,7 +619,7 @@ void HttpServer::set_ready(const ServedModel& model, engine::EngineLoop& loop, i
   impl_->loop = &loop;
   impl_->block_size = block_size;
   impl_->ready_at = static_cast<int64_t>(std::time(nullptr));
-  impl_->metrics = std::make_unique<Metrics>(model.name);
+  impl_->metrics = std::make_unique<Metrics>(model.name, model.bundle.model->adapter_names());
   impl_->ready = true;
 }
 

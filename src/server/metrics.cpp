@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 
+#include <chrono>
 #include <cstdio>
 
 namespace qinfer::server {
@@ -65,8 +66,9 @@ std::string escaped_label(const std::string& value) {
 
 }  // namespace
 
-Metrics::Metrics(std::string model_name)
+Metrics::Metrics(std::string model_name, std::vector<std::string> adapter_names)
     : labels_("model_name=\"" + escaped_label(model_name) + "\""),
+      adapter_names_(std::move(adapter_names)),
       ttft_(kTtftBounds),
       itl_(kItlBounds),
       e2e_(kE2eBounds) {}
@@ -115,6 +117,21 @@ std::string Metrics::render(const engine::EngineLoop::Stats& stats, int32_t bloc
           static_cast<double>(stats.draft_tokens));
   counter("qinfer:spec_decode_num_accepted_tokens_total", "Of them, tokens the model confirmed.",
           static_cast<double>(stats.draft_accepted));
+  if (!adapter_names_.empty()) {  // vLLM's: the adapters in use as labels, the time of the reading as the value
+    auto names = [&](const std::vector<int32_t>& adapters) {
+      std::string out;
+      for (int32_t a : adapters) {
+        if (!out.empty()) out += ',';
+        out += escaped_label(adapter_names_.at(a));
+      }
+      return out;
+    };
+    header(out, "qinfer:lora_requests_info", "gauge", "Named LoRA adapters of the running and the waiting requests.");
+    line(out, "qinfer:lora_requests_info",
+         labels_ + ",max_lora=\"" + std::to_string(adapter_names_.size()) + "\",running_lora_adapters=\"" +
+             names(stats.running_adapters) + "\",waiting_lora_adapters=\"" + names(stats.waiting_adapters) + "\"",
+         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  }
   std::lock_guard lock(mu_);
   counter("qinfer:prompt_tokens_total", "Prompt tokens of finished requests.", static_cast<double>(prompt_tokens_));
   counter("qinfer:generation_tokens_total", "Generated tokens of finished requests.",

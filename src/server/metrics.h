@@ -28,7 +28,8 @@ class Histogram {
 
 class Metrics {
  public:
-  explicit Metrics(std::string model_name);
+  // adapter_names: the named LoRA adapters (Stats' adapter indexes name them).
+  explicit Metrics(std::string model_name, std::vector<std::string> adapter_names = {});
 
   // One finished request: its token counts, and its latencies in seconds
   // (ttft < 0: it produced no token).
@@ -41,6 +42,7 @@ class Metrics {
 
  private:
   std::string labels_;
+  std::vector<std::string> adapter_names_;
   mutable std::mutex mu_;
   int64_t prompt_tokens_ = 0, generation_tokens_ = 0;
   std::vector<std::pair<std::string, int64_t>> finished_;  // by finish reason

@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "model/test_model.h"
 #include "test_util.h"
 
 using namespace qinfer;
@@ -155,4 +156,42 @@ TEST(EngineLoop, FullQueueRefusesAndDrainCancelsWhatIsLeft) {
   EXPECT_EQ(loop.submit({5, 6}, options(3, 0, 0)), nullptr);  // refuses after drain
   EXPECT_EQ(loop.stats().kv_blocks_used, 0);
   EXPECT_EQ(loop.stats().running, 0);
+}
+
+// The stats name the adapters in use (the server's lora_requests_info): those
+// of the running requests, and of the waiting ones (queued or not yet taken
+// in); a request without one adds none.
+TEST(EngineLoop, StatsNameTheAdaptersOfRunningAndWaitingRequests) {
+  const std::string tiny = test::data_path("models/tiny");
+  test::ScratchDir dir("loop-lora");
+  for (const char* name : {"a", "b", "c"})
+    write_test_lora_adapter(dir.file(name), load_qwen3_config(tiny + "/config.json"), {}, 5);
+  LoadOptions named;
+  named.lora_modules = {{"a", dir.file("a")}, {"b", dir.file("b")}, {"c", dir.file("c")}};
+  auto model = Qwen3Model::load(tiny, named);
+  ThreadPool pool(1);
+  EngineLoop loop(*model, pool, {{4, 0, 16, 1}, 8});  // one running at a time
+  GenerationOptions long_run = options(100000, 0, 0);
+  long_run.adapter = 2;
+  auto first = loop.submit({785, 6722}, long_run);
+  std::vector<int32_t> ids;
+  while (ids.empty()) ASSERT_EQ(first->wait(ids, 1s), RequestStream::State::Running);
+  std::vector<std::shared_ptr<RequestStream>> queued;
+  for (int32_t adapter : {0, -1, 2, 0}) {
+    GenerationOptions o = options(3, 0, 0);
+    o.adapter = adapter;
+    queued.push_back(loop.submit({1, 2}, o));
+    ASSERT_NE(queued.back(), nullptr);
+  }
+  const EngineLoop::Stats s = loop.stats();
+  EXPECT_EQ(s.running, 1);
+  EXPECT_EQ(s.waiting, 4);
+  EXPECT_EQ(s.running_adapters, std::vector<int32_t>({2}));
+  EXPECT_EQ(s.waiting_adapters, std::vector<int32_t>({0, 2}));
+  first->cancel();
+  for (auto& q : queued) drain_stream(*q);
+  drain_stream(*first);
+  for (int i = 0; i < 100 && loop.stats().running > 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(loop.stats().running_adapters.empty());
+  EXPECT_TRUE(loop.stats().waiting_adapters.empty());
 }

@@ -860,6 +860,13 @@ TEST(HttpServer, NamedAdaptersAnswerTheRequestsThatNameThem) {
 
   const ordered_json unknown = f.post("/v1/completions", with_model("tiny-sq"), 404);
   EXPECT_EQ(unknown["error"]["param"], "model") << unknown;
+  // vLLM's lora_requests_info: the adapters loaded, none in use now.
+  const std::string metrics = f.client().Get("/metrics")->body;
+  EXPECT_NE(metrics.find("qinfer:lora_requests_info{model_name=\"tiny\",max_lora=\"1\",running_lora_adapters=\"\","
+                         "waiting_lora_adapters=\"\"} "),
+            std::string::npos)
+      << metrics;
+  EXPECT_EQ(adapted.client().Get("/metrics")->body.find("lora_requests_info"), std::string::npos) << "--lora alone";
 }
 
 TEST(HttpServer, PromptLogprobsAsVllmGivesThem) {
