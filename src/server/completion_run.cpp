@@ -146,7 +146,10 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
     c.last_token = now;
   }
   ChatDelta d;
-  if (request_.echo && !c.echoed && (!c.ids.empty() || state == engine::RequestStream::State::Finished)) {
+  if (request_.echo && request_.chat && !c.echoed) {  // the final assistant message's text, before the reply's
+    c.echoed = true;
+    d.content = request_.echo_text;
+  } else if (request_.echo && !c.echoed && (!c.ids.empty() || state == engine::RequestStream::State::Finished)) {
     // The prompt's text, as the completion shows tokens (special ones left
     // out), outside the stop strings' reach; its first token has no
     // log-probability (nothing precedes it): NaN here, null in the answer.

@@ -173,7 +173,7 @@ void check_field_names(const ordered_json& body, bool chat) {
       "prompt_logprobs"};
   static const std::set<std::string_view> kChat = {
       "top_logprobs", "response_format", "functions",          "function_call", "audio",
-      "modalities",   "prediction",      "web_search_options", "verbosity"};
+      "modalities",   "prediction",      "web_search_options", "verbosity",     "echo"};
   static const std::set<std::string_view> kCompletions = {"prompt", "echo", "best_of", "suffix", "response_format"};
   for (const auto& item : body.items()) {
     const std::string& key = item.key();
@@ -306,7 +306,8 @@ GenerationFields parse_generation_fields(const ordered_json& body, const ModelBu
   }
   g.stop = stop_strings(body);
   // Both names checked: the one not used would otherwise pass unread, whatever it held.
-  // 0 with echo: the prompt and its log-probabilities alone, as OpenAI's legacy completions allow.
+  // 0 with echo: the prompt and its log-probabilities alone, as OpenAI's legacy completions allow
+  // (chat: the final assistant message alone).
   const int64_t least = body.contains("echo") && body["echo"] == true ? 0 : 1;
   const int64_t max_tokens =
       integer(body, "max_tokens", default_max_tokens, least, std::numeric_limits<int32_t>::max());
@@ -560,6 +561,11 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
   if (given(body, "top_logprobs") && !logprobs) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
   r.options.logprobs = logprobs ? static_cast<int32_t>(top) : -1;
   ChatPrompt prompt = render_chat_prompt(body, model.bundle);
+  r.echo = boolean(body, "echo", false);
+  if (r.echo) {  // the messages were checked by the render
+    const ordered_json last = chat_messages(body).back();
+    if (last["role"] == "assistant") r.echo_text = last["content"].get<std::string>();
+  }
   r.starts_in_reasoning = prompt.starts_in_reasoning;
   r.tool_calls = prompt.tool_calls;
   r.options.grammar = std::move(prompt.grammar);

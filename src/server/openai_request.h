@@ -35,8 +35,11 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   int n = 1;  // choices per prompt
   // completions: each choice's text starts with its prompt (and its logprobs
-  // with the prompt's tokens, the first of which has none)
+  // with the prompt's tokens, the first of which has none); chat (vLLM's):
+  // each choice's content starts with echo_text, the final message's text
+  // when that message is the assistant's (continue_final_message's), else "".
   bool echo = false;
+  std::string echo_text;
   // vLLM's prompt_logprobs: each prompt token's log-probability and rank
   // with the N most likely tokens there (-1: none asked for).
   int32_t prompt_logprobs = -1;

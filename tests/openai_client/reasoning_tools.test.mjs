@@ -200,6 +200,10 @@ test('continue_final_message: the reply goes on with the assistant message the r
   const s = await collectStream(answerServer.client, body);
   assert.equal(s.content, rest);
   assert.equal(s.reasoning, '');
+  // vLLM's echo: the reply carries the whole message, the request's beginning and what followed it.
+  const echoed = { ...body, echo: true };
+  assert.equal((await answerServer.client.chat.completions.create(echoed)).choices[0].message.content, ANSWER);
+  assert.equal((await collectStream(answerServer.client, echoed)).content, ANSWER);
 });
 
 // The Responses API (client.responses) on the same scripted replies: reasoning

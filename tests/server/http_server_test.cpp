@@ -188,6 +188,51 @@ TEST(HttpServer, GreedyChatEqualsTheSoloRunAndTheStreamSaysTheSame) {
   EXPECT_GT(ev.back()["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
 }
 
+// vLLM's chat echo: the reply's content starts with the final message's text
+// when that message is the assistant's (with continue_final_message: the
+// whole message), streamed or not, in every choice; after a user message it
+// adds nothing. The generation is the same as without echo.
+TEST(HttpServer, ChatEchoStartsTheReplyWithTheFinalAssistantMessage) {
+  Fixture f;
+  const ordered_json messages = {{{"role", "user"}, {"content", "Name a city."}},
+                                 {{"role", "assistant"}, {"content", "The city is"}}};
+  const ordered_json body = {{"messages", messages},
+                             {"continue_final_message", true},
+                             {"add_generation_prompt", false},
+                             {"max_tokens", 6},
+                             {"temperature", 0},
+                             {"n", 2},
+                             {"ignore_eos", true}};
+  const ordered_json plain = f.post("/v1/chat/completions", body);
+  const std::string reply = plain["choices"][0]["message"]["content"].get<std::string>();
+  ASSERT_FALSE(reply.empty()) << plain;
+  ordered_json echo_body = body;
+  echo_body["echo"] = true;
+  const ordered_json echoed = f.post("/v1/chat/completions", echo_body);
+  ASSERT_EQ(echoed["choices"].size(), 2u);
+  for (const ordered_json& choice : echoed["choices"])
+    EXPECT_EQ(choice["message"]["content"], "The city is" + reply) << echoed;
+  EXPECT_EQ(echoed["usage"]["completion_tokens"], plain["usage"]["completion_tokens"]) << "the echo is no token";
+  EXPECT_EQ(echoed["usage"]["prompt_tokens"], plain["usage"]["prompt_tokens"]);
+
+  echo_body["stream"] = true;
+  auto res = f.client().Post("/v1/chat/completions", echo_body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  std::string joined[2];
+  for (const ordered_json& e : Fixture::events(res->body))
+    for (const ordered_json& c : e["choices"])
+      if (c["delta"].contains("content")) joined[c["index"].get<int>()] += c["delta"]["content"].get<std::string>();
+  EXPECT_EQ(joined[0], "The city is" + reply) << res->body;
+  EXPECT_EQ(joined[1], "The city is" + reply) << res->body;
+
+  ordered_json after_user = {{"messages", {messages[0]}}, {"max_tokens", 4}, {"temperature", 0}};
+  const ordered_json want = f.post("/v1/chat/completions", after_user);
+  after_user["echo"] = true;
+  EXPECT_EQ(f.post("/v1/chat/completions", after_user)["choices"][0]["message"], want["choices"][0]["message"]);
+  after_user["echo"] = "yes";
+  EXPECT_EQ(f.post("/v1/chat/completions", after_user, 400)["error"]["param"], "echo");
+}
+
 TEST(HttpServer, CompletionsWithStopStringsAndSeveralChoices) {
   Fixture f;
   const ordered_json plain =

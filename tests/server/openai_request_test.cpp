@@ -379,7 +379,7 @@ TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
       // OpenAI refuses fields it does not know: a misspelt max_tokens ran to the end of the context.
       {R"({"prompt": "x", "max_token": 5})", false, "max_token", "Unrecognized request argument supplied: max_token"},
       {R"({"prompt": "x", "messages": []})", false, "messages", "Unrecognized request argument"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "echo": true})", true, "echo", "Unrecognized"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "echo": 1})", true, "echo", "true or false"},
       {R"({"prompt": "x", "echo": 1})", false, "echo", "true or false"},
       {R"({"prompt": "x", "max_tokens": 0})", false, "max_tokens", "between 1 and"},
       {R"({"prompt": "x", "max_tokens": 0, "echo": false})", false, "max_tokens", "between 1 and"},
