@@ -1,6 +1,7 @@
 #include "io/hf_config.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -24,6 +25,26 @@ json parse_object(const std::string& text, const std::string& origin) {
   }
   if (!j.is_object()) fail(origin, ": expected a JSON object");
   return j;
+}
+
+// id2label {"0": "NEGATIVE", "1": "POSITIVE"}: a name for each index from 0 up, once.
+void read_id2label(const json& j, Qwen3Config& c, const std::string& origin) {
+  if (!j.contains("id2label") || j["id2label"].is_null()) return;
+  const json& labels = j["id2label"];
+  if (!labels.is_object() || labels.size() > 1024)
+    fail(origin, ": id2label must be an object of at most 1024 labels, {\"0\": name, \"1\": name, ...}");
+  c.id2label.assign(labels.size(), "");
+  std::vector<bool> named(labels.size());
+  for (const auto& [key, name] : labels.items()) {
+    size_t index = 0;
+    const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), index);
+    if (key.empty() || error != std::errc() || end != key.data() + key.size() || index >= labels.size() || named[index])
+      fail(origin, ": id2label's keys must be the indexes 0 to ", labels.size() - 1, " once each; got \"",
+           key.substr(0, 40), "\"");
+    if (!name.is_string()) fail(origin, ": id2label[\"", key, "\"] must be a string");
+    named[index] = true;
+    c.id2label[index] = name.get<std::string>();
+  }
 }
 
 // Reads key into *out when present and not null; a wrong type is an error naming the key.
@@ -227,6 +248,7 @@ Qwen3Config parse_qwen3_config(const std::string& text, const std::string& origi
          c.num_key_value_heads, ")");
   if (!(c.rms_norm_eps > 0)) fail(origin, ": rms_norm_eps must be positive");
   read_rope_scaling(j, c, origin);
+  read_id2label(j, c, origin);
   if (!(c.rope_theta > 0) || !std::isfinite(c.rope_theta)) fail(origin, ": rope_theta must be positive and finite");
   // Rotary angles are f32 products position x frequency, the highest frequency max(1, rope_theta^(-(head_dim - 2) /
   // head_dim)): for a tiny theta they overflow, and every logit is NaN (which would be blamed on the weights).

@@ -37,6 +37,9 @@ struct Qwen3Config {
   // Qwen3ForSequenceClassification (a classifier head, score.weight, such as a
   // converted Qwen3-Reranker), not Qwen3ForCausalLM.
   bool sequence_classifier = false;
+  // A classifier's label names by index (config.json's id2label); empty when
+  // not given (transformers then names them LABEL_0, LABEL_1, ...).
+  std::vector<std::string> id2label;
 
   // Qwen3MoeForCausalLM: the MLP of a sparse layer is num_experts SwiGLU
   // experts of width moe_intermediate_size, of which each token goes through

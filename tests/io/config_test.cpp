@@ -55,6 +55,26 @@ TEST(HfConfig, ASequenceClassifierIsAQwen3Too) {
   EXPECT_TRUE(parse_qwen3_config(R"({"architectures":["Qwen3ForSequenceClassification"]})", "c").sequence_classifier);
 }
 
+// A classifier's label names, by index; a map that misses or repeats an index,
+// or names one with something other than a string, is refused by name.
+TEST(HfConfig, Id2labelNamesEachIndexOnce) {
+  const std::string head = R"({"architectures":["Qwen3ForSequenceClassification"],"id2label":)";
+  EXPECT_TRUE(parse_qwen3_config(head + "null}", "c").id2label.empty());
+  EXPECT_EQ(parse_qwen3_config(head + R"({"1": "POSITIVE", "0": "NEGATIVE", "2": ""}})", "c").id2label,
+            std::vector<std::string>({"NEGATIVE", "POSITIVE", ""}));
+  for (const auto& [map, message] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"0": "a", "2": "b"})", "keys must be the indexes 0 to 1 once each; got \"2\""},
+           {R"({"0": "a", "00": "b"})", "once each; got \"00\""},
+           {R"({"-1": "a"})", "got \"-1\""},
+           {R"({"": "a"})", "got \"\""},
+           {R"({"0x": "a"})", "got \"0x\""},
+           {R"({"0": 1})", "id2label[\"0\"] must be a string"},
+           {R"(["a"])", "id2label must be an object"}}) {
+    const std::string error = error_of([&] { parse_qwen3_config(head + map + "}", "c.json"); });
+    EXPECT_NE(error.find(message), std::string::npos) << map << " -> " << error;
+  }
+}
+
 // Qwen3-30B-A3B's config.json, as published (the keys that matter).
 TEST(HfConfig, AMixtureOfExpertsReadsItsSparseMlp) {
   const Qwen3Config c = parse_qwen3_config(R"({"architectures":["Qwen3MoeForCausalLM"],"decoder_sparse_step":1,
