@@ -30,6 +30,53 @@ std::string base64_of(const std::vector<float>& v) {
 
 }  // namespace
 
+std::vector<std::vector<int32_t>> pooling_inputs(const ordered_json& body, const ServedModel& model,
+                                                 int64_t max_inputs) {
+  std::vector<std::vector<int32_t>> inputs;
+  if (!body.contains("input")) bad("input", "'input' is missing");
+  const ordered_json& input = body["input"];
+  const char* shape = "'input' must be a string, a list of strings, a list of token ids, or a list of such lists";
+  const int64_t vocab = model.bundle.model->config().vocab_size;
+  auto ids_of = [&](const ordered_json& list, const std::string& path) {
+    if (list.empty()) bad("input", path + " is an empty list of token ids");
+    std::vector<int32_t> ids;
+    for (size_t k = 0; k < list.size(); ++k) {
+      if (!is_token_id(list[k], static_cast<uint64_t>(vocab)))
+        bad("input", "token ids must be integers in [0, " + std::to_string(vocab) + "); " + path + "[" +
+                         std::to_string(k) + "] is " + input_excerpt(list[k].dump()));
+      ids.push_back(list[k].get<int32_t>());
+    }
+    return ids;
+  };
+  const Tokenizer* tokenizer = model.bundle.tokenizer ? &*model.bundle.tokenizer : nullptr;
+  auto text_ids = [&](const ordered_json& text) {
+    if (!tokenizer) bad("input", "this model has no tokenizer.json: give token ids");
+    return embedding_input_ids(*tokenizer, text.get<std::string>());
+  };
+  if (input.is_string()) {
+    inputs.push_back(text_ids(input));
+  } else if (input.is_array() && !input.empty() && input[0].is_number()) {
+    inputs.push_back(ids_of(input, "input"));
+  } else if (input.is_array() && !input.empty()) {
+    const int64_t limit = std::min(kMaxInputs, max_inputs);
+    if (static_cast<int64_t>(input.size()) > limit)
+      bad("input", "at most " + std::to_string(limit) +
+                       " inputs per request (the server holds that many at once), got " + std::to_string(input.size()));
+    for (size_t k = 0; k < input.size(); ++k) {
+      if (input[k].is_string())
+        inputs.push_back(text_ids(input[k]));
+      else if (input[k].is_array())
+        inputs.push_back(ids_of(input[k], "input[" + std::to_string(k) + "]"));
+      else
+        bad("input", shape);
+    }
+  } else {
+    bad("input", input.is_array() ? "'input' is an empty list" : shape);
+  }
+  truncate_prompts(body, inputs, model.context, model.context);
+  return inputs;
+}
+
 EmbeddingRequest parse_embedding_request(const ordered_json& body, const ServedModel& model, int64_t max_inputs) {
   for (const auto& item : body.items())
     if (item.key() != "model" && item.key() != "input" && item.key() != "encoding_format" &&
@@ -52,47 +99,7 @@ EmbeddingRequest parse_embedding_request(const ordered_json& body, const ServedM
   }
   if (body.contains("user") && !body["user"].is_string() && !body["user"].is_null())
     bad("user", "'user' must be a string");
-  if (!body.contains("input")) bad("input", "'input' is missing");
-  const ordered_json& input = body["input"];
-  const char* shape = "'input' must be a string, a list of strings, a list of token ids, or a list of such lists";
-  const int64_t vocab = model.bundle.model->config().vocab_size;
-  auto ids_of = [&](const ordered_json& list, const std::string& path) {
-    if (list.empty()) bad("input", path + " is an empty list of token ids");
-    std::vector<int32_t> ids;
-    for (size_t k = 0; k < list.size(); ++k) {
-      if (!is_token_id(list[k], static_cast<uint64_t>(vocab)))
-        bad("input", "token ids must be integers in [0, " + std::to_string(vocab) + "); " + path + "[" +
-                         std::to_string(k) + "] is " + input_excerpt(list[k].dump()));
-      ids.push_back(list[k].get<int32_t>());
-    }
-    return ids;
-  };
-  const Tokenizer* tokenizer = model.bundle.tokenizer ? &*model.bundle.tokenizer : nullptr;
-  auto text_ids = [&](const ordered_json& text) {
-    if (!tokenizer) bad("input", "this model has no tokenizer.json: give token ids");
-    return embedding_input_ids(*tokenizer, text.get<std::string>());
-  };
-  if (input.is_string()) {
-    r.inputs.push_back(text_ids(input));
-  } else if (input.is_array() && !input.empty() && input[0].is_number()) {
-    r.inputs.push_back(ids_of(input, "input"));
-  } else if (input.is_array() && !input.empty()) {
-    const int64_t limit = std::min(kMaxInputs, max_inputs);
-    if (static_cast<int64_t>(input.size()) > limit)
-      bad("input", "at most " + std::to_string(limit) +
-                       " inputs per request (the server holds that many at once), got " + std::to_string(input.size()));
-    for (size_t k = 0; k < input.size(); ++k) {
-      if (input[k].is_string())
-        r.inputs.push_back(text_ids(input[k]));
-      else if (input[k].is_array())
-        r.inputs.push_back(ids_of(input[k], "input[" + std::to_string(k) + "]"));
-      else
-        bad("input", shape);
-    }
-  } else {
-    bad("input", input.is_array() ? "'input' is an empty list" : shape);
-  }
-  truncate_prompts(body, r.inputs, model.context, model.context);
+  r.inputs = pooling_inputs(body, model, max_inputs);
   return r;
 }
 

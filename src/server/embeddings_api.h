@@ -20,6 +20,14 @@ struct EmbeddingRequest {
   int32_t adapter = -1;    // the named LoRA adapter the body's "model" asks for
 };
 
+// The prompts of a pooling request's "input" (embeddings, classify): a
+// string, a list of strings, a list of token ids or a list of such lists;
+// texts as HF's tokenizer(text) encodes them; cut to truncate_prompt_tokens.
+// 400 (ApiError naming the field) for another shape, an id outside the
+// vocabulary, text without a tokenizer, or more than `max_inputs` inputs.
+std::vector<std::vector<int32_t>> pooling_inputs(const nlohmann::ordered_json& body, const ServedModel& model,
+                                                 int64_t max_inputs);
+
 // 400 (ApiError naming the field) for what OpenAI's API refuses, an input
 // list longer than `max_inputs`, or an unknown field; 404 for another model.
 EmbeddingRequest parse_embedding_request(const nlohmann::ordered_json& body, const ServedModel& model,

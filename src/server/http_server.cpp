@@ -17,6 +17,7 @@
 #include <set>
 
 #include "server/api_error.h"
+#include "server/classify_api.h"
 #include "server/completion_run.h"
 #include "server/connection_threads.h"
 #include "server/embeddings_api.h"
@@ -53,6 +54,7 @@ constexpr Route kRoutes[] = {{"GET", "/health"},          {"GET", "/metrics"},
                              {"POST", "/v1/completions"}, {"POST", "/v1/responses"},
                              {"POST", "/v1/embeddings"},  {"POST", "/rerank"},
                              {"POST", "/v1/rerank"},      {"POST", "/v2/rerank"},
+                             {"POST", "/classify"},       {"POST", "/v1/classify"},
                              {"POST", "/tokenize"},       {"POST", "/detokenize"}};
 
 // The methods `path` has a route for ("" when none), as an Allow header lists them.
@@ -108,6 +110,7 @@ struct HttpServer::Impl {
                           std::function<ordered_json()> answer);
   void embeddings(const httplib::Request& req, httplib::Response& res);
   void rerank(const httplib::Request& req, httplib::Response& res);
+  void classify(const httplib::Request& req, httplib::Response& res);
   bool authorized(const httplib::Request& req) const;
   std::string allowed_origin(const httplib::Request& req) const;
   std::string new_id(const char* prefix);
@@ -251,6 +254,19 @@ void HttpServer::Impl::rerank(const httplib::Request& req, httplib::Response& re
   answer_prompt_only(req, res, batch,
                      [request, batch, id = new_id("rerank-"), name = served_name(*model, request->adapter)] {
                        return rerank_response(*request, batch->outputs(), id, name);
+                     });
+}
+
+void HttpServer::Impl::classify(const httplib::Request& req, httplib::Response& res) {
+  auto request = std::make_shared<const ClassifyRequest>(
+      parse_classify_request(parse_json_body(req.body), *model, loop->capacity()));
+  auto batch = std::make_shared<PromptOnlyBatch>(
+      request->inputs, "input",
+      [&](const std::vector<int32_t>& ids, bool more) { return loop->submit_embedding(ids, more, request->adapter); });
+  answer_prompt_only(req, res, batch,
+                     [request, batch, &qwen = *model->bundle.model, id = new_id("classify-"),
+                      name = served_name(*model, request->adapter)] {
+                       return classify_response(*request, batch->outputs(), qwen, id, name);
                      });
 }
 
@@ -420,6 +436,8 @@ void HttpServer::Impl::routes() {
   // vLLM serves all three paths for the same API.
   for (const char* path : {"/rerank", "/v1/rerank", "/v2/rerank"})
     http.Post(path, [this](const httplib::Request& req, httplib::Response& res) { rerank(req, res); });
+  for (const char* path : {"/classify", "/v1/classify"})  // vLLM's path, and under /v1 as the others
+    http.Post(path, [this](const httplib::Request& req, httplib::Response& res) { classify(req, res); });
   // vLLM's: a text ('prompt', or llama-server's 'content'), or 'messages' as
   // /v1/chat/completions renders them (generation prompt included).
   http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {

@@ -12,10 +12,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "hidden_state.h"
@@ -1450,6 +1452,59 @@ TEST(HttpServer, RerankOnASequenceClassifierScoresWithItsHead) {
     EXPECT_EQ(result["relevance_score"].get<float>(), prompt.score(hidden)) << "document " << i;
   }
   EXPECT_GE(r["results"][0]["relevance_score"].get<float>(), r["results"][1]["relevance_score"].get<float>());
+}
+
+// vLLM's /classify: each input's probabilities are the softmax of the head's
+// logits of its final hidden state (computed alone), the label the most
+// probable one's id2label name; one label takes the sigmoid, named LABEL_0
+// without an id2label. A model without a head, and bad inputs, are 400s.
+TEST(HttpServer, ClassifyGivesEachInputsLabelProbabilities) {
+  test::ScratchDir dir("serve-classify");
+  const std::vector<std::string> labels = {"negative", "neutral", "positive"};
+  test::write_sequence_classifier(dir.file("m"), true, labels);
+  Fixture f({{4, 0, 64, 8, 128}, 16}, "", dir.file("m"));
+  const std::vector<std::string> texts = {"I loved it", "The weather", "Awful, just awful"};
+  const ordered_json r = f.post("/classify", {{"input", texts}});
+  EXPECT_EQ(r["object"], "list");
+  ASSERT_EQ(r["data"].size(), 3u) << r;
+  int64_t tokens = 0;
+  std::set<std::string> seen;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const ordered_json& d = r["data"][i];
+    EXPECT_EQ(d["index"], i);
+    EXPECT_EQ(d["num_classes"], 3);
+    const std::vector<int32_t> ids = embedding_input_ids(f.bundle.require_tokenizer(), texts[i]);
+    tokens += static_cast<int64_t>(ids.size());
+    const std::vector<float> logits = f.bundle.model->classify(test::hidden_alone(*f.bundle.model, ids, f.pool));
+    ASSERT_EQ(logits.size(), 3u);
+    double sum = 0;
+    for (float l : logits) sum += std::exp(static_cast<double>(l));
+    size_t best = 0;
+    for (size_t k = 0; k < 3; ++k) {
+      EXPECT_NEAR(d["probs"][k].get<double>(), std::exp(static_cast<double>(logits[k])) / sum, 1e-12) << d;
+      if (logits[k] > logits[best]) best = k;
+    }
+    EXPECT_EQ(d["label"], labels[best]) << d;
+    seen.insert(d["label"].get<std::string>());
+  }
+  EXPECT_EQ(r["usage"]["prompt_tokens"], tokens);
+  EXPECT_GT(seen.size(), 1u) << "the inputs get different labels: a mix-up would show";
+  EXPECT_EQ(f.post("/v1/classify", {{"input", texts[1]}})["data"][0]["probs"], r["data"][1]["probs"]);
+
+  test::write_sequence_classifier(dir.file("one"), false);
+  Fixture one({{4, 0, 64, 8, 128}, 16}, "", dir.file("one"));
+  const ordered_json single = one.post("/classify", {{"input", "Paris"}})["data"][0];
+  const float logit = one.bundle.model->classify(
+      test::hidden_alone(*one.bundle.model, embedding_input_ids(one.bundle.require_tokenizer(), "Paris"), one.pool))[0];
+  EXPECT_EQ(single["label"], "LABEL_0");
+  EXPECT_NEAR(single["probs"][0].get<double>(), 1 / (1 + std::exp(-static_cast<double>(logit))), 1e-12);
+
+  Fixture causal;
+  EXPECT_NE(
+      causal.post("/classify", {{"input", "x"}}, 400)["error"]["message"].get<std::string>().find("no classifier head"),
+      std::string::npos);
+  EXPECT_EQ(f.post("/classify", {{"input", ordered_json::array()}}, 400)["error"]["param"], "input");
+  EXPECT_EQ(f.post("/classify", {{"inputs", "x"}}, 400)["error"]["param"], "inputs");
 }
 
 TEST(HttpServer, RerankRequestsTheApiRefusesAreNamed) {

@@ -1,0 +1,64 @@
+#include "server/classify_api.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+
+#include "server/api_error.h"
+#include "server/embeddings_api.h"
+
+namespace qinfer::server {
+
+using nlohmann::ordered_json;
+
+ClassifyRequest parse_classify_request(const ordered_json& body, const ServedModel& model, int64_t max_inputs) {
+  for (const auto& item : body.items())
+    if (item.key() != "model" && item.key() != "input" && item.key() != "user" &&
+        item.key() != "truncate_prompt_tokens")
+      throw ApiError(400, "Unrecognized request argument supplied: " + input_excerpt(item.key()),
+                     input_excerpt(item.key()));
+  ClassifyRequest r;
+  r.adapter = requested_adapter(body, model);
+  if (!model.bundle.model->has_classifier())
+    throw ApiError(400,
+                   "this model has no classifier head (score.weight): /classify needs a "
+                   "Qwen3ForSequenceClassification checkpoint",
+                   "model");
+  if (body.contains("user") && !body["user"].is_string() && !body["user"].is_null())
+    bad("user", "'user' must be a string");
+  r.inputs = pooling_inputs(body, model, max_inputs);
+  return r;
+}
+
+ordered_json classify_response(const ClassifyRequest& request, const std::vector<std::vector<float>>& hidden,
+                               const Qwen3Model& model, const std::string& id, const std::string& model_name) {
+  const std::vector<std::string>& names = model.config().id2label;
+  ordered_json data = ordered_json::array();
+  int64_t tokens = 0;
+  for (size_t i = 0; i < hidden.size(); ++i) {
+    const std::vector<float> logits = model.classify(hidden[i]);
+    std::vector<double> probs(logits.size());
+    if (logits.size() == 1) {
+      probs[0] = 1 / (1 + std::exp(-static_cast<double>(logits[0])));
+    } else {
+      const double top = *std::max_element(logits.begin(), logits.end());
+      double sum = 0;
+      for (size_t k = 0; k < logits.size(); ++k) sum += probs[k] = std::exp(logits[k] - top);
+      for (double& p : probs) p /= sum;
+    }
+    const size_t best = static_cast<size_t>(std::max_element(probs.begin(), probs.end()) - probs.begin());
+    data.push_back({{"index", i},
+                    {"label", best < names.size() ? names[best] : "LABEL_" + std::to_string(best)},
+                    {"probs", probs},
+                    {"num_classes", probs.size()}});
+    tokens += static_cast<int64_t>(request.inputs[i].size());
+  }
+  return {{"id", id},
+          {"object", "list"},
+          {"created", static_cast<int64_t>(std::time(nullptr))},
+          {"model", model_name},
+          {"data", std::move(data)},
+          {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}};
+}
+
+}  // namespace qinfer::server
