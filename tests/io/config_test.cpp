@@ -62,7 +62,7 @@ TEST(HfConfig, Id2labelNamesEachIndexOnce) {
   EXPECT_TRUE(parse_qwen3_config(head + "null}", "c").id2label.empty());
   EXPECT_EQ(parse_qwen3_config(head + R"({"1": "POSITIVE", "0": "NEGATIVE", "2": ""}})", "c").id2label,
             std::vector<std::string>({"NEGATIVE", "POSITIVE", ""}));
-  for (const auto& [map, message] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& [labels, message] : std::vector<std::pair<std::string, std::string>>{
            {R"({"0": "a", "2": "b"})", "keys must be the indexes 0 to 1 once each; got \"2\""},
            {R"({"0": "a", "00": "b"})", "once each; got \"00\""},
            {R"({"-1": "a"})", "got \"-1\""},
@@ -70,8 +70,9 @@ TEST(HfConfig, Id2labelNamesEachIndexOnce) {
            {R"({"0x": "a"})", "got \"0x\""},
            {R"({"0": 1})", "id2label[\"0\"] must be a string"},
            {R"(["a"])", "id2label must be an object"}}) {
-    const std::string error = error_of([&] { parse_qwen3_config(head + map + "}", "c.json"); });
-    EXPECT_NE(error.find(message), std::string::npos) << map << " -> " << error;
+    const std::string config = head + labels + "}";  // a lambda cannot capture a structured binding in clang 14
+    const std::string error = error_of([&] { parse_qwen3_config(config, "c.json"); });
+    EXPECT_NE(error.find(message), std::string::npos) << labels << " -> " << error;
   }
 }
 
