@@ -2,6 +2,7 @@
 // {"error": {"message", "type", "param", "code"}}.
 #pragma once
 #include <algorithm>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -64,6 +65,19 @@ class ApiError : public Error {
 // Whether a request body gives `key`: a null field is an absent one, as OpenAI's API reads it.
 inline bool given(const nlohmann::ordered_json& body, const char* key) {
   return body.contains(key) && !body[key].is_null();
+}
+
+// OpenAI's API refuses a field it does not know, so a misspelt one is a 400
+// naming it rather than a silent default.
+inline void check_known_fields(const nlohmann::ordered_json& body, std::initializer_list<std::string_view> known) {
+  for (const auto& item : body.items())
+    if (std::find(known.begin(), known.end(), item.key()) == known.end())
+      bad(input_excerpt(item.key()), "Unrecognized request argument supplied: " + input_excerpt(item.key()));
+}
+
+// `user` labels a request (OpenAI's abuse monitoring): taken and ignored, but a string when given.
+inline void check_user_field(const nlohmann::ordered_json& body) {
+  if (given(body, "user") && !body["user"].is_string()) bad("user", "'user' must be a string");
 }
 
 }  // namespace qinfer::server

@@ -12,11 +12,7 @@ namespace qinfer::server {
 using nlohmann::ordered_json;
 
 ClassifyRequest parse_classify_request(const ordered_json& body, const ServedModel& model, int64_t max_inputs) {
-  for (const auto& item : body.items())
-    if (item.key() != "model" && item.key() != "input" && item.key() != "user" &&
-        item.key() != "truncate_prompt_tokens")
-      throw ApiError(400, "Unrecognized request argument supplied: " + input_excerpt(item.key()),
-                     input_excerpt(item.key()));
+  check_known_fields(body, {"model", "input", "user", "truncate_prompt_tokens"});
   ClassifyRequest r;
   r.adapter = requested_adapter(body, model);
   if (!model.bundle.model->has_classifier())
@@ -24,8 +20,7 @@ ClassifyRequest parse_classify_request(const ordered_json& body, const ServedMod
                    "this model has no classifier head (score.weight): /classify needs a "
                    "Qwen3ForSequenceClassification checkpoint",
                    "model");
-  if (body.contains("user") && !body["user"].is_string() && !body["user"].is_null())
-    bad("user", "'user' must be a string");
+  check_user_field(body);
   r.inputs = pooling_inputs(body, model, max_inputs);
   return r;
 }

@@ -78,11 +78,7 @@ std::vector<std::vector<int32_t>> pooling_inputs(const ordered_json& body, const
 }
 
 EmbeddingRequest parse_embedding_request(const ordered_json& body, const ServedModel& model, int64_t max_inputs) {
-  for (const auto& item : body.items())
-    if (item.key() != "model" && item.key() != "input" && item.key() != "encoding_format" &&
-        item.key() != "dimensions" && item.key() != "user" && item.key() != "truncate_prompt_tokens")
-      throw ApiError(400, "Unrecognized request argument supplied: " + input_excerpt(item.key()),
-                     input_excerpt(item.key()));
+  check_known_fields(body, {"model", "input", "encoding_format", "dimensions", "user", "truncate_prompt_tokens"});
   EmbeddingRequest r;
   r.adapter = requested_adapter(body, model);
   if (given(body, "encoding_format")) {
@@ -97,8 +93,7 @@ EmbeddingRequest parse_embedding_request(const ordered_json& body, const ServedM
       bad("dimensions", "'dimensions' must be an integer between 1 and the model's " + std::to_string(hidden));
     r.dimensions = d.get<int64_t>();
   }
-  if (body.contains("user") && !body["user"].is_string() && !body["user"].is_null())
-    bad("user", "'user' must be a string");
+  check_user_field(body);
   r.inputs = pooling_inputs(body, model, max_inputs);
   return r;
 }

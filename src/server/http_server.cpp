@@ -14,7 +14,6 @@
 #include <functional>
 #include <mutex>
 #include <random>
-#include <set>
 
 #include "server/api_error.h"
 #include "server/classify_api.h"
@@ -106,8 +105,11 @@ struct HttpServer::Impl {
   void completion(const httplib::Request& req, httplib::Response& res, Api api);
   static bool provide_as_made(const httplib::Request& req, httplib::Response& res, const char* type,
                               const httplib::ContentProviderWithoutLength& provider);
-  void answer_prompt_only(const httplib::Request& req, httplib::Response& res, std::shared_ptr<PromptOnlyBatch> batch,
-                          std::function<ordered_json()> answer);
+  using Outputs = std::vector<std::vector<float>>;
+  void answer_prompt_only(const httplib::Request& req, httplib::Response& res,
+                          const std::vector<std::vector<int32_t>>& inputs, const char* field,
+                          const PromptOnlyBatch::Submit& submit, std::function<ordered_json(const Outputs&)> answer);
+  PromptOnlyBatch::Submit embed(int32_t adapter);
   void embeddings(const httplib::Request& req, httplib::Response& res);
   void rerank(const httplib::Request& req, httplib::Response& res);
   void classify(const httplib::Request& req, httplib::Response& res);
@@ -175,9 +177,11 @@ bool HttpServer::Impl::provide_as_made(const httplib::Request& req, httplib::Res
 // noticed (its requests are then cancelled), and a failure after that is the
 // error object as the body.
 void HttpServer::Impl::answer_prompt_only(const httplib::Request& req, httplib::Response& res,
-                                          std::shared_ptr<PromptOnlyBatch> batch,
-                                          std::function<ordered_json()> answer) {
+                                          const std::vector<std::vector<int32_t>>& inputs, const char* field,
+                                          const PromptOnlyBatch::Submit& submit,
+                                          std::function<ordered_json(const Outputs&)> answer) {
   using Clock = std::chrono::steady_clock;
+  auto batch = std::make_shared<PromptOnlyBatch>(inputs, field, submit);
   // The request in /metrics once it ends: "stop", "error", or "abort" when
   // dropped unfinished (its client left).
   struct Record {
@@ -203,7 +207,7 @@ void HttpServer::Impl::answer_prompt_only(const httplib::Request& req, httplib::
       throw;
     }
     record->reason = "stop";
-    send_json(res, answer());
+    send_json(res, answer(batch->outputs()));
     return true;
   };
   if (whole(Clock::now() + options.status_wait)) return;
@@ -212,7 +216,7 @@ void HttpServer::Impl::answer_prompt_only(const httplib::Request& req, httplib::
     try {
       if (!batch->wait(Clock::time_point::max(), slice, [&] { return sink.is_writable() && sink.write(" ", 1); }))
         return false;  // the client left
-      body = answer();
+      body = answer(batch->outputs());
       record->reason = "stop";
     } catch (const ApiError& e) {
       body = e.to_json();
@@ -231,43 +235,41 @@ void HttpServer::Impl::answer_prompt_only(const httplib::Request& req, httplib::
   if (!provide_as_made(req, res, "application/json; charset=utf-8", provider)) whole(Clock::time_point::max());
 }
 
+PromptOnlyBatch::Submit HttpServer::Impl::embed(int32_t adapter) {
+  return [this, adapter](const std::vector<int32_t>& ids, bool more) {
+    return loop->submit_embedding(ids, more, adapter);
+  };
+}
+
 void HttpServer::Impl::embeddings(const httplib::Request& req, httplib::Response& res) {
   auto request = std::make_shared<const EmbeddingRequest>(
       parse_embedding_request(parse_json_body(req.body), *model, loop->capacity()));
-  auto batch = std::make_shared<PromptOnlyBatch>(
-      request->inputs, "input",
-      [&](const std::vector<int32_t>& ids, bool more) { return loop->submit_embedding(ids, more, request->adapter); });
-  answer_prompt_only(req, res, batch, [request, batch, name = served_name(*model, request->adapter)] {
-    return embedding_response(*request, batch->outputs(), name);
-  });
+  answer_prompt_only(req, res, request->inputs, "input", embed(request->adapter),
+                     [request, name = served_name(*model, request->adapter)](const Outputs& outputs) {
+                       return embedding_response(*request, outputs, name);
+                     });
 }
 
 void HttpServer::Impl::rerank(const httplib::Request& req, httplib::Response& res) {
   auto request =
       std::make_shared<const RerankRequest>(parse_rerank_request(parse_json_body(req.body), *model, loop->capacity()));
-  auto batch =
-      std::make_shared<PromptOnlyBatch>(request->inputs, "documents", [&](const std::vector<int32_t>& ids, bool more) {
-        return request->prompt->uses_classifier()
-                   ? loop->submit_embedding(ids, more, request->adapter)
-                   : loop->submit_scoring(ids, request->prompt->score_ids(), more, request->adapter);
+  const PromptOnlyBatch::Submit score = [&](const std::vector<int32_t>& ids, bool more) {
+    return loop->submit_scoring(ids, request->prompt->score_ids(), more, request->adapter);
+  };
+  answer_prompt_only(
+      req, res, request->inputs, "documents", request->prompt->uses_classifier() ? embed(request->adapter) : score,
+      [request, id = new_id("rerank-"), name = served_name(*model, request->adapter)](const Outputs& outputs) {
+        return rerank_response(*request, outputs, id, name);
       });
-  answer_prompt_only(req, res, batch,
-                     [request, batch, id = new_id("rerank-"), name = served_name(*model, request->adapter)] {
-                       return rerank_response(*request, batch->outputs(), id, name);
-                     });
 }
 
 void HttpServer::Impl::classify(const httplib::Request& req, httplib::Response& res) {
   auto request = std::make_shared<const ClassifyRequest>(
       parse_classify_request(parse_json_body(req.body), *model, loop->capacity()));
-  auto batch = std::make_shared<PromptOnlyBatch>(
-      request->inputs, "input",
-      [&](const std::vector<int32_t>& ids, bool more) { return loop->submit_embedding(ids, more, request->adapter); });
-  answer_prompt_only(req, res, batch,
-                     [request, batch, &qwen = *model->bundle.model, id = new_id("classify-"),
-                      name = served_name(*model, request->adapter)] {
-                       return classify_response(*request, batch->outputs(), qwen, id, name);
-                     });
+  answer_prompt_only(
+      req, res, request->inputs, "input", embed(request->adapter),
+      [request, &qwen = *model->bundle.model, id = new_id("classify-"), name = served_name(*model, request->adapter)](
+          const Outputs& outputs) { return classify_response(*request, outputs, qwen, id, name); });
 }
 
 void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response& res, Api api) {
@@ -442,19 +444,8 @@ void HttpServer::Impl::routes() {
   // /v1/chat/completions renders them (generation prompt included).
   http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     const ordered_json body = parse_json_body(req.body);
-    static const std::set<std::string> kFields = {"model",
-                                                  "prompt",
-                                                  "content",
-                                                  "messages",
-                                                  "tools",
-                                                  "chat_template_kwargs",
-                                                  "add_special_tokens",
-                                                  "add_generation_prompt",
-                                                  "continue_final_message"};
-    for (const auto& item : body.items())
-      if (!kFields.count(item.key()))
-        throw ApiError(400, "Unrecognized request argument supplied: " + input_excerpt(item.key()),
-                       input_excerpt(item.key()));
+    check_known_fields(body, {"model", "prompt", "content", "messages", "tools", "chat_template_kwargs",
+                              "add_special_tokens", "add_generation_prompt", "continue_final_message"});
     // The post-processor's special tokens (Qwen3-Embedding appends
     // <|endoftext|>; Qwen3's tokenizer adds none): by default for a text, not
     // for messages, as vLLM.

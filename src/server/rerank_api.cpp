@@ -26,11 +26,7 @@ std::string string_field(const ordered_json& body, const char* field, bool requi
 }  // namespace
 
 RerankRequest parse_rerank_request(const ordered_json& body, const ServedModel& model, int64_t max_inputs) {
-  for (const auto& item : body.items())
-    if (item.key() != "model" && item.key() != "query" && item.key() != "documents" && item.key() != "top_n" &&
-        item.key() != "return_documents" && item.key() != "instruction")
-      throw ApiError(400, "Unrecognized request argument supplied: " + input_excerpt(item.key()),
-                     input_excerpt(item.key()));
+  check_known_fields(body, {"model", "query", "documents", "top_n", "return_documents", "instruction"});
   RerankRequest r;
   r.adapter = requested_adapter(body, model);
   if (!model.bundle.tokenizer) bad("query", "this model has no tokenizer.json: it cannot read a query");

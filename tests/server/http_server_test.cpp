@@ -1339,6 +1339,7 @@ TEST(HttpServer, EmbeddingRequestsTheApiRefusesAreNamed) {
       {{{"input", "x"}, {"dimensions", 2.5}}, "dimensions"},
       {{{"input", "x"}, {"encoding_format", "int8"}}, "encoding_format"},
       {{{"input", "x"}, {"truncate", true}}, "truncate"},
+      {{{"input", "x"}, {"user", 5}}, "user"},
       {{{"input", std::vector<int>(129, 1)}}, "input"},           // longer than the context
       {{{"input", std::vector<std::string>(25, "x")}}, "input"},  // more than the server holds
   };
@@ -1505,6 +1506,7 @@ TEST(HttpServer, ClassifyGivesEachInputsLabelProbabilities) {
       std::string::npos);
   EXPECT_EQ(f.post("/classify", {{"input", ordered_json::array()}}, 400)["error"]["param"], "input");
   EXPECT_EQ(f.post("/classify", {{"inputs", "x"}}, 400)["error"]["param"], "inputs");
+  EXPECT_EQ(f.post("/classify", {{"input", "x"}, {"user", {1}}}, 400)["error"]["param"], "user");
 }
 
 TEST(HttpServer, RerankRequestsTheApiRefusesAreNamed) {
