@@ -26,9 +26,9 @@ std::vector<NamedLoraAdapter> LoraModulesFlag::adapters(const std::string& base_
   return adapters;
 }
 
-std::string adapter_list(const std::vector<std::string>& names) {
+std::string adapter_list(const std::vector<Qwen3Model::AdapterName>& adapters) {
   std::string list;
-  for (const std::string& n : names) list += (list.empty() ? ", adapters '" : ", '") + n + "'";
+  for (const Qwen3Model::AdapterName& a : adapters) list += (list.empty() ? ", adapters '" : ", '") + a.name + "'";
   return list;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/lora.h"
+#include "model/qwen3.h"
 
 namespace qinfer::cli {
 
@@ -20,6 +21,6 @@ struct LoraModulesFlag {
 };
 
 // ", adapters 'a', 'b'" (nothing without any): for a command's summary line.
-std::string adapter_list(const std::vector<std::string>& names);
+std::string adapter_list(const std::vector<Qwen3Model::AdapterName>& adapters);
 
 }  // namespace qinfer::cli

@@ -198,6 +198,10 @@ void add_serve_command(CLI::App& app) {
       ->required();
   cmd->add_option("--served-model-name", a->served_name, "The model name requests use (default: -m as given)");
   a->lora_modules.add_option(cmd);  // /v1/models lists them
+  cmd->add_flag("--allow-runtime-lora-updating", a->http.runtime_lora_updating,
+                "Let clients add and remove LoRA adapters by directory: POST /v1/load_lora_adapter "
+                "{lora_name, lora_path}, /v1/unload_lora_adapter {lora_name} (vLLM's; the server reads any path "
+                "named)");
   cmd->add_option("--host", a->http.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", a->http.port, "Port (0: any free port)")->capture_default_str();
   cmd->add_option("--api-key", a->http.api_key, "Require 'Authorization: Bearer KEY' (/health stays open)")

@@ -1,6 +1,7 @@
 #include "engine/engine_loop.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "util/error.h"
 
@@ -178,6 +179,47 @@ void EngineLoop::drain(std::chrono::steady_clock::time_point deadline) {
   }
 }
 
+std::future<void> EngineLoop::between_steps(std::function<void()> task, int32_t unused) {
+  std::promise<void> done;
+  std::future<void> ran = done.get_future();
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) {
+      done.set_exception(std::make_exception_ptr(Error("the server is shutting down")));
+      return ran;
+    }
+    tasks_.push_back({std::move(task), unused, std::move(done)});
+  }
+  wake_.notify_all();
+  return ran;
+}
+
+// The tasks whose adapter no request holds: the engine's sequences, and
+// those not yet taken in (a request queued after this look finds the
+// adapter gone when admitted, and is refused).
+void EngineLoop::run_due_tasks() {
+  std::vector<int32_t> used;
+  for (const Sequence* s : engine_.scheduler().running_seqs()) add_adapter(used, s->adapter);
+  for (const Sequence* s : engine_.scheduler().waiting_seqs()) add_adapter(used, s->adapter);
+  std::vector<Task> due;
+  {
+    std::lock_guard lock(mu_);
+    for (const Incoming& in : incoming_) add_adapter(used, in.options.adapter);
+    const auto waits = [&](const Task& t) {
+      return t.unused >= 0 && std::binary_search(used.begin(), used.end(), t.unused);
+    };
+    const auto end = std::stable_partition(tasks_.begin(), tasks_.end(), waits);
+    std::move(end, tasks_.end(), std::back_inserter(due));
+    tasks_.erase(end, tasks_.end());
+  }
+  for (Task& t : due) try {
+      t.run();
+      t.done.set_value();
+    } catch (...) {
+      t.done.set_exception(std::current_exception());
+    }
+}
+
 void EngineLoop::run() {
   for (;;) {
     std::deque<Incoming> incoming;
@@ -185,7 +227,7 @@ void EngineLoop::run() {
       std::unique_lock lock(mu_);
       busy_ = !live_.empty();
       if (!busy_) idle_.notify_all();
-      wake_.wait(lock, [&] { return stopping_ || !incoming_.empty() || !live_.empty(); });
+      wake_.wait(lock, [&] { return stopping_ || !incoming_.empty() || !live_.empty() || !tasks_.empty(); });
       if (stopping_) break;
       incoming.swap(incoming_);
       stats_.waiting += static_cast<int64_t>(incoming.size());  // counted until the step's snapshot
@@ -207,10 +249,12 @@ void EngineLoop::run() {
     }
     publish_stats();  // before the streams learn they finished, so a consumer then sees their blocks free
     retire_finished();
+    run_due_tasks();
   }
   for (Live& l : live_) l.stream->fail("the server is shutting down", RequestStream::Failure::ShutDown);
   std::lock_guard lock(mu_);
   for (Incoming& in : incoming_) in.stream->fail("the server is shutting down", RequestStream::Failure::ShutDown);
+  for (Task& t : tasks_) t.done.set_exception(std::make_exception_ptr(Error("the server is shutting down")));
 }
 
 void EngineLoop::admit(std::deque<Incoming>& incoming) {

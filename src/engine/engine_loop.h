@@ -9,6 +9,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -114,6 +116,13 @@ class EngineLoop {
   // Requests it holds at once, running and waiting: submit() refuses more.
   int64_t capacity() const { return max_running_ + max_waiting_; }
 
+  // Runs `task` on the engine thread between two steps, where nothing else
+  // touches the model (how a served model's adapters come and go), once no
+  // request the loop holds uses the named adapter `unused` (-1: at the next
+  // step boundary). The future is ready when it ran, or holds what it threw;
+  // an Error when the loop stops first.
+  std::future<void> between_steps(std::function<void()> task, int32_t unused = -1);
+
   // Refuses new requests, lets the running ones finish until `deadline`,
   // cancels what is left, and returns once the engine is idle.
   void drain(std::chrono::steady_clock::time_point deadline);
@@ -132,6 +141,7 @@ class EngineLoop {
     std::shared_ptr<RequestStream> stream;
   };
   void run();
+  void run_due_tasks();
   void admit(std::deque<Incoming>& incoming);
   void cancel_abandoned();
   void retire_finished();
@@ -145,6 +155,12 @@ class EngineLoop {
   std::condition_variable wake_;  // the engine thread: work arrived, or stop
   std::condition_variable idle_;  // drain(): the engine went idle
   std::deque<Incoming> incoming_;
+  struct Task {
+    std::function<void()> run;
+    int32_t unused;
+    std::promise<void> done;
+  };
+  std::vector<Task> tasks_;
   int64_t unfinished_ = 0;  // submitted and not yet finished: what the queue limit counts
   bool accepting_ = true, cancel_all_ = false, stopping_ = false, busy_ = false;
   Stats stats_;

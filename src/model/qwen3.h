@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -99,10 +100,39 @@ class Qwen3Model {
   bool has_classifier() const { return weights_.score.data != nullptr; }
   std::vector<float> classify(std::span<const float> hidden) const;
   DType kv_cache_dtype() const { return kv_cache_; }
-  // The names of LoadOptions::lora_modules, in order (BatchSeq::adapter indexes them).
-  const std::vector<std::string>& adapter_names() const { return adapter_names_; }
-  // Error unless `adapter` is -1 (none) or indexes adapter_names().
+  // Every named adapter the model has had, by index (BatchSeq::adapter):
+  // LoadOptions::lora_modules in order, then those add_adapter added.
+  // `listed`: its name finds it (remove_adapter unlists it at once, and the
+  // name stays for the requests still running with it). A snapshot, taken
+  // under a lock: HTTP threads read it while the engine thread adds.
+  struct AdapterName {
+    std::string name;
+    bool listed = true;
+  };
+  std::vector<AdapterName> adapter_names() const;
+  // The listed adapter called `name`; nullopt when there is none.
+  std::optional<int32_t> find_adapter(const std::string& name) const;
+  // Error unless `adapter` is -1 (none) or a named adapter whose updates are
+  // still in the model (not dropped by drop_adapter).
   void check_adapter(int32_t adapter) const;
+
+  // Adapters added and removed while the model serves (vLLM's
+  // /v1/load_lora_adapter): read_adapter on any thread (it only reads the
+  // model's config); add_adapter and drop_adapter only while no forward
+  // pass runs (EngineLoop::between_steps); unlist_adapter on any thread.
+  // An index is never reused, so a prefix-cache block keyed by a removed
+  // adapter's index is never matched again.
+  struct ReadAdapter {
+    std::vector<LoraLayer> layers;
+    std::vector<OwnedBytes> owned;
+  };
+  ReadAdapter read_adapter(const std::string& dir) const;  // Error naming the file at fault
+  // Its index; Error when a listed adapter (or the model) already has the name.
+  int32_t add_adapter(const std::string& name, ReadAdapter adapter);
+  // Its name no longer finds it: the index it had, nullopt when no listed adapter has `name`.
+  std::optional<int32_t> unlist_adapter(const std::string& name);
+  // Frees its updates: no sequence may use it any more (check_adapter refuses it).
+  void drop_adapter(int32_t adapter);
 
   KvCache make_cache() const;  // sized for the model's context length, grown on use
 
@@ -123,7 +153,16 @@ class Qwen3Model {
   float rope_scale_ = 1.0f;
   size_t weight_bytes_ = 0;
   DType kv_cache_ = DType::F32;
-  std::vector<std::string> adapter_names_;
+  mutable std::mutex adapter_names_mu_;  // adapter_names_ is read by any thread
+  std::vector<AdapterName> adapter_names_;
+  // Per named adapter: whether its updates are in the layers, and the memory
+  // they are read into (what drop_adapter frees). The engine thread's.
+  struct AdapterMemory {
+    bool loaded = true;
+    std::vector<OwnedBytes> owned;
+  };
+  std::vector<AdapterMemory> adapter_memory_;
+  void install_adapter(int32_t index, std::vector<LoraLayer>& layers);
 };
 
 // Per-step activations, reused between calls so decode does not allocate.

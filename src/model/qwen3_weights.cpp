@@ -406,28 +406,16 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
       },
       [&](const std::string& name, std::vector<float>& v, int64_t n) { b.vector(name, v, n); });
   if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;
-  std::vector<std::pair<int32_t, std::string>> adapters;  // every row's (-1), then the named ones (their index)
-  for (const std::string& dir : options.lora_adapters) adapters.emplace_back(-1, dir);
-  for (const NamedLoraAdapter& a : options.lora_modules) {
-    if (a.name.empty()) fail("LoRA adapter ", a.dir, " has an empty name");
-    if (std::find(m->adapter_names_.begin(), m->adapter_names_.end(), a.name) != m->adapter_names_.end())
-      fail("two LoRA adapters are named '", a.name, "'");
-    adapters.emplace_back(static_cast<int32_t>(m->adapter_names_.size()), a.dir);
-    m->adapter_names_.push_back(a.name);
-  }
-  for (const auto& [index, dir] : adapters) {
+  if (!options.lora_adapters.empty() || !options.lora_modules.empty())
     if (!b.pool) b.pool = std::make_unique<ThreadPool>(options.threads);
+  for (const std::string& dir : options.lora_adapters) {  // every row's
     std::vector<LoraLayer> updates = read_lora_adapter(dir, c, layout.prefix, m->owned_, *b.pool);
-    for (size_t l = 0; l < updates.size(); ++l) {
-      LoraLayer& to = w.layers[l].lora;
-      LoraLayer& from = updates[l];
-      for (const LoraProjection& p : lora_projections(c))
-        for (LoraDelta& d : from.*p.deltas) {
-          d.adapter = index;
-          m->weight_bytes_ += d.a.bytes() + d.b().bytes();
-          (to.*p.deltas).push_back(std::move(d));
-        }
-    }
+    m->install_adapter(-1, updates);
+  }
+  for (const NamedLoraAdapter& a : options.lora_modules) {
+    ReadAdapter read;
+    read.layers = read_lora_adapter(a.dir, c, layout.prefix, read.owned, *b.pool);
+    m->add_adapter(a.name, std::move(read));
   }
 
   m->rope_inv_freq_.resize(static_cast<size_t>(c.head_dim / 2));
@@ -442,9 +430,81 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
   return m;
 }
 
+void Qwen3Model::install_adapter(int32_t index, std::vector<LoraLayer>& layers) {
+  for (size_t l = 0; l < layers.size(); ++l)
+    for (const LoraProjection& p : lora_projections(config_))
+      for (LoraDelta& d : layers[l].*p.deltas) {
+        d.adapter = index;
+        weight_bytes_ += d.a.bytes() + d.b().bytes();
+        (weights_.layers[l].lora.*p.deltas).push_back(std::move(d));
+      }
+}
+
+std::vector<Qwen3Model::AdapterName> Qwen3Model::adapter_names() const {
+  std::lock_guard lock(adapter_names_mu_);
+  return adapter_names_;
+}
+
+std::optional<int32_t> Qwen3Model::find_adapter(const std::string& name) const {
+  std::lock_guard lock(adapter_names_mu_);
+  for (size_t i = 0; i < adapter_names_.size(); ++i)
+    if (adapter_names_[i].listed && adapter_names_[i].name == name) return static_cast<int32_t>(i);
+  return std::nullopt;
+}
+
 void Qwen3Model::check_adapter(int32_t adapter) const {
-  if (adapter < -1 || adapter >= static_cast<int64_t>(adapter_names_.size()))
-    fail("LoRA adapter ", adapter, " does not exist: the model has ", adapter_names_.size(), " named adapters");
+  if (adapter < -1 || adapter >= static_cast<int64_t>(adapter_memory_.size()))
+    fail("LoRA adapter ", adapter, " does not exist: the model has ", adapter_memory_.size(), " named adapters");
+  if (adapter >= 0 && !adapter_memory_[static_cast<size_t>(adapter)].loaded)
+    fail("LoRA adapter '", adapter_names()[static_cast<size_t>(adapter)].name, "' was unloaded");
+}
+
+Qwen3Model::ReadAdapter Qwen3Model::read_adapter(const std::string& dir) const {
+  ThreadPool caller_only(1);  // the engine's pool is the engine thread's
+  ReadAdapter read;
+  read.layers = read_lora_adapter(dir, config_, layout_.prefix, read.owned, caller_only);
+  return read;
+}
+
+int32_t Qwen3Model::add_adapter(const std::string& name, ReadAdapter adapter) {
+  if (name.empty()) fail("a LoRA adapter needs a name");
+  int32_t index = 0;
+  {
+    std::lock_guard lock(adapter_names_mu_);
+    for (const AdapterName& a : adapter_names_)
+      if (a.listed && a.name == name) fail("a LoRA adapter named '", name, "' is already loaded");
+    index = static_cast<int32_t>(adapter_names_.size());
+    adapter_names_.push_back({name, true});
+  }
+  install_adapter(index, adapter.layers);
+  adapter_memory_.push_back({true, std::move(adapter.owned)});
+  return index;
+}
+
+std::optional<int32_t> Qwen3Model::unlist_adapter(const std::string& name) {
+  std::lock_guard lock(adapter_names_mu_);
+  for (size_t i = 0; i < adapter_names_.size(); ++i)
+    if (adapter_names_[i].listed && adapter_names_[i].name == name) {
+      adapter_names_[i].listed = false;
+      return static_cast<int32_t>(i);
+    }
+  return std::nullopt;
+}
+
+void Qwen3Model::drop_adapter(int32_t adapter) {
+  check_adapter(adapter);
+  if (adapter < 0) fail("only a named LoRA adapter can be dropped");
+  for (Qwen3Layer& layer : weights_.layers)
+    for (const LoraProjection& p : lora_projections(config_)) {
+      std::vector<LoraDelta>& deltas = layer.lora.*p.deltas;
+      for (const LoraDelta& d : deltas)
+        if (d.adapter == adapter) weight_bytes_ -= d.a.bytes() + d.b().bytes();
+      std::erase_if(deltas, [&](const LoraDelta& d) { return d.adapter == adapter; });
+    }
+  AdapterMemory& memory = adapter_memory_[static_cast<size_t>(adapter)];
+  memory.loaded = false;
+  memory.owned.clear();
+  memory.owned.shrink_to_fit();
 }
 
 KvCache Qwen3Model::make_cache() const {

@@ -48,13 +48,22 @@ struct Route {
   const char* method;
   const char* path;
 };
-constexpr Route kRoutes[] = {{"GET", "/health"},          {"GET", "/metrics"},
-                             {"GET", "/v1/models"},       {"POST", "/v1/chat/completions"},
-                             {"POST", "/v1/completions"}, {"POST", "/v1/responses"},
-                             {"POST", "/v1/embeddings"},  {"POST", "/rerank"},
-                             {"POST", "/v1/rerank"},      {"POST", "/v2/rerank"},
-                             {"POST", "/classify"},       {"POST", "/v1/classify"},
-                             {"POST", "/tokenize"},       {"POST", "/detokenize"}};
+constexpr Route kRoutes[] = {{"GET", "/health"},
+                             {"GET", "/metrics"},
+                             {"GET", "/v1/models"},
+                             {"POST", "/v1/chat/completions"},
+                             {"POST", "/v1/completions"},
+                             {"POST", "/v1/responses"},
+                             {"POST", "/v1/embeddings"},
+                             {"POST", "/rerank"},
+                             {"POST", "/v1/rerank"},
+                             {"POST", "/v2/rerank"},
+                             {"POST", "/classify"},
+                             {"POST", "/v1/classify"},
+                             {"POST", "/tokenize"},
+                             {"POST", "/detokenize"},
+                             {"POST", "/v1/load_lora_adapter"},
+                             {"POST", "/v1/unload_lora_adapter"}};
 
 // The methods `path` has a route for ("" when none), as an Allow header lists them.
 std::string allowed_methods(const std::string& path) {
@@ -113,6 +122,9 @@ struct HttpServer::Impl {
   void embeddings(const httplib::Request& req, httplib::Response& res);
   void rerank(const httplib::Request& req, httplib::Response& res);
   void classify(const httplib::Request& req, httplib::Response& res);
+  void load_lora_adapter(const httplib::Request& req, httplib::Response& res);
+  void unload_lora_adapter(const httplib::Request& req, httplib::Response& res);
+  std::string lora_name(const ordered_json& body) const;
   bool authorized(const httplib::Request& req) const;
   std::string allowed_origin(const httplib::Request& req) const;
   std::string new_id(const char* prefix);
@@ -272,6 +284,57 @@ void HttpServer::Impl::classify(const httplib::Request& req, httplib::Response& 
           const Outputs& outputs) { return classify_response(*request, outputs, qwen, id, name); });
 }
 
+// The adapter a LoRA update names, once updates are allowed.
+std::string HttpServer::Impl::lora_name(const ordered_json& body) const {
+  if (!options.runtime_lora_updating)
+    throw ApiError(404, "runtime LoRA updating is off: start the server with --allow-runtime-lora-updating");
+  if (!given(body, "lora_name") || !body["lora_name"].is_string() ||
+      body["lora_name"].get_ref<const std::string&>().empty())
+    bad("lora_name", "'lora_name' must be a non-empty string");
+  return body["lora_name"].get<std::string>();
+}
+
+// vLLM's answers: the adapter is read on this thread, then added between two
+// engine steps; from then on requests naming it run with it.
+void HttpServer::Impl::load_lora_adapter(const httplib::Request& req, httplib::Response& res) {
+  const ordered_json body = parse_json_body(req.body);
+  const std::string name = lora_name(body);
+  check_known_fields(body, {"lora_name", "lora_path"});
+  if (!given(body, "lora_path") || !body["lora_path"].is_string())
+    bad("lora_path", "'lora_path' must be the adapter's directory on the server");
+  Qwen3Model& qwen = *model->bundle.model;
+  const auto taken = [&] {
+    return ApiError(400, "The lora adapter '" + input_excerpt(name) + "' has already been loaded.", "lora_name");
+  };
+  if (name == model->name || qwen.find_adapter(name)) throw taken();
+  auto read = std::make_shared<Qwen3Model::ReadAdapter>();
+  try {
+    *read = qwen.read_adapter(body["lora_path"].get<std::string>());
+  } catch (const Error& e) {
+    bad("lora_path", e.what());
+  }
+  try {
+    loop->between_steps([&qwen, name, read] { qwen.add_adapter(name, std::move(*read)); }).get();
+  } catch (const Error&) {
+    if (qwen.find_adapter(name)) throw taken();  // another request added it meanwhile
+    throw;
+  }
+  res.set_content("Success: LoRA adapter '" + name + "' added successfully.", "text/plain; charset=utf-8");
+}
+
+// Its name is gone at once (a request naming it now gets 404); its updates
+// are dropped once the requests already running with it are done.
+void HttpServer::Impl::unload_lora_adapter(const httplib::Request& req, httplib::Response& res) {
+  const ordered_json body = parse_json_body(req.body);
+  const std::string name = lora_name(body);
+  check_known_fields(body, {"lora_name"});
+  Qwen3Model& qwen = *model->bundle.model;
+  const std::optional<int32_t> index = qwen.unlist_adapter(name);
+  if (!index) throw ApiError(404, "The lora adapter '" + input_excerpt(name) + "' cannot be found.", "lora_name");
+  loop->between_steps([&qwen, i = *index] { qwen.drop_adapter(i); }, *index);
+  res.set_content("Success: LoRA adapter '" + name + "' removed successfully.", "text/plain; charset=utf-8");
+}
+
 void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response& res, Api api) {
   const ordered_json body = parse_json_body(req.body);
   auto parse = [&]() -> CompletionRequest {
@@ -392,7 +455,8 @@ void HttpServer::Impl::routes() {
     send_json(res, {{"status", "ok"}});
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics->render(loop->stats(), block_size), "text/plain; version=0.0.4");
+    res.set_content(metrics->render(loop->stats(), block_size, model->bundle.model->adapter_names()),
+                    "text/plain; version=0.0.4");
   });
   // The base model, then each named LoRA adapter with the model it adapts
   // as its parent (vLLM's listing). Read after ready, which set_ready() sets last.
@@ -407,8 +471,9 @@ void HttpServer::Impl::routes() {
   };
   http.Get("/v1/models", [this, model_object](const httplib::Request&, httplib::Response& res) {
     ordered_json data = ordered_json::array({model_object(-1)});
-    for (size_t a = 0; a < model->bundle.model->adapter_names().size(); ++a)
-      data.push_back(model_object(static_cast<int32_t>(a)));
+    const std::vector<Qwen3Model::AdapterName> adapters = model->bundle.model->adapter_names();
+    for (size_t a = 0; a < adapters.size(); ++a)
+      if (adapters[a].listed) data.push_back(model_object(static_cast<int32_t>(a)));
     send_json(res, {{"object", "list"}, {"data", data}});
   });
   http.Get(R"(/v1/models/(.+))", [this, model_object](const httplib::Request& req, httplib::Response& res) {
@@ -469,6 +534,10 @@ void HttpServer::Impl::routes() {
     if (add_special) ids = tokenizer.with_special_tokens(std::move(ids));
     send_json(res, {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", model->context}});
   });
+  http.Post("/v1/load_lora_adapter",
+            [this](const httplib::Request& req, httplib::Response& res) { load_lora_adapter(req, res); });
+  http.Post("/v1/unload_lora_adapter",
+            [this](const httplib::Request& req, httplib::Response& res) { unload_lora_adapter(req, res); });
   http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
     const ordered_json body = parse_json_body(req.body);
     if (!body.contains("tokens") || !body["tokens"].is_array())
@@ -628,7 +697,7 @@ void HttpServer::set_ready(const ServedModel& model, engine::EngineLoop& loop, i
   impl_->loop = &loop;
   impl_->block_size = block_size;
   impl_->ready_at = static_cast<int64_t>(std::time(nullptr));
-  impl_->metrics = std::make_unique<Metrics>(model.name, model.bundle.model->adapter_names());
+  impl_->metrics = std::make_unique<Metrics>(model.name);
   impl_->ready = true;
 }
 

@@ -31,6 +31,10 @@ struct ServerOptions {
   // a write is how a client that left is noticed (and its request
   // cancelled), and it keeps a proxy's read timeout from cutting the answer.
   std::chrono::milliseconds space_interval{1000};
+  // POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's, behind
+  // its VLLM_ALLOW_RUNTIME_LORA_UPDATING): off by default, since a client
+  // then names a directory on the server for it to read.
+  bool runtime_lora_updating = false;
 };
 
 class HttpServer {

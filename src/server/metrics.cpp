@@ -66,9 +66,8 @@ std::string escaped_label(const std::string& value) {
 
 }  // namespace
 
-Metrics::Metrics(std::string model_name, std::vector<std::string> adapter_names)
+Metrics::Metrics(std::string model_name)
     : labels_("model_name=\"" + escaped_label(model_name) + "\""),
-      adapter_names_(std::move(adapter_names)),
       ttft_(kTtftBounds),
       itl_(kItlBounds),
       e2e_(kE2eBounds) {}
@@ -93,7 +92,8 @@ void Metrics::record_inter_token(double seconds) {
   itl_.observe(seconds);
 }
 
-std::string Metrics::render(const engine::EngineLoop::Stats& stats, int32_t block_size) const {
+std::string Metrics::render(const engine::EngineLoop::Stats& stats, int32_t block_size,
+                            const std::vector<Qwen3Model::AdapterName>& adapters) const {
   std::string out;
   auto gauge = [&](const char* name, const char* help, double v) {
     header(out, name, "gauge", help);
@@ -117,19 +117,21 @@ std::string Metrics::render(const engine::EngineLoop::Stats& stats, int32_t bloc
           static_cast<double>(stats.draft_tokens));
   counter("qinfer:spec_decode_num_accepted_tokens_total", "Of them, tokens the model confirmed.",
           static_cast<double>(stats.draft_accepted));
-  if (!adapter_names_.empty()) {  // vLLM's: the adapters in use as labels, the time of the reading as the value
-    auto names = [&](const std::vector<int32_t>& adapters) {
+  if (!adapters.empty()) {  // vLLM's: the adapters in use as labels, the time of the reading as the value
+    auto names = [&](const std::vector<int32_t>& indexes) {
       std::string out;
-      for (int32_t a : adapters) {
+      for (int32_t a : indexes) {
         if (!out.empty()) out += ',';
-        out += escaped_label(adapter_names_.at(a));
+        out += escaped_label(adapters.at(static_cast<size_t>(a)).name);
       }
       return out;
     };
     header(out, "qinfer:lora_requests_info", "gauge", "Named LoRA adapters of the running and the waiting requests.");
     line(out, "qinfer:lora_requests_info",
-         labels_ + ",max_lora=\"" + std::to_string(adapter_names_.size()) + "\",running_lora_adapters=\"" +
-             names(stats.running_adapters) + "\",waiting_lora_adapters=\"" + names(stats.waiting_adapters) + "\"",
+         labels_ + ",max_lora=\"" +
+             std::to_string(std::count_if(adapters.begin(), adapters.end(), [](const auto& a) { return a.listed; })) +
+             "\",running_lora_adapters=\"" + names(stats.running_adapters) + "\",waiting_lora_adapters=\"" +
+             names(stats.waiting_adapters) + "\"",
          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   }
   std::lock_guard lock(mu_);

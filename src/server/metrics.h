@@ -28,8 +28,7 @@ class Histogram {
 
 class Metrics {
  public:
-  // adapter_names: the named LoRA adapters (Stats' adapter indexes name them).
-  explicit Metrics(std::string model_name, std::vector<std::string> adapter_names = {});
+  explicit Metrics(std::string model_name);
 
   // One finished request: its token counts, and its latencies in seconds
   // (ttft < 0: it produced no token).
@@ -37,12 +36,13 @@ class Metrics {
                       const std::string& finish_reason);
   void record_inter_token(double seconds);
 
-  // The whole exposition; engine gauges from `stats`, prefix counters in tokens.
-  std::string render(const engine::EngineLoop::Stats& stats, int32_t block_size) const;
+  // The whole exposition; engine gauges from `stats`, prefix counters in
+  // tokens; `adapters` name Stats' adapter indexes (Qwen3Model::adapter_names()).
+  std::string render(const engine::EngineLoop::Stats& stats, int32_t block_size,
+                     const std::vector<Qwen3Model::AdapterName>& adapters = {}) const;
 
  private:
   std::string labels_;
-  std::vector<std::string> adapter_names_;
   mutable std::mutex mu_;
   int64_t prompt_tokens_ = 0, generation_tokens_ = 0;
   std::vector<std::pair<std::string, int64_t>> finished_;  // by finish reason

@@ -540,17 +540,16 @@ int32_t requested_adapter(const ordered_json& body, const ServedModel& model) {
   if (!body["model"].is_string()) bad("model", "'model' must be a string");
   const std::string& name = body["model"].get_ref<const std::string&>();
   if (name == model.name) return -1;
-  const std::vector<std::string>& adapters = model.bundle.model->adapter_names();
-  const auto it = std::find(adapters.begin(), adapters.end(), name);
-  if (it != adapters.end()) return static_cast<int32_t>(it - adapters.begin());
+  if (const std::optional<int32_t> adapter = model.bundle.model->find_adapter(name)) return *adapter;
   std::string served = "'" + model.name + "'";
-  for (const std::string& a : adapters) served += ", '" + a + "'";
+  for (const Qwen3Model::AdapterName& a : model.bundle.model->adapter_names())
+    if (a.listed) served += ", '" + a.name + "'";
   throw ApiError(404, "The model '" + input_excerpt(name) + "' does not exist; the models are " + served, "model",
                  "invalid_request_error");
 }
 
-const std::string& served_name(const ServedModel& model, int32_t adapter) {
-  return adapter < 0 ? model.name : model.bundle.model->adapter_names()[static_cast<size_t>(adapter)];
+std::string served_name(const ServedModel& model, int32_t adapter) {
+  return adapter < 0 ? model.name : model.bundle.model->adapter_names().at(static_cast<size_t>(adapter)).name;
 }
 
 CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel& model) {

@@ -107,7 +107,7 @@ void truncate_prompts(const nlohmann::ordered_json& body, std::vector<std::vecto
 // named); 404 for a name the server does not serve.
 int32_t requested_adapter(const nlohmann::ordered_json& body, const ServedModel& model);
 // What answers report as their "model": the adapter's name, or the base model's.
-const std::string& served_name(const ServedModel& model, int32_t adapter);
+std::string served_name(const ServedModel& model, int32_t adapter);
 CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const ServedModel& model);
 // The 400 of a prompt that leaves the reply no room in the context.
 class ContextLengthError : public ApiError {

@@ -9,6 +9,7 @@
 
 #include "model/test_model.h"
 #include "test_util.h"
+#include "util/error.h"
 
 using namespace qinfer;
 using namespace qinfer::engine;
@@ -195,4 +196,44 @@ TEST(EngineLoop, StatsNameTheAdaptersOfRunningAndWaitingRequests) {
   for (int i = 0; i < 100 && loop.stats().running > 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_TRUE(loop.stats().running_adapters.empty());
   EXPECT_TRUE(loop.stats().waiting_adapters.empty());
+}
+
+// A task between steps (how a served model's adapters come and go) runs at
+// the next step boundary; one that waits for an adapter to be unused runs
+// only once no request holds it, and a request that comes after it dropped
+// the adapter is refused by name. What a task throws reaches its caller.
+TEST(EngineLoop, TasksBetweenStepsWaitForTheirAdapterToBeUnused) {
+  const std::string tiny = test::data_path("models/tiny");
+  test::ScratchDir dir("loop-tasks");
+  write_test_lora_adapter(dir.file("a"), load_qwen3_config(tiny + "/config.json"), {}, 5);
+  LoadOptions named;
+  named.lora_modules = {{"a", dir.file("a")}};
+  auto model = Qwen3Model::load(tiny, named);
+  ThreadPool pool(1);
+  EngineLoop loop(*model, pool, {{4, 0, 16, 1}, 8});
+  GenerationOptions long_run = options(100000, 0, 0);
+  long_run.adapter = 0;
+  auto first = loop.submit({785, 6722}, long_run);
+  for (int i = 0; i < 500 && loop.stats().running == 0; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(loop.stats().running, 1);
+
+  bool ran = false;
+  auto at_once = loop.between_steps([&] { ran = true; });
+  ASSERT_EQ(at_once.wait_for(10s), std::future_status::ready);
+  at_once.get();
+  EXPECT_TRUE(ran);
+  auto drop = loop.between_steps([&] { model->drop_adapter(0); }, 0);
+  EXPECT_EQ(drop.wait_for(300ms), std::future_status::timeout) << "it ran while a request used the adapter";
+  first->cancel();
+  drain_stream(*first);
+  ASSERT_EQ(drop.wait_for(10s), std::future_status::ready);
+  drop.get();
+  auto late = loop.submit({1, 2}, long_run);
+  RequestStream::State st{};
+  drain_stream(*late, &st);
+  EXPECT_EQ(st, RequestStream::State::Failed);
+  EXPECT_EQ(late->failure(), RequestStream::Failure::Refused);
+  EXPECT_NE(late->error().find("LoRA adapter 'a' was unloaded"), std::string::npos) << late->error();
+  auto failing = loop.between_steps([] { throw qinfer::Error("no such adapter"); });
+  EXPECT_THROW(failing.get(), qinfer::Error);
 }

@@ -143,7 +143,9 @@ TEST(Lora, NamedAdaptersGoToTheSequencesThatNameThem) {
   named.lora_adapters = {dir.file("g")};
   named.lora_modules = {{"alpha", dir.file("a")}, {"beta", dir.file("b")}};
   auto model = Qwen3Model::load(tiny, named);
-  EXPECT_EQ(model->adapter_names(), (std::vector<std::string>{"alpha", "beta"}));
+  ASSERT_EQ(model->adapter_names().size(), 2u);
+  EXPECT_EQ(model->adapter_names()[1].name, "beta");
+  EXPECT_EQ(model->find_adapter("alpha"), 0);
   std::vector<std::vector<float>> want;  // per sequence: none, alpha, beta, alpha
   for (const std::vector<std::string>& dirs : std::vector<std::vector<std::string>>{
            {dir.file("g")}, {dir.file("g"), dir.file("a")}, {dir.file("g"), dir.file("b")}}) {
@@ -181,8 +183,8 @@ TEST(Lora, NamedAdaptersGoToTheSequencesThatNameThem) {
         << e.what();
   }
   for (const auto& [modules, message] : std::vector<std::pair<std::vector<NamedLoraAdapter>, std::string>>{
-           {{{"", dir.file("a")}}, "has an empty name"},
-           {{{"x", dir.file("a")}, {"x", dir.file("b")}}, "two LoRA adapters are named 'x'"}}) {
+           {{{"", dir.file("a")}}, "a LoRA adapter needs a name"},
+           {{{"x", dir.file("a")}, {"x", dir.file("b")}}, "a LoRA adapter named 'x' is already loaded"}}) {
     LoadOptions o;
     o.lora_modules = modules;
     try {
@@ -192,6 +194,66 @@ TEST(Lora, NamedAdaptersGoToTheSequencesThatNameThem) {
       EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
     }
   }
+}
+
+// Adapters added to a loaded model (the server's /v1/load_lora_adapter) run
+// as adapters loaded with it; one dropped frees its bytes, is refused from
+// then on, and its index is never given again.
+TEST(Lora, AdaptersAddedAndDroppedAtRunTime) {
+  const std::string tiny = test::data_path("models/tiny");
+  const Qwen3Config config = load_qwen3_config(tiny + "/config.json");
+  test::ScratchDir dir("lora-runtime");
+  write_test_lora_adapter(dir.file("a"), config, {}, 2);
+  LoadOptions with_a;
+  with_a.lora_adapters = {dir.file("a")};
+  const std::vector<float> want = all_logits(*Qwen3Model::load(tiny, with_a), kPrompt);
+
+  auto model = Qwen3Model::load(tiny);
+  const size_t base_bytes = model->weight_bytes();
+  const std::vector<float> base = all_logits(*model, kPrompt);
+  EXPECT_EQ(model->add_adapter("alpha", model->read_adapter(dir.file("a"))), 0);
+  EXPECT_GT(model->weight_bytes(), base_bytes);
+  EXPECT_EQ(model->find_adapter("alpha"), 0);
+  const int64_t n = static_cast<int64_t>(kPrompt.size());
+  KvPool kv(config.num_hidden_layers, config.num_key_value_heads, config.head_dim, 2 * n, 1);
+  std::vector<int32_t> table(static_cast<size_t>(n));
+  for (int64_t b = 0; b < n; ++b) table[static_cast<size_t>(b)] = static_cast<int32_t>(b);
+  Batch batch;
+  batch.tokens = kPrompt;
+  batch.seqs.push_back({n, 0, table, BatchSeq::Logits::All, 0});
+  ThreadPool pool(2);
+  ForwardState st;
+  const std::span<const float> got = forward(*model, batch, kv, st, pool);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
+  EXPECT_EQ(all_logits(*model, kPrompt), base);  // a row without it does not take it
+
+  try {
+    model->add_adapter("alpha", model->read_adapter(dir.file("a")));
+    FAIL() << "two adapters named alpha";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a LoRA adapter named 'alpha' is already loaded"), std::string::npos);
+  }
+  EXPECT_EQ(model->unlist_adapter("alpha"), 0);
+  EXPECT_EQ(model->unlist_adapter("alpha"), std::nullopt);
+  EXPECT_EQ(model->find_adapter("alpha"), std::nullopt);
+  model->check_adapter(0);  // unlisted, its updates still in: the requests running with it go on
+  model->drop_adapter(0);
+  EXPECT_EQ(model->weight_bytes(), base_bytes);
+  try {
+    forward(*model, batch, kv, st, pool);
+    FAIL() << "a dropped adapter ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("LoRA adapter 'alpha' was unloaded"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(model->add_adapter("alpha", model->read_adapter(dir.file("a"))), 1);
+  batch.seqs[0].adapter = 1;
+  const std::span<const float> again = forward(*model, batch, kv, st, pool);
+  EXPECT_EQ(std::memcmp(again.data(), want.data(), want.size() * sizeof(float)), 0);
+  ASSERT_EQ(model->adapter_names().size(), 2u);
+  EXPECT_FALSE(model->adapter_names()[0].listed);
+  EXPECT_TRUE(model->adapter_names()[1].listed);
+  EXPECT_THROW(model->read_adapter(dir.file("missing")), Error);
 }
 
 TEST(Lora, QuantizedBaseWeightsTakeTheSameUpdate) {

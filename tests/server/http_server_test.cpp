@@ -41,12 +41,13 @@ struct Fixture {
                    const std::string& model = test::data_path("models/tiny"),
                    std::vector<std::string> allowed_origins = {}, std::chrono::milliseconds status_wait = 1s,
                    std::chrono::milliseconds space_interval = 1s, size_t max_body_bytes = 16384,
-                   const LoadOptions& load = {})
+                   const LoadOptions& load = {}, bool runtime_lora_updating = false)
       : bundle(load_model_bundle(model, load)),
         pool(2),
         loop(*bundle.model, pool, lo),
         served{bundle, "tiny", loop.context()},
-        http(options(key, std::move(allowed_origins), status_wait, space_interval, max_body_bytes)) {
+        http(options(key, std::move(allowed_origins), status_wait, space_interval, max_body_bytes,
+                     runtime_lora_updating)) {
     http.bind();
     serving = std::thread([this] { http.serve(); });
     http.set_ready(served, loop, lo.engine.block_size);
@@ -58,8 +59,9 @@ struct Fixture {
   }
   static ServerOptions options(const std::string& key, std::vector<std::string> allowed_origins,
                                std::chrono::milliseconds status_wait, std::chrono::milliseconds space_interval,
-                               size_t max_body_bytes) {
+                               size_t max_body_bytes, bool runtime_lora_updating) {
     ServerOptions o;
+    o.runtime_lora_updating = runtime_lora_updating;
     o.status_wait = status_wait;
     o.space_interval = space_interval;
     o.port = 0;
@@ -914,6 +916,77 @@ TEST(HttpServer, NamedAdaptersAnswerTheRequestsThatNameThem) {
             std::string::npos)
       << metrics;
   EXPECT_EQ(adapted.client().Get("/metrics")->body.find("lora_requests_info"), std::string::npos) << "--lora alone";
+}
+
+// vLLM's runtime adapter updates (--allow-runtime-lora-updating): an adapter
+// loaded while serving answers as one loaded at start; unloaded, its name is
+// gone, and it can be loaded again. Without the flag the routes say how to
+// turn them on; bad requests are 4xx naming the field.
+TEST(HttpServer, AdaptersLoadAndUnloadWhileServing) {
+  const std::string tiny = test::data_path("models/tiny");
+  test::ScratchDir dir("serve-lora-runtime");
+  write_test_lora_adapter(dir.file("a"), load_qwen3_config(tiny + "/config.json"), {}, 21);
+  LoadOptions everyone;
+  everyone.lora_adapters = {dir.file("a")};
+  Fixture f({{4, 0, 64, 8, 128}, 16}, "", tiny, {}, 1s, 1s, 16384, {}, true);
+  Fixture adapted({{4, 0, 64, 8, 128}, 16}, "", tiny, {}, 1s, 1s, 16384, everyone);
+  const ordered_json load = {{"lora_name", "tiny-sql"}, {"lora_path", dir.file("a")}};
+  auto off = adapted.client().Post("/v1/load_lora_adapter", load.dump(), "application/json");
+  EXPECT_EQ(off->status, 404);
+  EXPECT_NE(off->body.find("--allow-runtime-lora-updating"), std::string::npos) << off->body;
+
+  const ordered_json body = {{"model", "tiny-sql"},
+                             {"prompt", "The capital of France is"},
+                             {"max_tokens", 6},
+                             {"temperature", 0},
+                             {"logprobs", 2}};
+  EXPECT_EQ(f.post("/v1/completions", body, 404)["error"]["param"], "model");
+  auto loaded = f.client().Post("/v1/load_lora_adapter", load.dump(), "application/json");
+  EXPECT_EQ(loaded->status, 200);
+  EXPECT_EQ(loaded->body, "Success: LoRA adapter 'tiny-sql' added successfully.");
+  const ordered_json models = ordered_json::parse(f.client().Get("/v1/models")->body);
+  ASSERT_EQ(models["data"].size(), 2u) << models;
+  EXPECT_EQ(models["data"][1]["id"], "tiny-sql");
+  EXPECT_EQ(models["data"][1]["parent"], "tiny");
+  ordered_json base = body;
+  base.erase("model");
+  const ordered_json want = adapted.post("/v1/completions", base)["choices"];
+  const ordered_json answer = f.post("/v1/completions", body);
+  EXPECT_EQ(answer["model"], "tiny-sql");
+  EXPECT_EQ(answer["choices"], want);
+  EXPECT_NE(f.post("/v1/completions", base)["choices"], want) << "the base model answers without it";
+  EXPECT_NE(f.client().Get("/metrics")->body.find("max_lora=\"1\""), std::string::npos);
+
+  const std::pair<ordered_json, std::string> bad_loads[] = {
+      {{{"lora_name", "tiny-sql"}, {"lora_path", dir.file("a")}}, "lora_name"},  // loaded already
+      {{{"lora_name", "tiny"}, {"lora_path", dir.file("a")}}, "lora_name"},      // the base model's name
+      {{{"lora_name", ""}, {"lora_path", dir.file("a")}}, "lora_name"},
+      {{{"lora_path", dir.file("a")}}, "lora_name"},
+      {{{"lora_name", "x"}}, "lora_path"},
+      {{{"lora_name", "x"}, {"lora_path", 5}}, "lora_path"},
+      {{{"lora_name", "x"}, {"lora_path", dir.file("missing")}}, "lora_path"},
+      {{{"lora_name", "x"}, {"lora_path", dir.file("a")}, {"lora_int_id", 3}}, "lora_int_id"},
+  };
+  for (const auto& [request, param] : bad_loads) {
+    const ordered_json e = f.post("/v1/load_lora_adapter", request, 400);
+    EXPECT_EQ(e["error"]["param"], param) << request.dump() << " -> " << e.dump();
+  }
+  EXPECT_NE(f.post("/v1/load_lora_adapter", bad_loads[6].first, 400)["error"]["message"].get<std::string>().find(
+                dir.file("missing")),
+            std::string::npos)
+      << "the error names the directory";
+
+  auto unloaded = f.client().Post("/v1/unload_lora_adapter", R"({"lora_name": "tiny-sql"})", "application/json");
+  EXPECT_EQ(unloaded->status, 200);
+  EXPECT_EQ(unloaded->body, "Success: LoRA adapter 'tiny-sql' removed successfully.");
+  EXPECT_EQ(f.post("/v1/completions", body, 404)["error"]["param"], "model");
+  EXPECT_EQ(ordered_json::parse(f.client().Get("/v1/models")->body)["data"].size(), 1u);
+  EXPECT_EQ(f.post("/v1/unload_lora_adapter", {{"lora_name", "tiny-sql"}}, 404)["error"]["param"], "lora_name");
+  EXPECT_EQ(f.post("/v1/unload_lora_adapter", {{"lora_name", 3}}, 400)["error"]["param"], "lora_name");
+  // Loaded again (a new index: blocks cached under the old one are never matched): the same answers.
+  EXPECT_EQ(f.client().Post("/v1/load_lora_adapter", load.dump(), "application/json")->status, 200);
+  EXPECT_EQ(f.post("/v1/completions", body)["choices"], want);
+  EXPECT_NE(f.client().Get("/metrics")->body.find("max_lora=\"1\""), std::string::npos);
 }
 
 TEST(HttpServer, PromptLogprobsAsVllmGivesThem) {

@@ -19,20 +19,24 @@ TEST(Metrics, LabelValuesAreEscaped) {
 
 // With named LoRA adapters, vLLM's lora_requests_info: the adapters of the
 // running and of the waiting requests as labels, the reading's time (Unix
-// seconds) as the value. Without adapters there is no such line.
+// seconds) as the value. Without adapters there is no such line. An unloaded
+// adapter (no longer listed) still names the requests that run with it, and
+// max_lora counts the listed ones.
 TEST(Metrics, LoraRequestsInfoNamesTheAdaptersInUse) {
   EXPECT_EQ(Metrics("m").render({}, 16).find("lora_requests_info"), std::string::npos);
-  Metrics m("m", {"sql", "chat\"x", "law"});
+  Metrics m("m");
+  const std::vector<qinfer::Qwen3Model::AdapterName> adapters = {{"sql", true}, {"chat\"x", true}, {"law", false}};
   qinfer::engine::EngineLoop::Stats stats;
   stats.running_adapters = {1};
   stats.waiting_adapters = {0, 2};
-  const std::string page = m.render(stats, 16);
+  const std::string page = m.render(stats, 16, adapters);
   const std::string want =
-      "qinfer:lora_requests_info{model_name=\"m\",max_lora=\"3\",running_lora_adapters=\"chat\\\"x\","
+      "qinfer:lora_requests_info{model_name=\"m\",max_lora=\"2\",running_lora_adapters=\"chat\\\"x\","
       "waiting_lora_adapters=\"sql,law\"} ";
   const size_t at = page.find(want);
   ASSERT_NE(at, std::string::npos) << page;
   const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   EXPECT_NEAR(std::stod(page.substr(at + want.size())), now, 60.0);
-  EXPECT_NE(m.render({}, 16).find("running_lora_adapters=\"\",waiting_lora_adapters=\"\"} "), std::string::npos);
+  EXPECT_NE(m.render({}, 16, adapters).find("running_lora_adapters=\"\",waiting_lora_adapters=\"\"} "),
+            std::string::npos);
 }
