@@ -40,7 +40,9 @@ inline CommandResult run_command(const std::string& cmd) {
   return r;
 }
 
+#ifdef QINFER_BINARY  // the suite's executables; the fuzz targets use the checkpoint writers only
 inline std::string qinfer_binary() { return QINFER_BINARY; }
+#endif
 
 // n values drawn from N(0, scale^2), the same for the same seed.
 inline std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {

@@ -3,7 +3,8 @@
 // token ids) with the tiny checkpoint's tokenizer and template; the first
 // byte picks the endpoint (odd: chat; 2 mod 4: responses; 4 mod 8:
 // embeddings, answered with made-up states; 8 mod 16: rerank, answered with
-// made-up logits; else completions). An ApiError (the 4xx the client gets) or a
+// made-up logits; 16 mod 32: classify, on a three-label classifier made from
+// the tiny checkpoint, answered from made-up states; else completions). An ApiError (the 4xx the client gets) or a
 // qinfer::Error (a 400) is the expected outcome of most inputs; a crash, a
 // sanitizer report or any other exception is a finding. The rendered reply
 // splitter gets the same bytes in pieces and must agree with itself.
@@ -11,8 +12,10 @@
 #include <cstdint>
 #include <string>
 
+#include "sequence_classifier.h"
 #include "server/api_error.h"
 #include "server/chat_output.h"
+#include "server/classify_api.h"
 #include "server/embeddings_api.h"
 #include "server/openai_request.h"
 #include "server/rerank_api.h"
@@ -24,6 +27,27 @@ const qinfer::server::ServedModel& served() {
   static const qinfer::ModelBundle bundle = qinfer::load_model_bundle(std::string(QINFER_TEST_DATA) + "/models/tiny");
   static const qinfer::server::ServedModel model{bundle, "tiny", 2048};
   return model;
+}
+
+// Written once per process into a scratch directory removed at exit (after
+// the bundle that maps it).
+const qinfer::server::ServedModel& classifier() {
+  static const qinfer::test::ScratchDir dir("fuzz-classifier");
+  static const std::string path = [] {
+    qinfer::test::write_sequence_classifier(dir.file("m"), true, {"negative", "neutral", "positive"});
+    return dir.file("m");
+  }();
+  static const qinfer::ModelBundle bundle = qinfer::load_model_bundle(path);
+  static const qinfer::server::ServedModel model{bundle, "tiny-cls", 2048};
+  return model;
+}
+
+// States for each input of a pooling request, made up.
+std::vector<std::vector<float>> made_up_states(size_t inputs) {
+  const auto hidden = static_cast<size_t>(served().bundle.model->config().hidden_size);
+  std::vector<std::vector<float>> states;
+  for (size_t i = 0; i < inputs; ++i) states.emplace_back(hidden, static_cast<float>(i) - 0.5f);
+  return states;
 }
 
 void check_reply_splitter(const std::string& text) {
@@ -48,7 +72,12 @@ void check_reply_splitter(const std::string& text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const int endpoint = data[0] % 16 == 8 ? 4 : data[0] % 8 == 4 ? 3 : data[0] % 4 == 2 ? 2 : data[0] & 1 ? 0 : 1;
+  const int endpoint = data[0] % 32 == 16  ? 5
+                       : data[0] % 16 == 8 ? 4
+                       : data[0] % 8 == 4  ? 3
+                       : data[0] % 4 == 2  ? 2
+                       : data[0] & 1       ? 0
+                                           : 1;
   const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
     const auto json = qinfer::server::parse_json_body(body);
@@ -58,16 +87,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)qinfer::server::parse_completion_request(json, served());
     else if (endpoint == 3) {
       const auto request = qinfer::server::parse_embedding_request(json, served(), 64);
-      const auto hidden = static_cast<size_t>(served().bundle.model->config().hidden_size);
-      std::vector<std::vector<float>> states;
-      for (size_t i = 0; i < request.inputs.size(); ++i) states.emplace_back(hidden, static_cast<float>(i) - 0.5f);
-      (void)qinfer::server::embedding_response(request, states, "tiny").dump();
+      (void)qinfer::server::embedding_response(request, made_up_states(request.inputs.size()), "tiny").dump();
     } else if (endpoint == 4) {
       const auto request = qinfer::server::parse_rerank_request(json, served(), 64);
       std::vector<std::vector<float>> logits;
       for (size_t i = 0; i < request.inputs.size(); ++i)
         logits.push_back({static_cast<float>(i % 3), static_cast<float>(i % 5) - 2.0f});
       (void)qinfer::server::rerank_response(request, logits, "rerank-0", "tiny").dump();
+    } else if (endpoint == 5) {
+      const auto request = qinfer::server::parse_classify_request(json, classifier(), 64);
+      (void)qinfer::server::classify_response(request, made_up_states(request.inputs.size()),
+                                              *classifier().bundle.model, "classify-0", "tiny-cls")
+          .dump();
     } else {  // as the server picks: truncation "auto" drops input items to fit
       const auto chat = qinfer::server::chat_body_of_response_request(json);
       (void)(qinfer::server::drops_input_to_fit(json) ? qinfer::server::parse_chat_request_fitting(chat, served())
