@@ -192,8 +192,8 @@ void add_serve_command(CLI::App& app) {
   a->http.http_threads = 0;  // derived from --parallel and --max-queue unless given
   CLI::App* cmd = app.add_subcommand("serve",
                                      "OpenAI-compatible HTTP server on the batching engine: /v1/chat/completions, "
-                                     "/v1/completions, /v1/responses, /v1/models, "
-                                     "/health, /metrics, /tokenize, /detokenize");
+                                     "/v1/completions, /v1/responses, /v1/embeddings, /v1/rerank, /classify, "
+                                     "/score, /v1/models, /health, /metrics, /tokenize, /detokenize");
   cmd->add_option("-m,--model", a->model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")
       ->required();
   cmd->add_option("--served-model-name", a->served_name, "The model name requests use (default: -m as given)");

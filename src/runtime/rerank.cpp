@@ -42,18 +42,20 @@ float RerankPrompt::score(std::span<const float> output) const {
 
 std::vector<int32_t> RerankPrompt::input_ids(std::string_view instruction, std::string_view query,
                                              std::string_view document) const {
-  if (query.starts_with(kPrefix)) {
-    std::vector<int32_t> ids = tokenizer_.encode(query);
-    const std::vector<int32_t> rest = tokenizer_.encode(document);
-    ids.insert(ids.end(), rest.begin(), rest.end());
-    return ids;
-  }
+  if (query.starts_with(kPrefix)) return pair_ids(query, document);
   std::string pair = "<Instruct>: ";
   pair.append(instruction).append("\n<Query>: ").append(query).append("\n<Document>: ").append(document);
   std::vector<int32_t> ids = prefix_;
   const std::vector<int32_t> middle = tokenizer_.with_special_tokens(tokenizer_.encode(pair));
   ids.insert(ids.end(), middle.begin(), middle.end());
   ids.insert(ids.end(), suffix_.begin(), suffix_.end());
+  return ids;
+}
+
+std::vector<int32_t> RerankPrompt::pair_ids(std::string_view first, std::string_view second) const {
+  std::vector<int32_t> ids = tokenizer_.encode(first);
+  const std::vector<int32_t> rest = tokenizer_.encode(second);
+  ids.insert(ids.end(), rest.begin(), rest.end());
   return ids;
 }
 

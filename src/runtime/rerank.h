@@ -30,6 +30,10 @@ class RerankPrompt {
   RerankPrompt(const Tokenizer& tokenizer, const Qwen3Model& model);
 
   std::vector<int32_t> input_ids(std::string_view instruction, std::string_view query, std::string_view document) const;
+  // A pair the client formatted (the card's prefix in the first text, its
+  // suffix in the second): each text's ids in turn, as HF's tokenizer(a, b)
+  // gives them for Qwen3's tokenizer, which adds nothing around a pair.
+  std::vector<int32_t> pair_ids(std::string_view first, std::string_view second) const;
   // True: a prompt is an embedding request (its final hidden state goes
   // through the classifier head); false: a scoring request for score_ids().
   bool uses_classifier() const { return score_ids_.empty(); }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 
 #include "server/api_error.h"
 #include "server/embeddings_api.h"
@@ -29,7 +28,6 @@ ordered_json classify_response(const ClassifyRequest& request, const std::vector
                                const Qwen3Model& model, const std::string& id, const std::string& model_name) {
   const std::vector<std::string>& names = model.config().id2label;
   ordered_json data = ordered_json::array();
-  int64_t tokens = 0;
   for (size_t i = 0; i < hidden.size(); ++i) {
     const std::vector<float> logits = model.classify(hidden[i]);
     std::vector<double> probs(logits.size());
@@ -46,14 +44,8 @@ ordered_json classify_response(const ClassifyRequest& request, const std::vector
                     {"label", best < names.size() ? names[best] : "LABEL_" + std::to_string(best)},
                     {"probs", probs},
                     {"num_classes", probs.size()}});
-    tokens += static_cast<int64_t>(request.inputs[i].size());
   }
-  return {{"id", id},
-          {"object", "list"},
-          {"created", static_cast<int64_t>(std::time(nullptr))},
-          {"model", model_name},
-          {"data", std::move(data)},
-          {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}};
+  return pooling_response(id, model_name, std::move(data), request.inputs);
 }
 
 }  // namespace qinfer::server

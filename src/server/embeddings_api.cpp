@@ -1,6 +1,7 @@
 #include "server/embeddings_api.h"
 
 #include <cstring>
+#include <ctime>
 
 #include "runtime/embedding.h"
 #include "server/api_error.h"
@@ -75,6 +76,18 @@ std::vector<std::vector<int32_t>> pooling_inputs(const ordered_json& body, const
   }
   truncate_prompts(body, inputs, model.context, model.context);
   return inputs;
+}
+
+ordered_json pooling_response(const std::string& id, const std::string& model_name, ordered_json data,
+                              const std::vector<std::vector<int32_t>>& inputs) {
+  int64_t tokens = 0;
+  for (const std::vector<int32_t>& ids : inputs) tokens += static_cast<int64_t>(ids.size());
+  return {{"id", id},
+          {"object", "list"},
+          {"created", static_cast<int64_t>(std::time(nullptr))},
+          {"model", model_name},
+          {"data", std::move(data)},
+          {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}};
 }
 
 EmbeddingRequest parse_embedding_request(const ordered_json& body, const ServedModel& model, int64_t max_inputs) {

@@ -28,6 +28,11 @@ struct EmbeddingRequest {
 std::vector<std::vector<int32_t>> pooling_inputs(const nlohmann::ordered_json& body, const ServedModel& model,
                                                  int64_t max_inputs);
 
+// vLLM's answer to a pooling request (/classify, /score): {"id", "object":
+// "list", "created", "model", "data", "usage"}, usage counting the inputs' ids.
+nlohmann::ordered_json pooling_response(const std::string& id, const std::string& model_name,
+                                        nlohmann::ordered_json data, const std::vector<std::vector<int32_t>>& inputs);
+
 // 400 (ApiError naming the field) for what OpenAI's API refuses, an input
 // list longer than `max_inputs`, or an unknown field; 404 for another model.
 EmbeddingRequest parse_embedding_request(const nlohmann::ordered_json& body, const ServedModel& model,

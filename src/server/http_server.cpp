@@ -24,6 +24,7 @@
 #include "server/prompt_only_batch.h"
 #include "server/rerank_api.h"
 #include "server/responses_api.h"
+#include "server/score_api.h"
 
 namespace qinfer::server {
 
@@ -60,6 +61,8 @@ constexpr Route kRoutes[] = {{"GET", "/health"},
                              {"POST", "/v2/rerank"},
                              {"POST", "/classify"},
                              {"POST", "/v1/classify"},
+                             {"POST", "/score"},
+                             {"POST", "/v1/score"},
                              {"POST", "/tokenize"},
                              {"POST", "/detokenize"},
                              {"POST", "/v1/load_lora_adapter"},
@@ -119,9 +122,11 @@ struct HttpServer::Impl {
                           const std::vector<std::vector<int32_t>>& inputs, const char* field,
                           const PromptOnlyBatch::Submit& submit, std::function<ordered_json(const Outputs&)> answer);
   PromptOnlyBatch::Submit embed(int32_t adapter);
+  PromptOnlyBatch::Submit rerank_scoring(std::shared_ptr<const RerankPrompt> prompt, int32_t adapter);
   void embeddings(const httplib::Request& req, httplib::Response& res);
   void rerank(const httplib::Request& req, httplib::Response& res);
   void classify(const httplib::Request& req, httplib::Response& res);
+  void score(const httplib::Request& req, httplib::Response& res);
   void load_lora_adapter(const httplib::Request& req, httplib::Response& res);
   void unload_lora_adapter(const httplib::Request& req, httplib::Response& res);
   std::string lora_name(const ordered_json& body) const;
@@ -262,17 +267,21 @@ void HttpServer::Impl::embeddings(const httplib::Request& req, httplib::Response
                      });
 }
 
+// A reranker's prompts: its head's embedding requests, or scoring requests
+// for the logits of "no" and "yes".
+PromptOnlyBatch::Submit HttpServer::Impl::rerank_scoring(std::shared_ptr<const RerankPrompt> prompt, int32_t adapter) {
+  if (prompt->uses_classifier()) return embed(adapter);
+  return [this, prompt, adapter](const std::vector<int32_t>& ids, bool more) {
+    return loop->submit_scoring(ids, prompt->score_ids(), more, adapter);
+  };
+}
+
 void HttpServer::Impl::rerank(const httplib::Request& req, httplib::Response& res) {
   auto request =
       std::make_shared<const RerankRequest>(parse_rerank_request(parse_json_body(req.body), *model, loop->capacity()));
-  const PromptOnlyBatch::Submit score = [&](const std::vector<int32_t>& ids, bool more) {
-    return loop->submit_scoring(ids, request->prompt->score_ids(), more, request->adapter);
-  };
-  answer_prompt_only(
-      req, res, request->inputs, "documents", request->prompt->uses_classifier() ? embed(request->adapter) : score,
-      [request, id = new_id("rerank-"), name = served_name(*model, request->adapter)](const Outputs& outputs) {
-        return rerank_response(*request, outputs, id, name);
-      });
+  answer_prompt_only(req, res, request->inputs, "documents", rerank_scoring(request->prompt, request->adapter),
+                     [request, id = new_id("rerank-"), name = served_name(*model, request->adapter)](
+                         const Outputs& outputs) { return rerank_response(*request, outputs, id, name); });
 }
 
 void HttpServer::Impl::classify(const httplib::Request& req, httplib::Response& res) {
@@ -333,6 +342,15 @@ void HttpServer::Impl::unload_lora_adapter(const httplib::Request& req, httplib:
   if (!index) throw ApiError(404, "The lora adapter '" + input_excerpt(name) + "' cannot be found.", "lora_name");
   loop->between_steps([&qwen, i = *index] { qwen.drop_adapter(i); }, *index);
   res.set_content("Success: LoRA adapter '" + name + "' removed successfully.", "text/plain; charset=utf-8");
+}
+
+void HttpServer::Impl::score(const httplib::Request& req, httplib::Response& res) {
+  auto request =
+      std::make_shared<const ScoreRequest>(parse_score_request(parse_json_body(req.body), *model, loop->capacity()));
+  answer_prompt_only(req, res, request->inputs, "text_2",
+                     request->prompt ? rerank_scoring(request->prompt, request->adapter) : embed(request->adapter),
+                     [request, id = new_id("score-"), name = served_name(*model, request->adapter)](
+                         const Outputs& outputs) { return score_response(*request, outputs, id, name); });
 }
 
 void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response& res, Api api) {
@@ -505,6 +523,8 @@ void HttpServer::Impl::routes() {
     http.Post(path, [this](const httplib::Request& req, httplib::Response& res) { rerank(req, res); });
   for (const char* path : {"/classify", "/v1/classify"})  // vLLM's path, and under /v1 as the others
     http.Post(path, [this](const httplib::Request& req, httplib::Response& res) { classify(req, res); });
+  for (const char* path : {"/score", "/v1/score"})
+    http.Post(path, [this](const httplib::Request& req, httplib::Response& res) { score(req, res); });
   // vLLM's: a text ('prompt', or llama-server's 'content'), or 'messages' as
   // /v1/chat/completions renders them (generation prompt included).
   http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {

@@ -4,7 +4,8 @@
 // byte picks the endpoint (odd: chat; 2 mod 4: responses; 4 mod 8:
 // embeddings, answered with made-up states; 8 mod 16: rerank, answered with
 // made-up logits; 16 mod 32: classify, on a three-label classifier made from
-// the tiny checkpoint, answered from made-up states; else completions). An ApiError (the 4xx the client gets) or a
+// the tiny checkpoint, answered from made-up states; 32 mod 64: score,
+// answered with made-up logits; else completions). An ApiError (the 4xx the client gets) or a
 // qinfer::Error (a 400) is the expected outcome of most inputs; a crash, a
 // sanitizer report or any other exception is a finding. The rendered reply
 // splitter gets the same bytes in pieces and must agree with itself.
@@ -20,6 +21,7 @@
 #include "server/openai_request.h"
 #include "server/rerank_api.h"
 #include "server/responses_api.h"
+#include "server/score_api.h"
 
 namespace {
 
@@ -72,12 +74,13 @@ void check_reply_splitter(const std::string& text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const int endpoint = data[0] % 32 == 16  ? 5
-                       : data[0] % 16 == 8 ? 4
-                       : data[0] % 8 == 4  ? 3
-                       : data[0] % 4 == 2  ? 2
-                       : data[0] & 1       ? 0
-                                           : 1;
+  const int endpoint = data[0] % 64 == 32   ? 6
+                       : data[0] % 32 == 16 ? 5
+                       : data[0] % 16 == 8  ? 4
+                       : data[0] % 8 == 4   ? 3
+                       : data[0] % 4 == 2   ? 2
+                       : data[0] & 1        ? 0
+                                            : 1;
   const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
     const auto json = qinfer::server::parse_json_body(body);
@@ -94,6 +97,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (size_t i = 0; i < request.inputs.size(); ++i)
         logits.push_back({static_cast<float>(i % 3), static_cast<float>(i % 5) - 2.0f});
       (void)qinfer::server::rerank_response(request, logits, "rerank-0", "tiny").dump();
+    } else if (endpoint == 6) {
+      const auto request = qinfer::server::parse_score_request(json, served(), 64);
+      std::vector<std::vector<float>> logits;
+      for (size_t i = 0; i < request.inputs.size(); ++i) logits.push_back({static_cast<float>(i % 3), -1.0f});
+      (void)qinfer::server::score_response(request, logits, "score-0", "tiny").dump();
     } else if (endpoint == 5) {
       const auto request = qinfer::server::parse_classify_request(json, classifier(), 64);
       (void)qinfer::server::classify_response(request, made_up_states(request.inputs.size()),

@@ -1508,6 +1508,100 @@ TEST(HttpServer, ClientThatLeavesPromptOnlyRequestsCancelsThem) {
   EXPECT_EQ(ordered_json::parse(patient->body)["data"].size(), 2u);
 }
 
+// The tiny checkpoint as Qwen3-Embedding-8B is saved: the backbone alone, untied, no lm_head.
+void write_headless(const std::string& dir) {
+  const std::string tiny = test::data_path("models/tiny");
+  std::filesystem::create_directories(dir);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    std::filesystem::copy_file(tiny + "/" + f, dir + "/" + f);
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(tiny + "/config.json"));
+  config["tie_word_embeddings"] = false;
+  std::ofstream(dir + "/config.json") << config.dump(2);
+  const SafetensorsFile source(tiny + "/model.safetensors");
+  std::vector<TensorData> tensors;
+  for (const auto& [name, t] : source.tensors())
+    if (name.starts_with("model."))  // the backbone's names, as sentence-transformers saves it
+      tensors.push_back({name.substr(6), t.dtype, t.shape, {t.data, t.data + t.nbytes}});
+  write_safetensors(dir + "/model.safetensors", tensors);
+}
+
+// vLLM's /score. On a reranker each pair is one prompt, text_1's ids then
+// text_2's (the client formats them, as vLLM's Qwen3-Reranker example does),
+// scored as P(yes) of its logits alone: pairs in request order, one text_1
+// against each text_2 or pairwise, and what /rerank gives that query
+// formatted. On an embedding model (no lm_head), the cosine of the two
+// texts' embeddings. Mistakes are 400s naming the field.
+TEST(HttpServer, ScoreGivesEachPairsScoreAsVllm) {
+  Fixture f;
+  const RerankPrompt prompt(f.bundle.require_tokenizer(), *f.bundle.model);
+  const std::string suffix = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+  const std::string query =
+      "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
+      "provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Instruct>: "
+      "Find the capital\n<Query>: capital of France?\n";
+  const std::vector<std::string> docs = {"<Document>: Paris" + suffix, "<Document>: Berlin is big" + suffix};
+  auto p_yes = [&](const std::string& a, const std::string& b) {
+    const std::vector<float> logits = test::logits_alone(*f.bundle.model, prompt.pair_ids(a, b), f.pool);
+    return RerankPrompt::yes_probability(std::vector<float>{logits[2152], logits[9693]});
+  };
+  const int64_t tokens =
+      static_cast<int64_t>(prompt.pair_ids(query, docs[0]).size() + prompt.pair_ids(query, docs[1]).size());
+  for (const char* path : {"/score", "/v1/score"}) {
+    const ordered_json r = f.post(path, {{"model", "tiny"}, {"text_1", query}, {"text_2", docs}});
+    ASSERT_EQ(r["data"].size(), 2u) << r;
+    EXPECT_EQ(r["id"].get<std::string>().rfind("score-", 0), 0u);
+    EXPECT_EQ(r["model"], "tiny");
+    EXPECT_EQ(r["usage"]["prompt_tokens"], tokens);
+    for (size_t k = 0; k < 2; ++k) {
+      EXPECT_EQ(r["data"][k]["index"], k);
+      EXPECT_EQ(r["data"][k]["object"], "score");
+      EXPECT_EQ(r["data"][k]["score"].get<float>(), p_yes(query, docs[k])) << k;
+    }
+  }
+  const ordered_json pairwise = f.post("/score", {{"text_1", {query, query + "x"}}, {"text_2", docs}});
+  EXPECT_EQ(pairwise["data"][1]["score"].get<float>(), p_yes(query + "x", docs[1]));
+  EXPECT_NE(pairwise["data"][0]["score"], pairwise["data"][1]["score"]);
+  const ordered_json reranked = f.post("/rerank", {{"query", query}, {"documents", docs}});
+  const ordered_json scored = f.post("/score", {{"text_1", query}, {"text_2", docs}});
+  for (const ordered_json& result : reranked["results"])
+    EXPECT_EQ(result["relevance_score"], scored["data"][result["index"].get<size_t>()]["score"]);
+
+  const std::pair<ordered_json, std::string> cases[] = {
+      {{{"text_1", query}}, "text_2"},
+      {{{"text_1", 5}, {"text_2", "x"}}, "text_1"},
+      {{{"text_1", ordered_json::array()}, {"text_2", "x"}}, "text_1"},
+      {{{"text_1", "q"}, {"text_2", {"a", 1}}}, "text_2"},
+      {{{"text_1", {"a", "b"}}, {"text_2", {"c", "d", "e"}}}, "text_2"},             // neither 1:N nor N:N
+      {{{"text_1", "q"}, {"text_2", std::vector<std::string>(25, "x")}}, "text_2"},  // more than the server holds
+      {{{"text_1", "q"}, {"text_2", "x"}, {"queries", "q"}}, "queries"},
+      {{{"text_1", "q"}, {"text_2", "x"}, {"user", 1}}, "user"},
+  };
+  for (const auto& [body, param] : cases) {
+    const ordered_json e = f.post("/score", body, 400);
+    EXPECT_EQ(e["error"]["param"], param) << body.dump() << " -> " << e.dump();
+  }
+
+  test::ScratchDir dir("serve-score-embedding");
+  write_headless(dir.file("m"));
+  Fixture embedder({{4, 0, 64, 8, 128}, 16}, "", dir.file("m"));
+  ASSERT_FALSE(embedder.bundle.model->has_lm_head());
+  const Tokenizer& tokenizer = embedder.bundle.require_tokenizer();
+  auto embedding = [&](const std::string& text) {
+    return embedding_vector(
+        test::hidden_alone(*embedder.bundle.model, embedding_input_ids(tokenizer, text), embedder.pool), 0, true);
+  };
+  const ordered_json cosines = embedder.post("/score", {{"text_1", "hello"}, {"text_2", {"hello world", "bye"}}});
+  ASSERT_EQ(cosines["data"].size(), 2u) << cosines;
+  const std::vector<float> hello = embedding("hello");
+  for (size_t k = 0; k < 2; ++k) {
+    const std::vector<float> other = embedding(k == 0 ? "hello world" : "bye");
+    double dot = 0;
+    for (size_t i = 0; i < hello.size(); ++i) dot += static_cast<double>(hello[i]) * other[i];
+    EXPECT_NEAR(cosines["data"][k]["score"].get<double>(), dot, 1e-6) << k;
+  }
+  EXPECT_NE(cosines["data"][0]["score"], cosines["data"][1]["score"]);
+}
+
 // A classifier checkpoint (untied: no lm_head) answers /v1/rerank with its
 // head: each score the sigmoid of its logit of the prompt's hidden state alone.
 TEST(HttpServer, RerankOnASequenceClassifierScoresWithItsHead) {
