@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdio>
 #include <thread>
 
 #include "model/test_model.h"
@@ -196,6 +198,80 @@ TEST(EngineLoop, StatsNameTheAdaptersOfRunningAndWaitingRequests) {
   for (int i = 0; i < 100 && loop.stats().running > 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_TRUE(loop.stats().running_adapters.empty());
   EXPECT_TRUE(loop.stats().waiting_adapters.empty());
+}
+
+// Adapters loaded and unloaded while requests come (the server's runtime
+// LoRA updates): every request either runs with the adapter it resolved,
+// giving that adapter's ids, or, arriving after its adapter was dropped, is
+// refused naming it; none runs without it.
+TEST(EngineLoop, AdaptersComingAndGoingNeverChangeARequestsIds) {
+  const std::string tiny = test::data_path("models/tiny");
+  test::ScratchDir dir("loop-lora-churn");
+  write_test_lora_adapter(dir.file("a"), load_qwen3_config(tiny + "/config.json"), {}, 7);
+  const std::vector<int32_t> prompt = {785, 6722, 315};
+  const GenerationOptions greedy = options(6, 0, 0);
+  auto solo_ids = [&](const LoadOptions& load) {
+    auto m = Qwen3Model::load(tiny, load);
+    ThreadPool p(1);
+    EngineLoop l(*m, p, {{4, 0, 16, 4}, 8});
+    return drain_stream(*l.submit(prompt, greedy));
+  };
+  LoadOptions with_a;
+  with_a.lora_adapters = {dir.file("a")};
+  const std::vector<int32_t> base_ids = solo_ids({}), a_ids = solo_ids(with_a);
+  ASSERT_NE(base_ids, a_ids) << "the adapter changes the ids";
+
+  auto model = Qwen3Model::load(tiny);
+  ThreadPool pool(2);
+  EngineLoop loop(*model, pool, {{4, 0, 16, 4}, 32});
+  std::atomic<bool> churning{true};
+  std::thread churn([&] {
+    for (int round = 0; round < 16; ++round) {
+      loop.between_steps([&] { model->add_adapter("a", model->read_adapter(dir.file("a"))); }).get();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5 + round % 4 * 5));  // loaded this long
+      const std::optional<int32_t> index = model->unlist_adapter("a");
+      if (!index) {
+        ADD_FAILURE() << "the adapter just added is not listed";
+        break;
+      }
+      loop.between_steps([&, i = *index] { model->drop_adapter(i); }, *index);  // not waited for, as the server
+    }
+    churning = false;
+  });
+  std::atomic<int> with_adapter{0}, refused{0}, mismatches{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 3; ++c)
+    clients.emplace_back([&, c] {
+      for (int k = 0; churning || k < 4; ++k) {
+        GenerationOptions o = greedy;
+        o.adapter = (k + c) % 3 == 0 ? -1 : model->find_adapter("a").value_or(-2);
+        auto stream = o.adapter == -2 ? nullptr : loop.submit(prompt, o);
+        if (!stream) {  // not loaded now, or the queue is full
+          std::this_thread::sleep_for(1ms);
+          continue;
+        }
+        RequestStream::State st{};
+        const std::vector<int32_t> ids = drain_stream(*stream, &st);
+        if (st == RequestStream::State::Finished) {
+          if (ids != (o.adapter < 0 ? base_ids : a_ids)) ++mismatches;
+          if (o.adapter >= 0) ++with_adapter;
+        } else if (o.adapter >= 0 && stream->failure() == RequestStream::Failure::Refused &&
+                   stream->error().find("LoRA adapter 'a' was unloaded") != std::string::npos) {
+          ++refused;
+        } else {
+          ++mismatches;
+        }
+      }
+    });
+  churn.join();
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_GT(with_adapter, 0);
+  // Every adapter added was dropped once its requests were done: nothing is left in the layers.
+  loop.between_steps([] {}).get();
+  for (const Qwen3Layer& layer : model->weights().layers) EXPECT_TRUE(layer.lora.q_proj.empty());
+  std::printf("[churn] %d requests ran with the adapter, %d were refused after it went\n", with_adapter.load(),
+              refused.load());
 }
 
 // A task between steps (how a served model's adapters come and go) runs at
