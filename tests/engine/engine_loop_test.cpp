@@ -225,10 +225,14 @@ TEST(EngineLoop, AdaptersComingAndGoingNeverChangeARequestsIds) {
   ThreadPool pool(2);
   EngineLoop loop(*model, pool, {{4, 0, 16, 4}, 32});
   std::atomic<bool> churning{true};
+  std::atomic<int> submitted_with_adapter{0};
   std::thread churn([&] {
     for (int round = 0; round < 16; ++round) {
       loop.between_steps([&] { model->add_adapter("a", model->read_adapter(dir.file("a"))); }).get();
-      std::this_thread::sleep_for(std::chrono::milliseconds(5 + round % 4 * 5));  // loaded this long
+      // Loaded until a request took it (however slow the build), then a little longer.
+      const int before = submitted_with_adapter;
+      for (int i = 0; i < 5000 && submitted_with_adapter == before; ++i) std::this_thread::sleep_for(1ms);
+      std::this_thread::sleep_for(std::chrono::milliseconds(round % 4 * 5));
       const std::optional<int32_t> index = model->unlist_adapter("a");
       if (!index) {
         ADD_FAILURE() << "the adapter just added is not listed";
@@ -250,6 +254,7 @@ TEST(EngineLoop, AdaptersComingAndGoingNeverChangeARequestsIds) {
           std::this_thread::sleep_for(1ms);
           continue;
         }
+        if (o.adapter >= 0) ++submitted_with_adapter;
         RequestStream::State st{};
         const std::vector<int32_t> ids = drain_stream(*stream, &st);
         if (st == RequestStream::State::Finished) {
