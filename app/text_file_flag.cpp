@@ -13,7 +13,7 @@ namespace qinfer::cli {
 
 std::string read_named_file(const char* flag, const std::string& path) {
   try {
-    return read_text_file(path);
+    return read_text_file_or_pipe(path);
   } catch (const Error& e) {
     fail(flag, ": ", e.what());
   }

@@ -65,6 +65,13 @@ void MappedFile::release() {
 
 std::string read_text_file(const std::string& path) {
   struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    fail(path, S_ISDIR(st.st_mode) ? ": is a directory, not a file" : ": not a regular file");
+  return read_text_file_or_pipe(path);
+}
+
+std::string read_text_file_or_pipe(const std::string& path) {
+  struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) fail(path, ": is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, ": cannot open: ", std::strerror(errno));

@@ -28,8 +28,13 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-// Whole file as a string (small text files: JSON configs, tokenizer.json).
+// Whole file as a string (small text files of a checkpoint: JSON configs,
+// tokenizer.json): a regular file only, since opening a FIFO with no writer
+// would block the load (or a server thread) forever; Error naming it otherwise.
 std::string read_text_file(const std::string& path);
+// The same for a file a flag names, which may also be a pipe (a prompt given
+// as `--prompt-file <(...)`).
+std::string read_text_file_or_pipe(const std::string& path);
 // Whether a regular file is at `path`: false when nothing is there; Error
 // when something else is (a directory, a FIFO, a device, a symbolic link
 // loop) or it cannot be looked at, so that it is not taken for absent.

@@ -1,5 +1,7 @@
-// read_text_file: every byte of a regular file, and of a pipe (a prompt
-// given as `--prompt-file <(...)`), which has no size to reserve.
+// read_text_file: every byte of a regular file; read_text_file_or_pipe also
+// of a pipe (a prompt given as `--prompt-file <(...)`), which has no size to
+// reserve. A checkpoint's file that is a FIFO is an error at once, not a
+// load blocked until someone writes to it.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "util/error.h"
 #include "util/mapped_file.h"
 
 namespace {
@@ -27,7 +30,7 @@ std::string scratch_path(const char* name) {
 
 }  // namespace
 
-TEST(ReadTextFile, ReadsEveryByteOfAFileAndOfAPipe) {
+TEST(ReadTextFile, ReadsEveryByteOfAFileAndOfAPipeWhereAPipeIsTaken) {
   const std::string bytes = sample_bytes();
   const std::string file = scratch_path(".bin");
   std::ofstream(file, std::ios::binary) << bytes;
@@ -39,8 +42,14 @@ TEST(ReadTextFile, ReadsEveryByteOfAFileAndOfAPipe) {
   const std::string fifo = scratch_path(".fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << bytes; });
-  const std::string read = qinfer::read_text_file(fifo);
+  const std::string read = qinfer::read_text_file_or_pipe(fifo);
   writer.join();
-  std::filesystem::remove(fifo);
   EXPECT_EQ(read, bytes);
+  try {  // nobody writes to it: a blocking open would never return
+    qinfer::read_text_file(fifo);
+    ADD_FAILURE() << "a FIFO was read as a checkpoint's file";
+  } catch (const qinfer::Error& e) {
+    EXPECT_EQ(std::string(e.what()), fifo + ": not a regular file");
+  }
+  std::filesystem::remove(fifo);
 }
