@@ -36,15 +36,14 @@ ScoreRequest parse_score_request(const ordered_json& body, const ServedModel& mo
   if (first.size() > 1 && first.size() != second.size())
     bad("text_2", "text_1 and text_2 must pair 1:N or N:N; got " + std::to_string(first.size()) + " and " +
                       std::to_string(second.size()) + " texts");
-  const size_t inputs = model.bundle.model->has_lm_head() || model.bundle.model->has_classifier()
-                            ? second.size()
-                            : first.size() + second.size();
+  const bool reranks = model.bundle.model->has_lm_head() || model.bundle.model->has_classifier();
+  const size_t inputs = reranks ? second.size() : first.size() + second.size();
   if (static_cast<int64_t>(inputs) > max_inputs)
     bad("text_2", "at most " + std::to_string(max_inputs) + " inputs per request (the server holds that many at once)");
   const Tokenizer* tokenizer = model.bundle.tokenizer ? &*model.bundle.tokenizer : nullptr;
   if (!tokenizer) bad("model", "this model has no tokenizer.json: it cannot read texts");
   auto text_1_of = [&](size_t pair) { return first.size() == 1 ? 0 : pair; };
-  if (model.bundle.model->has_lm_head() || model.bundle.model->has_classifier()) {
+  if (reranks) {
     if (tokenizer->adds_special_tokens())
       bad("model", "this tokenizer's post-processor adds tokens around a text: how it joins a pair is not known");
     try {
@@ -67,9 +66,11 @@ ordered_json score_response(const ScoreRequest& request, const std::vector<std::
   std::vector<float> scores;
   if (request.prompt) {
     for (const std::vector<float>& out : outputs) scores.push_back(request.prompt->score(out));
-  } else {  // torch's cosine_similarity of the two normalized embeddings
+  } else {  // torch's cosine_similarity of the two normalized embeddings, each text's normalized once
+    std::vector<std::vector<float>> normalized;
+    for (const std::vector<float>& out : outputs) normalized.push_back(embedding_vector(out, 0, true));
     for (const auto& [a, b] : request.pairs) {
-      const std::vector<float> x = embedding_vector(outputs[a], 0, true), y = embedding_vector(outputs[b], 0, true);
+      const std::vector<float>&x = normalized[a], &y = normalized[b];
       double dot = 0;
       for (size_t k = 0; k < x.size(); ++k) dot += static_cast<double>(x[k]) * y[k];
       scores.push_back(static_cast<float>(dot));
