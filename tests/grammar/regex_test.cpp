@@ -11,6 +11,7 @@
 
 #include "grammar/matching.h"
 #include "text/grammar/json_grammar.h"
+#include "text/grammar/regex.h"
 #include "util/error.h"
 
 namespace qinfer::grammar {
@@ -115,6 +116,36 @@ TEST(Pattern, BeyondAsciiAllowsWhatEveryFlavourMatches) {
   EXPECT_FALSE(matches(pattern_grammar("^A/$"), R"("\u0041/")"));    // the match itself as JSON writes it
   EXPECT_FALSE(matches(pattern_grammar("^A/$"), R"("A\/")"));
   EXPECT_TRUE(matches_string(pattern_grammar("^a{1$"), "a{1"));  // a '{' of no quantifier
+}
+
+// vLLM's `regex` structured output: the whole text is a match, written as
+// is (no JSON escapes), as std::regex_match reads it on ASCII texts.
+TEST(RegexGrammar, TheWholeTextIsAMatchAsEcmaScriptReadsIt) {
+  const std::vector<std::string> patterns = {
+      R"(\w+@\w+\.com\n)", "^(ab|a)*c$", "abc", "a|bc", "[^a-c]*", R"([\x00-\x1f"\\]+)", "(?:x|y){2,3}", ".{2}",
+      R"(\d{3}-\d{4})",    "(a|b|)c",    ""};
+  const std::string alphabet = "abcxyz0123_-.@\t\n{}\"\\";
+  std::mt19937 rng(5);
+  for (const std::string& p : patterns) {
+    SCOPED_TRACE(p);
+    const auto g = std::make_shared<const Grammar>(regex_grammar(p));
+    const std::wregex re(wide(p), std::regex::ECMAScript);
+    for (int i = 0; i < 1500; ++i) {
+      std::string s;
+      for (size_t n = rng() % 7; n > 0; --n) s += alphabet[rng() % alphabet.size()];
+      ASSERT_EQ(matches(g, s), std::regex_match(wide(s), re)) << nlohmann::json(s).dump();
+    }
+    for (int i = 0; i < 40; ++i) {
+      const std::string s = random_match(g, rng, 60, 4);
+      if (s.empty()) continue;
+      ASSERT_TRUE(std::regex_match(wide(s), re)) << nlohmann::json(s).dump();
+    }
+  }
+  EXPECT_TRUE(matches(std::make_shared<const Grammar>(regex_grammar("[α-ω]+!")), "λογ!"));  // UTF-8 bytes
+  EXPECT_FALSE(matches(std::make_shared<const Grammar>(regex_grammar("[α-ω]+")), "λόγ"));
+  EXPECT_TRUE(matches(std::make_shared<const Grammar>(regex_grammar("😀.")), "😀é"));
+  EXPECT_THROW(regex_grammar(R"(\bx)"), Error);  // refused as a JSON Schema pattern is
+  EXPECT_THROW(regex_grammar("a$b"), Error);
 }
 
 TEST(Pattern, WhatItCannotFollowIsRefusedByName) {

@@ -6,53 +6,13 @@
 #include <utility>
 #include <vector>
 
+#include "text/grammar/code_points.h"
 #include "util/error.h"
 
 namespace qinfer::grammar {
 namespace {
 
-using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;  // code points, inclusive
-
-constexpr uint32_t kMaxCodePoint = 0x10FFFF;
-
-Ranges normalized(Ranges r) {
-  std::sort(r.begin(), r.end());
-  Ranges out;
-  for (const auto& [lo, hi] : r) {
-    if (!out.empty() && lo <= out.back().second + 1)
-      out.back().second = std::max(out.back().second, hi);
-    else
-      out.push_back({lo, hi});
-  }
-  return out;
-}
-
-Ranges united(Ranges a, const Ranges& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return normalized(std::move(a));
-}
-
-// `r` without surrogates (no character: UTF-8 cannot hold them).
-Ranges characters(const Ranges& r) {
-  Ranges out;
-  for (const auto& [lo, hi] : r) {
-    if (lo < 0xD800) out.push_back({lo, std::min<uint32_t>(hi, 0xD7FF)});
-    if (hi > 0xDFFF) out.push_back({std::max<uint32_t>(lo, 0xE000), hi});
-  }
-  return out;
-}
-
-// Every character not in `r`.
-Ranges complement(const Ranges& r) {
-  Ranges out;
-  uint32_t next = 0;
-  for (const auto& [lo, hi] : normalized(r)) {
-    if (lo > next) out.push_back({next, lo - 1});
-    next = hi + 1;
-  }
-  if (next <= kMaxCodePoint) out.push_back({next, kMaxCodePoint});
-  return characters(out);
-}
+using Ranges = CodePointRanges;
 
 // A set of characters as the flavours read it: `sure`, what every flavour
 // matches (what output may hold); `maybe`, what some flavour matches.
@@ -71,53 +31,6 @@ Chars word_chars() { return ascii_class({{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a
 Chars space_chars() { return ascii_class({{'\t', '\r'}, {' ', ' '}}, united({{0x1c, 0x1f}}, kNonAscii)); }
 // '.': ECMA-262 leaves out \n \r U+2028 U+2029, Python only \n.
 Chars dot_chars() { return {complement({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}}), complement({{'\n', '\n'}})}; }
-
-// One character in UTF-8, byte by byte, for code points lo..hi (>= 0x80, no
-// surrogates): split until each byte position is one range (as RE2 and
-// regex-syntax's utf8 sequences do).
-void utf8_sequences(uint32_t lo, uint32_t hi, std::vector<Expr>& out) {
-  for (const uint32_t max : {0x7FFu, 0xFFFFu})
-    if (lo <= max && hi > max) {
-      utf8_sequences(lo, max, out);
-      utf8_sequences(max + 1, hi, out);
-      return;
-    }
-  for (int i = 1; i < 4; ++i) {
-    const uint32_t m = (1u << (6 * i)) - 1;
-    if ((lo & ~m) == (hi & ~m)) continue;
-    if ((lo & m) != 0) {
-      utf8_sequences(lo, lo | m, out);
-      utf8_sequences((lo | m) + 1, hi, out);
-      return;
-    }
-    if ((hi & m) != m) {
-      utf8_sequences(lo, (hi & ~m) - 1, out);
-      utf8_sequences(hi & ~m, hi, out);
-      return;
-    }
-  }
-  auto encode = [](uint32_t c) {
-    std::string s;
-    if (c < 0x800) {
-      s = {static_cast<char>(0xC0 | (c >> 6)), static_cast<char>(0x80 | (c & 0x3F))};
-    } else if (c < 0x10000) {
-      s = {static_cast<char>(0xE0 | (c >> 12)), static_cast<char>(0x80 | ((c >> 6) & 0x3F)),
-           static_cast<char>(0x80 | (c & 0x3F))};
-    } else {
-      s = {static_cast<char>(0xF0 | (c >> 18)), static_cast<char>(0x80 | ((c >> 12) & 0x3F)),
-           static_cast<char>(0x80 | ((c >> 6) & 0x3F)), static_cast<char>(0x80 | (c & 0x3F))};
-    }
-    return s;
-  };
-  const std::string a = encode(lo), b = encode(hi);
-  std::vector<Expr> seq;
-  for (size_t k = 0; k < a.size(); ++k) {
-    ByteSet set;
-    for (unsigned v = static_cast<unsigned char>(a[k]); v <= static_cast<unsigned char>(b[k]); ++v) set.set(v);
-    seq.push_back(bytes(set));
-  }
-  out.push_back(sequence(std::move(seq)));
-}
 
 // The characters of `r` as JSON string contents: printable ASCII as is, '"'
 // and '\\' and control characters escaped, the rest in UTF-8.
@@ -166,7 +79,9 @@ uint64_t times(uint64_t length, uint32_t count) {
 
 class PatternParser {
  public:
-  PatternParser(std::string_view text, const Expr& any_char) : text_(text), any_char_(any_char) {}
+  // `any_char`: what follows an unanchored end of a JSON string's pattern;
+  // null for a whole text, which a match spans.
+  PatternParser(std::string_view text, const Expr* any_char) : text_(text), any_char_(any_char) {}
 
   // An unanchored start is written as one: the match comes first (what
   // follows may be anything). A string that holds a match anywhere would be
@@ -193,8 +108,8 @@ class PatternParser {
         max = add_lengths(max, t.max);
         terms.push_back(std::move(t.expr));
       }
-      if (!end) {
-        terms.push_back(star(any_char_));
+      if (!end && any_char_) {
+        terms.push_back(star(*any_char_));
         max = kUnboundedLength;
       }
       out.min_length = std::min(out.min_length, min);
@@ -221,14 +136,8 @@ class PatternParser {
 
   // A code point of the pattern itself (UTF-8).
   uint32_t next_code_point() {
-    const auto b0 = static_cast<unsigned char>(text_[pos_++]);
-    if (b0 < 0x80) return b0;
-    const int extra = b0 >= 0xF0 ? 3 : b0 >= 0xE0 ? 2 : 1;
-    uint32_t c = b0 & (0x3F >> extra);
-    for (int i = 0; i < extra; ++i) {
-      if (at_end()) refuse("the pattern is not UTF-8");
-      c = (c << 6) | (static_cast<unsigned char>(text_[pos_++]) & 0x3F);
-    }
+    uint32_t c = 0;
+    if (!grammar::next_code_point(text_, pos_, c)) refuse("the pattern is not UTF-8");
     return c;
   }
 
@@ -313,7 +222,7 @@ class PatternParser {
   }
 
   Piece chars(const Chars& c) {
-    std::vector<Expr> alts = json_chars(characters(c.sure));
+    std::vector<Expr> alts = any_char_ ? json_chars(characters(c.sure)) : utf8_alternatives(characters(c.sure));
     if (alts.empty()) refuse("a class no character matches in every flavour");
     return {alts.size() == 1 ? std::move(alts[0]) : choice(std::move(alts)), 1, 1};
   }
@@ -456,7 +365,7 @@ class PatternParser {
 
   static constexpr int kMaxDepth = 64;
   std::string_view text_;
-  const Expr& any_char_;
+  const Expr* any_char_;
   size_t pos_ = 0;
   int depth_ = 0;
 };
@@ -464,7 +373,14 @@ class PatternParser {
 }  // namespace
 
 PatternGrammar pattern_contents(std::string_view pattern, const Expr& any_char) {
-  return PatternParser(pattern, any_char).parse();
+  return PatternParser(pattern, &any_char).parse();
+}
+
+Grammar regex_grammar(std::string_view regex) {
+  GrammarBuilder b;
+  const int32_t root = b.rule("root");
+  b.define(root, PatternParser(regex, nullptr).parse().contents);
+  return std::move(b).build(root);
 }
 
 }  // namespace qinfer::grammar

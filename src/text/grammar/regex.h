@@ -34,4 +34,9 @@ struct PatternGrammar {
 // follow and where.
 PatternGrammar pattern_contents(std::string_view pattern, const Expr& any_char);
 
+// vLLM's `regex` structured output: a text that is a match as a whole (as
+// xgrammar reads it: '^' and '$' at its ends change nothing), its characters
+// as UTF-8 bytes. The same syntax, and the same refusals.
+Grammar regex_grammar(std::string_view regex);
+
 }  // namespace qinfer::grammar

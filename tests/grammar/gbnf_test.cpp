@@ -1,0 +1,125 @@
+// GBNF grammars (llama.cpp's notation, vLLM's `grammar`): a grammar matches
+// exactly the texts its rules describe (checked against std::regex_match of
+// the same language where it is regular, and against texts listed by hand
+// where it is not), every text it generates is one, and what it cannot read
+// is refused naming the fault and its line and column.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+
+#include "grammar/matching.h"
+#include "text/grammar/gbnf.h"
+#include "util/error.h"
+
+namespace qinfer::grammar {
+namespace {
+
+std::shared_ptr<const Grammar> gbnf(const std::string& text) {
+  return std::make_shared<const Grammar>(gbnf_grammar(text));
+}
+
+TEST(Gbnf, RegularGrammarsMatchWhatTheSameRegexMatches) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"(root ::= ("a" | "bc")+ [0-9]{2,3})", "(a|bc)+[0-9]{2,3}"},
+      {"root ::= item (\",\" item)*\nitem ::= [a-c]+ | \"x\"?", "([a-c]+|x?)(,([a-c]+|x?))*"},
+      {R"(root ::= [^a-c\n]{,2} "." [\x30-\x32]{1,})", "[^a-c\\n]{0,2}\\.[0-2]{1,}"},
+      {"# a comment\nroot ::= \"a\" # another\n  | \"b\" b\nb ::= \"\\\"\" \"\\\\\"{2}", "a|b\"\\\\{2}"},
+      {"root ::= (\"x\"\n  | \"y\")\n  \"z\"", "(x|y)z"},
+      {"root ::= \"\"", ""},
+      {"root ::= . .", "[^]{2}"}};
+  const std::string alphabet = "abcxyz0123,.\n\"\\";
+  std::mt19937 rng(3);
+  for (const auto& [text, regex] : cases) {
+    SCOPED_TRACE(text);
+    const auto g = gbnf(text);
+    const std::regex re(regex, std::regex::ECMAScript);
+    for (int i = 0; i < 2000; ++i) {
+      std::string s;
+      for (size_t n = rng() % 7; n > 0; --n) s += alphabet[rng() % alphabet.size()];
+      ASSERT_EQ(matches(g, s), std::regex_match(s, re)) << nlohmann::json(s).dump();
+    }
+    for (int i = 0; i < 40; ++i) {
+      const std::string s = random_match(g, rng, 60, 4);
+      if (s.empty() || std::any_of(s.begin(), s.end(), [](char c) { return c & 0x80; }))
+        continue;  // std::regex reads bytes, the grammar characters
+      ASSERT_TRUE(std::regex_match(s, re)) << nlohmann::json(s).dump();
+    }
+  }
+}
+
+TEST(Gbnf, RecursiveRulesAndCharactersBeyondAscii) {
+  // vLLM's structured-outputs example.
+  const auto sql = gbnf(R"(
+    root ::= select_statement
+    select_statement ::= "SELECT " column " from " table " where " condition
+    column ::= "col_1 " | "col_2 "
+    table ::= "table_1 " | "table_2 "
+    condition ::= column "= " number
+    number ::= "1 " | "2 "
+  )");
+  EXPECT_TRUE(matches(sql, "SELECT col_1  from table_2  where col_2 = 1 "));
+  EXPECT_FALSE(matches(sql, "SELECT col_3  from table_2  where col_2 = 1 "));
+  EXPECT_FALSE(matches(sql, "SELECT col_1  from table_2  where col_2 = 1"));
+  // Balanced parentheses: not regular.
+  const auto parens = gbnf("root ::= group*\ngroup ::= \"(\" root \")\"");
+  for (const char* s : {"", "()", "(())()", "((()))"}) EXPECT_TRUE(matches(parens, s)) << s;
+  for (const char* s : {"(", ")(", "(()", "())"}) EXPECT_FALSE(matches(parens, s)) << s;
+  const auto arithmetic = gbnf(R"g(root ::= term (("+" | "-") term)*
+term ::= factor ("*" factor)*
+factor ::= [0-9]+ | "(" root ")")g");
+  EXPECT_TRUE(matches(arithmetic, "1+2*(3-40)"));
+  EXPECT_FALSE(matches(arithmetic, "1+*2"));
+  // Characters are code points, written in UTF-8.
+  const auto greek = gbnf("root ::= [α-ω]+ \"\\u00e9\" \"日本\" .");
+  EXPECT_TRUE(matches(greek, "λογé日本😀"));
+  EXPECT_FALSE(matches(greek, "λόγé日本😀"));  // ό is outside α-ω
+  EXPECT_FALSE(matches(greek, "λογé日本"));
+  EXPECT_TRUE(matches(gbnf(R"g(root ::= [^a] "\U0001F600")g"), "é😀"));
+  EXPECT_FALSE(matches(gbnf(R"(root ::= [^a])"), "a"));
+}
+
+std::string repeated(const std::string& s, int times) {
+  std::string out;
+  for (int i = 0; i < times; ++i) out += s;
+  return out;
+}
+
+TEST(Gbnf, WhatItCannotReadIsRefusedWithWhereItIs) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "no rules"},
+      {"item ::= \"a\"", "no rule named root"},
+      {"root ::= \"a\" item", "'item' is used but never defined (line 1, column 14)"},
+      {"root ::= \"a\"\nroot ::= \"b\"", "'root' is defined twice (line 2, column 1)"},
+      {"root ::= \"a", "without its closing '\"'"},
+      {"root = \"a\"", "'::=' was expected"},
+      {"root ::= (\"a\"", "a '(' without its ')'"},
+      {"root ::= \"a\")", "a ')' without its '('"},
+      {"root ::= [a-", "a '[' without its ']'"},
+      {"root ::= [z-a]", "out of order"},
+      {"root ::= \"\\q\"", "the escape \\q"},
+      {"root ::= \"\\x4\"", "2 hex digits"},
+      {"root ::= \"\\ud800\"", "surrogate"},
+      {"root ::= \"a\"{3,1}", "n below m"},
+      {"root ::= \"a\"{}", "a count was expected"},
+      {"root ::= \"a\"{99999}", "above 10000"},
+      {"root ::= * \"a\"", "nothing to repeat"},
+      {"root ::= \"a\" @", "unexpected '@'"},
+      {"root ::= root \"a\"", "left-recursive"},
+      {"root ::= " + repeated("\"a\"{10000} ", 105), "more than 1048576 items"},
+      {"root ::= " + std::string(100, '(') + "\"a\"" + std::string(100, ')'), "nested deeper than 64"}};
+  for (const auto& [text, message] : cases) {
+    SCOPED_TRACE(text);
+    try {
+      gbnf_grammar(text);
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qinfer::grammar
