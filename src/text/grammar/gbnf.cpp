@@ -108,35 +108,38 @@ class GbnfParser {
     return alts.size() == 1 ? std::move(alts[0]) : choice(std::move(alts));
   }
 
+  // An atom and its quantifier, if any: one (each would nest the expression
+  // once more, and "a" followed by thousands of them would overflow the stack).
   Expr term() {
     Expr e = atom();
-    while (!at_end()) {
-      const char c = peek();
-      if (c == '*' || c == '+' || c == '?') {
-        ++pos_;
-        e = repeat(std::move(e), c == '+' ? 1 : 0, c == '?' ? 1 : Expr::kUnbounded);
-      } else if (c == '{') {
-        ++pos_;
+    if (at_end()) return e;
+    const char c = peek();
+    if (c == '*' || c == '+' || c == '?') {
+      ++pos_;
+      e = repeat(std::move(e), c == '+' ? 1 : 0, c == '?' ? 1 : Expr::kUnbounded);
+    } else if (c == '{') {
+      ++pos_;
+      skip_space();
+      const size_t digits_at = pos_;
+      const uint32_t min = number(0);
+      const bool counted = pos_ > digits_at;
+      uint32_t max = min;
+      skip_space();
+      if (eat(",")) {
         skip_space();
-        const size_t digits_at = pos_;
-        const uint32_t min = number(0);
-        const bool counted = pos_ > digits_at;
-        uint32_t max = min;
+        max = !at_end() && peek() == '}' ? Expr::kUnbounded : number(-1);
         skip_space();
-        if (eat(",")) {
-          skip_space();
-          max = !at_end() && peek() == '}' ? Expr::kUnbounded : number(-1);
-          skip_space();
-        } else if (!counted) {
-          refuse("a count was expected in '{...}'");
-        }
-        if (!eat("}")) refuse("'}' was expected to close the repetition count");
-        if (max < min) refuse("a repetition {m,n} with n below m");
-        e = repeat(std::move(e), min, max);
-      } else {
-        break;
+      } else if (!counted) {
+        refuse("a count was expected in '{...}'");
       }
+      if (!eat("}")) refuse("'}' was expected to close the repetition count");
+      if (max < min) refuse("a repetition {m,n} with n below m");
+      e = repeat(std::move(e), min, max);
+    } else {
+      return e;
     }
+    if (!at_end() && std::string_view("*+?{").find(peek()) != std::string_view::npos)
+      refuse("a quantifier follows a quantifier (group the first: (x*)?)");
     return e;
   }
 
