@@ -64,7 +64,7 @@ Job parse_job(const std::string& line, const ModelBundle& bundle, const std::str
   for (const auto& item : j.items())
     if (item.key() != "prompt" && item.key() != "prompt_ids" && item.key() != "response_format" &&
         item.key() != "truncate_prompt_tokens" && item.key() != "model" && !server::is_chat_prompt_field(item.key()) &&
-        !server::is_generation_field(item.key()))
+        !server::is_structured_output_field(item.key()) && !server::is_generation_field(item.key()))
       fail("unknown field \"", item.key(), "\"");
   const int32_t adapter = server::requested_adapter(j, {bundle, model_name, context});  // Error: no such adapter
   // A prompt to truncate is encoded whole first: its end is what is kept.

@@ -6,10 +6,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <utility>
 
 #include "commands.h"
 #include "engine/engine.h"
@@ -17,7 +19,9 @@
 #include "runtime/grammar_constraint.h"
 #include "runtime/text_stream.h"
 #include "standard_input.h"
+#include "text/grammar/gbnf.h"
 #include "text/grammar/json_grammar.h"
+#include "text/grammar/regex.h"
 #include "text_file_flag.h"
 #include "usage_error.h"
 #include "util/error.h"
@@ -35,27 +39,35 @@ struct GenerateArgs {
   bool json = false;
   int logprobs = -1;
   std::optional<std::string> logits_out;
-  std::optional<std::string> json_schema;  // inline JSON, or @FILE
+  std::optional<std::string> json_schema, grammar;  // inline text, or @FILE
+  std::optional<std::string> regex;
   bool json_object = false;
 };
 
-// --json-schema / --json-object as a grammar, read before the model loads so
-// that a schema it cannot follow is a command-line error (exit 2).
-std::shared_ptr<const grammar::Grammar> output_format(const GenerateArgs& a) {
-  if (a.json_object) return std::make_shared<const grammar::Grammar>(grammar::json_object_grammar());
-  if (!a.json_schema) return nullptr;
-  std::string text = *a.json_schema;
-  if (!text.empty() && text[0] == '@') {
-    if (text.size() == 1) usage_fail("--json-schema @ names no file: give @FILE, or the schema itself");
-    text = read_named_file("--json-schema", text.substr(1));
-  }
-  const auto schema = nlohmann::ordered_json::parse(text, nullptr, false);
+// --json-schema / --json-object / --grammar / --regex as a grammar, read
+// before the model loads so that one it cannot follow is a command-line
+// error (exit 2). Returns it and the flag that gave it (null: none).
+std::pair<std::shared_ptr<const grammar::Grammar>, std::string> output_format(const GenerateArgs& a) {
+  // A flag's text, or with @FILE the file's.
+  auto text_of = [](const char* flag, const std::string& value) {
+    if (value.empty() || value[0] != '@') return value;
+    if (value.size() == 1) usage_fail(flag, " @ names no file: give @FILE, or the text itself");
+    return read_named_file(flag, value.substr(1));
+  };
+  auto compiled = [](const char* flag, const std::function<grammar::Grammar()>& build) {
+    try {
+      return std::pair{std::make_shared<const grammar::Grammar>(build()), std::string(flag)};
+    } catch (const Error& e) {
+      usage_fail(flag, ": ", e.what());
+    }
+  };
+  if (a.json_object) return compiled("--json-object", grammar::json_object_grammar);
+  if (a.grammar) return compiled("--grammar", [&] { return grammar::gbnf_grammar(text_of("--grammar", *a.grammar)); });
+  if (a.regex) return compiled("--regex", [&] { return grammar::regex_grammar(*a.regex); });
+  if (!a.json_schema) return {};
+  const auto schema = nlohmann::ordered_json::parse(text_of("--json-schema", *a.json_schema), nullptr, false);
   if (schema.is_discarded()) usage_fail("--json-schema: not valid JSON (give the schema, or @FILE to read it)");
-  try {
-    return std::make_shared<const grammar::Grammar>(grammar::json_schema_grammar(schema));
-  } catch (const Error& e) {
-    usage_fail("--json-schema: ", e.what());
-  }
+  return compiled("--json-schema", [&] { return grammar::json_schema_grammar(schema); });
 }
 
 std::vector<int32_t> parse_ids(const std::string& s) {
@@ -139,7 +151,7 @@ nlohmann::ordered_json logprobs_json(const std::vector<TokenLogprobs>& tokens, c
 void run_generate(GenerateArgs& a) {
   const int given = a.prompt.has_value() + a.prompt_file.has_value() + a.prompt_ids.has_value();
   if (given != 1) usage_fail("pass exactly one of -p/--prompt, --prompt-file, --prompt-ids");
-  std::shared_ptr<const grammar::Grammar> format = output_format(a);
+  auto [format, format_flag] = output_format(a);
   int threads = 0;
   const ModelBundle bundle = a.flags.load(threads);
   const int64_t context = a.flags.context(bundle);
@@ -176,7 +188,8 @@ void run_generate(GenerateArgs& a) {
   opts.keep_prompt_logits = logits_file.has_value();
   opts.logprobs = a.logprobs;
   if (format)
-    opts.grammar = output_grammar(format, bundle.require_tokenizer(), bundle.token_trie(), ReasoningBlock::None);
+    opts.grammar =
+        output_grammar(format, bundle.require_tokenizer(), bundle.token_trie(), ReasoningBlock::None, format_flag);
 
   std::optional<TextStream> text;
   if (bundle.tokenizer)
@@ -251,7 +264,20 @@ void add_generate_command(CLI::App& app) {
   CLI::Option* schema = cmd->add_option("--json-schema", a->json_schema,
                                         "Constrain the output to a document of this JSON Schema (the JSON, or @FILE), "
                                         "as the server's response_format json_schema");
-  cmd->add_flag("--json-object", a->json_object, "Constrain the output to a JSON object (JSON mode)")->excludes(schema);
+  CLI::Option* object =
+      cmd->add_flag("--json-object", a->json_object, "Constrain the output to a JSON object (JSON mode)")
+          ->excludes(schema);
+  CLI::Option* gbnf = cmd->add_option("--grammar", a->grammar,
+                                      "Constrain the output to a match of this GBNF grammar's root rule (llama.cpp's "
+                                      "notation; the text, or @FILE), as the server's structured_outputs grammar")
+                          ->excludes(schema)
+                          ->excludes(object);
+  cmd->add_option("--regex", a->regex,
+                  "Constrain the output to a whole match of this regular expression, as the server's "
+                  "structured_outputs regex")
+      ->excludes(schema)
+      ->excludes(object)
+      ->excludes(gbnf);
   cmd->callback([a] { run_generate(*a); });
 }
 

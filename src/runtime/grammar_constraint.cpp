@@ -25,9 +25,10 @@ const OutputGrammar& require_complete(const std::shared_ptr<const OutputGrammar>
 std::shared_ptr<const OutputGrammar> output_grammar(std::shared_ptr<const grammar::Grammar> grammar,
                                                     const Tokenizer& tokenizer,
                                                     std::shared_ptr<const grammar::TokenTrie> vocabulary,
-                                                    ReasoningBlock reasoning) {
+                                                    ReasoningBlock reasoning, std::string source) {
   auto out = std::make_shared<OutputGrammar>();
   out->grammar = std::move(grammar);
+  out->source = std::move(source);
   out->tokenizer = &tokenizer;
   out->vocabulary = std::move(vocabulary);
   if (reasoning != ReasoningBlock::None) {

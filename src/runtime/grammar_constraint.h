@@ -12,6 +12,7 @@
 #include <list>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "runtime/sampler.h"
@@ -28,6 +29,7 @@ struct OutputGrammar {
   std::shared_ptr<const grammar::TokenTrie> vocabulary;  // token_trie(*tokenizer)
   int32_t think_open = -1, think_close = -1;             // <think> / </think> ids; -1: no reasoning block
   bool starts_in_reasoning = false;                      // the prompt leaves a <think> block open
+  std::string source;  // what asked for it (a request field, a flag), named where it fails
 };
 
 // Where a reply's <think> block is. None: the output is all answer (raw
@@ -41,7 +43,7 @@ enum class ReasoningBlock { None, MayOpen, Open };
 std::shared_ptr<const OutputGrammar> output_grammar(std::shared_ptr<const grammar::Grammar> grammar,
                                                     const Tokenizer& tokenizer,
                                                     std::shared_ptr<const grammar::TokenTrie> vocabulary,
-                                                    ReasoningBlock reasoning);
+                                                    ReasoningBlock reasoning, std::string source);
 
 // The trie of a tokenizer's tokens as the grammar sees them (special tokens
 // left out: they are never part of the text a grammar describes).

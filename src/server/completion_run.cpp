@@ -119,7 +119,7 @@ ApiError CompletionRun::failure_of(const engine::RequestStream& s) const {
   switch (s.failure()) {
     case engine::RequestStream::Failure::Refused: {
       const bool grammar = request_.options.grammar && why.find("grammar") != std::string::npos;
-      return ApiError(400, why, grammar ? "response_format" : request_.chat ? "messages" : "prompt");
+      return ApiError(400, why, grammar ? request_.options.grammar->source : request_.chat ? "messages" : "prompt");
     }
     case engine::RequestStream::Failure::ShutDown:
       return ApiError(503, why);

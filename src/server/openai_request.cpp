@@ -177,7 +177,7 @@ void check_field_names(const ordered_json& body, bool chat) {
   static const std::set<std::string_view> kCompletions = {"prompt", "echo", "best_of", "suffix", "response_format"};
   for (const auto& item : body.items()) {
     const std::string& key = item.key();
-    if (!is_generation_field(key) && !kBoth.count(key) &&
+    if (!is_generation_field(key) && !kBoth.count(key) && !is_structured_output_field(key) &&
         !(chat ? kChat.count(key) || is_chat_prompt_field(key) : kCompletions.count(key)))
       bad(input_excerpt(key), "Unrecognized request argument supplied: " + input_excerpt(key));
   }
@@ -327,7 +327,11 @@ bool is_generation_field(std::string_view key) {
   return false;
 }
 
-bool opens_reasoning(const ChatTemplate& chat_template, ChatTemplateInput in, const std::string& rendered) {
+// Where the reply's <think> block is, from the generation prompt: left open
+// there (Open); opened and closed by the template (None: thinking is off, as
+// Qwen3's enable_thinking false writes it, and the reply is all answer); or
+// not there (MayOpen).
+ReasoningBlock reply_reasoning(const ChatTemplate& chat_template, ChatTemplateInput in, const std::string& rendered) {
   in.add_generation_prompt = false;
   const std::string without_prompt = chat_template.render(in);
   // Only the generation prompt counts, not a "<think>" the conversation itself mentions.
@@ -336,7 +340,8 @@ bool opens_reasoning(const ChatTemplate& chat_template, ChatTemplateInput in, co
       rendered.begin());
   const std::string_view generation_prompt = std::string_view(rendered).substr(common);
   const size_t open = generation_prompt.rfind("<think>");
-  return open != std::string::npos && generation_prompt.find("</think>", open) == std::string::npos;
+  if (open == std::string::npos) return ReasoningBlock::MayOpen;
+  return generation_prompt.find("</think>", open) == std::string::npos ? ReasoningBlock::Open : ReasoningBlock::None;
 }
 
 ordered_json chat_messages(const ordered_json& body) {
@@ -495,9 +500,10 @@ ChatPrompt render_chat_prompt(const ordered_json& body, const ModelBundle& bundl
     throw ApiError(400, std::string(e.what()) + " (a plain prompt needs none)");
   }
   std::string rendered;
+  ReasoningBlock reasoning = ReasoningBlock::MayOpen;
   try {
     rendered = chat_template->render(in);
-    if (!continue_final) r.starts_in_reasoning = opens_reasoning(*chat_template, in, rendered);
+    if (!continue_final) reasoning = reply_reasoning(*chat_template, in, rendered);
   } catch (const Error& e) {
     bad("messages", std::string("the chat template refused the conversation: ") + e.what());
   }
@@ -510,12 +516,13 @@ ChatPrompt render_chat_prompt(const ordered_json& body, const ModelBundle& bundl
           "(it changes it), so there is no place to continue from");
     rendered.resize(at + text.size());
     const size_t open = text.rfind("<think>");
-    r.starts_in_reasoning = open != std::string::npos && text.find("</think>", open) == std::string::npos;
+    if (open != std::string::npos && text.find("</think>", open) == std::string::npos) reasoning = ReasoningBlock::Open;
   }
-  r.grammar = parse_reply_grammar(body, bundle, r.starts_in_reasoning ? ReasoningBlock::Open : ReasoningBlock::MayOpen);
+  r.starts_in_reasoning = reasoning == ReasoningBlock::Open;
+  r.grammar = parse_reply_grammar(body, bundle, reasoning);
   if (continue_final && r.grammar)
     bad("continue_final_message",
-        "'continue_final_message' cannot be constrained: response_format and a "
+        "'continue_final_message' cannot be constrained: response_format, structured_outputs and a "
         "required tool_choice describe a whole reply, and this one began in the request");
   auto ids = bundle.require_tokenizer().encode_at_most(rendered, max_tokens);
   r.over_limit = !ids;

@@ -1,9 +1,14 @@
 #include "server/reply_grammar.h"
 
 #include <functional>
+#include <set>
+#include <string_view>
+#include <utility>
 
 #include "server/api_error.h"
+#include "text/grammar/gbnf.h"
 #include "text/grammar/json_grammar.h"
+#include "text/grammar/regex.h"
 
 namespace qinfer::server {
 namespace {
@@ -122,20 +127,125 @@ std::shared_ptr<const grammar::Grammar> tool_choice(const ordered_json& body) {
   });
 }
 
+// The grammar of one of vLLM's structured-output constraints: `kind` is
+// json, regex, choice, grammar or json_object; `field` names it in errors.
+std::shared_ptr<const grammar::Grammar> structured_output(std::string_view kind, const ordered_json& value,
+                                                          const std::string& field) {
+  if (kind == "json") {
+    if (!value.is_object() && !value.is_boolean() && !value.is_string())
+      bad(field, "'" + field + "' must be a JSON Schema (an object, or a string holding one)");
+    ordered_json schema = value;
+    if (value.is_string()) {
+      schema = ordered_json::parse(value.get_ref<const std::string&>(), nullptr, false);
+      if (schema.is_discarded()) bad(field, "'" + field + "' is a string that holds no JSON document");
+    }
+    return compile(field.c_str(), [&] { return grammar::json_schema_grammar(schema); });
+  }
+  if (kind == "json_object") {
+    if (value != true) bad(field, "'" + field + "' must be true");
+    static const auto object = std::make_shared<const grammar::Grammar>(grammar::json_object_grammar());
+    return object;
+  }
+  if (kind == "choice") {
+    if (!value.is_array() || value.empty())
+      bad(field, "'" + field + "' must be a non-empty list of strings, the output being exactly one of them");
+    std::vector<grammar::Expr> choices;
+    for (const auto& c : value) {
+      if (!c.is_string())
+        bad(field, "'" + field + "' must be a non-empty list of strings, the output being exactly one of them");
+      choices.push_back(grammar::literal(c.get_ref<const std::string&>()));
+    }
+    return compile(field.c_str(), [&] {
+      grammar::GrammarBuilder b;
+      const int32_t root = b.rule("root");
+      b.define(root, grammar::choice(std::move(choices)));
+      return std::move(b).build(root);
+    });
+  }
+  if (!value.is_string()) bad(field, "'" + field + "' must be a string");
+  const std::string& text = value.get_ref<const std::string&>();
+  if (kind == "regex") return compile(field.c_str(), [&] { return grammar::regex_grammar(text); });
+  return compile(field.c_str(), [&] { return grammar::gbnf_grammar(text); });
+}
+
+// vLLM's `structured_outputs` object: exactly one constraint, and options
+// whose defaults are all this server follows.
+std::pair<std::string, std::shared_ptr<const grammar::Grammar>> structured_outputs(const ordered_json& spec) {
+  if (!spec.is_object()) bad("structured_outputs", "'structured_outputs' must be an object");
+  static const std::set<std::string_view> kConstraints = {"json",    "regex",       "choice",
+                                                          "grammar", "json_object", "structural_tag"};
+  static const std::set<std::string_view> kOptions = {"disable_any_whitespace", "disable_additional_properties",
+                                                      "whitespace_pattern", "disable_fallback"};
+  std::vector<std::string> kinds;
+  for (const auto& item : spec.items()) {
+    const std::string field = "structured_outputs." + item.key();
+    if (kConstraints.count(item.key())) {
+      if (!item.value().is_null()) kinds.push_back(item.key());
+    } else if (!kOptions.count(item.key())) {
+      bad("structured_outputs", "Unrecognized argument supplied: " + input_excerpt(field));
+    } else if (item.key() == "disable_fallback" ? !item.value().is_boolean() && !item.value().is_null()
+                                                : !item.value().is_null() && item.value() != false) {
+      bad(field, "'" + field + "' = " + input_excerpt(item.value().dump()) + " is not supported by this server");
+    }
+  }
+  if (kinds.empty())
+    bad("structured_outputs",
+        "'structured_outputs' must give one constraint: json, regex, choice, grammar or json_object");
+  if (kinds.size() > 1)
+    bad("structured_outputs", "'structured_outputs' gives " + std::to_string(kinds.size()) + " constraints (" +
+                                  kinds[0] + ", " + kinds[1] + "): one only");
+  const std::string field = "structured_outputs." + kinds[0];
+  if (kinds[0] == "structural_tag") bad(field, "'" + field + "' is not supported by this server");
+  return {field, structured_output(kinds[0], spec[kinds[0]], field)};
+}
+
 }  // namespace
+
+bool is_structured_output_field(std::string_view key) {
+  static const std::set<std::string_view> kFields = {"structured_outputs",
+                                                     "guided_json",
+                                                     "guided_regex",
+                                                     "guided_choice",
+                                                     "guided_grammar",
+                                                     "guided_json_object",
+                                                     "guided_decoding_backend",
+                                                     "guided_whitespace_pattern"};
+  return kFields.count(key) > 0;
+}
 
 std::shared_ptr<const OutputGrammar> parse_reply_grammar(const ordered_json& body, const ModelBundle& bundle,
                                                          ReasoningBlock reasoning) {
-  std::shared_ptr<const grammar::Grammar> format =
-      given(body, "response_format") ? response_format(body["response_format"]) : nullptr;
+  // At most one of the fields that constrain the reply.
+  std::string field;
+  std::shared_ptr<const grammar::Grammar> g;
+  auto take = [&](const std::string& name, std::shared_ptr<const grammar::Grammar> constraint) {
+    if (!constraint) return;
+    if (g)
+      bad(name, "'" + field + "' and '" + name +
+                    "' cannot both constrain the reply (response_format, structured_outputs, the guided_ fields "
+                    "and a required tool_choice each describe a whole reply)");
+    field = name;
+    g = std::move(constraint);
+  };
+  if (given(body, "response_format")) take("response_format", response_format(body["response_format"]));
+  if (given(body, "structured_outputs")) {
+    auto [name, constraint] = structured_outputs(body["structured_outputs"]);
+    take(name, std::move(constraint));
+  }
+  // vLLM's fields before structured_outputs (removed in its 0.12; clients still send them).
+  for (const char* kind : {"json", "regex", "choice", "grammar", "json_object"}) {
+    const std::string name = std::string("guided_") + kind;
+    if (given(body, name.c_str())) take(name, structured_output(kind, body[name], name));
+  }
+  if (given(body, "guided_decoding_backend") && !body["guided_decoding_backend"].is_string())
+    bad("guided_decoding_backend", "'guided_decoding_backend' must be a string");
+  if (given(body, "guided_whitespace_pattern"))
+    bad("guided_whitespace_pattern", "'guided_whitespace_pattern' is not supported by this server");
   const bool forced_tools =
       given(body, "tool_choice") && body["tool_choice"] != "auto" && body["tool_choice"] != "none";
-  if (format && forced_tools)
-    bad("tool_choice", "'tool_choice' " + input_excerpt(body["tool_choice"].dump()) +
-                           " and a 'response_format' cannot both constrain the reply");
-  std::shared_ptr<const grammar::Grammar> g = forced_tools ? tool_choice(body) : format;
+  if (forced_tools) take("tool_choice", tool_choice(body));
   if (!g) return nullptr;
-  auto out = output_grammar(std::move(g), bundle.require_tokenizer(), bundle.token_trie(), reasoning);
+  auto out = output_grammar(std::move(g), bundle.require_tokenizer(), bundle.token_trie(), reasoning, field);
   // The first mask here, on the HTTP thread: a grammar too ambiguous to follow
   // is the client's error, found before the engine spends a step on it.
   try {
@@ -143,7 +253,7 @@ std::shared_ptr<const OutputGrammar> parse_reply_grammar(const ordered_json& bod
     std::vector<uint64_t> mask;
     out->vocabulary->allowed(matcher, mask);
   } catch (const Error& e) {
-    bad(forced_tools ? "tool_choice" : "response_format", e.what());
+    bad(field, e.what());
   }
   return out;
 }

@@ -5,15 +5,25 @@
 // "function", "function": {"name"}} (the reply is Qwen3's tool calls,
 // <tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>, whose arguments
 // follow the function's parameters schema; several only with
-// parallel_tool_calls), as vLLM constrains them.
+// parallel_tool_calls), as vLLM constrains them; or vLLM's own
+// structured_outputs {"json" | "regex" | "choice" | "grammar" |
+// "json_object"} (a schema's document, a whole match of a regex, exactly one
+// of the strings, a match of a GBNF grammar), also as the guided_json,
+// guided_regex, guided_choice and guided_grammar fields of vLLM before 0.12.
+// At most one of them.
 #pragma once
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "runtime/grammar_constraint.h"
 #include "runtime/model_bundle.h"
 
 namespace qinfer::server {
+
+// The fields of vLLM's structured outputs: `structured_outputs` and the
+// guided_ fields it replaced.
+bool is_structured_output_field(std::string_view key);
 
 // Null when the reply is free (no response_format or "text", tool_choice
 // absent, "auto" or "none"). ApiError 400 naming the field (and the schema

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "json_lines.h"
@@ -285,9 +286,10 @@ TEST(BatchCli, BadFlagsFailWithAMessage) {
   }
 }
 
-// Lines take response_format as the server does: the text is a document of
-// the schema; a format it cannot follow is an error in its place.
-TEST(BatchCli, ResponseFormatConstrainsTheLine) {
+// Lines take response_format and vLLM's structured outputs as the server
+// does: the text is a document of the schema, one of the choices, a match of
+// the regex; a format it cannot follow is an error in its place.
+TEST(BatchCli, ResponseFormatAndStructuredOutputsConstrainTheLine) {
   qinfer::test::ScratchDir dir("batch-format");
   const std::string input = dir.file("requests.jsonl");
   const json schema = {{"type", "object"},
@@ -310,12 +312,18 @@ TEST(BatchCli, ResponseFormatConstrainsTheLine) {
                 {"json_schema", {{"name", "n"}, {"schema", {{"type", "number"}, {"multipleOf", 2}}}}}}}}
              .dump()
       << "\n";
+    f << json{{"prompt", "x"}, {"structured_outputs", {{"choice", {"left", "right"}}}}, {"temperature", 1}}.dump()
+      << "\n";
+    f << json{{"prompt", "x"}, {"guided_regex", "[a-f]{4}"}, {"temperature", 1}, {"seed", 2}}.dump() << "\n";
   }
   const auto out =
       run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>/dev/null");
   ASSERT_EQ(out.exit_code, 0) << out.output;
   const std::vector<json> lines = json_lines_of(out.output);
-  ASSERT_EQ(lines.size(), 4u);
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_TRUE(lines[4]["text"] == "left" || lines[4]["text"] == "right") << lines[4].dump();
+  EXPECT_EQ(lines[4]["finish_reason"], "stop") << lines[4].dump();
+  EXPECT_TRUE(std::regex_match(lines[5]["text"].get<std::string>(), std::regex("[a-f]{4}"))) << lines[5].dump();
   for (int i = 0; i < 3; ++i) {
     ASSERT_EQ(lines[i]["finish_reason"], "stop") << lines[i].dump();
     const json doc = json::parse(lines[i]["text"].get<std::string>());

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "golden.h"
@@ -473,6 +474,44 @@ TEST(GenerateCli, JsonSchemaConstrainsTheOutput) {
   r = run_command(bin() + " generate -m " + data_path("models/tiny") + " -p x --json-schema @ 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--json-schema @ names no file"), std::string::npos) << r.output;
+}
+
+// --grammar (GBNF, text or @FILE) and --regex constrain the output as the
+// server's structured_outputs grammar and regex: sampled outputs are whole
+// matches (checked with std::regex); what they cannot read is exit 2.
+TEST(GenerateCli, GrammarAndRegexConstrainTheOutput) {
+  qinfer::test::ScratchDir dir("generate-grammar");
+  const std::string grammar_file = dir.file("color.gbnf");
+  std::ofstream(grammar_file) << "# a color and a shade\nroot ::= color \" \" shade\ncolor ::= \"red\" | \"green\"\n"
+                                 "shade ::= [0-9]{1,2}\n";
+  const std::regex color("(red|green) [0-9]{1,2}"), hex("#[0-9a-f]{6}");
+  for (int seed = 1; seed <= 3; ++seed) {
+    const std::string sampled = " -p 'A color:' --temp 1 -n 30 --json --seed " + std::to_string(seed);
+    auto r = run_command(bin() + " generate -m " + data_path("models/tiny") + sampled + " --grammar @" + grammar_file +
+                         " 2>/dev/null");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    json out = json::parse(r.output);
+    EXPECT_EQ(out["finish_reason"], "stop") << r.output;
+    EXPECT_TRUE(std::regex_match(out["text"].get<std::string>(), color)) << r.output;
+    r = run_command(bin() + " generate -m " + data_path("models/tiny") + sampled +
+                    " --regex '#[0-9a-f]{6}' 2>/dev/null");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    out = json::parse(r.output);
+    EXPECT_EQ(out["finish_reason"], "stop") << r.output;
+    EXPECT_TRUE(std::regex_match(out["text"].get<std::string>(), hex)) << r.output;
+  }
+  auto r = run_command(bin() + " generate -m " + data_path("models/tiny") + " -p x --grammar 'root ::= item' 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--grammar: grammar: the rule 'item' is used but never defined (line 1, column 10)"),
+            std::string::npos)
+      << r.output;
+  r = run_command(bin() + " generate -m " + data_path("models/tiny") + " -p x --regex '(?=a)' 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--regex: pattern '(?=a)': lookaround"), std::string::npos) << r.output;
+  r = run_command(bin() + " generate -m " + data_path("models/tiny") +
+                  " -p x --regex a --grammar 'root ::= \"a\"' 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("excludes"), std::string::npos) << r.output;
 }
 
 // --draft (speculative decoding by prompt lookup) through generate and batch:

@@ -607,7 +607,7 @@ TEST(Engine, AGrammarThatCannotGoOnFailsOnlyItsRequest) {
   constrained.max_new_tokens = 4;
   constrained.sampling.temperature = 1;
   constrained.grammar = output_grammar(std::make_shared<const grammar::Grammar>(std::move(b).build(root)),
-                                       *bundle.tokenizer, bundle.token_trie(), ReasoningBlock::None);
+                                       *bundle.tokenizer, bundle.token_trie(), ReasoningBlock::None, "test");
   GenerationOptions free = constrained;
   free.grammar = nullptr;
   Engine engine(*bundle.model, pool, {16, 0, 512, 4});

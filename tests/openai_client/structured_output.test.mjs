@@ -169,3 +169,51 @@ test('tool_choice naming a function: the reply calls that one', async () => {
     tool_choice: { type: 'function', function: { name: 'get_news' } } }),
   (e) => e instanceof OpenAI.BadRequestError && e.param === 'tool_choice' && /get_news/.test(e.message));
 });
+
+// vLLM's structured outputs, sent as its clients send them (extra body fields).
+const noThinking = { enable_thinking: false };
+
+test('structured_outputs choice (and guided_choice): each answer is exactly one of the choices', async () => {
+  const choices = ['positive', 'negative', 'neutral'];
+  for (const field of [{ structured_outputs: { choice: choices } }, { guided_choice: choices }]) {
+    const r = await client.chat.completions.create({ model: modelDir, messages, n: 3, temperature: 1, seed: 2,
+      chat_template_kwargs: noThinking, ...field });
+    for (const c of r.choices) {
+      assert.equal(c.finish_reason, 'stop');
+      assert.ok(choices.includes(c.message.content), c.message.content);
+    }
+  }
+});
+
+test('structured_outputs regex: completions are whole matches (checked with RegExp)', async () => {
+  const regex = '[A-Z][a-z]{2,5}-\\d{2}';
+  const r = await client.completions.create({ model: modelDir, prompt: 'A code:', n: 3, temperature: 1, seed: 3,
+    max_tokens: 30, structured_outputs: { regex } });
+  for (const c of r.choices) {
+    assert.equal(c.finish_reason, 'stop');
+    assert.match(c.text, new RegExp(`^(?:${regex})$`));
+  }
+});
+
+test('structured_outputs grammar (GBNF) streamed: the deltas add up to a match', async () => {
+  const grammar = 'root ::= "SELECT " column " FROM " table\ncolumn ::= "id" | "name"\ntable ::= [a-z]{1,8}';
+  const stream = await client.chat.completions.create({ model: modelDir, messages, stream: true, temperature: 1,
+    seed: 4, max_tokens: 40, chat_template_kwargs: noThinking, structured_outputs: { grammar } });
+  let text = '';
+  let finish;
+  for await (const chunk of stream) {
+    if (!chunk.choices.length) continue;
+    text += chunk.choices[0].delta.content ?? '';
+    finish = chunk.choices[0].finish_reason ?? finish;
+  }
+  assert.equal(finish, 'stop');
+  assert.match(text, /^SELECT (id|name) FROM [a-z]{1,8}$/);
+});
+
+test('a grammar the server cannot read is a 400 naming the field, the rule and where it is', async () => {
+  await assert.rejects(
+    client.chat.completions.create({ model: modelDir, messages,
+      structured_outputs: { grammar: 'root ::= "a" rest' } }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'structured_outputs.grammar' &&
+      /'rest' is used but never defined \(line 1, column 14\)/.test(e.message));
+});

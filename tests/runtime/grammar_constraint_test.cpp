@@ -155,7 +155,7 @@ TEST(GrammarConstraint, AReasoningBlockIsFreeUntilItCloses) {
   }
   for (const ReasoningBlock r : {ReasoningBlock::None, ReasoningBlock::MayOpen}) {  // as output_grammar() sets it
     GrammarConstraint c(output_grammar(std::make_shared<const grammar::Grammar>(grammar::json_object_grammar()),
-                                       *f.bundle.tokenizer, f.bundle.token_trie(), r),
+                                       *f.bundle.tokenizer, f.bundle.token_trie(), r, "test"),
                         f.bundle.eos_ids());
     EXPECT_EQ(c.allows(open), r == ReasoningBlock::MayOpen);
     EXPECT_TRUE(c.allows(brace));

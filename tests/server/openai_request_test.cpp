@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "runtime/grammar_constraint.h"
 #include "server/api_error.h"
@@ -130,6 +131,16 @@ TEST_F(OpenAiRequest, EnableThinkingFalseClosesTheThinkBlockInThePrompt) {
   const std::string rendered = bundle_->require_tokenizer().decode(r.prompts[0]);
   EXPECT_NE(rendered.find("<think>\n\n</think>\n\n"), std::string::npos) << rendered;
   EXPECT_FALSE(r.starts_in_reasoning);
+  // Found with a sampled model: a constrained reply could still open a
+  // second <think> block, free until max_tokens. The template closed the
+  // reasoning; the grammar holds from the first token, as vLLM's does once
+  // the prompt ends the reasoning.
+  ordered_json constrained = body;
+  constrained["structured_outputs"] = {{"choice", {"yes", "no"}}};
+  const CompletionRequest c = parse_chat_request(constrained, served());
+  ASSERT_NE(c.options.grammar, nullptr);
+  EXPECT_EQ(c.options.grammar->think_open, -1);
+  EXPECT_FALSE(c.options.grammar->starts_in_reasoning);
 }
 
 // A hunt finding: a user asking about the "<think>" tag had the whole reply
@@ -708,4 +719,85 @@ TEST_F(OpenAiRequest, ToolParametersKeepTheirRefsAndAmbiguousGrammarsAre400s) {
     EXPECT_EQ(e.param, "response_format");
     EXPECT_NE(std::string(e.what()).find("ambiguous"), std::string::npos) << e.what();
   }
+}
+
+// vLLM's structured outputs (structured_outputs, and the guided_ fields it
+// replaced) become the request's grammar on both endpoints, named by their
+// field where they fail; one constraint at most.
+TEST_F(OpenAiRequest, StructuredOutputsBecomeTheRequestsGrammar) {
+  const ServedModel m = served(4096);
+  auto grammar_of = [&](const std::string& extra, bool chat) {
+    const ordered_json body = ordered_json::parse(
+        (chat ? std::string(R"({"messages": [{"role": "user", "content": "x"}])") : R"({"prompt": "x")") + extra + "}");
+    const CompletionRequest r = chat ? parse_chat_request(body, m) : parse_completion_request(body, m);
+    return r.options.grammar;
+  };
+  struct Case {
+    std::string extra, source, match, mismatch;
+  };
+  const std::vector<Case> cases = {
+      {R"(, "structured_outputs": {"choice": ["positive", "negative"]})", "structured_outputs.choice", "negative",
+       "neutral"},
+      {R"(, "structured_outputs": {"regex": "\\w+@\\w+\\.com\\n"})", "structured_outputs.regex", "a@b.com\n",
+       "a@b.com"},
+      {R"(, "structured_outputs": {"grammar": "root ::= \"SELECT \" [a-z]+"})", "structured_outputs.grammar",
+       "SELECT x", "SELECT 1"},
+      {R"(, "structured_outputs": {"json": {"type": "integer"}, "regex": null, "disable_any_whitespace": false})",
+       "structured_outputs.json", "12", "\"12\""},
+      {R"(, "structured_outputs": {"json": "{\"type\": \"boolean\"}"})", "structured_outputs.json", "true", "1"},
+      {R"(, "structured_outputs": {"json_object": true})", "structured_outputs.json_object", "{}", "[]"},
+      {R"(, "guided_choice": ["a", "b"], "guided_decoding_backend": "xgrammar")", "guided_choice", "b", "c"},
+      {R"(, "guided_regex": "[0-9]{2}")", "guided_regex", "42", "4"},
+      {R"(, "guided_json": {"type": "string"})", "guided_json", "\"x\"", "x"},
+      {R"(, "guided_grammar": "root ::= \"yes\" | \"no\"")", "guided_grammar", "no", "yes no"}};
+  for (const bool chat : {true, false})
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.extra);
+      const std::shared_ptr<const OutputGrammar> g = grammar_of(c.extra, chat);
+      ASSERT_NE(g, nullptr);
+      EXPECT_EQ(g->source, c.source);
+      EXPECT_EQ(g->think_open >= 0, chat);  // a chat reply may reason first, as with response_format
+      grammar::Matcher match(g->grammar), mismatch(g->grammar);
+      EXPECT_TRUE(match.advance(c.match) && match.state().accepting);
+      EXPECT_FALSE(mismatch.advance(c.mismatch) && mismatch.state().accepting);
+    }
+
+  const std::vector<std::tuple<std::string, std::string, std::string>> bad = {
+      {R"("structured_outputs": "choice")", "structured_outputs", "must be an object"},
+      {R"("structured_outputs": {})", "structured_outputs", "must give one constraint"},
+      {R"("structured_outputs": {"regex": "a", "choice": ["a"]})", "structured_outputs", "2 constraints"},
+      {R"("structured_outputs": {"regx": "a"})", "structured_outputs", "structured_outputs.regx"},
+      {R"("structured_outputs": {"choice": []})", "structured_outputs.choice", "non-empty list of strings"},
+      {R"("structured_outputs": {"choice": ["a", 1]})", "structured_outputs.choice", "non-empty list of strings"},
+      {R"("structured_outputs": {"regex": "\\bx"})", "structured_outputs.regex", "word boundaries"},
+      {R"("structured_outputs": {"regex": 5})", "structured_outputs.regex", "must be a string"},
+      {R"("structured_outputs": {"grammar": "root ::= item"})", "structured_outputs.grammar",
+       "'item' is used but never defined (line 1, column 10)"},
+      {R"("structured_outputs": {"json": "{"})", "structured_outputs.json", "holds no JSON document"},
+      {R"("structured_outputs": {"json": {"multipleOf": 2}})", "structured_outputs.json", "multipleOf"},
+      {R"("structured_outputs": {"json_object": false})", "structured_outputs.json_object", "must be true"},
+      {R"("structured_outputs": {"structural_tag": "{}"})", "structured_outputs.structural_tag", "not supported"},
+      {R"("structured_outputs": {"regex": "a", "disable_any_whitespace": true})",
+       "structured_outputs.disable_any_whitespace", "not supported"},
+      {R"("structured_outputs": {"regex": "a"}, "guided_choice": ["a"])", "guided_choice", "cannot both constrain"},
+      {R"("guided_json": {}, "response_format": {"type": "json_object"})", "guided_json", "cannot both constrain"},
+      {R"("guided_regex": "a", "guided_whitespace_pattern": " *")", "guided_whitespace_pattern", "not supported"},
+      {R"("guided_grammar": "root ::= root \"a\"")", "guided_grammar", "left-recursive"},
+      {R"("guided_decoding_backend": 1)", "guided_decoding_backend", "must be a string"}};
+  for (const bool chat : {true, false})
+    for (const auto& [fields, param, message] : bad) {
+      SCOPED_TRACE(fields);
+      const ApiError e = error_of(
+          (chat ? std::string(R"({"messages": [{"role": "user", "content": "x"}], )") : R"({"prompt": "x", )") +
+              fields + "}",
+          chat, 4096);
+      EXPECT_EQ(e.status, 400);
+      EXPECT_EQ(e.param, param);
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  const ApiError tools = error_of(R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function",
+      "function": {"name": "f"}}], "tool_choice": "required", "structured_outputs": {"choice": ["a"]}})",
+                                  true, 4096);
+  EXPECT_EQ(tools.param, "tool_choice");
+  EXPECT_NE(std::string(tools.what()).find("cannot both constrain"), std::string::npos) << tools.what();
 }
