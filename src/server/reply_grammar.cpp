@@ -207,9 +207,10 @@ bool is_structured_output_field(std::string_view key) {
                                                      "guided_regex",
                                                      "guided_choice",
                                                      "guided_grammar",
-                                                     "guided_json_object",
                                                      "guided_decoding_backend",
-                                                     "guided_whitespace_pattern"};
+                                                     "guided_whitespace_pattern",
+                                                     "grammar",
+                                                     "json_schema"};
   return kFields.count(key) > 0;
 }
 
@@ -222,8 +223,8 @@ std::shared_ptr<const OutputGrammar> parse_reply_grammar(const ordered_json& bod
     if (!constraint) return;
     if (g)
       bad(name, "'" + field + "' and '" + name +
-                    "' cannot both constrain the reply (response_format, structured_outputs, the guided_ fields "
-                    "and a required tool_choice each describe a whole reply)");
+                    "' cannot both constrain the reply (response_format, structured_outputs, the guided_ fields, "
+                    "grammar, json_schema and a required tool_choice each describe a whole reply)");
     field = name;
     g = std::move(constraint);
   };
@@ -233,10 +234,13 @@ std::shared_ptr<const OutputGrammar> parse_reply_grammar(const ordered_json& bod
     take(name, std::move(constraint));
   }
   // vLLM's fields before structured_outputs (removed in its 0.12; clients still send them).
-  for (const char* kind : {"json", "regex", "choice", "grammar", "json_object"}) {
+  for (const char* kind : {"json", "regex", "choice", "grammar"}) {
     const std::string name = std::string("guided_") + kind;
     if (given(body, name.c_str())) take(name, structured_output(kind, body[name], name));
   }
+  // llama-server's fields.
+  if (given(body, "grammar")) take("grammar", structured_output("grammar", body["grammar"], "grammar"));
+  if (given(body, "json_schema")) take("json_schema", structured_output("json", body["json_schema"], "json_schema"));
   if (given(body, "guided_decoding_backend") && !body["guided_decoding_backend"].is_string())
     bad("guided_decoding_backend", "'guided_decoding_backend' must be a string");
   if (given(body, "guided_whitespace_pattern"))

@@ -9,8 +9,8 @@
 // structured_outputs {"json" | "regex" | "choice" | "grammar" |
 // "json_object"} (a schema's document, a whole match of a regex, exactly one
 // of the strings, a match of a GBNF grammar), also as the guided_json,
-// guided_regex, guided_choice and guided_grammar fields of vLLM before 0.12.
-// At most one of them.
+// guided_regex, guided_choice and guided_grammar fields of vLLM before 0.12,
+// or llama-server's grammar (GBNF) and json_schema. At most one of them.
 #pragma once
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -21,8 +21,8 @@
 
 namespace qinfer::server {
 
-// The fields of vLLM's structured outputs: `structured_outputs` and the
-// guided_ fields it replaced.
+// The fields of vLLM's structured outputs (`structured_outputs` and the
+// guided_ fields it replaced) and llama-server's (grammar, json_schema).
 bool is_structured_output_field(std::string_view key);
 
 // Null when the reply is free (no response_format or "text", tool_choice

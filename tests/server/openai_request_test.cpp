@@ -749,7 +749,9 @@ TEST_F(OpenAiRequest, StructuredOutputsBecomeTheRequestsGrammar) {
       {R"(, "guided_choice": ["a", "b"], "guided_decoding_backend": "xgrammar")", "guided_choice", "b", "c"},
       {R"(, "guided_regex": "[0-9]{2}")", "guided_regex", "42", "4"},
       {R"(, "guided_json": {"type": "string"})", "guided_json", "\"x\"", "x"},
-      {R"(, "guided_grammar": "root ::= \"yes\" | \"no\"")", "guided_grammar", "no", "yes no"}};
+      {R"(, "guided_grammar": "root ::= \"yes\" | \"no\"")", "guided_grammar", "no", "yes no"},
+      {R"(, "grammar": "root ::= [0-9]+")", "grammar", "12", "1a"},  // llama-server's
+      {R"(, "json_schema": {"type": "null"})", "json_schema", "null", "0"}};
   for (const bool chat : {true, false})
     for (const Case& c : cases) {
       SCOPED_TRACE(c.extra);
@@ -783,7 +785,8 @@ TEST_F(OpenAiRequest, StructuredOutputsBecomeTheRequestsGrammar) {
       {R"("guided_json": {}, "response_format": {"type": "json_object"})", "guided_json", "cannot both constrain"},
       {R"("guided_regex": "a", "guided_whitespace_pattern": " *")", "guided_whitespace_pattern", "not supported"},
       {R"("guided_grammar": "root ::= root \"a\"")", "guided_grammar", "left-recursive"},
-      {R"("guided_decoding_backend": 1)", "guided_decoding_backend", "must be a string"}};
+      {R"("guided_decoding_backend": 1)", "guided_decoding_backend", "must be a string"},
+      {R"("grammar": "root ::= \"a\"", "json_schema": {})", "json_schema", "cannot both constrain"}};
   for (const bool chat : {true, false})
     for (const auto& [fields, param, message] : bad) {
       SCOPED_TRACE(fields);
