@@ -2,14 +2,17 @@
 // walk (TokenTrie::allowed) from JSON grammar states, the cheap ones (outside
 // strings: the walk stops at the first or second byte of most tokens) and the
 // costly one (inside a string nearly every token is allowed, so nearly the
-// whole trie is walked), patterns, formats and bounded numbers, and the mask
-// of a cached state applied to logits.
+// whole trie is walked), patterns, formats and bounded numbers, GBNF and
+// regex grammars over plain text, and the mask of a cached state applied to
+// logits.
 #include <benchmark/benchmark.h>
 
 #include <memory>
 
 #include "runtime/grammar_constraint.h"
+#include "text/grammar/gbnf.h"
 #include "text/grammar/json_grammar.h"
+#include "text/grammar/regex.h"
 #include "text/tokenizer.h"
 
 namespace {
@@ -57,6 +60,29 @@ BENCHMARK_CAPTURE(BM_Mask, in_date_time, "\"2024-02-", R"({"type": "string", "fo
 BENCHMARK_CAPTURE(BM_Mask, in_uri, "\"https://example.com/a", R"({"type": "string", "format": "uri"})")
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Mask, in_bounded_number, "1", R"({"type": "number", "minimum": -5, "maximum": 100})")
+    ->Unit(benchmark::kMillisecond);
+
+// vLLM's structured outputs over plain text: a GBNF grammar mid-line of
+// llama.cpp's list.gbnf (nearly every token allowed, as inside a JSON
+// string), a regex's whole match, a choice of words.
+void BM_TextMask(benchmark::State& state, const char* text, qinfer::grammar::Grammar (*build)(std::string_view),
+                 const char* spec) {
+  qinfer::grammar::Matcher m(std::make_shared<const qinfer::grammar::Grammar>(build(spec)));
+  if (!m.advance(text)) state.SkipWithError("the grammar refuses the text");
+  std::vector<uint64_t> mask;
+  const Vocabulary& v = vocabulary();
+  for (auto _ : state) {
+    v.trie->allowed(m, mask);
+    benchmark::DoNotOptimize(mask.data());
+  }
+}
+BENCHMARK_CAPTURE(BM_TextMask, gbnf_list_item, "- Milk\n- Eg", qinfer::grammar::gbnf_grammar,
+                  "root ::= item+\nitem ::= \"- \" [^\\r\\n\\x0b\\x0c\\x85\\u2028\\u2029]+ \"\\n\"")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_TextMask, regex_email, "alan", qinfer::grammar::regex_grammar, "\\w+@\\w+\\.com\\n")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_TextMask, gbnf_choice_start, "", qinfer::grammar::gbnf_grammar,
+                  "root ::= \"positive\" | \"negative\" | \"neutral\"")
     ->Unit(benchmark::kMillisecond);
 
 // A state seen before: the cached mask applied to a vocabulary of logits.
