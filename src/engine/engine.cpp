@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <limits>
 
 #include "util/error.h"
 
@@ -13,6 +14,29 @@ namespace {
 
 bool is_eos(const GenerationOptions& o, int32_t token) {
   return !o.ignore_eos && std::find(o.eos_ids.begin(), o.eos_ids.end(), token) != o.eos_ids.end();
+}
+
+// An eos or a stop id: the output ends with it.
+bool ends_output(const GenerationOptions& o, int32_t token) {
+  return is_eos(o, token) || std::find(o.stop_ids.begin(), o.stop_ids.end(), token) != o.stop_ids.end();
+}
+
+// allowed_token_ids and min_tokens before the sampler, as vLLM's logits
+// processors apply them (`generated`: the ids out so far). Per request, so
+// as batch-invariant as the rest.
+void mask_by_request(const GenerationOptions& o, int64_t generated, std::vector<float>& logits) {
+  constexpr float kNever = -std::numeric_limits<float>::infinity();
+  if (!o.allowed_ids.empty()) {
+    std::vector<float> kept(o.allowed_ids.size());
+    for (size_t k = 0; k < kept.size(); ++k) kept[k] = logits[static_cast<size_t>(o.allowed_ids[k])];
+    std::fill(logits.begin(), logits.end(), kNever);
+    for (size_t k = 0; k < kept.size(); ++k) logits[static_cast<size_t>(o.allowed_ids[k])] = kept[k];
+  }
+  if (generated < o.min_tokens) {
+    if (!o.ignore_eos)
+      for (int32_t id : o.eos_ids) logits[static_cast<size_t>(id)] = kNever;
+    for (int32_t id : o.stop_ids) logits[static_cast<size_t>(id)] = kNever;
+  }
 }
 
 int64_t context_length(const Qwen3Model& model, const EngineOptions& o) {
@@ -100,6 +124,10 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
     fail(
         "this model has no lm_head.weight (a backbone saved alone, such as an embedding model): it embeds, it "
         "cannot generate");
+  for (const auto* ids : {&options.stop_ids, &options.allowed_ids})
+    for (int32_t t : *ids)
+      if (t < 0 || t >= model_.config().vocab_size)
+        fail("token id ", t, " (a stop or allowed id) is outside the vocabulary [0, ", model_.config().vocab_size, ")");
   Request& r = queue(prompt, context_ - 1, options.adapter);
   r.options = options;
   r.on_token = std::move(on_token);
@@ -232,6 +260,7 @@ Engine::Draw Engine::draw(const Step& step, size_t i, DrawScratch& scratch) {
         return d;
       }
       scratch.logits.assign(logits.begin(), logits.end());
+      mask_by_request(r.options, static_cast<int64_t>(r.result.ids.size() + drawn), scratch.logits);
       int32_t token;
       try {  // a grammar that cannot go on fails its request, not the batch
         token = r.sampler->sample(scratch.logits, history, static_cast<size_t>(seq.prompt_len), r.constraint.get());
@@ -244,7 +273,7 @@ Engine::Draw Engine::draw(const Step& step, size_t i, DrawScratch& scratch) {
       }
       d.tokens.push_back(token);
       if (r.options.logprobs >= 0) d.logprobs.push_back(token_logprobs(logits, token, r.options.logprobs));
-      if (row + 1 == rows || token != seq.draft[static_cast<size_t>(row)] || is_eos(r.options, token)) break;
+      if (row + 1 == rows || token != seq.draft[static_cast<size_t>(row)] || ends_output(r.options, token)) break;
       if (drawn == 0) scratch.history.assign(seq.ids.begin(), seq.ids.end());
       scratch.history.push_back(token);
       history = scratch.history;
@@ -261,7 +290,7 @@ bool Engine::emit(Request& r, int32_t token, TokenLogprobs* logprobs) {
   if (logprobs) r.result.logprobs.push_back(std::move(*logprobs));
   const bool keep_going = r.on_token ? r.on_token(token, logprobs ? &r.result.logprobs.back() : nullptr) : true;
   bool done = true;
-  if (is_eos(r.options, token))
+  if (ends_output(r.options, token))
     r.result.reason = StopReason::Eos;
   else if (!keep_going)
     r.result.reason = StopReason::Callback;

@@ -22,6 +22,13 @@ struct GenerationOptions {
   SamplingParams sampling;
   std::vector<int32_t> eos_ids;  // stop after emitting any of these
   bool ignore_eos = false;
+  // The batching engine only, vLLM's sampling extras: ids that end the
+  // output as eos does, ignore_eos or not (stop_token_ids); until
+  // min_tokens ids are out, eos and those ids get a logit of -infinity
+  // (min_tokens); when not empty, the only ids drawn (allowed_token_ids).
+  std::vector<int32_t> stop_ids;
+  int64_t min_tokens = 0;
+  std::vector<int32_t> allowed_ids;
   // The batching engine only: -1 off; N >= 0: each token's log-probability
   // and the N most likely alternatives (GenerationResult::logprobs).
   int32_t logprobs = -1;

@@ -12,32 +12,37 @@ StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stop
     if (stops_[i].empty()) fail("stop string ", i + 1, " is empty");
 }
 
-StopMatcher::Result StopMatcher::push(std::string_view text) {
-  if (stopped_) return {"", true};
+StopMatcher::Result StopMatcher::push(std::string_view text, bool may_stop) {
+  if (stopped_) return {"", true, ""};
   pending_ += text;
+  if (!may_stop) passed_ = pending_.size();
 
   // pending_ starts at the earliest place a stop string could still begin,
-  // so every match lies inside it.
+  // so every match lies inside it; the first that ends after passed_.
   size_t stop_start = std::string::npos, stop_end = std::string::npos;
+  const std::string* matched = nullptr;
   for (const std::string& stop : stops_) {
-    size_t start = pending_.find(stop);
+    const size_t from = passed_ >= stop.size() ? passed_ - stop.size() + 1 : 0;
+    size_t start = pending_.find(stop, from);
     if (start == std::string::npos) continue;
     size_t end = start + stop.size();
     if (end < stop_end || (end == stop_end && start < stop_start)) {
       stop_start = start;
       stop_end = end;
+      matched = &stop;
     }
   }
-  if (stop_start != std::string::npos) {
+  if (matched) {
     stopped_ = true;
-    Result result{pending_.substr(0, stop_start), true};
+    Result result{pending_.substr(0, stop_start), true, *matched};
     pending_.clear();
     return result;
   }
 
   size_t safe = pending_.size() - held_back_length();
-  Result result{pending_.substr(0, safe), false};
+  Result result{pending_.substr(0, safe), false, ""};
   pending_.erase(0, safe);
+  passed_ -= std::min(passed_, safe);
   return result;
 }
 

@@ -17,12 +17,16 @@ class StopMatcher {
   struct Result {
     std::string emit;      // text safe to show now
     bool stopped = false;  // a stop string completed; emit is the text before it
+    std::string stop;      // which one
   };
 
   // Feeds newly decoded text. Generation stops at the first position where
   // any stop string ends (if several end there, at the longest), whatever
   // the split of the text into pieces. After a stop, returns nothing more.
-  Result push(std::string_view text);
+  // With `may_stop` false no stop string may end in this text (vLLM's
+  // min_tokens: one ending in the first tokens' text does not count, and
+  // the text passes on).
+  Result push(std::string_view text, bool may_stop = true);
 
   // End of generation without a stop: releases the held-back text.
   std::string flush();
@@ -35,6 +39,7 @@ class StopMatcher {
 
   std::vector<std::string> stops_;
   std::string pending_;  // held back: could still become a stop string
+  size_t passed_ = 0;    // of pending_, the text in which no stop string may end (pushed with may_stop false)
   bool stopped_ = false;
 };
 

@@ -2,8 +2,12 @@
 
 namespace qinfer {
 
-TextStream::TextStream(const Tokenizer& tokenizer, const std::vector<std::string>& stop_strings, OnText on_text)
-    : detok_(tokenizer, /*skip_special_tokens=*/true), stops_(stop_strings), on_text_(std::move(on_text)) {}
+TextStream::TextStream(const Tokenizer& tokenizer, const std::vector<std::string>& stop_strings, OnText on_text,
+                       StopOptions options)
+    : detok_(tokenizer, /*skip_special_tokens=*/true),
+      stops_(stop_strings),
+      options_(options),
+      on_text_(std::move(on_text)) {}
 
 bool TextStream::emit(const std::string& piece) {
   if (piece.empty()) return true;
@@ -13,16 +17,16 @@ bool TextStream::emit(const std::string& piece) {
 }
 
 bool TextStream::push(int32_t id) {
-  const StopMatcher::Result m = stops_.push(detok_.push(id));
-  const bool keep_going = emit(m.emit);
+  const StopMatcher::Result m = stops_.push(detok_.push(id), ++pushed_ >= options_.min_tokens);
+  const bool keep_going = emit(m.emit + (m.stopped && options_.include_stop_string ? m.stop : ""));
   if (m.stopped) stopped_by_string_ = true;
   return keep_going && !m.stopped;
 }
 
 void TextStream::finish() {
   if (stopped_by_string_ || cancelled_) return;
-  const StopMatcher::Result m = stops_.push(detok_.flush());
-  emit(m.emit);
+  const StopMatcher::Result m = stops_.push(detok_.flush(), pushed_ >= options_.min_tokens);
+  emit(m.emit + (m.stopped && options_.include_stop_string ? m.stop : ""));
   if (m.stopped)
     stopped_by_string_ = true;
   else

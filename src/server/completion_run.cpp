@@ -94,10 +94,13 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
       c->index = choices_.size();
       c->prompt_index = p;
       Choice* self = c.get();
-      c->text = std::make_unique<TextStream>(tok, request.stop, [self](std::string_view piece) {
-        self->pieces += piece;
-        return true;
-      });
+      c->text = std::make_unique<TextStream>(
+          tok, request.stop,
+          [self](std::string_view piece) {
+            self->pieces += piece;
+            return true;
+          },
+          StopOptions{request.options.min_tokens, request.include_stop_string});
       if (request.chat) c->parser.emplace(request.starts_in_reasoning, request.tool_calls);
       GenerationOptions options = request.options;
       options.sampling.seed += static_cast<uint64_t>(i);

@@ -27,8 +27,10 @@ constexpr int64_t kMaxObjectMembers = 10000;
 constexpr int64_t kMaxKeyComparisons = 50'000'000;
 // What parse_generation_fields reads.
 constexpr const char* kGenerationFields[] = {
-    "temperature", "top_p", "top_k", "min_p",      "presence_penalty",      "frequency_penalty", "repetition_penalty",
-    "logit_bias",  "seed",  "stop",  "max_tokens", "max_completion_tokens", "ignore_eos"};
+    "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty",
+    "logit_bias", "seed", "stop", "max_tokens", "max_completion_tokens", "ignore_eos",
+    // vLLM's
+    "stop_token_ids", "min_tokens", "allowed_token_ids", "include_stop_str_in_output"};
 
 std::string format(double x) {
   std::ostringstream os;
@@ -92,6 +94,22 @@ std::vector<std::string> stop_strings(const ordered_json& body) {
   }
   for (const std::string& s : out)
     if (s.empty()) bad("stop", "a stop string must not be empty");
+  return out;
+}
+
+// A list of token ids (`may_be_empty` or not), as vLLM's stop_token_ids and allowed_token_ids.
+std::vector<int32_t> token_ids(const ordered_json& body, const char* key, int64_t vocab, bool may_be_empty) {
+  std::vector<int32_t> out;
+  if (!given(body, key)) return out;
+  const ordered_json& v = body[key];
+  if (!v.is_array() || (v.empty() && !may_be_empty))
+    bad(key, std::string("'") + key + "' must be a" + (may_be_empty ? "" : " non-empty") + " list of token ids");
+  for (const auto& id : v) {
+    if (!is_token_id(id, static_cast<uint64_t>(vocab)))
+      bad(key, std::string("'") + key + "' holds " + input_excerpt(id.dump()) + ", not a token id in [0, " +
+                   std::to_string(vocab) + ")");
+    out.push_back(id.get<int32_t>());
+  }
   return out;
 }
 
@@ -202,6 +220,7 @@ CompletionRequest common_fields(const ordered_json& body, const ServedModel& mod
   r.options = std::move(g.options);
   r.options.adapter = adapter;
   r.stop = std::move(g.stop);
+  r.include_stop_string = g.include_stop_string;
   r.n = static_cast<int>(integer(body, "n", 1, 1, kMaxChoices));
   r.stream = boolean(body, "stream", false);
   if (given(body, "stream_options")) {
@@ -318,6 +337,14 @@ GenerationFields parse_generation_fields(const ordered_json& body, const ModelBu
                           std::to_string(g.options.max_new_tokens) + ") differ: give one of them");
   g.options.eos_ids = bundle.eos_ids();
   g.options.ignore_eos = boolean(body, "ignore_eos", false);
+  g.options.stop_ids = token_ids(body, "stop_token_ids", vocab, true);
+  g.options.allowed_ids = token_ids(body, "allowed_token_ids", vocab, false);
+  g.options.min_tokens = integer(body, "min_tokens", 0, 0, std::numeric_limits<int32_t>::max());
+  if (g.options.min_tokens > g.options.max_new_tokens &&
+      (given(body, "max_tokens") || given(body, "max_completion_tokens")))
+    bad("min_tokens", "'min_tokens' (" + std::to_string(g.options.min_tokens) + ") must be at most max_tokens (" +
+                          std::to_string(g.options.max_new_tokens) + ")");
+  g.include_stop_string = boolean(body, "include_stop_str_in_output", false);
   return g;
 }
 

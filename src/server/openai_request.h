@@ -33,7 +33,8 @@ struct CompletionRequest {
   std::vector<std::vector<int32_t>> prompts;  // chat: one; completions: one per prompt
   GenerationOptions options;                  // choice i of a prompt draws with seed + i
   std::vector<std::string> stop;
-  int n = 1;  // choices per prompt
+  bool include_stop_string = false;  // the stop string that ended a text stays at its end
+  int n = 1;                         // choices per prompt
   // completions: each choice's text starts with its prompt (and its logprobs
   // with the prompt's tokens, the first of which has none); chat (vLLM's):
   // each choice's content starts with echo_text, the final message's text
@@ -52,11 +53,13 @@ struct CompletionRequest {
 // lines of qinfer batch): sampling on top of the model's generation_config
 // (temperature, top_p, top_k, min_p, the penalties, logit_bias), seed (a fresh
 // one when absent), stop, max_tokens / max_completion_tokens
-// (default_max_tokens when absent; 0 only with echo: the prompt alone) and
-// ignore_eos.
+// (default_max_tokens when absent; 0 only with echo: the prompt alone),
+// ignore_eos, and vLLM's stop_token_ids, min_tokens, allowed_token_ids and
+// include_stop_str_in_output.
 struct GenerationFields {
   GenerationOptions options;
   std::vector<std::string> stop;
+  bool include_stop_string = false;  // vLLM's include_stop_str_in_output
 };
 GenerationFields parse_generation_fields(const nlohmann::ordered_json& body, const ModelBundle& bundle,
                                          int64_t default_max_tokens);

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -591,6 +592,80 @@ TEST(Engine, ConstrainedRequestsAreBatchInvariant) {
       EXPECT_GT(engine.draft_stats().drafted, 0);
     }
   }
+}
+
+// vLLM's stop_token_ids, min_tokens and allowed_token_ids: a stop id ends the
+// output (kept in it, ignore_eos or not), none is drawn before min_tokens, only
+// allowed ids are drawn; and each request's ids are those of its run alone,
+// among others and with speculative decoding.
+TEST(Engine, StopIdsMinTokensAndAllowedIdsAreFollowedAndBatchInvariant) {
+  ModelBundle bundle = load_model_bundle(test::data_path("models/tiny"));
+  ThreadPool pool(2);
+  auto run = [&](const std::vector<Req>& reqs, const EngineOptions& o) {
+    Engine engine(*bundle.model, pool, o);
+    std::vector<int64_t> handles;
+    for (const Req& r : reqs) handles.push_back(engine.add(r.prompt, r.opts));
+    engine.run_until_idle();
+    std::vector<GenerationResult> out;
+    for (int64_t h : handles) out.push_back(engine.result(h));
+    return out;
+  };
+  std::vector<Req> free = requests();
+  for (Req& r : free) {
+    r.opts.max_new_tokens = 12;
+    r.opts.eos_ids = bundle.eos_ids();
+  }
+  const std::vector<GenerationResult> unconstrained = run(free, EngineOptions{16, 0, 512, 16});
+  std::vector<Req> reqs = free;
+  const std::vector<int32_t> allowed = {11, 13, 220, 279, 315, 9625};
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const std::vector<int32_t>& ids = unconstrained[i].ids;
+    ASSERT_GE(ids.size(), 4u);
+    GenerationOptions& o = reqs[i].opts;
+    if (i % 3 == 0) o.stop_ids = {ids[2]};  // the output ends at its first occurrence
+    if (i % 3 == 1) {                       // ... not before the 7th id
+      o.stop_ids = {ids[1]};
+      o.min_tokens = 7;
+    }
+    if (i % 3 == 2) o.allowed_ids = allowed;
+    o.ignore_eos = i % 3 == 0 || i % 2 == 0;  // the stop id ends it all the same
+  }
+  std::vector<std::vector<GenerationResult>> solo(reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) solo[i] = run({reqs[i]}, EngineOptions{16, 0, 512, 16});
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const GenerationResult& r = solo[i][0];
+    const std::vector<int32_t>& before = unconstrained[i].ids;
+    if (i % 3 == 0) {
+      const auto first = std::find(before.begin(), before.end(), before[2]);
+      EXPECT_EQ(r.ids, std::vector<int32_t>(before.begin(), first + 1)) << "request " << i;
+      EXPECT_EQ(r.reason, StopReason::Eos) << "request " << i;
+    } else if (i % 3 == 1) {
+      const int32_t stop = reqs[i].opts.stop_ids[0];
+      EXPECT_GE(r.ids.size(), 7u) << "request " << i;
+      for (size_t k = 0; k + 1 < std::min<size_t>(r.ids.size(), 7); ++k) EXPECT_NE(r.ids[k], stop) << i;
+      if (r.reason == StopReason::Eos) {
+        const std::vector<int32_t> ends = {stop, bundle.eos_ids().front(), bundle.eos_ids().back()};
+        EXPECT_NE(std::find(ends.begin(), ends.end(), r.ids.back()), ends.end()) << "request " << i;
+      }
+    } else {
+      for (int32_t id : r.ids)
+        EXPECT_NE(std::find(allowed.begin(), allowed.end(), id), allowed.end()) << "request " << i << ": " << id;
+    }
+  }
+  EngineOptions drafting{16, 0, 512, 16};
+  drafting.draft_tokens = 3;
+  drafting.draft_min_ngram = 1;
+  for (const EngineOptions& o : {EngineOptions{16, 0, 512, 16}, EngineOptions{4, 9, 5, 8}, drafting}) {
+    const std::vector<GenerationResult> together = run(reqs, o);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(together[i].ids, solo[i][0].ids) << "request " << i;
+      EXPECT_EQ(together[i].reason, solo[i][0].reason) << "request " << i;
+    }
+  }
+  Req bad = reqs[0];
+  bad.opts.allowed_ids = {-1};
+  Engine engine(*bundle.model, pool, EngineOptions{16, 0, 512, 16});
+  EXPECT_THROW(engine.add(bad.prompt, bad.opts), Error);
 }
 
 // A grammar that cannot go on (too ambiguous) fails its own request, marked as

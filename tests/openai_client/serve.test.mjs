@@ -212,6 +212,35 @@ test('32 concurrent streams equal their solo runs; aborted ones free their block
   assert.match(metrics, /qinfer:kv_cache_usage_perc\{[^}]*\} 0\n/);
   assert.match(metrics, /qinfer:time_to_first_token_seconds_count\{[^}]*\} [1-9]/);
 });
+// vLLM's sampling extras, as its clients send them (extra body fields).
+test('stop_token_ids, min_tokens, include_stop_str_in_output and allowed_token_ids', async () => {
+  const base = { model: modelDir, prompt: 'Count: one, two,', max_tokens: 24, temperature: 0 };
+  const free = await client.completions.create({ ...base, logprobs: 0 });
+  // A stop id ends the text where it first appears, its text kept (a normal token).
+  const tokens = free.choices[0].logprobs.tokens;
+  assert.ok(tokens.length >= 6, JSON.stringify(tokens));
+  const { tokens: [stopId] } = await fetch(baseURL + '/tokenize', { method: 'POST',
+    headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: modelDir, prompt: tokens[3], add_special_tokens: false }) }).then((r) => r.json());
+  const stopped = await client.completions.create({ ...base, stop_token_ids: [stopId] });
+  assert.equal(stopped.choices[0].finish_reason, 'stop');
+  assert.ok(free.choices[0].text.startsWith(stopped.choices[0].text), stopped.choices[0].text);
+  assert.ok(stopped.choices[0].text.endsWith(tokens[3]), JSON.stringify([stopped.choices[0].text, tokens[3]]));
+  // min_tokens: not before the 10th token.
+  const later = await client.completions.create({ ...base, stop_token_ids: [stopId], min_tokens: 10 });
+  assert.ok(later.usage.completion_tokens >= 10, JSON.stringify(later.usage));
+  // A stop string, kept at the end when asked.
+  const stop = tokens[4];
+  const plain = await client.completions.create({ ...base, stop: [stop] });
+  const kept = await client.completions.create({ ...base, stop: [stop], include_stop_str_in_output: true });
+  assert.equal(kept.choices[0].text, plain.choices[0].text + stop);
+  // allowed_token_ids: only those.
+  const allowed = await client.completions.create({ ...base, max_tokens: 8, allowed_token_ids: [stopId] });
+  assert.equal(allowed.choices[0].text, tokens[3].repeat(8));
+  await assert.rejects(client.completions.create({ ...base, min_tokens: 30 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'min_tokens');
+});
+
 
 test('SIGTERM: the server finishes and exits 0', async () => {
   const exited = new Promise((resolve) => server.on('exit', (code, signal) => resolve({ code, signal })));
@@ -220,3 +249,4 @@ test('SIGTERM: the server finishes and exits 0', async () => {
   assert.equal(code, 0);
   assert.match(serverLog(), /stopped/);
 });
+

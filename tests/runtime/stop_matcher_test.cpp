@@ -163,5 +163,69 @@ TEST(StopMatcher, ResultDoesNotDependOnHowTheTextIsSplit) {
   }
 }
 
+// vLLM's min_tokens: a stop string ending in text pushed with may_stop
+// false does not count (its text passes on); one that ends later does, even
+// when it began in that text. The result names the stop string.
+TEST(StopMatcher, StopsEndingInTextThatMayNotStopDoNotCount) {
+  StopMatcher m({"\n", "ab"});
+  StopMatcher::Result r = m.push("x\ny", false);
+  EXPECT_FALSE(r.stopped);
+  EXPECT_EQ(r.emit, "x\ny");
+  r = m.push("a", false);
+  EXPECT_EQ(r.emit, "");  // held back: "ab" may still end later
+  r = m.push("bc\n", true);
+  EXPECT_TRUE(r.stopped);  // "ab" ends in text that may stop
+  EXPECT_EQ(r.emit, "");
+  EXPECT_EQ(r.stop, "ab");
+
+  StopMatcher late({"\n"});
+  EXPECT_FALSE(late.push("1\n2\n", false).stopped);
+  r = late.push("3\n4", true);
+  EXPECT_TRUE(r.stopped);
+  EXPECT_EQ(r.emit, "3");
+  EXPECT_EQ(r.stop, "\n");
+  EXPECT_EQ(late.flush(), "");
+}
+
+// Against the reference with the first k bytes unable to stop, at every split.
+TEST(StopMatcher, MayStopMatchesTheReferenceFromThatByteOn) {
+  const std::vector<std::string> stops = {"ab", "abc", "bca", "cc", "cabab"};
+  std::mt19937 rng(9);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string text;
+    for (size_t i = rng() % 12; i > 0; --i) text += "abcx"[rng() % 4];
+    const size_t passed = text.empty() ? 0 : rng() % (text.size() + 1);
+    // Reference: the first stop string ending after byte `passed`.
+    std::string want = text;
+    bool want_stopped = false;
+    for (size_t end = passed + 1; end <= text.size() && !want_stopped; ++end) {
+      const std::string* longest = nullptr;
+      for (const std::string& st : stops)
+        if (st.size() <= end && text.compare(end - st.size(), st.size(), st) == 0 &&
+            (!longest || st.size() > longest->size()))
+          longest = &st;
+      if (longest) {
+        want = text.substr(0, end - longest->size());
+        want_stopped = true;
+      }
+    }
+    StopMatcher m(stops);
+    std::string got;
+    bool stopped = false;
+    for (size_t pos = 0; pos < text.size() && !stopped;) {
+      // Pieces never straddle `passed`: it is where a token's text ends.
+      const size_t limit = pos < passed ? passed : text.size();
+      const size_t n = std::min<size_t>(limit - pos, 1 + rng() % 3);
+      const StopMatcher::Result r = m.push(text.substr(pos, n), pos >= passed);
+      got += r.emit;
+      stopped = r.stopped;
+      pos += n;
+    }
+    if (!stopped) got += m.flush();
+    ASSERT_EQ(got, want) << "text " << text << ", passed " << passed;
+    ASSERT_EQ(stopped, want_stopped) << "text " << text << ", passed " << passed;
+  }
+}
+
 }  // namespace
 }  // namespace qinfer

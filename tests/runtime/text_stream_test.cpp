@@ -140,3 +140,27 @@ TEST(Session, SecondTurnReusesTheCachedPrefixAndMatchesAFreshSession) {
     max_diff = std::max(max_diff, std::fabs(chat.prompt_logits()[i] - fresh.prompt_logits()[i]));
   EXPECT_LE(max_diff, 1e-4f);
 }
+
+// vLLM's min_tokens and include_stop_str_in_output: a stop string ending in
+// the first min_tokens - 1 ids' text does not count; the one that ends the
+// text is kept at its end when asked.
+TEST(TextGeneration, StopStringsCountFromTheMinTokensthIdOnAndMayBeKept) {
+  const ModelBundle bundle = load_model_bundle(test::data_path("models/tiny"));
+  const std::vector<int32_t> ids = bundle.tokenizer->encode("one.\ntwo.\nthree.\nfour");
+  size_t second_line = 0;  // ids through the one whose text holds the first "\n"
+  for (std::string text; text.find('\n') == std::string::npos; ++second_line)
+    text += bundle.tokenizer->decode(std::span<const int32_t>(&ids[second_line], 1));
+  auto run = [&](StopOptions options) {
+    TextStream stream(*bundle.tokenizer, {"\n"}, {}, options);
+    for (int32_t id : ids)
+      if (!stream.push(id)) break;
+    stream.finish();
+    return stream.text();
+  };
+  EXPECT_EQ(run({}), "one.");
+  EXPECT_EQ(run({static_cast<int64_t>(second_line), false}), "one.");  // the id that ends it may stop
+  EXPECT_EQ(run({static_cast<int64_t>(second_line) + 1, false}), "one.\ntwo.");
+  EXPECT_EQ(run({static_cast<int64_t>(ids.size()) + 1, false}), "one.\ntwo.\nthree.\nfour");
+  EXPECT_EQ(run({0, true}), "one.\n");
+  EXPECT_EQ(run({static_cast<int64_t>(second_line) + 1, true}), "one.\ntwo.\n");
+}

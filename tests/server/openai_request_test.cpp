@@ -804,3 +804,50 @@ TEST_F(OpenAiRequest, StructuredOutputsBecomeTheRequestsGrammar) {
   EXPECT_EQ(tools.param, "tool_choice");
   EXPECT_NE(std::string(tools.what()).find("cannot both constrain"), std::string::npos) << tools.what();
 }
+
+// vLLM's sampling extras on both endpoints: stop_token_ids, min_tokens,
+// allowed_token_ids, include_stop_str_in_output; each bad value a 400 naming it.
+TEST_F(OpenAiRequest, VllmSamplingExtrasBecomeTheRequestsOptions) {
+  const ServedModel m = served(4096);
+  for (const bool chat : {true, false}) {
+    ordered_json body = chat ? ordered_json::parse(R"({"messages": [{"role": "user", "content": "x"}]})")
+                             : ordered_json::parse(R"({"prompt": "x"})");
+    body["stop_token_ids"] = {13, 11};
+    body["min_tokens"] = 5;
+    body["allowed_token_ids"] = {13, 220};
+    body["include_stop_str_in_output"] = true;
+    body["max_tokens"] = 10;
+    const CompletionRequest r = chat ? parse_chat_request(body, m) : parse_completion_request(body, m);
+    EXPECT_EQ(r.options.stop_ids, (std::vector<int32_t>{13, 11}));
+    EXPECT_EQ(r.options.min_tokens, 5);
+    EXPECT_EQ(r.options.allowed_ids, (std::vector<int32_t>{13, 220}));
+    EXPECT_TRUE(r.include_stop_string);
+    const CompletionRequest plain = chat ? parse_chat_request(ordered_json::parse(R"({"messages": [{"role": "user",
+        "content": "x"}]})"),
+                                                              m)
+                                         : parse_completion_request(ordered_json::parse(R"({"prompt": "x"})"), m);
+    EXPECT_TRUE(plain.options.stop_ids.empty() && plain.options.allowed_ids.empty());
+    EXPECT_EQ(plain.options.min_tokens, 0);
+    EXPECT_FALSE(plain.include_stop_string);
+  }
+  const std::vector<std::tuple<std::string, std::string, std::string>> bad = {
+      {R"("stop_token_ids": 13)", "stop_token_ids", "list of token ids"},
+      {R"("stop_token_ids": [-1])", "stop_token_ids", "not a token id"},
+      {R"("stop_token_ids": [151936])", "stop_token_ids", "not a token id in [0, 151936)"},
+      {R"("stop_token_ids": [1.5])", "stop_token_ids", "not a token id"},
+      {R"("allowed_token_ids": [])", "allowed_token_ids", "non-empty list"},
+      {R"("min_tokens": -1)", "min_tokens", "between 0"},
+      {R"("min_tokens": 11, "max_tokens": 10)", "min_tokens", "at most max_tokens (10)"},
+      {R"("include_stop_str_in_output": 1)", "include_stop_str_in_output", "true or false"}};
+  for (const bool chat : {true, false})
+    for (const auto& [fields, param, message] : bad) {
+      SCOPED_TRACE(fields);
+      const ApiError e = error_of(
+          (chat ? std::string(R"({"messages": [{"role": "user", "content": "x"}], )") : R"({"prompt": "x", )") +
+              fields + "}",
+          chat, 4096);
+      EXPECT_EQ(e.status, 400);
+      EXPECT_EQ(e.param, param);
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+}
