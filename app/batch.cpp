@@ -96,6 +96,7 @@ Job parse_job(const std::string& line, const ModelBundle& bundle, const std::str
     if (chat.over_limit) too_long();
     job.prompt = std::move(chat.ids);
     job.options.grammar = std::move(chat.grammar);
+    job.options.thinking = chat.thinking;
   } else {
     for (const auto& item : j.items())
       if (server::is_chat_prompt_field(item.key())) fail("\"", item.key(), "\" goes with \"messages\"");

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -21,6 +22,7 @@
 #include "runtime/conversation.h"
 #include "runtime/text_stream.h"
 #include "standard_input.h"
+#include "usage_error.h"
 #include "util/error.h"
 #include "util/utf8.h"
 
@@ -46,6 +48,7 @@ struct ChatArgs {
   GenerationFlags flags{-1};
   std::string system;
   bool no_think = false, hide_thinking = false, print_prompt_ids = false;
+  int64_t thinking_budget = -1;
 };
 
 // write(2), retried on EINTR: Ctrl-C's handler has no SA_RESTART (so that a
@@ -114,6 +117,12 @@ void run_chat(ChatArgs& a) {
   opts.eos_ids = bundle.eos_ids();
   // The engine ends a reply at the context itself (reason ContextFull).
   opts.max_new_tokens = a.flags.max_tokens == -1 ? context : a.flags.max_tokens;
+  if (a.thinking_budget >= 0) {
+    opts.thinking = {a.thinking_budget, tok.token_to_id("<think>").value_or(-1),
+                     tok.token_to_id("</think>").value_or(-1), false};
+    if (opts.thinking.open_id < 0 || opts.thinking.close_id < 0)
+      usage_fail("--thinking-budget: this model's tokenizer has no <think> and </think> tokens");
+  }
 
   // Ctrl-C interrupts the reply being generated, or the line being typed, not
   // the program. No SA_RESTART: a blocked read returns with EINTR.
@@ -207,6 +216,10 @@ void run_chat(ChatArgs& a) {
     });
     GenerationOptions turn_opts = opts;  // a new reply each time, the same chat for a seed
     turn_opts.sampling.seed += static_cast<uint64_t>(replies++);
+    // A template that opens the reply's <think> block itself: the budget counts from the first id.
+    const auto last_open = std::find(prompt.rbegin(), prompt.rend(), opts.thinking.open_id);
+    turn_opts.thinking.starts_open =
+        last_open != prompt.rend() && std::find(prompt.rbegin(), last_open, opts.thinking.close_id) == last_open;
     const int64_t handle =
         engine.add(prompt, turn_opts, [&](int32_t id, const TokenLogprobs*) { return text.push(id); });
     while (engine.step())
@@ -244,6 +257,10 @@ void add_chat_command(CLI::App& app) {
                 "every reply, so /think in a message cannot turn it back on");
   cmd->add_flag("--hide-thinking", a->hide_thinking,
                 "Do not print the reasoning (it is dimmed on a terminal otherwise)");
+  cmd->add_option("--thinking-budget", a->thinking_budget,
+                  "At most N tokens of reasoning per reply: then </think> is forced and the answer follows "
+                  "(vLLM's thinking_token_budget; -1: no budget)")
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 31));
   cmd->add_flag("--print-prompt-ids", a->print_prompt_ids, "Print each turn's prompt ids as a JSON line on stderr");
   cmd->callback([a] { run_chat(*a); });
 }

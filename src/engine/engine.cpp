@@ -128,8 +128,13 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
     for (int32_t t : *ids)
       if (t < 0 || t >= model_.config().vocab_size)
         fail("token id ", t, " (a stop or allowed id) is outside the vocabulary [0, ", model_.config().vocab_size, ")");
+  if (options.thinking.tokens >= 0 &&
+      (options.thinking.close_id < 0 || options.thinking.close_id >= model_.config().vocab_size))
+    fail("a thinking budget needs the id of the token that ends the reasoning (</think>), got ",
+         options.thinking.close_id);
   Request& r = queue(prompt, context_ - 1, options.adapter);
   r.options = options;
+  if (options.thinking.tokens >= 0) r.thinking.emplace(options.thinking);
   r.on_token = std::move(on_token);
   r.on_prompt_logprobs = std::move(on_prompt_logprobs);
   r.seq.wants_prompt_logits = options.prompt_logprobs >= 0 && prompt.size() > 1;
@@ -261,10 +266,16 @@ Engine::Draw Engine::draw(const Step& step, size_t i, DrawScratch& scratch) {
       }
       scratch.logits.assign(logits.begin(), logits.end());
       mask_by_request(r.options, static_cast<int64_t>(r.result.ids.size() + drawn), scratch.logits);
+      if (const int32_t forced = r.thinking ? r.thinking->forced() : -1; forced >= 0) {
+        const float kept = scratch.logits[static_cast<size_t>(forced)];
+        std::fill(scratch.logits.begin(), scratch.logits.end(), -std::numeric_limits<float>::infinity());
+        scratch.logits[static_cast<size_t>(forced)] = std::isfinite(kept) ? kept : 0.0f;  // forced, whatever it was
+      }
       int32_t token;
       try {  // a grammar that cannot go on fails its request, not the batch
         token = r.sampler->sample(scratch.logits, history, static_cast<size_t>(seq.prompt_len), r.constraint.get());
         if (r.constraint) r.constraint->accept(token);
+        if (r.thinking) r.thinking->accept(token);
       } catch (const Error& e) {
         d.ended = true;
         d.error = e.what();

@@ -13,6 +13,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -128,6 +129,7 @@ class Engine {
     OnPromptLogprobs on_prompt_logprobs;
     std::unique_ptr<Sampler> sampler;
     std::unique_ptr<GrammarConstraint> constraint;  // options.grammar's state
+    std::optional<ThinkingBudgetState> thinking;    // options.thinking's, when it has a budget
     GenerationResult result;
     std::vector<float> prompt_logits;
     std::vector<int32_t> score_ids;  // a scoring request's token ids

@@ -12,6 +12,7 @@
 #include "model/qwen3.h"
 #include "runtime/logprobs.h"
 #include "runtime/sampler.h"
+#include "runtime/thinking_budget.h"
 
 namespace qinfer {
 
@@ -29,6 +30,7 @@ struct GenerationOptions {
   std::vector<int32_t> stop_ids;
   int64_t min_tokens = 0;
   std::vector<int32_t> allowed_ids;
+  ThinkingBudget thinking;  // the batching engine only: vLLM's thinking_token_budget
   // The batching engine only: -1 off; N >= 0: each token's log-probability
   // and the N most likely alternatives (GenerationResult::logprobs).
   int32_t logprobs = -1;

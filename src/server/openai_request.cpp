@@ -450,8 +450,9 @@ ordered_json parse_json_body(const std::string& body, const std::string& what) {
 }
 
 bool is_chat_prompt_field(std::string_view key) {
-  for (const char* field : {"messages", "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs",
-                            "reasoning_effort", "add_generation_prompt", "continue_final_message"})
+  for (const char* field :
+       {"messages", "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs", "reasoning_effort",
+        "add_generation_prompt", "continue_final_message", "thinking_token_budget"})
     if (key == field) return true;
   return false;
 }
@@ -547,6 +548,18 @@ ChatPrompt render_chat_prompt(const ordered_json& body, const ModelBundle& bundl
   }
   r.starts_in_reasoning = reasoning == ReasoningBlock::Open;
   r.grammar = parse_reply_grammar(body, bundle, reasoning);
+  // vLLM's thinking_token_budget (-1: none), counted in Qwen3's <think> block.
+  r.thinking.tokens = integer(body, "thinking_token_budget", -1, -1, std::numeric_limits<int32_t>::max());
+  if (r.thinking.tokens >= 0) {
+    const Tokenizer& tok = bundle.require_tokenizer();
+    r.thinking.open_id = tok.token_to_id("<think>").value_or(-1);
+    r.thinking.close_id = tok.token_to_id("</think>").value_or(-1);
+    if (r.thinking.open_id < 0 || r.thinking.close_id < 0)
+      bad("thinking_token_budget",
+          "'thinking_token_budget': this model's tokenizer has no <think> and </think> "
+          "tokens to count its reasoning by");
+    r.thinking.starts_open = r.starts_in_reasoning;
+  }
   if (continue_final && r.grammar)
     bad("continue_final_message",
         "'continue_final_message' cannot be constrained: response_format, structured_outputs and a "
@@ -602,6 +615,7 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
   r.starts_in_reasoning = prompt.starts_in_reasoning;
   r.tool_calls = prompt.tool_calls;
   r.options.grammar = std::move(prompt.grammar);
+  r.options.thinking = prompt.thinking;
   r.prompts.push_back(std::move(prompt.ids));
   truncate_and_check_length(r, body, model, "messages");
   return r;

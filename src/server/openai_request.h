@@ -92,6 +92,7 @@ struct ChatPrompt {
   bool starts_in_reasoning = false;        // the prompt leaves a <think> block open
   ToolCalls tool_calls = ToolCalls::None;  // which tool calls the reply may make
   std::shared_ptr<const OutputGrammar> grammar;
+  ThinkingBudget thinking;  // vLLM's thinking_token_budget
   bool over_limit = false;  // the prompt has more than max_tokens tokens (ids are left empty)
 };
 ChatPrompt render_chat_prompt(const nlohmann::ordered_json& body, const ModelBundle& bundle,

@@ -416,3 +416,31 @@ TEST(ChatCli, SamplingFlagsAndStopsAreCheckedWhenTheCommandLineIs) {
   ASSERT_EQ(off.exit_code, 0) << off.err;
   EXPECT_EQ(off.out, zero.out);
 }
+
+// --thinking-budget (vLLM's thinking_token_budget) on a scripted model that
+// reasons: the reply's reasoning holds that many tokens, then </think>, then
+// the script's answer; a budget below -1 is a usage error.
+TEST(ChatCli, AThinkingBudgetCutsTheReasoningAndTheAnswerFollows) {
+  test::ScratchDir dir("chat-thinking");
+  const std::string reasoning = "Two plus two makes four.";
+  const auto made = test::run_command(test::qinfer_binary() + " make-test-model --preset tiny --out " + dir.file("m") +
+                                      " --script '<think>" + reasoning + "</think>\n\nThe answer is 4' 2>&1");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  std::ofstream(dir.file("in.txt")) << "What is 2+2?\n";
+  auto run = [&](const std::string& flags) {
+    return test::run_command(test::qinfer_binary() + " chat -m " + dir.file("m") + " --temp 0 " + flags + " < " +
+                             dir.file("in.txt") + " 2>" + dir.file("err.txt") + "; cat " + dir.file("err.txt") +
+                             " | grep -v '^\\['");  // stdout, then what stderr says but the reply's figures
+  };
+  const ModelBundle bundle = load_model_bundle(dir.file("m"));
+  const std::vector<int32_t> ids = bundle.tokenizer->encode(reasoning);
+  const std::string two = bundle.tokenizer->decode(std::span<const int32_t>(ids.data(), 2));
+  auto r = run("");
+  EXPECT_EQ(r.output, "<think>" + reasoning + "</think>\n\nThe answer is 4\n");
+  r = run("--thinking-budget 2");
+  EXPECT_EQ(r.output, "<think>" + two + "</think>\n\nThe answer is 4\n");
+  r = run("--thinking-budget 0 --hide-thinking");
+  EXPECT_EQ(r.output, "The answer is 4\n");
+  r = run("--thinking-budget -2");
+  EXPECT_NE(r.output.find("--thinking-budget: Value -2 not in range"), std::string::npos) << r.output;
+}

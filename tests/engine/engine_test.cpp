@@ -668,6 +668,48 @@ TEST(Engine, StopIdsMinTokensAndAllowedIdsAreFollowedAndBatchInvariant) {
   EXPECT_THROW(engine.add(bad.prompt, bad.opts), Error);
 }
 
+// vLLM's thinking_token_budget on a scripted model that reasons at length:
+// the block holds the budget's ids, then </think> (forced), then the answer
+// the model goes on with; the same ids batched and with drafts.
+TEST(Engine, AThinkingBudgetClosesTheBlockAndTheAnswerFollows) {
+  test::ScratchDir dir("engine-thinking");
+  constexpr int32_t kStart = 1, kOpen = 10, kClose = 11, kEos = 2047;
+  std::vector<int32_t> chain = {kStart, kOpen};
+  for (int32_t k = 0; k < 20; ++k) chain.push_back(100 + k);
+  chain.insert(chain.end(), {kClose, 200, 201, kEos});
+  Qwen3Config config = test_model_preset("tiny");
+  config.vocab_size = 2048;
+  config.eos_token_ids = {kEos};
+  write_scripted_test_model(dir.path(), config, DType::BF16, chain);
+  auto model = Qwen3Model::load(dir.path());
+  ThreadPool pool(2);
+  auto request = [&](std::vector<int32_t> prompt, int64_t budget) {
+    Req r;
+    r.prompt = std::move(prompt);
+    r.opts.max_new_tokens = 40;
+    r.opts.eos_ids = {kEos};
+    r.opts.sampling.temperature = 0;
+    r.opts.thinking = {budget, kOpen, kClose, r.prompt.back() == kOpen};
+    return r;
+  };
+  const std::vector<Req> reqs = {request({kStart}, -1), request({kStart}, 3), request({kStart}, 0),
+                                 request({kStart, kOpen}, 2)};
+  const std::vector<std::vector<int32_t>> want = {std::vector<int32_t>(chain.begin() + 1, chain.end()),
+                                                  {kOpen, 100, 101, 102, kClose, 200, 201, kEos},
+                                                  {kOpen, kClose, 200, 201, kEos},
+                                                  {100, 101, kClose, 200, 201, kEos}};
+  EngineOptions drafting{16, 0, 512, 16};
+  drafting.draft_tokens = 4;
+  drafting.draft_min_ngram = 1;
+  for (const EngineOptions& o : {EngineOptions{16, 0, 512, 1}, EngineOptions{16, 0, 512, 16}, drafting}) {
+    Engine engine(*model, pool, o);
+    std::vector<int64_t> handles;
+    for (const Req& r : reqs) handles.push_back(engine.add(r.prompt, r.opts));
+    engine.run_until_idle();
+    for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(engine.result(handles[i]).ids, want[i]) << "request " << i;
+  }
+}
+
 // A grammar that cannot go on (too ambiguous) fails its own request, marked as
 // the request's fault; the others run on (a re-hunt: batch ended the whole run).
 TEST(Engine, AGrammarThatCannotGoOnFailsOnlyItsRequest) {

@@ -181,6 +181,25 @@ test('plain answer: reasoning, then content, finish_reason stop; streamed alike'
   assert.equal(s.calls.length, 0);
 });
 
+// vLLM's thinking_token_budget: the reasoning holds the budget's tokens, then
+// </think> comes (forced) and the script's answer follows.
+test('thinking_token_budget: the reasoning is cut after that many tokens and the answer follows', async () => {
+  const post = (route, body) => fetch(answerServer.url + route, { method: 'POST', body: JSON.stringify(body) })
+    .then((r) => r.json());
+  const { tokens } = await post('/tokenize', { prompt: ANSWER_REASONING });
+  const { prompt: firstThree } = await post('/detokenize', { tokens: tokens.slice(0, 3) });
+  const body = { model: 'scripted', messages: sumQuestion, temperature: 0, thinking_token_budget: 3 };
+  const answer = await answerServer.client.chat.completions.create(body);
+  const [choice] = answer.choices;
+  assert.equal(choice.message.reasoning_content, firstThree);
+  assert.equal(answer.usage.completion_tokens_details.reasoning_tokens, 3 + 2);
+  assert.equal(choice.message.content, ANSWER);
+  assert.equal(choice.finish_reason, 'stop');
+  const none = await answerServer.client.chat.completions.create({ ...body, thinking_token_budget: 0 });
+  assert.equal(none.choices[0].message.reasoning_content ?? '', '');
+  assert.equal(none.choices[0].message.content, ANSWER);
+});
+
 test('plain answer with enable_thinking: false: the content alone', async () => {
   const body = { model: 'scripted', messages: sumQuestion, chat_template_kwargs: { enable_thinking: false } };
   const [choice] = (await answerServer.client.chat.completions.create(body)).choices;  // default sampling

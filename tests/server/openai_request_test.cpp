@@ -851,3 +851,25 @@ TEST_F(OpenAiRequest, VllmSamplingExtrasBecomeTheRequestsOptions) {
       EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
     }
 }
+
+// vLLM's thinking_token_budget: a chat field (a messages line's too), counted
+// in the tokenizer's <think> block; -1 or absent: none.
+TEST_F(OpenAiRequest, ThinkingTokenBudgetCountsTheThinkBlock) {
+  const ServedModel m = served(4096);
+  ordered_json body = ordered_json::parse(R"({"messages": [{"role": "user", "content": "x"}]})");
+  EXPECT_EQ(parse_chat_request(body, m).options.thinking.tokens, -1);
+  body["thinking_token_budget"] = 64;
+  const ThinkingBudget t = parse_chat_request(body, m).options.thinking;
+  EXPECT_EQ(t.tokens, 64);
+  EXPECT_EQ(t.open_id, bundle_->tokenizer->token_to_id("<think>").value());
+  EXPECT_EQ(t.close_id, bundle_->tokenizer->token_to_id("</think>").value());
+  EXPECT_FALSE(t.starts_open);
+  for (const char* bad : {R"(-2)", R"(1.5)", R"("64")", R"(true)"}) {
+    const ApiError e = error_of(
+        std::string(R"({"messages": [{"role": "user", "content": "x"}], "thinking_token_budget": )") + bad + "}", true,
+        4096);
+    EXPECT_EQ(e.status, 400) << bad;
+    EXPECT_EQ(e.param, "thinking_token_budget") << bad;
+  }
+  EXPECT_EQ(error_of(R"({"prompt": "x", "thinking_token_budget": 5})", false, 4096).param, "thinking_token_budget");
+}
