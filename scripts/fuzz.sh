@@ -5,7 +5,8 @@
 # each target seeded from tests/fuzz/corpus/<target>:
 #   jinja        a whole chat template (seeded with the real Qwen3 template)
 #   request      an HTTP request body through the server's request mapping
-#                and the Qwen3 chat template, and the reply splitter
+#                and the Qwen3 chat template, and the reply splitter; GBNF
+#                grammars and regexes (structured outputs) compiled and masked
 #   safetensors  a whole .safetensors file
 #   tokenizer    text through the real Qwen3 tokenizer
 # The Jinja engine gets FUZZ_SECONDS (default 40), the others half of it

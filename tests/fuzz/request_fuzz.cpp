@@ -5,7 +5,8 @@
 // embeddings, answered with made-up states; 8 mod 16: rerank, answered with
 // made-up logits; 16 mod 32: classify, on a three-label classifier made from
 // the tiny checkpoint, answered from made-up states; 32 mod 64: score,
-// answered with made-up logits; else completions). An ApiError (the 4xx the client gets) or a
+// answered with made-up logits; 64: a GBNF grammar's text, 192: a regex's,
+// compiled and masked over the vocabulary; else completions). An ApiError (the 4xx the client gets) or a
 // qinfer::Error (a 400) is the expected outcome of most inputs; a crash, a
 // sanitizer report or any other exception is a finding. The rendered reply
 // splitter gets the same bytes in pieces and must agree with itself.
@@ -22,6 +23,9 @@
 #include "server/rerank_api.h"
 #include "server/responses_api.h"
 #include "server/score_api.h"
+#include "text/grammar/gbnf.h"
+#include "text/grammar/matcher.h"
+#include "text/grammar/regex.h"
 
 namespace {
 
@@ -72,8 +76,28 @@ void check_reply_splitter(const std::string& text) {
 
 }  // namespace
 
+// The grammar text of a structured_outputs grammar (GBNF) or regex, as the
+// server compiles it, then the first token mask over the tiny checkpoint's
+// vocabulary, and the mask after the text's own first bytes.
+void check_grammar(const std::string& text, bool regex) {
+  const auto g = std::make_shared<const qinfer::grammar::Grammar>(regex ? qinfer::grammar::regex_grammar(text)
+                                                                        : qinfer::grammar::gbnf_grammar(text));
+  qinfer::grammar::Matcher m(g);
+  std::vector<uint64_t> mask;
+  served().bundle.token_trie()->allowed(m, mask);
+  if (m.advance(std::string_view(text).substr(0, 8))) served().bundle.token_trie()->allowed(m, mask);
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
+  if (data[0] % 128 == 64) {  // 64: a GBNF grammar, 192: a regex
+    try {
+      check_grammar(std::string(reinterpret_cast<const char*>(data) + 1, size - 1), data[0] & 128);
+    } catch (const qinfer::Error&) {
+      // a grammar it cannot read or follow: the 400 the client gets
+    }
+    return 0;
+  }
   const int endpoint = data[0] % 64 == 32   ? 6
                        : data[0] % 32 == 16 ? 5
                        : data[0] % 16 == 8  ? 4
