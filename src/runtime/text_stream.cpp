@@ -19,7 +19,10 @@ bool TextStream::emit(const std::string& piece) {
 bool TextStream::push(int32_t id) {
   const StopMatcher::Result m = stops_.push(detok_.push(id), ++pushed_ >= options_.min_tokens);
   const bool keep_going = emit(m.emit + (m.stopped && options_.include_stop_string ? m.stop : ""));
-  if (m.stopped) stopped_by_string_ = true;
+  if (m.stopped) {
+    stopped_by_string_ = true;
+    stop_string_ = m.stop;
+  }
   return keep_going && !m.stopped;
 }
 
@@ -27,10 +30,12 @@ void TextStream::finish() {
   if (stopped_by_string_ || cancelled_) return;
   const StopMatcher::Result m = stops_.push(detok_.flush(), pushed_ >= options_.min_tokens);
   emit(m.emit + (m.stopped && options_.include_stop_string ? m.stop : ""));
-  if (m.stopped)
+  if (m.stopped) {
     stopped_by_string_ = true;
-  else
+    stop_string_ = m.stop;
+  } else {
     emit(stops_.flush());
+  }
 }
 
 }  // namespace qinfer

@@ -38,6 +38,7 @@ class TextStream {
 
   const std::string& text() const { return text_; }  // everything emitted
   bool stopped_by_string() const { return stopped_by_string_; }
+  const std::string& stop_string() const { return stop_string_; }  // the one that stopped it
   bool cancelled() const { return cancelled_; }
 
  private:
@@ -48,7 +49,7 @@ class TextStream {
   StopOptions options_;
   int64_t pushed_ = 0;  // ids
   OnText on_text_;
-  std::string text_;
+  std::string text_, stop_string_;
   bool stopped_by_string_ = false, cancelled_ = false;
 };
 

@@ -33,7 +33,8 @@ struct CompletionRun::Choice {
   bool done = false;
   int tool_calls = 0;
   std::string finish_reason;
-  ChatDelta total;  // everything sent
+  ordered_json stop_reason;  // vLLM's: the stop string or stop id that ended it, else null
+  ChatDelta total;           // everything sent
   GenerationResult result;
   Clock::time_point last_token;
 };
@@ -235,6 +236,12 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
     else
       c.finish_reason = "length";
     if (c.finish_reason == "stop" && c.parser && c.parser->saw_tool_call()) c.finish_reason = "tool_calls";
+    const std::vector<int32_t>& stop_ids = request_.options.stop_ids;
+    if (c.stopped)
+      c.stop_reason = c.text->stop_string();
+    else if (r == StopReason::Eos && !c.result.ids.empty() &&
+             std::find(stop_ids.begin(), stop_ids.end(), c.result.ids.back()) != stop_ids.end())
+      c.stop_reason = c.result.ids.back();
   }
   ChatDelta copy = d;
   append(c.total, std::move(copy));
@@ -402,6 +409,7 @@ ordered_json CompletionRun::run_to_end(std::chrono::milliseconds interval,
     int64_t offset = 0;
     choice["logprobs"] = request_.options.logprobs >= 0 ? logprobs_json(c->logprobs, offset) : ordered_json();
     choice["finish_reason"] = c->finish_reason;
+    choice["stop_reason"] = c->stop_reason;
     if (request_.prompt_logprobs >= 0 && !request_.chat) choice["prompt_logprobs"] = prompt_logprobs_json(*c);
     choices.push_back(std::move(choice));
   }
@@ -423,6 +431,7 @@ void CompletionRun::stream(const std::function<bool(const std::string&)>& write,
     for (auto& c : choices_) c->stream->cancel();
     return false;
   };
+  // The last one of a choice carries its finish_reason, and vLLM's stop_reason.
   auto delta_chunk = [&](Choice& c, ordered_json delta, const ordered_json& finish) {
     ordered_json choice = {{"index", c.index}};
     if (request_.chat)
@@ -435,6 +444,7 @@ void CompletionRun::stream(const std::function<bool(const std::string&)>& write,
       c.unsent_logprobs.clear();
     }
     choice["finish_reason"] = finish;
+    if (!finish.is_null()) choice["stop_reason"] = c.stop_reason;
     ordered_json event = chunk(ordered_json::array({std::move(choice)}));
     if (request_.include_usage) event["usage"] = nullptr;  // OpenAI: null on all but the last chunk
     return framed(event);

@@ -213,7 +213,7 @@ test('32 concurrent streams equal their solo runs; aborted ones free their block
   assert.match(metrics, /qinfer:time_to_first_token_seconds_count\{[^}]*\} [1-9]/);
 });
 // vLLM's sampling extras, as its clients send them (extra body fields).
-test('stop_token_ids, min_tokens, include_stop_str_in_output and allowed_token_ids', async () => {
+test('stop_token_ids, min_tokens, include_stop_str_in_output, allowed_token_ids, stop_reason', async () => {
   const base = { model: modelDir, prompt: 'Count: one, two,', max_tokens: 24, temperature: 0 };
   const free = await client.completions.create({ ...base, logprobs: 0 });
   // A stop id ends the text where it first appears, its text kept (a normal token).
@@ -224,6 +224,8 @@ test('stop_token_ids, min_tokens, include_stop_str_in_output and allowed_token_i
     body: JSON.stringify({ model: modelDir, prompt: tokens[3], add_special_tokens: false }) }).then((r) => r.json());
   const stopped = await client.completions.create({ ...base, stop_token_ids: [stopId] });
   assert.equal(stopped.choices[0].finish_reason, 'stop');
+  assert.equal(stopped.choices[0].stop_reason, stopId);  // vLLM's: which stop ended it
+  assert.equal(free.choices[0].stop_reason, null);
   assert.ok(free.choices[0].text.startsWith(stopped.choices[0].text), stopped.choices[0].text);
   assert.ok(stopped.choices[0].text.endsWith(tokens[3]), JSON.stringify([stopped.choices[0].text, tokens[3]]));
   // min_tokens: not before the 10th token.
@@ -234,6 +236,11 @@ test('stop_token_ids, min_tokens, include_stop_str_in_output and allowed_token_i
   const plain = await client.completions.create({ ...base, stop: [stop] });
   const kept = await client.completions.create({ ...base, stop: [stop], include_stop_str_in_output: true });
   assert.equal(kept.choices[0].text, plain.choices[0].text + stop);
+  assert.equal(plain.choices[0].stop_reason, stop);
+  let last;
+  for await (const chunk of await client.completions.create({ ...base, stop: [stop], stream: true })) last = chunk;
+  assert.equal(last.choices[0].finish_reason, 'stop');
+  assert.equal(last.choices[0].stop_reason, stop);
   // allowed_token_ids: only those.
   const allowed = await client.completions.create({ ...base, max_tokens: 8, allowed_token_ids: [stopId] });
   assert.equal(allowed.choices[0].text, tokens[3].repeat(8));

@@ -155,6 +155,7 @@ TEST(TextGeneration, StopStringsCountFromTheMinTokensthIdOnAndMayBeKept) {
     for (int32_t id : ids)
       if (!stream.push(id)) break;
     stream.finish();
+    EXPECT_EQ(stream.stop_string(), stream.stopped_by_string() ? "\n" : "");
     return stream.text();
   };
   EXPECT_EQ(run({}), "one.");
