@@ -146,15 +146,25 @@ std::shared_ptr<const grammar::Grammar> structured_output(std::string_view kind,
     static const auto object = std::make_shared<const grammar::Grammar>(grammar::json_object_grammar());
     return object;
   }
+  // Text past the grammar's size is refused before it is built: each of its
+  // bytes would take an expression (~100 bytes) first.
+  auto check_size = [&](size_t bytes) {
+    if (bytes > grammar::kMaxGrammarItems)
+      bad(field, "'" + field + "' holds " + std::to_string(bytes) + " bytes of text; at most " +
+                     std::to_string(grammar::kMaxGrammarItems) + " make a grammar");
+  };
   if (kind == "choice") {
     if (!value.is_array() || value.empty())
       bad(field, "'" + field + "' must be a non-empty list of strings, the output being exactly one of them");
-    std::vector<grammar::Expr> choices;
+    size_t bytes = 0;
     for (const auto& c : value) {
       if (!c.is_string())
         bad(field, "'" + field + "' must be a non-empty list of strings, the output being exactly one of them");
-      choices.push_back(grammar::literal(c.get_ref<const std::string&>()));
+      bytes += c.get_ref<const std::string&>().size() + 1;
     }
+    check_size(bytes);
+    std::vector<grammar::Expr> choices;
+    for (const auto& c : value) choices.push_back(grammar::literal(c.get_ref<const std::string&>()));
     return compile(field.c_str(), [&] {
       grammar::GrammarBuilder b;
       const int32_t root = b.rule("root");
@@ -164,6 +174,7 @@ std::shared_ptr<const grammar::Grammar> structured_output(std::string_view kind,
   }
   if (!value.is_string()) bad(field, "'" + field + "' must be a string");
   const std::string& text = value.get_ref<const std::string&>();
+  check_size(text.size());
   if (kind == "regex") return compile(field.c_str(), [&] { return grammar::regex_grammar(text); });
   return compile(field.c_str(), [&] { return grammar::gbnf_grammar(text); });
 }

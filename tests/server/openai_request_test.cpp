@@ -798,6 +798,18 @@ TEST_F(OpenAiRequest, StructuredOutputsBecomeTheRequestsGrammar) {
       EXPECT_EQ(e.param, param);
       EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
     }
+  // Found by hand: 7 MB of choices took 600 MB to be refused (an expression per byte).
+  ordered_json huge = {{"prompt", "x"}};
+  huge["structured_outputs"]["choice"] = ordered_json::array();
+  for (int i = 0; i < 1100; ++i)
+    huge["structured_outputs"]["choice"].push_back(std::string(1000, 'a') + std::to_string(i));
+  ApiError e = error_of(huge.dump(), false, 4096);
+  EXPECT_EQ(e.param, "structured_outputs.choice");
+  EXPECT_NE(std::string(e.what()).find("bytes of text; at most 1048576"), std::string::npos) << e.what();
+  huge = {{"prompt", "x"}, {"guided_grammar", "root ::= \"" + std::string(1100000, 'a') + "\""}};
+  e = error_of(huge.dump(), false, 4096);
+  EXPECT_EQ(e.param, "guided_grammar");
+  EXPECT_NE(std::string(e.what()).find("bytes of text; at most 1048576"), std::string::npos) << e.what();
   const ApiError tools = error_of(R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function",
       "function": {"name": "f"}}], "tool_choice": "required", "structured_outputs": {"choice": ["a"]}})",
                                   true, 4096);

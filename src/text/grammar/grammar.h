@@ -54,6 +54,10 @@ struct Grammar {
   uint32_t root = 0;
 };
 
+// The most items a grammar may have (build()'s default): each byte of a
+// literal is one, so text longer than this cannot make a grammar either.
+constexpr size_t kMaxGrammarItems = 1 << 20;
+
 class GrammarBuilder {
  public:
   // The rule called `name`, declared on first use.
@@ -67,7 +71,7 @@ class GrammarBuilder {
   void define(int32_t rule, Expr expr);
   // Throws qinfer::Error naming an undefined or left-recursive rule, or a
   // grammar over `max_items` items (repetition counts multiply its size).
-  Grammar build(int32_t root, size_t max_items = 1 << 20) &&;
+  Grammar build(int32_t root, size_t max_items = kMaxGrammarItems) &&;
 
  private:
   uint32_t lower(const Expr& e, const std::string& owner, std::vector<Item>& seq);
@@ -80,7 +84,7 @@ class GrammarBuilder {
   std::vector<bool> defined_;
   std::vector<std::vector<std::vector<Item>>> alts_;  // rule -> alternatives
   std::vector<ByteSet> sets_;
-  size_t items_ = 0, max_items_ = 1 << 20;
+  size_t items_ = 0, max_items_ = kMaxGrammarItems;
 };
 
 }  // namespace qinfer::grammar
