@@ -216,10 +216,11 @@ void run_chat(ChatArgs& a) {
     });
     GenerationOptions turn_opts = opts;  // a new reply each time, the same chat for a seed
     turn_opts.sampling.seed += static_cast<uint64_t>(replies++);
-    // A template that opens the reply's <think> block itself: the budget counts from the first id.
-    const auto last_open = std::find(prompt.rbegin(), prompt.rend(), opts.thinking.open_id);
-    turn_opts.thinking.starts_open =
-        last_open != prompt.rend() && std::find(prompt.rbegin(), last_open, opts.thinking.close_id) == last_open;
+    // A template that opens the reply's <think> block itself (its generation prompt ends with
+    // "<think>\n"): the budget counts from the first id. Not a "<think>" a message holds.
+    const size_t tail = std::min<size_t>(prompt.size(), 2);
+    turn_opts.thinking.starts_open = std::find(prompt.end() - static_cast<std::ptrdiff_t>(tail), prompt.end(),
+                                               opts.thinking.open_id) != prompt.end();
     const int64_t handle =
         engine.add(prompt, turn_opts, [&](int32_t id, const TokenLogprobs*) { return text.push(id); });
     while (engine.step())

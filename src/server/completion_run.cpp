@@ -229,18 +229,22 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
     const StopReason r = c.result.reason;
     if (state == engine::RequestStream::State::Failed)
       c.finish_reason = "abort";
-    else if (c.stopped || r == StopReason::Eos)
+    else if (c.stopped || c.text->stopped_by_string() || r == StopReason::Eos)  // a stop string found at the flush too
       c.finish_reason = "stop";
     else if (r == StopReason::Callback)
       c.finish_reason = "abort";
     else
       c.finish_reason = "length";
     if (c.finish_reason == "stop" && c.parser && c.parser->saw_tool_call()) c.finish_reason = "tool_calls";
-    const std::vector<int32_t>& stop_ids = request_.options.stop_ids;
-    if (c.stopped)
+    // As vLLM: a stop string, else a stop id that is no eos (an eos is null).
+    const GenerationOptions& o = request_.options;
+    const auto in = [](const std::vector<int32_t>& ids, int32_t id) {
+      return std::find(ids.begin(), ids.end(), id) != ids.end();
+    };
+    if (c.text->stopped_by_string())
       c.stop_reason = c.text->stop_string();
-    else if (r == StopReason::Eos && !c.result.ids.empty() &&
-             std::find(stop_ids.begin(), stop_ids.end(), c.result.ids.back()) != stop_ids.end())
+    else if (r == StopReason::Eos && !c.result.ids.empty() && in(o.stop_ids, c.result.ids.back()) &&
+             (o.ignore_eos || !in(o.eos_ids, c.result.ids.back())))
       c.stop_reason = c.result.ids.back();
   }
   ChatDelta copy = d;

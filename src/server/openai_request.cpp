@@ -345,6 +345,16 @@ GenerationFields parse_generation_fields(const ordered_json& body, const ModelBu
     bad("min_tokens", "'min_tokens' (" + std::to_string(g.options.min_tokens) + ") must be at most max_tokens (" +
                           std::to_string(g.options.max_new_tokens) + ")");
   g.include_stop_string = boolean(body, "include_stop_str_in_output", false);
+  // Before min_tokens, eos and the stop ids are masked: allowed ids that are all of them leave nothing to draw.
+  const GenerationOptions& o = g.options;
+  const auto ends = [&](int32_t id) {
+    return (!o.ignore_eos && std::find(o.eos_ids.begin(), o.eos_ids.end(), id) != o.eos_ids.end()) ||
+           std::find(o.stop_ids.begin(), o.stop_ids.end(), id) != o.stop_ids.end();
+  };
+  if (o.min_tokens > 0 && !o.allowed_ids.empty() && std::all_of(o.allowed_ids.begin(), o.allowed_ids.end(), ends))
+    bad("min_tokens",
+        "'min_tokens' holds back eos and the stop ids, and 'allowed_token_ids' allows only those: "
+        "nothing could be drawn");
   return g;
 }
 

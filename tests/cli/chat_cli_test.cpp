@@ -439,6 +439,10 @@ TEST(ChatCli, AThinkingBudgetCutsTheReasoningAndTheAnswerFollows) {
   EXPECT_EQ(r.output, "<think>" + reasoning + "</think>\n\nThe answer is 4\n");
   r = run("--thinking-budget 2");
   EXPECT_EQ(r.output, "<think>" + two + "</think>\n\nThe answer is 4\n");
+  // A review finding: a "<think>" in the message made the budget count from the reply's first id.
+  std::ofstream(dir.file("in.txt")) << "What does <think> do?\n";
+  r = run("--thinking-budget 2");
+  EXPECT_EQ(r.output, "<think>" + two + "</think>\n\nThe answer is 4\n");
   r = run("--thinking-budget 0 --hide-thinking");
   EXPECT_EQ(r.output, "The answer is 4\n");
   r = run("--thinking-budget -2");

@@ -146,6 +146,7 @@ TEST(RegexGrammar, TheWholeTextIsAMatchAsEcmaScriptReadsIt) {
   EXPECT_TRUE(matches(std::make_shared<const Grammar>(regex_grammar("😀.")), "😀é"));
   EXPECT_THROW(regex_grammar(R"(\bx)"), Error);  // refused as a JSON Schema pattern is
   EXPECT_THROW(regex_grammar("a$b"), Error);
+  EXPECT_THROW(regex_grammar("\xed\xa0\x80"), Error);  // a surrogate in UTF-8: no character
 }
 
 TEST(Pattern, WhatItCannotFollowIsRefusedByName) {

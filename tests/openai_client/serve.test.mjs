@@ -226,6 +226,10 @@ test('stop_token_ids, min_tokens, include_stop_str_in_output, allowed_token_ids,
   assert.equal(stopped.choices[0].finish_reason, 'stop');
   assert.equal(stopped.choices[0].stop_reason, stopId);  // vLLM's: which stop ended it
   assert.equal(free.choices[0].stop_reason, null);
+  // An eos that is also a stop id: null, as vLLM (eos first). 151645 is <|im_end|>.
+  const eos = await client.completions.create({ ...base, allowed_token_ids: [151645], stop_token_ids: [151645] });
+  assert.equal(eos.choices[0].finish_reason, 'stop');
+  assert.equal(eos.choices[0].stop_reason, null);
   assert.ok(free.choices[0].text.startsWith(stopped.choices[0].text), stopped.choices[0].text);
   assert.ok(stopped.choices[0].text.endsWith(tokens[3]), JSON.stringify([stopped.choices[0].text, tokens[3]]));
   // min_tokens: not before the 10th token.

@@ -101,13 +101,15 @@ bool next_code_point(std::string_view text, size_t& pos, uint32_t& c) {
     c = b0;
     return true;
   }
+  if (b0 < 0xC2 || b0 > 0xF4) return false;  // a continuation byte, an overlong lead, or beyond U+10FFFF
   const int extra = b0 >= 0xF0 ? 3 : b0 >= 0xE0 ? 2 : 1;
   c = b0 & (0x3F >> extra);
   for (int i = 0; i < extra; ++i) {
-    if (pos >= text.size()) return false;
+    if (pos >= text.size() || (static_cast<unsigned char>(text[pos]) & 0xC0) != 0x80) return false;
     c = (c << 6) | (static_cast<unsigned char>(text[pos++]) & 0x3F);
   }
-  return true;
+  static constexpr uint32_t kLeast[] = {0, 0x80, 0x800, 0x10000};  // overlong below these
+  return c >= kLeast[extra] && c <= kMaxCodePoint && (c < 0xD800 || c > 0xDFFF);
 }
 
 }  // namespace qinfer::grammar

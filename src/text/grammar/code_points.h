@@ -33,7 +33,8 @@ std::vector<Expr> utf8_alternatives(const CodePointRanges& r);
 void utf8_sequences(uint32_t lo, uint32_t hi, std::vector<Expr>& out);
 
 // Reads the UTF-8 code point at text[pos] into `c` and moves pos past it;
-// false when the text ends inside it.
+// false when the bytes there are no UTF-8 character (cut short, a stray
+// continuation byte, overlong, a surrogate, beyond U+10FFFF).
 bool next_code_point(std::string_view text, size_t& pos, uint32_t& c);
 
 }  // namespace qinfer::grammar

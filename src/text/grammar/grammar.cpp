@@ -117,10 +117,9 @@ uint32_t GrammarBuilder::lower(const Expr& e, const std::string& owner, std::vec
   };
   switch (e.kind) {
     case Expr::Kind::Bytes: {
-      uint32_t index = 0;
-      while (index < sets_.size() && sets_[index] != e.bytes) ++index;
-      if (index == sets_.size()) sets_.push_back(e.bytes);
-      seq.push_back({Item::Kind::Bytes, index});
+      const auto [it, added] = set_index_.emplace(e.bytes, static_cast<uint32_t>(sets_.size()));
+      if (added) sets_.push_back(e.bytes);
+      seq.push_back({Item::Kind::Bytes, it->second});
       break;
     }
     case Expr::Kind::Sequence:
@@ -145,6 +144,7 @@ uint32_t GrammarBuilder::lower(const Expr& e, const std::string& owner, std::vec
         add_alternative(r, std::move(unit));
         unit = {{Item::Kind::Rule, r}};
       }
+      if (e.max > 1 && unit[0].kind == Item::Kind::Rule) repeated_rules_.push_back({unit[0].arg, owner});
       for (uint32_t i = 0; i < e.min; ++i) {
         seq.push_back(unit[0]);
         if (++items_ > max_items_) check_size();
@@ -182,24 +182,46 @@ Grammar GrammarBuilder::build(int32_t root, size_t max_items) && {
   for (size_t r = 0; r < names_.size(); ++r)
     if (!defined_[r]) fail("grammar: rule ", names_[r], " is used but never defined");
 
-  // Nullable rules (those that can match nothing), to a fixed point.
+  // Nullable rules (those that can match nothing), by a worklist: each
+  // alternative counts its items not yet known nullable, and a rule found
+  // nullable lowers the counts of the alternatives that use it (linear in
+  // the grammar's size; a pass per change was quadratic on a chain of rules).
   const size_t n = names_.size();
   std::vector<bool> nullable(n, false);
-  auto item_nullable = [&](const Item& it) { return it.kind == Item::Kind::Rule && nullable[it.arg]; };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < n; ++r) {
-      if (nullable[r]) continue;
-      for (const auto& alt : alts_[r]) {
-        bool all = true;
-        for (const Item& it : alt) all = all && item_nullable(it);
-        if (all) {
-          nullable[r] = changed = true;
-          break;
-        }
+  std::vector<std::pair<uint32_t, size_t>> alternatives;  // (rule, alternative)
+  std::vector<size_t> unknown;                            // per alternative: items not yet nullable
+  std::vector<std::vector<size_t>> used_by(n);            // rule -> alternatives holding it (once per item)
+  std::vector<uint32_t> found;
+  for (size_t r = 0; r < n; ++r)
+    for (size_t a = 0; a < alts_[r].size(); ++a) {
+      const size_t id = alternatives.size();
+      alternatives.push_back({static_cast<uint32_t>(r), a});
+      size_t count = 0;
+      for (const Item& it : alts_[r][a]) {
+        if (it.kind == Item::Kind::Bytes) count = SIZE_MAX / 2;  // never nullable
+        if (it.kind != Item::Kind::Rule) continue;
+        ++count;
+        used_by[it.arg].push_back(id);
+      }
+      unknown.push_back(count);
+      if (count == 0 && !nullable[r]) {
+        nullable[r] = true;
+        found.push_back(static_cast<uint32_t>(r));
+      }
+    }
+  while (!found.empty()) {
+    const uint32_t r = found.back();
+    found.pop_back();
+    for (const size_t id : used_by[r]) {
+      const uint32_t owner = alternatives[id].first;
+      if (--unknown[id] == 0 && !nullable[owner]) {
+        nullable[owner] = true;
+        found.push_back(owner);
       }
     }
   }
+  for (const auto& [rule, owner] : repeated_rules_)
+    if (nullable[rule]) fail("grammar: rule ", owner, " repeats something that may match nothing");
   // Left recursion: a cycle among "r may start by expanding s" edges.
   std::vector<std::vector<uint32_t>> left(n);
   for (size_t r = 0; r < n; ++r)

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace qinfer::grammar {
@@ -84,6 +85,10 @@ class GrammarBuilder {
   std::vector<bool> defined_;
   std::vector<std::vector<std::vector<Item>>> alts_;  // rule -> alternatives
   std::vector<ByteSet> sets_;
+  std::unordered_map<ByteSet, uint32_t> set_index_;  // sets_ -> its index
+  // Rules repeated more than once (their owner's name): one that may match
+  // nothing is refused (as many ways to reach a count as there are counts).
+  std::vector<std::pair<uint32_t, std::string>> repeated_rules_;
   size_t items_ = 0, max_items_ = kMaxGrammarItems;
 };
 
