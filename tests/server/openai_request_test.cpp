@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <tuple>
+#include <vector>
 
 #include "runtime/grammar_constraint.h"
 #include "server/api_error.h"
@@ -36,6 +37,21 @@ class OpenAiRequest : public ::testing::Test {
       return e;
     }
     return ApiError(0, "accepted");
+  }
+  // Each (fields, param, message): those fields added to a chat and to a
+  // completion body are a 400 naming param, its message holding message.
+  void expect_400s_on_both_endpoints(const std::vector<std::tuple<std::string, std::string, std::string>>& bad) const {
+    for (const bool chat : {true, false})
+      for (const auto& [fields, param, message] : bad) {
+        SCOPED_TRACE(fields);
+        const ApiError e = error_of(
+            (chat ? std::string(R"({"messages": [{"role": "user", "content": "x"}], )") : R"({"prompt": "x", )") +
+                fields + "}",
+            chat, 4096);
+        EXPECT_EQ(e.status, 400);
+        EXPECT_EQ(e.param, param);
+        EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+      }
   }
   static ModelBundle* bundle_;
 };
@@ -787,17 +803,7 @@ TEST_F(OpenAiRequest, StructuredOutputsBecomeTheRequestsGrammar) {
       {R"("guided_grammar": "root ::= root \"a\"")", "guided_grammar", "left-recursive"},
       {R"("guided_decoding_backend": 1)", "guided_decoding_backend", "must be a string"},
       {R"("grammar": "root ::= \"a\"", "json_schema": {})", "json_schema", "cannot both constrain"}};
-  for (const bool chat : {true, false})
-    for (const auto& [fields, param, message] : bad) {
-      SCOPED_TRACE(fields);
-      const ApiError e = error_of(
-          (chat ? std::string(R"({"messages": [{"role": "user", "content": "x"}], )") : R"({"prompt": "x", )") +
-              fields + "}",
-          chat, 4096);
-      EXPECT_EQ(e.status, 400);
-      EXPECT_EQ(e.param, param);
-      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
-    }
+  expect_400s_on_both_endpoints(bad);
   // Found by hand: 7 MB of choices took 600 MB to be refused (an expression per byte).
   ordered_json huge = {{"prompt", "x"}};
   huge["structured_outputs"]["choice"] = ordered_json::array();
@@ -854,17 +860,7 @@ TEST_F(OpenAiRequest, VllmSamplingExtrasBecomeTheRequestsOptions) {
       // A review finding: a 500 ("no token has a finite logit") once the request ran.
       {R"("allowed_token_ids": [151645, 13], "stop_token_ids": [13], "min_tokens": 2)", "min_tokens",
        "nothing could be drawn"}};
-  for (const bool chat : {true, false})
-    for (const auto& [fields, param, message] : bad) {
-      SCOPED_TRACE(fields);
-      const ApiError e = error_of(
-          (chat ? std::string(R"({"messages": [{"role": "user", "content": "x"}], )") : R"({"prompt": "x", )") +
-              fields + "}",
-          chat, 4096);
-      EXPECT_EQ(e.status, 400);
-      EXPECT_EQ(e.param, param);
-      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
-    }
+  expect_400s_on_both_endpoints(bad);
 }
 
 // vLLM's thinking_token_budget: a chat field (a messages line's too), counted

@@ -1,6 +1,7 @@
 #include "text/grammar/code_points.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace qinfer::grammar {
 
@@ -93,6 +94,17 @@ std::vector<Expr> utf8_alternatives(const CodePointRanges& r) {
   }
   if (ascii.any()) alts.insert(alts.begin(), bytes(ascii));
   return alts;
+}
+
+bool read_hex(std::string_view text, size_t& pos, int digits, uint32_t& value) {
+  value = 0;
+  for (int i = 0; i < digits; ++i) {
+    if (pos >= text.size() || !std::isxdigit(static_cast<unsigned char>(text[pos]))) return false;
+    const char h = text[pos++];
+    value = value * 16 +
+            static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (h | 0x20) - 'a' + 10);
+  }
+  return true;
 }
 
 bool next_code_point(std::string_view text, size_t& pos, uint32_t& c) {

@@ -32,6 +32,10 @@ std::vector<Expr> utf8_alternatives(const CodePointRanges& r);
 // The same for code points lo..hi (>= 0x80, no surrogates), appended to `out`.
 void utf8_sequences(uint32_t lo, uint32_t hi, std::vector<Expr>& out);
 
+// Reads `digits` hex digits at text[pos] into `value` and moves pos past
+// them; false when fewer are there.
+bool read_hex(std::string_view text, size_t& pos, int digits, uint32_t& value);
+
 // Reads the UTF-8 code point at text[pos] into `c` and moves pos past it;
 // false when the bytes there are no UTF-8 character (cut short, a stray
 // continuation byte, overlong, a surrogate, beyond U+10FFFF).

@@ -1,6 +1,5 @@
 #include "text/grammar/gbnf.h"
 
-#include <cctype>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -255,12 +254,7 @@ class GbnfParser {
 
   uint32_t code_point(int digits) {
     uint32_t v = 0;
-    for (int i = 0; i < digits; ++i) {
-      if (at_end() || !std::isxdigit(static_cast<unsigned char>(peek())))
-        refuse("an escape needs " + std::to_string(digits) + " hex digits");
-      const char h = text_[pos_++];
-      v = v * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (h | 0x20) - 'a' + 10);
-    }
+    if (!read_hex(text_, pos_, digits, v)) refuse("an escape needs " + std::to_string(digits) + " hex digits");
     if (v > kMaxCodePoint || (v >= 0xD800 && v <= 0xDFFF))
       refuse("an escape of no character (a surrogate or beyond U+10FFFF)");
     return v;

@@ -270,12 +270,7 @@ class PatternParser {
 
   uint32_t hex_digits(int n) {
     uint32_t v = 0;
-    for (int i = 0; i < n; ++i) {
-      if (at_end() || !std::isxdigit(static_cast<unsigned char>(peek())))
-        refuse("an escape needs " + std::to_string(n) + " hex digits");
-      const char h = text_[pos_++];
-      v = v * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (h | 0x20) - 'a' + 10);
-    }
+    if (!read_hex(text_, pos_, n, v)) refuse("an escape needs " + std::to_string(n) + " hex digits");
     return v;
   }
 
