@@ -163,12 +163,12 @@ std::shared_ptr<const grammar::Grammar> structured_output(std::string_view kind,
       bytes += c.get_ref<const std::string&>().size() + 1;
     }
     check_size(bytes);
-    std::vector<grammar::Expr> choices;
-    for (const auto& c : value) choices.push_back(grammar::literal(c.get_ref<const std::string&>()));
+    std::vector<std::string> choices;
+    for (const auto& c : value) choices.push_back(c.get<std::string>());
     return compile(field.c_str(), [&] {
       grammar::GrammarBuilder b;
       const int32_t root = b.rule("root");
-      b.define(root, grammar::choice(std::move(choices)));
+      b.define(root, b.literal_choice(std::move(choices), "choice"));
       return std::move(b).build(root);
     });
   }

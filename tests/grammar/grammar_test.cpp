@@ -138,5 +138,22 @@ TEST(Grammar, TooAmbiguousGrammarsAreAnError) {
   EXPECT_THROW(m.advance("aaaa"), Error);
 }
 
+// A step reads every stack of the state it starts from, matched or not: a
+// choice among many words sharing a prefix costs that much per byte tried,
+// and budgets (token masks) must see it.
+TEST(Grammar, WorkCountsEveryStackAStepReads) {
+  GrammarBuilder b;
+  const int32_t root = b.rule("root");
+  std::vector<Expr> words;
+  for (int i = 0; i < 1000; ++i) words.push_back(literal("item" + std::to_string(i)));
+  b.define(root, choice(std::move(words)));
+  Matcher m(make(std::move(b), root));
+  ASSERT_TRUE(m.advance("item"));
+  ASSERT_EQ(m.state().stacks.size(), 1000u);
+  const uint64_t before = m.work();
+  EXPECT_FALSE(m.allows("x"));  // no stack takes it: nothing expands
+  EXPECT_GE(m.work() - before, 1000u);
+}
+
 }  // namespace
 }  // namespace qinfer::grammar

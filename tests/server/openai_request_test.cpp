@@ -823,6 +823,27 @@ TEST_F(OpenAiRequest, StructuredOutputsBecomeTheRequestsGrammar) {
   EXPECT_NE(std::string(tools.what()).find("cannot both constrain"), std::string::npos) << tools.what();
 }
 
+// A choice among thousands of labels sharing a prefix (a classifier's
+// classes): was refused, "more than 4096 ways to continue at once", each
+// label a stack of its own; the labels are a trie, one way per next byte.
+TEST_F(OpenAiRequest, AChoiceAmongThousandsOfLabelsLeavesOneWayPerByte) {
+  const ServedModel m = served(4096);
+  ordered_json body = {{"prompt", "x"}};
+  body["structured_outputs"]["choice"] = ordered_json::array();
+  for (int i = 0; i < 10000; ++i) body["structured_outputs"]["choice"].push_back("label_" + std::to_string(i));
+  body["structured_outputs"]["choice"].push_back("label_7");  // twice: still one way
+  const CompletionRequest r = parse_completion_request(body, m);
+  ASSERT_NE(r.options.grammar, nullptr);
+  grammar::Matcher whole(r.options.grammar->grammar), prefix(r.options.grammar->grammar),
+      other(r.options.grammar->grammar);
+  ASSERT_TRUE(whole.advance("label_"));
+  EXPECT_EQ(whole.state().stacks.size(), 10u);  // one per digit that may come next
+  EXPECT_TRUE(whole.advance("9999") && whole.state().accepting && whole.state().stacks.empty());
+  EXPECT_TRUE(prefix.advance("label_7") && prefix.state().accepting);  // label_7 or on to label_70...
+  EXPECT_FALSE(prefix.state().stacks.empty());
+  EXPECT_FALSE(other.advance("label_10000"));
+}
+
 // vLLM's sampling extras on both endpoints: stop_token_ids, min_tokens,
 // allowed_token_ids, include_stop_str_in_output; each bad value a 400 naming it.
 TEST_F(OpenAiRequest, VllmSamplingExtrasBecomeTheRequestsOptions) {

@@ -1,5 +1,6 @@
 #include "text/grammar/grammar.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "util/error.h"
@@ -76,6 +77,49 @@ uint32_t GrammarBuilder::new_rule(std::string name) {
   defined_.push_back(false);
   alts_.emplace_back();
   return static_cast<uint32_t>(names_.size() - 1);
+}
+
+Expr GrammarBuilder::literal_choice(std::vector<std::string> texts, const std::string& hint) {
+  if (texts.empty()) fail("grammar: a choice among no texts");
+  std::sort(texts.begin(), texts.end());
+  texts.erase(std::unique(texts.begin(), texts.end()), texts.end());
+  // Rule for texts[lo, hi) from byte `depth` on: iteratively, a worklist of
+  // (rule, lo, hi, depth).
+  struct Work {
+    int32_t rule;
+    size_t lo, hi, depth;
+  };
+  const int32_t top = new_anonymous_rule(hint);
+  std::vector<Work> work{{top, 0, texts.size(), 0}};
+  while (!work.empty()) {
+    const Work w = work.back();
+    work.pop_back();
+    std::vector<Expr> alts;
+    size_t i = w.lo;
+    if (texts[i].size() == w.depth) {  // one text ends here (sorted: the first)
+      alts.push_back(sequence({}));
+      ++i;
+    }
+    while (i < w.hi) {
+      // Texts sharing the byte at `depth` and the run after it that all share.
+      size_t j = i + 1;
+      while (j < w.hi && texts[j][w.depth] == texts[i][w.depth]) ++j;
+      size_t run = w.depth + 1;
+      while (run < texts[i].size() && texts[j - 1].size() > run && texts[i][run] == texts[j - 1][run]) ++run;
+      // texts[i..j) are sorted: those sharing the first and last's prefix share it all.
+      Expr prefix = literal(std::string_view(texts[i]).substr(w.depth, run - w.depth));
+      if (j - i == 1 && texts[i].size() == run) {
+        alts.push_back(std::move(prefix));
+      } else {
+        const int32_t next = new_anonymous_rule(hint);
+        work.push_back({next, i, j, run});
+        alts.push_back(sequence({std::move(prefix), ref(next)}));
+      }
+      i = j;
+    }
+    define(w.rule, alts.size() == 1 ? std::move(alts[0]) : choice(std::move(alts)));
+  }
+  return ref(top);
 }
 
 void GrammarBuilder::check_size() const {

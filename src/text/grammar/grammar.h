@@ -68,6 +68,10 @@ class GrammarBuilder {
   int32_t new_anonymous_rule(const std::string& hint) { return static_cast<int32_t>(new_rule(hint)); }
   Expr ref(std::string_view name) { return ref(rule(name)); }
   static Expr ref(int32_t rule);
+  // Exactly one of `texts`, factored by common prefixes into a trie of rules
+  // (named `hint`), so that a long list leaves one way to go per byte, not
+  // one per text.
+  Expr literal_choice(std::vector<std::string> texts, const std::string& hint);
   // Gives `rule` its expression; each rule is defined once.
   void define(int32_t rule, Expr expr);
   // Throws qinfer::Error naming an undefined or left-recursive rule, or a

@@ -308,7 +308,7 @@ class SchemaCompiler {
       if (typed_ok) texts.push_back(v.dump());
     }
     if (texts.empty()) refuse(at + "/" + key, "has no value of the type beside it");
-    return literals(texts);
+    return b_.literal_choice(std::move(texts), "enum");
   }
 
   // Refuses a value holding an integer that reading it as a double changed
@@ -324,50 +324,6 @@ class SchemaCompiler {
                x->get<double>() == std::floor(x->get<double>()))
         refuse(at, "holds " + x->dump() + ", an integer beyond 2^53 whose exact value reading it lost");
     }
-  }
-
-  // A choice among literals, factored by common prefixes (a trie of rules):
-  // a long enum then leaves one way to go per byte, not one per value.
-  Expr literals(std::vector<std::string> texts) {
-    std::sort(texts.begin(), texts.end());
-    texts.erase(std::unique(texts.begin(), texts.end()), texts.end());
-    // Rule for texts[lo, hi) from byte `depth` on: iteratively, a worklist of
-    // (rule, lo, hi, depth).
-    struct Work {
-      int32_t rule;
-      size_t lo, hi, depth;
-    };
-    const int32_t top = b_.new_anonymous_rule("enum");
-    std::vector<Work> work{{top, 0, texts.size(), 0}};
-    while (!work.empty()) {
-      const Work w = work.back();
-      work.pop_back();
-      std::vector<Expr> alts;
-      size_t i = w.lo;
-      if (texts[i].size() == w.depth) {  // one text ends here (sorted: the first)
-        alts.push_back(sequence({}));
-        ++i;
-      }
-      while (i < w.hi) {
-        // Texts sharing the byte at `depth` and the run after it that all share.
-        size_t j = i + 1;
-        while (j < w.hi && texts[j][w.depth] == texts[i][w.depth]) ++j;
-        size_t run = w.depth + 1;
-        while (run < texts[i].size() && texts[j - 1].size() > run && texts[i][run] == texts[j - 1][run]) ++run;
-        // texts[i..j) are sorted: those sharing the first and last's prefix share it all.
-        Expr prefix = literal(std::string_view(texts[i]).substr(w.depth, run - w.depth));
-        if (j - i == 1 && texts[i].size() == run) {
-          alts.push_back(std::move(prefix));
-        } else {
-          const int32_t next = b_.new_anonymous_rule("enum");
-          work.push_back({next, i, j, run});
-          alts.push_back(sequence({std::move(prefix), GrammarBuilder::ref(next)}));
-        }
-        i = j;
-      }
-      b_.define(w.rule, alts.size() == 1 ? std::move(alts[0]) : choice(std::move(alts)));
-    }
-    return GrammarBuilder::ref(top);
   }
 
   // oneOf is a choice like anyOf, which is right only when no document can

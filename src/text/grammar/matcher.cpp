@@ -75,6 +75,7 @@ void Matcher::step(const MatchState& from, uint8_t byte, MatchState& to, bool in
   to.accepting = false;
   seen_.clear();
   made_.clear();
+  work_done_ += from.stacks.size();
   for (const Frame& f : from.stacks)
     if (g.sets[g.items[f.pos].arg].test(byte)) expand(f.pos + 1, f.parent, to, intern);
 }

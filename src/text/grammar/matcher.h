@@ -60,7 +60,8 @@ class Matcher {
   void forget(size_t mark);
   // Nodes below `mark` (taken before scratch steps) are committed ones.
   size_t mark() const { return nodes_.size(); }
-  // Expansions done so far: the work of the steps, for budgets.
+  // The work of the steps so far, for budgets: stacks read (a step reads
+  // every stack of its state, matched or not) and expansions made.
   uint64_t work() const { return work_done_; }
   void release(size_t mark) { nodes_.resize(mark); }
 
