@@ -17,6 +17,7 @@ void add_embed_command(CLI::App& app);
 void add_rerank_command(CLI::App& app);
 void add_bench_batch_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+void add_run_batch_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
 
 }  // namespace qinfer::cli

@@ -123,6 +123,7 @@ int main(int argc, char** argv) {
   qinfer::cli::add_rerank_command(app);
   qinfer::cli::add_bench_batch_command(app);
   qinfer::cli::add_serve_command(app);
+  qinfer::cli::add_run_batch_command(app);
   qinfer::cli::add_perplexity_command(app);
   require_plain_numbers(app);
   if (reject_unknown_subcommand(app, argc, argv)) return kExitUsage;

@@ -18,7 +18,7 @@
 #include "engine_flags.h"
 #include "load_flags.h"
 #include "lora_modules_flag.h"
-#include "runtime/model_bundle.h"
+#include "served_engine.h"
 #include "server/http_server.h"
 #include "usage_error.h"
 #include "util/error.h"
@@ -97,23 +97,9 @@ void run_serve(const ServeArgs& a) {
   std::fprintf(stderr, "qinfer serve: listening on http://%s:%d (loading %s)\n", a.http.host.c_str(), http.port(),
                a.model.c_str());
 
-  std::unique_ptr<ModelBundle> bundle;
-  std::unique_ptr<ThreadPool> pool;
-  std::unique_ptr<engine::EngineLoop> loop;
-  std::unique_ptr<server::ServedModel> served;
+  ServedEngine loaded_engine;
   try {
-    bundle = std::make_unique<ModelBundle>(load_model_bundle(a.model, load_options));
-    bundle->require_tokenizer();
-    if (const int64_t model_max = bundle->model->config().max_position_embeddings; a.ctx > model_max)
-      fail("--ctx ", a.ctx, " is more than the model's context of ", model_max, " tokens (max_position_embeddings)");
-    pool = std::make_unique<ThreadPool>(load_options.threads);
-    engine::EngineLoopOptions lo;
-    lo.engine = a.engine.engine_options(*bundle->model, a.ctx);
-    a.draft.apply(lo.engine);
-    lo.max_waiting = a.max_queue;
-    loop = std::make_unique<engine::EngineLoop>(*bundle->model, *pool, lo);
-    served = std::make_unique<server::ServedModel>(
-        server::ServedModel{*bundle, a.served_name.empty() ? a.model : a.served_name, loop->context()});
+    loaded_engine = load_served_engine(a.model, a.served_name, load_options, a.engine, a.draft, a.ctx, a.max_queue);
   } catch (...) {
     loaded();
     http.stop();
@@ -121,16 +107,11 @@ void run_serve(const ServeArgs& a) {
     throw;
   }
   loaded();
-  if (!bundle->chat_template_error.empty())
-    std::fprintf(stderr,
-                 "qinfer serve: note: the chat template cannot be used (%s): /v1/chat/completions and /v1/responses "
-                 "answer 400\n",
-                 bundle->chat_template_error.c_str());
+  print_served_notes("serve", loaded_engine, a.ctx);
+  const ModelBundle* bundle = loaded_engine.bundle.get();
+  engine::EngineLoop* loop = loaded_engine.loop.get();
+  const server::ServedModel* served = loaded_engine.served.get();
   const auto stats = loop->stats();
-  const int64_t model_max = bundle->model->config().max_position_embeddings;
-  if (const int64_t wanted = a.ctx > 0 ? std::min(a.ctx, model_max) : model_max; served->context < wanted)
-    std::fprintf(stderr, "qinfer serve: note: the KV pool holds %lld positions, so that is the context, not %lld\n",
-                 static_cast<long long>(served->context), static_cast<long long>(wanted));
   http.set_ready(*served, *loop, a.engine.block_size);
   std::fprintf(
       stderr,

@@ -116,9 +116,9 @@ TEST(UsageCli, ThreadsAreValidatedAndCappedAtTheHardware) {
   EXPECT_EQ(json::parse(r.out)["threads"], hardware) << "0 is every hardware thread";
   EXPECT_TRUE(r.err.empty()) << r.err;
   // Every command that computes shares the flag; serve must refuse it before it listens (timeout: it would serve).
-  for (const std::string& cmd :
-       {" generate" + kPrompt, std::string(" chat"), std::string(" bench -p 4 -n 2"), std::string(" batch"),
-        std::string(" bench-batch --parallel 1 -p 4 -n 2"), std::string(" serve --port 0")}) {
+  for (const std::string& cmd : {" generate" + kPrompt, std::string(" chat"), std::string(" bench -p 4 -n 2"),
+                                 std::string(" batch"), std::string(" run-batch"),
+                                 std::string(" bench-batch --parallel 1 -p 4 -n 2"), std::string(" serve --port 0")}) {
     r = run("timeout 60 " + bin() + cmd + " -m " + tiny() + " -t -1 < /dev/null");
     EXPECT_EQ(r.exit_code, 2) << cmd;
     EXPECT_NE(r.err.find("-t -1: the thread count must be at least 1"), std::string::npos) << cmd << r.err;
@@ -296,8 +296,8 @@ TEST(UsageCli, EveryWriteIsChecked) {
 TEST(UsageCli, StandardInputAndOutputPathsTheOsRefuses) {
   ScratchDir dir("os-refuses");
   for (const std::string& args :
-       {" batch -m " + tiny(), " tokenize -m " + tiny() + " --jsonl", " template -m " + tiny(), " chat -m " + tiny(),
-        " generate -m " + tiny() + " --prompt-file -"}) {
+       {" batch -m " + tiny(), " run-batch -m " + tiny(), " tokenize -m " + tiny() + " --jsonl",
+        " template -m " + tiny(), " chat -m " + tiny(), " generate -m " + tiny() + " --prompt-file -"}) {
     const Outcome r = run(bin() + args + " < " + dir.path());
     EXPECT_EQ(r.exit_code, 1) << args;
     EXPECT_NE(r.err.find("qinfer: error: standard input is a directory"), std::string::npos) << args << ": " << r.err;
@@ -319,8 +319,9 @@ TEST(UsageCli, StandardInputAndOutputPathsTheOsRefuses) {
 TEST(UsageCli, ClosedStandardStreamsAreNotTakenForEmptyOnesOrReused) {
   ScratchDir dir("closed-streams");
   for (const std::string& args :
-       {" batch -m " + tiny(), " tokenize -m " + tiny() + " --jsonl", " tokenize -m " + tiny() + " --decode",
-        " template -m " + tiny(), " chat -m " + tiny(), " generate -m " + tiny() + " --prompt-file -"})
+       {" batch -m " + tiny(), " run-batch -m " + tiny(), " tokenize -m " + tiny() + " --jsonl",
+        " tokenize -m " + tiny() + " --decode", " template -m " + tiny(), " chat -m " + tiny(),
+        " generate -m " + tiny() + " --prompt-file -"})
     for (const char* closing : {" <&-", " 0> "}) {
       const Outcome r = run(bin() + args + closing + (closing[1] == '0' ? dir.file("w") : ""));
       EXPECT_EQ(r.exit_code, 1) << args << closing;

@@ -1,0 +1,274 @@
+// qinfer run-batch: a file of OpenAI Batch API requests through the HTTP API,
+// as vLLM's run-batch. Each input line is {"custom_id", "method": "POST",
+// "url", "body"}; each output line, in input order, is what OpenAI's batch
+// output holds: {"id", "custom_id", "response": {"status_code", "request_id",
+// "body"}, "error": null}, the body being exactly the server's answer to that
+// request (a 400's error object included); "response": null with an "error"
+// for a line that names no request. The requests go to the server's own
+// routes on a loopback port (a key of this run's making guards it), as many
+// at once as the engine runs in parallel plus a few queued, so the engine
+// batches them as it batches a server's clients.
+#include <signal.h>
+#include <unistd.h>
+
+#include <httplib.h>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "commands.h"
+#include "engine_flags.h"
+#include "load_flags.h"
+#include "lora_modules_flag.h"
+#include "served_engine.h"
+#include "server/http_server.h"
+#include "server/openai_request.h"
+#include "standard_input.h"
+#include "usage_error.h"
+#include "util/error.h"
+#include "util/timer.h"
+
+namespace qinfer::cli {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+struct RunBatchArgs {
+  std::string model, served_name, input = "-", output = "-";
+  LoraModulesFlag lora_modules;
+  LoadFlags load;
+  EngineFlags engine;
+  DraftFlags draft;
+  int64_t ctx = 0;
+};
+
+// The routes a batch line may name: those that answer one request with one
+// JSON document (vLLM's run-batch takes chat, embeddings, score and rerank).
+const std::set<std::string>& batch_urls() {
+  static const std::set<std::string> urls = {"/v1/chat/completions", "/v1/completions", "/v1/responses",
+                                             "/v1/embeddings",       "/v1/rerank",      "/v1/score",
+                                             "/v1/classify"};
+  return urls;
+}
+
+struct BatchLine {
+  int64_t line = 0;
+  ordered_json custom_id;  // null until read
+  std::string url, body;   // the request, when the line names one
+  std::string refusal;     // why it names none
+  // The answer: a status and the server's body (or why the request failed).
+  std::optional<int> status;
+  std::string answer;
+  bool done = false;
+};
+
+// One input line into a request, or its refusal.
+BatchLine read_line(const std::string& text, int64_t line_no) {
+  BatchLine b;
+  b.line = line_no;
+  try {
+    const ordered_json j = server::parse_json_body(text, "the line");
+    if (j.contains("custom_id")) b.custom_id = j["custom_id"];
+    for (const auto& item : j.items())
+      if (item.key() != "custom_id" && item.key() != "method" && item.key() != "url" && item.key() != "body")
+        fail("unknown field \"", item.key(), "\" (a line holds custom_id, method, url, body)");
+    if (!j.contains("custom_id") || !j["custom_id"].is_string()) fail("\"custom_id\" must be a string");
+    if (!j.contains("method") || j["method"] != "POST") fail("\"method\" must be \"POST\"");
+    if (!j.contains("url") || !j["url"].is_string()) fail("\"url\" must be a string");
+    b.url = j["url"].get<std::string>();
+    if (!batch_urls().count(b.url)) {
+      std::string list;
+      for (const std::string& u : batch_urls()) list += (list.empty() ? "" : ", ") + u;
+      fail("\"url\" must be one of ", list, ", not \"", b.url, "\"");
+    }
+    if (!j.contains("body") || !j["body"].is_object()) fail("\"body\" must be a JSON object (the request)");
+    if (j["body"].contains("stream") && j["body"]["stream"] != false)
+      fail("\"body\" asks for a stream; a batch answers each request whole");
+    b.body = j["body"].dump();
+  } catch (const Error& e) {
+    b.refusal = "line " + std::to_string(line_no) + ": " + e.what();
+  }
+  return b;
+}
+
+std::string random_hex(std::mt19937_64& rng, int bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (int i = 0; i < bytes; ++i) {
+    const auto v = static_cast<unsigned>(rng() & 0xff);
+    s += digits[v >> 4];
+    s += digits[v & 15];
+  }
+  return s;
+}
+
+// OpenAI's batch output line for `b`.
+ordered_json output_line(const BatchLine& b, std::mt19937_64& rng) {
+  ordered_json out;
+  out["id"] = "batch_req_" + random_hex(rng, 12);
+  out["custom_id"] = b.custom_id;
+  if (!b.refusal.empty() || !b.status) {
+    out["response"] = nullptr;
+    out["error"] = {{"code", b.refusal.empty() ? "request_failed" : "invalid_request"},
+                    {"message", b.refusal.empty() ? b.answer : b.refusal}};
+    return out;
+  }
+  ordered_json body = ordered_json::parse(b.answer, nullptr, false);
+  if (body.is_discarded()) body = b.answer;  // not JSON: kept as text
+  std::string request_id = body.is_object() && body.contains("id") && body["id"].is_string()
+                               ? body["id"].get<std::string>()
+                               : "req_" + random_hex(rng, 12);
+  out["response"] = {{"status_code", *b.status}, {"request_id", request_id}, {"body", std::move(body)}};
+  out["error"] = nullptr;
+  return out;
+}
+
+std::vector<BatchLine> read_input(const std::string& path) {
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (path == "-") {
+    require_readable_stdin();
+  } else {
+    file.open(path);
+    if (!file) fail("cannot read ", path);
+    in = &file;
+  }
+  std::vector<BatchLine> lines;
+  int64_t line_no = 0;
+  for (std::string text; std::getline(*in, text);) {
+    ++line_no;
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    lines.push_back(read_line(text, line_no));
+  }
+  if (path == "-")
+    require_stdin_read_without_error();
+  else if (file.bad())
+    fail("reading ", path, " failed");
+  return lines;
+}
+
+void run_run_batch(const RunBatchArgs& a) {
+  a.engine.validate();
+  a.draft.validate();
+  if (a.ctx < 0) usage_fail("--ctx must be positive (or 0: the model's maximum)");
+  LoadOptions load_options = a.load.options();
+  load_options.lora_modules = a.lora_modules.adapters(a.served_name.empty() ? a.model : a.served_name);
+  std::vector<BatchLine> lines = read_input(a.input);
+  FILE* out = stdout;
+  if (a.output != "-") {
+    out = std::fopen(a.output.c_str(), "w");
+    if (!out) fail("cannot write ", a.output);
+  }
+  ::signal(SIGPIPE, SIG_IGN);  // a closed output is a failed write, reported
+
+  // Requests beyond --parallel wait in the engine's queue, so that a step
+  // ends with the next ones ready; the rest wait here for a sender.
+  const int senders = static_cast<int>(std::min<int64_t>(a.engine.parallel + 4, 1024));
+  Timer timer;
+  ServedEngine loaded = load_served_engine(a.model, a.served_name, load_options, a.engine, a.draft, a.ctx, senders);
+  print_served_notes("run-batch", loaded, a.ctx);
+
+  std::mt19937_64 rng(std::random_device{}());
+  server::ServerOptions http_options;
+  http_options.host = "127.0.0.1";
+  http_options.port = 0;
+  http_options.api_key = random_hex(rng, 32);
+  http_options.http_threads = senders + 2;
+  http_options.max_body_bytes = size_t{1} << 30;  // the file's lines are this user's own
+  // The answer's status waits for the request's end (a failure stays a
+  // status), and no spaces keep a client alive: this one waits.
+  http_options.status_wait = std::chrono::hours(24 * 365);
+  http_options.space_interval = std::chrono::hours(24 * 365);
+  server::HttpServer http(http_options);
+  http.bind();
+  http.set_ready(*loaded.served, *loaded.loop, a.engine.block_size);
+  std::thread serving([&] { http.serve(); });
+
+  std::mutex mutex;
+  std::condition_variable answered;
+  std::atomic<size_t> next{0};
+  auto send = [&] {
+    httplib::Client client("127.0.0.1", http.port());
+    client.set_read_timeout(std::chrono::hours(24 * 365));
+    client.set_write_timeout(std::chrono::hours(1));
+    const httplib::Headers headers = {{"Authorization", "Bearer " + http_options.api_key}};
+    for (size_t i; (i = next.fetch_add(1)) < lines.size();) {
+      BatchLine& b = lines[i];
+      std::optional<int> status;
+      std::string answer;
+      if (b.refusal.empty()) {
+        if (httplib::Result r = client.Post(b.url, headers, b.body, "application/json")) {
+          status = r->status;
+          answer = std::move(r->body);
+        } else {
+          answer = "the request failed: " + httplib::to_string(r.error());
+        }
+      }
+      std::lock_guard lock(mutex);
+      b.status = status;
+      b.answer = std::move(answer);
+      b.done = true;
+      answered.notify_all();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < senders; ++t) threads.emplace_back(send);
+
+  int64_t ok = 0, failed = 0;
+  bool write_failed = false;
+  for (BatchLine& b : lines) {
+    {
+      std::unique_lock lock(mutex);
+      answered.wait(lock, [&] { return b.done; });
+    }
+    (b.status && *b.status == 200 ? ok : failed) += 1;
+    const std::string text = output_line(b, rng).dump() + "\n";
+    if (!write_failed && (std::fwrite(text.data(), 1, text.size(), out) != text.size() || std::fflush(out) != 0))
+      write_failed = true;  // the requests still finish: the engine is shut down in order
+    b.answer = std::string();
+    b.body = std::string();
+  }
+  for (std::thread& t : threads) t.join();
+  http.stop();
+  serving.join();
+  if (out != stdout && std::fclose(out) != 0) write_failed = true;
+  if (write_failed) fail("writing ", a.output == "-" ? std::string("standard output") : a.output, " failed");
+  std::fprintf(stderr, "qinfer run-batch: %lld requests in %.2f s: %lld answered 200, %lld not\n",
+               static_cast<long long>(lines.size()), timer.seconds(), static_cast<long long>(ok),
+               static_cast<long long>(failed));
+}
+
+}  // namespace
+
+void add_run_batch_command(CLI::App& app) {
+  auto a = std::make_shared<RunBatchArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "run-batch",
+      "OpenAI Batch API requests through the HTTP API, as vLLM's run-batch: each input line {custom_id, method, "
+      "url, body}, each output line {id, custom_id, response: {status_code, request_id, body}, error}");
+  cmd->add_option("-m,--model", a->model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")
+      ->required();
+  cmd->add_option("--served-model-name", a->served_name, "The model name requests use (default: -m as given)");
+  cmd->add_option("-i,--input-file", a->input, "The requests, one JSON object a line ('-': standard input)")
+      ->capture_default_str();
+  cmd->add_option("-o,--output-file", a->output, "The results, one a line in input order ('-': standard output)")
+      ->capture_default_str();
+  a->lora_modules.add_option(cmd);
+  a->engine.add_options(cmd);
+  a->draft.add_options(cmd);
+  cmd->add_option("--ctx", a->ctx, "Positions per sequence, prompt + completion (0: the model's maximum)")
+      ->capture_default_str();
+  a->load.add_options(cmd);
+  cmd->callback([a] { run_run_batch(*a); });
+}
+
+}  // namespace qinfer::cli
