@@ -24,7 +24,7 @@ bool ends_output(const GenerationOptions& o, int32_t token) {
 // allowed_token_ids and min_tokens before the sampler, as vLLM's logits
 // processors apply them (`generated`: the ids out so far). Per request, so
 // as batch-invariant as the rest.
-void mask_by_request(const GenerationOptions& o, int64_t generated, std::vector<float>& logits) {
+void mask_by_request(const GenerationOptions& o, std::span<const int32_t> output, std::vector<float>& logits) {
   constexpr float kNever = -std::numeric_limits<float>::infinity();
   if (!o.allowed_ids.empty()) {
     std::vector<float> kept(o.allowed_ids.size());
@@ -32,7 +32,10 @@ void mask_by_request(const GenerationOptions& o, int64_t generated, std::vector<
     std::fill(logits.begin(), logits.end(), kNever);
     for (size_t k = 0; k < kept.size(); ++k) logits[static_cast<size_t>(o.allowed_ids[k])] = kept[k];
   }
-  if (generated < o.min_tokens) {
+  for (const std::vector<int32_t>& word : o.bad_words)
+    if (word.size() <= output.size() + 1 && std::equal(word.begin(), word.end() - 1, output.end() - (word.size() - 1)))
+      logits[static_cast<size_t>(word.back())] = kNever;
+  if (static_cast<int64_t>(output.size()) < o.min_tokens) {
     if (!o.ignore_eos)
       for (int32_t id : o.eos_ids) logits[static_cast<size_t>(id)] = kNever;
     for (int32_t id : o.stop_ids) logits[static_cast<size_t>(id)] = kNever;
@@ -124,10 +127,16 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
     fail(
         "this model has no lm_head.weight (a backbone saved alone, such as an embedding model): it embeds, it "
         "cannot generate");
-  for (const auto* ids : {&options.stop_ids, &options.allowed_ids})
+  std::vector<const std::vector<int32_t>*> id_lists = {&options.stop_ids, &options.allowed_ids};
+  for (const std::vector<int32_t>& word : options.bad_words) {
+    if (word.empty()) fail("a bad word of no token ids");
+    id_lists.push_back(&word);
+  }
+  for (const auto* ids : id_lists)
     for (int32_t t : *ids)
       if (t < 0 || t >= model_.config().vocab_size)
-        fail("token id ", t, " (a stop or allowed id) is outside the vocabulary [0, ", model_.config().vocab_size, ")");
+        fail("token id ", t, " (a stop, allowed or bad word id) is outside the vocabulary [0, ",
+             model_.config().vocab_size, ")");
   if (options.thinking.tokens >= 0 &&
       (options.thinking.close_id < 0 || options.thinking.close_id >= model_.config().vocab_size))
     fail("a thinking budget needs the id of the token that ends the reasoning (</think>), got ",
@@ -265,7 +274,7 @@ Engine::Draw Engine::draw(const Step& step, size_t i, DrawScratch& scratch) {
         return d;
       }
       scratch.logits.assign(logits.begin(), logits.end());
-      mask_by_request(r.options, static_cast<int64_t>(r.result.ids.size() + drawn), scratch.logits);
+      mask_by_request(r.options, history.subspan(static_cast<size_t>(seq.prompt_len)), scratch.logits);
       if (const int32_t forced = r.thinking ? r.thinking->forced() : -1; forced >= 0) {
         const float kept = scratch.logits[static_cast<size_t>(forced)];
         std::fill(scratch.logits.begin(), scratch.logits.end(), -std::numeric_limits<float>::infinity());

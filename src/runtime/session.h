@@ -30,6 +30,10 @@ struct GenerationOptions {
   std::vector<int32_t> stop_ids;
   int64_t min_tokens = 0;
   std::vector<int32_t> allowed_ids;
+  // The batching engine only, vLLM's bad_words: id sequences the output never
+  // completes (a sequence's last id gets -infinity where the output so far
+  // ends with the rest of it; a one-id one, always).
+  std::vector<std::vector<int32_t>> bad_words;
   ThinkingBudget thinking;  // the batching engine only: vLLM's thinking_token_budget
   // The batching engine only: -1 off; N >= 0: each token's log-probability
   // and the N most likely alternatives (GenerationResult::logprobs).

@@ -30,7 +30,9 @@ constexpr const char* kGenerationFields[] = {
     "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty",
     "logit_bias", "seed", "stop", "max_tokens", "max_completion_tokens", "ignore_eos",
     // vLLM's
-    "stop_token_ids", "min_tokens", "allowed_token_ids", "include_stop_str_in_output"};
+    "stop_token_ids", "min_tokens", "allowed_token_ids", "include_stop_str_in_output", "bad_words"};
+// vLLM's bounds on bad_words (per request).
+constexpr size_t kMaxBadWords = 128, kMaxBadWordTokens = 1024;
 
 std::string format(double x) {
   std::ostringstream os;
@@ -109,6 +111,39 @@ std::vector<int32_t> token_ids(const ordered_json& body, const char* key, int64_
       bad(key, std::string("'") + key + "' holds " + input_excerpt(id.dump()) + ", not a token id in [0, " +
                    std::to_string(vocab) + ")");
     out.push_back(id.get<int32_t>());
+  }
+  return out;
+}
+
+// vLLM's bad_words: each word (leading whitespace dropped) as the ids that
+// spell it at the start of a text, and, where a space before it gives
+// another first id and as many ids, as those too (a word in mid-text);
+// vLLM's rule in SamplingParams.update_from_tokenizer.
+std::vector<std::vector<int32_t>> bad_words(const ordered_json& body, const ModelBundle& bundle) {
+  std::vector<std::vector<int32_t>> out;
+  if (!given(body, "bad_words")) return out;
+  const ordered_json& v = body["bad_words"];
+  if (!v.is_array() || v.size() > kMaxBadWords)
+    bad("bad_words", "'bad_words' must be a list of at most " + std::to_string(kMaxBadWords) + " strings");
+  if (!bundle.tokenizer) bad("bad_words", "'bad_words' needs the tokenizer (tokenizer.json) to find their ids");
+  size_t total = 0;
+  for (const auto& w : v) {
+    if (!w.is_string())
+      bad("bad_words", "'bad_words' must be a list of at most " + std::to_string(kMaxBadWords) + " strings");
+    const std::string& text = w.get_ref<const std::string&>();
+    const size_t start = text.find_first_not_of(" \t\n\r\f\v");
+    if (start == std::string::npos) bad("bad_words", "a bad word must hold more than whitespace");
+    const std::string word = text.substr(start);
+    std::vector<int32_t> ids = bundle.tokenizer->encode(word);
+    std::vector<int32_t> spaced = bundle.tokenizer->encode(" " + word);
+    total += ids.size();
+    out.push_back(std::move(ids));
+    if (spaced.front() != out.back().front() && spaced.size() == out.back().size()) {
+      total += spaced.size();
+      out.push_back(std::move(spaced));
+    }
+    if (total > kMaxBadWordTokens)
+      bad("bad_words", "'bad_words' spell more than " + std::to_string(kMaxBadWordTokens) + " tokens in all");
   }
   return out;
 }
@@ -339,6 +374,7 @@ GenerationFields parse_generation_fields(const ordered_json& body, const ModelBu
   g.options.ignore_eos = boolean(body, "ignore_eos", false);
   g.options.stop_ids = token_ids(body, "stop_token_ids", vocab, true);
   g.options.allowed_ids = token_ids(body, "allowed_token_ids", vocab, false);
+  g.options.bad_words = bad_words(body, bundle);
   g.options.min_tokens = integer(body, "min_tokens", 0, 0, std::numeric_limits<int32_t>::max());
   if (g.options.min_tokens > g.options.max_new_tokens &&
       (given(body, "max_tokens") || given(body, "max_completion_tokens")))

@@ -668,6 +668,64 @@ TEST(Engine, StopIdsMinTokensAndAllowedIdsAreFollowedAndBatchInvariant) {
   EXPECT_THROW(engine.add(bad.prompt, bad.opts), Error);
 }
 
+// vLLM's bad_words: a banned id never comes; a banned pair's second id never
+// follows its first; the output is the free one until the first place a ban
+// applied; batched and drafted runs give each request's ids alone.
+TEST(Engine, BadWordsAreNeverCompletedAndBatchInvariant) {
+  ModelBundle bundle = load_model_bundle(test::data_path("models/tiny"));
+  ThreadPool pool(2);
+  auto run = [&](const std::vector<Req>& reqs, const EngineOptions& o) {
+    Engine engine(*bundle.model, pool, o);
+    std::vector<int64_t> handles;
+    for (const Req& r : reqs) handles.push_back(engine.add(r.prompt, r.opts));
+    engine.run_until_idle();
+    std::vector<GenerationResult> out;
+    for (int64_t h : handles) out.push_back(engine.result(h));
+    return out;
+  };
+  std::vector<Req> reqs = requests();
+  for (Req& r : reqs) r.opts.max_new_tokens = 12;
+  const std::vector<GenerationResult> free = run(reqs, EngineOptions{16, 0, 512, 16});
+  auto contains_pair = [](const std::vector<int32_t>& ids, int32_t a, int32_t b) {
+    for (size_t k = 0; k + 1 < ids.size(); ++k)
+      if (ids[k] == a && ids[k + 1] == b) return true;
+    return false;
+  };
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const std::vector<int32_t>& ids = free[i].ids;
+    ASSERT_GE(ids.size(), 6u);
+    // Each request bans what it produced freely: its 3rd id, and the pair at its 5th.
+    reqs[i].opts.bad_words = {{ids[2]}, {ids[4], ids[5]}};
+  }
+  std::vector<GenerationResult> solo;
+  for (const Req& r : reqs) solo.push_back(run({r}, EngineOptions{16, 0, 512, 16})[0]);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const std::vector<int32_t>& before = free[i].ids;
+    const std::vector<int32_t>& after = solo[i].ids;
+    EXPECT_EQ(std::count(after.begin(), after.end(), before[2]), 0) << "request " << i;
+    EXPECT_FALSE(contains_pair(after, before[4], before[5])) << "request " << i;
+    const auto first = std::find(before.begin(), before.end(), before[2]);  // where the single ban first bites
+    const size_t same = static_cast<size_t>(first - before.begin());
+    EXPECT_EQ(std::vector<int32_t>(after.begin(), after.begin() + static_cast<long>(same)),
+              std::vector<int32_t>(before.begin(), first))
+        << "request " << i;
+    EXPECT_NE(after[same], before[same]) << "request " << i;
+  }
+  EngineOptions drafting{16, 0, 512, 16};
+  drafting.draft_tokens = 3;
+  drafting.draft_min_ngram = 1;
+  for (const EngineOptions& o : {EngineOptions{16, 0, 512, 16}, EngineOptions{4, 9, 5, 8}, drafting}) {
+    const std::vector<GenerationResult> together = run(reqs, o);
+    for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(together[i].ids, solo[i].ids) << "request " << i;
+  }
+  Req bad = reqs[0];
+  bad.opts.bad_words = {{1, bundle.model->config().vocab_size}};
+  Engine engine(*bundle.model, pool, EngineOptions{16, 0, 512, 16});
+  EXPECT_THROW(engine.add(bad.prompt, bad.opts), Error);
+  bad.opts.bad_words = {{}};
+  EXPECT_THROW(engine.add(bad.prompt, bad.opts), Error);
+}
+
 // vLLM's thinking_token_budget on a scripted model that reasons at length:
 // the block holds the budget's ids, then </think> (forced), then the answer
 // the model goes on with; the same ids batched and with drafts.

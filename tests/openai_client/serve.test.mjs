@@ -213,7 +213,7 @@ test('32 concurrent streams equal their solo runs; aborted ones free their block
   assert.match(metrics, /qinfer:time_to_first_token_seconds_count\{[^}]*\} [1-9]/);
 });
 // vLLM's sampling extras, as its clients send them (extra body fields).
-test('stop_token_ids, min_tokens, include_stop_str_in_output, allowed_token_ids, stop_reason', async () => {
+test('stop_token_ids, min_tokens, include_stop_str_in_output, allowed_token_ids, stop_reason, bad_words', async () => {
   const base = { model: modelDir, prompt: 'Count: one, two,', max_tokens: 24, temperature: 0 };
   const free = await client.completions.create({ ...base, logprobs: 0 });
   // A stop id ends the text where it first appears, its text kept (a normal token).
@@ -250,6 +250,12 @@ test('stop_token_ids, min_tokens, include_stop_str_in_output, allowed_token_ids,
   assert.equal(allowed.choices[0].text, tokens[3].repeat(8));
   await assert.rejects(client.completions.create({ ...base, min_tokens: 30 }),
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'min_tokens');
+  // bad_words: the ids that spell the free text's 4th token never come after its first three.
+  const banned = await client.completions.create({ ...base, logprobs: 0, bad_words: [tokens[3].trim() || tokens[3]] });
+  assert.deepEqual(banned.choices[0].logprobs.tokens.slice(0, 3), tokens.slice(0, 3));
+  assert.notEqual(banned.choices[0].text, free.choices[0].text);
+  await assert.rejects(client.completions.create({ ...base, bad_words: 'x' }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'bad_words');
 });
 
 

@@ -844,6 +844,36 @@ TEST_F(OpenAiRequest, AChoiceAmongThousandsOfLabelsLeavesOneWayPerByte) {
   EXPECT_FALSE(other.advance("label_10000"));
 }
 
+// vLLM's bad_words: each word's ids at the start of a text, and after a
+// space where that gives another first id and as many ids (Qwen3's ids).
+TEST_F(OpenAiRequest, BadWordsBecomeTheIdsThatSpellThem) {
+  const ServedModel m = served(4096);
+  for (const bool chat : {true, false}) {
+    ordered_json body = chat ? ordered_json::parse(R"({"messages": [{"role": "user", "content": "x"}]})")
+                             : ordered_json::parse(R"({"prompt": "x"})");
+    body["bad_words"] = {"hello", "  Hello there", "<|im_end|>", "qinferx"};
+    const CompletionRequest r = chat ? parse_chat_request(body, m) : parse_completion_request(body, m);
+    const std::vector<std::vector<int32_t>> expected = {
+        {14990},         {23811},             // "hello", " hello"
+        {9707, 1052},    {21927, 1052},       // "Hello there", " Hello there"
+        {151645},                             // " <|im_end|>": two ids
+        {80, 89559, 87}, {2804, 89559, 87}};  // "q" "infer" "x"
+    EXPECT_EQ(r.options.bad_words, expected);
+  }
+  std::string many = R"("bad_words": [)";
+  for (int i = 0; i < 129; ++i) many += std::string(i ? "," : "") + "\"w\"";
+  many += "]";
+  std::string words;  // 1100 ids
+  for (int i = 0; i < 1100; ++i) words += "the ";
+  const std::vector<std::tuple<std::string, std::string, std::string>> bad = {
+      {R"("bad_words": "hello")", "bad_words", "must be a list of at most 128 strings"},
+      {R"("bad_words": ["a", 1])", "bad_words", "must be a list of at most 128 strings"},
+      {R"("bad_words": [" \t"])", "bad_words", "more than whitespace"},
+      {many, "bad_words", "at most 128"},
+      {R"("bad_words": [")" + words + "\"]", "bad_words", "more than 1024 tokens"}};
+  expect_400s_on_both_endpoints(bad);
+}
+
 // vLLM's sampling extras on both endpoints: stop_token_ids, min_tokens,
 // allowed_token_ids, include_stop_str_in_output; each bad value a 400 naming it.
 TEST_F(OpenAiRequest, VllmSamplingExtrasBecomeTheRequestsOptions) {
