@@ -29,6 +29,7 @@ TEST(Gbnf, RegularGrammarsMatchWhatTheSameRegexMatches) {
       {"# a comment\nroot ::= \"a\" # another\n  | \"b\" b\nb ::= \"\\\"\" \"\\\\\"{2}", "a|b\"\\\\{2}"},
       {"root ::= (\"x\"\n  | \"y\")\n  \"z\"", "(x|y)z"},
       {"root ::= \"\"", ""},
+      {"root ::= (\"ab\" | \"a\" | \"abc\" \"\" | \"\" | \"b\" \"c\" | \"ab\") \"x\"", "(ab|a|abc||bc|ab)x"},
       {"root ::= . .", "[^]{2}"}};
   const std::string alphabet = "abcxyz0123,.\n\"\\";
   std::mt19937 rng(3);
@@ -71,6 +72,21 @@ TEST(Gbnf, LongChainsOfRulesAndManyClassesCompile) {
   std::string text;
   for (int i = 0; i < 20000; ++i) text += static_cast<char>('A' + i / 26 % 26);
   EXPECT_TRUE(matches(many, text));
+}
+
+// Alternatives that are all literals are a trie: ten thousand labels sharing
+// a prefix were a stack each, more than the matcher follows at once (4096).
+TEST(Gbnf, ALongListOfLiteralsLeavesOneWayPerNextByte) {
+  std::string list = "root ::= \"label_0\"";
+  for (int i = 1; i < 10000; ++i) list += " | \"label_" + std::to_string(i) + "\"";
+  const auto g = gbnf(list);
+  Matcher m(g);
+  ASSERT_TRUE(m.advance("label_"));
+  EXPECT_EQ(m.state().stacks.size(), 10u);  // one per digit
+  EXPECT_TRUE(matches(g, "label_9999"));
+  EXPECT_TRUE(matches(g, "label_0"));
+  EXPECT_FALSE(matches(g, "label_10000"));
+  EXPECT_FALSE(matches(g, "label_"));
 }
 
 TEST(Gbnf, RecursiveRulesAndCharactersBeyondAscii) {
@@ -142,6 +158,7 @@ TEST(Gbnf, WhatItCannotReadIsRefusedWithWhereItIs) {
       {"root ::= ([a-z]?){4000}", "rule root repeats something that may match nothing"},
       {"root ::= r{2}\nr ::= \"a\"? \"b\"?", "rule root repeats something that may match nothing"},
       {"root ::= (\"a\"?)*", "rule root repeats something that may match nothing"},
+      {"root ::= (\"a\" | \"\")*", "rule root repeats something that may match nothing"},
       // A review finding: bytes that are no UTF-8 character were read as one (a stray
       // continuation byte, a lead byte beyond U+10FFFF), so outputs could be no UTF-8.
       {std::string("root ::= \"\x80") + "a\"", "not UTF-8"},
