@@ -186,9 +186,8 @@ void run_batch(const BatchArgs& a) {
       ++refused;
     } else {
       const GenerationResult& r = engine.result(job.handle);
-      if (r.reason == StopReason::Error && !r.grammar_failed)
-        fail(r.error);                      // corrupt weights: every request would be wrong
-      if (r.reason == StopReason::Error) {  // its grammar could not go on: this line's fault
+      if (r.reason == StopReason::Error && !r.refused) fail(r.error);  // corrupt weights: every request would be wrong
+      if (r.reason == StopReason::Error) {  // its grammar or masks could not go on: this line's fault
         out = {{"error", "line " + std::to_string(job.line) + ": " + r.error}};
         ++refused;
         std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
@@ -227,7 +226,7 @@ void add_batch_command(CLI::App& app) {
       "Generate for many requests at once through the batching engine: JSON lines in on stdin ({\"prompt\": ...} | "
       "{\"prompt_ids\": [...]} | {\"messages\": [...]}, with optional max_tokens (default 128), temperature, top_k, "
       "top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty, logit_bias, seed, stop, ignore_eos, "
-      "response_format, structured_outputs, stop_token_ids, min_tokens, allowed_token_ids, "
+      "response_format, structured_outputs, stop_token_ids, min_tokens, allowed_token_ids, bad_words, "
       "include_stop_str_in_output, read as the server reads them), one JSON result per line out in input order "
       "({\"ids\", \"text\", "
       "\"finish_reason\", \"prompt_tokens\", \"cached_tokens\", \"seed\"} or {\"error\"})");

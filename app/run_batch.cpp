@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <httplib.h>
-#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <fstream>
@@ -23,6 +22,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "commands.h"
 #include "engine_flags.h"
@@ -54,9 +54,17 @@ struct RunBatchArgs {
 // The routes a batch line may name: those that answer one request with one
 // JSON document (vLLM's run-batch takes chat, embeddings, score and rerank).
 const std::set<std::string>& batch_urls() {
-  static const std::set<std::string> urls = {"/v1/chat/completions", "/v1/completions", "/v1/responses",
-                                             "/v1/embeddings",       "/v1/rerank",      "/v1/score",
-                                             "/v1/classify"};
+  static const std::set<std::string> urls = {"/v1/chat/completions",
+                                             "/v1/completions",
+                                             "/v1/responses",
+                                             "/v1/embeddings",
+                                             "/v1/rerank",
+                                             "/v2/rerank",
+                                             "/rerank",
+                                             "/v1/score",
+                                             "/score",
+                                             "/v1/classify",
+                                             "/classify"};
   return urls;
 }
 
@@ -91,8 +99,10 @@ BatchLine read_line(const std::string& text, int64_t line_no) {
       fail("\"url\" must be one of ", list, ", not \"", b.url, "\"");
     }
     if (!j.contains("body") || !j["body"].is_object()) fail("\"body\" must be a JSON object (the request)");
-    if (j["body"].contains("stream") && j["body"]["stream"] != false)
-      fail("\"body\" asks for a stream; a batch answers each request whole");
+    if (const ordered_json& body = j["body"]; body.contains("stream") && !body["stream"].is_null()) {
+      if (!body["stream"].is_boolean()) fail("\"body\": 'stream' must be false (a batch answers each request whole)");
+      if (body["stream"] == true) fail("\"body\" asks for a stream; a batch answers each request whole");
+    }
     b.body = j["body"].dump();
   } catch (const Error& e) {
     b.refusal = "line " + std::to_string(line_no) + ": " + e.what();
@@ -100,11 +110,12 @@ BatchLine read_line(const std::string& text, int64_t line_no) {
   return b;
 }
 
-std::string random_hex(std::mt19937_64& rng, int bytes) {
+template <class Random>
+std::string random_hex(Random& random, int bytes) {
   static const char* digits = "0123456789abcdef";
   std::string s;
   for (int i = 0; i < bytes; ++i) {
-    const auto v = static_cast<unsigned>(rng() & 0xff);
+    const auto v = static_cast<unsigned>(random() & 0xff);
     s += digits[v >> 4];
     s += digits[v & 15];
   }
@@ -156,6 +167,44 @@ std::vector<BatchLine> read_input(const std::string& path) {
   return lines;
 }
 
+// Where the results go: standard output, or a file checked before the model
+// loads (a path that cannot be written fails at once) and emptied after it
+// (a load that fails leaves an earlier file as it was).
+class ResultSink {
+ public:
+  explicit ResultSink(std::string path) : path_(std::move(path)) {
+    if (path_ == "-") return;
+    FILE* probe = std::fopen(path_.c_str(), "a");
+    if (!probe) fail("cannot write ", path_);
+    std::fclose(probe);
+  }
+  ~ResultSink() {
+    if (file_ && file_ != stdout) std::fclose(file_);
+  }
+  void open() {
+    file_ = path_ == "-" ? stdout : std::fopen(path_.c_str(), "w");
+    if (!file_) fail("cannot write ", path_);
+  }
+  // False once a write failed (a closed pipe, a full disk).
+  bool write(const std::string& line) {
+    return std::fwrite(line.data(), 1, line.size(), file_) == line.size() && std::fflush(file_) == 0;
+  }
+  bool close() {
+    FILE* f = std::exchange(file_, nullptr);
+    return f == stdout || std::fclose(f) == 0;
+  }
+  std::string name() const { return path_ == "-" ? "standard output" : path_; }
+
+ private:
+  std::string path_;
+  FILE* file_ = nullptr;
+};
+
+// Answers held at most this far ahead of the line being written: a slow
+// request at the head of a long file does not keep every later answer in
+// memory (an embedding's is tens of kB).
+constexpr size_t kAheadOfOutput = 256;
+
 void run_run_batch(const RunBatchArgs& a) {
   a.engine.validate();
   a.draft.validate();
@@ -163,25 +212,24 @@ void run_run_batch(const RunBatchArgs& a) {
   LoadOptions load_options = a.load.options();
   load_options.lora_modules = a.lora_modules.adapters(a.served_name.empty() ? a.model : a.served_name);
   std::vector<BatchLine> lines = read_input(a.input);
-  FILE* out = stdout;
-  if (a.output != "-") {
-    out = std::fopen(a.output.c_str(), "w");
-    if (!out) fail("cannot write ", a.output);
-  }
+  ResultSink sink(a.output);
   ::signal(SIGPIPE, SIG_IGN);  // a closed output is a failed write, reported
 
-  // Requests beyond --parallel wait in the engine's queue, so that a step
-  // ends with the next ones ready; the rest wait here for a sender.
+  // As many requests at once as the engine runs plus a few for the step
+  // after; the engine's queue has room for all of their choices and inputs
+  // (n, lists of prompts): a 503 would be a lost line.
   const int senders = static_cast<int>(std::min<int64_t>(a.engine.parallel + 4, 1024));
   Timer timer;
-  ServedEngine loaded = load_served_engine(a.model, a.served_name, load_options, a.engine, a.draft, a.ctx, senders);
+  ServedEngine loaded =
+      load_served_engine(a.model, a.served_name, load_options, a.engine, a.draft, a.ctx, int64_t{1} << 20);
   print_served_notes("run-batch", loaded, a.ctx);
+  sink.open();
 
-  std::mt19937_64 rng(std::random_device{}());
+  std::random_device key_source;
   server::ServerOptions http_options;
   http_options.host = "127.0.0.1";
   http_options.port = 0;
-  http_options.api_key = random_hex(rng, 32);
+  http_options.api_key = random_hex(key_source, 32);
   http_options.http_threads = senders + 2;
   http_options.max_body_bytes = size_t{1} << 30;  // the file's lines are this user's own
   // The answer's status waits for the request's end (a failure stays a
@@ -194,14 +242,22 @@ void run_run_batch(const RunBatchArgs& a) {
   std::thread serving([&] { http.serve(); });
 
   std::mutex mutex;
-  std::condition_variable answered;
-  std::atomic<size_t> next{0};
+  std::condition_variable changed;
+  size_t next = 0, written = 0;
+  bool stopping = false;
   auto send = [&] {
     httplib::Client client("127.0.0.1", http.port());
     client.set_read_timeout(std::chrono::hours(24 * 365));
     client.set_write_timeout(std::chrono::hours(1));
     const httplib::Headers headers = {{"Authorization", "Bearer " + http_options.api_key}};
-    for (size_t i; (i = next.fetch_add(1)) < lines.size();) {
+    for (;;) {
+      size_t i;
+      {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return stopping || next >= lines.size() || next < written + kAheadOfOutput; });
+        if (stopping || next >= lines.size()) return;
+        i = next++;
+      }
       BatchLine& b = lines[i];
       std::optional<int> status;
       std::string answer;
@@ -217,32 +273,52 @@ void run_run_batch(const RunBatchArgs& a) {
       b.status = status;
       b.answer = std::move(answer);
       b.done = true;
-      answered.notify_all();
+      changed.notify_all();
     }
   };
   std::vector<std::thread> threads;
-  for (int t = 0; t < senders; ++t) threads.emplace_back(send);
-
+  // Whatever ends the writing (a failed write, an exception), the senders
+  // stop taking lines and every thread is joined before this returns.
+  auto stop_all = [&] {
+    {
+      std::lock_guard lock(mutex);
+      stopping = true;
+      changed.notify_all();
+    }
+    for (std::thread& t : threads) t.join();
+    http.stop();
+    serving.join();
+  };
   int64_t ok = 0, failed = 0;
   bool write_failed = false;
-  for (BatchLine& b : lines) {
-    {
-      std::unique_lock lock(mutex);
-      answered.wait(lock, [&] { return b.done; });
+  try {
+    for (int t = 0; t < senders; ++t) threads.emplace_back(send);
+    std::mt19937_64 ids(std::random_device{}());
+    for (BatchLine& b : lines) {
+      {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return b.done; });
+      }
+      (b.status && *b.status == 200 ? ok : failed) += 1;
+      const std::string text =
+          output_line(b, ids).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+      b.answer = std::string();
+      b.body = std::string();
+      if (!sink.write(text)) {
+        write_failed = true;
+        break;
+      }
+      std::lock_guard lock(mutex);
+      ++written;
+      changed.notify_all();
     }
-    (b.status && *b.status == 200 ? ok : failed) += 1;
-    const std::string text = output_line(b, rng).dump() + "\n";
-    if (!write_failed && (std::fwrite(text.data(), 1, text.size(), out) != text.size() || std::fflush(out) != 0))
-      write_failed = true;  // the requests still finish: the engine is shut down in order
-    b.answer = std::string();
-    b.body = std::string();
+  } catch (...) {
+    stop_all();
+    throw;
   }
-  for (std::thread& t : threads) t.join();
-  http.stop();
-  serving.join();
-  if (out != stdout && std::fclose(out) != 0) write_failed = true;
-  if (write_failed) fail("writing ", a.output == "-" ? std::string("standard output") : a.output, " failed");
-  std::fprintf(stderr, "qinfer run-batch: %lld requests in %.2f s: %lld answered 200, %lld not\n",
+  stop_all();
+  if (!sink.close() || write_failed) fail("writing ", sink.name(), " failed");
+  std::fprintf(stderr, "qinfer run-batch: %lld requests in %.2f s: %lld answered 200, %lld did not\n",
                static_cast<long long>(lines.size()), timer.seconds(), static_cast<long long>(ok),
                static_cast<long long>(failed));
 }

@@ -24,6 +24,11 @@ bool ends_output(const GenerationOptions& o, int32_t token) {
 // allowed_token_ids and min_tokens before the sampler, as vLLM's logits
 // processors apply them (`generated`: the ids out so far). Per request, so
 // as batch-invariant as the rest.
+// Whether mask_by_request may leave a request nothing to draw.
+bool narrows_draws(const GenerationOptions& o) {
+  return !o.allowed_ids.empty() || !o.bad_words.empty() || o.min_tokens > 0;
+}
+
 void mask_by_request(const GenerationOptions& o, std::span<const int32_t> output, std::vector<float>& logits) {
   constexpr float kNever = -std::numeric_limits<float>::infinity();
   if (!o.allowed_ids.empty()) {
@@ -287,8 +292,11 @@ Engine::Draw Engine::draw(const Step& step, size_t i, DrawScratch& scratch) {
         if (r.thinking) r.thinking->accept(token);
       } catch (const Error& e) {
         d.ended = true;
-        d.error = e.what();
-        d.grammar_failed = r.constraint != nullptr;
+        d.refused = r.constraint != nullptr || narrows_draws(r.options);
+        d.error = r.constraint || !d.refused
+                      ? std::string(e.what())
+                      : "nothing can be drawn at output token " + std::to_string(r.result.ids.size() + drawn + 1) +
+                            ": the request's allowed_token_ids, bad_words and min_tokens leave no token";
         return d;
       }
       d.tokens.push_back(token);
@@ -390,7 +398,7 @@ void Engine::postprocess(const Step& step) {
       going = emit(r, d.tokens[t], r.options.logprobs >= 0 ? &d.logprobs[t] : nullptr);
     if (going && d.ended) {
       r.result.error = std::move(d.error);
-      r.result.grammar_failed = d.grammar_failed;
+      r.result.refused = d.refused;
       r.result.reason = d.reason;
       seq.status = Sequence::Status::Finished;
     }

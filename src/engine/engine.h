@@ -139,8 +139,8 @@ class Engine {
   // What a sequence's logits gave: the tokens drawn (none when its step did
   // not reach its end; with a draft, each draft id the draw confirmed, then
   // the token after the last), then maybe the end of its request without a
-  // further token (NaN logits: Error; a grammar that cannot go on: Error,
-  // grammar_failed; a grammar done and no eos to say so: Eos).
+  // further token (NaN logits: Error; a grammar or masks of the request's
+  // that cannot go on: Error, refused; a grammar done and no eos to say so: Eos).
   struct Draw {
     std::vector<TokenLogprobs> prompt_logprobs;  // of the prompt ids the step's rows predict, not yet recorded
     std::vector<int32_t> tokens;
@@ -148,7 +148,7 @@ class Engine {
     bool ended = false;
     StopReason reason = StopReason::Error;
     std::string error;
-    bool grammar_failed = false;
+    bool refused = false;
     std::exception_ptr unexpected;  // anything else thrown (rethrown on the engine thread)
   };
   // Buffers of one pool thread's draws.

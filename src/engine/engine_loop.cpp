@@ -295,8 +295,8 @@ void EngineLoop::retire_finished() {
   ended(live_.end() - end);
   for (auto l = end; l != live_.end(); ++l) {
     const GenerationResult& r = engine_.result(l->handle);
-    if (r.reason == StopReason::Error)  // NaN logits (no result to give) or a grammar that cannot go on
-      l->stream->fail(r.error, r.grammar_failed ? RequestStream::Failure::Refused : RequestStream::Failure::Lost);
+    if (r.reason == StopReason::Error)  // NaN logits (no result to give), or the request's constraints cannot go on
+      l->stream->fail(r.error, r.refused ? RequestStream::Failure::Refused : RequestStream::Failure::Lost);
     else if (r.reason == StopReason::Callback && l->stream->was_cut())
       l->stream->fail("the server is shutting down: this answer was cut short; retry the request",
                       RequestStream::Failure::ShutDown);

@@ -67,9 +67,10 @@ struct GenerationResult {
   std::vector<TokenLogprobs> prompt_logprobs;
   StopReason reason = StopReason::MaxTokens;
   std::string error;  // reason Error: what went wrong, and at which token
-  // reason Error: the output's grammar could not go on (too ambiguous): the
-  // request's fault, not the model's.
-  bool grammar_failed = false;
+  // reason Error: the request's own constraints could not go on (a grammar
+  // too ambiguous; a grammar, allowed_token_ids, bad_words and min_tokens
+  // that leave no token to draw): the request's fault, not the model's.
+  bool refused = false;
   int64_t prompt_tokens = 0;
   int64_t reused_tokens = 0;  // prompt tokens whose keys/values were already cached
   double prefill_s = 0, decode_s = 0;

@@ -122,8 +122,11 @@ ApiError CompletionRun::failure_of(const engine::RequestStream& s) const {
   const std::string why = s.error();
   switch (s.failure()) {
     case engine::RequestStream::Failure::Refused: {
-      const bool grammar = request_.options.grammar && why.find("grammar") != std::string::npos;
-      return ApiError(400, why, grammar ? request_.options.grammar->source : request_.chat ? "messages" : "prompt");
+      const GenerationOptions& o = request_.options;
+      if (o.grammar && why.find("grammar") != std::string::npos) return ApiError(400, why, o.grammar->source);
+      if (why.find("nothing can be drawn") != std::string::npos)
+        return ApiError(400, why, !o.bad_words.empty() ? "bad_words" : "allowed_token_ids");
+      return ApiError(400, why, request_.chat ? "messages" : "prompt");
     }
     case engine::RequestStream::Failure::ShutDown:
       return ApiError(503, why);

@@ -10,6 +10,7 @@
 
 #include "server/api_error.h"
 #include "server/reply_grammar.h"
+#include "text/grammar/code_points.h"
 
 namespace qinfer::server {
 
@@ -115,6 +116,22 @@ std::vector<int32_t> token_ids(const ordered_json& body, const char* key, int64_
   return out;
 }
 
+// The bytes of whitespace `text` starts with, as Python's str.lstrip() sees
+// it (str.isspace(): ASCII's, \x1c-\x1f, and Unicode's spaces and breaks).
+size_t leading_whitespace(std::string_view text) {
+  static constexpr uint32_t kSpaces[] = {0x85,   0xa0,   0x1680, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006,
+                                         0x2007, 0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000};
+  size_t at = 0;
+  for (size_t next = 0; next < text.size(); at = next) {
+    uint32_t c = 0;
+    if (!grammar::next_code_point(text, next, c)) break;
+    const bool space = (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) ||
+                       std::find(std::begin(kSpaces), std::end(kSpaces), c) != std::end(kSpaces);
+    if (!space) break;
+  }
+  return at;
+}
+
 // vLLM's bad_words: each word (leading whitespace dropped) as the ids that
 // spell it at the start of a text, and, where a space before it gives
 // another first id and as many ids, as those too (a word in mid-text);
@@ -131,10 +148,9 @@ std::vector<std::vector<int32_t>> bad_words(const ordered_json& body, const Mode
     if (!w.is_string())
       bad("bad_words", "'bad_words' must be a list of at most " + std::to_string(kMaxBadWords) + " strings");
     const std::string& text = w.get_ref<const std::string&>();
-    const size_t start = text.find_first_not_of(" \t\n\r\f\v");
-    if (start == std::string::npos) bad("bad_words", "a bad word must hold more than whitespace");
-    const std::string word = text.substr(start);
-    std::vector<int32_t> ids = bundle.tokenizer->encode(word);
+    const std::string word = text.substr(leading_whitespace(text));
+    std::vector<int32_t> ids = word.empty() ? std::vector<int32_t>() : bundle.tokenizer->encode(word);
+    if (ids.empty()) bad("bad_words", "a bad word must hold more than whitespace");
     std::vector<int32_t> spaced = bundle.tokenizer->encode(" " + word);
     total += ids.size();
     out.push_back(std::move(ids));
@@ -387,6 +403,11 @@ GenerationFields parse_generation_fields(const ordered_json& body, const ModelBu
     return (!o.ignore_eos && std::find(o.eos_ids.begin(), o.eos_ids.end(), id) != o.eos_ids.end()) ||
            std::find(o.stop_ids.begin(), o.stop_ids.end(), id) != o.stop_ids.end();
   };
+  const auto banned = [&](int32_t id) {
+    return std::find(o.bad_words.begin(), o.bad_words.end(), std::vector<int32_t>{id}) != o.bad_words.end();
+  };
+  if (!o.allowed_ids.empty() && std::all_of(o.allowed_ids.begin(), o.allowed_ids.end(), banned))
+    bad("bad_words", "'bad_words' ban every id 'allowed_token_ids' allows: nothing could be drawn");
   if (o.min_tokens > 0 && !o.allowed_ids.empty() && std::all_of(o.allowed_ids.begin(), o.allowed_ids.end(), ends))
     bad("min_tokens",
         "'min_tokens' holds back eos and the stop ids, and 'allowed_token_ids' allows only those: "

@@ -333,6 +333,27 @@ TEST(BatchCli, ResponseFormatAndStructuredOutputsConstrainTheLine) {
   EXPECT_NE(lines[3]["error"].get<std::string>().find("/multipleOf"), std::string::npos) << lines[3].dump();
 }
 
+// A review finding: bad_words and allowed_token_ids that leave nothing to
+// draw mid-answer ended the whole run ("qinfer: error: sampler: ..."), no
+// line written; that line gets its error and the others their results.
+// Allowed "hello" and " there"; banned "there"/" there" and "hellohello":
+// "hello" first, then nothing.
+TEST(BatchCli, BansThatLeaveNothingToDrawFailTheirLineAlone) {
+  const auto out = run_command(
+      "printf '%s\\n' '{\"prompt\": \"x\", \"max_tokens\": 3}' '{\"prompt\": \"x\", \"max_tokens\": 5, "
+      "\"allowed_token_ids\": [14990, 1052], \"bad_words\": [\"hellohello\", \"there\"]}' '{\"prompt\": \"x\", "
+      "\"allowed_token_ids\": [14990], \"bad_words\": [\"hello\"]}' | " +
+      qinfer_binary() + " batch -m " + data_path("models/tiny") + " 2>/dev/null");
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  const std::vector<json> lines = json_lines_of(out.output);
+  ASSERT_EQ(lines.size(), 3u) << out.output;
+  EXPECT_EQ(lines[0]["ids"].size(), 3u) << lines[0].dump();
+  EXPECT_EQ(lines[1]["error"],
+            "line 2: nothing can be drawn at output token 2: the request's allowed_token_ids, bad_words and "
+            "min_tokens leave no token");
+  EXPECT_EQ(lines[2]["error"], "line 3: 'bad_words' ban every id 'allowed_token_ids' allows: nothing could be drawn");
+}
+
 // A messages line reads the chat fields as the server does (one place:
 // server::render_chat_prompt): tools with a forced tool_choice,
 // chat_template_kwargs, continue_final_message. They were "unknown field"s.

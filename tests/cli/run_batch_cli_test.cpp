@@ -53,6 +53,8 @@ TEST(RunBatchCli, AnswersAreTheServersInInputOrderAtAnyParallelism) {
   for (int i = 0; i < 10; ++i)
     completions.push_back(completion("c" + std::to_string(i), i % 2 ? "Hello" : "The capital of France is", 3 + i % 4,
                                      i % 3 ? 0.8 : 0.0, i));
+  completions[9]["body"]["n"] = 3;  // three choices, all answered (the engine's queue holds them)
+  completions[9]["body"]["stream"] = nullptr;
   {
     std::ofstream f(input);
     for (const json& c : completions) f << c.dump() << "\n";
@@ -63,7 +65,11 @@ TEST(RunBatchCli, AnswersAreTheServersInInputOrderAtAnyParallelism) {
               {"body", {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 4}, {"seed", 5}}}}
              .dump()
       << "\n";
-    f << json{{"custom_id", "emb"}, {"method", "POST"}, {"url", "/v1/embeddings"}, {"body", {{"input", "hi"}}}}.dump()
+    f << json{{"custom_id", "emb"},
+              {"method", "POST"},
+              {"url", "/v1/embeddings"},
+              {"body", {{"input", {"hi", "there", "three", "four", "five"}}}}}
+             .dump()
       << "\n";
     f << json{{"custom_id", "bad-body"},
               {"method", "POST"},
@@ -77,16 +83,16 @@ TEST(RunBatchCli, AnswersAreTheServersInInputOrderAtAnyParallelism) {
          "\"x\", \"stream\": true}}\n";
     f << "{\"custom_id\": 7, \"method\": \"POST\", \"url\": \"/v1/completions\", \"body\": {}}\n";
     f << "{\"custom_id\": \"x\", \"method\": \"POST\", \"url\": \"/v1/completions\", \"body\": \"text\"}\n";
-    f << "not json\n";
+    f << "{\"custom_id\": \"a\xff\"}\n";  // not JSON: its message quotes the byte that is no UTF-8
   }
   std::vector<std::vector<json>> runs;
-  for (const char* flags : {"--parallel 1", "--parallel 4 --max-batch-tokens 8"}) {
+  for (const char* flags : {"--parallel 1", "--parallel 2 --max-batch-tokens 8"}) {
     SCOPED_TRACE(flags);
     const std::string output = dir.file("out.jsonl");
     const auto res = run_command(run_batch(std::string(flags) + " -i " + input + " -o " + output + " 2>&1"));
     ASSERT_EQ(res.exit_code, 0) << res.output;
     EXPECT_NE(res.output.find("qinfer run-batch: 19 requests in"), std::string::npos) << res.output;
-    EXPECT_NE(res.output.find("12 answered 200, 7 not"), std::string::npos) << res.output;
+    EXPECT_NE(res.output.find("12 answered 200, 7 did not"), std::string::npos) << res.output;
     std::ifstream in(output);
     std::stringstream text;
     text << in.rdbuf();
@@ -99,12 +105,15 @@ TEST(RunBatchCli, AnswersAreTheServersInInputOrderAtAnyParallelism) {
       EXPECT_EQ(l["response"]["status_code"], 200);
       EXPECT_EQ(l["response"]["body"]["object"], "text_completion");
       EXPECT_EQ(l["response"]["request_id"], l["response"]["body"]["id"]);
-      EXPECT_EQ(l["response"]["body"]["usage"]["completion_tokens"], completions[i]["body"]["max_tokens"]);
+      const int choices = i == 9 ? 3 : 1;
+      EXPECT_EQ(l["response"]["body"]["choices"].size(), static_cast<size_t>(choices));
+      EXPECT_EQ(l["response"]["body"]["usage"]["completion_tokens"],
+                choices * completions[i]["body"]["max_tokens"].get<int>());
       EXPECT_EQ(l["id"].get<std::string>().rfind("batch_req_", 0), 0u);
     }
     EXPECT_EQ(lines[10]["custom_id"], "chat");
     EXPECT_EQ(lines[10]["response"]["body"]["object"], "chat.completion");
-    EXPECT_EQ(lines[11]["response"]["body"]["data"][0]["object"], "embedding");
+    EXPECT_EQ(lines[11]["response"]["body"]["data"].size(), 5u);
     EXPECT_EQ(lines[12]["custom_id"], "bad-body");
     EXPECT_EQ(lines[12]["response"]["status_code"], 400);
     EXPECT_EQ(lines[12]["response"]["body"]["error"]["param"], "max_tokens");
@@ -159,6 +168,16 @@ TEST(RunBatchCli, StandardStreamsByDefaultAndFilesItCannotUse) {
   res = run_command("echo '" + line + "' | " + run_batch("-o " + dir.path() + " 2>&1"));
   EXPECT_EQ(res.exit_code, 1);
   EXPECT_NE(res.output.find("qinfer: error: cannot write " + dir.path()), std::string::npos) << res.output;
+  // A model that fails to load leaves an earlier output file as it was.
+  const std::string kept = dir.file("kept.jsonl");
+  std::ofstream(kept) << "earlier results\n";
+  res = run_command("echo '" + line + "' | " + qinfer_binary() + " run-batch -m " + dir.file("no-model") + " -o " +
+                    kept + " 2>&1");
+  EXPECT_EQ(res.exit_code, 1) << res.output;
+  std::ifstream earlier(kept);
+  std::string first;
+  std::getline(earlier, first);
+  EXPECT_EQ(first, "earlier results");
   res = run_command("echo '" + line + "' | " + run_batch("2>&1 >/dev/full"));
   EXPECT_EQ(res.exit_code, 1);
   EXPECT_NE(res.output.find("qinfer: error: writing standard output failed"), std::string::npos) << res.output;

@@ -691,17 +691,33 @@ TEST(Engine, BadWordsAreNeverCompletedAndBatchInvariant) {
       if (ids[k] == a && ids[k + 1] == b) return true;
     return false;
   };
+  const auto vocab = static_cast<int32_t>(bundle.model->config().vocab_size);
   for (size_t i = 0; i < reqs.size(); ++i) {
     const std::vector<int32_t>& ids = free[i].ids;
     ASSERT_GE(ids.size(), 6u);
-    // Each request bans what it produced freely: its 3rd id, and the pair at its 5th.
-    reqs[i].opts.bad_words = {{ids[2]}, {ids[4], ids[5]}};
+    // Each request bans what it produced freely. 0: its 3rd id, and the pair
+    // at its 5th; 1: its first pair only (the first id still comes, not the
+    // second after it); 2: pairs that never apply: another id before its 2nd,
+    // and its 1st after the prompt's last (only the output counts).
+    if (i % 3 == 0) reqs[i].opts.bad_words = {{ids[2]}, {ids[4], ids[5]}};
+    if (i % 3 == 1) reqs[i].opts.bad_words = {{ids[0], ids[1]}};
+    if (i % 3 == 2) reqs[i].opts.bad_words = {{(ids[0] + 1) % vocab, ids[1]}, {reqs[i].prompt.back(), ids[0]}};
   }
   std::vector<GenerationResult> solo;
   for (const Req& r : reqs) solo.push_back(run({r}, EngineOptions{16, 0, 512, 16})[0]);
   for (size_t i = 0; i < reqs.size(); ++i) {
     const std::vector<int32_t>& before = free[i].ids;
     const std::vector<int32_t>& after = solo[i].ids;
+    if (i % 3 == 1) {
+      EXPECT_EQ(after[0], before[0]) << "request " << i;
+      EXPECT_NE(after[1], before[1]) << "request " << i;
+      EXPECT_FALSE(contains_pair(after, before[0], before[1])) << "request " << i;
+      continue;
+    }
+    if (i % 3 == 2) {
+      EXPECT_EQ(after, before) << "request " << i;
+      continue;
+    }
     EXPECT_EQ(std::count(after.begin(), after.end(), before[2]), 0) << "request " << i;
     EXPECT_FALSE(contains_pair(after, before[4], before[5])) << "request " << i;
     const auto first = std::find(before.begin(), before.end(), before[2]);  // where the single ban first bites
@@ -711,15 +727,31 @@ TEST(Engine, BadWordsAreNeverCompletedAndBatchInvariant) {
         << "request " << i;
     EXPECT_NE(after[same], before[same]) << "request " << i;
   }
+  // A review finding: bans that leave no allowed id aborted a batch (a 500 on
+  // the server); the request fails alone, its own fault. Allowed {A, B}, B
+  // banned, A banned after A: the second token has nothing to draw.
+  Req stuck = reqs[0];
+  stuck.opts.allowed_ids = {free[0].ids[0], free[0].ids[1]};
+  stuck.opts.bad_words = {{free[0].ids[1]}, {free[0].ids[0], free[0].ids[0]}};
+  ASSERT_NE(free[0].ids[0], free[0].ids[1]);
+  reqs.push_back(stuck);
+  solo.push_back(run({stuck}, EngineOptions{16, 0, 512, 16})[0]);
+  EXPECT_EQ(solo.back().reason, StopReason::Error);
+  EXPECT_TRUE(solo.back().refused);
+  EXPECT_EQ(solo.back().ids, std::vector<int32_t>{free[0].ids[0]});
+  EXPECT_NE(solo.back().error.find("nothing can be drawn at output token 2"), std::string::npos) << solo.back().error;
   EngineOptions drafting{16, 0, 512, 16};
   drafting.draft_tokens = 3;
   drafting.draft_min_ngram = 1;
   for (const EngineOptions& o : {EngineOptions{16, 0, 512, 16}, EngineOptions{4, 9, 5, 8}, drafting}) {
     const std::vector<GenerationResult> together = run(reqs, o);
-    for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(together[i].ids, solo[i].ids) << "request " << i;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(together[i].ids, solo[i].ids) << "request " << i;
+      EXPECT_EQ(together[i].reason, solo[i].reason) << "request " << i;
+    }
   }
   Req bad = reqs[0];
-  bad.opts.bad_words = {{1, bundle.model->config().vocab_size}};
+  bad.opts.bad_words = {{1, static_cast<int32_t>(bundle.model->config().vocab_size)}};
   Engine engine(*bundle.model, pool, EngineOptions{16, 0, 512, 16});
   EXPECT_THROW(engine.add(bad.prompt, bad.opts), Error);
   bad.opts.bad_words = {{}};
@@ -790,7 +822,7 @@ TEST(Engine, AGrammarThatCannotGoOnFailsOnlyItsRequest) {
   const int64_t good = engine.add(std::vector<int32_t>{785, 6722}, free);
   engine.run_until_idle();
   EXPECT_EQ(engine.result(bad).reason, StopReason::Error);
-  EXPECT_TRUE(engine.result(bad).grammar_failed);
+  EXPECT_TRUE(engine.result(bad).refused);
   EXPECT_NE(engine.result(bad).error.find("too ambiguous"), std::string::npos) << engine.result(bad).error;
   EXPECT_EQ(engine.result(good).reason, StopReason::MaxTokens);
   EXPECT_EQ(engine.result(good).ids.size(), 4u);

@@ -256,6 +256,10 @@ test('stop_token_ids, min_tokens, include_stop_str_in_output, allowed_token_ids,
   assert.notEqual(banned.choices[0].text, free.choices[0].text);
   await assert.rejects(client.completions.create({ ...base, bad_words: 'x' }),
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'bad_words');
+  // Bans that leave nothing to draw at the second token ("hello", then neither "hello" nor " there"): a 400.
+  await assert.rejects(client.completions.create({ ...base, allowed_token_ids: [14990, 1052],
+    bad_words: ['hellohello', 'there'] }),
+  (e) => e instanceof OpenAI.BadRequestError && e.param === 'bad_words' && /nothing can be drawn/.test(e.message));
 });
 
 

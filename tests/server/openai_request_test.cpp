@@ -851,7 +851,7 @@ TEST_F(OpenAiRequest, BadWordsBecomeTheIdsThatSpellThem) {
   for (const bool chat : {true, false}) {
     ordered_json body = chat ? ordered_json::parse(R"({"messages": [{"role": "user", "content": "x"}]})")
                              : ordered_json::parse(R"({"prompt": "x"})");
-    body["bad_words"] = {"hello", "  Hello there", "<|im_end|>", "qinferx"};
+    body["bad_words"] = {"hello", " \u3000 Hello there", "<|im_end|>", "qinferx"};  // Unicode space dropped too
     const CompletionRequest r = chat ? parse_chat_request(body, m) : parse_completion_request(body, m);
     const std::vector<std::vector<int32_t>> expected = {
         {14990},         {23811},             // "hello", " hello"
@@ -868,7 +868,8 @@ TEST_F(OpenAiRequest, BadWordsBecomeTheIdsThatSpellThem) {
   const std::vector<std::tuple<std::string, std::string, std::string>> bad = {
       {R"("bad_words": "hello")", "bad_words", "must be a list of at most 128 strings"},
       {R"("bad_words": ["a", 1])", "bad_words", "must be a list of at most 128 strings"},
-      {R"("bad_words": [" \t"])", "bad_words", "more than whitespace"},
+      {R"("bad_words": [" \t\u3000\u00a0"])", "bad_words", "more than whitespace"},
+      {R"("bad_words": ["hello"], "allowed_token_ids": [14990, 23811])", "bad_words", "ban every id"},
       {many, "bad_words", "at most 128"},
       {R"("bad_words": [")" + words + "\"]", "bad_words", "more than 1024 tokens"}};
   expect_400s_on_both_endpoints(bad);

@@ -111,7 +111,8 @@ void TokenTrie::allowed(Matcher& matcher, std::vector<uint64_t>& allowed, uint64
       matcher.walk_step(from >= 0 ? table.state(from) : loose[d - 1], n.byte, loose[d]);
       if (matcher.work() - work_before > max_work || matcher.mark() - mark > kMaxWalkNodes) {
         matcher.forget(mark);
-        fail("the output's grammar is too ambiguous to follow: one token mask took over ", max_work, " steps");
+        fail("the output's grammar is too ambiguous to follow: one token mask took over ", max_work,
+             " units of work (stacks read and expanded)");
       }
       const bool first = to == StateTable::kUnknown;
       to = table.intern(loose[d]);
