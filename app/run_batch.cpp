@@ -9,11 +9,13 @@
 // at once as the engine runs in parallel plus a few queued, so the engine
 // batches them as it batches a server's clients.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <httplib.h>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -168,15 +170,24 @@ std::vector<BatchLine> read_input(const std::string& path) {
 }
 
 // Where the results go: standard output, or a file checked before the model
-// loads (a path that cannot be written fails at once) and emptied after it
-// (a load that fails leaves an earlier file as it was).
+// loads (a path that cannot be written fails at once) and opened, emptied,
+// after it (a load that fails leaves an earlier file as it was, and makes
+// none). What is not a plain file (a FIFO, a device) is opened then only:
+// opening a FIFO to check it would hand its reader an end of file.
 class ResultSink {
  public:
   explicit ResultSink(std::string path) : path_(std::move(path)) {
     if (path_ == "-") return;
-    FILE* probe = std::fopen(path_.c_str(), "a");
-    if (!probe) fail("cannot write ", path_);
-    std::fclose(probe);
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) == 0) {
+      if (S_ISDIR(st.st_mode) || (S_ISREG(st.st_mode) && ::access(path_.c_str(), W_OK) != 0))
+        fail("cannot write ", path_);
+      return;
+    }
+    const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
+    const std::string dir = parent.empty() ? "." : parent.string();
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || ::access(dir.c_str(), W_OK | X_OK) != 0)
+      fail("cannot write ", path_);
   }
   ~ResultSink() {
     if (file_ && file_ != stdout) std::fclose(file_);
@@ -200,9 +211,9 @@ class ResultSink {
   FILE* file_ = nullptr;
 };
 
-// Answers held at most this far ahead of the line being written: a slow
-// request at the head of a long file does not keep every later answer in
-// memory (an embedding's is tens of kB).
+// Answers held at most this far ahead of the line being written (or twice
+// the senders, if more): a slow request at the head of a long file does not
+// keep every later answer in memory (an embedding's is tens of kB).
 constexpr size_t kAheadOfOutput = 256;
 
 void run_run_batch(const RunBatchArgs& a) {
@@ -223,7 +234,6 @@ void run_run_batch(const RunBatchArgs& a) {
   ServedEngine loaded =
       load_served_engine(a.model, a.served_name, load_options, a.engine, a.draft, a.ctx, int64_t{1} << 20);
   print_served_notes("run-batch", loaded, a.ctx);
-  sink.open();
 
   std::random_device key_source;
   server::ServerOptions http_options;
@@ -239,11 +249,13 @@ void run_run_batch(const RunBatchArgs& a) {
   server::HttpServer http(http_options);
   http.bind();
   http.set_ready(*loaded.served, *loaded.loop, a.engine.block_size);
+  sink.open();  // last before the threads: nothing that can fail is left
   std::thread serving([&] { http.serve(); });
 
   std::mutex mutex;
   std::condition_variable changed;
   size_t next = 0, written = 0;
+  const size_t ahead = std::max<size_t>(kAheadOfOutput, 2 * static_cast<size_t>(senders));
   bool stopping = false;
   auto send = [&] {
     httplib::Client client("127.0.0.1", http.port());
@@ -254,7 +266,7 @@ void run_run_batch(const RunBatchArgs& a) {
       size_t i;
       {
         std::unique_lock lock(mutex);
-        changed.wait(lock, [&] { return stopping || next >= lines.size() || next < written + kAheadOfOutput; });
+        changed.wait(lock, [&] { return stopping || next >= lines.size() || next < written + ahead; });
         if (stopping || next >= lines.size()) return;
         i = next++;
       }
@@ -262,11 +274,16 @@ void run_run_batch(const RunBatchArgs& a) {
       std::optional<int> status;
       std::string answer;
       if (b.refusal.empty()) {
-        if (httplib::Result r = client.Post(b.url, headers, b.body, "application/json")) {
-          status = r->status;
-          answer = std::move(r->body);
-        } else {
-          answer = "the request failed: " + httplib::to_string(r.error());
+        try {
+          if (httplib::Result r = client.Post(b.url, headers, b.body, "application/json")) {
+            status = r->status;
+            answer = std::move(r->body);
+          } else {
+            answer = "the request failed: " + httplib::to_string(r.error());
+          }
+        } catch (const std::exception& e) {  // out of memory: this line's failure, not the run's end
+          status.reset();
+          answer = std::string("the request failed: ") + e.what();
         }
       }
       std::lock_guard lock(mutex);

@@ -21,14 +21,9 @@ bool ends_output(const GenerationOptions& o, int32_t token) {
   return is_eos(o, token) || std::find(o.stop_ids.begin(), o.stop_ids.end(), token) != o.stop_ids.end();
 }
 
-// allowed_token_ids and min_tokens before the sampler, as vLLM's logits
-// processors apply them (`generated`: the ids out so far). Per request, so
-// as batch-invariant as the rest.
-// Whether mask_by_request may leave a request nothing to draw.
-bool narrows_draws(const GenerationOptions& o) {
-  return !o.allowed_ids.empty() || !o.bad_words.empty() || o.min_tokens > 0;
-}
-
+// allowed_token_ids, bad_words and min_tokens before the sampler, as vLLM's
+// logits processors apply them (`output`: the ids out so far). Per request,
+// so as batch-invariant as the rest.
 void mask_by_request(const GenerationOptions& o, std::span<const int32_t> output, std::vector<float>& logits) {
   constexpr float kNever = -std::numeric_limits<float>::infinity();
   if (!o.allowed_ids.empty()) {
@@ -285,6 +280,18 @@ Engine::Draw Engine::draw(const Step& step, size_t i, DrawScratch& scratch) {
         std::fill(scratch.logits.begin(), scratch.logits.end(), -std::numeric_limits<float>::infinity());
         scratch.logits[static_cast<size_t>(forced)] = std::isfinite(kept) ? kept : 0.0f;  // forced, whatever it was
       }
+      // Masks of the request's own that leave nothing fail it alone, its fault (a
+      // grammar's do in the sampler, below).
+      if (!r.options.allowed_ids.empty() || !r.options.bad_words.empty()) {
+        const auto open = [](float x) { return x > -std::numeric_limits<float>::infinity(); };
+        if (std::none_of(scratch.logits.begin(), scratch.logits.end(), open)) {
+          d.ended = true;
+          d.refused = true;
+          d.error = "nothing can be drawn at output token " + std::to_string(r.result.ids.size() + drawn + 1) +
+                    ": the request's allowed_token_ids, bad_words and min_tokens leave no token";
+          return d;
+        }
+      }
       int32_t token;
       try {  // a grammar that cannot go on fails its request, not the batch
         token = r.sampler->sample(scratch.logits, history, static_cast<size_t>(seq.prompt_len), r.constraint.get());
@@ -292,11 +299,8 @@ Engine::Draw Engine::draw(const Step& step, size_t i, DrawScratch& scratch) {
         if (r.thinking) r.thinking->accept(token);
       } catch (const Error& e) {
         d.ended = true;
-        d.refused = r.constraint != nullptr || narrows_draws(r.options);
-        d.error = r.constraint || !d.refused
-                      ? std::string(e.what())
-                      : "nothing can be drawn at output token " + std::to_string(r.result.ids.size() + drawn + 1) +
-                            ": the request's allowed_token_ids, bad_words and min_tokens leave no token";
+        d.error = e.what();
+        d.refused = r.constraint != nullptr;
         return d;
       }
       d.tokens.push_back(token);

@@ -125,7 +125,10 @@ ApiError CompletionRun::failure_of(const engine::RequestStream& s) const {
       const GenerationOptions& o = request_.options;
       if (o.grammar && why.find("grammar") != std::string::npos) return ApiError(400, why, o.grammar->source);
       if (why.find("nothing can be drawn") != std::string::npos)
-        return ApiError(400, why, !o.bad_words.empty() ? "bad_words" : "allowed_token_ids");
+        return ApiError(400, why,
+                        !o.bad_words.empty()     ? "bad_words"
+                        : !o.allowed_ids.empty() ? "allowed_token_ids"
+                                                 : "min_tokens");
       return ApiError(400, why, request_.chat ? "messages" : "prompt");
     }
     case engine::RequestStream::Failure::ShutDown:

@@ -3,9 +3,13 @@
 // answer, the same at any --parallel and equal to `generate` alone; lines
 // that name no request answered in place.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "json_lines.h"
 #include "test_util.h"
@@ -178,6 +182,27 @@ TEST(RunBatchCli, StandardStreamsByDefaultAndFilesItCannotUse) {
   std::string first;
   std::getline(earlier, first);
   EXPECT_EQ(first, "earlier results");
+  // ... and makes none where there was none.
+  res = run_command("echo '" + line + "' | " + qinfer_binary() + " run-batch -m " + dir.file("no-model") + " -o " +
+                    dir.file("new.jsonl") + " 2>&1");
+  EXPECT_EQ(res.exit_code, 1) << res.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("new.jsonl")));
+  // A FIFO is opened once, when the results start (checking it first gave
+  // its reader an end of file, and the run then waited for another forever).
+  const std::string fifo = dir.file("results.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  res = run_command("(cat " + fifo + " > " + dir.file("from-fifo.jsonl") + " &); echo '" + line + "' | timeout 60 " +
+                    run_batch("-o " + fifo + " 2>&1"));
+  EXPECT_EQ(res.exit_code, 0) << res.output;
+  for (int i = 0; i < 100 && std::filesystem::file_size(dir.file("from-fifo.jsonl")) == 0; ++i) ::usleep(20000);
+  std::ifstream from_fifo(dir.file("from-fifo.jsonl"));
+  std::stringstream fifo_text;
+  fifo_text << from_fifo.rdbuf();
+  ASSERT_EQ(json_lines_of(fifo_text.str()).size(), 1u) << fifo_text.str();
+  // No lines: no results, and no error.
+  res = run_command(run_batch("< /dev/null 2>/dev/null"));
+  EXPECT_EQ(res.exit_code, 0);
+  EXPECT_EQ(res.output, "");
   res = run_command("echo '" + line + "' | " + run_batch("2>&1 >/dev/full"));
   EXPECT_EQ(res.exit_code, 1);
   EXPECT_NE(res.output.find("qinfer: error: writing standard output failed"), std::string::npos) << res.output;
