@@ -57,6 +57,18 @@ std::vector<std::vector<int32_t>> solo_ids(const Qwen3Model& model, const std::v
   return solo;
 }
 
+// The requests' results from one engine, all added before it runs.
+std::vector<GenerationResult> run_together(const Qwen3Model& model, ThreadPool& pool, const std::vector<Req>& reqs,
+                                           const EngineOptions& o) {
+  Engine engine(model, pool, o);
+  std::vector<int64_t> handles;
+  for (const Req& r : reqs) handles.push_back(engine.add(r.prompt, r.opts));
+  engine.run_until_idle();
+  std::vector<GenerationResult> out;
+  for (int64_t h : handles) out.push_back(engine.result(h));
+  return out;
+}
+
 class EngineTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(EngineTest, EveryRequestGetsTheIdsOfItsSoloRun) {
@@ -602,13 +614,7 @@ TEST(Engine, StopIdsMinTokensAndAllowedIdsAreFollowedAndBatchInvariant) {
   ModelBundle bundle = load_model_bundle(test::data_path("models/tiny"));
   ThreadPool pool(2);
   auto run = [&](const std::vector<Req>& reqs, const EngineOptions& o) {
-    Engine engine(*bundle.model, pool, o);
-    std::vector<int64_t> handles;
-    for (const Req& r : reqs) handles.push_back(engine.add(r.prompt, r.opts));
-    engine.run_until_idle();
-    std::vector<GenerationResult> out;
-    for (int64_t h : handles) out.push_back(engine.result(h));
-    return out;
+    return run_together(*bundle.model, pool, reqs, o);
   };
   std::vector<Req> free = requests();
   for (Req& r : free) {
@@ -675,13 +681,7 @@ TEST(Engine, BadWordsAreNeverCompletedAndBatchInvariant) {
   ModelBundle bundle = load_model_bundle(test::data_path("models/tiny"));
   ThreadPool pool(2);
   auto run = [&](const std::vector<Req>& reqs, const EngineOptions& o) {
-    Engine engine(*bundle.model, pool, o);
-    std::vector<int64_t> handles;
-    for (const Req& r : reqs) handles.push_back(engine.add(r.prompt, r.opts));
-    engine.run_until_idle();
-    std::vector<GenerationResult> out;
-    for (int64_t h : handles) out.push_back(engine.result(h));
-    return out;
+    return run_together(*bundle.model, pool, reqs, o);
   };
   std::vector<Req> reqs = requests();
   for (Req& r : reqs) r.opts.max_new_tokens = 12;
