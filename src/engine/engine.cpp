@@ -281,8 +281,9 @@ Engine::Draw Engine::draw(const Step& step, size_t i, DrawScratch& scratch) {
         scratch.logits[static_cast<size_t>(forced)] = std::isfinite(kept) ? kept : 0.0f;  // forced, whatever it was
       }
       // Masks of the request's own that leave nothing fail it alone, its fault (a
-      // grammar's do in the sampler, below).
-      if (!r.options.allowed_ids.empty() || !r.options.bad_words.empty()) {
+      // grammar's do in the sampler, below). Bans alone leave some id unless
+      // there are as many as ids: no pass over the vocabulary for them.
+      if (!r.options.allowed_ids.empty() || r.options.bad_words.size() >= scratch.logits.size()) {
         const auto open = [](float x) { return x > -std::numeric_limits<float>::infinity(); };
         if (std::none_of(scratch.logits.begin(), scratch.logits.end(), open)) {
           d.ended = true;
