@@ -482,6 +482,48 @@ for t in ["{% if x %}", "{% endif %}", "{% for x in %}{% endfor %}", "{{ 1 + }}"
 for t in ["a{#", "a{#-", "a  {#", "a{% raw %}", "a{#\n"]:
     case("whitespace", t)
 
+# Real templates beyond Qwen3's (tests/data/chat_template/cases.json has those
+# through apply_chat_template): Qwen3-Coder's, which writes tool calls as XML.
+HERE = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(HERE, "..", "tests", "data", "chat_template", "qwen3_coder.jinja"), encoding="utf-8") as f:
+    CODER = f.read()
+CODER_TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "  Current weather.\n",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "description": "City name", "enum": ["Paris", "Rome"]},
+            "days": {"type": "integer", "minimum": 1, "x-unit": "day", "$comment": "c", "max days": 7},
+            "opts": {"type": "object", "properties": {"units": {"type": "string"}}, "required": ["units"]},
+            "tags": {"type": "array", "items": {"type": "string"}, "default": None}},
+            "required": ["city", "days"]}}},
+    {"type": "function", "function": {
+        "name": "run", "description": "Run a shell command",
+        "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}},
+        "return": {"type": "string"}}},
+]
+CODER_CONVERSATIONS = [
+    {"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": True},
+    {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+     "tools": CODER_TOOLS, "add_generation_prompt": True},
+    {"messages": [{"role": "user", "content": "Weather in Paris for 3 days, then ls?"},
+                  {"role": "assistant", "content": "  Checking.\n", "tool_calls": [
+                      {"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": {
+                          "city": "Paris", "days": 3, "opts": {"units": "C"}, "tags": ["x", 1], "ok": True}}},
+                      {"id": "b", "type": "function", "function": {"name": "run", "arguments": {"cmd": "ls\n-la"}}}]},
+                  {"role": "tool", "tool_call_id": "a", "content": "Sunny"},
+                  {"role": "tool", "tool_call_id": "b", "content": "a.txt"},
+                  {"role": "assistant", "content": "Sunny; a.txt."},
+                  {"role": "user", "content": "Thanks"}],
+     "tools": CODER_TOOLS, "add_generation_prompt": True},
+    {"messages": [{"role": "user", "content": "ls"},
+                  {"role": "assistant", "content": None, "tool_calls": [
+                      {"id": "b", "type": "function", "function": {"name": "run", "arguments": {"cmd": "ls"}}}]},
+                  {"role": "tool", "tool_call_id": "b", "content": "a.txt"}],
+     "tools": CODER_TOOLS, "add_generation_prompt": False},
+]
+for conversation in CODER_CONVERSATIONS:
+    case("qwen3-coder template", CODER, conversation)
+
 
 
 def render(template, context):

@@ -4,6 +4,8 @@
 #include <array>
 #include <nlohmann/json.hpp>
 
+#include "server/xml_tool_call.h"
+
 namespace qinfer::server {
 
 namespace {
@@ -20,11 +22,19 @@ size_t partial_tag(std::string_view text, std::string_view tag) {
   return 0;
 }
 
+bool ends_a_function(std::string_view text) {
+  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+  constexpr std::string_view kEnd = "</function>";
+  return text.size() >= kEnd.size() && text.substr(text.size() - kEnd.size()) == kEnd;
+}
+
 }  // namespace
 
-ChatOutputParser::ChatOutputParser(bool starts_in_reasoning, ToolCalls tool_calls)
+ChatOutputParser::ChatOutputParser(bool starts_in_reasoning, ToolCalls tool_calls,
+                                   std::shared_ptr<const nlohmann::ordered_json> xml_tools)
     : mode_(starts_in_reasoning ? Mode::Reasoning : Mode::Content),
       allowed_(tool_calls),
+      xml_tools_(std::move(xml_tools)),
       strip_leading_(starts_in_reasoning) {}
 
 ChatDelta ChatOutputParser::push(std::string_view text) {
@@ -98,10 +108,12 @@ void ChatOutputParser::emit(std::string_view text, ChatDelta& out) {
   }
 }
 
-// A tool call whose body is {"name": string, "arguments": ...} becomes a
-// ToolCall; anything else stays text the user sees, tags included.
+// A tool call whose body is {"name": string, "arguments": ...} (or, from a
+// model that writes XML calls, one or more <function=...> blocks) becomes
+// ToolCalls; anything else stays text the user sees, tags included.
 void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
   mode_ = Mode::Content;
+  std::vector<ToolCall> calls;
   const auto j = nlohmann::ordered_json::parse(tool_text_, nullptr, false);
   if (!j.is_discarded() && j.is_object() && j.contains("name") && j["name"].is_string()) {
     ToolCall call{j["name"].get<std::string>(), "{}"};
@@ -109,8 +121,15 @@ void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
       const auto& args = j["arguments"];
       call.arguments = args.is_string() ? args.get<std::string>() : args.dump();
     }
-    if (allowed_ == ToolCalls::Any || tool_calls_ == 0) out.tool_calls.push_back(std::move(call));
-    ++tool_calls_;
+    calls.push_back(std::move(call));
+  } else if (xml_tools_ && (terminated || ends_a_function(tool_text_))) {
+    calls = parse_xml_tool_calls(tool_text_, *xml_tools_);  // a reply cut short in a value is no call
+  }
+  if (!calls.empty()) {
+    for (ToolCall& call : calls) {
+      if (allowed_ == ToolCalls::Any || tool_calls_ == 0) out.tool_calls.push_back(std::move(call));
+      ++tool_calls_;
+    }
     strip_leading_ = true;  // the whitespace between calls is not content
   } else {
     strip_leading_ = false;

@@ -1,10 +1,13 @@
 // A Qwen3 reply split the way OpenAI-style clients read it: the reasoning
 // (<think>...</think>) apart from the answer, and each
-// <tool_call>{"name": ..., "arguments": ...}</tool_call> as a structured tool
-// call. Text arrives in pieces (streaming); a piece that might begin a tag is
+// <tool_call>{"name": ..., "arguments": ...}</tool_call> (or Qwen3-Coder's
+// <tool_call><function=...>...</function></tool_call>, xml_tool_call.h) as
+// a structured tool call. Text arrives in pieces (streaming); a piece that might begin a tag is
 // held back until it is known, so raw tags never reach the content. The
 // non-streaming answer is the concatenation of the same deltas.
 #pragma once
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,8 +34,12 @@ struct ChatDelta {
 class ChatOutputParser {
  public:
   // starts_in_reasoning: the prompt left a <think> block open (the model's
-  // first words are reasoning).
-  explicit ChatOutputParser(bool starts_in_reasoning = false, ToolCalls tool_calls = ToolCalls::Any);
+  // first words are reasoning). xml_tools: the model writes Qwen3-Coder's
+  // XML calls (JSON ones are still read: a required tool_choice's grammar
+  // writes those); these are the request's tools, whose parameter types
+  // give the values' JSON types.
+  explicit ChatOutputParser(bool starts_in_reasoning = false, ToolCalls tool_calls = ToolCalls::Any,
+                            std::shared_ptr<const nlohmann::ordered_json> xml_tools = nullptr);
 
   ChatDelta push(std::string_view text);
   ChatDelta finish();  // after the last piece: what was held back
@@ -46,6 +53,7 @@ class ChatOutputParser {
 
   Mode mode_;
   ToolCalls allowed_;
+  std::shared_ptr<const nlohmann::ordered_json> xml_tools_;
   std::string held_;           // text not yet classified (a possible tag prefix)
   std::string tool_text_;      // the body of the open <tool_call>
   bool strip_leading_;         // drop whitespace at the start of a section after a tag

@@ -102,7 +102,7 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
             return true;
           },
           StopOptions{request.options.min_tokens, request.include_stop_string});
-      if (request.chat) c->parser.emplace(request.starts_in_reasoning, request.tool_calls);
+      if (request.chat) c->parser.emplace(request.starts_in_reasoning, request.tool_calls, request.xml_tools);
       GenerationOptions options = request.options;
       options.sampling.seed += static_cast<uint64_t>(i);
       c->stream = loop.submit(request.prompts[p], options, /*continues_admitted=*/!choices_.empty());

@@ -10,6 +10,7 @@
 
 #include "server/api_error.h"
 #include "server/reply_grammar.h"
+#include "server/xml_tool_call.h"
 #include "text/grammar/code_points.h"
 
 namespace qinfer::server {
@@ -614,6 +615,8 @@ ChatPrompt render_chat_prompt(const ordered_json& body, const ModelBundle& bundl
     if (open != std::string::npos && text.find("</think>", open) == std::string::npos) reasoning = ReasoningBlock::Open;
   }
   r.starts_in_reasoning = reasoning == ReasoningBlock::Open;
+  if (!in.tools.is_null() && teaches_xml_tool_calls(*chat_template))
+    r.xml_tools = std::make_shared<const ordered_json>(in.tools);
   r.grammar = parse_reply_grammar(body, bundle, reasoning);
   // vLLM's thinking_token_budget (-1: none), counted in Qwen3's <think> block.
   r.thinking.tokens = integer(body, "thinking_token_budget", -1, -1, std::numeric_limits<int32_t>::max());
@@ -681,6 +684,7 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
   }
   r.starts_in_reasoning = prompt.starts_in_reasoning;
   r.tool_calls = prompt.tool_calls;
+  r.xml_tools = std::move(prompt.xml_tools);
   r.options.grammar = std::move(prompt.grammar);
   r.options.thinking = prompt.thinking;
   r.prompts.push_back(std::move(prompt.ids));

@@ -45,8 +45,9 @@ struct CompletionRequest {
   // with the N most likely tokens there (-1: none asked for).
   int32_t prompt_logprobs = -1;
   bool stream = false, include_usage = false;
-  bool starts_in_reasoning = false;        // chat: the rendered prompt leaves a <think> block open
-  ToolCalls tool_calls = ToolCalls::None;  // chat: which tool calls the reply may make
+  bool starts_in_reasoning = false;                         // chat: the rendered prompt leaves a <think> block open
+  ToolCalls tool_calls = ToolCalls::None;                   // chat: which tool calls the reply may make
+  std::shared_ptr<const nlohmann::ordered_json> xml_tools;  // chat: ChatPrompt's
 };
 
 // The generation fields every request form reads (both endpoints, and the
@@ -91,6 +92,9 @@ struct ChatPrompt {
   std::vector<int32_t> ids;
   bool starts_in_reasoning = false;        // the prompt leaves a <think> block open
   ToolCalls tool_calls = ToolCalls::None;  // which tool calls the reply may make
+  // The tools offered, when the model writes its calls as Qwen3-Coder's XML
+  // (its template teaches that form); null otherwise.
+  std::shared_ptr<const nlohmann::ordered_json> xml_tools;
   std::shared_ptr<const OutputGrammar> grammar;
   ThinkingBudget thinking;  // vLLM's thinking_token_budget
   bool over_limit = false;  // the prompt has more than max_tokens tokens (ids are left empty)

@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import fs from 'node:fs';
 import os from 'node:os';
+import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { qinfer, startServe } from './serve_process.mjs';
 
@@ -32,24 +33,39 @@ const tools = [{
 const weatherQuestion = [{ role: 'user', content: 'What is the weather in Paris?' }];
 const sumQuestion = [{ role: 'user', content: 'What is 2+2?' }];
 const TAGS = /<\/?think>|<\/?tool_call>/;
+// Qwen3-Coder's XML call, in a form whose tokens each have one successor (a
+// function and parameter left open, as vLLM's qwen3_coder parser takes them
+// too), served with that model's chat template, which teaches the XML form.
+const CODER_CONTENT = 'I will look.';
+const CODER_SCRIPT = `${CODER_CONTENT}<tool_call><function=get_weather><parameter=days>3</tool_call>`;
+const CODER_TEMPLATE = fileURLToPath(new URL('../data/chat_template/qwen3_coder.jinja', import.meta.url));
+const coderTools = [{
+  type: 'function',
+  function: {
+    name: 'get_weather', description: 'Forecast',
+    parameters: { type: 'object', properties: { days: { type: 'integer' } }, required: ['days'] },
+  },
+}];
 
 const servers = [];
 const dirs = [];
 
-async function serveScript(script) {
+async function serveScript(script, chatTemplate = null) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qinfer-scripted-'));
   dirs.push(dir);
   execFileSync(qinfer, ['make-test-model', '--preset', 'tiny', '--out', path.join(dir, 'm'), '--script', script]);
+  if (chatTemplate) fs.copyFileSync(chatTemplate, path.join(dir, 'm', 'chat_template.jinja'));
   const { proc, url } = await startServe(['-m', path.join(dir, 'm'), '--served-model-name', 'scripted', '--port', '0',
     '-t', '1', '--ctx', '1024', '--parallel', '2']);
   servers.push(proc);
   return { url, client: new OpenAI({ baseURL: url + '/v1', apiKey: 'none', maxRetries: 0 }) };
 }
 
-let toolServer, answerServer;
+let toolServer, answerServer, coderServer;
 
 before(async () => {
-  [toolServer, answerServer] = await Promise.all([serveScript(TOOL_SCRIPT), serveScript(ANSWER_SCRIPT)]);
+  [toolServer, answerServer, coderServer] = await Promise.all([serveScript(TOOL_SCRIPT), serveScript(ANSWER_SCRIPT),
+    serveScript(CODER_SCRIPT, CODER_TEMPLATE)]);
 });
 
 after(() => {
@@ -301,4 +317,28 @@ test('responses: a streamed function call; what a stateless server cannot do is 
     [{ tools: [{ type: 'web_search' }] }, 'tools[0]'], [{ input: [{ type: 'item_reference', id: 'x' }] }, 'input[0].type']])
     await assert.rejects(toolServer.client.responses.create({ model: 'scripted', input: 'Hi', ...body }),
       (e) => e instanceof OpenAI.BadRequestError && e.param === param);
+});
+
+test('a Qwen3-Coder template: its XML call becomes tool_calls, the value typed by the schema; streamed alike', async () => {
+  const body = { model: 'scripted', messages: weatherQuestion, tools: coderTools, temperature: 0 };
+  const r = await coderServer.client.chat.completions.create(body);
+  const [choice] = r.choices;
+  assert.equal(choice.finish_reason, 'tool_calls');
+  assert.equal(choice.message.content, CODER_CONTENT);
+  assert.equal(choice.message.tool_calls.length, 1);
+  assert.equal(choice.message.tool_calls[0].function.name, 'get_weather');
+  assert.deepEqual(JSON.parse(choice.message.tool_calls[0].function.arguments), { days: 3 });
+  const s = await collectStream(coderServer.client, body);
+  assert.equal(s.finish, 'tool_calls');
+  assert.equal(s.content, CODER_CONTENT);
+  for (const piece of s.contentPieces) assert.doesNotMatch(piece, /<\/?tool_call>|<function=/);
+  assert.deepEqual(s.calls.map((c) => [c.function.name, JSON.parse(c.function.arguments)]), [['get_weather', { days: 3 }]]);
+  // The prompt is the Coder template's (its XML tool list), and without tools the call is text.
+  const post = async (route, what) => (await fetch(coderServer.url + route, { method: 'POST',
+    body: JSON.stringify(what) })).json();
+  const { tokens } = await post('/tokenize', { messages: weatherQuestion, tools: coderTools });
+  assert.match((await post('/detokenize', { tokens })).prompt, /<function>\n<name>get_weather<\/name>/);
+  const plain = await coderServer.client.chat.completions.create({ ...body, tools: undefined });
+  assert.equal(plain.choices[0].finish_reason, 'stop');
+  assert.equal(plain.choices[0].message.content, CODER_SCRIPT);
 });

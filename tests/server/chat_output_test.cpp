@@ -8,8 +8,11 @@ using namespace qinfer::server;
 
 namespace {
 
-ChatDelta whole(const std::string& text, bool starts_in_reasoning = false, ToolCalls tool_calls = ToolCalls::Any) {
-  ChatOutputParser p(starts_in_reasoning, tool_calls);
+using XmlTools = std::shared_ptr<const nlohmann::ordered_json>;
+
+ChatDelta whole(const std::string& text, bool starts_in_reasoning = false, ToolCalls tool_calls = ToolCalls::Any,
+                XmlTools xml_tools = nullptr) {
+  ChatOutputParser p(starts_in_reasoning, tool_calls, std::move(xml_tools));
   ChatDelta d = p.push(text);
   ChatDelta f = p.finish();
   d.reasoning += f.reasoning;
@@ -19,8 +22,9 @@ ChatDelta whole(const std::string& text, bool starts_in_reasoning = false, ToolC
 }
 
 // Fed one byte at a time: what a client sees when every token is one character.
-ChatDelta bytewise(const std::string& text, bool starts_in_reasoning = false, ToolCalls tool_calls = ToolCalls::Any) {
-  ChatOutputParser p(starts_in_reasoning, tool_calls);
+ChatDelta bytewise(const std::string& text, bool starts_in_reasoning = false, ToolCalls tool_calls = ToolCalls::Any,
+                   XmlTools xml_tools = nullptr) {
+  ChatOutputParser p(starts_in_reasoning, tool_calls, std::move(xml_tools));
   ChatDelta d;
   auto add = [&](ChatDelta x) {
     d.reasoning += x.reasoning;
@@ -125,4 +129,55 @@ TEST(ChatOutput, WhitespaceBeforeThinkIsTheSameWholeOrInPieces) {
   EXPECT_EQ(b.reasoning, a.reasoning);
   EXPECT_EQ(b.content, a.content);
   EXPECT_EQ(a.content, "\r\r\n answer");
+}
+
+// Qwen3-Coder's calls (xml_tool_call.h): parsed where the template teaches
+// them, with the values typed by the tools' schemas; the same in pieces.
+TEST(ChatOutput, XmlToolCallsOfACoderModel) {
+  const auto tools = std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}},
+    {"type": "function", "function": {"name": "run", "parameters": {"properties": {"cmd": {"type": "string"}}}}}])"));
+  const std::string text =
+      "I will check.\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+      "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=run>\n"
+      "<parameter=cmd>\nls -la\n  | wc\n</parameter>\n</function>\n</tool_call>";
+  for (const ChatDelta& d : {whole(text, false, ToolCalls::Any, tools), bytewise(text, false, ToolCalls::Any, tools)}) {
+    EXPECT_EQ(d.content, "I will check.\n\n");
+    ASSERT_EQ(d.tool_calls.size(), 2u);
+    EXPECT_EQ(d.tool_calls[0].name, "get_weather");
+    EXPECT_EQ(d.tool_calls[0].arguments, R"({"city":"Paris","days":3})");
+    EXPECT_EQ(d.tool_calls[1].name, "run");
+    EXPECT_EQ(d.tool_calls[1].arguments, R"({"cmd":"ls -la\n  | wc"})");
+  }
+  // parallel_tool_calls false: the first call only.
+  EXPECT_EQ(whole(text, false, ToolCalls::One, tools).tool_calls.size(), 1u);
+  // A model that does not write XML calls: the same text stays text, tags included.
+  const ChatDelta plain = whole(text);
+  EXPECT_TRUE(plain.tool_calls.empty());
+  EXPECT_NE(plain.content.find("<function=get_weather>"), std::string::npos);
+  // A JSON call (what a required tool_choice's grammar writes) is still read.
+  const ChatDelta json =
+      whole(R"(<tool_call>{"name": "run", "arguments": {"cmd": "ls"}}</tool_call>)", false, ToolCalls::Any, tools);
+  ASSERT_EQ(json.tool_calls.size(), 1u);
+  EXPECT_EQ(json.tool_calls[0].arguments, R"({"cmd":"ls"})");
+}
+
+TEST(ChatOutput, XmlToolCallCutShortOrMalformedStaysText) {
+  const auto tools = std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::array());
+  // max_tokens ended it inside a value: no call with half an argument.
+  const std::string cut = "<tool_call>\n<function=run>\n<parameter=cmd>\nrm -rf /tm";
+  const ChatDelta d = whole(cut, false, ToolCalls::Any, tools);
+  EXPECT_TRUE(d.tool_calls.empty());
+  EXPECT_EQ(d.content, cut);
+  // The end of the reply after </function>, without </tool_call>: a call.
+  const ChatDelta ended = whole("<tool_call>\n<function=run>\n<parameter=cmd>\nls\n</parameter>\n</function>\n", false,
+                                ToolCalls::Any, tools);
+  ASSERT_EQ(ended.tool_calls.size(), 1u);
+  EXPECT_EQ(ended.tool_calls[0].arguments, R"({"cmd":"ls"})");
+  // Words after the function inside the tags: not a call, nothing lost.
+  const std::string extra = "<tool_call>\n<function=run>\n</function>\nand more</tool_call>";
+  const ChatDelta e = whole(extra, false, ToolCalls::Any, tools);
+  EXPECT_TRUE(e.tool_calls.empty());
+  EXPECT_EQ(e.content, extra);
 }

@@ -121,4 +121,8 @@ std::string ChatTemplate::render(const ChatTemplateInput& in) const {
   return t.render(variables);
 }
 
+const std::string& ChatTemplate::text(bool with_tools) const {
+  return (with_tools && tool_use_ ? *tool_use_ : *default_).text();
+}
+
 }  // namespace qinfer

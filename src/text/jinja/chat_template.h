@@ -41,6 +41,9 @@ class ChatTemplate {
 
   // Throws Error on bad input or template errors (naming line:column).
   std::string render(const ChatTemplateInput& in) const;
+  // The source of the template that renders a conversation with (or
+  // without) tools: what the model was taught to write, e.g. its tool calls.
+  const std::string& text(bool with_tools) const;
 
  private:
   static ChatTemplate load(const std::string& config_path, const std::string* jinja_path);

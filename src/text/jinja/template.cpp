@@ -15,6 +15,8 @@ Template::~Template() = default;
 Template::Template(Template&&) noexcept = default;
 Template& Template::operator=(Template&&) noexcept = default;
 
+const std::string& Template::text() const { return source_->text(); }
+
 std::string Template::render(const std::vector<std::pair<std::string, Value>>& variables,
                              const RenderLimits& limits) const {
   RenderBudget budget(limits);

@@ -29,6 +29,7 @@ class Template {
   // `limits` (budget.h).
   std::string render(const std::vector<std::pair<std::string, Value>>& variables,
                      const RenderLimits& limits = {}) const;
+  const std::string& text() const;  // the source it was compiled from
 
  private:
   std::unique_ptr<Source> source_;

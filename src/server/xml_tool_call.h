@@ -1,0 +1,37 @@
+// Qwen3-Coder's tool calls. Where Qwen3 writes a JSON object inside
+// <tool_call>, Qwen3-Coder's chat template teaches XML:
+//   <function=NAME>
+//   <parameter=KEY>
+//   VALUE (any text, lines included)
+//   </parameter>
+//   </function>
+// Values are text, so each becomes the JSON its parameter's schema "type"
+// names, as vLLM's qwen3_coder tool parser converts them: "null" (any case)
+// is null; a parameter the tool does not declare, or a string type, stays a
+// string; integer types an integer, number types a number (an integer when
+// whole), boolean types true when the text is "true" (any case) and false
+// otherwise; any other type parsed as JSON. Text that does not convert stays
+// a string.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <vector>
+
+#include "server/chat_output.h"
+#include "text/jinja/chat_template.h"
+
+namespace qinfer::server {
+
+// Whether the template (as rendered with tools) teaches the XML form.
+bool teaches_xml_tool_calls(const ChatTemplate& chat_template);
+
+// The calls in a <tool_call> body (the text between the tags): one per
+// <function=NAME>...</function> (the last may be left open), as vLLM reads
+// them; none when the body holds anything else but whitespace around them,
+// so that such text stays visible. `tools` is the request's list of
+// {"type": "function", "function": {name, parameters}}. A value ends at
+// </parameter>, or where the model left it open at the next <parameter= or
+// the function's end; one newline is taken off each end.
+std::vector<ToolCall> parse_xml_tool_calls(std::string_view body, const nlohmann::ordered_json& tools);
+
+}  // namespace qinfer::server

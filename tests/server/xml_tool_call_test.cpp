@@ -1,0 +1,85 @@
+// Qwen3-Coder's XML tool calls: the calls a <tool_call> body holds, and each
+// value converted to the JSON type its parameter's schema names (vLLM's
+// qwen3_coder rules).
+#include "server/xml_tool_call.h"
+
+#include <gtest/gtest.h>
+
+using namespace qinfer::server;
+using nlohmann::ordered_json;
+
+namespace {
+
+ordered_json tools_with(const char* properties) {
+  return ordered_json::array(
+      {{{"type", "function"},
+        {"function",
+         {{"name", "f"}, {"parameters", {{"type", "object"}, {"properties", ordered_json::parse(properties)}}}}}}});
+}
+
+// The arguments of the one call to f whose only parameter `p` holds `value`.
+ordered_json argument(const ordered_json& tools, const std::string& value) {
+  const auto calls =
+      parse_xml_tool_calls("<function=f>\n<parameter=p>\n" + value + "\n</parameter>\n</function>", tools);
+  EXPECT_EQ(calls.size(), 1u);
+  if (calls.size() != 1) return nullptr;
+  return ordered_json::parse(calls[0].arguments)["p"];
+}
+
+}  // namespace
+
+TEST(XmlToolCall, ValuesTakeTheTypeTheirSchemaNames) {
+  const ordered_json integer = tools_with(R"({"p": {"type": "integer"}})");
+  EXPECT_EQ(argument(integer, "42"), 42);
+  EXPECT_EQ(argument(integer, " -7 "), -7);
+  EXPECT_EQ(argument(integer, "1_000"), 1000);
+  EXPECT_EQ(argument(integer, "-9223372036854775808"), INT64_MIN);
+  EXPECT_EQ(argument(integer, "99999999999999999999999"), "99999999999999999999999");  // beyond 64 bits: text
+  EXPECT_EQ(argument(integer, "4.5"), "4.5");                                          // not an integer: text
+  EXPECT_EQ(argument(integer, "NULL"), nullptr);
+  const ordered_json number = tools_with(R"({"p": {"type": "number"}})");
+  EXPECT_EQ(argument(number, "2.5"), 2.5);
+  EXPECT_TRUE(argument(number, "3.0").is_number_integer());  // whole: an integer, as vLLM gives it
+  EXPECT_EQ(argument(number, "1e3"), 1000);
+  EXPECT_EQ(argument(number, "inf"), "inf");  // no JSON number
+  EXPECT_EQ(argument(number, "0x10"), "0x10");
+  const ordered_json boolean = tools_with(R"({"p": {"type": "boolean"}})");
+  EXPECT_EQ(argument(boolean, "True"), true);
+  EXPECT_EQ(argument(boolean, "false"), false);
+  EXPECT_EQ(argument(boolean, "yes"), false);  // vLLM: anything but "true" is false
+  const ordered_json object = tools_with(R"({"p": {"type": "object"}, "q": {"type": ["integer", "null"]}})");
+  EXPECT_EQ(argument(object, R"({"a": [1, 2]})"), ordered_json::parse(R"({"a": [1, 2]})"));
+  EXPECT_EQ(argument(object, "{broken"), "{broken");
+  const ordered_json string = tools_with(R"({"p": {"type": "string"}})");
+  EXPECT_EQ(argument(string, "42"), "42");
+  EXPECT_EQ(argument(string, "\nline\n\n"), "\nline\n\n");  // one newline off each end of "\n\nline\n\n\n"
+  // Undeclared parameters and unknown tools keep their text.
+  EXPECT_EQ(argument(tools_with(R"({"other": {"type": "integer"}})"), "5"), "5");
+  EXPECT_EQ(argument(ordered_json::array(), "5"), "5");
+  // A list of types is read as JSON.
+  const auto calls = parse_xml_tool_calls("<function=f><parameter=q>7</parameter></function>", object);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].arguments, R"({"q":7})");
+}
+
+TEST(XmlToolCall, ABodyHoldsCallsOnly) {
+  const ordered_json tools = ordered_json::array();
+  // Two functions in one body, the last left open; parameters left open end at the next one.
+  auto calls = parse_xml_tool_calls(
+      "\n<function=a>\n<parameter=x>\n1\n<parameter=y>\n<b>2</b>\n</parameter>\n</function>\n<function=c>\n", tools);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].name, "a");
+  EXPECT_EQ(calls[0].arguments, R"({"x":"1","y":"<b>2</b>"})");
+  EXPECT_EQ(calls[1].name, "c");
+  EXPECT_EQ(calls[1].arguments, "{}");
+  // A value that is not UTF-8 cannot fail the reply.
+  calls = parse_xml_tool_calls("<function=a><parameter=x>\xff</parameter></function>", tools);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].arguments, "{\"x\":\"\xEF\xBF\xBD\"}");
+  // Anything else is no call at all.
+  for (const char* body : {"", "  \n", "{\"name\": \"a\"}", "<function=>\n</function>", "<function=a\n</function>",
+                           "text <function=a></function>", "<function=a></function> text",
+                           "<function=a>\nstray\n<parameter=x>1</parameter></function>",
+                           "<function=a><parameter=>1</parameter></function>", "<function=a><parameter=x"})
+    EXPECT_TRUE(parse_xml_tool_calls(body, tools).empty()) << body;
+}
