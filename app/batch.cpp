@@ -42,7 +42,7 @@ struct Job {
   std::vector<int32_t> prompt;
   GenerationOptions options;
   std::vector<std::string> stops;
-  bool include_stop_string = false;
+  StopOptions text_options;
   std::unique_ptr<TextStream> text;
   int64_t handle = -1;
 };
@@ -106,7 +106,7 @@ Job parse_job(const std::string& line, const ModelBundle& bundle, const std::str
   server::truncate_prompts(j, prompts, context, std::max<int64_t>(1, context - job.options.max_new_tokens));
   job.prompt = std::move(prompts[0]);
   job.stops = std::move(fields.stop);
-  job.include_stop_string = fields.include_stop_string;
+  job.text_options = std::move(fields.text);
   return job;
 }
 
@@ -157,8 +157,7 @@ void run_batch(const BatchArgs& a) {
     if (!job.error.is_null()) continue;
     try {
       if (bundle.tokenizer)
-        job.text = std::make_unique<TextStream>(*bundle.tokenizer, job.stops, OnText{},
-                                                StopOptions{job.options.min_tokens, job.include_stop_string});
+        job.text = std::make_unique<TextStream>(*bundle.tokenizer, job.stops, OnText{}, job.text_options);
       TextStream* text = job.text.get();
       job.handle = engine.add(job.prompt, job.options,
                               [text](int32_t id, const TokenLogprobs*) { return text ? text->push(id) : true; });
@@ -193,7 +192,7 @@ void run_batch(const BatchArgs& a) {
         std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         continue;
       }
-      if (job.text) job.text->finish();
+      if (job.text) job.text->finish(/*ended_by_stop_id=*/r.reason == StopReason::Eos);
       out = {{"ids", r.ids}};
       if (job.text) out["text"] = job.text->text();
       out["finish_reason"] = finish_reason(r.reason, job.text && job.text->stopped_by_string());
@@ -227,7 +226,8 @@ void add_batch_command(CLI::App& app) {
       "{\"prompt_ids\": [...]} | {\"messages\": [...]}, with optional max_tokens (default 128), temperature, top_k, "
       "top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty, logit_bias, seed, stop, ignore_eos, "
       "response_format, structured_outputs, stop_token_ids, min_tokens, allowed_token_ids, bad_words, "
-      "include_stop_str_in_output, read as the server reads them), one JSON result per line out in input order "
+      "include_stop_str_in_output, skip_special_tokens, read as the server reads them), one JSON result per line out "
+      "in input order "
       "({\"ids\", \"text\", "
       "\"finish_reason\", \"prompt_tokens\", \"cached_tokens\", \"seed\"} or {\"error\"})");
   cmd->add_option("-m,--model", a->model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")

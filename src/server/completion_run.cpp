@@ -101,7 +101,7 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
             self->pieces += piece;
             return true;
           },
-          StopOptions{request.options.min_tokens, request.include_stop_string});
+          request.text);
       if (request.chat) c->parser.emplace(request.starts_in_reasoning, request.tool_calls, request.xml_tools);
       GenerationOptions options = request.options;
       options.sampling.seed += static_cast<uint64_t>(i);
@@ -220,8 +220,9 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
   }
   if (ended) {
     c.done = true;
-    c.text->finish();
     if (state == engine::RequestStream::State::Finished) c.result = c.stream->result();
+    c.text->finish(/*ended_by_stop_id=*/state == engine::RequestStream::State::Finished &&
+                   c.result.reason == StopReason::Eos);
   }
   if (!c.pieces.empty()) {  // what the text held back until its end
     if (c.parser)

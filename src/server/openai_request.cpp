@@ -32,7 +32,8 @@ constexpr const char* kGenerationFields[] = {
     "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty",
     "logit_bias", "seed", "stop", "max_tokens", "max_completion_tokens", "ignore_eos",
     // vLLM's
-    "stop_token_ids", "min_tokens", "allowed_token_ids", "include_stop_str_in_output", "bad_words"};
+    "stop_token_ids", "min_tokens", "allowed_token_ids", "include_stop_str_in_output", "bad_words",
+    "skip_special_tokens", "spaces_between_special_tokens"};
 // vLLM's bounds on bad_words (per request).
 constexpr size_t kMaxBadWords = 128, kMaxBadWordTokens = 1024;
 
@@ -272,7 +273,7 @@ CompletionRequest common_fields(const ordered_json& body, const ServedModel& mod
   r.options = std::move(g.options);
   r.options.adapter = adapter;
   r.stop = std::move(g.stop);
-  r.include_stop_string = g.include_stop_string;
+  r.text = std::move(g.text);
   r.n = static_cast<int>(integer(body, "n", 1, 1, kMaxChoices));
   r.stream = boolean(body, "stream", false);
   if (given(body, "stream_options")) {
@@ -397,7 +398,13 @@ GenerationFields parse_generation_fields(const ordered_json& body, const ModelBu
       (given(body, "max_tokens") || given(body, "max_completion_tokens")))
     bad("min_tokens", "'min_tokens' (" + std::to_string(g.options.min_tokens) + ") must be at most max_tokens (" +
                           std::to_string(g.options.max_new_tokens) + ")");
-  g.include_stop_string = boolean(body, "include_stop_str_in_output", false);
+  g.text.min_tokens = g.options.min_tokens;
+  g.text.include_stop_string = boolean(body, "include_stop_str_in_output", false);
+  g.text.skip_special_tokens = boolean(body, "skip_special_tokens", true);
+  boolean(body, "spaces_between_special_tokens", true);  // checked; byte-level BPE puts no spaces to leave out
+  g.text.stop_ids = g.options.stop_ids;
+  if (!g.options.ignore_eos)
+    g.text.stop_ids.insert(g.text.stop_ids.end(), g.options.eos_ids.begin(), g.options.eos_ids.end());
   // Before min_tokens, eos and the stop ids are masked: allowed ids that are all of them leave nothing to draw.
   const GenerationOptions& o = g.options;
   const auto ends = [&](int32_t id) {

@@ -17,6 +17,7 @@
 #include "runtime/grammar_constraint.h"
 #include "runtime/model_bundle.h"
 #include "runtime/session.h"
+#include "runtime/text_stream.h"
 #include "server/api_error.h"
 #include "server/chat_output.h"
 
@@ -33,8 +34,8 @@ struct CompletionRequest {
   std::vector<std::vector<int32_t>> prompts;  // chat: one; completions: one per prompt
   GenerationOptions options;                  // choice i of a prompt draws with seed + i
   std::vector<std::string> stop;
-  bool include_stop_string = false;  // the stop string that ended a text stays at its end
-  int n = 1;                         // choices per prompt
+  StopOptions text;  // how each choice's ids become its text (GenerationFields')
+  int n = 1;         // choices per prompt
   // completions: each choice's text starts with its prompt (and its logprobs
   // with the prompt's tokens, the first of which has none); chat (vLLM's):
   // each choice's content starts with echo_text, the final message's text
@@ -60,7 +61,10 @@ struct CompletionRequest {
 struct GenerationFields {
   GenerationOptions options;
   std::vector<std::string> stop;
-  bool include_stop_string = false;  // vLLM's include_stop_str_in_output
+  // vLLM's include_stop_str_in_output and skip_special_tokens (with
+  // spaces_between_special_tokens, which changes nothing for byte-level BPE);
+  // min_tokens and the stop ids as options has them.
+  StopOptions text;
 };
 GenerationFields parse_generation_fields(const nlohmann::ordered_json& body, const ModelBundle& bundle,
                                          int64_t default_max_tokens);

@@ -354,6 +354,26 @@ TEST(BatchCli, BansThatLeaveNothingToDrawFailTheirLineAlone) {
   EXPECT_EQ(lines[2]["error"], "line 3: 'bad_words' ban every id 'allowed_token_ids' allows: nothing could be drawn");
 }
 
+// A batch line's text as the server's: the stop id that ended it left out
+// unless include_stop_str_in_output, special tokens shown with
+// skip_special_tokens false. <|im_end|> (151645) is the tiny model's eos.
+TEST(BatchCli, AStopIdThatEndsALineIsLeftOutOfItsTextUnlessAskedFor) {
+  const std::string eos =
+      R"("prompt": "x", "max_tokens": 2, "allowed_token_ids": [151645], "skip_special_tokens": false)";
+  const auto out =
+      run_command("printf '%s\\n' '{" + eos + "}' '{" + eos + R"(, "include_stop_str_in_output": true}' '{)" + eos +
+                  R"(, "ignore_eos": true}' '{)" + eos + R"(, "ignore_eos": true, "skip_special_tokens": true}' | )" +
+                  qinfer_binary() + " batch -m " + data_path("models/tiny") + " 2>/dev/null");
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  const std::vector<json> lines = json_lines_of(out.output);
+  ASSERT_EQ(lines.size(), 4u) << out.output;
+  EXPECT_EQ(lines[0]["text"], "") << lines[0].dump();
+  EXPECT_EQ(lines[0]["finish_reason"], "stop");
+  EXPECT_EQ(lines[1]["text"], "<|im_end|>") << lines[1].dump();
+  EXPECT_EQ(lines[2]["text"], "<|im_end|><|im_end|>") << lines[2].dump();
+  EXPECT_EQ(lines[3]["text"], "") << lines[3].dump();
+}
+
 // A messages line reads the chat fields as the server does (one place:
 // server::render_chat_prompt): tools with a forced tool_choice,
 // chat_template_kwargs, continue_final_message. They were "unknown field"s.

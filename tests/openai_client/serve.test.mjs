@@ -216,7 +216,7 @@ test('32 concurrent streams equal their solo runs; aborted ones free their block
 test('stop_token_ids, min_tokens, include_stop_str_in_output, allowed_token_ids, stop_reason, bad_words', async () => {
   const base = { model: modelDir, prompt: 'Count: one, two,', max_tokens: 24, temperature: 0 };
   const free = await client.completions.create({ ...base, logprobs: 0 });
-  // A stop id ends the text where it first appears, its text kept (a normal token).
+  // A stop id ends the text where it first appears, its text left out as vLLM leaves it (kept when asked).
   const tokens = free.choices[0].logprobs.tokens;
   assert.ok(tokens.length >= 6, JSON.stringify(tokens));
   const { tokens: [stopId] } = await fetch(baseURL + '/tokenize', { method: 'POST',
@@ -230,8 +230,21 @@ test('stop_token_ids, min_tokens, include_stop_str_in_output, allowed_token_ids,
   const eos = await client.completions.create({ ...base, allowed_token_ids: [151645], stop_token_ids: [151645] });
   assert.equal(eos.choices[0].finish_reason, 'stop');
   assert.equal(eos.choices[0].stop_reason, null);
-  assert.ok(free.choices[0].text.startsWith(stopped.choices[0].text), stopped.choices[0].text);
-  assert.ok(stopped.choices[0].text.endsWith(tokens[3]), JSON.stringify([stopped.choices[0].text, tokens[3]]));
+  assert.equal(stopped.choices[0].text, tokens.slice(0, 3).join(''));
+  const stopKept = await client.completions.create({ ...base, stop_token_ids: [stopId], include_stop_str_in_output: true });
+  assert.equal(stopKept.choices[0].text, tokens.slice(0, 4).join(''));
+  // skip_special_tokens: false shows special tokens, except an eos that ended the text (unless asked for).
+  const specials = { ...base, max_tokens: 2, allowed_token_ids: [151645], skip_special_tokens: false };
+  assert.equal((await client.completions.create({ ...specials, ignore_eos: true })).choices[0].text,
+    '<|im_end|><|im_end|>');
+  assert.equal((await client.completions.create({ ...specials, ignore_eos: true, skip_special_tokens: true }))
+    .choices[0].text, '');
+  assert.equal((await client.completions.create(specials)).choices[0].text, '');
+  assert.equal((await client.completions.create({ ...specials, include_stop_str_in_output: true })).choices[0].text,
+    '<|im_end|>');
+  await assert.rejects(client.completions.create({ ...base, skip_special_tokens: 'no' }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'skip_special_tokens');
+  await client.completions.create({ ...base, max_tokens: 1, spaces_between_special_tokens: false });
   // min_tokens: not before the 10th token.
   const later = await client.completions.create({ ...base, stop_token_ids: [stopId], min_tokens: 10 });
   assert.ok(later.usage.completion_tokens >= 10, JSON.stringify(later.usage));

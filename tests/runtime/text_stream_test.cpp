@@ -158,10 +158,63 @@ TEST(TextGeneration, StopStringsCountFromTheMinTokensthIdOnAndMayBeKept) {
     EXPECT_EQ(stream.stop_string(), stream.stopped_by_string() ? "\n" : "");
     return stream.text();
   };
+  const auto min = [](size_t n, bool keep) {
+    StopOptions options;
+    options.min_tokens = static_cast<int64_t>(n);
+    options.include_stop_string = keep;
+    return options;
+  };
   EXPECT_EQ(run({}), "one.");
-  EXPECT_EQ(run({static_cast<int64_t>(second_line), false}), "one.");  // the id that ends it may stop
-  EXPECT_EQ(run({static_cast<int64_t>(second_line) + 1, false}), "one.\ntwo.");
-  EXPECT_EQ(run({static_cast<int64_t>(ids.size()) + 1, false}), "one.\ntwo.\nthree.\nfour");
-  EXPECT_EQ(run({0, true}), "one.\n");
-  EXPECT_EQ(run({static_cast<int64_t>(second_line) + 1, true}), "one.\ntwo.\n");
+  EXPECT_EQ(run(min(second_line, false)), "one.");  // the id that ends it may stop
+  EXPECT_EQ(run(min(second_line + 1, false)), "one.\ntwo.");
+  EXPECT_EQ(run(min(ids.size() + 1, false)), "one.\ntwo.\nthree.\nfour");
+  EXPECT_EQ(run(min(0, true)), "one.\n");
+  EXPECT_EQ(run(min(second_line + 1, true)), "one.\ntwo.\n");
+}
+
+// vLLM's: the text of a stop id that ended generation (eos or
+// stop_token_ids) is left out unless include_stop_str_in_output, a stop id
+// that did not end it shows as any id (held until the next id says so), and
+// skip_special_tokens false shows special tokens.
+TEST(TextGeneration, AStopIdThatEndedTheTextIsLeftOutAndSpecialTokensShowWhenAsked) {
+  const ModelBundle bundle = load_model_bundle(test::data_path("models/tiny"));
+  const Tokenizer& tok = *bundle.tokenizer;
+  const int32_t im_start = *tok.token_to_id("<|im_start|>"), im_end = *tok.token_to_id("<|im_end|>");
+  const std::vector<int32_t> ids = tok.encode("Hi there. Bye", /*allow_special=*/false);
+  const int32_t dot = tok.encode(".", false).at(0);
+  ASSERT_NE(std::find(ids.begin(), ids.end(), dot), ids.end());
+  struct Run {
+    std::string text;
+    std::vector<std::string> pieces;
+  };
+  auto run = [&](std::vector<int32_t> pushed, StopOptions options, bool ended_by_stop_id) {
+    Run r;
+    TextStream stream(
+        tok, {}, [&](std::string_view piece) { return r.pieces.emplace_back(piece), true; }, options);
+    for (int32_t id : pushed) EXPECT_TRUE(stream.push(id));
+    stream.finish(ended_by_stop_id);
+    r.text = stream.text();
+    return r;
+  };
+  std::vector<int32_t> with_special = {im_start};
+  with_special.insert(with_special.end(), ids.begin(), ids.end());
+  with_special.push_back(im_end);
+  EXPECT_EQ(run(with_special, {}, false).text, "Hi there. Bye");
+  StopOptions shown;
+  shown.skip_special_tokens = false;
+  EXPECT_EQ(run(with_special, shown, false).text, "<|im_start|>Hi there. Bye<|im_end|>");
+  // <|im_end|> as the eos that ended it: left out, unless asked for.
+  const StopOptions eos = {.skip_special_tokens = false, .stop_ids = {im_end}};
+  EXPECT_EQ(run(with_special, eos, true).text, "<|im_start|>Hi there. Bye");
+  StopOptions kept = eos;
+  kept.include_stop_string = true;
+  EXPECT_EQ(run(with_special, kept, true).text, "<|im_start|>Hi there. Bye<|im_end|>");
+  // A normal stop id ("."): its text waits for the next id, then shows; when it ends the text, it is left out.
+  const std::vector<int32_t> to_dot(ids.begin(), std::find(ids.begin(), ids.end(), dot) + 1);
+  const StopOptions dot_stops = {.stop_ids = {dot}};
+  const Run passed = run(ids, dot_stops, false);
+  EXPECT_EQ(passed.text, "Hi there. Bye");
+  EXPECT_EQ(passed.pieces.size(), ids.size());
+  EXPECT_EQ(run(to_dot, dot_stops, true).text, "Hi there");
+  EXPECT_EQ(run(to_dot, dot_stops, false).text, "Hi there.");  // the length ran out on it
 }

@@ -891,14 +891,14 @@ TEST_F(OpenAiRequest, VllmSamplingExtrasBecomeTheRequestsOptions) {
     EXPECT_EQ(r.options.stop_ids, (std::vector<int32_t>{13, 11}));
     EXPECT_EQ(r.options.min_tokens, 5);
     EXPECT_EQ(r.options.allowed_ids, (std::vector<int32_t>{13, 220}));
-    EXPECT_TRUE(r.include_stop_string);
+    EXPECT_TRUE(r.text.include_stop_string);
     const CompletionRequest plain = chat ? parse_chat_request(ordered_json::parse(R"({"messages": [{"role": "user",
         "content": "x"}]})"),
                                                               m)
                                          : parse_completion_request(ordered_json::parse(R"({"prompt": "x"})"), m);
     EXPECT_TRUE(plain.options.stop_ids.empty() && plain.options.allowed_ids.empty());
     EXPECT_EQ(plain.options.min_tokens, 0);
-    EXPECT_FALSE(plain.include_stop_string);
+    EXPECT_FALSE(plain.text.include_stop_string);
   }
   const std::vector<std::tuple<std::string, std::string, std::string>> bad = {
       {R"("stop_token_ids": 13)", "stop_token_ids", "list of token ids"},
