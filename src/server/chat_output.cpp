@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "server/json_shape.h"
 #include "server/xml_tool_call.h"
 
 namespace qinfer::server {
@@ -22,10 +24,31 @@ size_t partial_tag(std::string_view text, std::string_view tag) {
   return 0;
 }
 
-bool ends_a_function(std::string_view text) {
+std::string_view trimmed_end(std::string_view text) {
   while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-  constexpr std::string_view kEnd = "</function>";
-  return text.size() >= kEnd.size() && text.substr(text.size() - kEnd.size()) == kEnd;
+  return text;
+}
+
+bool ends_with(std::string_view text, std::string_view tail) {
+  return text.size() >= tail.size() && text.substr(text.size() - tail.size()) == tail;
+}
+
+// An XML call's function is still open (its </function> not yet written):
+// a </tool_call> now is text of a value (code that mentions the tag).
+bool in_open_function(std::string_view body) {
+  return body.find("<function=") != std::string_view::npos && !ends_with(trimmed_end(body), "</function>");
+}
+
+// The body of an XML call the reply ended in, when the model closed it: its
+// function (with the </tool_call> cut short, or not begun), or the
+// </tool_call> itself after a function left open. A reply cut short inside
+// a value is no call.
+std::optional<std::string_view> closed_at_the_end(std::string_view body) {
+  body = trimmed_end(body);
+  if (ends_with(body, kToolClose)) return body.substr(0, body.size() - kToolClose.size());
+  body = trimmed_end(body.substr(0, body.size() - partial_tag(body, kToolClose)));
+  if (ends_with(body, "</function>")) return body;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -75,6 +98,8 @@ ChatDelta ChatOutputParser::push(std::string_view text) {
       mode_ = Mode::Content;
     else if (tag == kToolOpen)
       mode_ = Mode::ToolCall, tool_text_.clear();
+    else if (xml_tools_ && in_open_function(tool_text_))
+      tool_text_ += kToolClose;
     else
       close_tool_call(out, true);
   }
@@ -114,7 +139,9 @@ void ChatOutputParser::emit(std::string_view text, ChatDelta& out) {
 void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
   mode_ = Mode::Content;
   std::vector<ToolCall> calls;
-  const auto j = nlohmann::ordered_json::parse(tool_text_, nullptr, false);
+  // Arguments nested too deep to print, or too large to parse, leave the call as text.
+  const auto j = json_shape_problem(tool_text_) ? nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded)
+                                                : nlohmann::ordered_json::parse(tool_text_, nullptr, false);
   if (!j.is_discarded() && j.is_object() && j.contains("name") && j["name"].is_string()) {
     ToolCall call{j["name"].get<std::string>(), "{}"};
     if (j.contains("arguments")) {
@@ -122,8 +149,9 @@ void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
       call.arguments = args.is_string() ? args.get<std::string>() : args.dump();
     }
     calls.push_back(std::move(call));
-  } else if (xml_tools_ && (terminated || ends_a_function(tool_text_))) {
-    calls = parse_xml_tool_calls(tool_text_, *xml_tools_);  // a reply cut short in a value is no call
+  } else if (xml_tools_) {
+    if (const auto body = terminated ? std::optional<std::string_view>(tool_text_) : closed_at_the_end(tool_text_))
+      calls = parse_xml_tool_calls(*body, *xml_tools_);
   }
   if (!calls.empty()) {
     for (ToolCall& call : calls) {

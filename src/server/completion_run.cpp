@@ -161,12 +161,12 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
     d.content = request_.echo_text;
   } else if (request_.echo && !c.echoed && (!c.ids.empty() || state == engine::RequestStream::State::Finished)) {
     // The prompt's text, as the completion shows tokens (special ones left
-    // out), outside the stop strings' reach; its first token has no
+    // out unless skip_special_tokens is false), outside the stop strings' reach; its first token has no
     // log-probability (nothing precedes it): NaN here, null in the answer.
     c.echoed = true;
     if (summary_.ttft_s < 0) summary_.ttft_s = seconds_between(start_, now);  // the first text sent
     const std::vector<int32_t>& prompt = request_.prompts[c.prompt_index];
-    d.content = model_.bundle.require_tokenizer().decode(prompt, /*skip_special_tokens=*/true);
+    d.content = model_.bundle.require_tokenizer().decode(prompt, request_.text.skip_special_tokens);
     if (request_.options.logprobs >= 0) {
       std::vector<TokenLogprobs> echo = c.stream->prompt_logprobs();
       for (TokenLogprobs& l : echo)  // prompt_logprobs may have asked the engine for more
@@ -348,7 +348,7 @@ ordered_json CompletionRun::logprobs_json(const std::vector<TokenLogprobs>& lps,
     }
     offsets.push_back(text_offset);
     // In characters, as Python counts the text: every byte but UTF-8's continuation bytes starts one.
-    if (!tok.is_special(l.id))
+    if (!request_.text.skip_special_tokens || !tok.is_special(l.id))
       for (const char b : piece(l.id)) text_offset += (static_cast<uint8_t>(b) & 0xC0) != 0x80;
   }
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "server/api_error.h"
+#include "server/json_shape.h"
 #include "server/reply_grammar.h"
 #include "server/xml_tool_call.h"
 #include "text/grammar/code_points.h"
@@ -22,11 +23,6 @@ using nlohmann::ordered_json;
 constexpr int kMaxChoices = 16;
 constexpr size_t kMaxStops = 16;
 constexpr int64_t kMaxTopLogprobs = 20;  // OpenAI's limit for top_logprobs
-// Bounds of a JSON body (check_json_shape): nesting, and the key comparisons
-// its objects cost to parse (50 million: ~0.1 s; one object of 10,000 members).
-constexpr size_t kMaxJsonDepth = 128;
-constexpr int64_t kMaxObjectMembers = 10000;
-constexpr int64_t kMaxKeyComparisons = 50'000'000;
 // What parse_generation_fields reads.
 constexpr const char* kGenerationFields[] = {
     "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty",
@@ -193,44 +189,8 @@ std::vector<std::pair<int32_t, float>> logit_bias(const ordered_json& body, int6
   return out;
 }
 
-// What parsing costs, checked in one pass before it: nesting (copying a value
-// recurses once per level, and a body of a million '[' would overflow the
-// stack) and the members of each object (ordered_json finds each key by a
-// linear search, so an object of n members costs n^2 / 2 comparisons). The
-// depth check nlohmann offers, a parser callback, rescans the parent after
-// each object: quadratic in an array of objects.
 void check_json_shape(const std::string& text, const std::string& what) {
-  std::vector<int64_t> members;  // per open container: an object's members so far, or -1 for an array
-  int64_t comparisons = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    switch (text[i]) {
-      case '"':
-        for (++i; i < text.size() && text[i] != '"'; ++i)
-          if (text[i] == '\\') ++i;
-        break;
-      case '{':
-      case '[':
-        members.push_back(text[i] == '{' ? 0 : -1);
-        if (members.size() > kMaxJsonDepth)
-          throw ApiError(400, what + " is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-        break;
-      case ':':
-        if (!members.empty() && members.back() >= 0) ++members.back();
-        break;
-      case '}':
-      case ']':
-        if (members.empty()) break;  // the parser names the error
-        comparisons += members.back() > 0 ? members.back() * (members.back() - 1) / 2 : 0;
-        if (comparisons > kMaxKeyComparisons)
-          throw ApiError(400, what + " holds objects too large to parse (" + std::to_string(members.back()) +
-                                  " members in one; at most " + std::to_string(kMaxObjectMembers) +
-                                  " in one object, fewer over several)");
-        members.pop_back();
-        break;
-      default:
-        break;
-    }
-  }
+  if (const std::optional<std::string> problem = json_shape_problem(text)) throw ApiError(400, what + " " + *problem);
 }
 
 // OpenAI's API refuses a field it does not know, so a misspelt one (max_token)

@@ -1,9 +1,16 @@
 #include "server/xml_tool_call.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
+#include <optional>
 #include <string>
+#include <utility>
+
+#include "server/json_shape.h"
 
 namespace qinfer::server {
 
@@ -93,21 +100,67 @@ const ordered_json* parameters_of(const ordered_json& tools, std::string_view na
   return nullptr;
 }
 
+// A value as JSON, when it is JSON a reply can carry (json_shape.h).
+std::optional<ordered_json> json_value(std::string_view text) {
+  if (json_shape_problem(text)) return std::nullopt;
+  ordered_json parsed = ordered_json::parse(text, nullptr, false);
+  if (parsed.is_discarded()) return std::nullopt;
+  return parsed;
+}
+
+// The schema's type, lowercased (the first that is not "null" of an anyOf),
+// and whether it admits null.
+std::pair<std::string, bool> type_of(const ordered_json& schema) {
+  if (!schema.is_object()) return {"string", false};
+  if (const auto type = schema.find("type"); type != schema.end()) {
+    // A list of types (["integer", "null"]) is no name: read as JSON below, as vLLM's fallback does.
+    const std::string name = type->is_string() ? lowercase(trimmed(type->get<std::string>())) : "";
+    return {name, name == "null"};
+  }
+  const auto any_of = schema.find("anyOf");
+  if (any_of == schema.end() || !any_of->is_array()) return {"string", false};
+  std::string first;
+  bool nullable = false;
+  for (const ordered_json& option : *any_of) {
+    const auto type = option.is_object() ? option.find("type") : option.end();
+    if (!option.is_object() || type == option.end()) continue;
+    const std::string name = type->is_string() ? lowercase(trimmed(type->get<std::string>())) : "";
+    if (name == "null")
+      nullable = true;
+    else if (first.empty())
+      first = name;
+  }
+  return {first.empty() ? "string" : first, nullable};
+}
+
 ordered_json converted(std::string_view value, const std::string& key, const ordered_json* parameters) {
-  if (lowercase(value) == "null") return nullptr;
   const ordered_json* schema = parameters && parameters->contains(key) ? &(*parameters)[key] : nullptr;
   if (!schema) return std::string(value);
-  const ordered_json& type_field = schema->is_object() ? schema->value("type", ordered_json("string")) : "string";
-  // A list of types ("integer", "null"]) is read as JSON, as vLLM's fallback does.
-  const std::string type = type_field.is_string() ? lowercase(trimmed(type_field.get<std::string>())) : "";
+  const auto [type, nullable] = type_of(*schema);
+  const bool null_text = lowercase(value) == "null" || lowercase(value) == "none";
+  if (nullable && null_text) return nullptr;
   if (type == "string" || type == "str" || type == "text" || type == "varchar" || type == "char" || type == "enum")
     return std::string(value);
+  if (null_text) return nullptr;
   if (starts_with_any(type, {"int", "uint", "long", "short", "unsigned"}))
     return integer(value).value_or(ordered_json(std::string(value)));
   if (starts_with_any(type, {"num", "float"})) return number(value).value_or(ordered_json(std::string(value)));
   if (type == "boolean" || type == "bool" || type == "binary") return lowercase(value) == "true";
-  ordered_json parsed = ordered_json::parse(value, nullptr, false);
-  return parsed.is_discarded() ? ordered_json(std::string(value)) : parsed;
+  return json_value(value).value_or(ordered_json(std::string(value)));
+}
+
+// Where a closing tag ends its element: followed, after whitespace, by one
+// of `next` or the end of `text`. The same tag written inside a value (code
+// that mentions it) is followed by more of the value.
+size_t structural_end(std::string_view text, std::string_view tag, std::initializer_list<std::string_view> next,
+                      size_t from) {
+  for (size_t at = text.find(tag, from); at != std::string_view::npos; at = text.find(tag, at + 1)) {
+    const size_t after = skip_space(text, at + tag.size());
+    if (after == text.size()) return at;
+    for (std::string_view n : next)
+      if (text.substr(after, n.size()) == n) return at;
+  }
+  return std::string_view::npos;
 }
 
 // The <parameter=KEY>VALUE</parameter> list of one function, as an object;
@@ -121,7 +174,10 @@ std::optional<ordered_json> arguments(std::string_view inner, const ordered_json
     const std::string key(inner.substr(pos + kParameter.size(), key_end - pos - kParameter.size()));
     if (key.empty() || key.find_first_of("<\n") != std::string::npos) return std::nullopt;
     const size_t start = key_end + 1;
-    const size_t end = std::min({inner.find(kParameterEnd, start), inner.find(kParameter, start), inner.size()});
+    // Left open, a value ends where the next parameter begins on a line of its own.
+    const size_t next = inner.find("\n<parameter=", start);
+    const size_t end = std::min({structural_end(inner, kParameterEnd, {kParameter}, start),
+                                 next == std::string_view::npos ? next : next + 1, inner.size()});
     std::string_view value = inner.substr(start, end - start);
     if (!value.empty() && value.front() == '\n') value.remove_prefix(1);
     if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
@@ -145,8 +201,9 @@ std::vector<ToolCall> parse_xml_tool_calls(std::string_view body, const ordered_
     const size_t name_end = body.find('>', pos + kFunction.size());
     if (name_end == std::string_view::npos) return {};
     const std::string name(body.substr(pos + kFunction.size(), name_end - pos - kFunction.size()));
-    if (name.empty() || name.find_first_of("<\n") != std::string::npos) return {};
-    const size_t end = std::min(body.find(kFunctionEnd, name_end + 1), body.size());
+    if (name.empty() || name.find_first_of(" \t\r\n\"'{}<>") != std::string::npos)
+      return {};  // a template's {{ }} is no name
+    const size_t end = std::min(structural_end(body, kFunctionEnd, {kFunction}, name_end + 1), body.size());
     const auto args = arguments(body.substr(name_end + 1, end - name_end - 1), parameters_of(tools, name));
     if (!args) return {};
     // Bytes that are not UTF-8 (a model can write them) become U+FFFD rather than fail the reply.

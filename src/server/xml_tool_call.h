@@ -5,13 +5,14 @@
 //   VALUE (any text, lines included)
 //   </parameter>
 //   </function>
-// Values are text, so each becomes the JSON its parameter's schema "type"
-// names, as vLLM's qwen3_coder tool parser converts them: "null" (any case)
-// is null; a parameter the tool does not declare, or a string type, stays a
-// string; integer types an integer, number types a number (an integer when
-// whole), boolean types true when the text is "true" (any case) and false
-// otherwise; any other type parsed as JSON. Text that does not convert stays
-// a string.
+// Values are text, so each becomes the JSON its parameter's schema type
+// names (its "type", or the first but "null" of an "anyOf"), as vLLM's
+// qwen3_coder tool parser converts them: a parameter the tool does not
+// declare, or of a string type, stays a string ("null" too, unless the
+// schema admits null); otherwise "null" or "None" (any case) is null; integer
+// types an integer, number types a number (an integer when whole), boolean
+// types true when the text is "true" (any case) and false otherwise, any
+// other type parsed as JSON. Text that does not convert stays a string.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -26,12 +27,14 @@ namespace qinfer::server {
 bool teaches_xml_tool_calls(const ChatTemplate& chat_template);
 
 // The calls in a <tool_call> body (the text between the tags): one per
-// <function=NAME>...</function> (the last may be left open), as vLLM reads
-// them; none when the body holds anything else but whitespace around them,
-// so that such text stays visible. `tools` is the request's list of
-// {"type": "function", "function": {name, parameters}}. A value ends at
-// </parameter>, or where the model left it open at the next <parameter= or
-// the function's end; one newline is taken off each end.
+// <function=NAME>...</function>, as vLLM reads them; none when the body holds
+// anything else but whitespace around them (that text stays visible), or a
+// NAME with spaces, quotes, braces or angle brackets. `tools` is the
+// request's list of {"type": "function", "function": {name, parameters}}.
+// A closing tag ends its element only where whitespace and the next element
+// (or the end) follow it, so code in a value may mention </parameter> or
+// </function>; an element left open ends at the next one or the end. One
+// newline is taken off each end of a value.
 std::vector<ToolCall> parse_xml_tool_calls(std::string_view body, const nlohmann::ordered_json& tools);
 
 }  // namespace qinfer::server

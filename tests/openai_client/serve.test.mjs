@@ -235,8 +235,9 @@ test('stop_token_ids, min_tokens, include_stop_str_in_output, allowed_token_ids,
   assert.equal(stopKept.choices[0].text, tokens.slice(0, 4).join(''));
   // skip_special_tokens: false shows special tokens, except an eos that ended the text (unless asked for).
   const specials = { ...base, max_tokens: 2, allowed_token_ids: [151645], skip_special_tokens: false };
-  assert.equal((await client.completions.create({ ...specials, ignore_eos: true })).choices[0].text,
-    '<|im_end|><|im_end|>');
+  const shown = (await client.completions.create({ ...specials, ignore_eos: true, logprobs: 0 })).choices[0];
+  assert.equal(shown.text, '<|im_end|><|im_end|>');
+  assert.deepEqual(shown.logprobs.text_offset, [0, 10]);  // offsets count the text shown
   assert.equal((await client.completions.create({ ...specials, ignore_eos: true, skip_special_tokens: true }))
     .choices[0].text, '');
   assert.equal((await client.completions.create(specials)).choices[0].text, '');

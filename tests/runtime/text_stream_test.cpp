@@ -212,9 +212,15 @@ TEST(TextGeneration, AStopIdThatEndedTheTextIsLeftOutAndSpecialTokensShowWhenAsk
   // A normal stop id ("."): its text waits for the next id, then shows; when it ends the text, it is left out.
   const std::vector<int32_t> to_dot(ids.begin(), std::find(ids.begin(), ids.end(), dot) + 1);
   const StopOptions dot_stops = {.stop_ids = {dot}};
-  const Run passed = run(ids, dot_stops, false);
-  EXPECT_EQ(passed.text, "Hi there. Bye");
-  EXPECT_EQ(passed.pieces.size(), ids.size());
+  EXPECT_EQ(run(ids, dot_stops, false).text, "Hi there. Bye");
+  std::vector<std::string> pieces;
+  TextStream held(
+      tok, {}, [&](std::string_view piece) { return pieces.emplace_back(piece), true; }, dot_stops);
+  for (int32_t id : to_dot) held.push(id);
+  EXPECT_EQ(pieces.size(), to_dot.size() - 1);  // "." waits
+  held.push(ids.at(to_dot.size()));
+  ASSERT_EQ(pieces.size(), to_dot.size() + 1);
+  EXPECT_EQ(pieces[to_dot.size() - 1], ".");
   EXPECT_EQ(run(to_dot, dot_stops, true).text, "Hi there");
   EXPECT_EQ(run(to_dot, dot_stops, false).text, "Hi there.");  // the length ran out on it
 }

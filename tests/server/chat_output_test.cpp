@@ -163,6 +163,23 @@ TEST(ChatOutput, XmlToolCallsOfACoderModel) {
   EXPECT_EQ(json.tool_calls[0].arguments, R"({"cmd":"ls"})");
 }
 
+// A coding agent's call may write the tags themselves into a value.
+TEST(ChatOutput, XmlToolCallWhoseValueMentionsTheClosingTag) {
+  const auto tools = std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::array());
+  const std::string text =
+      "<tool_call>\n<function=write_file>\n<parameter=content>\nEXPECT(s, \"</tool_call>\");\nint x;\n"
+      "</parameter>\n</function>\n</tool_call>";
+  for (const ChatDelta& d : {whole(text, false, ToolCalls::Any, tools), bytewise(text, false, ToolCalls::Any, tools)}) {
+    EXPECT_EQ(d.content, "");
+    ASSERT_EQ(d.tool_calls.size(), 1u);
+    EXPECT_EQ(d.tool_calls[0].arguments, R"({"content":"EXPECT(s, \"</tool_call>\");\nint x;"})");
+  }
+  // A function left open, closed by </tool_call> at the end of the reply, is a call (as vLLM takes it).
+  const ChatDelta open = whole("<tool_call><function=f><parameter=p>3</tool_call>", false, ToolCalls::Any, tools);
+  ASSERT_EQ(open.tool_calls.size(), 1u);
+  EXPECT_EQ(open.tool_calls[0].arguments, R"({"p":"3"})");
+}
+
 TEST(ChatOutput, XmlToolCallCutShortOrMalformedStaysText) {
   const auto tools = std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::array());
   // max_tokens ended it inside a value: no call with half an argument.
@@ -170,11 +187,20 @@ TEST(ChatOutput, XmlToolCallCutShortOrMalformedStaysText) {
   const ChatDelta d = whole(cut, false, ToolCalls::Any, tools);
   EXPECT_TRUE(d.tool_calls.empty());
   EXPECT_EQ(d.content, cut);
-  // The end of the reply after </function>, without </tool_call>: a call.
-  const ChatDelta ended = whole("<tool_call>\n<function=run>\n<parameter=cmd>\nls\n</parameter>\n</function>\n", false,
-                                ToolCalls::Any, tools);
-  ASSERT_EQ(ended.tool_calls.size(), 1u);
-  EXPECT_EQ(ended.tool_calls[0].arguments, R"({"cmd":"ls"})");
+  // The end of the reply after </function>, without </tool_call> or with part of it: a call.
+  for (const char* tail : {"", "\n</tool_"}) {
+    const ChatDelta ended =
+        whole(std::string("<tool_call>\n<function=run>\n<parameter=cmd>\nls\n</parameter>\n</function>\n") + tail,
+              false, ToolCalls::Any, tools);
+    ASSERT_EQ(ended.tool_calls.size(), 1u) << tail;
+    EXPECT_EQ(ended.tool_calls[0].arguments, R"({"cmd":"ls"})");
+    EXPECT_EQ(ended.content, "");
+  }
+  // A JSON call whose arguments nest too deep to print stays text.
+  const std::string deep = "<tool_call>{\"name\": \"run\", \"arguments\": " + std::string(200, '[') +
+                           std::string(200, ']') + "}</tool_call>";
+  EXPECT_TRUE(whole(deep, false, ToolCalls::Any, tools).tool_calls.empty());
+  EXPECT_TRUE(whole(deep).tool_calls.empty());
   // Words after the function inside the tags: not a call, nothing lost.
   const std::string extra = "<tool_call>\n<function=run>\n</function>\nand more</tool_call>";
   const ChatDelta e = whole(extra, false, ToolCalls::Any, tools);

@@ -892,6 +892,18 @@ TEST_F(OpenAiRequest, VllmSamplingExtrasBecomeTheRequestsOptions) {
     EXPECT_EQ(r.options.min_tokens, 5);
     EXPECT_EQ(r.options.allowed_ids, (std::vector<int32_t>{13, 220}));
     EXPECT_TRUE(r.text.include_stop_string);
+    // The text holds back the stop ids and the eos ids (not under ignore_eos): those that may end it.
+    std::vector<int32_t> ending = {13, 11};
+    ending.insert(ending.end(), r.options.eos_ids.begin(), r.options.eos_ids.end());
+    EXPECT_FALSE(r.options.eos_ids.empty());
+    EXPECT_EQ(r.text.stop_ids, ending);
+    EXPECT_EQ(r.text.min_tokens, 5);
+    EXPECT_TRUE(r.text.skip_special_tokens);
+    body["ignore_eos"] = true;
+    body["skip_special_tokens"] = false;
+    const CompletionRequest ignoring = chat ? parse_chat_request(body, m) : parse_completion_request(body, m);
+    EXPECT_EQ(ignoring.text.stop_ids, (std::vector<int32_t>{13, 11}));
+    EXPECT_FALSE(ignoring.text.skip_special_tokens);
     const CompletionRequest plain = chat ? parse_chat_request(ordered_json::parse(R"({"messages": [{"role": "user",
         "content": "x"}]})"),
                                                               m)

@@ -52,6 +52,18 @@ TEST(XmlToolCall, ValuesTakeTheTypeTheirSchemaNames) {
   EXPECT_EQ(argument(object, "{broken"), "{broken");
   const ordered_json string = tools_with(R"({"p": {"type": "string"}})");
   EXPECT_EQ(argument(string, "42"), "42");
+  EXPECT_EQ(argument(string, "null"), "null");  // a string the schema does not let be null
+  // Nullable schemas (an anyOf with "null", as Pydantic writes Optional[...]): the first other type.
+  const ordered_json optional_int = tools_with(R"({"p": {"anyOf": [{"type": "integer"}, {"type": "null"}]}})");
+  EXPECT_EQ(argument(optional_int, "5"), 5);
+  EXPECT_EQ(argument(optional_int, "None"), nullptr);
+  const ordered_json optional_string = tools_with(R"({"p": {"anyOf": [{"type": "string"}, {"type": "null"}]}})");
+  EXPECT_EQ(argument(optional_string, "null"), nullptr);
+  EXPECT_EQ(argument(optional_string, "5"), "5");
+  EXPECT_EQ(argument(integer, "None"), nullptr);
+  // JSON too deep to print stays text (a reply cannot crash the server).
+  const std::string deep = std::string(200, '[') + std::string(200, ']');
+  EXPECT_EQ(argument(object, deep), deep);
   EXPECT_EQ(argument(string, "\nline\n\n"), "\nline\n\n");  // one newline off each end of "\n\nline\n\n\n"
   // Undeclared parameters and unknown tools keep their text.
   EXPECT_EQ(argument(tools_with(R"({"other": {"type": "integer"}})"), "5"), "5");
@@ -72,6 +84,14 @@ TEST(XmlToolCall, ABodyHoldsCallsOnly) {
   EXPECT_EQ(calls[0].arguments, R"({"x":"1","y":"<b>2</b>"})");
   EXPECT_EQ(calls[1].name, "c");
   EXPECT_EQ(calls[1].arguments, "{}");
+  // Closing tags inside a value (code that mentions them) do not end it: only one
+  // followed by the next element or the end does.
+  calls = parse_xml_tool_calls(
+      "<function=write>\n<parameter=code>\nx = \"</parameter>\" + \"</function>\"\n</parameter>\n"
+      "<parameter=n>\n1\n</parameter>\n</function>\n<function=c>\n</function>",
+      tools);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].arguments, R"({"code":"x = \"</parameter>\" + \"</function>\"","n":"1"})");
   // A value that is not UTF-8 cannot fail the reply.
   calls = parse_xml_tool_calls("<function=a><parameter=x>\xff</parameter></function>", tools);
   ASSERT_EQ(calls.size(), 1u);
@@ -80,6 +100,7 @@ TEST(XmlToolCall, ABodyHoldsCallsOnly) {
   for (const char* body : {"", "  \n", "{\"name\": \"a\"}", "<function=>\n</function>", "<function=a\n</function>",
                            "text <function=a></function>", "<function=a></function> text",
                            "<function=a>\nstray\n<parameter=x>1</parameter></function>",
-                           "<function=a><parameter=>1</parameter></function>", "<function=a><parameter=x"})
+                           "<function=a><parameter=>1</parameter></function>", "<function=a><parameter=x",
+                           "<function={{ tool.name }}></function>", "<function=a b></function>"})
     EXPECT_TRUE(parse_xml_tool_calls(body, tools).empty()) << body;
 }
