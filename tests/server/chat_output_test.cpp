@@ -180,6 +180,29 @@ TEST(ChatOutput, XmlToolCallWhoseValueMentionsTheClosingTag) {
   EXPECT_EQ(open.tool_calls[0].arguments, R"({"p":"3"})");
 }
 
+// Qwen3-Coder sometimes leaves out <tool_call>; vLLM reads such calls too.
+TEST(ChatOutput, XmlFunctionsWithoutToolCallTags) {
+  const auto tools = std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::array());
+  const std::string text =
+      "Listing.\n<function=run>\n<parameter=cmd>\nls\n</parameter>\n</function>\n<tool_call>\n<function=cat>\n"
+      "<parameter=file>\na.txt\n</parameter>\n</function>\n</tool_call>\n<function=pwd>\n</function>";
+  for (const ChatDelta& d : {whole(text, false, ToolCalls::Any, tools), bytewise(text, false, ToolCalls::Any, tools)}) {
+    EXPECT_EQ(d.content, "Listing.\n");
+    ASSERT_EQ(d.tool_calls.size(), 3u);
+    EXPECT_EQ(d.tool_calls[0].name, "run");
+    EXPECT_EQ(d.tool_calls[0].arguments, R"({"cmd":"ls"})");
+    EXPECT_EQ(d.tool_calls[1].name, "cat");
+    EXPECT_EQ(d.tool_calls[1].arguments, R"({"file":"a.txt"})");
+    EXPECT_EQ(d.tool_calls[2].name, "pwd");
+  }
+  // Prose that mentions the tag is no call: all of it stays text.
+  const std::string prose = "Write <function=NAME> and then the parameters.";
+  EXPECT_EQ(whole(prose, false, ToolCalls::Any, tools).content, prose);
+  // Without tools offered, or from a model that writes JSON calls, it is text at once.
+  EXPECT_EQ(whole(text, false, ToolCalls::None, tools).content, text);
+  EXPECT_TRUE(whole(text).tool_calls.empty());
+}
+
 TEST(ChatOutput, XmlToolCallCutShortOrMalformedStaysText) {
   const auto tools = std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::array());
   // max_tokens ended it inside a value: no call with half an argument.
