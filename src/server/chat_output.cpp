@@ -14,7 +14,6 @@ namespace {
 
 constexpr std::string_view kThinkOpen = "<think>", kThinkClose = "</think>";
 constexpr std::string_view kToolOpen = "<tool_call>", kToolClose = "</tool_call>";
-constexpr std::string_view kBareFunction = "<function=";  // an XML call without its <tool_call>
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
@@ -35,9 +34,11 @@ bool ends_with(std::string_view text, std::string_view tail) {
 }
 
 // An XML call's function is still open (its </function> not yet written):
-// a </tool_call> now is text of a value (code that mentions the tag).
+// a </tool_call> now is text of a value (code that mentions the tag), unless
+// the next call follows it.
 bool in_open_function(std::string_view body) {
-  return body.find("<function=") != std::string_view::npos && !ends_with(trimmed_end(body), "</function>");
+  while (!body.empty() && is_space(body.front())) body.remove_prefix(1);
+  return body.substr(0, 10) == "<function=" && !ends_with(trimmed_end(body), "</function>");
 }
 
 // The body of an XML call the reply ended in, when the model closed it: its
@@ -65,15 +66,15 @@ ChatDelta ChatOutputParser::push(std::string_view text) {
   ChatDelta out;
   held_ += text;
   for (;;) {
-    std::array<std::string_view, 3> tags{};
+    std::array<std::string_view, 2> tags{};
     size_t n_tags = 0;
     if (mode_ == Mode::Content) {
       if (!seen_content_ && tool_calls_ == 0) tags[n_tags++] = kThinkOpen;
       if (allowed_ != ToolCalls::None) tags[n_tags++] = kToolOpen;
-      if (allowed_ != ToolCalls::None && xml_tools_) tags[n_tags++] = kBareFunction;
     } else {
       tags[n_tags++] = mode_ == Mode::Reasoning ? kThinkClose : kToolClose;
-      if (mode_ == Mode::ToolCall && bare_) tags[n_tags++] = kToolOpen;  // a wrapped call after the bare one
+      // An XML call whose function was left open ends at </tool_call> only where the next call follows.
+      if (mode_ == Mode::ToolCall && xml_tools_) tags[n_tags++] = kToolOpen;
     }
     size_t at = std::string::npos;
     std::string_view tag;
@@ -99,14 +100,12 @@ ChatDelta ChatOutputParser::push(std::string_view text) {
       mode_ = Mode::Reasoning;
     else if (tag == kThinkClose)
       mode_ = Mode::Content;
-    else if (tag == kToolOpen && mode_ == Mode::ToolCall && in_open_function(tool_text_))
+    else if (tag == kToolOpen && mode_ == Mode::ToolCall && !ends_with(trimmed_end(tool_text_), kToolClose))
       tool_text_ += kToolOpen;  // text of a value
     else if (tag == kToolOpen && mode_ == Mode::ToolCall)
-      close_tool_call(out, false), mode_ = Mode::ToolCall, tool_text_.clear(), bare_ = false;
+      close_tool_call(out, false), mode_ = Mode::ToolCall, tool_text_.clear();  // that </tool_call> closed it
     else if (tag == kToolOpen)
-      mode_ = Mode::ToolCall, tool_text_.clear(), bare_ = false;
-    else if (tag == kBareFunction)
-      mode_ = Mode::ToolCall, tool_text_ = kBareFunction, bare_ = true;
+      mode_ = Mode::ToolCall, tool_text_.clear();
     else if (xml_tools_ && in_open_function(tool_text_))
       tool_text_ += kToolClose;
     else
@@ -170,7 +169,7 @@ void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
     strip_leading_ = true;  // the whitespace between calls is not content
   } else {
     strip_leading_ = false;
-    emit(std::string(bare_ ? "" : kToolOpen) + tool_text_ + (terminated ? std::string(kToolClose) : ""), out);
+    emit(std::string(kToolOpen) + tool_text_ + (terminated ? std::string(kToolClose) : ""), out);
   }
   tool_text_.clear();
 }

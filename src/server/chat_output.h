@@ -54,11 +54,8 @@ class ChatOutputParser {
   Mode mode_;
   ToolCalls allowed_;
   std::shared_ptr<const nlohmann::ordered_json> xml_tools_;
-  std::string held_;       // text not yet classified (a possible tag prefix)
-  std::string tool_text_;  // the body of the open <tool_call>
-  // The call began with <function= and no <tool_call> (vLLM reads those
-  // too): it runs to </tool_call> or the end of the reply.
-  bool bare_ = false;
+  std::string held_;           // text not yet classified (a possible tag prefix)
+  std::string tool_text_;      // the body of the open <tool_call>
   bool strip_leading_;         // drop whitespace at the start of a section after a tag
   bool seen_content_ = false;  // <think> opens reasoning only before any answer text
   int tool_calls_ = 0;

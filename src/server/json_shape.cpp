@@ -29,17 +29,16 @@ std::optional<std::string> json_shape_problem(std::string_view text) {
         members.push_back(text[i] == '{' ? 0 : -1);
         if (members.size() > kMaxJsonDepth) return "is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels";
         break;
-      case ':':
-        if (!members.empty() && members.back() >= 0) ++members.back();
-        break;
-      case '}':
-      case ']':
-        if (members.empty()) break;  // the parser names the error
-        comparisons += members.back() > 0 ? members.back() * (members.back() - 1) / 2 : 0;
+      case ':':  // a key, compared with those before it (counted as it comes: the object may never close)
+        if (members.empty() || members.back() < 0) break;
+        comparisons += members.back()++;
         if (comparisons > kMaxKeyComparisons)
           return "holds objects too large to parse (" + std::to_string(members.back()) + " members in one; at most " +
                  std::to_string(kMaxObjectMembers) + " in one object, fewer over several)";
-        members.pop_back();
+        break;
+      case '}':
+      case ']':
+        if (!members.empty()) members.pop_back();  // else the parser names the error
         break;
       default:
         break;

@@ -20,6 +20,9 @@ namespace {
 
 constexpr std::string_view kFunction = "<function=", kFunctionEnd = "</function>";
 constexpr std::string_view kParameter = "<parameter=", kParameterEnd = "</parameter>";
+// Each value's end is searched for through the rest of its function: a
+// bound on the parameters keeps a long reply's calls from costing seconds.
+constexpr size_t kMaxParameters = 1000;
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
 
@@ -149,12 +152,12 @@ ordered_json converted(std::string_view value, const std::string& key, const ord
   return json_value(value).value_or(ordered_json(std::string(value)));
 }
 
-// Where a closing tag ends its element: followed, after whitespace, by one
-// of `next` or the end of `text`. The same tag written inside a value (code
-// that mentions it) is followed by more of the value.
+// Where a closing tag between `from` and `until` ends its element: followed,
+// after whitespace, by one of `next` or the end of `text`. The same tag
+// written inside a value (code that mentions it) is followed by more of it.
 size_t structural_end(std::string_view text, std::string_view tag, std::initializer_list<std::string_view> next,
-                      size_t from) {
-  for (size_t at = text.find(tag, from); at != std::string_view::npos; at = text.find(tag, at + 1)) {
+                      size_t from, size_t until) {
+  for (size_t at = text.find(tag, from); at < until; at = text.find(tag, at + 1)) {
     const size_t after = skip_space(text, at + tag.size());
     if (after == text.size()) return at;
     for (std::string_view n : next)
@@ -173,11 +176,11 @@ std::optional<ordered_json> arguments(std::string_view inner, const ordered_json
     if (key_end == std::string_view::npos) return std::nullopt;
     const std::string key(inner.substr(pos + kParameter.size(), key_end - pos - kParameter.size()));
     if (key.empty() || key.find_first_of("<\n") != std::string::npos) return std::nullopt;
+    if (args.size() == kMaxParameters) return std::nullopt;
     const size_t start = key_end + 1;
     // Left open, a value ends where the next parameter begins on a line of its own.
-    const size_t next = inner.find("\n<parameter=", start);
-    const size_t end = std::min({structural_end(inner, kParameterEnd, {kParameter}, start),
-                                 next == std::string_view::npos ? next : next + 1, inner.size()});
+    const size_t next = std::min(inner.find("\n<parameter=", start), inner.size() - 1) + 1;
+    const size_t end = std::min(structural_end(inner, kParameterEnd, {kParameter}, start, next), next);
     std::string_view value = inner.substr(start, end - start);
     if (!value.empty() && value.front() == '\n') value.remove_prefix(1);
     if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
@@ -203,12 +206,14 @@ std::vector<ToolCall> parse_xml_tool_calls(std::string_view body, const ordered_
     const std::string name(body.substr(pos + kFunction.size(), name_end - pos - kFunction.size()));
     if (name.empty() || name.find_first_of(" \t\r\n\"'{}<>") != std::string::npos)
       return {};  // a template's {{ }} is no name
-    const size_t end = std::min(structural_end(body, kFunctionEnd, {kFunction}, name_end + 1), body.size());
+    // Left open, a function ends where the next begins on a line of its own.
+    const size_t next = std::min(body.find("\n<function=", name_end), body.size() - 1) + 1;
+    const size_t end = std::min(structural_end(body, kFunctionEnd, {kFunction}, name_end + 1, next), next);
     const auto args = arguments(body.substr(name_end + 1, end - name_end - 1), parameters_of(tools, name));
     if (!args) return {};
     // Bytes that are not UTF-8 (a model can write them) become U+FFFD rather than fail the reply.
     calls.push_back({name, args->dump(-1, ' ', false, ordered_json::error_handler_t::replace)});
-    pos = end == body.size() ? end : end + kFunctionEnd.size();
+    pos = body.substr(end, kFunctionEnd.size()) == kFunctionEnd ? end + kFunctionEnd.size() : end;
   }
   return calls;
 }

@@ -37,6 +37,25 @@ ChatDelta bytewise(const std::string& text, bool starts_in_reasoning = false, To
   return d;
 }
 
+// Fed in pieces of every length from 1 to 7 (no leak check: for replies
+// whose tags stay text): each must give what the whole text gives.
+void expect_same_in_pieces(const std::string& text, XmlTools xml_tools) {
+  const ChatDelta all = whole(text, false, ToolCalls::Any, xml_tools);
+  for (size_t piece = 1; piece <= 7; ++piece) {
+    ChatOutputParser p(false, ToolCalls::Any, xml_tools);
+    ChatDelta d;
+    auto add = [&](ChatDelta x) {
+      d.content += x.content;
+      for (auto& t : x.tool_calls) d.tool_calls.push_back(t);
+    };
+    for (size_t at = 0; at < text.size(); at += piece) add(p.push(text.substr(at, piece)));
+    add(p.finish());
+    EXPECT_EQ(d.content, all.content) << "pieces of " << piece;
+    ASSERT_EQ(d.tool_calls.size(), all.tool_calls.size()) << "pieces of " << piece;
+    for (size_t i = 0; i < d.tool_calls.size(); ++i) EXPECT_EQ(d.tool_calls[i].arguments, all.tool_calls[i].arguments);
+  }
+}
+
 }  // namespace
 
 TEST(ChatOutput, ReasoningApartFromTheAnswer) {
@@ -174,33 +193,31 @@ TEST(ChatOutput, XmlToolCallWhoseValueMentionsTheClosingTag) {
     ASSERT_EQ(d.tool_calls.size(), 1u);
     EXPECT_EQ(d.tool_calls[0].arguments, R"({"content":"EXPECT(s, \"</tool_call>\");\nint x;"})");
   }
-  // A function left open, closed by </tool_call> at the end of the reply, is a call (as vLLM takes it).
+  // A function left open, closed by </tool_call> at the end of the reply, is a call (as vLLM takes it);
+  // so is one closed by </tool_call> and the next call after it.
   const ChatDelta open = whole("<tool_call><function=f><parameter=p>3</tool_call>", false, ToolCalls::Any, tools);
   ASSERT_EQ(open.tool_calls.size(), 1u);
   EXPECT_EQ(open.tool_calls[0].arguments, R"({"p":"3"})");
-}
-
-// Qwen3-Coder sometimes leaves out <tool_call>; vLLM reads such calls too.
-TEST(ChatOutput, XmlFunctionsWithoutToolCallTags) {
-  const auto tools = std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::array());
-  const std::string text =
-      "Listing.\n<function=run>\n<parameter=cmd>\nls\n</parameter>\n</function>\n<tool_call>\n<function=cat>\n"
-      "<parameter=file>\na.txt\n</parameter>\n</function>\n</tool_call>\n<function=pwd>\n</function>";
-  for (const ChatDelta& d : {whole(text, false, ToolCalls::Any, tools), bytewise(text, false, ToolCalls::Any, tools)}) {
-    EXPECT_EQ(d.content, "Listing.\n");
-    ASSERT_EQ(d.tool_calls.size(), 3u);
-    EXPECT_EQ(d.tool_calls[0].name, "run");
-    EXPECT_EQ(d.tool_calls[0].arguments, R"({"cmd":"ls"})");
-    EXPECT_EQ(d.tool_calls[1].name, "cat");
-    EXPECT_EQ(d.tool_calls[1].arguments, R"({"file":"a.txt"})");
-    EXPECT_EQ(d.tool_calls[2].name, "pwd");
-  }
-  // Prose that mentions the tag is no call: all of it stays text.
-  const std::string prose = "Write <function=NAME> and then the parameters.";
-  EXPECT_EQ(whole(prose, false, ToolCalls::Any, tools).content, prose);
-  // Without tools offered, or from a model that writes JSON calls, it is text at once.
-  EXPECT_EQ(whole(text, false, ToolCalls::None, tools).content, text);
-  EXPECT_TRUE(whole(text).tool_calls.empty());
+  const std::string two =
+      "<tool_call>\n<function=run>\n<parameter=cmd>\nx\n</tool_call>\n<tool_call>\n<function=run>\n<parameter=n>\n"
+      "5\n</parameter>\n</function>\n</tool_call>";
+  const ChatDelta d = whole(two, false, ToolCalls::Any, tools);
+  ASSERT_EQ(d.tool_calls.size(), 2u);
+  EXPECT_EQ(d.tool_calls[0].arguments, R"({"cmd":"x"})");
+  EXPECT_EQ(d.tool_calls[1].arguments, R"({"n":"5"})");
+  EXPECT_EQ(d.content, "");
+  // A JSON call (a required tool_choice's) whose arguments mention the XML tags is still one call.
+  const std::string json =
+      "<tool_call>{\"name\": \"run\", \"arguments\": {\"cmd\": \"grep '<function=' "
+      "x\"}}</tool_call>\nDone.";
+  const ChatDelta j = whole(json, false, ToolCalls::Any, tools);
+  ASSERT_EQ(j.tool_calls.size(), 1u);
+  EXPECT_EQ(j.content, "Done.");
+  // Any cut into pieces gives the same, calls or text.
+  for (const std::string& t :
+       {text, two, json, std::string("<tool_call>\n<function=f>\n<parameter=v>\na <tool_call> b\n"),
+        std::string("Use <function=f> then.<tool_call><function=g></function></tool_call> ok")})
+    expect_same_in_pieces(t, tools);
 }
 
 TEST(ChatOutput, XmlToolCallCutShortOrMalformedStaysText) {

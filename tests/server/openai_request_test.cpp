@@ -517,6 +517,12 @@ TEST_F(OpenAiRequest, BodiesThatWouldParseSlowlyAreRefusedOrParseInLinearTime) {
   EXPECT_NE(std::string(big.what()).find("objects too large to parse (10001 members in one"), std::string::npos)
       << big.what();
   EXPECT_EQ(error_of(members(2000, 30), false).status, 400);
+  // An object that never closes costs the parser as much before it fails: counted as its keys come.
+  std::string open = members(10001, 1);
+  open.resize(open.size() - 3);  // without "}]}"
+  const ApiError unclosed = error_of(open, false);
+  EXPECT_NE(std::string(unclosed.what()).find("objects too large to parse (10001 members in one"), std::string::npos)
+      << unclosed.what();
   // A re-hunt finding: a tool call's arguments, JSON inside a string, were parsed without the check.
   std::string arguments = "{";
   for (int i = 0; i <= 10000; ++i) arguments += (i ? ",\"" : "\"") + std::to_string(i) + "\": 1";

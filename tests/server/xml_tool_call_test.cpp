@@ -92,6 +92,16 @@ TEST(XmlToolCall, ABodyHoldsCallsOnly) {
       tools);
   ASSERT_EQ(calls.size(), 2u);
   EXPECT_EQ(calls[0].arguments, R"({"code":"x = \"</parameter>\" + \"</function>\"","n":"1"})");
+  // A function left open ends where the next begins on a line of its own.
+  calls = parse_xml_tool_calls("<function=a><parameter=x>1</parameter>\n<function=b></function>", tools);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].arguments, R"({"x":"1"})");
+  EXPECT_EQ(calls[1].name, "b");
+  // A bound on the parameters of a call (each value's end is searched for through the rest).
+  std::string many = "<function=a>";
+  for (int i = 0; i < 1000; ++i) many += "\n<parameter=k" + std::to_string(i) + ">\nx\n</parameter>";
+  EXPECT_EQ(parse_xml_tool_calls(many + "\n</function>", tools).size(), 1u);
+  EXPECT_TRUE(parse_xml_tool_calls(many + "\n<parameter=k1000>\nx\n</parameter>\n</function>", tools).empty());
   // A value that is not UTF-8 cannot fail the reply.
   calls = parse_xml_tool_calls("<function=a><parameter=x>\xff</parameter></function>", tools);
   ASSERT_EQ(calls.size(), 1u);
