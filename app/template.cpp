@@ -21,10 +21,10 @@ namespace qinfer::cli {
 
 namespace {
 
-using json = nlohmann::ordered_json;
+using nlohmann::ordered_json;
 
 ChatTemplateInput parse_input(const std::string& text) {
-  const json request = server::parse_json_body(text, "stdin");  // at most 128 levels deep: values are copied
+  const ordered_json request = server::parse_json_body(text, "stdin");  // at most 128 levels deep: values are copied
   if (!request.contains("messages")) fail("stdin: missing \"messages\"");
   ChatTemplateInput in;
   for (auto& [key, value] : request.items()) {

@@ -3,9 +3,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,11 @@
 namespace qinfer::test {
 
 inline std::string data_path(const std::string& rel) { return std::string(QINFER_TEST_DATA) + "/" + rel; }
+
+// The index of the largest logit, the first on ties (greedy decoding).
+inline int32_t argmax(std::span<const float> v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
 
 struct CommandResult {
   int exit_code = -1;

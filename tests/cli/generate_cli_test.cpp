@@ -14,11 +14,10 @@
 
 using nlohmann::json;
 using qinfer::test::data_path;
+using qinfer::test::qinfer_binary;
 using qinfer::test::run_command;
 
 namespace {
-
-std::string bin() { return qinfer::test::qinfer_binary(); }
 
 json golden(const std::string& name) {
   std::ifstream in(data_path("golden/" + name + ".json"));
@@ -36,7 +35,7 @@ TEST(GenerateCli, GreedyJsonMatchesGoldenAndWritesLogits) {
     if (!ids.empty()) ids += ',';
     ids += std::to_string(id.get<int>());
   }
-  const auto r = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids " + ids +
+  const auto r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") + " --prompt-ids " + ids +
                              " -n 32 --temp 0 --ignore-eos --json -t 2 --logits-out " + dir.file("l.f32"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json out = json::parse(r.output);
@@ -66,7 +65,7 @@ TEST(GenerateCli, StopsAtEosUnlessIgnored) {
   const int first = g["prompts"][0]["greedy"][0].get<int>();
   std::ofstream(dir.file("generation_config.json")) << json{{"eos_token_id", {151645, first}}}.dump();
   const std::string base =
-      bin() + " generate -m " + dir.path() + " --prompt-ids 785,6722,315,9625,374 -n 5 --temp 0 --json";
+      qinfer_binary() + " generate -m " + dir.path() + " --prompt-ids 785,6722,315,9625,374 -n 5 --temp 0 --json";
   auto r = run_command(base);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   json out = json::parse(r.output);
@@ -79,46 +78,48 @@ TEST(GenerateCli, StopsAtEosUnlessIgnored) {
 }
 
 TEST(GenerateCli, ClearErrors) {
-  auto r = run_command(bin() + " generate -m /nonexistent/model --prompt-ids 1 2>&1");
+  auto r = run_command(qinfer_binary() + " generate -m /nonexistent/model --prompt-ids 1 2>&1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("neither a directory nor a Hugging Face hub id"), std::string::npos) << r.output;
 
-  r = run_command("HF_HOME=/nonexistent HF_HUB_CACHE=/nonexistent/hub " + bin() +
+  r = run_command("HF_HOME=/nonexistent HF_HUB_CACHE=/nonexistent/hub " + qinfer_binary() +
                   " generate -m Qwen/Qwen3-0.6B --prompt-ids 1 2>&1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("huggingface-cli download Qwen/Qwen3-0.6B"), std::string::npos) << r.output;
 
-  r = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1,x,3 2>&1");
+  r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1,x,3 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("'x' is not a token id"), std::string::npos) << r.output;
 
-  r = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 -n 50000 2>&1");
+  r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 -n 50000 2>&1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("exceeds the context length of 40960 tokens; use -n 40959 or less"), std::string::npos)
       << r.output;
 
-  r = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 999999 2>&1");
+  r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") + " --prompt-ids 999999 2>&1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("outside the vocabulary"), std::string::npos) << r.output;
 
   // A hunt finding: an empty --logits-out was ignored, so no logits were written and none were asked about.
-  r = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 -n 1 --logits-out '' 2>&1");
+  r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") +
+                  " --prompt-ids 1 -n 1 --logits-out '' 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--logits-out is empty"), std::string::npos) << r.output;
 }
 
 TEST(GenerateCli, HelpSaysWhatItDoes) {
-  auto r = run_command(bin() + " --help");
+  auto r = run_command(qinfer_binary() + " --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.output.find("generate"), std::string::npos);
-  r = run_command(bin() + " generate --help");
+  r = run_command(qinfer_binary() + " generate --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.output.find("--prompt-ids"), std::string::npos);
   EXPECT_NE(r.output.find("--logits-out"), std::string::npos);
 }
 
 TEST(BenchCli, JsonReportsSpeedAndRoofline) {
-  const auto r = run_command(bin() + " bench -m " + data_path("models/tiny") + " -p 16 -n 4 --reps 3 -t 2 --json");
+  const auto r =
+      run_command(qinfer_binary() + " bench -m " + data_path("models/tiny") + " -p 16 -n 4 --reps 3 -t 2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json j = json::parse(r.output);
   for (const char* key : {"pp_tok_s", "tg_tok_s", "roofline_pct", "probe_gb_s", "pp_gflop_s", "fma_peak_gflop_s",
@@ -136,10 +137,10 @@ TEST(BenchCli, JsonReportsSpeedAndRoofline) {
 
   // With a LoRA adapter: named, and its bytes counted in what decode reads.
   qinfer::test::ScratchDir dir("bench-lora");
-  auto made = run_command(bin() + " make-test-model --preset tiny --lora 4 --out " + dir.path() + " 2>&1");
+  auto made = run_command(qinfer_binary() + " make-test-model --preset tiny --lora 4 --out " + dir.path() + " 2>&1");
   ASSERT_EQ(made.exit_code, 0) << made.output;
-  const auto adapted = run_command(bin() + " bench -m " + data_path("models/tiny") + " -p 8 -n 4 --reps 1 -t 2 --json" +
-                                   " --lora " + dir.path());
+  const auto adapted = run_command(qinfer_binary() + " bench -m " + data_path("models/tiny") +
+                                   " -p 8 -n 4 --reps 1 -t 2 --json" + " --lora " + dir.path());
   ASSERT_EQ(adapted.exit_code, 0) << adapted.output;
   const json a = json::parse(adapted.output);
   EXPECT_EQ(a["lora"], json::array({dir.path()}));
@@ -147,8 +148,8 @@ TEST(BenchCli, JsonReportsSpeedAndRoofline) {
 }
 
 TEST(BenchBatchCli, JsonReportsEachLevelWithItsKvPoolAndPeakRss) {
-  const auto r =
-      run_command(bin() + " bench-batch -m " + data_path("models/tiny") + " --parallel 1,3 -p 5 -n 4 -t 1 --json");
+  const auto r = run_command(qinfer_binary() + " bench-batch -m " + data_path("models/tiny") +
+                             " --parallel 1,3 -p 5 -n 4 -t 1 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json j = json::parse(r.output);
   ASSERT_EQ(j.at("levels").size(), 2u);
@@ -167,12 +168,13 @@ TEST(BenchBatchCli, JsonReportsEachLevelWithItsKvPoolAndPeakRss) {
 
 TEST(MakeTestModelCli, WritesALoadableCheckpoint) {
   qinfer::test::ScratchDir dir("mtm");
-  auto r = run_command(bin() + " make-test-model --preset tiny --dtype f16 --seed 7 --out " + dir.path() + " 2>&1");
+  auto r = run_command(qinfer_binary() + " make-test-model --preset tiny --dtype f16 --seed 7 --out " + dir.path() +
+                       " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = run_command(bin() + " generate -m " + dir.path() + " --prompt-ids 1,2,3 -n 3 --temp 0 --json");
+  r = run_command(qinfer_binary() + " generate -m " + dir.path() + " --prompt-ids 1,2,3 -n 3 --temp 0 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(json::parse(r.output)["ids"].size(), 3u);
-  r = run_command(bin() + " make-test-model --preset huge --out " + dir.path() + " 2>&1");
+  r = run_command(qinfer_binary() + " make-test-model --preset huge --out " + dir.path() + " 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("unknown preset 'huge'"), std::string::npos) << r.output;
 }
@@ -183,12 +185,13 @@ TEST(MakeTestModelCli, WritesALoadableCheckpoint) {
 TEST(MakeTestModelCli, LoraAdapterChangesGenerationAsInABatch) {
   qinfer::test::ScratchDir dir("mtm-lora");
   const std::string model = dir.file("model"), adapter = dir.file("adapter");
-  auto r = run_command(bin() + " make-test-model --preset tiny --seed 7 --out " + model + " 2>&1");
+  auto r = run_command(qinfer_binary() + " make-test-model --preset tiny --seed 7 --out " + model + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = run_command(bin() + " make-test-model --preset tiny --lora 8 --out " + adapter + " 2>&1");
+  r = run_command(qinfer_binary() + " make-test-model --preset tiny --lora 8 --out " + adapter + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(std::filesystem::exists(adapter + "/adapter_config.json"));
-  const std::string gen = bin() + " generate -m " + model + " --prompt-ids 1,2,3 -n 8 --temp 0 --ignore-eos --json";
+  const std::string gen =
+      qinfer_binary() + " generate -m " + model + " --prompt-ids 1,2,3 -n 8 --temp 0 --ignore-eos --json";
   r = run_command(gen);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json plain = json::parse(r.output)["ids"];
@@ -197,13 +200,13 @@ TEST(MakeTestModelCli, LoraAdapterChangesGenerationAsInABatch) {
   const json adapted = json::parse(r.output)["ids"];
   EXPECT_NE(adapted, plain);
   r = run_command(R"(echo '{"prompt_ids": [1, 2, 3], "max_tokens": 8, "temperature": 0, "ignore_eos": true}' | )" +
-                  bin() + " batch -m " + model + " --lora " + adapter);
+                  qinfer_binary() + " batch -m " + model + " --lora " + adapter);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(json::parse(r.output)["ids"], adapted);
   // Named (--lora-modules): the lines that name it take it, in the same batch as those that do not.
   const std::string line = R"({"prompt_ids": [1, 2, 3], "max_tokens": 8, "temperature": 0, "ignore_eos": true)";
   r = run_command("printf '%s\n' '" + line + R"(, "model": "sql"}' ')" + line + "}' '" + line + R"(, "model": ")" +
-                  model + "\"}' '" + line + R"(, "model": "sq"}' | )" + bin() + " batch -m " + model +
+                  model + "\"}' '" + line + R"(, "model": "sq"}' | )" + qinfer_binary() + " batch -m " + model +
                   " --lora-modules sql=" + adapter);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::vector<json> lines = qinfer::test::json_lines_of(r.output);
@@ -214,14 +217,14 @@ TEST(MakeTestModelCli, LoraAdapterChangesGenerationAsInABatch) {
   EXPECT_NE(lines[3]["error"].get<std::string>().find("line 4: The model 'sq' does not exist"), std::string::npos)
       << lines[3];
 
-  r = run_command(bin() + " bench -m " + model + " -p 4 -n 2 --reps 1 -t 2 --lora " + adapter + " 2>&1");
+  r = run_command(qinfer_binary() + " bench -m " + model + " -p 4 -n 2 --reps 1 -t 2 --lora " + adapter + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("weights bf16, LoRA adapters " + adapter + ", KV cache"), std::string::npos) << r.output;
 
   r = run_command(gen + " --lora " + dir.file("none") + " 2>&1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("no adapter_model.safetensors"), std::string::npos) << r.output;
-  r = run_command(bin() + " make-test-model --preset tiny --lora 0 --out " + dir.file("zero") + " 2>&1");
+  r = run_command(qinfer_binary() + " make-test-model --preset tiny --lora 0 --out " + dir.file("zero") + " 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--lora must be a rank"), std::string::npos) << r.output;
 }
@@ -231,13 +234,14 @@ TEST(MakeTestModelCli, LoraAdapterChangesGenerationAsInABatch) {
 // bench-batch (as bench) names the experts' format.
 TEST(MakeTestModelCli, AMixtureOfExpertsGeneratesAloneAsInABatch) {
   qinfer::test::ScratchDir dir("mtm-moe");
-  auto r = run_command(bin() + " make-test-model --preset tiny-moe --layers 3 --out " + dir.file("m") + " 2>&1");
+  auto r =
+      run_command(qinfer_binary() + " make-test-model --preset tiny-moe --layers 3 --out " + dir.file("m") + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json config = json::parse(std::ifstream(dir.file("m/config.json")));
   EXPECT_EQ(config["architectures"][0], "Qwen3MoeForCausalLM");
   EXPECT_EQ(config["num_hidden_layers"], 3);
   EXPECT_EQ(config["num_experts"], 8);
-  r = run_command(bin() + " generate -m " + dir.file("m") +
+  r = run_command(qinfer_binary() + " generate -m " + dir.file("m") +
                   " --weights q8 --prompt-ids 9707,11,1879 -n 12 --temp 0 "
                   "--ignore-eos --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -249,8 +253,8 @@ TEST(MakeTestModelCli, AMixtureOfExpertsGeneratesAloneAsInABatch) {
       in << R"({"prompt_ids": )" << ids << R"(, "max_tokens": 12, "temperature": 0, "ignore_eos": true})"
          << "\n";
   }
-  r = run_command(bin() + " batch -m " + dir.file("m") + " --weights q8 --parallel 4 < " + dir.file("in.jsonl") +
-                  " 2>/dev/null");
+  r = run_command(qinfer_binary() + " batch -m " + dir.file("m") + " --weights q8 --parallel 4 < " +
+                  dir.file("in.jsonl") + " 2>/dev/null");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::istringstream lines(r.output);
   std::string line;
@@ -258,7 +262,7 @@ TEST(MakeTestModelCli, AMixtureOfExpertsGeneratesAloneAsInABatch) {
   while (std::getline(lines, line)) results.push_back(json::parse(line));
   ASSERT_EQ(results.size(), 4u) << r.output;
   EXPECT_EQ(results[1]["ids"], alone);
-  r = run_command(bin() + " bench-batch -m " + dir.file("m") +
+  r = run_command(qinfer_binary() + " bench-batch -m " + dir.file("m") +
                   " --weights q8 --parallel 1 -p 8 -n 2 --json 2>/dev/null");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(json::parse(r.output)["weights"], "q8") << r.output;
@@ -268,14 +272,14 @@ TEST(MakeTestModelCli, ScriptedCheckpointRepliesWithTheScriptThenStops) {
   qinfer::test::ScratchDir dir("mtm-script");
   const std::string script = "<think>Two plus two makes four.</think>\n\nThe answer is 4";
   std::ofstream(dir.file("script.txt")) << script;
-  auto r = run_command(bin() + " make-test-model --preset tiny --out " + dir.file("m") + " --script \"$(cat " +
-                       dir.file("script.txt") + ")\" 2>&1");
+  auto r = run_command(qinfer_binary() + " make-test-model --preset tiny --out " + dir.file("m") +
+                       " --script \"$(cat " + dir.file("script.txt") + ")\" 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("scripted"), std::string::npos) << r.output;
   // A chat prompt ends in "assistant\n"; sampling with the checkpoint's defaults follows the script too.
   std::ofstream(dir.file("prompt.txt")) << "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n";
   for (const std::string sampling : {"--temp 0", "--seed 3"}) {
-    r = run_command(bin() + " generate -m " + dir.file("m") + " --prompt-file " + dir.file("prompt.txt") +
+    r = run_command(qinfer_binary() + " generate -m " + dir.file("m") + " --prompt-file " + dir.file("prompt.txt") +
                     " -n 40 --json " + sampling);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const json j = json::parse(r.output);
@@ -283,26 +287,27 @@ TEST(MakeTestModelCli, ScriptedCheckpointRepliesWithTheScriptThenStops) {
     EXPECT_EQ(j["finish_reason"], "stop") << sampling;  // the script ends in <|im_end|>
   }
   // "\n" then "\nabc": "\n" would be followed by "\n" and by "abc".
-  r = run_command(bin() + " make-test-model --preset tiny --out " + dir.file("bad") +
+  r = run_command(qinfer_binary() + " make-test-model --preset tiny --out " + dir.file("bad") +
                   " --script \"$(printf '\\nabc')\" 2>&1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("token id 198 is followed by 198"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir.file("bad")));
   // Hunt findings: --script "" wrote random weights; an end of sequence inside the script was taken.
-  r = run_command(bin() + " make-test-model --preset tiny --out " + dir.file("empty") + " --script '' 2>&1");
+  r = run_command(qinfer_binary() + " make-test-model --preset tiny --out " + dir.file("empty") + " --script '' 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("scripted"), std::string::npos) << r.output;
-  r = run_command(bin() + " generate -m " + dir.file("empty") + " --prompt-file " + dir.file("prompt.txt") +
+  r = run_command(qinfer_binary() + " generate -m " + dir.file("empty") + " --prompt-file " + dir.file("prompt.txt") +
                   " -n 5 --temp 0 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(json::parse(r.output)["text"], "");
   EXPECT_EQ(json::parse(r.output)["finish_reason"], "stop");
-  r = run_command(bin() + " make-test-model --preset tiny --out " + dir.file("eos") + " --script 'a<|im_end|>b' 2>&1");
+  r = run_command(qinfer_binary() + " make-test-model --preset tiny --out " + dir.file("eos") +
+                  " --script 'a<|im_end|>b' 2>&1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("--script: the text holds an end of sequence (id 151645) before its end"), std::string::npos)
       << r.output;
   // A hunt finding: invalid UTF-8 was "tokenizer: the text to encode is not valid UTF-8", naming no flag.
-  r = run_command(bin() + " make-test-model --preset tiny --out " + dir.file("utf8") +
+  r = run_command(qinfer_binary() + " make-test-model --preset tiny --out " + dir.file("utf8") +
                   " --script \"$(printf 'ok\\377')\" 2>&1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("--script is not valid UTF-8 (byte offset 2)"), std::string::npos) << r.output;
@@ -310,7 +315,7 @@ TEST(MakeTestModelCli, ScriptedCheckpointRepliesWithTheScriptThenStops) {
 }
 
 TEST(GenerateCli, TextPromptJsonHasTextWithoutPromptAndHonoursStop) {
-  const std::string base = bin() + " generate -m " + data_path("models/tiny") + " --temp 0 -n 10 --json";
+  const std::string base = qinfer_binary() + " generate -m " + data_path("models/tiny") + " --temp 0 -n 10 --json";
   auto r = run_command(base + " -p 'The capital of France is'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json full = json::parse(r.output);
@@ -346,7 +351,7 @@ TEST(GenerateCli, TextPromptJsonHasTextWithoutPromptAndHonoursStop) {
 }
 
 TEST(GenerateCli, LogprobsOfEachToken) {
-  const auto r = run_command(bin() + " generate -m " + data_path("models/tiny") +
+  const auto r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") +
                              " --prompt-ids 785,6722,315,9625,374 -n 4 --temp 0 --ignore-eos --json --logprobs 3");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json j = json::parse(r.output);
@@ -360,10 +365,12 @@ TEST(GenerateCli, LogprobsOfEachToken) {
     EXPECT_EQ(t["top_logprobs"][0]["id"], t["id"]) << "greedy";
     EXPECT_GE(t["top_logprobs"][1]["logprob"].get<double>(), t["top_logprobs"][2]["logprob"].get<double>());
   }
-  auto bad = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 --logprobs 3 2>&1");
+  auto bad =
+      run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 --logprobs 3 2>&1");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("--json"), std::string::npos) << bad.output;
-  bad = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 --json --logprobs -2 2>&1");
+  bad = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") +
+                    " --prompt-ids 1 --json --logprobs -2 2>&1");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
 }
 
@@ -405,7 +412,7 @@ TEST(GenerateCli, NaNLogitsStopWithAnErrorNamingTheStep) {
     qinfer::test::ScratchDir dir("nan");
     write_nan_model(dir.path(), c.first, c.rows);
     for (const char* temp : {"0", "0.7"}) {
-      const auto r = run_command(bin() + " generate -m " + dir.path() +
+      const auto r = run_command(qinfer_binary() + " generate -m " + dir.path() +
                                  " --prompt-ids 785,6722,315,9625,374 -n 4 --temp " + temp + " --json 2>&1");
       EXPECT_EQ(r.exit_code, 1) << r.output;
       EXPECT_NE(r.output.find("qinfer: error: the model's logits for generated token 1 (position 5) have " +
@@ -422,7 +429,7 @@ TEST(GenerateCli, QuantizingNaNWeightsIsRefused) {
   for (const std::string& cmd :
        {std::string(" generate --prompt-ids 785,6722 -n 2 --weights q8 -m "),
         std::string(" generate -p hi --weights q4 -m "), " quantize --to q8 -o " + dir.file("q") + " -m "}) {
-    const auto r = run_command(bin() + cmd + dir.path() + " 2>&1");
+    const auto r = run_command(qinfer_binary() + cmd + dir.path() + " 2>&1");
     EXPECT_EQ(r.exit_code, 1) << cmd;
     EXPECT_NE(
         r.output.find("tensor model.embed_tokens.weight row 150000 holds NaN or infinity: the checkpoint is corrupt"),
@@ -439,7 +446,7 @@ TEST(GenerateCli, JsonSchemaConstrainsTheOutput) {
   std::ofstream(schema_file) << R"({"type": "object", "properties": {"color": {"enum": ["red", "green"]},
                                    "dark": {"type": "boolean"}}, "required": ["color", "dark"]})";
   for (int seed = 1; seed <= 3; ++seed) {
-    const auto r = run_command(bin() + " generate -m " + data_path("models/tiny") +
+    const auto r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") +
                                " -p 'A color as JSON:' --temp 1 -n 60 --json --seed " + std::to_string(seed) +
                                " --json-schema @" + schema_file + " 2>/dev/null");
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -449,29 +456,29 @@ TEST(GenerateCli, JsonSchemaConstrainsTheOutput) {
     EXPECT_TRUE(doc["color"] == "red" || doc["color"] == "green") << doc.dump();
     EXPECT_TRUE(doc["dark"].is_boolean()) << doc.dump();
   }
-  auto r = run_command(bin() + " generate -m " + data_path("models/tiny") +
+  auto r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") +
                        " -p x -n 20 --json --temp 0 --json-object 2>/dev/null");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(json::parse(r.output)["text"].get<std::string>().find_first_not_of(" \n\t"),
             json::parse(r.output)["text"].get<std::string>().find('{'));
-  r = run_command(bin() + " generate -m " + data_path("models/tiny") +
+  r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") +
                   " -p x --json-schema '{\"multipleOf\": 2}' 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--json-schema: json_schema: /multipleOf is a keyword qinfer does not follow"),
             std::string::npos)
       << r.output;
-  r = run_command(bin() + " generate -m " + data_path("models/tiny") + " -p x --json-schema '{nope' 2>&1");
+  r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") + " -p x --json-schema '{nope' 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("not valid JSON"), std::string::npos) << r.output;
   // A hunt finding: a file that cannot be read exited 2 here, 1 for --prompt-file; it is a failure
   // while running (exit 1), naming the flag and the file.
-  r = run_command(bin() + " generate -m " + data_path("models/tiny") + " -p x --json-schema @" + dir.file("none") +
-                  " 2>&1");
+  r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") + " -p x --json-schema @" +
+                  dir.file("none") + " 2>&1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("--json-schema: " + dir.file("none") + ": cannot open: No such file or directory"),
             std::string::npos)
       << r.output;
-  r = run_command(bin() + " generate -m " + data_path("models/tiny") + " -p x --json-schema @ 2>&1");
+  r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") + " -p x --json-schema @ 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--json-schema @ names no file"), std::string::npos) << r.output;
 }
@@ -487,28 +494,29 @@ TEST(GenerateCli, GrammarAndRegexConstrainTheOutput) {
   const std::regex color("(red|green) [0-9]{1,2}"), hex("#[0-9a-f]{6}");
   for (int seed = 1; seed <= 3; ++seed) {
     const std::string sampled = " -p 'A color:' --temp 1 -n 30 --json --seed " + std::to_string(seed);
-    auto r = run_command(bin() + " generate -m " + data_path("models/tiny") + sampled + " --grammar @" + grammar_file +
-                         " 2>/dev/null");
+    auto r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") + sampled + " --grammar @" +
+                         grammar_file + " 2>/dev/null");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     json out = json::parse(r.output);
     EXPECT_EQ(out["finish_reason"], "stop") << r.output;
     EXPECT_TRUE(std::regex_match(out["text"].get<std::string>(), color)) << r.output;
-    r = run_command(bin() + " generate -m " + data_path("models/tiny") + sampled +
+    r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") + sampled +
                     " --regex '#[0-9a-f]{6}' 2>/dev/null");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     out = json::parse(r.output);
     EXPECT_EQ(out["finish_reason"], "stop") << r.output;
     EXPECT_TRUE(std::regex_match(out["text"].get<std::string>(), hex)) << r.output;
   }
-  auto r = run_command(bin() + " generate -m " + data_path("models/tiny") + " -p x --grammar 'root ::= item' 2>&1");
+  auto r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") +
+                       " -p x --grammar 'root ::= item' 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--grammar: grammar: the rule 'item' is used but never defined (line 1, column 10)"),
             std::string::npos)
       << r.output;
-  r = run_command(bin() + " generate -m " + data_path("models/tiny") + " -p x --regex '(?=a)' 2>&1");
+  r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") + " -p x --regex '(?=a)' 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--regex: pattern '(?=a)': lookaround"), std::string::npos) << r.output;
-  r = run_command(bin() + " generate -m " + data_path("models/tiny") +
+  r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") +
                   " -p x --regex a --grammar 'root ::= \"a\"' 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("excludes"), std::string::npos) << r.output;
@@ -520,12 +528,12 @@ TEST(GenerateCli, GrammarAndRegexConstrainTheOutput) {
 TEST(GenerateCli, DraftsFromThePromptGiveTheSameTextAndAreReported) {
   qinfer::test::ScratchDir dir("cli-draft");
   const std::string script = "one two three four five six seven eight nine ten eleven twelve";
-  auto r =
-      run_command(bin() + " make-test-model --preset tiny --out " + dir.file("m") + " --script '" + script + "' 2>&1");
+  auto r = run_command(qinfer_binary() + " make-test-model --preset tiny --out " + dir.file("m") + " --script '" +
+                       script + "' 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ofstream(dir.file("prompt.txt")) << "Repeat: " << script << "\n";
-  const std::string base =
-      bin() + " generate -m " + dir.file("m") + " --prompt-file " + dir.file("prompt.txt") + " -n 30 --temp 0";
+  const std::string base = qinfer_binary() + " generate -m " + dir.file("m") + " --prompt-file " +
+                           dir.file("prompt.txt") + " -n 30 --temp 0";
   r = run_command(base + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json plain = json::parse(r.output);
@@ -544,7 +552,7 @@ TEST(GenerateCli, DraftsFromThePromptGiveTheSameTextAndAreReported) {
 
   std::ofstream(dir.file("lines.jsonl")) << json{{"prompt", "Repeat: " + script + "\n"}, {"temperature", 0}}.dump()
                                          << "\n";
-  r = run_command(bin() + " batch -m " + dir.file("m") + " --draft 3 < " + dir.file("lines.jsonl") + " 2>" +
+  r = run_command(qinfer_binary() + " batch -m " + dir.file("m") + " --draft 3 < " + dir.file("lines.jsonl") + " 2>" +
                   dir.file("err.txt"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(json::parse(r.output)["text"], script);

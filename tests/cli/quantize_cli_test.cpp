@@ -11,16 +11,16 @@
 
 using nlohmann::json;
 using qinfer::test::data_path;
+using qinfer::test::qinfer_binary;
 using qinfer::test::run_command;
 
 namespace {
 
-std::string bin() { return qinfer::test::qinfer_binary(); }
-
 // Greedy ids of `qinfer generate` on the first golden prompt of tiny.
 json generate(const std::string& model, const std::string& extra) {
-  const auto r = run_command(bin() + " generate -m " + model + " --prompt-ids 785,6722,315,9625,374 -n 8 --temp 0 " +
-                             "--ignore-eos --json -t 2 " + extra);
+  const auto r =
+      run_command(qinfer_binary() + " generate -m " + model + " --prompt-ids 785,6722,315,9625,374 -n 8 --temp 0 " +
+                  "--ignore-eos --json -t 2 " + extra);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   return json::parse(r.output, nullptr, false);
 }
@@ -31,8 +31,8 @@ TEST(QuantizeCli, SavedModelGeneratesLikeQuantizingAtLoad) {
   for (const char* to : {"q8", "q4"}) {
     qinfer::test::ScratchDir dir("quantize-cli");
     const std::string out = dir.file("model");
-    const auto r =
-        run_command(bin() + " quantize -m " + data_path("models/tiny") + " --to " + to + " -o " + out + " 2>&1");
+    const auto r = run_command(qinfer_binary() + " quantize -m " + data_path("models/tiny") + " --to " + to + " -o " +
+                               out + " 2>&1");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("wrote"), std::string::npos) << r.output;
     const json saved = generate(out, ""), at_load = generate(data_path("models/tiny"), std::string("--weights ") + to);
@@ -48,18 +48,18 @@ TEST(QuantizeCli, PublishedQuantizedCheckpointsGenerateAndQuantize) {
   for (const std::string format : {"fp8", "awq", "gptq"}) {
     qinfer::test::ScratchDir dir("quantize-published");
     const std::string model = dir.file(format), q8 = dir.file("q8");
-    auto r =
-        run_command(bin() + " make-test-model --preset tiny --dtype " + format + " --seed 4 --out " + model + " 2>&1");
+    auto r = run_command(qinfer_binary() + " make-test-model --preset tiny --dtype " + format + " --seed 4 --out " +
+                         model + " 2>&1");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const json config = json::parse(std::ifstream(model + "/config.json"));
     EXPECT_EQ(config["quantization_config"]["quant_method"], format);
     EXPECT_EQ(generate(model, "")["ids"].size(), 8u);
-    r = run_command(bin() + " quantize -m " + model + " --to q8 -o " + q8 + " 2>&1");
+    r = run_command(qinfer_binary() + " quantize -m " + model + " --to q8 -o " + q8 + " 2>&1");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_EQ(json::parse(std::ifstream(q8 + "/config.json"))["quantization_config"]["quant_method"], "qinfer");
     EXPECT_EQ(generate(q8, "")["ids"], generate(model, "--weights q8")["ids"]) << format;
-    r = run_command(bin() + " make-test-model --preset tiny --dtype " + format + " --script hi --out " + dir.file("s") +
-                    " 2>&1");
+    r = run_command(qinfer_binary() + " make-test-model --preset tiny --dtype " + format + " --script hi --out " +
+                    dir.file("s") + " 2>&1");
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.output.find("--script writes exact weights"), std::string::npos) << r.output;
   }
@@ -67,19 +67,20 @@ TEST(QuantizeCli, PublishedQuantizedCheckpointsGenerateAndQuantize) {
 
 TEST(QuantizeCli, BadArgumentsFailWithAMessage) {
   qinfer::test::ScratchDir dir("quantize-cli");
-  auto r = run_command(bin() + " quantize -m " + data_path("models/tiny") + " --to q5 -o " + dir.file("x") + " 2>&1");
+  auto r = run_command(qinfer_binary() + " quantize -m " + data_path("models/tiny") + " --to q5 -o " + dir.file("x") +
+                       " 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--to must be q8 or q4"), std::string::npos) << r.output;
-  r = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 --weights q3 2>&1");
+  r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 --weights q3 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("unknown weight format 'q3'"), std::string::npos) << r.output;
-  r = run_command(bin() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 --kv f8 2>&1");
+  r = run_command(qinfer_binary() + " generate -m " + data_path("models/tiny") + " --prompt-ids 1 --kv f8 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("unknown KV cache type 'f8'"), std::string::npos) << r.output;
 }
 
 TEST(QuantizeCli, BenchTakesWeightsAndKvOptions) {
-  const auto r = run_command(bin() + " bench -m " + data_path("models/tiny") +
+  const auto r = run_command(qinfer_binary() + " bench -m " + data_path("models/tiny") +
                              " -p 16 -n 4 --reps 1 -t 2 --weights q8 --kv f16 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json j = json::parse(r.output);
@@ -93,36 +94,37 @@ TEST(QuantizeCli, BenchTakesWeightsAndKvOptions) {
 TEST(QuantizeCli, ExistingOutputNeedsForceAndQuantizedInputIsRefused) {
   qinfer::test::ScratchDir dir("force");
   const std::string out = dir.file("m");
-  const std::string make = bin() + " make-test-model --preset tiny --dtype bf16 --out " + out + " 2>&1";
+  const std::string make = qinfer_binary() + " make-test-model --preset tiny --dtype bf16 --out " + out + " 2>&1";
   ASSERT_EQ(run_command(make).exit_code, 0);
   auto r = run_command(make);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find(out + ": the directory exists and is not empty; pass --force"), std::string::npos)
       << r.output;
-  r = run_command(bin() + " make-test-model --preset tiny --dtype bf16 --force --out " + out + " 2>&1");
+  r = run_command(qinfer_binary() + " make-test-model --preset tiny --dtype bf16 --force --out " + out + " 2>&1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
 
   const std::string q = dir.file("q");
-  const std::string quantize = bin() + " quantize -m " + data_path("models/tiny") + " --to q8 -o " + q + " 2>&1";
+  const std::string quantize =
+      qinfer_binary() + " quantize -m " + data_path("models/tiny") + " --to q8 -o " + q + " 2>&1";
   ASSERT_EQ(run_command(quantize).exit_code, 0);
   r = run_command(quantize);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("pass --force"), std::string::npos) << r.output;
   EXPECT_EQ(run_command(quantize + " --force").exit_code, 0);
-  r = run_command(bin() + " quantize -m " + q + " --to q4 -o " + dir.file("qq") + " 2>&1");
+  r = run_command(qinfer_binary() + " quantize -m " + q + " --to q4 -o " + dir.file("qq") + " 2>&1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("is already quantized (q8): quantize the original float checkpoint"), std::string::npos)
       << r.output;
-  r = run_command(bin() + " bench -m " + q + " -p 4 -n 2 --quality 4 2>&1");
+  r = run_command(qinfer_binary() + " bench -m " + q + " -p 4 -n 2 --quality 4 2>&1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("already quantized (it would be compared with itself)"), std::string::npos) << r.output;
   // A hunt finding: --weights q4 on a q8 checkpoint quantized it again without a word (quantize refuses that).
-  r = run_command(bin() + " generate -m " + q + " --prompt-ids 1 -n 1 --weights q4 2>&1");
+  r = run_command(qinfer_binary() + " generate -m " + q + " --prompt-ids 1 -n 1 --weights q4 2>&1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("is stored as q8; quantizing it again would add a second rounding error"), std::string::npos)
       << r.output;
-  EXPECT_EQ(run_command(bin() + " generate -m " + q + " --prompt-ids 1 -n 1 --weights q8 2>&1").exit_code, 0);
-  EXPECT_EQ(run_command(bin() + " generate -m " + q + " --prompt-ids 1 -n 1 --weights f32 2>&1").exit_code, 0)
+  EXPECT_EQ(run_command(qinfer_binary() + " generate -m " + q + " --prompt-ids 1 -n 1 --weights q8 2>&1").exit_code, 0);
+  EXPECT_EQ(run_command(qinfer_binary() + " generate -m " + q + " --prompt-ids 1 -n 1 --weights f32 2>&1").exit_code, 0)
       << "dequantizing is allowed";
 }
 
@@ -140,7 +142,7 @@ TEST(QuantizeCli, ForceReplacesLinksInTheOutputInsteadOfWritingThroughThem) {
     std::ifstream f(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(f), {});
   };
-  const auto r = run_command(bin() + " quantize -m " + src + " --to q8 -o " + out + " --force 2>&1");
+  const auto r = run_command(qinfer_binary() + " quantize -m " + src + " --to q8 -o " + out + " --force 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const auto& f : fs::directory_iterator(data_path("models/tiny"))) {
     const std::string name = f.path().filename().string();
@@ -158,8 +160,9 @@ TEST(QuantizeCli, AWriteThatFailsLeavesNoPartialCheckpoint) {
   qinfer::test::ScratchDir dir("full");
   const std::string limited = "bash -c \"trap '' XFSZ; ulimit -f 2048; ";
   for (const auto& [command, out] :
-       {std::pair{bin() + " make-test-model --preset tiny --dtype bf16 --out " + dir.file("m"), dir.file("m")},
-        std::pair{bin() + " quantize -m " + data_path("models/tiny") + " --to q8 -o " + dir.file("q"),
+       {std::pair{qinfer_binary() + " make-test-model --preset tiny --dtype bf16 --out " + dir.file("m"),
+                  dir.file("m")},
+        std::pair{qinfer_binary() + " quantize -m " + data_path("models/tiny") + " --to q8 -o " + dir.file("q"),
                   dir.file("q")}}) {
     const auto r = run_command(limited + command + "\" 2>&1");
     EXPECT_EQ(r.exit_code, 1) << command << "\n" << r.output;
@@ -168,7 +171,7 @@ TEST(QuantizeCli, AWriteThatFailsLeavesNoPartialCheckpoint) {
     EXPECT_EQ(run_command(command + " 2>&1").exit_code, 0) << "the rerun writes it whole";
   }
   // In a directory that existed (--force), the files it wrote before stay, not a partial one.
-  const auto r = run_command(limited + bin() + " make-test-model --preset tiny --dtype bf16 --force --out " +
+  const auto r = run_command(limited + qinfer_binary() + " make-test-model --preset tiny --dtype bf16 --force --out " +
                              dir.file("q") + "\" 2>&1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(std::filesystem::exists(dir.file("q")));

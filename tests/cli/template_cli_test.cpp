@@ -8,17 +8,17 @@
 
 #include "test_util.h"
 
-using json = nlohmann::ordered_json;
+using nlohmann::ordered_json;
 using qinfer::test::data_path;
 using qinfer::test::run_command;
 
 namespace {
 
-json chat_cases() {
+ordered_json chat_cases() {
   std::ifstream in(data_path("chat_template/cases.json"));
   std::stringstream ss;
   ss << in.rdbuf();
-  return json::parse(ss.str());
+  return ordered_json::parse(ss.str());
 }
 
 // Runs `qinfer template -m model` with `request` written to a file piped to stdin.
@@ -30,8 +30,8 @@ qinfer::test::CommandResult run_template(const std::string& model, const std::st
                      redirect);
 }
 
-json request_of(const json& c) {
-  json request = {{"messages", c["messages"]}, {"add_generation_prompt", c["add_generation_prompt"]}};
+ordered_json request_of(const ordered_json& c) {
+  ordered_json request = {{"messages", c["messages"]}, {"add_generation_prompt", c["add_generation_prompt"]}};
   if (!c["tools"].is_null()) request["tools"] = c["tools"];
   if (!c["enable_thinking"].is_null()) request["enable_thinking"] = c["enable_thinking"];
   return request;
@@ -40,13 +40,13 @@ json request_of(const json& c) {
 }  // namespace
 
 TEST(TemplateCli, PrintsExactlyWhatTransformersRenders) {
-  const json cases = chat_cases();
+  const ordered_json cases = chat_cases();
   // Plain chat, tools with unicode and number formatting, enable_thinking=false.
   for (const char* name : {"system + user", "tojson number formatting (Python float repr, int vs float kept)",
                            "tools with unicode / html / escapes in schema (tojson)",
                            "tool calls, enable_thinking=false", "unicode and CRLF content"}) {
     SCOPED_TRACE(name);
-    const json* found = nullptr;
+    const ordered_json* found = nullptr;
     for (const auto& c : cases)
       if (c["name"] == name) found = &c;
     ASSERT_NE(found, nullptr);

@@ -17,13 +17,13 @@
 
 using nlohmann::json;
 using qinfer::test::data_path;
+using qinfer::test::qinfer_binary;
 using qinfer::test::run_command;
 using qinfer::test::ScratchDir;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string bin() { return qinfer::test::qinfer_binary(); }
 std::string tiny() { return data_path("models/tiny"); }
 
 std::string read_file(const std::string& path) {
@@ -60,13 +60,13 @@ const std::string kPrompt = " --prompt-ids 785,6722,315,9625,374";
 
 TEST(UsageCli, ParserErrorsSayQinferErrorAndExit2) {
   for (const std::string args : {"generate -m x --bogus", "generate --prompt-ids 1", "", "generate -m x -n abc"}) {
-    const Outcome r = run(bin() + " " + args);
+    const Outcome r = run(qinfer_binary() + " " + args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
     EXPECT_EQ(r.err.rfind("qinfer: error: ", 0), 0u) << args << "\n" << r.err;
   }
-  const Outcome r = run(bin() + " generate -m x --bogus");
+  const Outcome r = run(qinfer_binary() + " generate -m x --bogus");
   EXPECT_NE(r.err.find("qinfer generate --help"), std::string::npos) << r.err;
-  EXPECT_EQ(run(bin() + " generate --help").exit_code, 0);
+  EXPECT_EQ(run(qinfer_binary() + " generate --help").exit_code, 0);
 }
 
 // Hunt findings: CLI11 read integer flags with base 0 (-n 010 made 8 tokens,
@@ -76,28 +76,29 @@ TEST(UsageCli, ParserErrorsSayQinferErrorAndExit2) {
 TEST(UsageCli, NumbersAreDecimalAndWhole) {
   for (const std::string args : {"-n 0x10", "-n ''", "-n 99999999999999999999", "-t ''", "--ctx 1e3", "--temp ''",
                                  "--seed -1", "--logprobs -1 --json", "-n +5"}) {
-    const Outcome r = run(bin() + " generate -m " + tiny() + kPrompt + " " + args);
+    const Outcome r = run(qinfer_binary() + " generate -m " + tiny() + kPrompt + " " + args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
     EXPECT_LT(r.err.size(), 200u) << args << "\n" << r.err;
   }
   for (const std::string cmd : {"serve -m x --max-body -1", "make-test-model --preset tiny --out x --seed -1"}) {
-    const Outcome r = run(bin() + " " + cmd);
+    const Outcome r = run(qinfer_binary() + " " + cmd);
     EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.err;
     EXPECT_NE(r.err.find("must be a non-negative integer in decimal, not '-1'"), std::string::npos) << r.err;
   }
-  const Outcome octal = run(bin() + " generate -m " + tiny() + kPrompt + " -n 010 --temp 0 --ignore-eos --json");
+  const Outcome octal =
+      run(qinfer_binary() + " generate -m " + tiny() + kPrompt + " -n 010 --temp 0 --ignore-eos --json");
   ASSERT_EQ(octal.exit_code, 0) << octal.err;
   EXPECT_EQ(json::parse(octal.out)["ids"].size(), 10u) << "ten, not octal eight";
 }
 
 TEST(UsageCli, UnknownCommandSuggestsTheNearest) {
-  Outcome r = run(bin() + " generat -m x");
+  Outcome r = run(qinfer_binary() + " generat -m x");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("qinfer: error: unknown command 'generat'; did you mean 'generate'?"), std::string::npos)
       << r.err;
-  r = run(bin() + " tokenise");
+  r = run(qinfer_binary() + " tokenise");
   EXPECT_NE(r.err.find("did you mean 'tokenize'?"), std::string::npos) << r.err;
-  r = run(bin() + " frobnicate");
+  r = run(qinfer_binary() + " frobnicate");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown command 'frobnicate'"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("did you mean"), std::string::npos) << "nothing is near: " << r.err;
@@ -105,13 +106,13 @@ TEST(UsageCli, UnknownCommandSuggestsTheNearest) {
 
 TEST(UsageCli, ThreadsAreValidatedAndCappedAtTheHardware) {
   const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  Outcome r = run(bin() + " generate -m " + tiny() + kPrompt + " -n 2 --temp 0 --json -t 100000");
+  Outcome r = run(qinfer_binary() + " generate -m " + tiny() + kPrompt + " -n 2 --temp 0 --json -t 100000");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["threads"], hardware);
   EXPECT_NE(r.err.find("-t 100000 is more than the " + std::to_string(hardware) + " hardware threads"),
             std::string::npos)
       << r.err;
-  r = run(bin() + " generate -m " + tiny() + kPrompt + " -n 2 --temp 0 --json -t 0");
+  r = run(qinfer_binary() + " generate -m " + tiny() + kPrompt + " -n 2 --temp 0 --json -t 0");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["threads"], hardware) << "0 is every hardware thread";
   EXPECT_TRUE(r.err.empty()) << r.err;
@@ -119,7 +120,7 @@ TEST(UsageCli, ThreadsAreValidatedAndCappedAtTheHardware) {
   for (const std::string& cmd : {" generate" + kPrompt, std::string(" chat"), std::string(" bench -p 4 -n 2"),
                                  std::string(" batch"), std::string(" run-batch"),
                                  std::string(" bench-batch --parallel 1 -p 4 -n 2"), std::string(" serve --port 0")}) {
-    r = run("timeout 60 " + bin() + cmd + " -m " + tiny() + " -t -1 < /dev/null");
+    r = run("timeout 60 " + qinfer_binary() + cmd + " -m " + tiny() + " -t -1 < /dev/null");
     EXPECT_EQ(r.exit_code, 2) << cmd;
     EXPECT_NE(r.err.find("-t -1: the thread count must be at least 1"), std::string::npos) << cmd << r.err;
   }
@@ -132,7 +133,7 @@ TEST(UsageCli, SimdTakesARunnableTargetByNameOrNamesThem) {
   const std::string least = runnable.substr(runnable.rfind(' ') + 1);
   std::string lower = least;
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  Outcome r = run(bin() + " bench -m " + tiny() + " -p 4 -n 2 --reps 1 --json --simd " + lower);
+  Outcome r = run(qinfer_binary() + " bench -m " + tiny() + " -p 4 -n 2 --reps 1 --json --simd " + lower);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
   EXPECT_EQ(j["simd_target"], least);
@@ -140,7 +141,7 @@ TEST(UsageCli, SimdTakesARunnableTargetByNameOrNamesThem) {
   for (const std::string& cmd :
        {" generate" + kPrompt, std::string(" bench -p 4 -n 2"), std::string(" serve --port 0")})
     for (const std::string target : {"avx9", ""}) {  // "": a hunt finding, it ran the default
-      r = run("timeout 60 " + bin() + cmd + " -m " + tiny() + " --simd '" + target + "' < /dev/null");
+      r = run("timeout 60 " + qinfer_binary() + cmd + " -m " + tiny() + " --simd '" + target + "' < /dev/null");
       EXPECT_EQ(r.exit_code, 2) << cmd;
       EXPECT_NE(r.err.find("--simd '" + target +
                            "': not a SIMD target this binary can run on this CPU; it can run: " + runnable),
@@ -152,7 +153,7 @@ TEST(UsageCli, SimdTakesARunnableTargetByNameOrNamesThem) {
 // --fast-prefill: bench says it ran and which products; generate runs with
 // it; weights that are not bf16 are an error naming the flag and the format.
 TEST(UsageCli, FastPrefillRunsOnBf16WeightsAndRefusesOthers) {
-  Outcome r = run(bin() + " bench -m " + tiny() + " -p 4 -n 2 --reps 1 --json --fast-prefill");
+  Outcome r = run(qinfer_binary() + " bench -m " + tiny() + " -p 4 -n 2 --reps 1 --json --fast-prefill");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
   EXPECT_EQ(j["fast_prefill"], true);
@@ -160,10 +161,10 @@ TEST(UsageCli, FastPrefillRunsOnBf16WeightsAndRefusesOthers) {
   EXPECT_EQ(j["bf16_products"], qinfer::kernels::bf16_product_path());
   EXPECT_EQ(j["amx"],
             qinfer::kernels::amx_prefill() ? "on" : std::string("off (") + qinfer::kernels::amx_status() + ")");
-  r = run(bin() + " generate -m " + tiny() + kPrompt + " -n 4 --temp 0 --fast-prefill");
+  r = run(qinfer_binary() + " generate -m " + tiny() + kPrompt + " -n 4 --temp 0 --fast-prefill");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (const char* weights : {"q8", "f32"}) {
-    r = run(bin() + " generate -m " + tiny() + kPrompt + " -n 4 --fast-prefill --weights " + weights);
+    r = run(qinfer_binary() + " generate -m " + tiny() + kPrompt + " -n 4 --fast-prefill --weights " + weights);
     EXPECT_EQ(r.exit_code, 1) << weights;
     EXPECT_NE(r.err.find(std::string("--fast-prefill multiplies bf16 weights, and model.embed_tokens.weight is ") +
                          weights + ": load the weights as bf16 (--weights bf16)"),
@@ -173,7 +174,8 @@ TEST(UsageCli, FastPrefillRunsOnBf16WeightsAndRefusesOthers) {
 }
 
 TEST(UsageCli, UnseededRunsDifferAndThePrintedSeedReproduces) {
-  const std::string base = bin() + " generate -m " + tiny() + kPrompt + " -n 12 --temp 1 --top-k 0 --ignore-eos --json";
+  const std::string base =
+      qinfer_binary() + " generate -m " + tiny() + kPrompt + " -n 12 --temp 1 --top-k 0 --ignore-eos --json";
   const json a = json::parse(run(base).out), b = json::parse(run(base).out);
   ASSERT_TRUE(a["seed"].is_number_unsigned());
   EXPECT_NE(a["seed"], b["seed"]) << "each run draws its own seed";
@@ -192,11 +194,12 @@ TEST(UsageCli, UnseededRunsDifferAndThePrintedSeedReproduces) {
 TEST(UsageCli, WithoutGenerationConfigDecodingIsGreedyAndSaysSo) {
   ScratchDir dir("nogen");
   link_tiny(dir.file("m"), {"generation_config.json"});
-  const Outcome r = run(bin() + " generate -m " + dir.file("m") + kPrompt + " -n 8 --ignore-eos --json");
+  const Outcome r = run(qinfer_binary() + " generate -m " + dir.file("m") + kPrompt + " -n 8 --ignore-eos --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("has no generation_config.json: greedy decoding, as transformers does"), std::string::npos)
       << r.err;
-  const Outcome greedy = run(bin() + " generate -m " + tiny() + kPrompt + " -n 8 --ignore-eos --json --temp 0");
+  const Outcome greedy =
+      run(qinfer_binary() + " generate -m " + tiny() + kPrompt + " -n 8 --ignore-eos --json --temp 0");
   EXPECT_EQ(json::parse(r.out)["ids"], json::parse(greedy.out)["ids"]);
 }
 
@@ -206,7 +209,7 @@ TEST(UsageCli, AnEosIdOutsideTheVocabularyIsRefusedNamingTheFileAndField) {
   ScratchDir dir("eos-vocab");
   link_tiny(dir.file("m"), {"generation_config.json"});
   std::ofstream(dir.file("m/generation_config.json")) << R"({"eos_token_id": [151645, 999999999]})";
-  const Outcome r = run(bin() + " generate -m " + dir.file("m") + kPrompt + " -n 1");
+  const Outcome r = run(qinfer_binary() + " generate -m " + dir.file("m") + kPrompt + " -n 1");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find(dir.file("m") +
                        "/generation_config.json: field 'eos_token_id' holds token id 999999999, outside the model's "
@@ -217,7 +220,7 @@ TEST(UsageCli, AnEosIdOutsideTheVocabularyIsRefusedNamingTheFileAndField) {
 
 TEST(UsageCli, EachPromptMistakeHasItsOwnMessage) {
   ScratchDir dir("prompt");
-  const std::string gen = bin() + " generate -m " + tiny() + " --temp 0 --json";
+  const std::string gen = qinfer_binary() + " generate -m " + tiny() + " --temp 0 --json";
   // Status 1: the run failed; 2: the command line holds a value out of range.
   auto expect_error = [&](const std::string& args, const std::string& message, int status = 1) {
     const Outcome r = run(gen + " " + args);
@@ -259,21 +262,24 @@ TEST(UsageCli, EachPromptMistakeHasItsOwnMessage) {
 }
 
 TEST(UsageCli, MinusOneGeneratesUntilTheContextIsFull) {
-  const Outcome r = run(bin() + " generate -m " + tiny() + kPrompt + " --ctx 12 -n -1 --temp 0 --ignore-eos --json");
+  const Outcome r =
+      run(qinfer_binary() + " generate -m " + tiny() + kPrompt + " --ctx 12 -n -1 --temp 0 --ignore-eos --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
   EXPECT_EQ(j["ids"].size(), 7u) << "12 tokens: 5 prompt + 7 generated, as -n 7 is the most --ctx 12 allows";
   EXPECT_EQ(j["finish_reason"], "length");
-  const Outcome text = run(bin() + " generate -m " + tiny() + kPrompt + " --ctx 12 -n -1 --temp 0 --ignore-eos");
+  const Outcome text =
+      run(qinfer_binary() + " generate -m " + tiny() + kPrompt + " --ctx 12 -n -1 --temp 0 --ignore-eos");
   EXPECT_NE(text.err.find("length (the context is full)"), std::string::npos) << text.err;
 }
 
 TEST(UsageCli, EveryWriteIsChecked) {
   ScratchDir dir("writes");
-  const std::string gen = bin() + " generate -m " + tiny() + kPrompt + " -n 4 --temp 0";
+  const std::string gen = qinfer_binary() + " generate -m " + tiny() + kPrompt + " -n 4 --temp 0";
   // --help and --version: hunt findings (exit 0 although nothing was written).
-  for (const std::string& args : {gen, gen + " --json", bin() + " tokenize -m " + tiny() + " hello",
-                                  bin() + " --version", bin() + " --help", bin() + " generate --help"}) {
+  for (const std::string& args :
+       {gen, gen + " --json", qinfer_binary() + " tokenize -m " + tiny() + " hello", qinfer_binary() + " --version",
+        qinfer_binary() + " --help", qinfer_binary() + " generate --help"}) {
     const Outcome r = run(args + " > /dev/full");
     EXPECT_EQ(r.exit_code, 1) << args;
     EXPECT_NE(r.err.find("qinfer: error: writing to standard output failed: No space left on device"),
@@ -298,12 +304,12 @@ TEST(UsageCli, StandardInputAndOutputPathsTheOsRefuses) {
   for (const std::string& args :
        {" batch -m " + tiny(), " run-batch -m " + tiny(), " tokenize -m " + tiny() + " --jsonl",
         " template -m " + tiny(), " chat -m " + tiny(), " generate -m " + tiny() + " --prompt-file -"}) {
-    const Outcome r = run(bin() + args + " < " + dir.path());
+    const Outcome r = run(qinfer_binary() + args + " < " + dir.path());
     EXPECT_EQ(r.exit_code, 1) << args;
     EXPECT_NE(r.err.find("qinfer: error: standard input is a directory"), std::string::npos) << args << ": " << r.err;
   }
   std::ofstream(dir.file("afile")) << "x";
-  const std::string quantize = bin() + " quantize -m " + tiny() + " --to q8 -o ";
+  const std::string quantize = qinfer_binary() + " quantize -m " + tiny() + " --to q8 -o ";
   Outcome r = run(quantize + "''");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("qinfer: error: the output directory is empty (-o \"\")"), std::string::npos) << r.err;
@@ -323,12 +329,12 @@ TEST(UsageCli, ClosedStandardStreamsAreNotTakenForEmptyOnesOrReused) {
         " tokenize -m " + tiny() + " --decode", " template -m " + tiny(), " chat -m " + tiny(),
         " generate -m " + tiny() + " --prompt-file -"})
     for (const char* closing : {" <&-", " 0> "}) {
-      const Outcome r = run(bin() + args + closing + (closing[1] == '0' ? dir.file("w") : ""));
+      const Outcome r = run(qinfer_binary() + args + closing + (closing[1] == '0' ? dir.file("w") : ""));
       EXPECT_EQ(r.exit_code, 1) << args << closing;
       EXPECT_NE(r.err.find("qinfer: error: standard input is not open for reading"), std::string::npos)
           << args << closing << ": " << r.err;
     }
-  const Outcome r = run(bin() + " generate -m " + tiny() + kPrompt + " -n 3 --temp 0 --logits-out " +
+  const Outcome r = run(qinfer_binary() + " generate -m " + tiny() + kPrompt + " -n 3 --temp 0 --logits-out " +
                         dir.file("logits.f32") + " >&-");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("writing to standard output failed: Bad file descriptor"), std::string::npos) << r.err;
@@ -341,12 +347,12 @@ TEST(UsageCli, FilesThatAreNotCheckpointsAreNamedSo) {
   std::ofstream(dir.file("model.bin")) << "GGUF\x03";
   std::ofstream(dir.file("notes.txt")) << "hello";
   for (const char* f : {"qwen3-0.6b-q4_0.gguf", "model.bin"}) {
-    const Outcome r = run(bin() + " generate -m " + dir.file(f) + " -p hi");
+    const Outcome r = run(qinfer_binary() + " generate -m " + dir.file(f) + " -p hi");
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("GGUF is not supported; use the Hugging Face checkpoint directory"), std::string::npos)
         << f << ": " << r.err;
   }
-  const Outcome r = run(bin() + " generate -m " + dir.file("notes.txt") + " -p hi");
+  const Outcome r = run(qinfer_binary() + " generate -m " + dir.file("notes.txt") + " -p hi");
   EXPECT_NE(r.err.find("notes.txt: is a file; -m takes a checkpoint directory"), std::string::npos) << r.err;
 }
 
@@ -356,8 +362,8 @@ TEST(UsageCli, HubCacheWarnsWhenRefsMainNamesAMissingSnapshot) {
   fs::create_directories(repo + "/refs");
   std::ofstream(repo + "/refs/main") << "0123abc\n";
   link_tiny(repo + "/snapshots/fedcba9");
-  const Outcome r =
-      run("HF_HUB_CACHE=" + dir.path() + " " + bin() + " generate -m Org/Tiny" + kPrompt + " -n 2 --temp 0 --json");
+  const Outcome r = run("HF_HUB_CACHE=" + dir.path() + " " + qinfer_binary() + " generate -m Org/Tiny" + kPrompt +
+                        " -n 2 --temp 0 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("refs/main names snapshot '0123abc', which is missing; taking the newest other snapshot"),
             std::string::npos)
@@ -365,7 +371,8 @@ TEST(UsageCli, HubCacheWarnsWhenRefsMainNamesAMissingSnapshot) {
 }
 
 TEST(UsageCli, DecodeRefusesIdsOutsideTheVocabulary) {
-  const Outcome r = run("echo '{\"ids\": [785, 999999]}' | " + bin() + " tokenize -m " + tiny() + " --decode");
+  const Outcome r =
+      run("echo '{\"ids\": [785, 999999]}' | " + qinfer_binary() + " tokenize -m " + tiny() + " --decode");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("stdin line 1: token id 999999 is outside the model's vocabulary [0, 151936)"),
             std::string::npos)
@@ -374,7 +381,7 @@ TEST(UsageCli, DecodeRefusesIdsOutsideTheVocabulary) {
 
 TEST(UsageCli, BenchChecksItsLimitsBeforeTiming) {
   auto expect_error = [&](const std::string& args, const std::string& message, int status = 1) {
-    const Outcome r = run(bin() + " bench -m " + tiny() + " " + args);
+    const Outcome r = run(qinfer_binary() + " bench -m " + tiny() + " " + args);
     EXPECT_EQ(r.exit_code, status) << args;
     EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
     EXPECT_EQ(r.err.find("run 1"), std::string::npos) << "refused before timing: " << r.err;
@@ -384,7 +391,7 @@ TEST(UsageCli, BenchChecksItsLimitsBeforeTiming) {
   expect_error("-p 4 -n 9223372036854775807", "plus -n 9223372036854775807 exceeds the model's context");
   expect_error("-p 4 -n 2 --quality 50000", "--quality 50000 exceeds the model's context of 40960 tokens");
   expect_error("-p 4 -n 2 --quality -1", "--quality -1: give a number of prompt tokens", 2);
-  const Outcome r = run(bin() + " bench -m " + tiny() + " -p 4 -n 2 --reps 1 --json");
+  const Outcome r = run(qinfer_binary() + " bench -m " + tiny() + " -p 4 -n 2 --reps 1 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
   EXPECT_EQ(j["weights"], "bf16") << "the format in use, not 'auto'";
@@ -401,7 +408,8 @@ TEST(UsageCli, BenchChecksItsLimitsBeforeTiming) {
 // served model's own name or a name given twice is a usage error before the
 // server listens; an adapter that is not there fails the load, naming it.
 TEST(UsageCli, LoraModulesNeedANameOfTheirOwnAndAnAdapter) {
-  const std::string serve = "timeout 60 " + bin() + " serve -m " + tiny() + " --port 0 --served-model-name tiny";
+  const std::string serve =
+      "timeout 60 " + qinfer_binary() + " serve -m " + tiny() + " --port 0 --served-model-name tiny";
   const struct {
     std::string args, message;
     int status;
@@ -427,33 +435,39 @@ TEST(UsageCli, EngineSizesThatWrapOrExceedTheirBoundsAreRefused) {
     int status;  // 2: a value out of range on the command line; 1: too large for this model or machine
   };
   const std::vector<Case> cases = {
-      {line + bin() + " batch -m " + tiny() + " --kv-blocks 16777216 --block-size 1073741824",
+      {line + qinfer_binary() + " batch -m " + tiny() + " --kv-blocks 16777216 --block-size 1073741824",
        "a KV pool of 16777216 blocks of 1073741824 positions is larger than the address space", 1},
-      {line + bin() + " batch -m " + tiny() + " --parallel 16777216", "--parallel must be between 1 and 65536", 2},
-      {bin() + " serve -m " + tiny() + " --port 0 --parallel 9223372036854775800",
+      {line + qinfer_binary() + " batch -m " + tiny() + " --parallel 16777216",
        "--parallel must be between 1 and 65536", 2},
-      {bin() + " serve -m " + tiny() + " --port 0 --max-queue 9223372036854775800",
+      {qinfer_binary() + " serve -m " + tiny() + " --port 0 --parallel 9223372036854775800",
+       "--parallel must be between 1 and 65536", 2},
+      {qinfer_binary() + " serve -m " + tiny() + " --port 0 --max-queue 9223372036854775800",
        "--max-queue must be between 0 and 1048576", 2},
-      {bin() + " serve -m " + tiny() + " --port 0 --kv-mem -5", "--kv-mem must be a positive number of MiB", 2},
-      {bin() + " serve -m " + tiny() + " --port 0 --kv-mem nan", "--kv-mem must be a positive number of MiB", 2},
-      {line + bin() + " batch -m " + tiny() + " --kv-mem nan", "--kv-mem must be a positive number of MiB", 2},
-      {line + bin() + " batch -m " + tiny() + " --kv-mem 1 --kv-blocks 4", "pass --kv-blocks or --kv-mem, not both", 2},
-      {bin() + " serve -m " + tiny() + " --port 0 --kv-mem 1e300", "more than the 16777216 KV blocks", 1},
-      {bin() + " serve -m " + tiny() + " --port 0 --ctx 99999999",
+      {qinfer_binary() + " serve -m " + tiny() + " --port 0 --kv-mem -5", "--kv-mem must be a positive number of MiB",
+       2},
+      {qinfer_binary() + " serve -m " + tiny() + " --port 0 --kv-mem nan", "--kv-mem must be a positive number of MiB",
+       2},
+      {line + qinfer_binary() + " batch -m " + tiny() + " --kv-mem nan", "--kv-mem must be a positive number of MiB",
+       2},
+      {line + qinfer_binary() + " batch -m " + tiny() + " --kv-mem 1 --kv-blocks 4",
+       "pass --kv-blocks or --kv-mem, not both", 2},
+      {qinfer_binary() + " serve -m " + tiny() + " --port 0 --kv-mem 1e300", "more than the 16777216 KV blocks", 1},
+      {qinfer_binary() + " serve -m " + tiny() + " --port 0 --ctx 99999999",
        "--ctx 99999999 is more than the model's context of 40960", 1},
-      {bin() + " bench-batch -m " + tiny() + " --parallel 1 -p 4 -n 9223372036854775806",
+      {qinfer_binary() + " bench-batch -m " + tiny() + " --parallel 1 -p 4 -n 9223372036854775806",
        "-p + -n exceeds the context length of 40960", 1},
       // Hunt findings: these started a server (open to all with an empty key) or failed as runtime errors.
-      {bin() + " serve -m " + tiny() + " --port 0 --api-key ''", "--api-key is empty", 2},
-      {bin() + " serve -m " + tiny() + " --port -1", "--port must be between 0 and 65535, got -1", 2},
-      {bin() + " serve -m " + tiny() + " --port 65536", "--port must be between 0 and 65535, got 65536", 2},
-      {bin() + " serve -m " + tiny() + " --port 0 --host ''", "--host is empty", 2},
-      {bin() + " serve -m " + tiny() + " --port 0 --max-body 0", "--max-body must be at least 1 byte", 2},
-      {bin() + " serve -m " + tiny() + " --port 0 --host 999.1.1.1", "not an address of this host", 1},
-      {bin() + " serve -m " + tiny() + " --port 0 --draft 1025", "draft tokens must be between 0 (off) and 1024", 2},
-      {line + bin() + " batch -m " + tiny() + " --draft 4 --draft-max-ngram 1",
+      {qinfer_binary() + " serve -m " + tiny() + " --port 0 --api-key ''", "--api-key is empty", 2},
+      {qinfer_binary() + " serve -m " + tiny() + " --port -1", "--port must be between 0 and 65535, got -1", 2},
+      {qinfer_binary() + " serve -m " + tiny() + " --port 65536", "--port must be between 0 and 65535, got 65536", 2},
+      {qinfer_binary() + " serve -m " + tiny() + " --port 0 --host ''", "--host is empty", 2},
+      {qinfer_binary() + " serve -m " + tiny() + " --port 0 --max-body 0", "--max-body must be at least 1 byte", 2},
+      {qinfer_binary() + " serve -m " + tiny() + " --port 0 --host 999.1.1.1", "not an address of this host", 1},
+      {qinfer_binary() + " serve -m " + tiny() + " --port 0 --draft 1025",
+       "draft tokens must be between 0 (off) and 1024", 2},
+      {line + qinfer_binary() + " batch -m " + tiny() + " --draft 4 --draft-max-ngram 1",
        "the longest n-gram to look up must be between the shortest (2)", 2},
-      {"echo hi | " + bin() + " chat -m " + tiny() + " --draft -3", "--draft -3", 2},
+      {"echo hi | " + qinfer_binary() + " chat -m " + tiny() + " --draft -3", "--draft -3", 2},
   };
   for (const Case& c : cases) {
     const Outcome r = run("timeout 60 " + c.cmd);
@@ -468,8 +482,8 @@ TEST(UsageCli, EngineSizesThatWrapOrExceedTheirBoundsAreRefused) {
 TEST(UsageCli, ServeThatCannotStartItsThreadsSaysSo) {
   if (::geteuid() != 0 || std::system("command -v setpriv > /dev/null && command -v prlimit > /dev/null") != 0)
     GTEST_SKIP() << "needs root (to run as nobody under a process limit, which root ignores), setpriv and prlimit";
-  const Outcome r = run("timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups prlimit --nproc=40 " + bin() +
-                        " serve -m " + tiny() + " --port 0 --http-threads 100");
+  const Outcome r = run("timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups prlimit --nproc=40 " +
+                        qinfer_binary() + " serve -m " + tiny() + " --port 0 --http-threads 100");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("cannot start 100 HTTP threads (--http-threads"), std::string::npos) << r.err;
 }
@@ -484,12 +498,13 @@ TEST(UsageCli, LogitsOutRefusesTheModelsOwnFiles) {
   fs::create_symlink(model + "/model.safetensors", dir.file("alias"));
   const auto size = fs::file_size(model + "/model.safetensors");
   for (const std::string& target : {model + "/model.safetensors", dir.file("alias"), model + "/config.json"}) {
-    const Outcome r = run(bin() + " generate -m " + model + kPrompt + " -n 1 --logits-out " + target);
+    const Outcome r = run(qinfer_binary() + " generate -m " + model + kPrompt + " -n 1 --logits-out " + target);
     EXPECT_EQ(r.exit_code, 1) << target << "\n" << r.err;
     EXPECT_NE(r.err.find("; --logits-out would overwrite the checkpoint"), std::string::npos) << r.err;
   }
   EXPECT_EQ(fs::file_size(model + "/model.safetensors"), size);
-  EXPECT_EQ(run(bin() + " generate -m " + model + kPrompt + " -n 1 --logits-out " + dir.file("logits.bin")).exit_code,
+  EXPECT_EQ(run(qinfer_binary() + " generate -m " + model + kPrompt + " -n 1 --logits-out " + dir.file("logits.bin"))
+                .exit_code,
             0);
 }
 
@@ -505,15 +520,15 @@ TEST(UsageCli, ABrokenChatTemplateFailsOnlyChattingAndQuantizeKeepsTheJinjaFile)
     link_tiny(model, {"tokenizer_config.json"});
     config["chat_template"] = bad;
     std::ofstream(model + "/tokenizer_config.json") << config.dump();
-    const Outcome gen = run(bin() + " generate -m " + model + " -p Hello -n 2 --temp 0");
+    const Outcome gen = run(qinfer_binary() + " generate -m " + model + " -p Hello -n 2 --temp 0");
     EXPECT_EQ(gen.exit_code, 0) << gen.err;
-    const Outcome chat = run("echo Hi | " + bin() + " chat -m " + model + " -n 2");
+    const Outcome chat = run("echo Hi | " + qinfer_binary() + " chat -m " + model + " -n 2");
     EXPECT_EQ(chat.exit_code, 1) << chat.err;
     EXPECT_NE(chat.err.find("the model's chat template cannot be used"), std::string::npos) << chat.err;
     const Outcome batch =
         run("printf '%s\\n' '{\"prompt\": \"Hi\", \"max_tokens\": 1}' "
             "'{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 1}' | " +
-            bin() + " batch -m " + model);
+            qinfer_binary() + " batch -m " + model);
     EXPECT_EQ(batch.exit_code, 0) << batch.err;
     EXPECT_NE(batch.out.find("\"finish_reason\""), std::string::npos) << batch.out;
     EXPECT_NE(batch.out.find("line 2: the model's chat template cannot be used"), std::string::npos) << batch.out;
@@ -523,9 +538,9 @@ TEST(UsageCli, ABrokenChatTemplateFailsOnlyChattingAndQuantizeKeepsTheJinjaFile)
   config.erase("chat_template");
   std::ofstream(jinja + "/tokenizer_config.json") << config.dump();
   std::ofstream(jinja + "/chat_template.jinja") << "{% for m in messages %}[{{ m.content }}]{% endfor %}";
-  ASSERT_EQ(run(bin() + " quantize -m " + jinja + " --to q8 -o " + dir.file("q8")).exit_code, 0);
-  const Outcome rendered = run("echo '{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}' | " + bin() +
-                               " template -m " + dir.file("q8"));
+  ASSERT_EQ(run(qinfer_binary() + " quantize -m " + jinja + " --to q8 -o " + dir.file("q8")).exit_code, 0);
+  const Outcome rendered = run("echo '{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}' | " +
+                               qinfer_binary() + " template -m " + dir.file("q8"));
   EXPECT_EQ(rendered.exit_code, 0) << rendered.err;
   EXPECT_EQ(rendered.out, "[Hi]") << rendered.err;
 }
@@ -538,8 +553,8 @@ TEST(UsageCli, ATokenizerConfigThatIsNotAJsonObjectIsNamedSoWhenChatting) {
     const std::string model = dir.file("m" + std::to_string(text.size()));
     link_tiny(model, {"tokenizer_config.json"});
     std::ofstream(model + "/tokenizer_config.json") << text;
-    EXPECT_EQ(run(bin() + " generate -m " + model + kPrompt + " -n 1 --temp 0").exit_code, 0) << text;
-    const Outcome chat = run("echo Hi | " + bin() + " chat -m " + model + " -n 2");
+    EXPECT_EQ(run(qinfer_binary() + " generate -m " + model + kPrompt + " -n 1 --temp 0").exit_code, 0) << text;
+    const Outcome chat = run("echo Hi | " + qinfer_binary() + " chat -m " + model + " -n 2");
     EXPECT_EQ(chat.exit_code, 1) << text << ": " << chat.err;
     EXPECT_NE(chat.err.find("the model's chat template cannot be used: " + model + "/tokenizer_config.json"),
               std::string::npos)
@@ -559,8 +574,8 @@ TEST(UsageCli, HubRefsArePlainSnapshotNamesAndDanglingLinksAreNamed) {
   link_tiny(dir.file("elsewhere"));
   for (const std::string& ref : {dir.file("elsewhere"), std::string("../../elsewhere")}) {
     std::ofstream(repo + "/refs/main", std::ios::trunc) << ref;
-    const Outcome r =
-        run("HF_HUB_CACHE=" + dir.path() + " " + bin() + " generate -m Org/Tiny" + kPrompt + " -n 1 --temp 0 --json");
+    const Outcome r = run("HF_HUB_CACHE=" + dir.path() + " " + qinfer_binary() + " generate -m Org/Tiny" + kPrompt +
+                          " -n 1 --temp 0 --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("names snapshot '" + ref + "', which is not a snapshot's name; taking the newest other"),
               std::string::npos)
@@ -568,7 +583,7 @@ TEST(UsageCli, HubRefsArePlainSnapshotNamesAndDanglingLinksAreNamed) {
   }
   fs::create_directories(dir.file("m"));
   fs::create_symlink(dir.file("m/nowhere"), dir.file("m/dangling"));
-  const Outcome dangling = run("cd " + dir.path() + " && " + bin() + " generate -m m/dangling" + kPrompt);
+  const Outcome dangling = run("cd " + dir.path() + " && " + qinfer_binary() + " generate -m m/dangling" + kPrompt);
   EXPECT_EQ(dangling.exit_code, 1);
   EXPECT_NE(
       dangling.err.find("m/dangling: is a symbolic link to " + dir.file("m/nowhere") + ", which is not a directory"),
@@ -591,7 +606,7 @@ TEST(UsageCli, CheckpointFilesThatAreNotFilesAreNamedSo) {
            {"dir", "config.json: is a directory, not a file"},
            {"fifo", "generation_config.json: is a FIFO, not a file"},
            {"dev", "generation_config.json: is a device or socket, not a file"}}) {
-    const Outcome r = run("timeout 20 " + bin() + " generate -m " + dir.file(model) + kPrompt + " -n 1");
+    const Outcome r = run("timeout 20 " + qinfer_binary() + " generate -m " + dir.file(model) + kPrompt + " -n 1");
     EXPECT_EQ(r.exit_code, 1) << model << "\n" << r.err;
     EXPECT_NE(r.err.find(message), std::string::npos) << model << "\n" << r.err;
   }

@@ -14,12 +14,9 @@
 
 using namespace qinfer;
 using nlohmann::json;
+using test::argmax;
 
 namespace {
-
-int32_t argmax(std::span<const float> v) {
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());  // first index on ties
-}
 
 class GoldenTest : public ::testing::TestWithParam<std::string> {};
 

@@ -6,11 +6,13 @@
 #include <fstream>
 
 #include "io/safetensors_writer.h"
+#include "load_error.h"
 #include "model/qwen3.h"
 #include "test_util.h"
 #include "util/error.h"
 
 using namespace qinfer;
+using test::load_error;
 namespace fs = std::filesystem;
 
 namespace {
@@ -47,15 +49,6 @@ void write_checkpoint(const test::ScratchDir& d, const std::string& from = "", c
   if (!from.empty()) cfg.replace(cfg.find(from), from.size(), to);
   std::ofstream(d.file("config.json")) << cfg;
   write_safetensors(d.file("model.safetensors"), tiny_tensors());
-}
-
-std::string load_error(const std::string& dir) {
-  try {
-    Qwen3Model::load(dir);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace

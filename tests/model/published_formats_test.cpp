@@ -14,6 +14,7 @@
 
 #include "io/safetensors.h"
 #include "io/safetensors_writer.h"
+#include "load_error.h"
 #include "model/published_formats.h"
 #include "model/quality.h"
 #include "model/qwen3.h"
@@ -23,6 +24,7 @@
 #include "util/error.h"
 
 using namespace qinfer;
+using test::load_error;
 
 namespace {
 
@@ -61,15 +63,6 @@ nlohmann::json with_key(nlohmann::json q, const char* key, const nlohmann::json&
   else
     q[key] = value;
   return q;
-}
-
-std::string load_error(const std::string& dir, const LoadOptions& options = {}) {
-  try {
-    Qwen3Model::load(dir, options);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 // The weights the codes and scales of `name` define: code x scale of its block.

@@ -12,12 +12,9 @@
 #include "util/error.h"
 
 using namespace qinfer;
+using test::argmax;
 
 namespace {
-
-int32_t argmax(std::span<const float> v) {
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
-}
 
 // Greedy continuation of prompt for n tokens through the single-sequence forward and its KV cache.
 std::vector<int32_t> greedy(const Qwen3Model& model, const std::vector<int32_t>& prompt, size_t n) {

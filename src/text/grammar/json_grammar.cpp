@@ -23,7 +23,7 @@ using nlohmann::ordered_json;
 constexpr uint32_t kMaxIntegerDigits = 100;
 
 Expr byte(char c) { return bytes(ByteSet().set(static_cast<unsigned char>(c))); }
-Expr hex() { return bytes(byte_class("0-9a-fA-F")); }
+Expr hex_digit() { return bytes(byte_class("0-9a-fA-F")); }
 Expr digit() { return bytes(byte_class("0-9")); }
 
 // The rules every JSON grammar shares, defined once per builder by name: ws,
@@ -56,10 +56,10 @@ struct JsonRules {
       const Expr tail = bytes(byte_class("\x80-\xbf"));
       const Expr u = sequence({byte('\\'), byte('u')});
       return choice({bytes(byte_class(" -!#-[]-\x7f")), sequence({byte('\\'), bytes(byte_class("\"\\/bfnrt"))}),
-                     sequence({u, bytes(byte_class("0-9a-cA-CeEfF")), hex(), hex(), hex()}),
-                     sequence({u, bytes(byte_class("dD")), bytes(byte_class("0-7")), hex(), hex()}),
-                     sequence({u, bytes(byte_class("dD")), bytes(byte_class("89abAB")), hex(), hex(), u,
-                               bytes(byte_class("dD")), bytes(byte_class("c-fC-F")), hex(), hex()}),
+                     sequence({u, bytes(byte_class("0-9a-cA-CeEfF")), hex_digit(), hex_digit(), hex_digit()}),
+                     sequence({u, bytes(byte_class("dD")), bytes(byte_class("0-7")), hex_digit(), hex_digit()}),
+                     sequence({u, bytes(byte_class("dD")), bytes(byte_class("89abAB")), hex_digit(), hex_digit(), u,
+                               bytes(byte_class("dD")), bytes(byte_class("c-fC-F")), hex_digit(), hex_digit()}),
                      sequence({bytes(byte_class("\xc2-\xdf")), tail}),
                      sequence({byte('\xe0'), bytes(byte_class("\xa0-\xbf")), tail}),
                      sequence({bytes(byte_class("\xe1-\xec\xee-\xef")), tail, tail}),
