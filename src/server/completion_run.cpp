@@ -276,6 +276,12 @@ ordered_json CompletionRun::usage() const {
   return u;
 }
 
+ordered_json CompletionRun::usage_so_far(const Choice& c) const {
+  const auto prompt_tokens = static_cast<int64_t>(request_.prompts[c.prompt_index].size());
+  return {
+      {"prompt_tokens", prompt_tokens}, {"completion_tokens", c.tokens}, {"total_tokens", prompt_tokens + c.tokens}};
+}
+
 void CompletionRun::finalize() {
   if (finalized_) return;
   finalized_ = true;
@@ -411,7 +417,7 @@ ordered_json CompletionRun::run_to_end(std::chrono::milliseconds interval,
       ordered_json message = {{"role", "assistant"}};
       const bool calls = !c->total.tool_calls.empty();
       message["content"] = calls && c->total.content.empty() ? ordered_json() : ordered_json(c->total.content);
-      if (!c->total.reasoning.empty()) message["reasoning_content"] = c->total.reasoning;
+      if (!c->total.reasoning.empty() && request_.include_reasoning) message["reasoning_content"] = c->total.reasoning;
       if (calls) message["tool_calls"] = tool_calls_json(c->total.tool_calls, id_, c->index, 0, false);
       choice["message"] = std::move(message);
     } else {
@@ -457,7 +463,8 @@ void CompletionRun::stream(const std::function<bool(const std::string&)>& write,
     choice["finish_reason"] = finish;
     if (!finish.is_null()) choice["stop_reason"] = c.stop_reason;
     ordered_json event = chunk(ordered_json::array({std::move(choice)}));
-    if (request_.include_usage) event["usage"] = nullptr;  // OpenAI: null on all but the last chunk
+    // OpenAI: null on all but the last chunk; vLLM's continuous_usage_stats: the choice's so far.
+    if (request_.include_usage) event["usage"] = request_.continuous_usage ? usage_so_far(c) : ordered_json();
     return framed(event);
   };
   if (request_.chat)
@@ -470,7 +477,7 @@ void CompletionRun::stream(const std::function<bool(const std::string&)>& write,
       if (c->done) continue;
       ChatDelta d = poll(*c, timeout, 1);  // a chunk per token, as OpenAI streams
       ordered_json delta = ordered_json::object();
-      if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
+      if (!d.reasoning.empty() && request_.include_reasoning) delta["reasoning_content"] = d.reasoning;
       if (!d.content.empty()) delta["content"] = d.content;
       if (!d.tool_calls.empty()) {
         delta["tool_calls"] = tool_calls_json(d.tool_calls, id_, c->index, c->tool_calls, true);

@@ -67,6 +67,8 @@ class CompletionRun {
   static constexpr size_t kAllTokens = SIZE_MAX;
   nlohmann::ordered_json chunk(const nlohmann::ordered_json& choices) const;
   nlohmann::ordered_json usage() const;
+  // A streamed chunk's usage with continuous_usage_stats: the choice's prompt and its tokens so far.
+  nlohmann::ordered_json usage_so_far(const Choice& c) const;
   // OpenAI's logprobs object for these tokens; text_offset (completions) advances past them.
   nlohmann::ordered_json logprobs_json(const std::vector<TokenLogprobs>& lps, int64_t& text_offset) const;
   // vLLM's prompt_logprobs list of a choice's prompt: null for its first token, then for each

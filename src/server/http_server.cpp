@@ -354,7 +354,18 @@ void HttpServer::Impl::score(const httplib::Request& req, httplib::Response& res
 }
 
 void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response& res, Api api) {
-  const ordered_json body = parse_json_body(req.body);
+  ordered_json body = parse_json_body(req.body);
+  if (options.ignore_unknown_fields && api != Api::Responses) {
+    const std::vector<std::string> unknown = unknown_fields(body, api == Api::Chat);
+    std::string names;  // the first few, for the log
+    constexpr size_t kNamed = 8;
+    for (size_t i = 0; i < unknown.size(); ++i) {
+      if (i < kNamed) names += (i ? ", " : "") + input_excerpt(unknown[i]);
+      body.erase(unknown[i]);
+    }
+    if (unknown.size() > kNamed) names += " and " + std::to_string(unknown.size() - kNamed) + " more";
+    if (!unknown.empty()) std::fprintf(stderr, "[serve] ignored the request fields %s\n", names.c_str());
+  }
   auto parse = [&]() -> CompletionRequest {
     if (api == Api::Completions) return parse_completion_request(body, *model);
     if (api == Api::Chat) return parse_chat_request(body, *model);

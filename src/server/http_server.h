@@ -35,6 +35,11 @@ struct ServerOptions {
   // its VLLM_ALLOW_RUNTIME_LORA_UPDATING): off by default, since a client
   // then names a directory on the server for it to read.
   bool runtime_lora_updating = false;
+  // Chat and completion requests' fields this server does not know are
+  // dropped (and logged), as vLLM and llama-server drop them, instead of
+  // refused with a 400 as OpenAI's API does: for clients written for other
+  // servers, which send their own sampling settings.
+  bool ignore_unknown_fields = false;
 };
 
 class HttpServer {

@@ -193,25 +193,39 @@ void check_json_shape(const std::string& text, const std::string& what) {
   if (const std::optional<std::string> problem = json_shape_problem(text)) throw ApiError(400, what + " " + *problem);
 }
 
+}  // namespace
+
+std::vector<std::string> unknown_fields(const ordered_json& body, bool chat) {
+  static const std::set<std::string_view> kBoth = {
+      "model", "n", "stream", "stream_options", "logprobs", "prompt_logprobs", "truncate_prompt_tokens",
+      // labels and routing: taken and ignored
+      "user", "metadata", "store", "service_tier", "prompt_cache_key", "prompt_cache_retention", "safety_identifier",
+      // vLLM's beam search: refused unless off
+      "use_beam_search", "length_penalty"};
+  static const std::set<std::string_view> kChat = {
+      "top_logprobs",       "response_format", "functions", "function_call",    "audio", "modalities", "prediction",
+      "web_search_options", "verbosity",       "echo",      "include_reasoning"};
+  static const std::set<std::string_view> kCompletions = {"prompt", "echo", "best_of", "suffix", "response_format"};
+  std::vector<std::string> unknown;
+  for (const auto& item : body.items()) {
+    const std::string& key = item.key();
+    if (!is_generation_field(key) && !kBoth.count(key) && !is_structured_output_field(key) &&
+        !(chat ? kChat.count(key) || is_chat_prompt_field(key) : kCompletions.count(key)))
+      unknown.push_back(key);
+  }
+  return unknown;
+}
+
+namespace {
+
 // OpenAI's API refuses a field it does not know, so a misspelt one (max_token)
 // is an error there, not a silent default; so here. Fields that only label or
 // route a request are taken and ignored; ones that would change the answer
 // and that this server does not implement are refused by name.
 void check_field_names(const ordered_json& body, bool chat) {
-  static const std::set<std::string_view> kBoth = {
-      "model",          "n",     "stream",       "stream_options",   "logprobs",          "user",
-      "metadata",       "store", "service_tier", "prompt_cache_key", "safety_identifier", "truncate_prompt_tokens",
-      "prompt_logprobs"};
-  static const std::set<std::string_view> kChat = {
-      "top_logprobs", "response_format", "functions",          "function_call", "audio",
-      "modalities",   "prediction",      "web_search_options", "verbosity",     "echo"};
-  static const std::set<std::string_view> kCompletions = {"prompt", "echo", "best_of", "suffix", "response_format"};
-  for (const auto& item : body.items()) {
-    const std::string& key = item.key();
-    if (!is_generation_field(key) && !kBoth.count(key) && !is_structured_output_field(key) &&
-        !(chat ? kChat.count(key) || is_chat_prompt_field(key) : kCompletions.count(key)))
-      bad(input_excerpt(key), "Unrecognized request argument supplied: " + input_excerpt(key));
-  }
+  const std::vector<std::string> unknown = unknown_fields(body, chat);
+  if (!unknown.empty())
+    bad(input_excerpt(unknown[0]), "Unrecognized request argument supplied: " + input_excerpt(unknown[0]));
   // The unsupported ones, where their value asks for nothing this server does not do.
   auto refuse_unless = [&](const char* key, bool harmless) {
     if (given(body, key) && !harmless)
@@ -221,6 +235,9 @@ void check_field_names(const ordered_json& body, bool chat) {
     refuse_unless(key, false);
   refuse_unless("modalities", body.value("modalities", ordered_json()) == ordered_json::array({"text"}));
   refuse_unless("suffix", body.value("suffix", ordered_json()) == "");
+  // vLLM's beam search, at the values that leave it off.
+  refuse_unless("use_beam_search", body.value("use_beam_search", ordered_json()) == false);
+  refuse_unless("length_penalty", body.value("length_penalty", ordered_json()) == 1);
   refuse_unless("best_of", body.value("best_of", ordered_json()) == (given(body, "n") ? body["n"] : ordered_json(1)));
 }
 
@@ -241,9 +258,12 @@ CompletionRequest common_fields(const ordered_json& body, const ServedModel& mod
     if (!so.is_object()) bad("stream_options", "'stream_options' must be an object");
     if (!r.stream) bad("stream_options", "'stream_options' is only allowed when 'stream' is true");
     for (const auto& item : so.items())  // include_obfuscation only pads events: nothing to do here
-      if (item.key() != "include_usage" && item.key() != "include_obfuscation")
+      if (item.key() != "include_usage" && item.key() != "include_obfuscation" &&
+          item.key() != "continuous_usage_stats")
         bad("stream_options", "Unrecognized request argument supplied: stream_options." + input_excerpt(item.key()));
     r.include_usage = boolean(so, "include_usage", false);
+    // vLLM's: the usage so far in every chunk, when the last has it.
+    r.continuous_usage = boolean(so, "continuous_usage_stats", false) && r.include_usage;
   }
   r.prompt_logprobs = static_cast<int32_t>(integer(body, "prompt_logprobs", -1, 0, kMaxTopLogprobs));
   if (r.prompt_logprobs >= 0 && r.stream)  // as vLLM: they come with the whole answer only
@@ -644,6 +664,7 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
   if (given(body, "top_logprobs") && !logprobs) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
   r.options.logprobs = logprobs ? static_cast<int32_t>(top) : -1;
   ChatPrompt prompt = render_chat_prompt(body, model.bundle);
+  r.include_reasoning = boolean(body, "include_reasoning", true);
   r.echo = boolean(body, "echo", false);
   if (r.echo) {  // the messages were checked by the render
     const ordered_json last = chat_messages(body).back();

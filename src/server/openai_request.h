@@ -46,8 +46,10 @@ struct CompletionRequest {
   // with the N most likely tokens there (-1: none asked for).
   int32_t prompt_logprobs = -1;
   bool stream = false, include_usage = false;
-  bool starts_in_reasoning = false;                         // chat: the rendered prompt leaves a <think> block open
-  ToolCalls tool_calls = ToolCalls::None;                   // chat: which tool calls the reply may make
+  bool continuous_usage = false;           // vLLM's stream_options.continuous_usage_stats: usage in every chunk
+  bool include_reasoning = true;           // chat (vLLM's): false leaves reasoning_content out of the answer
+  bool starts_in_reasoning = false;        // chat: the rendered prompt leaves a <think> block open
+  ToolCalls tool_calls = ToolCalls::None;  // chat: which tool calls the reply may make
   std::shared_ptr<const nlohmann::ordered_json> xml_tools;  // chat: ChatPrompt's
 };
 
@@ -76,6 +78,11 @@ bool is_token_id(const Json& id, uint64_t vocab) {
   return id.is_number_integer() && id.template get<int64_t>() >= 0 &&
          static_cast<uint64_t>(id.template get<int64_t>()) < vocab;
 }
+// The fields of a /v1/chat/completions (chat) or /v1/completions body that
+// this server does not know, in body order: the parsers refuse the first
+// (serve --ignore-unknown-fields drops them instead). Fields it knows and
+// does not implement are not among them: refused by name unless harmless.
+std::vector<std::string> unknown_fields(const nlohmann::ordered_json& body, bool chat);
 // Whether parse_generation_fields reads the field `key`.
 bool is_generation_field(std::string_view key);
 // body["messages"] checked and as the chat template reads them: "developer"

@@ -50,22 +50,22 @@ const coderTools = [{
 const servers = [];
 const dirs = [];
 
-async function serveScript(script, chatTemplate = null) {
+async function serveScript(script, chatTemplate = null, flags = []) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qinfer-scripted-'));
   dirs.push(dir);
   execFileSync(qinfer, ['make-test-model', '--preset', 'tiny', '--out', path.join(dir, 'm'), '--script', script]);
   if (chatTemplate) fs.copyFileSync(chatTemplate, path.join(dir, 'm', 'chat_template.jinja'));
-  const { proc, url } = await startServe(['-m', path.join(dir, 'm'), '--served-model-name', 'scripted', '--port', '0',
-    '-t', '1', '--ctx', '1024', '--parallel', '2']);
+  const { proc, url, log } = await startServe(['-m', path.join(dir, 'm'), '--served-model-name', 'scripted',
+    '--port', '0', '-t', '1', '--ctx', '1024', '--parallel', '2', ...flags]);
   servers.push(proc);
-  return { url, client: new OpenAI({ baseURL: url + '/v1', apiKey: 'none', maxRetries: 0 }) };
+  return { url, log, client: new OpenAI({ baseURL: url + '/v1', apiKey: 'none', maxRetries: 0 }) };
 }
 
 let toolServer, answerServer, coderServer;
 
 before(async () => {
-  [toolServer, answerServer, coderServer] = await Promise.all([serveScript(TOOL_SCRIPT), serveScript(ANSWER_SCRIPT),
-    serveScript(CODER_SCRIPT, CODER_TEMPLATE)]);
+  [toolServer, answerServer, coderServer] = await Promise.all([serveScript(TOOL_SCRIPT),
+    serveScript(ANSWER_SCRIPT, null, ['--ignore-unknown-fields']), serveScript(CODER_SCRIPT, CODER_TEMPLATE)]);
 });
 
 after(() => {
@@ -83,9 +83,10 @@ async function tokenCount(server, text) {
 async function collectStream(client, body) {
   const stream = await client.chat.completions.create({ ...body, stream: true });
   const out = { reasoning: '', content: '', calls: [], finish: null, role: null, ids: new Set(), contentPieces: [],
-    reasoningPieces: 0 };
+    reasoningPieces: 0, usages: [] };
   for await (const chunk of stream) {
     out.ids.add(chunk.id);
+    if (chunk.usage) out.usages.push(chunk.usage);
     for (const c of chunk.choices) {
       const d = c.delta;
       if (d.role) out.role = d.role;
@@ -214,6 +215,64 @@ test('thinking_token_budget: the reasoning is cut after that many tokens and the
   const none = await answerServer.client.chat.completions.create({ ...body, thinking_token_budget: 0 });
   assert.equal(none.choices[0].message.reasoning_content ?? '', '');
   assert.equal(none.choices[0].message.content, ANSWER);
+});
+
+// vLLM's include_reasoning: false keeps the reasoning out of the answer (the
+// model still reasons, and usage counts it).
+test('include_reasoning: false: the content alone, the reasoning still counted; streamed alike', async () => {
+  const body = { model: 'scripted', messages: sumQuestion, temperature: 0, include_reasoning: false };
+  const answer = await answerServer.client.chat.completions.create(body);
+  assert.equal(answer.choices[0].message.reasoning_content, undefined);
+  assert.equal(answer.choices[0].message.content, ANSWER);
+  assert.equal(answer.usage.completion_tokens_details.reasoning_tokens,
+    (await tokenCount(answerServer, ANSWER_REASONING)) + 2);
+  const s = await collectStream(answerServer.client, body);
+  assert.equal(s.reasoningPieces, 0);
+  assert.equal(s.content, ANSWER);
+  assert.equal(s.finish, 'stop');
+});
+
+// vLLM's stream_options.continuous_usage_stats: every chunk has the usage so
+// far; the last (choices empty) the whole request's, as without it.
+test('continuous_usage_stats: each chunk carries the tokens so far, ending at the answer\'s', async () => {
+  const body = { model: 'scripted', messages: sumQuestion, temperature: 0,
+    stream_options: { include_usage: true, continuous_usage_stats: true } };
+  const whole = await answerServer.client.chat.completions.create({ model: 'scripted', messages: sumQuestion,
+    temperature: 0 });
+  const s = await collectStream(answerServer.client, body);
+  assert.equal(s.content, ANSWER);
+  assert.ok(s.usages.length > 3, `usage in every chunk (${s.usages.length})`);
+  assert.equal(s.usages[0].completion_tokens, 0);  // the role's chunk
+  for (let i = 1; i < s.usages.length; ++i) {
+    assert.equal(s.usages[i].prompt_tokens, whole.usage.prompt_tokens);
+    assert.ok(s.usages[i].completion_tokens >= s.usages[i - 1].completion_tokens);
+    assert.equal(s.usages[i].total_tokens, s.usages[i].prompt_tokens + s.usages[i].completion_tokens);
+  }
+  const last = s.usages.at(-1);
+  assert.equal(last.completion_tokens, whole.usage.completion_tokens);
+  assert.equal(last.completion_tokens_details.reasoning_tokens, whole.usage.completion_tokens_details.reasoning_tokens);
+  assert.equal(s.usages.at(-2).completion_tokens, whole.usage.completion_tokens);  // the finishing chunk's
+});
+
+// Clients written for other servers send their own sampling fields
+// (SillyTavern's typical_p, mirostat_mode, ...): refused as OpenAI refuses
+// them, or with --ignore-unknown-fields dropped and logged as vLLM does.
+test('--ignore-unknown-fields: other servers\' fields are dropped and logged; without it a 400 names them', async () => {
+  const extra = { typical_p: 0.9, mirostat_mode: 2, tfs: 1 };
+  const body = { model: 'scripted', messages: sumQuestion, temperature: 0 };
+  const plain = await answerServer.client.chat.completions.create(body);
+  const lenient = await answerServer.client.chat.completions.create({ ...body, ...extra });
+  assert.equal(lenient.choices[0].message.content, plain.choices[0].message.content);
+  assert.equal(lenient.choices[0].message.reasoning_content, plain.choices[0].message.reasoning_content);
+  assert.match(answerServer.log(), /ignored the request fields typical_p, mirostat_mode, tfs/);
+  const text = await answerServer.client.completions.create({ model: 'scripted', prompt: 'x', max_tokens: 2,
+    typical_p: 0.5 });
+  assert.equal(text.choices.length, 1);
+  // Fields it knows are still checked: a misspelt known one's value too.
+  await assert.rejects(answerServer.client.chat.completions.create({ ...body, ...extra, temperature: 'hot' }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'temperature');
+  await assert.rejects(toolServer.client.chat.completions.create({ ...body, ...extra }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'typical_p' && /Unrecognized/.test(e.message));
 });
 
 test('plain answer with enable_thinking: false: the content alone', async () => {

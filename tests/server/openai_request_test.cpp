@@ -140,6 +140,35 @@ TEST_F(OpenAiRequest, ChatRendersTheTemplateAndTakesTheSamplingFields) {
   EXPECT_EQ(r.options.eos_ids, bundle_->eos_ids());
 }
 
+// What serve --ignore-unknown-fields drops: the fields no parser reads, in body
+// order; known ones, implemented or refused by name, stay.
+TEST_F(OpenAiRequest, UnknownFieldsAreThoseNoParserReads) {
+  const ordered_json chat = ordered_json::parse(R"({"typical_p": 0.9, "messages": [], "mirostat_mode": 2,
+      "functions": [], "temperature": 1, "include_reasoning": true, "prompt": "x", "json_schema": {}})");
+  EXPECT_EQ(unknown_fields(chat, true), (std::vector<std::string>{"typical_p", "mirostat_mode", "prompt"}));
+  EXPECT_EQ(unknown_fields(chat, false),
+            (std::vector<std::string>{"typical_p", "messages", "mirostat_mode", "functions", "include_reasoning"}));
+  EXPECT_TRUE(unknown_fields(ordered_json::parse(R"({"prompt": "x", "n": 2, "prompt_cache_retention": "24h"})"), false)
+                  .empty());
+}
+
+// vLLM's: stream_options.continuous_usage_stats (with include_usage only),
+// include_reasoning, and beam search's fields at the values that leave it off.
+TEST_F(OpenAiRequest, VllmUsageReasoningAndBeamSearchFieldsAreTaken) {
+  const ordered_json body = ordered_json::parse(R"({"messages": [{"role": "user", "content": "x"}], "stream": true,
+      "stream_options": {"include_usage": true, "continuous_usage_stats": true}, "include_reasoning": false,
+      "use_beam_search": false, "length_penalty": 1.0})");
+  const CompletionRequest r = parse_chat_request(body, served());
+  EXPECT_TRUE(r.include_usage && r.continuous_usage);
+  EXPECT_FALSE(r.include_reasoning);
+  const CompletionRequest plain =
+      parse_chat_request(ordered_json::parse(R"({"messages": [{"role": "user", "content": "x"}], "stream": true,
+          "stream_options": {"continuous_usage_stats": true}})"),
+                         served());
+  EXPECT_FALSE(plain.include_usage || plain.continuous_usage);  // as vLLM: usage in every chunk needs include_usage
+  EXPECT_TRUE(plain.include_reasoning);
+}
+
 TEST_F(OpenAiRequest, EnableThinkingFalseClosesTheThinkBlockInThePrompt) {
   const ordered_json body = ordered_json::parse(
       R"({"messages": [{"role": "user", "content": "Hi"}], "chat_template_kwargs": {"enable_thinking": false}})");
@@ -385,8 +414,15 @@ TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
       {R"({"prompt": "x", "seed": "s"})", false, "seed", "integer"},
       {R"({"prompt": "x", "stream": "yes"})", false, "stream", "true or false"},
       {R"({"prompt": "x", "stream_options": {"include_usage": true}})", false, "stream_options", "only allowed"},
-      {R"({"prompt": "x", "stream": true, "stream_options": {"continuous_usage_stats": true}})", false,
-       "stream_options", "Unrecognized request argument supplied: stream_options.continuous_usage_stats"},
+      {R"({"prompt": "x", "stream": true, "stream_options": {"include_usage_stats": true}})", false, "stream_options",
+       "Unrecognized request argument supplied: stream_options.include_usage_stats"},
+      {R"({"prompt": "x", "stream": true, "stream_options": {"continuous_usage_stats": 1}})", false,
+       "continuous_usage_stats", "true or false"},
+      {R"({"prompt": "x", "use_beam_search": true})", false, "use_beam_search", "not supported"},
+      {R"({"prompt": "x", "length_penalty": 0.5})", false, "length_penalty", "not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "include_reasoning": "no"})", true, "include_reasoning",
+       "true or false"},
+      {R"({"prompt": "x", "include_reasoning": false})", false, "include_reasoning", "Unrecognized"},
       {R"({"prompt": "x", "logit_bias": {"abc": 1}})", false, "logit_bias", "not a token id"},
       {R"({"prompt": "x", "logit_bias": {"151936": 1}})", false, "logit_bias", "not a token id"},
       {R"({"prompt": "x", "logit_bias": {"5": 101}})", false, "logit_bias", "between -100 and 100"},
