@@ -141,6 +141,10 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
       (options.thinking.close_id < 0 || options.thinking.close_id >= model_.config().vocab_size))
     fail("a thinking budget needs the id of the token that ends the reasoning (</think>), got ",
          options.thinking.close_id);
+  if (options.prediction)  // its ids become draft rows
+    for (int32_t t : *options.prediction)
+      if (t < 0 || t >= model_.config().vocab_size)
+        fail("the prediction's token id ", t, " is outside the vocabulary [0, ", model_.config().vocab_size, ")");
   Request& r = queue(prompt, context_ - 1, options.adapter);
   r.options = options;
   if (options.thinking.tokens >= 0) r.thinking.emplace(options.thinking);
@@ -229,7 +233,7 @@ bool Engine::step() {
   runner_.run(step);
   postprocess(step);
   scheduler_.complete(step);
-  if (draft_.max_tokens > 0) propose_drafts(step);
+  propose_drafts(step);
   return true;
 }
 
@@ -238,10 +242,18 @@ void Engine::propose_drafts(const Step& step) {
     Sequence& seq = *s.seq;
     const int64_t len = static_cast<int64_t>(seq.ids.size());
     if (seq.status != Sequence::Status::Running || len <= seq.prompt_len) continue;  // not decoding
-    const Request& r = *by_seq_.at(&seq);
+    Request& r = *by_seq_.at(&seq);
+    if (draft_.max_tokens == 0 && !r.options.prediction) continue;
+    NgramDraftOptions o = draft_;
+    if (r.options.prediction && o.max_tokens == 0) o.max_tokens = kPredictionDraftTokens;
     // A step gives at most its draft and one more token: within max_new_tokens and the context.
     const int64_t room = std::min({r.options.max_new_tokens - static_cast<int64_t>(r.result.ids.size()) - 1,
-                                   context_ - len - 1, seq.draft_limit < 0 ? draft_.max_tokens : seq.draft_limit});
+                                   context_ - len - 1, seq.draft_limit < 0 ? o.max_tokens : seq.draft_limit});
+    if (r.options.prediction) {
+      const std::span<const int32_t> output = std::span(seq.ids).subspan(static_cast<size_t>(seq.prompt_len));
+      r.prediction_at = prediction_draft(output, *r.options.prediction, o, room, r.prediction_at, seq.draft);
+      if (!seq.draft.empty() || draft_.max_tokens == 0) continue;
+    }
     ngram_draft(seq.ids, draft_, room, seq.draft);
   }
 }
@@ -395,6 +407,8 @@ void Engine::postprocess(const Step& step) {
       ++draft_stats_.drafts;
       draft_stats_.drafted += step.seqs[i].drafted;
       draft_stats_.accepted += confirmed;
+      r.result.drafted_tokens += step.seqs[i].drafted;
+      r.result.accepted_draft_tokens += confirmed;
       seq.accepted = confirmed;
       seq.draft_limit = confirmed == step.seqs[i].drafted ? 2 * confirmed : confirmed + 1;
     }

@@ -31,6 +31,10 @@ namespace qinfer::engine {
 
 constexpr int64_t kMaxPoolBlocks = int64_t{1} << 24;  // the block manager's tables take ~64 bytes a block
 constexpr int64_t kMaxRunning = int64_t{1} << 16;     // sequences one engine decodes at once
+// Draft ids a step at most from a request's prediction where speculative
+// decoding is otherwise off: a step of 16 more rows costs a CPU little more
+// than a decode step's weight reads, and a rejected draft shrinks the next.
+constexpr int32_t kPredictionDraftTokens = 16;
 
 struct EngineOptions {
   int32_t block_size = 16;         // positions per KV block
@@ -43,7 +47,9 @@ struct EngineOptions {
   // max_running full contexts would grow past the machine's memory.
   int64_t kv_memory_limit = 0;
   // Speculative decoding by prompt lookup (engine/ngram_draft.h): draft ids a
-  // step at most (0: off) and the n-gram sizes looked up.
+  // step at most (0: off) and the n-gram sizes looked up. A request with a
+  // prediction (GenerationOptions::prediction) drafts from it whatever
+  // draft_tokens is (kPredictionDraftTokens at most when it is 0).
   int32_t draft_tokens = 0, draft_min_ngram = 2, draft_max_ngram = 4;
 };
 
@@ -135,6 +141,7 @@ class Engine {
     std::vector<int32_t> score_ids;  // a scoring request's token ids
     std::vector<float> output;       // an embedding or scoring request's result
     Timer since_add;                 // prefill_s: time to the first token; decode_s: from it to the last
+    int64_t prediction_at = 0;       // where in options.prediction its last draft started
   };
   // What a sequence's logits gave: the tokens drawn (none when its step did
   // not reach its end; with a draft, each draft id the draw confirmed, then
@@ -162,7 +169,8 @@ class Engine {
   Draw draw(const Step& step, size_t i, DrawScratch& scratch);
   // Hands a drawn token to its request; false when the request ends with it.
   bool emit(Request& r, int32_t token, TokenLogprobs* logprobs);
-  // The next step's drafts of the step's sequences still decoding.
+  // The next step's drafts of the step's sequences still decoding: from
+  // their predictions, else (with draft_tokens) by prompt lookup.
   void propose_drafts(const Step& step);
   // The checks of add(), add_embedding() and add_scoring(), and the request they queue.
   Request& queue(std::span<const int32_t> prompt, int64_t max_prompt, int32_t adapter);

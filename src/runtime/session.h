@@ -51,6 +51,11 @@ struct GenerationOptions {
   // The batching engine only: the named LoRA adapter this request runs with
   // (an index into Qwen3Model::adapter_names()); -1: none.
   int32_t adapter = -1;
+  // The batching engine only: ids the output is expected to repeat mostly
+  // (OpenAI's predicted outputs: the file an edit rewrites); speculative
+  // decoding drafts from them (engine/ngram_draft.h), which changes the
+  // speed, never the output. Null: none.
+  std::shared_ptr<const std::vector<int32_t>> prediction;
 };
 
 // Error: the model's logits were unusable (NaN); GenerationResult::error says where.
@@ -73,6 +78,9 @@ struct GenerationResult {
   bool refused = false;
   int64_t prompt_tokens = 0;
   int64_t reused_tokens = 0;  // prompt tokens whose keys/values were already cached
+  // The batching engine's speculative decoding: draft ids verified, and of
+  // them those the model confirmed (now among `ids`).
+  int64_t drafted_tokens = 0, accepted_draft_tokens = 0;
   double prefill_s = 0, decode_s = 0;
   double prefill_tok_s() const { return prefill_s > 0 ? (prompt_tokens - reused_tokens) / prefill_s : 0; }
   double decode_tok_s() const { return decode_s > 0 && ids.size() > 1 ? (ids.size() - 1) / decode_s : 0; }

@@ -273,6 +273,10 @@ ordered_json CompletionRun::usage() const {
                     {"total_tokens", summary_.prompt_tokens + summary_.completion_tokens},
                     {"prompt_tokens_details", {{"cached_tokens", summary_.cached_tokens}}}};
   if (request_.chat) u["completion_tokens_details"] = {{"reasoning_tokens", summary_.reasoning_tokens}};
+  if (request_.options.prediction) {  // OpenAI's: the prediction's ids the answer confirmed, and the others drafted
+    u["completion_tokens_details"]["accepted_prediction_tokens"] = summary_.accepted_prediction_tokens;
+    u["completion_tokens_details"]["rejected_prediction_tokens"] = summary_.rejected_prediction_tokens;
+  }
   return u;
 }
 
@@ -288,6 +292,8 @@ void CompletionRun::finalize() {
   for (const auto& c : choices_) {
     summary_.completion_tokens += c->tokens;
     summary_.reasoning_tokens += c->reasoning_tokens;
+    summary_.accepted_prediction_tokens += c->result.accepted_draft_tokens;
+    summary_.rejected_prediction_tokens += c->result.drafted_tokens - c->result.accepted_draft_tokens;
     if (c->index % request_.n == 0) {  // a prompt's first choice counts it once
       summary_.prompt_tokens += static_cast<int64_t>(request_.prompts[c->prompt_index].size());
       summary_.cached_tokens += c->result.reused_tokens;

@@ -52,6 +52,7 @@ class CompletionRun {
   // For the request log: totals once finished.
   struct Summary {
     int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0, reasoning_tokens = 0;
+    int64_t accepted_prediction_tokens = 0, rejected_prediction_tokens = 0;
     double ttft_s = -1, total_s = 0;
     std::string finish_reason;
   };

@@ -231,7 +231,7 @@ void check_field_names(const ordered_json& body, bool chat) {
     if (given(body, key) && !harmless)
       bad(key, std::string("'") + key + "' = " + input_excerpt(body[key].dump()) + " is not supported by this server");
   };
-  for (const char* key : {"functions", "function_call", "audio", "prediction", "web_search_options", "verbosity"})
+  for (const char* key : {"functions", "function_call", "audio", "web_search_options", "verbosity"})
     refuse_unless(key, false);
   refuse_unless("modalities", body.value("modalities", ordered_json()) == ordered_json::array({"text"}));
   refuse_unless("suffix", body.value("suffix", ordered_json()) == "");
@@ -298,11 +298,10 @@ void truncate_and_check_length(CompletionRequest& r, const ordered_json& body, c
   }
 }
 
-// Message content as the template sees it: a string, or OpenAI's list of
-// text parts joined one per line (an assistant's refusal parts are its text
-// too, as OpenAI's replies carry them).
-ordered_json message_content(const ordered_json& content, size_t index, bool assistant) {
-  const std::string param = "messages[" + std::to_string(index) + "].content";
+// Message content as the template sees it (`param` names it): a string, or
+// OpenAI's list of text parts joined one per line (an assistant's refusal
+// parts are its text too, as OpenAI's replies carry them).
+ordered_json message_content(const ordered_json& content, const std::string& param, bool assistant) {
   if (content.is_null() || content.is_string()) return content;
   if (!content.is_array()) bad(param, "'" + param + "' must be a string or a list of text parts");
   std::string text;
@@ -318,6 +317,25 @@ ordered_json message_content(const ordered_json& content, size_t index, bool ass
     text += part[key].get<std::string>();
   }
   return text;
+}
+
+// OpenAI's predicted outputs, {"type": "content", "content": text or text
+// parts}: the text's ids (a <think> in it is the model's token: drafts change
+// no answer, whatever they hold), at most a context's worth, for the
+// engine's drafts; null when not given.
+std::shared_ptr<const std::vector<int32_t>> prediction_ids(const ordered_json& body, const ServedModel& model) {
+  if (!given(body, "prediction")) return nullptr;
+  const ordered_json& p = body["prediction"];
+  if (!p.is_object() || p.value("type", ordered_json()) != "content" || !p.contains("content"))
+    bad("prediction", "'prediction' must be {\"type\": \"content\", \"content\": ...}");
+  for (const auto& item : p.items())
+    if (item.key() != "type" && item.key() != "content")
+      bad("prediction", "Unrecognized request argument supplied: prediction." + input_excerpt(item.key()));
+  const ordered_json text = message_content(p["content"], "prediction.content", false);
+  if (!text.is_string()) bad("prediction", "'prediction.content' must be a string or a list of text parts");
+  std::vector<int32_t> ids = model.bundle.require_tokenizer().encode(text.get<std::string>());
+  if (static_cast<int64_t>(ids.size()) > model.context) ids.resize(static_cast<size_t>(model.context));
+  return std::make_shared<const std::vector<int32_t>>(std::move(ids));
 }
 
 }  // namespace
@@ -455,7 +473,9 @@ ordered_json chat_messages(const ordered_json& body) {
       out.erase("function_call");
       calls = param + ".function_call";
     }
-    if (m.contains("content")) out["content"] = message_content(m["content"], i, role == "assistant");
+    if (m.contains("content"))
+      out["content"] =
+          message_content(m["content"], "messages[" + std::to_string(i) + "].content", role == "assistant");
     if (!out.contains("content") || out["content"].is_null()) {
       // OpenAI allows no content only beside tool calls (its own replies carry "content": null
       // there); templates read content as a string, so it becomes "", as vLLM and llama-server do.
@@ -665,6 +685,7 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
   r.options.logprobs = logprobs ? static_cast<int32_t>(top) : -1;
   ChatPrompt prompt = render_chat_prompt(body, model.bundle);
   r.include_reasoning = boolean(body, "include_reasoning", true);
+  r.options.prediction = prediction_ids(body, model);
   r.echo = boolean(body, "echo", false);
   if (r.echo) {  // the messages were checked by the render
     const ordered_json last = chat_messages(body).back();

@@ -938,3 +938,51 @@ TEST(Engine, AModelWithoutLmHeadEmbedsAndRefusesToGenerate) {
   const std::span<const float> e = engine.output(h);
   EXPECT_EQ(std::vector<float>(e.begin(), e.end()), hidden_alone(*model, {1, 2, 3}, pool));
 }
+
+// OpenAI's predicted outputs: a request drafts from its prediction with
+// speculative decoding otherwise off. A prediction that is the answer is all
+// confirmed (a step takes many tokens), an edited one partly, a wrong one not
+// at all; each request's ids are those of its run alone, sampled or greedy,
+// beside requests without one.
+TEST(Engine, PredictionsDraftTheAnswerAndChangeNoId) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(2);
+  std::vector<Req> reqs = requests();
+  for (Req& r : reqs) r.opts.max_new_tokens = 24;
+  const std::vector<std::vector<int32_t>> solo = solo_ids(*model, reqs, pool);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    std::vector<int32_t> p = solo[i];
+    if (i % 3 == 1) p[p.size() / 2] = (p[p.size() / 2] + 1) % 151000;  // an edit in the middle
+    if (i % 3 == 2) std::reverse(p.begin(), p.end());                  // another text
+    if (i != 6) reqs[i].opts.prediction = std::make_shared<const std::vector<int32_t>>(p);
+  }
+  Engine engine(*model, pool, {16, 0, 512, 16});
+  std::vector<int64_t> handles;
+  for (const Req& r : reqs) handles.push_back(engine.add(r.prompt, r.opts));
+  engine.run_until_idle();
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const GenerationResult& r = engine.result(handles[i]);
+    EXPECT_EQ(r.ids, solo[i]) << "request " << i;
+    EXPECT_LE(r.accepted_draft_tokens, r.drafted_tokens);
+    if (i == 6) {
+      EXPECT_EQ(r.drafted_tokens, 0) << "no prediction, no drafts: speculative decoding is off";
+    }
+    if (i % 3 == 0 && i != 6) {  // the answer itself: after the first token, all of it in one or two drafts
+      EXPECT_EQ(r.accepted_draft_tokens, r.drafted_tokens) << "request " << i;
+      EXPECT_GE(r.accepted_draft_tokens, 20) << "request " << i;
+    }
+    if (i % 3 == 1) {
+      EXPECT_GT(r.accepted_draft_tokens, 8) << "request " << i;
+      EXPECT_GT(r.drafted_tokens, r.accepted_draft_tokens) << "request " << i;
+    }
+  }
+  GenerationOptions bad = reqs[0].opts;
+  bad.prediction = std::make_shared<const std::vector<int32_t>>(std::vector<int32_t>{5, 151936});
+  try {
+    engine.add(reqs[0].prompt, bad);
+    ADD_FAILURE() << "a prediction outside the vocabulary was queued";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("prediction's token id 151936 is outside the vocabulary"), std::string::npos)
+        << e.what();
+  }
+}

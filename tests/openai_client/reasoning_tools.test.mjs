@@ -275,6 +275,43 @@ test('--ignore-unknown-fields: other servers\' fields are dropped and logged; wi
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'typical_p' && /Unrecognized/.test(e.message));
 });
 
+// OpenAI's predicted outputs: the engine drafts from the prediction, which
+// changes the speed, never the answer; usage says how many of its tokens the
+// answer confirmed and how many drafted ones it did not.
+test('prediction: the same answer; a right one is confirmed, an edited one partly', async () => {
+  const body = { model: 'scripted', messages: sumQuestion, temperature: 0 };
+  const plain = await answerServer.client.chat.completions.create(body);
+  const scriptTokens = await tokenCount(answerServer, ANSWER_SCRIPT);
+  const right = await answerServer.client.chat.completions.create({ ...body,
+    prediction: { type: 'content', content: ANSWER_SCRIPT } });
+  assert.equal(right.choices[0].message.content, plain.choices[0].message.content);
+  assert.equal(right.choices[0].message.reasoning_content, plain.choices[0].message.reasoning_content);
+  assert.equal(right.usage.completion_tokens, plain.usage.completion_tokens);
+  const details = right.usage.completion_tokens_details;
+  assert.ok(details.accepted_prediction_tokens >= scriptTokens / 2, JSON.stringify(details));
+  assert.equal(details.rejected_prediction_tokens, 0);
+  assert.equal(plain.usage.completion_tokens_details.accepted_prediction_tokens, undefined);
+  const edited = ANSWER_SCRIPT.replace('four', 'five');
+  const parts = [{ type: 'text', text: edited.slice(0, 10) }, { type: 'text', text: edited.slice(10) }];
+  for (const content of [edited, parts]) {
+    const partly = await answerServer.client.chat.completions.create({ ...body, prediction: { type: 'content', content } });
+    assert.equal(partly.choices[0].message.content, plain.choices[0].message.content);
+    assert.equal(partly.choices[0].message.reasoning_content, plain.choices[0].message.reasoning_content);
+    const d = partly.usage.completion_tokens_details;
+    assert.ok(d.accepted_prediction_tokens > 0 && d.rejected_prediction_tokens > 0, JSON.stringify(d));
+  }
+  const s = await collectStream(answerServer.client, { ...body, prediction: { type: 'content', content: edited } });
+  assert.equal(s.content, plain.choices[0].message.content);
+  assert.equal(s.reasoning, plain.choices[0].message.reasoning_content);
+  for (const prediction of [{ type: 'content' }, { type: 'text', content: 'x' }, { type: 'content', content: null },
+    { type: 'content', content: 'x', extra: 1 }, 'x'])
+    await assert.rejects(answerServer.client.chat.completions.create({ ...body, prediction }),
+      (e) => e instanceof OpenAI.BadRequestError && e.param === 'prediction', JSON.stringify(prediction));
+  for (const content of [5, [{ type: 'image_url' }]])
+    await assert.rejects(answerServer.client.chat.completions.create({ ...body, prediction: { type: 'content', content } }),
+      (e) => e instanceof OpenAI.BadRequestError && e.param === 'prediction.content', JSON.stringify(content));
+});
+
 test('plain answer with enable_thinking: false: the content alone', async () => {
   const body = { model: 'scripted', messages: sumQuestion, chat_template_kwargs: { enable_thinking: false } };
   const [choice] = (await answerServer.client.chat.completions.create(body)).choices;  // default sampling

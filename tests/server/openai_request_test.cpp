@@ -169,6 +169,31 @@ TEST_F(OpenAiRequest, VllmUsageReasoningAndBeamSearchFieldsAreTaken) {
   EXPECT_TRUE(plain.include_reasoning);
 }
 
+// OpenAI's predicted outputs: the text's ids for the engine's drafts (text
+// parts joined as message parts are), a context's worth at most; chat only.
+TEST_F(OpenAiRequest, PredictionIsTheIdsOfItsText) {
+  const Tokenizer& tok = bundle_->require_tokenizer();
+  auto prediction_of = [&](const std::string& prediction) {
+    const CompletionRequest r = parse_chat_request(
+        ordered_json::parse(R"({"messages": [{"role": "user", "content": "x"}], "prediction": )" + prediction + "}"),
+        served());
+    return r.options.prediction ? *r.options.prediction : std::vector<int32_t>{-1};
+  };
+  EXPECT_EQ(prediction_of(R"({"type": "content", "content": "def f():\n    return 1"})"),
+            tok.encode("def f():\n    return 1"));
+  EXPECT_EQ(prediction_of(R"({"type": "content", "content": [{"type": "text", "text": "a b"},
+      {"type": "text", "text": "c"}]})"),
+            tok.encode("a b\nc"));
+  std::string words;
+  for (int i = 0; i < 3000; ++i) words += " w" + std::to_string(i);
+  EXPECT_EQ(prediction_of(R"({"type": "content", "content": ")" + words + "\"}").size(), size_t{64})
+      << "cut at the context";
+  EXPECT_FALSE(parse_chat_request(ordered_json::parse(R"({"messages": [{"role": "user", "content": "x"}]})"), served())
+                   .options.prediction);
+  EXPECT_EQ(unknown_fields(ordered_json::parse(R"({"prompt": "x", "prediction": {}})"), false),
+            std::vector<std::string>{"prediction"});
+}
+
 TEST_F(OpenAiRequest, EnableThinkingFalseClosesTheThinkBlockInThePrompt) {
   const ordered_json body = ordered_json::parse(
       R"({"messages": [{"role": "user", "content": "Hi"}], "chat_template_kwargs": {"enable_thinking": false}})");
