@@ -15,13 +15,8 @@ scripts/apt_install.sh sanitized_build clang-14 libclang-rt-14-dev
 # -O1 (what ASan's authors advise) with line tables (-g1: all a report needs;
 # full debug info made a quarter of the compile time): half the compile time
 # of -O2, and the suite runs no slower.
-# A unity build (CMake merges each target's sources eight to a file): the
-# headers most files include (nlohmann/json, CLI11, gtest) are parsed once a
-# batch instead of once a file, which was most of the work: a clean build
-# took 405 s instead of ~780 s on 2 cores. The kernels (Highway's per-target
-# includes) and the text tests (oniguruma.h) are built file by file.
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
-      -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_UNITY_BUILD=ON \
+      -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
       -DQINFER_SANITIZE=ON -DQINFER_FUZZ=ON -DQINFER_BENCH=OFF >/dev/null
 if (($#)); then
   cmake --build "$dir" -j"$(nproc)" --target "$@"
