@@ -148,6 +148,10 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
   Request& r = queue(prompt, context_ - 1, options.adapter);
   r.options = options;
   if (options.thinking.tokens >= 0) r.thinking.emplace(options.thinking);
+  if (options.prediction)
+    r.prediction = std::make_unique<PredictionDraft>(
+        options.prediction, NgramDraftOptions{draft_.max_tokens > 0 ? draft_.max_tokens : kPredictionDraftTokens,
+                                              draft_.min_ngram, draft_.max_ngram});
   r.on_token = std::move(on_token);
   r.on_prompt_logprobs = std::move(on_prompt_logprobs);
   r.seq.wants_prompt_logits = options.prompt_logprobs >= 0 && prompt.size() > 1;
@@ -243,16 +247,17 @@ void Engine::propose_drafts(const Step& step) {
     const int64_t len = static_cast<int64_t>(seq.ids.size());
     if (seq.status != Sequence::Status::Running || len <= seq.prompt_len) continue;  // not decoding
     Request& r = *by_seq_.at(&seq);
-    if (draft_.max_tokens == 0 && !r.options.prediction) continue;
-    NgramDraftOptions o = draft_;
-    if (r.options.prediction && o.max_tokens == 0) o.max_tokens = kPredictionDraftTokens;
-    // A step gives at most its draft and one more token: within max_new_tokens and the context.
-    const int64_t room = std::min({r.options.max_new_tokens - static_cast<int64_t>(r.result.ids.size()) - 1,
-                                   context_ - len - 1, seq.draft_limit < 0 ? o.max_tokens : seq.draft_limit});
-    if (r.options.prediction) {
+    r.drafted_from_prediction = false;
+    if (draft_.max_tokens == 0 && !r.prediction) continue;
+    // A step gives at most its draft and one more token: within max_new_tokens and the context
+    // (the options of the draft's source cap it too).
+    const int64_t room =
+        std::min({r.options.max_new_tokens - static_cast<int64_t>(r.result.ids.size()) - 1, context_ - len - 1,
+                  seq.draft_limit < 0 ? std::numeric_limits<int64_t>::max() : seq.draft_limit});
+    if (r.prediction) {
       const std::span<const int32_t> output = std::span(seq.ids).subspan(static_cast<size_t>(seq.prompt_len));
-      r.prediction_at = prediction_draft(output, *r.options.prediction, o, room, r.prediction_at, seq.draft);
-      if (!seq.draft.empty() || draft_.max_tokens == 0) continue;
+      r.drafted_from_prediction = r.prediction->propose(output, room, seq.draft);
+      if (r.drafted_from_prediction || draft_.max_tokens == 0) continue;
     }
     ngram_draft(seq.ids, draft_, room, seq.draft);
   }
@@ -407,14 +412,19 @@ void Engine::postprocess(const Step& step) {
       ++draft_stats_.drafts;
       draft_stats_.drafted += step.seqs[i].drafted;
       draft_stats_.accepted += confirmed;
-      r.result.drafted_tokens += step.seqs[i].drafted;
-      r.result.accepted_draft_tokens += confirmed;
       seq.accepted = confirmed;
       seq.draft_limit = confirmed == step.seqs[i].drafted ? 2 * confirmed : confirmed + 1;
     }
     bool going = true;
-    for (size_t t = 0; t < d.tokens.size() && going; ++t)
-      going = emit(r, d.tokens[t], r.options.logprobs >= 0 ? &d.logprobs[t] : nullptr);
+    size_t emitted = 0;
+    for (; emitted < d.tokens.size() && going; ++emitted)
+      going = emit(r, d.tokens[emitted], r.options.logprobs >= 0 ? &d.logprobs[emitted] : nullptr);
+    if (step.seqs[i].drafted > 0 &&
+        r.drafted_from_prediction) {  // ids after what ended it (a stop string) are not in it
+      r.prediction->confirm(step.seqs[i].drafted, std::min<int64_t>(seq.accepted, static_cast<int64_t>(emitted)));
+      r.result.accepted_prediction_tokens = r.prediction->accepted();
+      r.result.rejected_prediction_tokens = r.prediction->rejected();
+    }
     if (going && d.ended) {
       r.result.error = std::move(d.error);
       r.result.refused = d.refused;

@@ -22,6 +22,7 @@
 #include "engine/block_manager.h"
 #include "engine/model_runner.h"
 #include "engine/ngram_draft.h"
+#include "engine/prediction_draft.h"
 #include "engine/scheduler.h"
 #include "runtime/grammar_constraint.h"
 #include "runtime/session.h"
@@ -138,10 +139,11 @@ class Engine {
     std::optional<ThinkingBudgetState> thinking;    // options.thinking's, when it has a budget
     GenerationResult result;
     std::vector<float> prompt_logits;
-    std::vector<int32_t> score_ids;  // a scoring request's token ids
-    std::vector<float> output;       // an embedding or scoring request's result
-    Timer since_add;                 // prefill_s: time to the first token; decode_s: from it to the last
-    int64_t prediction_at = 0;       // where in options.prediction its last draft started
+    std::vector<int32_t> score_ids;               // a scoring request's token ids
+    std::vector<float> output;                    // an embedding or scoring request's result
+    Timer since_add;                              // prefill_s: time to the first token; decode_s: from it to the last
+    std::unique_ptr<PredictionDraft> prediction;  // options.prediction's drafts
+    bool drafted_from_prediction = false;         // its pending draft's source
   };
   // What a sequence's logits gave: the tokens drawn (none when its step did
   // not reach its end; with a draft, each draft id the draw confirmed, then

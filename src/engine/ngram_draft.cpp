@@ -39,29 +39,4 @@ void ngram_draft(std::span<const int32_t> ids, const NgramDraftOptions& o, int64
   }
 }
 
-int64_t prediction_draft(std::span<const int32_t> output, std::span<const int32_t> prediction,
-                         const NgramDraftOptions& o, int64_t max_tokens, int64_t hint, std::vector<int32_t>& draft) {
-  draft.clear();
-  const int64_t want = std::min<int64_t>(o.max_tokens, max_tokens);
-  const auto out_len = static_cast<int64_t>(output.size()), len = static_cast<int64_t>(prediction.size());
-  if (want <= 0) return hint;
-  auto take_from = [&](int64_t from) {
-    const int64_t end = std::min(len, from + want);
-    draft.assign(prediction.begin() + from, prediction.begin() + end);
-    return draft.empty() ? hint : from;
-  };
-  if (out_len < len && std::equal(output.begin(), output.end(), prediction.begin())) return take_from(out_len);
-  for (int64_t n = std::min<int64_t>(o.max_ngram, out_len); n >= o.min_ngram; --n) {
-    const auto suffix = output.end() - n;
-    auto matches = [&](int64_t start) { return std::equal(suffix, output.end(), prediction.begin() + start); };
-    // Occurrences followed by at least one id: start + n < len.
-    const int64_t first = std::clamp<int64_t>(hint - n, 0, std::max<int64_t>(len - n, 0));
-    for (int64_t start = first; start + n < len; ++start)
-      if (matches(start)) return take_from(start + n);
-    for (int64_t start = 0; start < first && start + n < len; ++start)
-      if (matches(start)) return take_from(start + n);
-  }
-  return hint;
-}
-
 }  // namespace qinfer::engine

@@ -3,11 +3,9 @@
 // followed the latest earlier occurrence of the sequence's last n ids, for
 // the longest n in [min_ngram, max_ngram] that occurs. Text that quotes its
 // context (code edits, extraction, answers over documents) or repeats itself
-// drafts well; elsewhere nothing is found and nothing is proposed. Or, for a
-// request that says what its answer will mostly be (OpenAI's predicted
-// outputs: a file to edit), drafts from that text. The engine verifies a
-// draft in one forward pass and keeps what the model would have produced
-// anyway, so drafts change speed, never the output. Pure logic.
+// drafts well; elsewhere nothing is found and nothing is proposed. The
+// engine verifies a draft in one forward pass and keeps what the model would
+// have produced anyway, so drafts change speed, never the output. Pure logic.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -31,17 +29,5 @@ void validate(const NgramDraftOptions& options);
 // Empty when no suffix of min_ngram ids or more recurs.
 void ngram_draft(std::span<const int32_t> ids, const NgramDraftOptions& options, int64_t max_tokens,
                  std::vector<int32_t>& draft);
-
-// Sets `draft` to at most `max_tokens` ids of `prediction` (the expected
-// answer) to follow `output` (the answer so far): its start while the output
-// is a prefix of it; else the ids after an occurrence in it of the output's
-// last n ids (the longest n in [min_ngram, max_ngram] found), the first at or
-// after `hint` - n (where the previous draft started: answers follow their
-// prediction in order), else the first from its start. Returns where in
-// `prediction` the draft starts (the next call's hint), or `hint` with an
-// empty draft when nothing matches.
-int64_t prediction_draft(std::span<const int32_t> output, std::span<const int32_t> prediction,
-                         const NgramDraftOptions& options, int64_t max_tokens, int64_t hint,
-                         std::vector<int32_t>& draft);
 
 }  // namespace qinfer::engine

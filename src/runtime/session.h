@@ -53,7 +53,7 @@ struct GenerationOptions {
   int32_t adapter = -1;
   // The batching engine only: ids the output is expected to repeat mostly
   // (OpenAI's predicted outputs: the file an edit rewrites); speculative
-  // decoding drafts from them (engine/ngram_draft.h), which changes the
+  // decoding drafts from them (engine/prediction_draft.h), which changes the
   // speed, never the output. Null: none.
   std::shared_ptr<const std::vector<int32_t>> prediction;
 };
@@ -78,9 +78,11 @@ struct GenerationResult {
   bool refused = false;
   int64_t prompt_tokens = 0;
   int64_t reused_tokens = 0;  // prompt tokens whose keys/values were already cached
-  // The batching engine's speculative decoding: draft ids verified, and of
-  // them those the model confirmed (now among `ids`).
-  int64_t drafted_tokens = 0, accepted_draft_tokens = 0;
+  // The batching engine, with a prediction (GenerationOptions::prediction):
+  // the output's ids that came from its confirmed drafts, and its ids
+  // drafted and never confirmed (OpenAI's accepted and rejected prediction
+  // tokens).
+  int64_t accepted_prediction_tokens = 0, rejected_prediction_tokens = 0;
   double prefill_s = 0, decode_s = 0;
   double prefill_tok_s() const { return prefill_s > 0 ? (prompt_tokens - reused_tokens) / prefill_s : 0; }
   double decode_tok_s() const { return decode_s > 0 && ids.size() > 1 ? (ids.size() - 1) / decode_s : 0; }

@@ -180,28 +180,33 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
   // Each token's text through the reply's split at once: a token the split
   // reads inside the <think> block, or one that opens or closes it, is a
   // reasoning token (usage counts them).
+  // Returns whether the token was a reasoning token.
   auto split = [&] {
+    bool reasoning = false;
     if (!c.parser) {
       d.content += c.pieces;
     } else {
       const bool was_reasoning = c.parser->in_reasoning();
       append(d, c.parser->push(c.pieces));
-      c.reasoning_tokens += was_reasoning || c.parser->in_reasoning();
+      reasoning = was_reasoning || c.parser->in_reasoning();
+      c.reasoning_tokens += reasoning;
     }
     c.pieces.clear();
+    return reasoning;
   };
   const size_t take = std::min(max_tokens, c.ids.size());
   for (size_t k = 0; k < take && !c.stopped; ++k) {
     ++c.tokens;
-    if (k < c.received_logprobs.size()) {
-      c.unsent_logprobs.push_back(c.received_logprobs[k]);
-      c.logprobs.push_back(std::move(c.received_logprobs[k]));
-    }
     if (!c.text->push(c.ids[k])) {
       c.stopped = true;
       c.stream->cancel();
     }
-    split();
+    // Without include_reasoning, the reasoning's tokens are left out of the logprobs too.
+    if (split() && !request_.include_reasoning) continue;
+    if (k < c.received_logprobs.size()) {
+      c.unsent_logprobs.push_back(c.received_logprobs[k]);
+      c.logprobs.push_back(std::move(c.received_logprobs[k]));
+    }
   }
   if (c.stopped) {  // what came after the stop string is not the answer's
     c.ids.clear();
@@ -273,7 +278,7 @@ ordered_json CompletionRun::usage() const {
                     {"total_tokens", summary_.prompt_tokens + summary_.completion_tokens},
                     {"prompt_tokens_details", {{"cached_tokens", summary_.cached_tokens}}}};
   if (request_.chat) u["completion_tokens_details"] = {{"reasoning_tokens", summary_.reasoning_tokens}};
-  if (request_.options.prediction) {  // OpenAI's: the prediction's ids the answer confirmed, and the others drafted
+  if (request_.options.prediction) {  // OpenAI's: the prediction's ids the answer confirmed, and those it did not
     u["completion_tokens_details"]["accepted_prediction_tokens"] = summary_.accepted_prediction_tokens;
     u["completion_tokens_details"]["rejected_prediction_tokens"] = summary_.rejected_prediction_tokens;
   }
@@ -292,8 +297,8 @@ void CompletionRun::finalize() {
   for (const auto& c : choices_) {
     summary_.completion_tokens += c->tokens;
     summary_.reasoning_tokens += c->reasoning_tokens;
-    summary_.accepted_prediction_tokens += c->result.accepted_draft_tokens;
-    summary_.rejected_prediction_tokens += c->result.drafted_tokens - c->result.accepted_draft_tokens;
+    summary_.accepted_prediction_tokens += c->result.accepted_prediction_tokens;
+    summary_.rejected_prediction_tokens += c->result.rejected_prediction_tokens;
     if (c->index % request_.n == 0) {  // a prompt's first choice counts it once
       summary_.prompt_tokens += static_cast<int64_t>(request_.prompts[c->prompt_index].size());
       summary_.cached_tokens += c->result.reused_tokens;

@@ -14,6 +14,8 @@
 #include <functional>
 #include <mutex>
 #include <random>
+#include <set>
+#include <string_view>
 
 #include "server/api_error.h"
 #include "server/classify_api.h"
@@ -357,14 +359,22 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
   ordered_json body = parse_json_body(req.body);
   if (options.ignore_unknown_fields && api != Api::Responses) {
     const std::vector<std::string> unknown = unknown_fields(body, api == Api::Chat);
-    std::string names;  // the first few, for the log
-    constexpr size_t kNamed = 8;
-    for (size_t i = 0; i < unknown.size(); ++i) {
-      if (i < kNamed) names += (i ? ", " : "") + input_excerpt(unknown[i]);
-      body.erase(unknown[i]);
+    if (!unknown.empty()) {
+      // The first few, as JSON strings: a key may hold a newline or a terminal's escape codes.
+      std::string names;
+      constexpr size_t kNamed = 8;
+      for (size_t i = 0; i < std::min(unknown.size(), kNamed); ++i)
+        names += (i ? ", " : "") +
+                 ordered_json(input_excerpt(unknown[i])).dump(-1, ' ', true, ordered_json::error_handler_t::replace);
+      if (unknown.size() > kNamed) names += " and " + std::to_string(unknown.size() - kNamed) + " more";
+      std::fprintf(stderr, "[serve] ignored the request fields %s\n", names.c_str());
+      // In one pass: erasing key by key from an ordered object is quadratic.
+      const std::set<std::string_view> dropped(unknown.begin(), unknown.end());
+      ordered_json::object_t kept;
+      for (auto& [key, value] : body.get_ref<ordered_json::object_t&>())
+        if (!dropped.count(key)) kept.emplace_back(key, std::move(value));
+      body.get_ref<ordered_json::object_t&>() = std::move(kept);
     }
-    if (unknown.size() > kNamed) names += " and " + std::to_string(unknown.size() - kNamed) + " more";
-    if (!unknown.empty()) std::fprintf(stderr, "[serve] ignored the request fields %s\n", names.c_str());
   }
   auto parse = [&]() -> CompletionRequest {
     if (api == Api::Completions) return parse_completion_request(body, *model);

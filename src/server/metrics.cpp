@@ -113,7 +113,8 @@ std::string Metrics::render(const engine::EngineLoop::Stats& stats, int32_t bloc
           static_cast<double>(stats.prefix_hits * block_size));
   counter("qinfer:num_preemptions_total", "Sequences sent back to wait because the KV pool was full.",
           static_cast<double>(stats.preemptions));
-  counter("qinfer:spec_decode_num_draft_tokens_total", "Draft tokens run (speculative decoding, --draft).",
+  counter("qinfer:spec_decode_num_draft_tokens_total",
+          "Draft tokens run (speculative decoding: --draft, or a request's prediction).",
           static_cast<double>(stats.draft_tokens));
   counter("qinfer:spec_decode_num_accepted_tokens_total", "Of them, tokens the model confirmed.",
           static_cast<double>(stats.draft_accepted));

@@ -332,7 +332,7 @@ std::shared_ptr<const std::vector<int32_t>> prediction_ids(const ordered_json& b
     if (item.key() != "type" && item.key() != "content")
       bad("prediction", "Unrecognized request argument supplied: prediction." + input_excerpt(item.key()));
   const ordered_json text = message_content(p["content"], "prediction.content", false);
-  if (!text.is_string()) bad("prediction", "'prediction.content' must be a string or a list of text parts");
+  if (!text.is_string()) bad("prediction.content", "'prediction.content' must be a string or a list of text parts");
   std::vector<int32_t> ids = model.bundle.require_tokenizer().encode(text.get<std::string>());
   if (static_cast<int64_t>(ids.size()) > model.context) ids.resize(static_cast<size_t>(model.context));
   return std::make_shared<const std::vector<int32_t>>(std::move(ids));

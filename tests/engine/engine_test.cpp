@@ -943,7 +943,9 @@ TEST(Engine, AModelWithoutLmHeadEmbedsAndRefusesToGenerate) {
 // speculative decoding otherwise off. A prediction that is the answer is all
 // confirmed (a step takes many tokens), an edited one partly, a wrong one not
 // at all; each request's ids are those of its run alone, sampled or greedy,
-// beside requests without one.
+// beside requests without one, and with prompt lookup on too (whose drafts
+// are not the prediction's). A request its caller stops counts only the ids
+// it kept as confirmed.
 TEST(Engine, PredictionsDraftTheAnswerAndChangeNoId) {
   auto model = Qwen3Model::load(test::data_path("models/tiny"));
   ThreadPool pool(2);
@@ -956,26 +958,43 @@ TEST(Engine, PredictionsDraftTheAnswerAndChangeNoId) {
     if (i % 3 == 2) std::reverse(p.begin(), p.end());                  // another text
     if (i != 6) reqs[i].opts.prediction = std::make_shared<const std::vector<int32_t>>(p);
   }
-  Engine engine(*model, pool, {16, 0, 512, 16});
-  std::vector<int64_t> handles;
-  for (const Req& r : reqs) handles.push_back(engine.add(r.prompt, r.opts));
-  engine.run_until_idle();
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    const GenerationResult& r = engine.result(handles[i]);
-    EXPECT_EQ(r.ids, solo[i]) << "request " << i;
-    EXPECT_LE(r.accepted_draft_tokens, r.drafted_tokens);
-    if (i == 6) {
-      EXPECT_EQ(r.drafted_tokens, 0) << "no prediction, no drafts: speculative decoding is off";
+  EngineOptions lookup{16, 0, 512, 16};
+  lookup.draft_tokens = 3;
+  lookup.draft_min_ngram = 1;
+  for (const EngineOptions& o : {EngineOptions{16, 0, 512, 16}, lookup}) {
+    Engine engine(*model, pool, o);
+    std::vector<int64_t> handles;
+    for (const Req& r : reqs) handles.push_back(engine.add(r.prompt, r.opts));
+    engine.run_until_idle();
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      const GenerationResult& r = engine.result(handles[i]);
+      EXPECT_EQ(r.ids, solo[i]) << "request " << i;
+      if (i == 6) {
+        EXPECT_EQ(r.accepted_prediction_tokens + r.rejected_prediction_tokens, 0) << "no prediction";
+      } else if (i % 3 == 0 && o.draft_tokens == 0) {  // the answer itself: after the first token, all of it
+        EXPECT_GE(r.accepted_prediction_tokens, 20) << "request " << i;
+        EXPECT_EQ(r.rejected_prediction_tokens, 0) << "request " << i;
+      } else if (i % 3 == 1 && o.draft_tokens == 0) {  // 16 ids from the second on: confirmed up to the edit
+        EXPECT_GE(r.accepted_prediction_tokens, 11) << "request " << i;
+        EXPECT_GT(r.rejected_prediction_tokens, 0) << "request " << i;
+      }
+      EXPECT_LE(r.accepted_prediction_tokens, 23) << "the answer's ids after the first";
+      EXPECT_LE(r.rejected_prediction_tokens, 24) << "each id of the prediction counts once";
     }
-    if (i % 3 == 0 && i != 6) {  // the answer itself: after the first token, all of it in one or two drafts
-      EXPECT_EQ(r.accepted_draft_tokens, r.drafted_tokens) << "request " << i;
-      EXPECT_GE(r.accepted_draft_tokens, 20) << "request " << i;
-    }
-    if (i % 3 == 1) {
-      EXPECT_GT(r.accepted_draft_tokens, 8) << "request " << i;
-      EXPECT_GT(r.drafted_tokens, r.accepted_draft_tokens) << "request " << i;
+    if (o.draft_tokens > 0) {
+      EXPECT_GT(engine.draft_stats().drafted, 0);
     }
   }
+  // Stopped by its caller at its 10th token: the first draft (16 ids, all
+  // right) ran whole, but the answer holds 9 of them.
+  Engine engine(*model, pool, {16, 0, 512, 16});
+  int64_t seen = 0;
+  const int64_t h =
+      engine.add(reqs[0].prompt, reqs[0].opts, [&](int32_t, const TokenLogprobs*) { return ++seen < 10; });
+  engine.run_until_idle();
+  EXPECT_EQ(engine.result(h).ids, std::vector<int32_t>(solo[0].begin(), solo[0].begin() + 10));
+  EXPECT_EQ(engine.result(h).accepted_prediction_tokens, 9);
+  EXPECT_EQ(engine.result(h).rejected_prediction_tokens, 7);
   GenerationOptions bad = reqs[0].opts;
   bad.prediction = std::make_shared<const std::vector<int32_t>>(std::vector<int32_t>{5, 151936});
   try {

@@ -230,6 +230,11 @@ test('include_reasoning: false: the content alone, the reasoning still counted; 
   assert.equal(s.reasoningPieces, 0);
   assert.equal(s.content, ANSWER);
   assert.equal(s.finish, 'stop');
+  // The reasoning's tokens are left out of the logprobs too: those of the answer's alone.
+  const withLogprobs = await answerServer.client.chat.completions.create({ ...body, logprobs: true });
+  const joined = withLogprobs.choices[0].logprobs.content.map((t) => t.token).join('|');
+  assert.ok(joined.replaceAll('|', '').includes(ANSWER), joined);
+  assert.ok(!joined.includes('Two') && !joined.includes('think'), joined);
 });
 
 // vLLM's stream_options.continuous_usage_stats: every chunk has the usage so
@@ -264,7 +269,11 @@ test('--ignore-unknown-fields: other servers\' fields are dropped and logged; wi
   const lenient = await answerServer.client.chat.completions.create({ ...body, ...extra });
   assert.equal(lenient.choices[0].message.content, plain.choices[0].message.content);
   assert.equal(lenient.choices[0].message.reasoning_content, plain.choices[0].message.reasoning_content);
-  assert.match(answerServer.log(), /ignored the request fields typical_p, mirostat_mode, tfs/);
+  assert.match(answerServer.log(), /ignored the request fields "typical_p", "mirostat_mode", "tfs"\n/);
+  // A field's name goes to the log as a JSON string: no line or escape code of the client's.
+  await answerServer.client.chat.completions.create({ ...body, 'x\n[serve] forged\u001b[31m': 1 });
+  assert.match(answerServer.log(), /ignored the request fields "x\\n\[serve\] forged\\u001b\[31m"\n/);
+  assert.doesNotMatch(answerServer.log(), /^\[serve\] forged/m);
   const text = await answerServer.client.completions.create({ model: 'scripted', prompt: 'x', max_tokens: 2,
     typical_p: 0.5 });
   assert.equal(text.choices.length, 1);
@@ -303,11 +312,11 @@ test('prediction: the same answer; a right one is confirmed, an edited one partl
   const s = await collectStream(answerServer.client, { ...body, prediction: { type: 'content', content: edited } });
   assert.equal(s.content, plain.choices[0].message.content);
   assert.equal(s.reasoning, plain.choices[0].message.reasoning_content);
-  for (const prediction of [{ type: 'content' }, { type: 'text', content: 'x' }, { type: 'content', content: null },
+  for (const prediction of [{ type: 'content' }, { type: 'text', content: 'x' },
     { type: 'content', content: 'x', extra: 1 }, 'x'])
     await assert.rejects(answerServer.client.chat.completions.create({ ...body, prediction }),
       (e) => e instanceof OpenAI.BadRequestError && e.param === 'prediction', JSON.stringify(prediction));
-  for (const content of [5, [{ type: 'image_url' }]])
+  for (const content of [5, null, [{ type: 'image_url' }]])
     await assert.rejects(answerServer.client.chat.completions.create({ ...body, prediction: { type: 'content', content } }),
       (e) => e instanceof OpenAI.BadRequestError && e.param === 'prediction.content', JSON.stringify(content));
 });
