@@ -142,7 +142,7 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
     fail("a thinking budget needs the id of the token that ends the reasoning (</think>), got ",
          options.thinking.close_id);
   if (options.prediction)  // its ids become draft rows
-    for (int32_t t : *options.prediction)
+    for (int32_t t : options.prediction->ids())
       if (t < 0 || t >= model_.config().vocab_size)
         fail("the prediction's token id ", t, " is outside the vocabulary [0, ", model_.config().vocab_size, ")");
   Request& r = queue(prompt, context_ - 1, options.adapter);
@@ -150,8 +150,7 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
   if (options.thinking.tokens >= 0) r.thinking.emplace(options.thinking);
   if (options.prediction)
     r.prediction = std::make_unique<PredictionDraft>(
-        options.prediction, NgramDraftOptions{draft_.max_tokens > 0 ? draft_.max_tokens : kPredictionDraftTokens,
-                                              draft_.min_ngram, draft_.max_ngram});
+        options.prediction, draft_.max_tokens > 0 ? draft_.max_tokens : kPredictionDraftTokens);
   r.on_token = std::move(on_token);
   r.on_prompt_logprobs = std::move(on_prompt_logprobs);
   r.seq.wants_prompt_logits = options.prompt_logprobs >= 0 && prompt.size() > 1;
@@ -419,10 +418,11 @@ void Engine::postprocess(const Step& step) {
     size_t emitted = 0;
     for (; emitted < d.tokens.size() && going; ++emitted)
       going = emit(r, d.tokens[emitted], r.options.logprobs >= 0 ? &d.logprobs[emitted] : nullptr);
-    if (step.seqs[i].drafted > 0 &&
-        r.drafted_from_prediction) {  // ids after what ended it (a stop string) are not in it
-      r.prediction->confirm(step.seqs[i].drafted, std::min<int64_t>(seq.accepted, static_cast<int64_t>(emitted)));
-      r.result.accepted_prediction_tokens = r.prediction->accepted();
+    if (r.prediction) {  // ids after what ended it (its callback) are not in it
+      const bool drafted = step.seqs[i].drafted > 0 && r.drafted_from_prediction;
+      const int64_t confirmed = drafted ? std::min<int64_t>(seq.accepted, static_cast<int64_t>(emitted)) : 0;
+      for (size_t t = 0; t < emitted; ++t) r.result.from_prediction.push_back(static_cast<int64_t>(t) < confirmed);
+      if (drafted) r.prediction->confirm(step.seqs[i].drafted, confirmed);
       r.result.rejected_prediction_tokens = r.prediction->rejected();
     }
     if (going && d.ended) {

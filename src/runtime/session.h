@@ -11,6 +11,7 @@
 
 #include "model/qwen3.h"
 #include "runtime/logprobs.h"
+#include "runtime/prediction.h"
 #include "runtime/sampler.h"
 #include "runtime/thinking_budget.h"
 
@@ -51,11 +52,11 @@ struct GenerationOptions {
   // The batching engine only: the named LoRA adapter this request runs with
   // (an index into Qwen3Model::adapter_names()); -1: none.
   int32_t adapter = -1;
-  // The batching engine only: ids the output is expected to repeat mostly
+  // The batching engine only: what the output is expected to repeat mostly
   // (OpenAI's predicted outputs: the file an edit rewrites); speculative
-  // decoding drafts from them (engine/prediction_draft.h), which changes the
+  // decoding drafts from it (engine/prediction_draft.h), which changes the
   // speed, never the output. Null: none.
-  std::shared_ptr<const std::vector<int32_t>> prediction;
+  std::shared_ptr<const Prediction> prediction;
 };
 
 // Error: the model's logits were unusable (NaN); GenerationResult::error says where.
@@ -79,10 +80,11 @@ struct GenerationResult {
   int64_t prompt_tokens = 0;
   int64_t reused_tokens = 0;  // prompt tokens whose keys/values were already cached
   // The batching engine, with a prediction (GenerationOptions::prediction):
-  // the output's ids that came from its confirmed drafts, and its ids
-  // drafted and never confirmed (OpenAI's accepted and rejected prediction
-  // tokens).
-  int64_t accepted_prediction_tokens = 0, rejected_prediction_tokens = 0;
+  // per id, whether it came from a confirmed draft of it (OpenAI's accepted
+  // prediction tokens: those of the ids a frontend keeps); and its ids
+  // drafted and never confirmed (rejected prediction tokens).
+  std::vector<bool> from_prediction;
+  int64_t rejected_prediction_tokens = 0;
   double prefill_s = 0, decode_s = 0;
   double prefill_tok_s() const { return prefill_s > 0 ? (prompt_tokens - reused_tokens) / prefill_s : 0; }
   double decode_tok_s() const { return decode_s > 0 && ids.size() > 1 ? (ids.size() - 1) / decode_s : 0; }

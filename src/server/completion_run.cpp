@@ -297,7 +297,10 @@ void CompletionRun::finalize() {
   for (const auto& c : choices_) {
     summary_.completion_tokens += c->tokens;
     summary_.reasoning_tokens += c->reasoning_tokens;
-    summary_.accepted_prediction_tokens += c->result.accepted_prediction_tokens;
+    // Of the ids the answer kept (a stop string ends it here, after the engine drew more).
+    const std::vector<bool>& predicted = c->result.from_prediction;
+    summary_.accepted_prediction_tokens +=
+        std::count(predicted.begin(), predicted.begin() + std::min<int64_t>(c->tokens, std::ssize(predicted)), true);
     summary_.rejected_prediction_tokens += c->result.rejected_prediction_tokens;
     if (c->index % request_.n == 0) {  // a prompt's first choice counts it once
       summary_.prompt_tokens += static_cast<int64_t>(request_.prompts[c->prompt_index].size());

@@ -323,7 +323,7 @@ ordered_json message_content(const ordered_json& content, const std::string& par
 // parts}: the text's ids (a <think> in it is the model's token: drafts change
 // no answer, whatever they hold), at most a context's worth, for the
 // engine's drafts; null when not given.
-std::shared_ptr<const std::vector<int32_t>> prediction_ids(const ordered_json& body, const ServedModel& model) {
+std::shared_ptr<const Prediction> prediction_ids(const ordered_json& body, const ServedModel& model) {
   if (!given(body, "prediction")) return nullptr;
   const ordered_json& p = body["prediction"];
   if (!p.is_object() || p.value("type", ordered_json()) != "content" || !p.contains("content"))
@@ -335,7 +335,7 @@ std::shared_ptr<const std::vector<int32_t>> prediction_ids(const ordered_json& b
   if (!text.is_string()) bad("prediction.content", "'prediction.content' must be a string or a list of text parts");
   std::vector<int32_t> ids = model.bundle.require_tokenizer().encode(text.get<std::string>());
   if (static_cast<int64_t>(ids.size()) > model.context) ids.resize(static_cast<size_t>(model.context));
-  return std::make_shared<const std::vector<int32_t>>(std::move(ids));
+  return std::make_shared<const Prediction>(std::move(ids));  // indexed here, not on the engine's thread
 }
 
 }  // namespace

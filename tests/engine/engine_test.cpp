@@ -956,7 +956,7 @@ TEST(Engine, PredictionsDraftTheAnswerAndChangeNoId) {
     std::vector<int32_t> p = solo[i];
     if (i % 3 == 1) p[p.size() / 2] = (p[p.size() / 2] + 1) % 151000;  // an edit in the middle
     if (i % 3 == 2) std::reverse(p.begin(), p.end());                  // another text
-    if (i != 6) reqs[i].opts.prediction = std::make_shared<const std::vector<int32_t>>(p);
+    if (i != 6) reqs[i].opts.prediction = std::make_shared<const Prediction>(p);
   }
   EngineOptions lookup{16, 0, 512, 16};
   lookup.draft_tokens = 3;
@@ -969,16 +969,21 @@ TEST(Engine, PredictionsDraftTheAnswerAndChangeNoId) {
     for (size_t i = 0; i < reqs.size(); ++i) {
       const GenerationResult& r = engine.result(handles[i]);
       EXPECT_EQ(r.ids, solo[i]) << "request " << i;
+      const auto accepted = std::count(r.from_prediction.begin(), r.from_prediction.end(), true);
       if (i == 6) {
-        EXPECT_EQ(r.accepted_prediction_tokens + r.rejected_prediction_tokens, 0) << "no prediction";
-      } else if (i % 3 == 0 && o.draft_tokens == 0) {  // the answer itself: after the first token, all of it
-        EXPECT_GE(r.accepted_prediction_tokens, 20) << "request " << i;
+        EXPECT_TRUE(r.from_prediction.empty() && r.rejected_prediction_tokens == 0) << "no prediction";
+        continue;
+      }
+      ASSERT_EQ(r.from_prediction.size(), r.ids.size()) << "request " << i;
+      EXPECT_FALSE(r.from_prediction[0]) << "the first token comes from the prompt's step";
+      if (i % 3 == 0 && o.draft_tokens == 0) {
+        // The answer itself: after the first token, all of it.
+        EXPECT_GE(accepted, 20) << "request " << i;
         EXPECT_EQ(r.rejected_prediction_tokens, 0) << "request " << i;
       } else if (i % 3 == 1 && o.draft_tokens == 0) {  // 16 ids from the second on: confirmed up to the edit
-        EXPECT_GE(r.accepted_prediction_tokens, 11) << "request " << i;
+        EXPECT_GE(accepted, 11) << "request " << i;
         EXPECT_GT(r.rejected_prediction_tokens, 0) << "request " << i;
       }
-      EXPECT_LE(r.accepted_prediction_tokens, 23) << "the answer's ids after the first";
       EXPECT_LE(r.rejected_prediction_tokens, 24) << "each id of the prediction counts once";
     }
     if (o.draft_tokens > 0) {
@@ -993,10 +998,11 @@ TEST(Engine, PredictionsDraftTheAnswerAndChangeNoId) {
       engine.add(reqs[0].prompt, reqs[0].opts, [&](int32_t, const TokenLogprobs*) { return ++seen < 10; });
   engine.run_until_idle();
   EXPECT_EQ(engine.result(h).ids, std::vector<int32_t>(solo[0].begin(), solo[0].begin() + 10));
-  EXPECT_EQ(engine.result(h).accepted_prediction_tokens, 9);
+  const std::vector<bool>& predicted = engine.result(h).from_prediction;
+  EXPECT_EQ(std::count(predicted.begin(), predicted.end(), true), 9);
   EXPECT_EQ(engine.result(h).rejected_prediction_tokens, 7);
   GenerationOptions bad = reqs[0].opts;
-  bad.prediction = std::make_shared<const std::vector<int32_t>>(std::vector<int32_t>{5, 151936});
+  bad.prediction = std::make_shared<const Prediction>(std::vector<int32_t>{5, 151936});
   try {
     engine.add(reqs[0].prompt, bad);
     ADD_FAILURE() << "a prediction outside the vocabulary was queued";

@@ -300,6 +300,12 @@ test('prediction: the same answer; a right one is confirmed, an edited one partl
   assert.ok(details.accepted_prediction_tokens >= scriptTokens / 2, JSON.stringify(details));
   assert.equal(details.rejected_prediction_tokens, 0);
   assert.equal(plain.usage.completion_tokens_details.accepted_prediction_tokens, undefined);
+  // A stop string cuts the answer after the engine drew more: only the kept tokens count.
+  const cut = await answerServer.client.chat.completions.create({ ...body, stop: [' makes'],
+    prediction: { type: 'content', content: ANSWER_SCRIPT } });
+  assert.equal(cut.choices[0].finish_reason, 'stop');
+  assert.ok(cut.usage.completion_tokens_details.accepted_prediction_tokens < cut.usage.completion_tokens,
+    JSON.stringify(cut.usage));
   const edited = ANSWER_SCRIPT.replace('four', 'five');
   const parts = [{ type: 'text', text: edited.slice(0, 10) }, { type: 'text', text: edited.slice(10) }];
   for (const content of [edited, parts]) {

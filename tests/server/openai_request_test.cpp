@@ -177,7 +177,7 @@ TEST_F(OpenAiRequest, PredictionIsTheIdsOfItsText) {
     const CompletionRequest r = parse_chat_request(
         ordered_json::parse(R"({"messages": [{"role": "user", "content": "x"}], "prediction": )" + prediction + "}"),
         served());
-    return r.options.prediction ? *r.options.prediction : std::vector<int32_t>{-1};
+    return r.options.prediction ? r.options.prediction->ids() : std::vector<int32_t>{-1};
   };
   EXPECT_EQ(prediction_of(R"({"type": "content", "content": "def f():\n    return 1"})"),
             tok.encode("def f():\n    return 1"));
