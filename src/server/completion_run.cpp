@@ -5,6 +5,7 @@
 #include <ctime>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include "runtime/text_stream.h"
 #include "server/api_error.h"
@@ -24,6 +25,8 @@ struct CompletionRun::Choice {
   std::vector<int32_t> ids;                      // received, not yet in the text
   std::vector<TokenLogprobs> received_logprobs;  // with them, when asked for
   std::vector<TokenLogprobs> unsent_logprobs;    // of consumed tokens, for the next chunk
+  std::vector<int32_t> token_ids, unsent_ids;    // consumed ids (return_token_ids), those not yet streamed
+  bool prompt_ids_sent = false;                  // streamed completions with return_token_ids: its first chunk has them
   std::vector<TokenLogprobs> logprobs;           // of every consumed token
   int64_t text_offset = 0;                       // streamed completions: characters before the next token
   int64_t tokens = 0;                            // ids the text saw: the completion's tokens
@@ -197,6 +200,10 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
   const size_t take = std::min(max_tokens, c.ids.size());
   for (size_t k = 0; k < take && !c.stopped; ++k) {
     ++c.tokens;
+    if (request_.return_token_ids) {
+      c.token_ids.push_back(c.ids[k]);
+      c.unsent_ids.push_back(c.ids[k]);
+    }
     if (!c.text->push(c.ids[k])) {
       c.stopped = true;
       c.stream->cancel();
@@ -442,9 +449,14 @@ ordered_json CompletionRun::run_to_end(std::chrono::milliseconds interval,
     choice["finish_reason"] = c->finish_reason;
     choice["stop_reason"] = c->stop_reason;
     if (request_.prompt_logprobs >= 0 && !request_.chat) choice["prompt_logprobs"] = prompt_logprobs_json(*c);
+    if (request_.return_token_ids) {  // vLLM's: completions give each choice its prompt's, chat gives it beside
+      if (!request_.chat) choice["prompt_token_ids"] = request_.prompts[c->prompt_index];
+      choice["token_ids"] = c->token_ids;
+    }
     choices.push_back(std::move(choice));
   }
   ordered_json out = chunk(choices);
+  if (request_.return_token_ids && request_.chat) out["prompt_token_ids"] = request_.prompts.front();
   out["object"] = request_.chat ? "chat.completion" : "text_completion";
   // Chat has one prompt: vLLM gives its list beside the choices.
   if (request_.prompt_logprobs >= 0 && request_.chat) out["prompt_logprobs"] = prompt_logprobs_json(*choices_.front());
@@ -462,6 +474,7 @@ void CompletionRun::stream(const std::function<bool(const std::string&)>& write,
     for (auto& c : choices_) c->stream->cancel();
     return false;
   };
+  bool chat_prompt_ids_sent = false;
   // The last one of a choice carries its finish_reason, and vLLM's stop_reason.
   auto delta_chunk = [&](Choice& c, ordered_json delta, const ordered_json& finish) {
     ordered_json choice = {{"index", c.index}};
@@ -476,7 +489,13 @@ void CompletionRun::stream(const std::function<bool(const std::string&)>& write,
     }
     choice["finish_reason"] = finish;
     if (!finish.is_null()) choice["stop_reason"] = c.stop_reason;
+    // vLLM's return_token_ids: the chunk's ids, and the prompt's in the first chunk (completions: the choice's).
+    bool& prompt_ids_sent = request_.chat ? chat_prompt_ids_sent : c.prompt_ids_sent;
+    const bool prompt_ids = request_.return_token_ids && !std::exchange(prompt_ids_sent, true);
+    if (prompt_ids && !request_.chat) choice["prompt_token_ids"] = request_.prompts[c.prompt_index];
+    if (request_.return_token_ids) choice["token_ids"] = std::exchange(c.unsent_ids, {});
     ordered_json event = chunk(ordered_json::array({std::move(choice)}));
+    if (prompt_ids && request_.chat) event["prompt_token_ids"] = request_.prompts.front();
     // OpenAI: null on all but the last chunk; vLLM's continuous_usage_stats: the choice's so far.
     if (request_.include_usage) event["usage"] = request_.continuous_usage ? usage_so_far(c) : ordered_json();
     return framed(event);

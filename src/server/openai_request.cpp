@@ -201,7 +201,9 @@ std::vector<std::string> unknown_fields(const ordered_json& body, bool chat) {
       // labels and routing: taken and ignored
       "user", "metadata", "store", "service_tier", "prompt_cache_key", "prompt_cache_retention", "safety_identifier",
       // vLLM's beam search: refused unless off
-      "use_beam_search", "length_penalty"};
+      "use_beam_search", "length_penalty",
+      // vLLM's: the ids in the answer
+      "return_token_ids"};
   static const std::set<std::string_view> kChat = {
       "top_logprobs",       "response_format", "functions", "function_call",    "audio", "modalities", "prediction",
       "web_search_options", "verbosity",       "echo",      "include_reasoning"};
@@ -265,6 +267,7 @@ CompletionRequest common_fields(const ordered_json& body, const ServedModel& mod
     // vLLM's: the usage so far in every chunk, when the last has it.
     r.continuous_usage = boolean(so, "continuous_usage_stats", false) && r.include_usage;
   }
+  r.return_token_ids = boolean(body, "return_token_ids", false);
   r.prompt_logprobs = static_cast<int32_t>(integer(body, "prompt_logprobs", -1, 0, kMaxTopLogprobs));
   if (r.prompt_logprobs >= 0 && r.stream)  // as vLLM: they come with the whole answer only
     bad("prompt_logprobs", "'prompt_logprobs' is not available with 'stream'");

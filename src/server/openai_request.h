@@ -48,6 +48,7 @@ struct CompletionRequest {
   bool stream = false, include_usage = false;
   bool continuous_usage = false;           // vLLM's stream_options.continuous_usage_stats: usage in every chunk
   bool include_reasoning = true;           // chat (vLLM's): false leaves reasoning_content out of the answer
+  bool return_token_ids = false;           // vLLM's: each choice's token ids and its prompt's in the answer
   bool starts_in_reasoning = false;        // chat: the rendered prompt leaves a <think> block open
   ToolCalls tool_calls = ToolCalls::None;  // chat: which tool calls the reply may make
   std::shared_ptr<const nlohmann::ordered_json> xml_tools;  // chat: ChatPrompt's

@@ -93,6 +93,39 @@ test('greedy chat equals qinfer generate on the rendered prompt; stream equals J
   assert.ok(usage.prompt_tokens_details.cached_tokens > 0, 'the repeated prompt comes from the prefix cache');
 });
 
+// vLLM's return_token_ids (RL rollouts train on the ids sampled): each
+// choice's ids, and the prompt's; streamed, each chunk's ids and the prompt's
+// in the first chunk.
+test('return_token_ids: the ids of the answer and of the prompt, streamed alike', async () => {
+  const detokenize = async (tokens) => (await (await fetch(baseURL + '/detokenize', { method: 'POST',
+    headers: { Authorization: `Bearer ${KEY}` }, body: JSON.stringify({ tokens }) })).json()).prompt;
+  const body = { model: modelDir, messages, max_tokens: 12, temperature: 0, ignore_eos: true, return_token_ids: true };
+  const chat = await client.chat.completions.create(body);
+  assert.equal(chat.choices[0].token_ids.length, chat.usage.completion_tokens);
+  assert.equal(await detokenize(chat.choices[0].token_ids), chat.choices[0].message.content);
+  assert.equal(chat.prompt_token_ids.length, chat.usage.prompt_tokens);
+  const rendered = execFileSync(qinfer, ['template', '-m', modelDir],
+    { input: JSON.stringify({ messages, add_generation_prompt: true }) }).toString();
+  assert.equal(await detokenize(chat.prompt_token_ids), rendered);
+  let ids = [], promptIds = null, chunksWithPromptIds = 0;
+  for await (const chunk of await client.chat.completions.create({ ...body, stream: true })) {
+    if (chunk.prompt_token_ids) { promptIds = chunk.prompt_token_ids; ++chunksWithPromptIds; }
+    for (const c of chunk.choices) ids = ids.concat(c.token_ids ?? []);
+  }
+  assert.deepEqual(ids, chat.choices[0].token_ids);
+  assert.deepEqual(promptIds, chat.prompt_token_ids);
+  assert.equal(chunksWithPromptIds, 1);
+  const text = await client.completions.create({ model: modelDir, prompt: 'Once upon', max_tokens: 6, temperature: 0,
+    n: 2, return_token_ids: true });
+  for (const c of text.choices) {
+    assert.equal(await detokenize(c.token_ids), c.text);
+    assert.equal(await detokenize(c.prompt_token_ids), 'Once upon');
+  }
+  const plain = await client.chat.completions.create({ ...body, return_token_ids: false });
+  assert.equal(plain.prompt_token_ids, undefined);
+  assert.equal(plain.choices[0].token_ids, undefined);
+});
+
 test('completions: text prompt, id prompt, stop', async () => {
   const a = await client.completions.create({ model: modelDir, prompt: 'Once upon', max_tokens: 8, temperature: 0 });
   const ids = (await (await fetch(baseURL + '/tokenize', {

@@ -161,6 +161,9 @@ TEST_F(OpenAiRequest, VllmUsageReasoningAndBeamSearchFieldsAreTaken) {
   const CompletionRequest r = parse_chat_request(body, served());
   EXPECT_TRUE(r.include_usage && r.continuous_usage);
   EXPECT_FALSE(r.include_reasoning);
+  EXPECT_FALSE(r.return_token_ids);
+  EXPECT_TRUE(parse_completion_request(ordered_json::parse(R"({"prompt": "x", "return_token_ids": true})"), served())
+                  .return_token_ids);
   const CompletionRequest plain =
       parse_chat_request(ordered_json::parse(R"({"messages": [{"role": "user", "content": "x"}], "stream": true,
           "stream_options": {"continuous_usage_stats": true}})"),
@@ -444,6 +447,7 @@ TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {
       {R"({"prompt": "x", "stream": true, "stream_options": {"continuous_usage_stats": 1}})", false,
        "continuous_usage_stats", "true or false"},
       {R"({"prompt": "x", "use_beam_search": true})", false, "use_beam_search", "not supported"},
+      {R"({"prompt": "x", "return_token_ids": 1})", false, "return_token_ids", "true or false"},
       {R"({"prompt": "x", "length_penalty": 0.5})", false, "length_penalty", "not supported"},
       {R"({"messages": [{"role": "user", "content": "x"}], "include_reasoning": "no"})", true, "include_reasoning",
        "true or false"},
