@@ -147,7 +147,7 @@ void BlockManager::release(Sequence& seq) {
     }
   }
   seq.blocks.clear();
-  seq.computed = seq.cached = seq.sealed = 0;
+  seq.computed = seq.cached = seq.sealed = seq.draft_computed = 0;
   seq.sealed_hash = 0;
   seq.sealed_block = -1;
   seq.sealed_generation = 0;

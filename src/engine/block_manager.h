@@ -55,7 +55,7 @@ class BlockManager {
   // Registers the sequence's newly full, computed blocks in the prefix cache.
   void seal(Sequence& seq);
   // Drops the sequence's references; its blocks become free (cached ones
-  // stay reusable until reclaimed). Leaves seq with no blocks, computed 0.
+  // stay reusable until reclaimed). Leaves seq with no blocks, computed (and draft_computed) 0.
   void release(Sequence& seq);
 
   int64_t prefix_queries() const { return queries_; }  // blocks looked up

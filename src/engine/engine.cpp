@@ -58,10 +58,10 @@ int32_t pool_blocks(const Qwen3Model& model, const EngineOptions& o) {
   const int64_t seqs = std::min(o.max_running, kMaxPoolBlocks);  // no overflow below
   int64_t blocks = kMaxPoolBlocks / per_seq < seqs ? kMaxPoolBlocks : per_seq * seqs;
   if (o.kv_memory_limit > 0) {
-    const int64_t fit = o.kv_memory_limit / kv_block_bytes(model, o.block_size);
+    const int64_t fit = o.kv_memory_limit / engine_block_bytes(model, o);
     if (fit < 1)
       fail("the memory for the KV cache (", o.kv_memory_limit >> 20, " MiB) holds no block of ", o.block_size,
-           " positions (", kv_block_bytes(model, o.block_size) >> 20, " MiB)");
+           " positions (", engine_block_bytes(model, o) >> 20, " MiB)");
     blocks = std::min(blocks, fit);
   }
   return static_cast<int32_t>(blocks);
@@ -84,6 +84,28 @@ int64_t kv_block_bytes(const Qwen3Model& model, int32_t block_size) {
   return static_cast<int64_t>(bytes);
 }
 
+int64_t engine_block_bytes(const Qwen3Model& model, const EngineOptions& o) {
+  return kv_block_bytes(model, o.block_size) + (o.draft_model ? kv_block_bytes(*o.draft_model, o.block_size) : 0);
+}
+
+namespace {
+
+// A draft model's ids must mean the model's, at every position a sequence may reach.
+void check_draft_model(const Qwen3Model& model, const EngineOptions& o, int64_t context) {
+  if (!o.draft_model) return;
+  const Qwen3Config &c = model.config(), &d = o.draft_model->config();
+  if (d.vocab_size != c.vocab_size)
+    fail("the draft model's vocabulary has ", d.vocab_size, " ids, the model's ", c.vocab_size,
+         ": a draft model must share the model's tokenizer");
+  if (!o.draft_model->has_lm_head()) fail("the draft model has no lm_head.weight: it cannot draft");
+  if (d.max_position_embeddings < context)
+    fail("the draft model's context is ", d.max_position_embeddings, " positions, less than the ", context,
+         " a sequence may reach: give a context of at most ", d.max_position_embeddings);
+  if (o.draft_tokens < 1) fail("a draft model needs at least 1 draft token a step, got ", o.draft_tokens);
+}
+
+}  // namespace
+
 Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& options)
     : model_(model),
       options_(options),
@@ -97,6 +119,9 @@ Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& o
       pool_(pool),
       scratch_(static_cast<size_t>(pool.size())) {
   validate(draft_);
+  check_draft_model(model, options, context_);
+  if (options.draft_model)
+    draft_model_ = std::make_unique<DraftModel>(*options.draft_model, kv_.n_blocks(), options.block_size, pool);
 }
 
 Engine::Request& Engine::queue(std::span<const int32_t> prompt, int64_t max_prompt, int32_t adapter) {
@@ -233,6 +258,7 @@ bool Engine::step() {
   const Step step = scheduler_.schedule();
   if (step.seqs.empty()) fail("engine: the scheduler found nothing to run although requests wait");
   last_step_ = {step.tokens(), static_cast<int64_t>(step.seqs.size())};
+  if (draft_model_) draft_by_model(step);
   runner_.run(step);
   postprocess(step);
   scheduler_.complete(step);
@@ -246,7 +272,7 @@ void Engine::propose_drafts(const Step& step) {
     const int64_t len = static_cast<int64_t>(seq.ids.size());
     if (seq.status != Sequence::Status::Running || len <= seq.prompt_len) continue;  // not decoding
     Request& r = *by_seq_.at(&seq);
-    r.drafted_from_prediction = false;
+    r.draft_source = Request::DraftSource::Lookup;
     if (draft_.max_tokens == 0 && !r.prediction) continue;
     // A step gives at most its draft and one more token: within max_new_tokens and the context
     // (the options of the draft's source cap it too).
@@ -255,11 +281,34 @@ void Engine::propose_drafts(const Step& step) {
                   seq.draft_limit < 0 ? std::numeric_limits<int64_t>::max() : seq.draft_limit});
     if (r.prediction) {
       const std::span<const int32_t> output = std::span(seq.ids).subspan(static_cast<size_t>(seq.prompt_len));
-      r.drafted_from_prediction = r.prediction->propose(output, room, seq.draft);
-      if (r.drafted_from_prediction || draft_.max_tokens == 0) continue;
+      if (r.prediction->propose(output, room, seq.draft)) {
+        r.draft_source = Request::DraftSource::Prediction;
+        continue;
+      }
+      if (draft_.max_tokens == 0) continue;
     }
-    ngram_draft(seq.ids, draft_, room, seq.draft);
+    if (!draft_model_) {
+      ngram_draft(seq.ids, draft_, room, seq.draft);
+    } else if (room > 0 && len - seq.draft_computed <= draft_.max_tokens + 1) {
+      // Its ids are placeholders until the step is scheduled (draft_by_model);
+      // a sequence the draft model lags far behind (a prompt from the prefix
+      // cache) drafts once it caught up.
+      seq.draft.assign(static_cast<size_t>(std::min<int64_t>(room, draft_.max_tokens)), seq.ids.back());
+      r.draft_source = Request::DraftSource::Model;
+    }
   }
+}
+
+void Engine::draft_by_model(const Step& step) {
+  draft_jobs_.clear();
+  for (const ScheduledSeq& s : step.seqs) {
+    Sequence& seq = *s.seq;
+    const Request& r = *by_seq_.at(&seq);
+    if (seq.wants_hidden || !r.score_ids.empty() || r.options.max_new_tokens <= 0) continue;  // generates nothing
+    const bool drafting = s.drafted > 0 && r.draft_source == Request::DraftSource::Model;
+    draft_jobs_.push_back({&seq, seq.computed + s.pending(), drafting ? s.drafted : 0});
+  }
+  draft_model_->run(draft_jobs_, options_.max_batch_tokens);
 }
 
 Engine::Draw Engine::draw(const Step& step, size_t i, DrawScratch& scratch) {
@@ -419,7 +468,7 @@ void Engine::postprocess(const Step& step) {
     for (; emitted < d.tokens.size() && going; ++emitted)
       going = emit(r, d.tokens[emitted], r.options.logprobs >= 0 ? &d.logprobs[emitted] : nullptr);
     if (r.prediction) {  // ids after what ended it (its callback) are not in it
-      const bool drafted = step.seqs[i].drafted > 0 && r.drafted_from_prediction;
+      const bool drafted = step.seqs[i].drafted > 0 && r.draft_source == Request::DraftSource::Prediction;
       const int64_t confirmed = drafted ? std::min<int64_t>(seq.accepted, static_cast<int64_t>(emitted)) : 0;
       for (size_t t = 0; t < emitted; ++t) r.result.from_prediction.push_back(static_cast<int64_t>(t) < confirmed);
       if (drafted) r.prediction->confirm(step.seqs[i].drafted, confirmed);

@@ -5,8 +5,9 @@
 // its callback. step() = schedule -> run -> postprocess, as nano-vllm. One
 // thread calls it; frontends (CLI, server, tests) are callbacks over it.
 // With speculative decoding on (EngineOptions::draft_tokens), a decoding sequence
-// also runs a draft of the ids likely to follow and keeps those its draws
-// confirm, so one step may give it several tokens: the same ones.
+// also runs a draft of the ids likely to follow (by prompt lookup, or by a
+// draft model) and keeps those its draws confirm, so one step may give it
+// several tokens: the same ones.
 // A request's tokens are exactly those Session::generate gives it alone.
 #pragma once
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "engine/block_manager.h"
+#include "engine/draft_model.h"
 #include "engine/model_runner.h"
 #include "engine/ngram_draft.h"
 #include "engine/prediction_draft.h"
@@ -52,10 +54,17 @@ struct EngineOptions {
   // prediction (GenerationOptions::prediction) drafts from it whatever
   // draft_tokens is (kPredictionDraftTokens at most when it is 0).
   int32_t draft_tokens = 0, draft_min_ngram = 2, draft_max_ngram = 4;
+  // Drafts by this model instead of prompt lookup (engine/draft_model.h),
+  // draft_tokens a step at most (at least 1); it must outlive the engine and
+  // share the model's vocabulary. Its keys/values take a pool of as many
+  // blocks as the engine's (kv_memory_limit bounds both).
+  const Qwen3Model* draft_model = nullptr;
 };
 
 // Bytes of one KV block (keys and values of block_size positions, all layers).
 int64_t kv_block_bytes(const Qwen3Model& model, int32_t block_size);
+// Bytes an engine with these options takes per block: the model's, and its draft model's.
+int64_t engine_block_bytes(const Qwen3Model& model, const EngineOptions& options);
 // Positions (prompt + output) one sequence of an engine with these options
 // may hold: the context, capped by the pool (Engine::context()).
 int64_t sequence_context(const Qwen3Model& model, const EngineOptions& options);
@@ -143,7 +152,11 @@ class Engine {
     std::vector<float> output;                    // an embedding or scoring request's result
     Timer since_add;                              // prefill_s: time to the first token; decode_s: from it to the last
     std::unique_ptr<PredictionDraft> prediction;  // options.prediction's drafts
-    bool drafted_from_prediction = false;         // its pending draft's source
+    enum class DraftSource : uint8_t {
+      Lookup,
+      Prediction,
+      Model
+    } draft_source = DraftSource::Lookup;  // its pending draft's
   };
   // What a sequence's logits gave: the tokens drawn (none when its step did
   // not reach its end; with a draft, each draft id the draw confirmed, then
@@ -174,6 +187,9 @@ class Engine {
   // The next step's drafts of the step's sequences still decoding: from
   // their predictions, else (with draft_tokens) by prompt lookup.
   void propose_drafts(const Step& step);
+  // The draft model's jobs for the step: every sequence that will generate
+  // catches up, those with a draft of the model's get its ids.
+  void draft_by_model(const Step& step);
   // The checks of add(), add_embedding() and add_scoring(), and the request they queue.
   Request& queue(std::span<const int32_t> prompt, int64_t max_prompt, int32_t adapter);
   // An embedding or scoring request whose last position ran: keeps `values`
@@ -192,6 +208,8 @@ class Engine {
   BlockManager blocks_;
   Scheduler scheduler_;
   ModelRunner runner_;
+  std::unique_ptr<DraftModel> draft_model_;  // options.draft_model's drafts, when given
+  std::vector<DraftJob> draft_jobs_;
   std::unordered_map<int64_t, std::unique_ptr<Request>> requests_;
   std::unordered_map<const Sequence*, Request*> by_seq_;
   ThreadPool& pool_;

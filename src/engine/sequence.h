@@ -41,6 +41,9 @@ struct Sequence {
   // draft id costs a row, as much as any other where a step is not
   // memory-bound (many sequences at once).
   int64_t draft_limit = -1;
+  // Speculative decoding by a draft model (engine/draft_model.h): ids
+  // [0, draft_computed) have keys/values in its pool, through `blocks`.
+  int64_t draft_computed = 0;
 
   // Tokens whose keys/values are still to be computed (the prompt's rest, or
   // the last generated token).

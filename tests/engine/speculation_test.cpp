@@ -8,6 +8,7 @@
 
 #include "engine/engine.h"
 #include "model/test_model.h"
+#include "runtime/prediction.h"
 #include "test_request.h"
 #include "test_util.h"
 #include "util/error.h"
@@ -202,4 +203,178 @@ TEST(Speculation, DraftOptionsOutOfRangeAreRefused) {
   EXPECT_THROW(Engine(*model, pool, with_drafts({}, {-1, 1, 4})), Error);
   EXPECT_THROW(Engine(*model, pool, with_drafts({}, {4, 0, 4})), Error);
   EXPECT_THROW(Engine(*model, pool, with_drafts({}, {4, 3, 2})), Error);
+}
+
+namespace {
+
+EngineOptions with_draft_model(EngineOptions o, const Qwen3Model& draft, int32_t tokens) {
+  o.draft_model = &draft;
+  o.draft_tokens = tokens;
+  return o;
+}
+
+}  // namespace
+
+// A draft model that predicts the model exactly (here: itself, in a pool of
+// its own) has every draft confirmed, through chunked prompts and prompts
+// taken from the prefix cache (which it catches up on first): several tokens
+// a step, the same ids, reasons and log-probabilities.
+TEST(Speculation, ADraftModelThatAgreesGivesSeveralTokensAStepAndTheSameIds) {
+  test::ScratchDir dir("speculation-draft-model");
+  std::vector<int32_t> chain;
+  for (int32_t k = 0; k < 60; ++k) chain.push_back(100 + 29 * k);
+  chain.push_back(kEos);
+  Qwen3Config config = test_model_preset("tiny");
+  config.vocab_size = 2048;
+  config.eos_token_ids = {kEos};
+  write_scripted_test_model(dir.path(), config, DType::BF16, chain);
+  auto model = Qwen3Model::load(dir.path());
+  ThreadPool pool(2);
+
+  std::vector<Req> reqs(4);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    Req& r = reqs[i];
+    r.prompt.assign(chain.begin(), chain.begin() + 20);  // one prompt: the later ones start from the prefix cache
+    r.opts.max_new_tokens = 30 + static_cast<int64_t>(i);
+    r.opts.eos_ids = {kEos};
+    r.opts.sampling.temperature = 0;
+  }
+  reqs[1].opts.sampling.temperature = 0.7f;  // a sampled request keeps its draws
+  reqs[1].opts.sampling.seed = 5;
+  reqs[1].opts.logprobs = 2;
+  reqs[2].opts.max_new_tokens = 3;
+
+  const EngineOptions one_at_a_time{16, 0, 512, 1}, chunked{4, 0, 8, 16};
+  for (const EngineOptions& o : {one_at_a_time, chunked}) {
+    const Outcome plain = run(*model, pool, o, reqs);
+    const Outcome drafted = run(*model, pool, with_draft_model(o, *model, 4), reqs);
+    expect_same_results(drafted, plain, o.max_running == 1 ? "one at a time" : "chunked");
+    EXPECT_EQ(plain.results[0].ids, std::vector<int32_t>(chain.begin() + 20, chain.begin() + 50));
+    EXPECT_GT(drafted.drafts.accepted, 40) << "many tokens came from confirmed drafts (chunked: one draft a step fits)";
+    if (o.max_running == 1) {
+      EXPECT_EQ(drafted.drafts.accepted, drafted.drafts.drafted) << "greedy requests confirm every draft id";
+      EXPECT_LT(drafted.steps * 2, plain.steps) << "a confirmed draft of 4 gives 5 tokens a step";
+    }
+  }
+}
+
+// A draft model of other random weights (and another shape) is rarely right:
+// its rejected drafts leave every request as it was, in every weight format,
+// chunked and preempted, capped by the context, with drafts from a
+// prediction beside its own.
+TEST(Speculation, ADraftModelThatDisagreesChangesNothing) {
+  test::ScratchDir dir("speculation-draft-model-random");
+  Qwen3Config config = test_model_preset("tiny");
+  config.vocab_size = 512;
+  config.eos_token_ids = {7};
+  write_test_model(dir.file("model"), config, DType::BF16, 5);
+  Qwen3Config small = config;
+  small.num_hidden_layers = 1;
+  small.hidden_size = 32;
+  small.intermediate_size = 64;
+  small.head_dim = 16;
+  write_test_model(dir.file("draft"), small, DType::BF16, 6);
+  auto draft = Qwen3Model::load(dir.file("draft"));
+
+  std::vector<Req> reqs;
+  for (int i = 0; i < 6; ++i) {
+    Req r;
+    for (int t = 0; t < 12 + 3 * i; ++t) r.prompt.push_back(17 * ((t * (i + 2)) % (3 + i)));
+    r.opts.max_new_tokens = 10 + 2 * i;
+    r.opts.ignore_eos = true;
+    r.opts.sampling.temperature = i % 2 ? 0.9f : 0.0f;
+    r.opts.sampling.seed = 11 + static_cast<uint64_t>(i);
+    if (i == 3) r.opts.sampling.repetition_penalty = 1.3f;
+    r.opts.logprobs = i % 3 == 0 ? 3 : -1;
+    reqs.push_back(std::move(r));
+  }
+  reqs.push_back(reqs[4]);  // its prompt from the prefix cache
+  reqs[2].opts.prediction = std::make_shared<const Prediction>(std::vector<int32_t>{17, 34, 51, 0, 17, 34, 51});
+
+  ThreadPool pool(2);
+  for (const std::optional<WeightFormat> weights :
+       {std::optional<WeightFormat>(), std::optional(WeightFormat::Q8), std::optional(WeightFormat::Q4)}) {
+    LoadOptions lo;
+    lo.weights = weights;
+    auto model = Qwen3Model::load(dir.file("model"), lo);
+    EngineOptions capped{16, 0, 512, 16};
+    capped.context = 40;
+    for (const EngineOptions& o : {EngineOptions{16, 0, 512, 16}, EngineOptions{4, 9, 8, 8}, capped}) {
+      const Outcome plain = run(*model, pool, o, reqs);
+      const Outcome drafted = run(*model, pool, with_draft_model(o, *draft, 3), reqs);
+      SCOPED_TRACE(weights ? weight_format_name(*weights) : "stored");
+      expect_same_results(drafted, plain, o.kv_blocks ? "chunked, preempted" : o.context ? "context 40" : "together");
+      EXPECT_GT(drafted.drafts.drafted, 20);
+    }
+  }
+}
+
+// The model as its own draft model predicts each greedy draw exactly (a
+// row's logits do not depend on the batch), where its keys and values are
+// those of the right ids at the right positions: through chunked prompts,
+// preemptions (its pool recomputed too) and prompts from the prefix cache,
+// every draft id is confirmed. (A random model's argmax hardly depends on
+// positions: a draft id one position off is caught about once in a hundred.)
+TEST(Speculation, TheModelAsItsOwnDraftModelHasEveryGreedyDraftConfirmed) {
+  test::ScratchDir dir("speculation-self-draft");
+  Qwen3Config config = test_model_preset("tiny");
+  config.vocab_size = 512;
+  config.eos_token_ids = {7};
+  write_test_model(dir.path(), config, DType::BF16, 5);
+  std::vector<Req> reqs;
+  for (int i = 0; i < 16; ++i) {
+    Req r;
+    for (int t = 0; t < 5 + i; ++t) r.prompt.push_back((37 * t * (i + 1) + i) % 512);
+    r.opts.max_new_tokens = 40;
+    r.opts.ignore_eos = true;
+    r.opts.sampling.temperature = 0;
+    reqs.push_back(std::move(r));
+  }
+  reqs[15] = reqs[14];  // from the prefix cache
+  ThreadPool pool(2);
+  for (const std::optional<WeightFormat> weights : {std::optional<WeightFormat>(), std::optional(WeightFormat::Q8)}) {
+    LoadOptions lo;
+    lo.weights = weights;
+    auto model = Qwen3Model::load(dir.path(), lo);
+    for (const EngineOptions& o : {EngineOptions{16, 0, 512, 16}, EngineOptions{4, 40, 8, 8}}) {
+      SCOPED_TRACE(weights ? weight_format_name(*weights) : "stored");
+      const char* what = o.kv_blocks ? "chunked, preempted" : "together";
+      const Outcome self = run(*model, pool, with_draft_model(o, *model, 4), reqs);
+      expect_same_results(self, run(*model, pool, o, reqs), what);
+      EXPECT_GT(self.drafts.drafted, o.kv_blocks ? 60 : 200) << what;  // chunked: a step of 8 rows takes one draft
+      EXPECT_EQ(self.drafts.accepted, self.drafts.drafted) << what;
+    }
+  }
+}
+
+TEST(Speculation, ADraftModelOfAnotherVocabularyOrAShorterContextIsRefused) {
+  test::ScratchDir dir("speculation-draft-model-refused");
+  Qwen3Config config = test_model_preset("tiny");
+  config.vocab_size = 512;
+  config.eos_token_ids = {7};
+  write_test_model(dir.file("model"), config, DType::BF16, 1);
+  Qwen3Config other = config;
+  other.vocab_size = 640;
+  write_test_model(dir.file("vocab"), other, DType::BF16, 2);
+  other = config;
+  other.max_position_embeddings = 64;
+  write_test_model(dir.file("short"), other, DType::BF16, 3);
+  auto model = Qwen3Model::load(dir.file("model"));
+  auto vocab = Qwen3Model::load(dir.file("vocab"));
+  auto short_context = Qwen3Model::load(dir.file("short"));
+  ThreadPool pool(1);
+  const auto error = [&](const EngineOptions& o) {
+    try {
+      Engine engine(*model, pool, o);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error(with_draft_model({}, *vocab, 4)).find("vocabulary has 640 ids, the model's 512"), std::string::npos);
+  EngineOptions o = with_draft_model({}, *short_context, 4);
+  EXPECT_NE(error(o).find("draft model's context is 64 positions"), std::string::npos);
+  o.context = 64;
+  EXPECT_EQ(error(o), "no error");
+  EXPECT_NE(error(with_draft_model({}, *model, 0)).find("at least 1 draft token"), std::string::npos);
 }

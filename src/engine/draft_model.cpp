@@ -1,0 +1,57 @@
+#include "engine/draft_model.h"
+
+#include <algorithm>
+
+namespace qinfer::engine {
+
+namespace {
+
+int32_t argmax(std::span<const float> logits) {  // the lowest id on ties, as greedy sampling
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+}  // namespace
+
+DraftModel::DraftModel(const Qwen3Model& model, int64_t n_blocks, int64_t block_size, ThreadPool& pool)
+    : model_(model),
+      kv_(model.config().num_hidden_layers, model.config().num_key_value_heads, model.config().head_dim, n_blocks,
+          block_size, model.kv_cache_dtype()),
+      pool_(pool) {}
+
+void DraftModel::run(std::span<const DraftJob> jobs, int64_t max_rows) {
+  batch_.tokens.clear();
+  batch_.seqs.clear();
+  drafting_.clear();
+  const auto catch_up = [&](const DraftJob& j, int64_t end, BatchSeq::Logits out) {
+    Sequence& q = *j.seq;
+    batch_.tokens.insert(batch_.tokens.end(), q.ids.begin() + q.draft_computed, q.ids.begin() + end);
+    batch_.seqs.push_back({end - q.draft_computed, q.draft_computed, q.blocks, out, -1});
+    q.draft_computed = end;
+  };
+  for (const DraftJob& j : jobs)
+    if (j.drafts > 0) {
+      catch_up(j, j.end, BatchSeq::Logits::Last);
+      drafting_.push_back(&j);
+    }
+  for (const DraftJob& j : jobs) {
+    if (j.drafts > 0 || max_rows <= 0 || j.end <= j.seq->draft_computed) continue;
+    const int64_t end = std::min(j.end, j.seq->draft_computed + max_rows);
+    max_rows -= end - j.seq->draft_computed;
+    catch_up(j, end, BatchSeq::Logits::None);
+  }
+  const size_t V = static_cast<size_t>(model_.config().vocab_size);
+  for (int64_t d = 0; !batch_.seqs.empty(); ++d) {
+    const std::span<const float> logits = forward(model_, batch_, kv_, state_, pool_);
+    for (size_t i = 0; i < drafting_.size(); ++i)
+      drafting_[i]->seq->draft[static_cast<size_t>(d)] = argmax(logits.subspan(i * V, V));
+    std::erase_if(drafting_, [&](const DraftJob* j) { return j->drafts <= d + 1; });
+    batch_.tokens.clear();
+    batch_.seqs.clear();
+    for (const DraftJob* j : drafting_) {  // its draft id d at its position, for the next
+      batch_.tokens.push_back(j->seq->draft[static_cast<size_t>(d)]);
+      batch_.seqs.push_back({1, j->end + d, j->seq->blocks, BatchSeq::Logits::Last, -1});
+    }
+  }
+}
+
+}  // namespace qinfer::engine

@@ -1,0 +1,47 @@
+// Speculative decoding's drafts by a smaller model of the same vocabulary (a
+// Qwen3-0.6B for a Qwen3-32B: llama.cpp's --model-draft, vLLM's draft model).
+// It keeps the keys/values of each sequence's ids in a pool of its own that
+// shares the engine's block tables, so a position lives in the same block in
+// both, and runs after the step is scheduled: into the blocks reserved for the
+// rows that verify its draft. First one varlen pass catches it up on the ids
+// it has not seen (a prompt chunk the step prefills, the ids a step
+// confirmed), giving each drafting sequence its first draft id; then one pass
+// per further id, a row per sequence still drafting. Drafts are greedy: the
+// draws that verify them decide what is kept, so they change no output.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/sequence.h"
+#include "model/qwen3.h"
+
+namespace qinfer::engine {
+
+struct DraftJob {
+  Sequence* seq;
+  int64_t end;     // ids [seq->draft_computed, end) are caught up (the step computes them in the target too)
+  int64_t drafts;  // draft ids to put in seq->draft (0: catching up only); then end must be seq->ids.size()
+};
+
+class DraftModel {
+ public:
+  // A pool of n_blocks blocks of block_size positions, as the engine's.
+  DraftModel(const Qwen3Model& model, int64_t n_blocks, int64_t block_size, ThreadPool& pool);
+
+  // Runs the jobs: every drafting one is caught up whole and gets its drafts;
+  // the others catch up at most `max_rows` rows between them (the rest in
+  // later steps). A drafting job's positions past its ids are overwritten
+  // later: its draft_computed ends at its ids.
+  void run(std::span<const DraftJob> jobs, int64_t max_rows);
+
+ private:
+  const Qwen3Model& model_;
+  KvPool kv_;
+  ThreadPool& pool_;
+  ForwardState state_;
+  Batch batch_;
+  std::vector<const DraftJob*> drafting_;  // the jobs whose logits the last pass gave, in order
+};
+
+}  // namespace qinfer::engine
