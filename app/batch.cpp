@@ -115,9 +115,10 @@ void run_batch(const BatchArgs& a) {
   a.draft.validate();
   LoadOptions load_options = a.load.options();
   load_options.lora_modules = a.lora_modules.adapters(a.model);
-  const ModelBundle bundle = load_model_bundle(a.model, load_options);
-  engine::EngineOptions options = a.engine.engine_options(*bundle.model);
-  a.draft.apply(options);
+  ModelBundle bundle = load_model_bundle(a.model, load_options);
+  a.draft.load_model(bundle, load_options);
+  engine::EngineOptions options = a.engine.engine_options(*bundle.model, 0, bundle.draft_model.get());
+  a.draft.apply(options, bundle);
   const int64_t context = engine::sequence_context(*bundle.model, options);
   if (context < bundle.model->config().max_position_embeddings)
     std::fprintf(

@@ -32,10 +32,12 @@ void EngineFlags::validate() const {
   if (kv_blocks > 0 && kv_mem_mib > 0) usage_fail("pass --kv-blocks or --kv-mem, not both");
 }
 
-engine::EngineOptions EngineFlags::engine_options(const Qwen3Model& model, int64_t context) const {
+engine::EngineOptions EngineFlags::engine_options(const Qwen3Model& model, int64_t context,
+                                                  const Qwen3Model* draft_model) const {
   engine::EngineOptions o{block_size, kv_blocks, max_batch_tokens, parallel, context, default_kv_memory_limit()};
+  o.draft_model = draft_model;
   if (kv_mem_mib > 0) {
-    const double block_bytes = static_cast<double>(engine::kv_block_bytes(model, block_size));
+    const double block_bytes = static_cast<double>(engine::engine_block_bytes(model, o));
     const double blocks = kv_mem_mib * 1024 * 1024 / block_bytes;
     if (blocks < 1)
       fail("--kv-mem ", kv_mem_mib, " MiB holds no KV block (one block of ", block_size, " positions is ",
@@ -53,6 +55,10 @@ void DraftFlags::add_options(CLI::App* cmd) {
                   "Speculative decoding: draft up to N tokens a step from earlier text (prompt lookup) and verify "
                   "them in one forward; the output stays the same (0: off)")
       ->capture_default_str();
+  cmd->add_option("--draft-model", model,
+                  "Speculative decoding by this smaller model of the same tokenizer (a checkpoint directory or hub "
+                  "id, such as Qwen/Qwen3-0.6B for a larger Qwen3): it drafts --draft tokens a step (default " +
+                      std::to_string(kModelDraftTokens) + ") instead of prompt lookup; the output stays the same");
   cmd->add_option("--draft-min-ngram", min_ngram, "Shortest run of last tokens looked up for a --draft")
       ->capture_default_str();
   cmd->add_option("--draft-max-ngram", max_ngram, "Longest run of last tokens looked up for a --draft")
@@ -68,12 +74,20 @@ void DraftFlags::validate() const {
 }
 
 std::string DraftFlags::summary(const engine::Engine::DraftStats& stats) const {
-  if (tokens == 0) return "";
+  if (!on()) return "";
   return "; drafts: " + std::to_string(stats.accepted) + " of " + std::to_string(stats.drafted) + " tokens accepted";
 }
 
-void DraftFlags::apply(engine::EngineOptions& o) const {
-  o.draft_tokens = tokens;
+void DraftFlags::load_model(ModelBundle& bundle, LoadOptions options) const {
+  if (model.empty()) return;
+  options.lora_adapters.clear();
+  options.lora_modules.clear();
+  load_draft_model(bundle, model, options);
+}
+
+void DraftFlags::apply(engine::EngineOptions& o, const ModelBundle& bundle) const {
+  o.draft_model = bundle.draft_model.get();
+  o.draft_tokens = tokens > 0 || !o.draft_model ? tokens : kModelDraftTokens;
   o.draft_min_ngram = min_ngram;
   o.draft_max_ngram = max_ngram;
 }

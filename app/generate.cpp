@@ -227,7 +227,7 @@ void run_generate(GenerateArgs& a) {
                                 {"prefill_tok_s", r.prefill_tok_s()},
                                 {"decode_tok_s", r.decode_tok_s()},
                                 {"threads", pool.size()}};
-    if (a.flags.draft.tokens > 0) {
+    if (a.flags.draft.on()) {
       j["draft_tokens"] = engine.draft_stats().drafted;
       j["draft_tokens_accepted"] = engine.draft_stats().accepted;
     }

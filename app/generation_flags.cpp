@@ -39,6 +39,7 @@ ModelBundle GenerationFlags::load(int& threads_used) const {
   const LoadOptions options = load_flags.options();
   threads_used = options.threads;
   ModelBundle bundle = load_model_bundle(model, options);
+  draft.load_model(bundle, options);
   context(bundle);
   if (!bundle.has_generation_config && !sampling.temperature)
     std::fprintf(stderr,
@@ -60,7 +61,7 @@ engine::EngineOptions GenerationFlags::engine_options(const ModelBundle& bundle)
   o.max_running = 1;
   o.context = context(bundle);
   o.kv_memory_limit = default_kv_memory_limit();
-  draft.apply(o);
+  draft.apply(o, bundle);
   return o;
 }
 

@@ -13,12 +13,13 @@ ServedEngine load_served_engine(const std::string& model, const std::string& ser
   ServedEngine e;
   e.bundle = std::make_unique<ModelBundle>(load_model_bundle(model, load_options));
   e.bundle->require_tokenizer();
+  draft.load_model(*e.bundle, load_options);
   if (const int64_t model_max = e.bundle->model->config().max_position_embeddings; ctx > model_max)
     fail("--ctx ", ctx, " is more than the model's context of ", model_max, " tokens (max_position_embeddings)");
   e.pool = std::make_unique<ThreadPool>(load_options.threads);
   engine::EngineLoopOptions lo;
-  lo.engine = engine.engine_options(*e.bundle->model, ctx);
-  draft.apply(lo.engine);
+  lo.engine = engine.engine_options(*e.bundle->model, ctx, e.bundle->draft_model.get());
+  draft.apply(lo.engine, *e.bundle);
   lo.max_waiting = max_waiting;
   e.loop = std::make_unique<engine::EngineLoop>(*e.bundle->model, *e.pool, lo);
   e.served = std::make_unique<server::ServedModel>(

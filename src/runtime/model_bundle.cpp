@@ -45,6 +45,24 @@ ModelBundle load_model_bundle(const std::string& model_arg, const LoadOptions& o
   return b;
 }
 
+void load_draft_model(ModelBundle& bundle, const std::string& model_arg, const LoadOptions& options) {
+  ModelBundle draft = load_model_bundle(model_arg, options);
+  if (bundle.tokenizer && draft.tokenizer) {
+    const Tokenizer &a = *bundle.tokenizer, &b = *draft.tokenizer;
+    if (a.vocab_size() != b.vocab_size())
+      fail("the draft model ", draft.dir, " has a tokenizer of ", b.vocab_size(), " ids, the model's has ",
+           a.vocab_size(), ": a draft model must share the model's tokenizer");
+    for (size_t id = 0; id < a.vocab_size(); ++id) {
+      const int32_t i = static_cast<int32_t>(id);
+      if (a.names_token(i) != b.names_token(i) || a.token_bytes(i) != b.token_bytes(i) ||
+          a.is_special(i) != b.is_special(i))
+        fail("the draft model ", draft.dir, " has another tokenizer than the model's (id ", id,
+             " differs): a draft model must share the model's tokenizer");
+    }
+  }
+  bundle.draft_model = std::move(draft.model);
+}
+
 std::shared_ptr<const grammar::TokenTrie> ModelBundle::token_trie() const {
   const Tokenizer& tokenizer = require_tokenizer();
   std::call_once(trie_->once, [&] { trie_->trie = qinfer::token_trie(tokenizer); });

@@ -24,6 +24,9 @@ struct ModelBundle {
   // none): only chatting needs it, so a broken one fails require_chat_template(),
   // not the load (transformers compiles it when it is applied).
   std::string chat_template_error;
+  // A smaller model of the same tokenizer for speculative decoding
+  // (EngineOptions::draft_model), when one was loaded (load_draft_model).
+  std::unique_ptr<Qwen3Model> draft_model;
   GenerationConfig generation;
   bool has_generation_config = false;  // generation_config.json exists
   double load_s = 0;
@@ -50,5 +53,8 @@ struct ModelBundle {
 
 // Resolves model_arg (directory or hub id in the HF cache) and loads it.
 ModelBundle load_model_bundle(const std::string& model_arg, const LoadOptions& options = {});
+// Loads model_arg as bundle's draft model. Error when its tokenizer is not
+// bundle's (another id for some token: its drafts would mean other text).
+void load_draft_model(ModelBundle& bundle, const std::string& model_arg, const LoadOptions& options);
 
 }  // namespace qinfer

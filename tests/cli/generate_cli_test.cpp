@@ -11,6 +11,7 @@
 #include "golden.h"
 #include "json_lines.h"
 #include "test_util.h"
+#include "util/mapped_file.h"
 
 using nlohmann::json;
 using qinfer::test::data_path;
@@ -566,4 +567,54 @@ TEST(GenerateCli, DraftsFromThePromptGiveTheSameTextAndAreReported) {
     EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.output;
     EXPECT_NE(r.output.find("--draft"), std::string::npos) << bad << ": " << r.output;
   }
+}
+
+// --draft-model through generate and batch: a draft model that agrees with
+// the model (the same script) has its drafts confirmed, the output is that
+// of a run without it; one of another tokenizer is refused by name.
+TEST(GenerateCli, ADraftModelGivesTheSameTextAndIsReported) {
+  qinfer::test::ScratchDir dir("cli-draft-model");
+  const std::string script = "one two three four five six seven eight nine ten eleven twelve";
+  for (const char* name : {"m", "d"}) {
+    auto r = run_command(qinfer_binary() + " make-test-model --preset tiny --out " + dir.file(name) + " --script '" +
+                         script + "' 2>&1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  const std::string base = qinfer_binary() + " generate -m " + dir.file("m") + " -p 'Say it\n' -n 30 --temp 0";
+  auto r = run_command(base + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json plain = json::parse(r.output);
+  EXPECT_EQ(plain["text"], script);
+  r = run_command(base + " --json --draft-model " + dir.file("d"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json drafted = json::parse(r.output);
+  EXPECT_EQ(drafted["ids"], plain["ids"]);
+  EXPECT_EQ(drafted["finish_reason"], plain["finish_reason"]);
+  EXPECT_GT(drafted["draft_tokens_accepted"].get<int>(), 8) << r.output;
+  EXPECT_LE(drafted["draft_tokens"].get<int>(), drafted["draft_tokens_accepted"].get<int>() + 4) << "past eos only";
+
+  std::ofstream(dir.file("lines.jsonl")) << json{{"prompt", "Say it\n"}, {"temperature", 0}}.dump() << "\n";
+  r = run_command(qinfer_binary() + " batch -m " + dir.file("m") + " --draft-model " + dir.file("d") + " --draft 2 < " +
+                  dir.file("lines.jsonl") + " 2>" + dir.file("err.txt"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json::parse(r.output)["text"], script);
+  std::stringstream err;
+  err << std::ifstream(dir.file("err.txt")).rdbuf();
+  EXPECT_NE(err.str().find("; drafts: "), std::string::npos) << err.str();
+
+  // Two ids swapped in the draft's tokenizer: its ids would mean other text.
+  std::string tokenizer = qinfer::read_text_file(dir.file("d") + "/tokenizer.json");
+  for (auto [from, to] :
+       {std::pair{"\"0\":15", "\"0\":@"}, std::pair{"\"1\":16", "\"1\":15"}, std::pair{"\"0\":@", "\"0\":16"}}) {
+    const size_t at = tokenizer.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    tokenizer.replace(at, std::string(from).size(), to);
+  }
+  std::ofstream(dir.file("d") + "/tokenizer.json", std::ios::trunc) << tokenizer;
+  r = run_command(base + " --draft-model " + dir.file("d") + " 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("has another tokenizer than the model's (id 15 differs)"), std::string::npos) << r.output;
+  r = run_command(base + " --draft-model " + dir.file("none") + " 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(dir.file("none")), std::string::npos) << r.output;
 }

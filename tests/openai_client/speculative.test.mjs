@@ -2,6 +2,7 @@
 // official openai client: a scripted checkpoint asked to repeat a text shown
 // in the prompt confirms the drafts copied from it, several tokens a step;
 // the reply, streamed or not, is the script, and /metrics counts the drafts.
+// Then `--draft-model`: a draft model of the same script is always right.
 //   QINFER=build/qinfer node --test tests/openai_client/speculative.test.mjs
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -29,8 +30,8 @@ after(() => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-async function metric(name) {
-  const text = await (await fetch(url + '/metrics')).text();
+async function metric(name, from = url) {
+  const text = await (await fetch(from + '/metrics')).text();
   const line = text.split('\n').find((l) => l.startsWith(name + '{'));
   assert.ok(line, `${name} in /metrics`);
   return Number(line.split(' ').pop());
@@ -58,4 +59,23 @@ test('the reply is the script, streamed or not, and the drafts were confirmed', 
   assert.equal(text, SCRIPT);
   assert.equal(tokens, usage.completion_tokens, 'a log-probability per token');
   assert.ok(await metric('qinfer:spec_decode_num_accepted_tokens_total') >= 2 * accepted);
+});
+
+test('a draft model that agrees gives the same reply, its drafts confirmed', async () => {
+  execFileSync(qinfer, ['make-test-model', '--preset', 'tiny', '--out', path.join(dir, 'd'), '--script', SCRIPT]);
+  const { proc, url: drafted } = await startServe(['-m', path.join(dir, 'm'), '--served-model-name', 'scripted',
+    '--port', '0', '-t', '1', '--ctx', '1024', '--parallel', '2', '--draft-model', path.join(dir, 'd')]);
+  try {
+    const c = new OpenAI({ baseURL: drafted + '/v1', apiKey: 'none', maxRetries: 0 });
+    const asked = { model: 'scripted', messages: [{ role: 'user', content: 'Say it\n' }], max_tokens: 40 };
+    const [a, b] = await Promise.all([c.chat.completions.create(asked), c.completions.create({
+      model: 'scripted', prompt: 'Say it\n', max_tokens: 40, temperature: 0,
+    })]);
+    assert.equal(a.choices[0].message.content, SCRIPT);
+    assert.equal(b.choices[0].text, SCRIPT);
+    const accepted = await metric('qinfer:spec_decode_num_accepted_tokens_total', drafted);
+    assert.ok(accepted >= 16, `accepted ${accepted}`);
+  } finally {
+    proc.kill('SIGKILL');
+  }
 });
