@@ -59,6 +59,9 @@ void DraftFlags::add_options(CLI::App* cmd) {
                   "Speculative decoding by this smaller model of the same tokenizer (a checkpoint directory or hub "
                   "id, such as Qwen/Qwen3-0.6B for a larger Qwen3): it drafts --draft tokens a step (default " +
                       std::to_string(kModelDraftTokens) + ") instead of prompt lookup; the output stays the same");
+  cmd->add_option("--draft-p-min", p_min,
+                  "A --draft-model draft ends at a token the draft model gives less than this probability")
+      ->capture_default_str();
   cmd->add_option("--draft-min-ngram", min_ngram, "Shortest run of last tokens looked up for a --draft")
       ->capture_default_str();
   cmd->add_option("--draft-max-ngram", max_ngram, "Longest run of last tokens looked up for a --draft")
@@ -71,6 +74,7 @@ void DraftFlags::validate() const {
   } catch (const Error& e) {
     usage_fail("--draft ", tokens, " --draft-min-ngram ", min_ngram, " --draft-max-ngram ", max_ngram, ": ", e.what());
   }
+  if (!(p_min >= 0 && p_min <= 1)) usage_fail("--draft-p-min must be a probability between 0 and 1, got ", p_min);
 }
 
 std::string DraftFlags::summary(const engine::Engine::DraftStats& stats) const {
@@ -88,6 +92,7 @@ void DraftFlags::load_model(ModelBundle& bundle, LoadOptions options) const {
 void DraftFlags::apply(engine::EngineOptions& o, const ModelBundle& bundle) const {
   o.draft_model = bundle.draft_model.get();
   o.draft_tokens = tokens > 0 || !o.draft_model ? tokens : kModelDraftTokens;
+  o.draft_p_min = p_min;
   o.draft_min_ngram = min_ngram;
   o.draft_max_ngram = max_ngram;
 }

@@ -1,24 +1,31 @@
 #include "engine/draft_model.h"
 
 #include <algorithm>
+#include <cmath>
+#include <utility>
 
 namespace qinfer::engine {
 
 namespace {
 
-int32_t argmax(std::span<const float> logits) {  // the lowest id on ties, as greedy sampling
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+// The greedy id (the lowest on ties, as greedy sampling) and its probability.
+std::pair<int32_t, float> greedy(std::span<const float> logits) {
+  const auto top = std::max_element(logits.begin(), logits.end());
+  double sum = 0;
+  for (float x : logits) sum += std::exp(static_cast<double>(x - *top));
+  return {static_cast<int32_t>(top - logits.begin()), static_cast<float>(1 / sum)};
 }
 
 }  // namespace
 
-DraftModel::DraftModel(const Qwen3Model& model, int64_t n_blocks, int64_t block_size, ThreadPool& pool)
+DraftModel::DraftModel(const Qwen3Model& model, int64_t n_blocks, int64_t block_size, float p_min, ThreadPool& pool)
     : model_(model),
       kv_(model.config().num_hidden_layers, model.config().num_key_value_heads, model.config().head_dim, n_blocks,
           block_size, model.kv_cache_dtype()),
+      p_min_(p_min),
       pool_(pool) {}
 
-void DraftModel::run(std::span<const DraftJob> jobs, int64_t max_rows) {
+void DraftModel::run(std::span<DraftJob> jobs, int64_t max_rows) {
   batch_.tokens.clear();
   batch_.seqs.clear();
   drafting_.clear();
@@ -28,7 +35,7 @@ void DraftModel::run(std::span<const DraftJob> jobs, int64_t max_rows) {
     batch_.seqs.push_back({end - q.draft_computed, q.draft_computed, q.blocks, out, -1});
     q.draft_computed = end;
   };
-  for (const DraftJob& j : jobs)
+  for (DraftJob& j : jobs)
     if (j.drafts > 0) {
       catch_up(j, j.end, BatchSeq::Logits::Last);
       drafting_.push_back(&j);
@@ -42,8 +49,16 @@ void DraftModel::run(std::span<const DraftJob> jobs, int64_t max_rows) {
   const size_t V = static_cast<size_t>(model_.config().vocab_size);
   for (int64_t d = 0; !batch_.seqs.empty(); ++d) {
     const std::span<const float> logits = forward(model_, batch_, kv_, state_, pool_);
-    for (size_t i = 0; i < drafting_.size(); ++i)
-      drafting_[i]->seq->draft[static_cast<size_t>(d)] = argmax(logits.subspan(i * V, V));
+    for (size_t i = 0; i < drafting_.size(); ++i) {
+      DraftJob& j = *drafting_[i];
+      const auto [id, p] = greedy(logits.subspan(i * V, V));
+      if (p < p_min_ || !std::isfinite(p)) {  // NaN logits draft nothing
+        j.drafts = d;
+        j.seq->draft.resize(static_cast<size_t>(d));
+      } else {
+        j.seq->draft[static_cast<size_t>(d)] = id;
+      }
+    }
     std::erase_if(drafting_, [&](const DraftJob* j) { return j->drafts <= d + 1; });
     batch_.tokens.clear();
     batch_.seqs.clear();

@@ -7,7 +7,10 @@
 // it has not seen (a prompt chunk the step prefills, the ids a step
 // confirmed), giving each drafting sequence its first draft id; then one pass
 // per further id, a row per sequence still drafting. Drafts are greedy: the
-// draws that verify them decide what is kept, so they change no output.
+// draws that verify them decide what is kept, so they change no output. A
+// draft ends at an id the draft model gives less than a probability p_min
+// (llama.cpp's --draft-p-min): where it is unsure it is mostly wrong, and a
+// rejected id costs a row and the passes after it.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -20,28 +23,31 @@ namespace qinfer::engine {
 
 struct DraftJob {
   Sequence* seq;
-  int64_t end;     // ids [seq->draft_computed, end) are caught up (the step computes them in the target too)
-  int64_t drafts;  // draft ids to put in seq->draft (0: catching up only); then end must be seq->ids.size()
+  int64_t end;  // ids [seq->draft_computed, end) are caught up (the step computes them in the target too)
+  // Draft ids to put in seq->draft (0: catching up only; then end must be
+  // seq->ids.size()); run() leaves those it drafted, and seq->draft as long.
+  int64_t drafts;
 };
 
 class DraftModel {
  public:
   // A pool of n_blocks blocks of block_size positions, as the engine's.
-  DraftModel(const Qwen3Model& model, int64_t n_blocks, int64_t block_size, ThreadPool& pool);
+  DraftModel(const Qwen3Model& model, int64_t n_blocks, int64_t block_size, float p_min, ThreadPool& pool);
 
   // Runs the jobs: every drafting one is caught up whole and gets its drafts;
   // the others catch up at most `max_rows` rows between them (the rest in
   // later steps). A drafting job's positions past its ids are overwritten
   // later: its draft_computed ends at its ids.
-  void run(std::span<const DraftJob> jobs, int64_t max_rows);
+  void run(std::span<DraftJob> jobs, int64_t max_rows);
 
  private:
   const Qwen3Model& model_;
   KvPool kv_;
+  float p_min_;
   ThreadPool& pool_;
   ForwardState state_;
   Batch batch_;
-  std::vector<const DraftJob*> drafting_;  // the jobs whose logits the last pass gave, in order
+  std::vector<DraftJob*> drafting_;  // the jobs whose logits the last pass gave, in order
 };
 
 }  // namespace qinfer::engine

@@ -102,6 +102,8 @@ void check_draft_model(const Qwen3Model& model, const EngineOptions& o, int64_t 
     fail("the draft model's context is ", d.max_position_embeddings, " positions, less than the ", context,
          " a sequence may reach: give a context of at most ", d.max_position_embeddings);
   if (o.draft_tokens < 1) fail("a draft model needs at least 1 draft token a step, got ", o.draft_tokens);
+  if (!(o.draft_p_min >= 0 && o.draft_p_min <= 1))
+    fail("the draft model's least probability of a draft id must be between 0 and 1, got ", o.draft_p_min);
 }
 
 }  // namespace
@@ -121,7 +123,8 @@ Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& o
   validate(draft_);
   check_draft_model(model, options, context_);
   if (options.draft_model)
-    draft_model_ = std::make_unique<DraftModel>(*options.draft_model, kv_.n_blocks(), options.block_size, pool);
+    draft_model_ = std::make_unique<DraftModel>(*options.draft_model, kv_.n_blocks(), options.block_size,
+                                                options.draft_p_min, pool);
 }
 
 Engine::Request& Engine::queue(std::span<const int32_t> prompt, int64_t max_prompt, int32_t adapter) {
@@ -255,10 +258,10 @@ void Engine::erase(int64_t handle) {
 
 bool Engine::step() {
   if (scheduler_.idle()) return false;
-  const Step step = scheduler_.schedule();
+  Step step = scheduler_.schedule();
   if (step.seqs.empty()) fail("engine: the scheduler found nothing to run although requests wait");
-  last_step_ = {step.tokens(), static_cast<int64_t>(step.seqs.size())};
   if (draft_model_) draft_by_model(step);
+  last_step_ = {step.tokens(), static_cast<int64_t>(step.seqs.size())};
   runner_.run(step);
   postprocess(step);
   scheduler_.complete(step);
@@ -299,16 +302,25 @@ void Engine::propose_drafts(const Step& step) {
   }
 }
 
-void Engine::draft_by_model(const Step& step) {
+void Engine::draft_by_model(Step& step) {
   draft_jobs_.clear();
-  for (const ScheduledSeq& s : step.seqs) {
+  draft_job_seqs_.clear();
+  for (size_t i = 0; i < step.seqs.size(); ++i) {
+    const ScheduledSeq& s = step.seqs[i];
     Sequence& seq = *s.seq;
     const Request& r = *by_seq_.at(&seq);
     if (seq.wants_hidden || !r.score_ids.empty() || r.options.max_new_tokens <= 0) continue;  // generates nothing
     const bool drafting = s.drafted > 0 && r.draft_source == Request::DraftSource::Model;
     draft_jobs_.push_back({&seq, seq.computed + s.pending(), drafting ? s.drafted : 0});
+    draft_job_seqs_.push_back(i);
   }
   draft_model_->run(draft_jobs_, options_.max_batch_tokens);
+  for (size_t k = 0; k < draft_jobs_.size(); ++k) {
+    ScheduledSeq& s = step.seqs[draft_job_seqs_[k]];
+    if (s.drafted == 0 || by_seq_.at(s.seq)->draft_source != Request::DraftSource::Model) continue;
+    s.tokens -= s.drafted - draft_jobs_[k].drafts;
+    s.drafted = draft_jobs_[k].drafts;
+  }
 }
 
 Engine::Draw Engine::draw(const Step& step, size_t i, DrawScratch& scratch) {

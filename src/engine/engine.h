@@ -59,6 +59,8 @@ struct EngineOptions {
   // share the model's vocabulary. Its keys/values take a pool of as many
   // blocks as the engine's (kv_memory_limit bounds both).
   const Qwen3Model* draft_model = nullptr;
+  // Its drafts end at an id it gives less than this probability (0: never).
+  float draft_p_min = 0.75f;
 };
 
 // Bytes of one KV block (keys and values of block_size positions, all layers).
@@ -189,7 +191,8 @@ class Engine {
   void propose_drafts(const Step& step);
   // The draft model's jobs for the step: every sequence that will generate
   // catches up, those with a draft of the model's get its ids.
-  void draft_by_model(const Step& step);
+  // A draft the model was unsure of ends early: its rows leave the step.
+  void draft_by_model(Step& step);
   // The checks of add(), add_embedding() and add_scoring(), and the request they queue.
   Request& queue(std::span<const int32_t> prompt, int64_t max_prompt, int32_t adapter);
   // An embedding or scoring request whose last position ran: keeps `values`
@@ -210,6 +213,7 @@ class Engine {
   ModelRunner runner_;
   std::unique_ptr<DraftModel> draft_model_;  // options.draft_model's drafts, when given
   std::vector<DraftJob> draft_jobs_;
+  std::vector<size_t> draft_job_seqs_;  // each job's sequence in the step
   std::unordered_map<int64_t, std::unique_ptr<Request>> requests_;
   std::unordered_map<const Sequence*, Request*> by_seq_;
   ThreadPool& pool_;

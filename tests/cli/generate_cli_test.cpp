@@ -561,8 +561,9 @@ TEST(GenerateCli, DraftsFromThePromptGiveTheSameTextAndAreReported) {
   err << std::ifstream(dir.file("err.txt")).rdbuf();
   EXPECT_NE(err.str().find("; drafts: "), std::string::npos) << err.str();
 
-  for (const char* bad : {"--draft -1", "--draft 2000", "--draft 4 --draft-min-ngram 0",
-                          "--draft 4 --draft-min-ngram 3 --draft-max-ngram 2"}) {
+  for (const char* bad :
+       {"--draft -1", "--draft 2000", "--draft 4 --draft-min-ngram 0",
+        "--draft 4 --draft-min-ngram 3 --draft-max-ngram 2", "--draft-p-min 1.5", "--draft-p-min nan"}) {
     r = run_command(base + " " + bad + " 2>&1");
     EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.output;
     EXPECT_NE(r.output.find("--draft"), std::string::npos) << bad << ": " << r.output;

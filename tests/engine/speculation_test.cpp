@@ -207,9 +207,11 @@ TEST(Speculation, DraftOptionsOutOfRangeAreRefused) {
 
 namespace {
 
-EngineOptions with_draft_model(EngineOptions o, const Qwen3Model& draft, int32_t tokens) {
+// p_min 0: a random model's drafts are unsure, and would be cut short.
+EngineOptions with_draft_model(EngineOptions o, const Qwen3Model& draft, int32_t tokens, float p_min = 0) {
   o.draft_model = &draft;
   o.draft_tokens = tokens;
+  o.draft_p_min = p_min;
   return o;
 }
 
@@ -247,7 +249,7 @@ TEST(Speculation, ADraftModelThatAgreesGivesSeveralTokensAStepAndTheSameIds) {
   const EngineOptions one_at_a_time{16, 0, 512, 1}, chunked{4, 0, 8, 16};
   for (const EngineOptions& o : {one_at_a_time, chunked}) {
     const Outcome plain = run(*model, pool, o, reqs);
-    const Outcome drafted = run(*model, pool, with_draft_model(o, *model, 4), reqs);
+    const Outcome drafted = run(*model, pool, with_draft_model(o, *model, 4, 0.75f), reqs);  // a sure draft model
     expect_same_results(drafted, plain, o.max_running == 1 ? "one at a time" : "chunked");
     EXPECT_EQ(plain.results[0].ids, std::vector<int32_t>(chain.begin() + 20, chain.begin() + 50));
     EXPECT_GT(drafted.drafts.accepted, 40) << "many tokens came from confirmed drafts (chunked: one draft a step fits)";
@@ -303,8 +305,13 @@ TEST(Speculation, ADraftModelThatDisagreesChangesNothing) {
       const Outcome plain = run(*model, pool, o, reqs);
       const Outcome drafted = run(*model, pool, with_draft_model(o, *draft, 3), reqs);
       SCOPED_TRACE(weights ? weight_format_name(*weights) : "stored");
-      expect_same_results(drafted, plain, o.kv_blocks ? "chunked, preempted" : o.context ? "context 40" : "together");
+      const char* what = o.kv_blocks ? "chunked, preempted" : o.context ? "context 40" : "together";
+      expect_same_results(drafted, plain, what);
       EXPECT_GT(drafted.drafts.drafted, 20);
+      // Drafts cut where the draft model is unsure (p_min): rows leave the step.
+      const Outcome sure = run(*model, pool, with_draft_model(o, *draft, 3, 0.01f), reqs);
+      expect_same_results(sure, plain, what);
+      EXPECT_LT(sure.drafts.drafted, drafted.drafts.drafted) << what;
     }
   }
 }
@@ -377,4 +384,5 @@ TEST(Speculation, ADraftModelOfAnotherVocabularyOrAShorterContextIsRefused) {
   o.context = 64;
   EXPECT_EQ(error(o), "no error");
   EXPECT_NE(error(with_draft_model({}, *model, 0)).find("at least 1 draft token"), std::string::npos);
+  EXPECT_NE(error(with_draft_model({}, *model, 4, 1.5f)).find("between 0 and 1, got 1.5"), std::string::npos);
 }
