@@ -58,6 +58,10 @@ class BlockManager {
   // stay reusable until reclaimed). Leaves seq with no blocks, computed (and draft_computed) 0.
   void release(Sequence& seq);
 
+  // The times `block` was handed out for new contents: a version of them
+  // (block -1, none: 0).
+  uint64_t generation(int32_t block) const { return block < 0 ? 0 : generation_[static_cast<size_t>(block)]; }
+
   int64_t prefix_queries() const { return queries_; }  // blocks looked up
   int64_t prefix_hits() const { return hits_; }        // of them, found cached
 
@@ -70,7 +74,6 @@ class BlockManager {
     int32_t adapter = -1;  // the named LoRA adapter it was computed with (Sequence::adapter)
   };
   uint64_t chain_hash(uint64_t parent, const int32_t* ids) const;
-  uint64_t generation(int32_t block) const { return block < 0 ? 0 : generation_[static_cast<size_t>(block)]; }
   int32_t take_block();  // a free block, reclaiming the least recently used cached one if needed
   void uncache(int32_t block);
 

@@ -18,10 +18,12 @@ std::pair<int32_t, float> greedy(std::span<const float> logits) {
 
 }  // namespace
 
-DraftModel::DraftModel(const Qwen3Model& model, int64_t n_blocks, int64_t block_size, float p_min, ThreadPool& pool)
+DraftModel::DraftModel(const Qwen3Model& model, const BlockManager& blocks, float p_min, ThreadPool& pool)
     : model_(model),
-      kv_(model.config().num_hidden_layers, model.config().num_key_value_heads, model.config().head_dim, n_blocks,
-          block_size, model.kv_cache_dtype()),
+      blocks_(blocks),
+      kv_(model.config().num_hidden_layers, model.config().num_key_value_heads, model.config().head_dim,
+          blocks.n_blocks(), blocks.block_size(), model.kv_cache_dtype()),
+      block_generation_(static_cast<size_t>(blocks.n_blocks()), 0),
       p_min_(p_min),
       pool_(pool) {}
 
@@ -29,10 +31,25 @@ void DraftModel::run(std::span<DraftJob> jobs, int64_t max_rows) {
   batch_.tokens.clear();
   batch_.seqs.clear();
   drafting_.clear();
+  completed_.clear();
+  const int64_t bs = blocks_.block_size();
+  // Leading blocks it holds whole at their contents' generation (a prompt
+  // from the prefix cache) are not computed again: nor written, so no pass
+  // writes a block other sequences read.
+  for (DraftJob& j : jobs) {
+    Sequence& q = *j.seq;
+    while (q.draft_computed % bs == 0 && q.draft_computed + bs <= j.end) {
+      const int32_t b = q.blocks[static_cast<size_t>(q.draft_computed / bs)];
+      if (block_generation_[static_cast<size_t>(b)] != blocks_.generation(b)) break;
+      q.draft_computed += bs;
+    }
+  }
   const auto catch_up = [&](const DraftJob& j, int64_t end, BatchSeq::Logits out) {
     Sequence& q = *j.seq;
     batch_.tokens.insert(batch_.tokens.end(), q.ids.begin() + q.draft_computed, q.ids.begin() + end);
     batch_.seqs.push_back({end - q.draft_computed, q.draft_computed, q.blocks, out, -1});
+    for (int64_t p = (q.draft_computed + bs - 1) / bs * bs; p + bs <= end; p += bs)  // blocks it completes
+      completed_.push_back(q.blocks[static_cast<size_t>(p / bs)]);
     q.draft_computed = end;
   };
   for (DraftJob& j : jobs)
@@ -49,6 +66,9 @@ void DraftModel::run(std::span<DraftJob> jobs, int64_t max_rows) {
   const size_t V = static_cast<size_t>(model_.config().vocab_size);
   for (int64_t d = 0; !batch_.seqs.empty(); ++d) {
     const std::span<const float> logits = forward(model_, batch_, kv_, state_, pool_);
+    rows_ += static_cast<int64_t>(batch_.tokens.size());
+    for (int32_t b : completed_) block_generation_[static_cast<size_t>(b)] = blocks_.generation(b);
+    completed_.clear();
     for (size_t i = 0; i < drafting_.size(); ++i) {
       DraftJob& j = *drafting_[i];
       const auto [id, p] = greedy(logits.subspan(i * V, V));

@@ -123,8 +123,7 @@ Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& o
   validate(draft_);
   check_draft_model(model, options, context_);
   if (options.draft_model)
-    draft_model_ = std::make_unique<DraftModel>(*options.draft_model, kv_.n_blocks(), options.block_size,
-                                                options.draft_p_min, pool);
+    draft_model_ = std::make_unique<DraftModel>(*options.draft_model, blocks_, options.draft_p_min, pool);
 }
 
 Engine::Request& Engine::queue(std::span<const int32_t> prompt, int64_t max_prompt, int32_t adapter) {
@@ -315,6 +314,7 @@ void Engine::draft_by_model(Step& step) {
     draft_job_seqs_.push_back(i);
   }
   draft_model_->run(draft_jobs_, options_.max_batch_tokens);
+  draft_stats_.model_rows = draft_model_->rows();
   for (size_t k = 0; k < draft_jobs_.size(); ++k) {
     ScheduledSeq& s = step.seqs[draft_job_seqs_[k]];
     if (s.drafted == 0 || by_seq_.at(s.seq)->draft_source != Request::DraftSource::Model) continue;

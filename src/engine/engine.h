@@ -126,9 +126,10 @@ class Engine {
     int64_t tokens = 0, seqs = 0;
   };
   StepStats last_step() const { return last_step_; }
-  // Drafts run so far, their ids, and of those the ones the model confirmed.
+  // Drafts run so far, their ids, and of those the ones the model confirmed;
+  // the rows a draft model ran (catching up and drafting).
   struct DraftStats {
-    int64_t drafts = 0, drafted = 0, accepted = 0;
+    int64_t drafts = 0, drafted = 0, accepted = 0, model_rows = 0;
   };
   DraftStats draft_stats() const { return draft_stats_; }
 

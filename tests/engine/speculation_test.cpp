@@ -354,6 +354,34 @@ TEST(Speculation, TheModelAsItsOwnDraftModelHasEveryGreedyDraftConfirmed) {
   }
 }
 
+// A prompt from the prefix cache: the draft model skips the blocks it
+// computed for the earlier request (while their contents stand), and drafts
+// as well from them.
+TEST(Speculation, ADraftModelSkipsThePromptBlocksItHoldsFromThePrefixCache) {
+  test::ScratchDir dir("speculation-draft-prefix");
+  Qwen3Config config = test_model_preset("tiny");
+  config.vocab_size = 512;
+  config.eos_token_ids = {7};
+  write_test_model(dir.path(), config, DType::BF16, 5);
+  auto model = Qwen3Model::load(dir.path());
+  Req a, b;
+  for (int t = 0; t < 70; ++t) {
+    a.prompt.push_back((37 * t + 3) % 512);
+    b.prompt.push_back((41 * t + 5) % 512);
+  }
+  for (Req* r : {&a, &b}) {
+    r->opts.max_new_tokens = 20;
+    r->opts.ignore_eos = true;
+    r->opts.sampling.temperature = 0;
+  }
+  ThreadPool pool(2);
+  const EngineOptions o = with_draft_model({16, 0, 512, 1}, *model, 4);  // one at a time: a's blocks are cached
+  const Outcome same = run(*model, pool, o, {a, a}), other = run(*model, pool, o, {a, b});
+  expect_same_results(same, run(*model, pool, {16, 0, 512, 1}, {a, a}), "the same prompt twice");
+  EXPECT_EQ(same.drafts.accepted, same.drafts.drafted) << "the blocks it skipped hold the right keys and values";
+  EXPECT_EQ(other.drafts.model_rows - same.drafts.model_rows, 64) << "4 full blocks of the second prompt skipped";
+}
+
 TEST(Speculation, ADraftModelOfAnotherVocabularyOrAShorterContextIsRefused) {
   test::ScratchDir dir("speculation-draft-model-refused");
   Qwen3Config config = test_model_preset("tiny");
