@@ -51,17 +51,18 @@ engine::EngineOptions EngineFlags::engine_options(const Qwen3Model& model, int64
 }
 
 void DraftFlags::add_options(CLI::App* cmd) {
-  cmd->add_option("--draft", tokens,
-                  "Speculative decoding: draft up to N tokens a step from earlier text (prompt lookup) and verify "
-                  "them in one forward; the output stays the same (0: off)")
-      ->capture_default_str();
+  tokens_flag =
+      cmd->add_option("--draft", tokens,
+                      "Speculative decoding: draft up to N tokens a step from earlier text (prompt lookup) and verify "
+                      "them in one forward; the output stays the same (0: off)")
+          ->capture_default_str();
   cmd->add_option("--draft-model", model,
                   "Speculative decoding by this smaller model of the same tokenizer (a checkpoint directory or hub "
                   "id, such as Qwen/Qwen3-0.6B for a larger Qwen3): it drafts --draft tokens a step (default " +
                       std::to_string(kModelDraftTokens) + ") instead of prompt lookup; the output stays the same");
-  cmd->add_option("--draft-p-min", p_min,
-                  "A --draft-model draft ends at a token the draft model gives less than this probability")
-      ->capture_default_str();
+  p_min_flag = cmd->add_option("--draft-p-min", p_min,
+                               "A --draft-model draft ends at a token the draft model gives less than this probability")
+                   ->capture_default_str();
   cmd->add_option("--draft-min-ngram", min_ngram, "Shortest run of last tokens looked up for a --draft")
       ->capture_default_str();
   cmd->add_option("--draft-max-ngram", max_ngram, "Longest run of last tokens looked up for a --draft")
@@ -75,6 +76,10 @@ void DraftFlags::validate() const {
     usage_fail("--draft ", tokens, " --draft-min-ngram ", min_ngram, " --draft-max-ngram ", max_ngram, ": ", e.what());
   }
   if (!(p_min >= 0 && p_min <= 1)) usage_fail("--draft-p-min must be a probability between 0 and 1, got ", p_min);
+  if (!model.empty() && tokens == 0 && tokens_flag && tokens_flag->count() > 0)
+    usage_fail("--draft 0 turns speculative decoding off: leave --draft-model out too");
+  if (model.empty() && p_min_flag && p_min_flag->count() > 0)
+    usage_fail("--draft-p-min applies to the drafts of a --draft-model; none was given");
 }
 
 std::string DraftFlags::summary(const engine::Engine::DraftStats& stats) const {

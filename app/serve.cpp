@@ -113,14 +113,16 @@ void run_serve(const ServeArgs& a) {
   const server::ServedModel* served = loaded_engine.served.get();
   const auto stats = loop->stats();
   http.set_ready(*served, *loop, a.engine.block_size);
-  std::fprintf(
-      stderr,
-      "qinfer serve: ready: model '%s'%s, context %lld, %d KV blocks of %d positions (%lld MiB, committed as "
-      "used), %lld parallel\n",
-      served->name.c_str(), adapter_list(bundle->model->adapter_names()).c_str(),
-      static_cast<long long>(served->context), stats.kv_blocks, a.engine.block_size,
-      static_cast<long long>(stats.kv_blocks * engine::kv_block_bytes(*bundle->model, a.engine.block_size) >> 20),
-      static_cast<long long>(a.engine.parallel));
+  engine::EngineOptions pool_options;  // what a block takes: the model's keys/values and its draft model's
+  pool_options.block_size = a.engine.block_size;
+  pool_options.draft_model = bundle->draft_model.get();
+  std::fprintf(stderr,
+               "qinfer serve: ready: model '%s'%s, context %lld, %d KV blocks of %d positions (%lld MiB, committed as "
+               "used), %lld parallel\n",
+               served->name.c_str(), adapter_list(bundle->model->adapter_names()).c_str(),
+               static_cast<long long>(served->context), stats.kv_blocks, a.engine.block_size,
+               static_cast<long long>(stats.kv_blocks * engine::engine_block_bytes(*bundle->model, pool_options) >> 20),
+               static_cast<long long>(a.engine.parallel));
 
   int sig = 0;
   sigwait(&stop_signals, &sig);

@@ -8,12 +8,15 @@ namespace qinfer::engine {
 
 namespace {
 
-// The greedy id (the lowest on ties, as greedy sampling) and its probability.
-std::pair<int32_t, float> greedy(std::span<const float> logits) {
+// Whether the greedy id (the lowest on ties, as greedy sampling) has at
+// least probability p_min; it goes into `id`. NaN logits draft nothing.
+bool greedy(std::span<const float> logits, float p_min, int32_t& id) {
   const auto top = std::max_element(logits.begin(), logits.end());
+  id = static_cast<int32_t>(top - logits.begin());
+  if (p_min <= 0) return !std::isnan(*top);
   double sum = 0;
   for (float x : logits) sum += std::exp(static_cast<double>(x - *top));
-  return {static_cast<int32_t>(top - logits.begin()), static_cast<float>(1 / sum)};
+  return 1 / sum >= p_min;  // false for NaN
 }
 
 }  // namespace
@@ -44,24 +47,26 @@ void DraftModel::run(std::span<DraftJob> jobs, int64_t max_rows) {
       q.draft_computed += bs;
     }
   }
-  const auto catch_up = [&](const DraftJob& j, int64_t end, BatchSeq::Logits out) {
+  // Ids [from, end) of the job's sequence; its draft_computed moves once they ran.
+  const auto catch_up = [&](const DraftJob& j, int64_t from, int64_t end, BatchSeq::Logits out) {
     Sequence& q = *j.seq;
-    batch_.tokens.insert(batch_.tokens.end(), q.ids.begin() + q.draft_computed, q.ids.begin() + end);
-    batch_.seqs.push_back({end - q.draft_computed, q.draft_computed, q.blocks, out, -1});
-    for (int64_t p = (q.draft_computed + bs - 1) / bs * bs; p + bs <= end; p += bs)  // blocks it completes
+    batch_.tokens.insert(batch_.tokens.end(), q.ids.begin() + from, q.ids.begin() + end);
+    batch_.seqs.push_back({end - from, from, q.blocks, out, -1});
+    for (int64_t p = from / bs * bs; p + bs <= end; p += bs)  // blocks it completes ([0, from) ran before)
       completed_.push_back(q.blocks[static_cast<size_t>(p / bs)]);
-    q.draft_computed = end;
+    caught_up_.push_back({&q, end});
   };
+  caught_up_.clear();
   for (DraftJob& j : jobs)
-    if (j.drafts > 0) {
-      catch_up(j, j.end, BatchSeq::Logits::Last);
+    if (j.drafts > 0) {  // its last id again where it has them all (a step that failed after this ran)
+      catch_up(j, std::min(j.seq->draft_computed, j.end - 1), j.end, BatchSeq::Logits::Last);
       drafting_.push_back(&j);
     }
   for (const DraftJob& j : jobs) {
     if (j.drafts > 0 || max_rows <= 0 || j.end <= j.seq->draft_computed) continue;
     const int64_t end = std::min(j.end, j.seq->draft_computed + max_rows);
     max_rows -= end - j.seq->draft_computed;
-    catch_up(j, end, BatchSeq::Logits::None);
+    catch_up(j, j.seq->draft_computed, end, BatchSeq::Logits::None);
   }
   const size_t V = static_cast<size_t>(model_.config().vocab_size);
   for (int64_t d = 0; !batch_.seqs.empty(); ++d) {
@@ -69,10 +74,12 @@ void DraftModel::run(std::span<DraftJob> jobs, int64_t max_rows) {
     rows_ += static_cast<int64_t>(batch_.tokens.size());
     for (int32_t b : completed_) block_generation_[static_cast<size_t>(b)] = blocks_.generation(b);
     completed_.clear();
+    for (auto [seq, end] : caught_up_) seq->draft_computed = end;
+    caught_up_.clear();
     for (size_t i = 0; i < drafting_.size(); ++i) {
       DraftJob& j = *drafting_[i];
-      const auto [id, p] = greedy(logits.subspan(i * V, V));
-      if (p < p_min_ || !std::isfinite(p)) {  // NaN logits draft nothing
+      int32_t id;
+      if (!greedy(logits.subspan(i * V, V), p_min_, id)) {
         j.drafts = d;
         j.seq->draft.resize(static_cast<size_t>(d));
       } else {

@@ -16,6 +16,7 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "engine/block_manager.h"
@@ -27,8 +28,9 @@ namespace qinfer::engine {
 struct DraftJob {
   Sequence* seq;
   int64_t end;  // ids [seq->draft_computed, end) are caught up (the step computes them in the target too)
-  // Draft ids to put in seq->draft (0: catching up only; then end must be
-  // seq->ids.size()); run() leaves those it drafted, and seq->draft as long.
+  // Draft ids to put in seq->draft (0: catching up only), whose end must
+  // then be seq->ids.size(); run() leaves those it drafted, and seq->draft
+  // as long.
   int64_t drafts;
 };
 
@@ -56,7 +58,8 @@ class DraftModel {
   Batch batch_;
   std::vector<DraftJob*> drafting_;  // the jobs whose logits the last pass gave, in order
   int64_t rows_ = 0;
-  std::vector<int32_t> completed_;  // the blocks the catch-up pass fills whole
+  std::vector<int32_t> completed_;                        // the blocks the catch-up pass fills whole
+  std::vector<std::pair<Sequence*, int64_t>> caught_up_;  // the draft_computed its catch-up pass gives each
 };
 
 }  // namespace qinfer::engine

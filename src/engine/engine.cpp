@@ -97,7 +97,8 @@ void check_draft_model(const Qwen3Model& model, const EngineOptions& o, int64_t 
   if (d.vocab_size != c.vocab_size)
     fail("the draft model's vocabulary has ", d.vocab_size, " ids, the model's ", c.vocab_size,
          ": a draft model must share the model's tokenizer");
-  if (!o.draft_model->has_lm_head()) fail("the draft model has no lm_head.weight: it cannot draft");
+  if (!o.draft_model->has_lm_head())
+    fail("the draft model has no lm_head (a backbone saved alone, such as an embedding model): it cannot draft");
   if (d.max_position_embeddings < context)
     fail("the draft model's context is ", d.max_position_embeddings, " positions, less than the ", context,
          " a sequence may reach: give a context of at most ", d.max_position_embeddings);

@@ -57,7 +57,7 @@ struct EngineOptions {
   // Drafts by this model instead of prompt lookup (engine/draft_model.h),
   // draft_tokens a step at most (at least 1); it must outlive the engine and
   // share the model's vocabulary. Its keys/values take a pool of as many
-  // blocks as the engine's (kv_memory_limit bounds both).
+  // blocks as the engine's (kv_memory_limit bounds both when it sizes them).
   const Qwen3Model* draft_model = nullptr;
   // Its drafts end at an id it gives less than this probability (0: never).
   float draft_p_min = 0.75f;
@@ -188,7 +188,8 @@ class Engine {
   // Hands a drawn token to its request; false when the request ends with it.
   bool emit(Request& r, int32_t token, TokenLogprobs* logprobs);
   // The next step's drafts of the step's sequences still decoding: from
-  // their predictions, else (with draft_tokens) by prompt lookup.
+  // their predictions, else (with draft_tokens) by prompt lookup, or with a
+  // draft model as placeholders its ids replace once the step is scheduled.
   void propose_drafts(const Step& step);
   // The draft model's jobs for the step: every sequence that will generate
   // catches up, those with a draft of the model's get its ids.

@@ -30,8 +30,9 @@ struct Sequence {
   // Prompt log-probabilities: every prompt position's logits are wanted, so
   // none is taken from the prefix cache and each prompt chunk gives all its rows.
   bool wants_prompt_logits = false;
-  // Speculative decoding: ids proposed to follow `ids`, run with its pending
-  // one as a step allows (Scheduler), checked against what the model draws;
+  // Speculative decoding: ids proposed to follow `ids` (a draft model's are
+  // placeholders until the step is scheduled), run with its pending one as a
+  // step allows (Scheduler), checked against what the model draws;
   // then how many of them it confirmed (now at the end of `ids`, their
   // keys/values computed), until complete() counts them.
   std::vector<int32_t> draft;

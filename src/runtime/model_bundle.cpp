@@ -47,6 +47,9 @@ ModelBundle load_model_bundle(const std::string& model_arg, const LoadOptions& o
 
 void load_draft_model(ModelBundle& bundle, const std::string& model_arg, const LoadOptions& options) {
   ModelBundle draft = load_model_bundle(model_arg, options);
+  if (bundle.tokenizer.has_value() != draft.tokenizer.has_value())
+    fail(bundle.tokenizer ? draft.dir : bundle.dir,
+         "/tokenizer.json not found: the draft model's tokenizer must be checked against the model's");
   if (bundle.tokenizer && draft.tokenizer) {
     const Tokenizer &a = *bundle.tokenizer, &b = *draft.tokenizer;
     if (a.vocab_size() != b.vocab_size())

@@ -561,9 +561,9 @@ TEST(GenerateCli, DraftsFromThePromptGiveTheSameTextAndAreReported) {
   err << std::ifstream(dir.file("err.txt")).rdbuf();
   EXPECT_NE(err.str().find("; drafts: "), std::string::npos) << err.str();
 
-  for (const char* bad :
-       {"--draft -1", "--draft 2000", "--draft 4 --draft-min-ngram 0",
-        "--draft 4 --draft-min-ngram 3 --draft-max-ngram 2", "--draft-p-min 1.5", "--draft-p-min nan"}) {
+  for (const char* bad : {"--draft -1", "--draft 2000", "--draft 4 --draft-min-ngram 0",
+                          "--draft 4 --draft-min-ngram 3 --draft-max-ngram 2", "--draft-p-min 1.5", "--draft-p-min nan",
+                          "--draft-p-min 0.5", "--draft-model . --draft 0"}) {
     r = run_command(base + " " + bad + " 2>&1");
     EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.output;
     EXPECT_NE(r.output.find("--draft"), std::string::npos) << bad << ": " << r.output;
@@ -615,6 +615,11 @@ TEST(GenerateCli, ADraftModelGivesTheSameTextAndIsReported) {
   r = run_command(base + " --draft-model " + dir.file("d") + " 2>&1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("has another tokenizer than the model's (id 15 differs)"), std::string::npos) << r.output;
+  std::filesystem::remove(dir.file("d") + "/tokenizer.json");  // nothing to check it against
+  r = run_command(base + " --draft-model " + dir.file("d") + " 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("tokenizer.json not found: the draft model's tokenizer must be checked"), std::string::npos)
+      << r.output;
   r = run_command(base + " --draft-model " + dir.file("none") + " 2>&1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find(dir.file("none")), std::string::npos) << r.output;

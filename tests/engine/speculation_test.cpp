@@ -1,12 +1,16 @@
-// Speculative decoding (prompt-lookup drafts) in the engine: each request
-// ends with exactly the ids, reasons and log-probabilities it gets without
-// drafts (and alone, from Session), whether its drafts are confirmed (a
-// scripted model that repeats its prompt) or rejected (random weights), in
-// every weight format, chunked, preempted, capped by max_tokens and by the
-// context; confirmed drafts give several tokens a step.
+// Speculative decoding in the engine, by prompt lookup and by a draft model:
+// each request ends with exactly the ids, reasons and log-probabilities it
+// gets without drafts (and alone, from Session), whether its drafts are
+// confirmed (a scripted model that repeats its prompt, a draft model that
+// agrees) or rejected (random weights), in every weight format, chunked,
+// preempted, capped by max_tokens and by the context; confirmed drafts give
+// several tokens a step.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "engine/engine.h"
+#include "io/hf_config.h"
 #include "model/test_model.h"
 #include "runtime/prediction.h"
 #include "test_request.h"
@@ -380,6 +384,174 @@ TEST(Speculation, ADraftModelSkipsThePromptBlocksItHoldsFromThePrefixCache) {
   expect_same_results(same, run(*model, pool, {16, 0, 512, 1}, {a, a}), "the same prompt twice");
   EXPECT_EQ(same.drafts.accepted, same.drafts.drafted) << "the blocks it skipped hold the right keys and values";
   EXPECT_EQ(other.drafts.model_rows - same.drafts.model_rows, 64) << "4 full blocks of the second prompt skipped";
+}
+
+namespace {
+
+// Requests arriving over the steps, beside embedding and scoring requests;
+// some stop by their callback.
+struct Arrival {
+  Req req;
+  enum class Kind { Generate, Embed, Score } kind = Kind::Generate;
+  int step = 0;         // added before this step
+  int stop_after = -1;  // its callback stops it after this many tokens
+};
+
+struct Traffic {
+  std::vector<GenerationResult> results;
+  std::vector<std::vector<float>> outputs;
+  Engine::DraftStats drafts;
+};
+
+Traffic drive(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& o, const std::vector<Arrival>& in) {
+  Engine engine(model, pool, o);
+  std::vector<int64_t> handles(in.size(), -1);
+  std::vector<int> seen(in.size(), 0);
+  for (int step = 0;; ++step) {
+    bool waiting = false;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const Arrival& a = in[i];
+      waiting |= a.step > step;
+      if (handles[i] >= 0 || a.step > step) continue;
+      if (a.kind == Arrival::Kind::Embed) {
+        handles[i] = engine.add_embedding(a.req.prompt);
+      } else if (a.kind == Arrival::Kind::Score) {
+        handles[i] = engine.add_scoring(a.req.prompt, {1, 2, 3});
+      } else {
+        handles[i] = engine.add(
+            a.req.prompt, a.req.opts,
+            [&seen, i, stop = a.stop_after](int32_t, const TokenLogprobs*) { return stop < 0 || ++seen[i] < stop; });
+      }
+    }
+    if (!engine.step() && !waiting) break;
+  }
+  Traffic t;
+  for (int64_t h : handles) {
+    t.results.push_back(engine.result(h));
+    const std::span<const float> out = engine.output(h);
+    t.outputs.emplace_back(out.begin(), out.end());
+  }
+  t.drafts = engine.draft_stats();
+  EXPECT_EQ(engine.blocks().used_blocks(), 0);
+  return t;
+}
+
+}  // namespace
+
+// Traffic as a server sees it, the model as its own draft model: requests
+// arriving while others decode, many prompts from the prefix cache (shared
+// prefixes), embedding and scoring requests in the same steps, prompt
+// log-probabilities, callbacks that stop a request, preemption: every result
+// as without drafts, every greedy draft confirmed.
+TEST(Speculation, ADraftModelAmidMixedTrafficChangesNothing) {
+  test::ScratchDir dir("speculation-draft-traffic");
+  Qwen3Config config = test_model_preset("tiny");
+  config.vocab_size = 512;
+  config.eos_token_ids = {7};
+  write_test_model(dir.path(), config, DType::BF16, 5);
+  auto model = Qwen3Model::load(dir.path());
+  std::vector<int32_t> shared;
+  for (int t = 0; t < 45; ++t) shared.push_back((53 * t + 11) % 512);
+  std::vector<Arrival> in(16);
+  for (int i = 0; i < 16; ++i) {
+    Arrival& a = in[static_cast<size_t>(i)];
+    a.req.prompt.assign(shared.begin(), shared.begin() + 5 + (i * 7) % 41);
+    if (i % 3 == 1) a.req.prompt.push_back(100 + i);
+    a.req.opts.max_new_tokens = 10 + (i * 5) % 30;
+    a.req.opts.ignore_eos = true;
+    a.req.opts.sampling.temperature = 0;
+    a.step = i / 4 * 6;
+    if (i % 7 == 3) a.stop_after = 5;
+  }
+  in[9].kind = Arrival::Kind::Embed;
+  in[13].kind = Arrival::Kind::Score;
+  in[10].req.opts.prompt_logprobs = 2;
+  in[11].req.opts.logprobs = 3;
+  ThreadPool pool(2);
+  for (const EngineOptions& o :
+       {EngineOptions{4, 30, 8, 8}, EngineOptions{2, 70, 5, 6}, EngineOptions{16, 0, 512, 16}}) {
+    SCOPED_TRACE(testing::Message() << "block size " << o.block_size << ", " << o.kv_blocks << " blocks");
+    const Traffic plain = drive(*model, pool, o, in);
+    for (const float p_min : {0.0f, 0.3f}) {  // 0.3: a random model's drafts are all cut (none run)
+      const Traffic drafted = drive(*model, pool, with_draft_model(o, *model, 4, p_min), in);
+      for (size_t i = 0; i < in.size(); ++i) {
+        EXPECT_EQ(drafted.results[i].ids, plain.results[i].ids) << i;
+        EXPECT_EQ(drafted.results[i].reason, plain.results[i].reason) << i;
+        EXPECT_EQ(drafted.outputs[i], plain.outputs[i]) << i;
+        ASSERT_EQ(drafted.results[i].prompt_logprobs.size(), plain.results[i].prompt_logprobs.size()) << i;
+        for (size_t t = 0; t < plain.results[i].prompt_logprobs.size(); ++t)
+          EXPECT_EQ(drafted.results[i].prompt_logprobs[t].logprob, plain.results[i].prompt_logprobs[t].logprob);
+      }
+      EXPECT_EQ(drafted.drafts.accepted, drafted.drafts.drafted);
+      if (p_min == 0) EXPECT_GT(drafted.drafts.drafted, 10);
+    }
+  }
+}
+
+// Named LoRA adapters change the model's rows, not the draft model's (it has
+// none): their requests' results stay those without drafts.
+TEST(Speculation, ADraftModelBesideNamedAdaptersChangesNothing) {
+  const std::string tiny = test::data_path("models/tiny");
+  const Qwen3Config config = load_qwen3_config(tiny + "/config.json");
+  test::ScratchDir dir("speculation-draft-lora");
+  write_test_lora_adapter(dir.file("a"), config, {}, 11);
+  LoadOptions named;
+  named.lora_modules = {{"a", dir.file("a")}};
+  auto model = Qwen3Model::load(tiny, named);
+  std::vector<Req> reqs(4);
+  for (int i = 0; i < 4; ++i) {
+    Req& r = reqs[static_cast<size_t>(i)];
+    for (int t = 0; t < 20; ++t) r.prompt.push_back((31 * t + 7) % 1000);
+    r.opts.max_new_tokens = 12;
+    r.opts.ignore_eos = true;
+    r.opts.sampling.temperature = i % 2 ? 0.8f : 0;
+    r.opts.sampling.seed = static_cast<uint64_t>(i);
+    r.opts.adapter = i < 2 ? -1 : 0;
+  }
+  ThreadPool pool(2);
+  const EngineOptions o{4, 0, 16, 8};
+  expect_same_results(run(*model, pool, with_draft_model(o, *model, 4), reqs), run(*model, pool, o, reqs), "adapters");
+}
+
+// A step that failed after the draft model ran (a callback threw) leaves
+// sequences whose drafts it computed: the next steps go on from them.
+TEST(Speculation, ADraftModelGoesOnAfterAStepThatThrew) {
+  test::ScratchDir dir("speculation-draft-throw");
+  Qwen3Config config = test_model_preset("tiny");
+  config.vocab_size = 512;
+  config.eos_token_ids = {7};
+  write_test_model(dir.path(), config, DType::BF16, 5);
+  auto model = Qwen3Model::load(dir.path());
+  ThreadPool pool(2);
+  std::vector<std::vector<int32_t>> ids;
+  for (const bool drafts : {false, true}) {
+    EngineOptions o{16, 0, 512, 4};
+    if (drafts) o = with_draft_model(o, *model, 4);
+    Engine engine(*model, pool, o);
+    GenerationOptions g;
+    g.max_new_tokens = 30;
+    g.ignore_eos = true;
+    g.sampling.temperature = 0;
+    int n = 0;
+    engine.add(std::vector<int32_t>{1, 2, 3, 4, 5}, g, [&](int32_t, const TokenLogprobs*) {
+      if (++n == 6) throw std::runtime_error("the callback failed");
+      return true;
+    });
+    const int64_t second = engine.add(std::vector<int32_t>{9, 8, 7, 6, 5, 4}, g);
+    int thrown = 0;
+    for (int step = 0; step < 200; ++step) {
+      try {
+        if (!engine.step()) break;
+      } catch (const std::runtime_error&) {
+        ++thrown;
+      }
+    }
+    EXPECT_EQ(thrown, 1);
+    ASSERT_TRUE(engine.finished(second));
+    ids.push_back(engine.result(second).ids);
+  }
+  EXPECT_EQ(ids[1], ids[0]);
+  EXPECT_EQ(ids[0].size(), 30u);
 }
 
 TEST(Speculation, ADraftModelOfAnotherVocabularyOrAShorterContextIsRefused) {
