@@ -189,10 +189,11 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--port", a->http.port, "Port (0: any free port)")->capture_default_str();
   cmd->add_option("--api-key", a->http.api_key, "Require 'Authorization: Bearer KEY' (/health stays open)")
       ->each([a](const std::string&) { a->api_key_given = true; });
-  cmd->add_flag("--ignore-unknown-fields", a->http.ignore_unknown_fields,
-                "Take chat and completion requests with fields this server does not know (other servers' sampling "
-                "settings), dropping and logging those fields, as vLLM and llama-server do; by default they are "
-                "refused (400) as OpenAI refuses them");
+  cmd->add_flag(
+      "--ignore-unknown-fields", a->http.ignore_unknown_fields,
+      "Take chat, completion and responses requests with fields this server does not know (other servers' sampling "
+      "settings), dropping and logging those fields, as vLLM and llama-server do; by default they are "
+      "refused (400) as OpenAI refuses them");
   cmd->add_option("--allowed-origins", a->http.allowed_origins,
                   "Origins (comma-separated, '*' = any) whose web pages may call this server from a browser (CORS); "
                   "default none")

@@ -357,8 +357,9 @@ void HttpServer::Impl::score(const httplib::Request& req, httplib::Response& res
 
 void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response& res, Api api) {
   ordered_json body = parse_json_body(req.body);
-  if (options.ignore_unknown_fields && api != Api::Responses) {
-    const std::vector<std::string> unknown = unknown_fields(body, api == Api::Chat);
+  if (options.ignore_unknown_fields) {
+    const std::vector<std::string> unknown =
+        api == Api::Responses ? unknown_response_fields(body) : unknown_fields(body, api == Api::Chat);
     if (!unknown.empty()) {
       // The first few, as JSON strings: a key may hold a newline or a terminal's escape codes.
       std::string names;

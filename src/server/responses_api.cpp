@@ -226,35 +226,49 @@ ordered_json usage_of(const ordered_json& chat_usage) {
       {"total_tokens", input + output}};
 }
 
+const std::set<std::string_view> kPassed = {"model",
+                                            "stream",
+                                            "temperature",
+                                            "top_p",
+                                            "parallel_tool_calls",
+                                            "user",
+                                            "store",
+                                            "service_tier",
+                                            "safety_identifier",
+                                            "prompt_cache_key",
+                                            "chat_template_kwargs"};  // vLLM's, as on chat
+const std::set<std::string_view> kTranslated = {"input",     "instructions", "tools",    "tool_choice",      "text",
+                                                "reasoning", "truncation",   "metadata", "max_output_tokens"};
+// What needs the state of earlier requests, or a server of OpenAI's.
+const std::set<std::string_view> kStateful = {"previous_response_id", "conversation", "background", "include",
+                                              "prompt"};
+const std::set<std::string_view> kUnsupported = {"top_logprobs", "max_tool_calls", "stream_options"};
+
+// The chat names of what this API names otherwise are not its fields.
+bool chat_only(const std::string& key) { return key == "max_tokens" || key == "max_completion_tokens"; }
+
+bool passed_to_chat(const std::string& key) {
+  return kPassed.count(key) || (is_generation_field(key) && !chat_only(key));
+}
+
 }  // namespace
 
+std::vector<std::string> unknown_response_fields(const ordered_json& body) {
+  std::vector<std::string> unknown;
+  for (const auto& item : body.items())
+    if (!passed_to_chat(item.key()) && !kStateful.count(item.key()) && !kUnsupported.count(item.key()) &&
+        !kTranslated.count(item.key()))
+      unknown.push_back(item.key());
+  return unknown;
+}
+
 ordered_json chat_body_of_response_request(const ordered_json& body) {
-  static const std::set<std::string_view> kPassed = {"model",
-                                                     "stream",
-                                                     "temperature",
-                                                     "top_p",
-                                                     "parallel_tool_calls",
-                                                     "user",
-                                                     "store",
-                                                     "service_tier",
-                                                     "safety_identifier",
-                                                     "prompt_cache_key",
-                                                     "chat_template_kwargs"};  // vLLM's, as on chat
-  static const std::set<std::string_view> kTranslated = {"input",       "instructions", "tools",
-                                                         "tool_choice", "text",         "reasoning",
-                                                         "truncation",  "metadata",     "max_output_tokens"};
-  // What needs the state of earlier requests, or a server of OpenAI's.
-  static const std::set<std::string_view> kStateful = {"previous_response_id", "conversation", "background", "include",
-                                                       "prompt"};
-  static const std::set<std::string_view> kUnsupported = {"top_logprobs", "max_tool_calls", "stream_options"};
   ordered_json chat = ordered_json::object();
   for (const auto& item : body.items()) {
     const std::string& key = item.key();
     const ordered_json& v = item.value();
     const bool asks_nothing = v.is_null() || v == false || v == 0 || (v.is_array() && v.empty());
-    // The chat names of what this API names otherwise are not its fields.
-    const bool chat_only = key == "max_tokens" || key == "max_completion_tokens";
-    if (kPassed.count(key) || (is_generation_field(key) && !chat_only)) {
+    if (passed_to_chat(key)) {
       chat[key] = v;
     } else if (kStateful.count(key) || kUnsupported.count(key)) {
       if (!asks_nothing)
@@ -263,7 +277,7 @@ ordered_json chat_body_of_response_request(const ordered_json& body) {
                                            : ""));
     } else if (!kTranslated.count(key)) {
       bad(input_excerpt(key), "Unrecognized request argument supplied: " + input_excerpt(key) +
-                                  (chat_only ? " (this API's is max_output_tokens)" : ""));
+                                  (chat_only(key) ? " (this API's is max_output_tokens)" : ""));
     }
   }
   if (given(body, "metadata") && !body["metadata"].is_object())

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "server/api_error.h"
 
@@ -19,6 +20,9 @@ namespace qinfer::server {
 // 400 naming the Responses field at fault. A stream asks for its usage (the
 // last event carries it).
 nlohmann::ordered_json chat_body_of_response_request(const nlohmann::ordered_json& body);
+// The fields of a Responses request body this API does not know (what
+// chat_body_of_response_request refuses as unrecognized), in body order.
+std::vector<std::string> unknown_response_fields(const nlohmann::ordered_json& body);
 // Whether the request asks for truncation "auto": a conversation too long for
 // the context loses input items from its middle (parse_chat_request_fitting).
 bool drops_input_to_fit(const nlohmann::ordered_json& body);

@@ -277,6 +277,10 @@ test('--ignore-unknown-fields: other servers\' fields are dropped and logged; wi
   const text = await answerServer.client.completions.create({ model: 'scripted', prompt: 'x', max_tokens: 2,
     typical_p: 0.5 });
   assert.equal(text.choices.length, 1);
+  const response = await answerServer.client.responses.create({ model: 'scripted', input: 'x', max_output_tokens: 2,
+    top_a: 0.5 });
+  assert.equal(response.object, 'response');
+  assert.match(answerServer.log(), /ignored the request fields "top_a"\n/);
   // Fields it knows are still checked: a misspelt known one's value too.
   await assert.rejects(answerServer.client.chat.completions.create({ ...body, ...extra, temperature: 'hot' }),
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'temperature');
