@@ -4,19 +4,23 @@
 #include <cmath>
 #include <utility>
 
+#include "ops/simd.h"
+
 namespace qinfer::engine {
 
 namespace {
 
 // Whether the greedy id (the lowest on ties, as greedy sampling) has at
 // least probability p_min; it goes into `id`. NaN logits draft nothing.
-bool greedy(std::span<const float> logits, float p_min, int32_t& id) {
+// `scratch`: the softmax's buffer (vectorized: a full pass over the
+// vocabulary per draft id).
+bool greedy(std::span<const float> logits, float p_min, int32_t& id, std::vector<float>& scratch) {
   const auto top = std::max_element(logits.begin(), logits.end());
   id = static_cast<int32_t>(top - logits.begin());
   if (p_min <= 0) return !std::isnan(*top);
-  double sum = 0;
-  for (float x : logits) sum += std::exp(static_cast<double>(x - *top));
-  return 1 / sum >= p_min;  // false for NaN
+  scratch.assign(logits.begin(), logits.end());
+  const simd::SoftmaxStats s = simd::softmax_scaled(scratch.data(), scratch.size(), 1.0f);
+  return 1 / s.sum >= p_min;  // the top's exp(0) over the sum; false for NaN
 }
 
 }  // namespace
@@ -79,7 +83,7 @@ void DraftModel::run(std::span<DraftJob> jobs, int64_t max_rows) {
     for (size_t i = 0; i < drafting_.size(); ++i) {
       DraftJob& j = *drafting_[i];
       int32_t id;
-      if (!greedy(logits.subspan(i * V, V), p_min_, id)) {
+      if (!greedy(logits.subspan(i * V, V), p_min_, id, probs_)) {
         j.drafts = d;
         j.seq->draft.resize(static_cast<size_t>(d));
       } else {

@@ -58,6 +58,7 @@ class DraftModel {
   Batch batch_;
   std::vector<DraftJob*> drafting_;  // the jobs whose logits the last pass gave, in order
   int64_t rows_ = 0;
+  std::vector<float> probs_;                              // a draft id's softmax
   std::vector<int32_t> completed_;                        // the blocks the catch-up pass fills whole
   std::vector<std::pair<Sequence*, int64_t>> caught_up_;  // the draft_computed its catch-up pass gives each
 };
