@@ -10,12 +10,7 @@ namespace qinfer {
 
 KvPool::KvPool(int64_t n_layers, int64_t n_kv_heads, int64_t head_dim, int64_t n_blocks, int64_t block_size,
                DType dtype)
-    : n_layers_(n_layers),
-      n_kv_heads_(n_kv_heads),
-      head_dim_(head_dim),
-      n_blocks_(n_blocks),
-      block_size_(block_size),
-      dtype_(dtype) {
+    : n_kv_heads_(n_kv_heads), head_dim_(head_dim), n_blocks_(n_blocks), block_size_(block_size), dtype_(dtype) {
   if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
     fail("KV cache dtype must be F32, F16 or BF16, not ", dtype_name(dtype));
   if (n_blocks <= 0 || block_size <= 0) fail("KV pool: ", n_blocks, " blocks of ", block_size, " positions");

@@ -39,7 +39,7 @@ class KvPool {
 
  private:
   int64_t row() const { return n_kv_heads_ * head_dim_; }  // elements of one position's keys (or values)
-  int64_t n_layers_, n_kv_heads_, head_dim_, n_blocks_, block_size_;
+  int64_t n_kv_heads_, head_dim_, n_blocks_, block_size_;
   DType dtype_;
   size_t block_bytes_ = 0;  // keys and values of one block of one layer
   OwnedBytes memory_;

@@ -483,7 +483,9 @@ TEST(Speculation, ADraftModelAmidMixedTrafficChangesNothing) {
           EXPECT_EQ(drafted.results[i].prompt_logprobs[t].logprob, plain.results[i].prompt_logprobs[t].logprob);
       }
       EXPECT_EQ(drafted.drafts.accepted, drafted.drafts.drafted);
-      if (p_min == 0) EXPECT_GT(drafted.drafts.drafted, 10);
+      if (p_min == 0) {
+        EXPECT_GT(drafted.drafts.drafted, 10);
+      }
     }
   }
 }
