@@ -116,13 +116,15 @@ void run_serve(const ServeArgs& a) {
   engine::EngineOptions pool_options;  // what a block takes: the model's keys/values and its draft model's
   pool_options.block_size = a.engine.block_size;
   pool_options.draft_model = bundle->draft_model.get();
-  std::fprintf(stderr,
-               "qinfer serve: ready: model '%s'%s, context %lld, %d KV blocks of %d positions (%lld MiB, committed as "
-               "used), %lld parallel\n",
-               served->name.c_str(), adapter_list(bundle->model->adapter_names()).c_str(),
-               static_cast<long long>(served->context), stats.kv_blocks, a.engine.block_size,
-               static_cast<long long>(stats.kv_blocks * engine::engine_block_bytes(*bundle->model, pool_options) >> 20),
-               static_cast<long long>(a.engine.parallel));
+  std::fprintf(
+      stderr,
+      "qinfer serve: ready: model '%s'%s%s, context %lld, %d KV blocks of %d positions (%lld MiB, committed as "
+      "used), %lld parallel\n",
+      served->name.c_str(), adapter_list(bundle->model->adapter_names()).c_str(),
+      a.draft.model.empty() ? "" : (" drafted by " + a.draft.model).c_str(), static_cast<long long>(served->context),
+      stats.kv_blocks, a.engine.block_size,
+      static_cast<long long>(stats.kv_blocks * engine::engine_block_bytes(*bundle->model, pool_options) >> 20),
+      static_cast<long long>(a.engine.parallel));
 
   int sig = 0;
   sigwait(&stop_signals, &sig);

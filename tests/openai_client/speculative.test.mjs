@@ -63,7 +63,7 @@ test('the reply is the script, streamed or not, and the drafts were confirmed', 
 
 test('a draft model that agrees gives the same reply, its drafts confirmed', async () => {
   execFileSync(qinfer, ['make-test-model', '--preset', 'tiny', '--out', path.join(dir, 'd'), '--script', SCRIPT]);
-  const { proc, url: drafted } = await startServe(['-m', path.join(dir, 'm'), '--served-model-name', 'scripted',
+  const { proc, url: drafted, log } = await startServe(['-m', path.join(dir, 'm'), '--served-model-name', 'scripted',
     '--port', '0', '-t', '1', '--ctx', '1024', '--parallel', '2', '--draft-model', path.join(dir, 'd')]);
   try {
     const c = new OpenAI({ baseURL: drafted + '/v1', apiKey: 'none', maxRetries: 0 });
@@ -75,6 +75,7 @@ test('a draft model that agrees gives the same reply, its drafts confirmed', asy
     assert.equal(b.choices[0].text, SCRIPT);
     const accepted = await metric('qinfer:spec_decode_num_accepted_tokens_total', drafted);
     assert.ok(accepted >= 16, `accepted ${accepted}`);
+    assert.match(log(), /ready: model 'scripted' drafted by \S+\/d, /);
   } finally {
     proc.kill('SIGKILL');
   }
