@@ -76,6 +76,7 @@ void DraftModel::run(std::span<DraftJob> jobs, int64_t max_rows) {
   for (int64_t d = 0; !batch_.seqs.empty(); ++d) {
     const std::span<const float> logits = forward(model_, batch_, kv_, state_, pool_);
     rows_ += static_cast<int64_t>(batch_.tokens.size());
+    ++passes_;
     for (int32_t b : completed_) block_generation_[static_cast<size_t>(b)] = blocks_.generation(b);
     completed_.clear();
     for (auto [seq, end] : caught_up_) seq->draft_computed = end;

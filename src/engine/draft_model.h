@@ -44,8 +44,9 @@ class DraftModel {
   // later steps). A drafting job's positions past its ids are overwritten
   // later: its draft_computed ends at its ids.
   void run(std::span<DraftJob> jobs, int64_t max_rows);
-  // Rows its passes ran so far.
+  // Rows its passes ran so far, and the passes.
   int64_t rows() const { return rows_; }
+  int64_t passes() const { return passes_; }
 
  private:
   const Qwen3Model& model_;
@@ -57,7 +58,7 @@ class DraftModel {
   ForwardState state_;
   Batch batch_;
   std::vector<DraftJob*> drafting_;  // the jobs whose logits the last pass gave, in order
-  int64_t rows_ = 0;
+  int64_t rows_ = 0, passes_ = 0;
   std::vector<float> probs_;                              // a draft id's softmax
   std::vector<int32_t> completed_;                        // the blocks the catch-up pass fills whole
   std::vector<std::pair<Sequence*, int64_t>> caught_up_;  // the draft_computed its catch-up pass gives each

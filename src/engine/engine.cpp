@@ -292,7 +292,10 @@ void Engine::propose_drafts(const Step& step) {
     }
     if (!draft_model_) {
       ngram_draft(seq.ids, draft_, room, seq.draft);
-    } else if (room > 0 && len - seq.draft_computed <= draft_.max_tokens + 1) {
+    } else if (r.draft_rest > 0) {
+      --r.draft_rest;
+      r.draft_source = Request::DraftSource::Resting;
+    } else if (room > 0 && len - seq.draft_computed <= draft_.max_tokens + 1 + kMaxDraftRest) {
       // Its ids are placeholders until the step is scheduled (draft_by_model);
       // a sequence the draft model lags far behind (a prompt from the prefix
       // cache) drafts once it caught up.
@@ -310,15 +313,24 @@ void Engine::draft_by_model(Step& step) {
     Sequence& seq = *s.seq;
     const Request& r = *by_seq_.at(&seq);
     if (seq.wants_hidden || !r.score_ids.empty() || r.options.max_new_tokens <= 0) continue;  // generates nothing
+    if (r.draft_source == Request::DraftSource::Resting) continue;
     const bool drafting = s.drafted > 0 && r.draft_source == Request::DraftSource::Model;
     draft_jobs_.push_back({&seq, seq.computed + s.pending(), drafting ? s.drafted : 0});
     draft_job_seqs_.push_back(i);
   }
   draft_model_->run(draft_jobs_, options_.max_batch_tokens);
   draft_stats_.model_rows = draft_model_->rows();
+  draft_stats_.model_passes = draft_model_->passes();
   for (size_t k = 0; k < draft_jobs_.size(); ++k) {
     ScheduledSeq& s = step.seqs[draft_job_seqs_[k]];
-    if (s.drafted == 0 || by_seq_.at(s.seq)->draft_source != Request::DraftSource::Model) continue;
+    Request& r = *by_seq_.at(s.seq);
+    if (s.drafted == 0 || r.draft_source != Request::DraftSource::Model) continue;
+    if (draft_jobs_[k].drafts == 0) {
+      r.draft_rest = r.next_draft_rest;
+      r.next_draft_rest = std::min(2 * r.next_draft_rest, kMaxDraftRest);
+    } else {
+      r.next_draft_rest = 1;
+    }
     s.tokens -= s.drafted - draft_jobs_[k].drafts;
     s.drafted = draft_jobs_[k].drafts;
   }

@@ -38,6 +38,11 @@ constexpr int64_t kMaxRunning = int64_t{1} << 16;     // sequences one engine de
 // decoding is otherwise off: a step of 16 more rows costs a CPU little more
 // than a decode step's weight reads, and a rejected draft shrinks the next.
 constexpr int32_t kPredictionDraftTokens = 16;
+// A draft model unsure of a sequence's next id (its draft cut to nothing)
+// skips that many of the sequence's steps, catching up after: one step, then
+// twice as many each time again, up to this. A pass costs it as much as a
+// draft, and where it is unsure it mostly stays so for a while.
+constexpr int32_t kMaxDraftRest = 16;
 
 struct EngineOptions {
   int32_t block_size = 16;         // positions per KV block
@@ -127,9 +132,10 @@ class Engine {
   };
   StepStats last_step() const { return last_step_; }
   // Drafts run so far, their ids, and of those the ones the model confirmed;
-  // the rows a draft model ran (catching up and drafting).
+  // the rows a draft model ran (catching up and drafting), and its passes
+  // (each reads its weights once).
   struct DraftStats {
-    int64_t drafts = 0, drafted = 0, accepted = 0, model_rows = 0;
+    int64_t drafts = 0, drafted = 0, accepted = 0, model_rows = 0, model_passes = 0;
   };
   DraftStats draft_stats() const { return draft_stats_; }
 
@@ -155,11 +161,14 @@ class Engine {
     std::vector<float> output;                    // an embedding or scoring request's result
     Timer since_add;                              // prefill_s: time to the first token; decode_s: from it to the last
     std::unique_ptr<PredictionDraft> prediction;  // options.prediction's drafts
+    // Resting: none, the draft model skips it this step (kMaxDraftRest).
     enum class DraftSource : uint8_t {
       Lookup,
       Prediction,
-      Model
-    } draft_source = DraftSource::Lookup;  // its pending draft's
+      Model,
+      Resting
+    } draft_source = DraftSource::Lookup;         // its pending draft's
+    int32_t draft_rest = 0, next_draft_rest = 1;  // the steps the draft model skips it (kMaxDraftRest)
   };
   // What a sequence's logits gave: the tokens drawn (none when its step did
   // not reach its end; with a draft, each draft id the draw confirmed, then

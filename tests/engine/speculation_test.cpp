@@ -556,6 +556,34 @@ TEST(Speculation, ADraftModelGoesOnAfterAStepThatThrew) {
   EXPECT_EQ(ids[0].size(), 30u);
 }
 
+// A draft model unsure of every id (a random one, p_min 0.3: each draft cut
+// to nothing) rests for longer and longer between tries: few of its passes
+// run (each catches up on the ids since the last), the result unchanged.
+TEST(Speculation, AnUnsureDraftModelRests) {
+  test::ScratchDir dir("speculation-draft-rest");
+  Qwen3Config config = test_model_preset("tiny");
+  config.vocab_size = 512;
+  config.eos_token_ids = {7};
+  write_test_model(dir.file("model"), config, DType::BF16, 5);
+  write_test_model(dir.file("draft"), config, DType::BF16, 6);
+  auto model = Qwen3Model::load(dir.file("model"));
+  auto draft = Qwen3Model::load(dir.file("draft"));
+  Req r;
+  r.prompt = {1, 2, 3, 4, 5, 6, 7, 8};
+  r.opts.max_new_tokens = 120;
+  r.opts.ignore_eos = true;
+  r.opts.sampling.temperature = 0;
+  ThreadPool pool(1);
+  const Outcome unsure = run(*model, pool, with_draft_model({}, *draft, 4, 0.3f), {r});
+  expect_same_results(unsure, run(*model, pool, {}, {r}), "unsure");
+  EXPECT_EQ(unsure.drafts.drafted, 0);
+  // The prompt, then tries after 1, 2, 4, 8, 16, 16, ... steps: about 12 in 120.
+  EXPECT_LE(unsure.drafts.model_passes, 16);
+  EXPECT_LT(unsure.drafts.model_rows, 8 + 120 + 4);
+  const Outcome sure = run(*model, pool, with_draft_model({}, *draft, 4, 0.0f), {r});
+  EXPECT_GT(sure.drafts.model_passes, 50) << "without the cut it drafts every step";
+}
+
 TEST(Speculation, ADraftModelOfAnotherVocabularyOrAShorterContextIsRefused) {
   test::ScratchDir dir("speculation-draft-model-refused");
   Qwen3Config config = test_model_preset("tiny");
