@@ -63,10 +63,11 @@ void DraftFlags::add_options(CLI::App* cmd) {
   p_min_flag = cmd->add_option("--draft-p-min", p_min,
                                "A --draft-model draft ends at a token the draft model gives less than this probability")
                    ->capture_default_str();
-  cmd->add_option("--draft-min-ngram", min_ngram, "Shortest run of last tokens looked up for a --draft")
-      ->capture_default_str();
-  cmd->add_option("--draft-max-ngram", max_ngram, "Longest run of last tokens looked up for a --draft")
-      ->capture_default_str();
+  min_ngram_flag =
+      cmd->add_option("--draft-min-ngram", min_ngram, "Shortest run of last tokens looked up for a --draft")
+          ->capture_default_str();
+  max_ngram_flag = cmd->add_option("--draft-max-ngram", max_ngram, "Longest run of last tokens looked up for a --draft")
+                       ->capture_default_str();
 }
 
 void DraftFlags::validate() const {
@@ -80,6 +81,9 @@ void DraftFlags::validate() const {
     usage_fail("--draft 0 turns speculative decoding off: leave --draft-model out too");
   if (model.empty() && p_min_flag && p_min_flag->count() > 0)
     usage_fail("--draft-p-min applies to the drafts of a --draft-model; none was given");
+  for (const CLI::Option* ngram : {min_ngram_flag, max_ngram_flag})
+    if (!model.empty() && ngram && ngram->count() > 0)
+      usage_fail(ngram->get_name(), " applies to prompt lookup, which --draft-model replaces");
 }
 
 std::string DraftFlags::summary(const engine::Engine::DraftStats& stats) const {

@@ -37,7 +37,8 @@ struct DraftFlags {
   int32_t tokens = 0, min_ngram = 2, max_ngram = 4;
   std::string model;  // --draft-model
   float p_min = engine::EngineOptions{}.draft_p_min;
-  const CLI::Option *tokens_flag = nullptr, *p_min_flag = nullptr;  // whether they were given
+  // Whether they were given.
+  const CLI::Option *tokens_flag = nullptr, *p_min_flag = nullptr, *min_ngram_flag = nullptr, *max_ngram_flag = nullptr;
 
   void add_options(CLI::App* cmd);
   // Error naming the flag for a value out of its range (before the model loads).

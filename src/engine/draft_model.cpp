@@ -20,7 +20,9 @@ bool greedy(std::span<const float> logits, float p_min, int32_t& id, std::vector
   if (p_min <= 0) return !std::isnan(*top);
   scratch.assign(logits.begin(), logits.end());
   const simd::SoftmaxStats s = simd::softmax_scaled(scratch.data(), scratch.size(), 1.0f);
-  return 1 / s.sum >= p_min;  // the top's exp(0) over the sum; false for NaN
+  // The top's exp(0) over the sum. Highway's Exp gives 0 for NaN, and an
+  // infinite top makes every term NaN or 0: neither drafts.
+  return !std::isnan(*top) && std::isfinite(s.max) && s.sum >= 1 && 1 / s.sum >= p_min;
 }
 
 }  // namespace
@@ -41,8 +43,7 @@ void DraftModel::run(std::span<DraftJob> jobs, int64_t max_rows) {
   completed_.clear();
   const int64_t bs = blocks_.block_size();
   // Leading blocks it holds whole at their contents' generation (a prompt
-  // from the prefix cache) are not computed again: nor written, so no pass
-  // writes a block other sequences read.
+  // from the prefix cache) are not computed again.
   for (DraftJob& j : jobs) {
     Sequence& q = *j.seq;
     while (q.draft_computed % bs == 0 && q.draft_computed + bs <= j.end) {

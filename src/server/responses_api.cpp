@@ -244,11 +244,18 @@ const std::set<std::string_view> kStateful = {"previous_response_id", "conversat
                                               "prompt"};
 const std::set<std::string_view> kUnsupported = {"top_logprobs", "max_tool_calls", "stream_options"};
 
-// The chat names of what this API names otherwise are not its fields.
-bool chat_only(const std::string& key) { return key == "max_tokens" || key == "max_completion_tokens"; }
+// This API's name for a chat field it names otherwise (nullptr: none): not
+// its field, and refused with the hint even where unknown fields are
+// dropped, since dropping it would drop what the client asked for.
+const char* responses_name(const std::string& key) {
+  if (key == "max_tokens" || key == "max_completion_tokens") return "max_output_tokens";
+  if (key == "response_format") return "text.format";
+  if (key == "messages") return "input";
+  return nullptr;
+}
 
 bool passed_to_chat(const std::string& key) {
-  return kPassed.count(key) || (is_generation_field(key) && !chat_only(key));
+  return kPassed.count(key) || (is_generation_field(key) && !responses_name(key));
 }
 
 }  // namespace
@@ -257,7 +264,7 @@ std::vector<std::string> unknown_response_fields(const ordered_json& body) {
   std::vector<std::string> unknown;
   for (const auto& item : body.items())
     if (!passed_to_chat(item.key()) && !kStateful.count(item.key()) && !kUnsupported.count(item.key()) &&
-        !kTranslated.count(item.key()))
+        !kTranslated.count(item.key()) && !responses_name(item.key()))
       unknown.push_back(item.key());
   return unknown;
 }
@@ -276,8 +283,9 @@ ordered_json chat_body_of_response_request(const ordered_json& body) {
                      (kStateful.count(key) ? " (it keeps no responses or conversations: send the whole input each time)"
                                            : ""));
     } else if (!kTranslated.count(key)) {
-      bad(input_excerpt(key), "Unrecognized request argument supplied: " + input_excerpt(key) +
-                                  (chat_only(key) ? " (this API's is max_output_tokens)" : ""));
+      bad(input_excerpt(key),
+          "Unrecognized request argument supplied: " + input_excerpt(key) +
+              (responses_name(key) ? std::string(" (this API's is ") + responses_name(key) + ")" : std::string()));
     }
   }
   if (given(body, "metadata") && !body["metadata"].is_object())

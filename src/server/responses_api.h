@@ -21,7 +21,8 @@ namespace qinfer::server {
 // last event carries it).
 nlohmann::ordered_json chat_body_of_response_request(const nlohmann::ordered_json& body);
 // The fields of a Responses request body this API does not know (what
-// chat_body_of_response_request refuses as unrecognized), in body order.
+// chat_body_of_response_request refuses as unrecognized, but for the chat
+// names of its own fields: max_tokens, response_format, ...), in body order.
 std::vector<std::string> unknown_response_fields(const nlohmann::ordered_json& body);
 // Whether the request asks for truncation "auto": a conversation too long for
 // the context loses input items from its middle (parse_chat_request_fitting).

@@ -563,7 +563,7 @@ TEST(GenerateCli, DraftsFromThePromptGiveTheSameTextAndAreReported) {
 
   for (const char* bad : {"--draft -1", "--draft 2000", "--draft 4 --draft-min-ngram 0",
                           "--draft 4 --draft-min-ngram 3 --draft-max-ngram 2", "--draft-p-min 1.5", "--draft-p-min nan",
-                          "--draft-p-min 0.5", "--draft-model . --draft 0"}) {
+                          "--draft-p-min 0.5", "--draft-model . --draft 0", "--draft-model . --draft-max-ngram 3"}) {
     r = run_command(base + " " + bad + " 2>&1");
     EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.output;
     EXPECT_NE(r.output.find("--draft"), std::string::npos) << bad << ": " << r.output;
@@ -623,4 +623,22 @@ TEST(GenerateCli, ADraftModelGivesTheSameTextAndIsReported) {
   r = run_command(base + " --draft-model " + dir.file("none") + " 2>&1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find(dir.file("none")), std::string::npos) << r.output;
+}
+
+// A draft model whose logits are all NaN (corrupt weights) drafts nothing:
+// the output is the model's own, no draft id run.
+TEST(GenerateCli, ADraftModelOfNaNLogitsDraftsNothing) {
+  qinfer::test::ScratchDir dir("cli-draft-nan");
+  const int64_t vocab = 151936;
+  write_nan_model(dir.path(), 0, vocab);
+  const std::string base = qinfer_binary() + " generate -m " + data_path("models/tiny") +
+                           " --prompt-ids 1,2,3 -n 12 --temp 0 --ignore-eos --json";
+  auto r = run_command(base);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json plain = json::parse(r.output);
+  r = run_command(base + " --draft-model " + dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json drafted = json::parse(r.output);
+  EXPECT_EQ(drafted["ids"], plain["ids"]);
+  EXPECT_EQ(drafted["draft_tokens"], 0) << r.output;
 }

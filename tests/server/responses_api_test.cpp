@@ -108,14 +108,17 @@ TEST(ResponsesApi, WhatAStatelessServerCannotDoIsA400NamingIt) {
 }
 
 // What serve --ignore-unknown-fields drops from a Responses request: the
-// fields it refuses as unrecognized (the chat names of its own fields among
-// them), not the ones it refuses by name.
+// fields it refuses as unrecognized, not the ones it refuses by name nor the
+// chat names of its own fields (max_tokens: dropped, the reply would have no
+// cap).
 TEST(ResponsesApi, UnknownFieldsAreThoseItDoesNotRecognize) {
   const ordered_json body = ordered_json::parse(R"({"input": "x", "typical_p": 0.9, "max_tokens": 3, "background": true,
       "max_output_tokens": 4, "temperature": 1, "seed": 2, "mirostat_mode": 2})");
-  EXPECT_EQ(unknown_response_fields(body), (std::vector<std::string>{"typical_p", "max_tokens", "mirostat_mode"}));
+  EXPECT_EQ(unknown_response_fields(body), (std::vector<std::string>{"typical_p", "mirostat_mode"}));
   ordered_json kept = body;
   for (const std::string& key : unknown_response_fields(body)) kept.erase(key);
+  EXPECT_EQ(error_param(kept.dump().c_str()), "max_tokens");  // dropped, the reply would have no cap
+  kept.erase("max_tokens");
   EXPECT_EQ(error_param(kept.dump().c_str()), "background");
   kept.erase("background");
   EXPECT_EQ(error_param(kept.dump().c_str()), "(accepted)");
