@@ -66,6 +66,24 @@ EngineOptions with_drafts(EngineOptions o, NgramDraftOptions d) {
 
 constexpr int32_t kEos = 2047;
 
+// The tiny shapes with 512 ids (eos 7), random weights: draws cheap under the
+// sanitizers, and ids that recur. Returns its config.
+Qwen3Config write_random_model(const std::string& dir, uint64_t seed) {
+  Qwen3Config config = test_model_preset("tiny");
+  config.vocab_size = 512;
+  config.eos_token_ids = {7};
+  write_test_model(dir, config, DType::BF16, seed);
+  return config;
+}
+
+// The tiny shapes with 2048 ids, weights that continue `chain` (ending in kEos).
+void write_chain_model(const std::string& dir, const std::vector<int32_t>& chain) {
+  Qwen3Config config = test_model_preset("tiny");
+  config.vocab_size = 2048;  // cheap draws under the sanitizers
+  config.eos_token_ids = {kEos};
+  write_scripted_test_model(dir, config, DType::BF16, chain);
+}
+
 }  // namespace
 
 // A scripted model continues its chain whatever came before, so a prompt
@@ -76,10 +94,7 @@ TEST(Speculation, ConfirmedDraftsGiveSeveralTokensAStepAndTheSameIds) {
   std::vector<int32_t> chain;
   for (int32_t k = 0; k < 40; ++k) chain.push_back(100 + 37 * k);
   chain.push_back(kEos);
-  Qwen3Config config = test_model_preset("tiny");
-  config.vocab_size = 2048;  // cheap draws under the sanitizers
-  config.eos_token_ids = {kEos};
-  write_scripted_test_model(dir.path(), config, DType::BF16, chain);
+  write_chain_model(dir.path(), chain);
   auto model = Qwen3Model::load(dir.path());
   ThreadPool pool(2);
 
@@ -230,10 +245,7 @@ TEST(Speculation, ADraftModelThatAgreesGivesSeveralTokensAStepAndTheSameIds) {
   std::vector<int32_t> chain;
   for (int32_t k = 0; k < 60; ++k) chain.push_back(100 + 29 * k);
   chain.push_back(kEos);
-  Qwen3Config config = test_model_preset("tiny");
-  config.vocab_size = 2048;
-  config.eos_token_ids = {kEos};
-  write_scripted_test_model(dir.path(), config, DType::BF16, chain);
+  write_chain_model(dir.path(), chain);
   auto model = Qwen3Model::load(dir.path());
   ThreadPool pool(2);
 
@@ -270,11 +282,7 @@ TEST(Speculation, ADraftModelThatAgreesGivesSeveralTokensAStepAndTheSameIds) {
 // prediction beside its own.
 TEST(Speculation, ADraftModelThatDisagreesChangesNothing) {
   test::ScratchDir dir("speculation-draft-model-random");
-  Qwen3Config config = test_model_preset("tiny");
-  config.vocab_size = 512;
-  config.eos_token_ids = {7};
-  write_test_model(dir.file("model"), config, DType::BF16, 5);
-  Qwen3Config small = config;
+  Qwen3Config small = write_random_model(dir.file("model"), 5);
   small.num_hidden_layers = 1;
   small.hidden_size = 32;
   small.intermediate_size = 64;
@@ -328,10 +336,7 @@ TEST(Speculation, ADraftModelThatDisagreesChangesNothing) {
 // positions: a draft id one position off is caught about once in a hundred.)
 TEST(Speculation, TheModelAsItsOwnDraftModelHasEveryGreedyDraftConfirmed) {
   test::ScratchDir dir("speculation-self-draft");
-  Qwen3Config config = test_model_preset("tiny");
-  config.vocab_size = 512;
-  config.eos_token_ids = {7};
-  write_test_model(dir.path(), config, DType::BF16, 5);
+  write_random_model(dir.path(), 5);
   std::vector<Req> reqs;
   for (int i = 0; i < 16; ++i) {
     Req r;
@@ -363,10 +368,7 @@ TEST(Speculation, TheModelAsItsOwnDraftModelHasEveryGreedyDraftConfirmed) {
 // as well from them.
 TEST(Speculation, ADraftModelSkipsThePromptBlocksItHoldsFromThePrefixCache) {
   test::ScratchDir dir("speculation-draft-prefix");
-  Qwen3Config config = test_model_preset("tiny");
-  config.vocab_size = 512;
-  config.eos_token_ids = {7};
-  write_test_model(dir.path(), config, DType::BF16, 5);
+  write_random_model(dir.path(), 5);
   auto model = Qwen3Model::load(dir.path());
   Req a, b;
   for (int t = 0; t < 70; ++t) {
@@ -445,10 +447,7 @@ Traffic drive(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& o,
 // as without drafts, every greedy draft confirmed.
 TEST(Speculation, ADraftModelAmidMixedTrafficChangesNothing) {
   test::ScratchDir dir("speculation-draft-traffic");
-  Qwen3Config config = test_model_preset("tiny");
-  config.vocab_size = 512;
-  config.eos_token_ids = {7};
-  write_test_model(dir.path(), config, DType::BF16, 5);
+  write_random_model(dir.path(), 5);
   auto model = Qwen3Model::load(dir.path());
   std::vector<int32_t> shared;
   for (int t = 0; t < 45; ++t) shared.push_back((53 * t + 11) % 512);
@@ -519,10 +518,7 @@ TEST(Speculation, ADraftModelBesideNamedAdaptersChangesNothing) {
 // sequences whose drafts it computed: the next steps go on from them.
 TEST(Speculation, ADraftModelGoesOnAfterAStepThatThrew) {
   test::ScratchDir dir("speculation-draft-throw");
-  Qwen3Config config = test_model_preset("tiny");
-  config.vocab_size = 512;
-  config.eos_token_ids = {7};
-  write_test_model(dir.path(), config, DType::BF16, 5);
+  write_random_model(dir.path(), 5);
   auto model = Qwen3Model::load(dir.path());
   ThreadPool pool(2);
   std::vector<std::vector<int32_t>> ids;
@@ -561,11 +557,8 @@ TEST(Speculation, ADraftModelGoesOnAfterAStepThatThrew) {
 // run (each catches up on the ids since the last), the result unchanged.
 TEST(Speculation, AnUnsureDraftModelRests) {
   test::ScratchDir dir("speculation-draft-rest");
-  Qwen3Config config = test_model_preset("tiny");
-  config.vocab_size = 512;
-  config.eos_token_ids = {7};
-  write_test_model(dir.file("model"), config, DType::BF16, 5);
-  write_test_model(dir.file("draft"), config, DType::BF16, 6);
+  write_random_model(dir.file("model"), 5);
+  write_random_model(dir.file("draft"), 6);
   auto model = Qwen3Model::load(dir.file("model"));
   auto draft = Qwen3Model::load(dir.file("draft"));
   Req r;
@@ -586,10 +579,7 @@ TEST(Speculation, AnUnsureDraftModelRests) {
 
 TEST(Speculation, ADraftModelOfAnotherVocabularyOrAShorterContextIsRefused) {
   test::ScratchDir dir("speculation-draft-model-refused");
-  Qwen3Config config = test_model_preset("tiny");
-  config.vocab_size = 512;
-  config.eos_token_ids = {7};
-  write_test_model(dir.file("model"), config, DType::BF16, 1);
+  const Qwen3Config config = write_random_model(dir.file("model"), 1);
   Qwen3Config other = config;
   other.vocab_size = 640;
   write_test_model(dir.file("vocab"), other, DType::BF16, 2);
