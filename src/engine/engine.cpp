@@ -273,9 +273,9 @@ void Engine::propose_drafts(const Step& step) {
   for (const ScheduledSeq& s : step.seqs) {
     Sequence& seq = *s.seq;
     const int64_t len = static_cast<int64_t>(seq.ids.size());
-    if (seq.status != Sequence::Status::Running || len <= seq.prompt_len) continue;  // not decoding
     Request& r = *by_seq_.at(&seq);
-    r.draft_source = Request::DraftSource::Lookup;
+    r.draft_source = Request::DraftSource::Lookup;  // a preempted one's rest ends with it
+    if (seq.status != Sequence::Status::Running || len <= seq.prompt_len) continue;  // not decoding
     if (draft_.max_tokens == 0 && !r.prediction) continue;
     // A step gives at most its draft and one more token: within max_new_tokens and the context
     // (the options of the draft's source cap it too).
