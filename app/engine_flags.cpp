@@ -81,9 +81,12 @@ void DraftFlags::validate() const {
     usage_fail("--draft 0 turns speculative decoding off: leave --draft-model out too");
   if (model.empty() && p_min_flag && p_min_flag->count() > 0)
     usage_fail("--draft-p-min applies to the drafts of a --draft-model; none was given");
-  for (const CLI::Option* ngram : {min_ngram_flag, max_ngram_flag})
+  for (const CLI::Option* ngram : {min_ngram_flag, max_ngram_flag}) {
     if (!model.empty() && ngram && ngram->count() > 0)
       usage_fail(ngram->get_name(), " applies to prompt lookup, which --draft-model replaces");
+    if (tokens == 0 && ngram && ngram->count() > 0)
+      usage_fail(ngram->get_name(), " applies to prompt lookup's drafts, which are off: give --draft N too");
+  }
 }
 
 std::string DraftFlags::summary(const engine::Engine::DraftStats& stats) const {

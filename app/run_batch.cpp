@@ -242,6 +242,7 @@ void run_run_batch(const RunBatchArgs& a) {
   http_options.api_key = random_hex(key_source, 32);
   http_options.http_threads = senders + 2;
   http_options.max_body_bytes = size_t{1} << 30;  // the file's lines are this user's own
+  http_options.priority_scheduling = true;        // ... and so are their priorities
   // The answer's status waits for the request's end (a failure stays a
   // status), and no spaces keep a client alive: this one waits.
   http_options.status_wait = std::chrono::hours(24 * 365);

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -38,7 +39,8 @@ struct ServeArgs {
   DraftFlags draft;
   int64_t max_queue = 256, ctx = 0;
   double shutdown_timeout = 10;
-  bool api_key_given = false;
+  std::string scheduling_policy = "fcfs";
+  bool api_key_given = false, served_name_given = false;
 };
 
 void run_serve(const ServeArgs& a) {
@@ -49,12 +51,20 @@ void run_serve(const ServeArgs& a) {
   if (a.ctx < 0) usage_fail("--ctx must be positive (or 0: the model's maximum)");
   if (!(a.shutdown_timeout >= 0 && a.shutdown_timeout <= 86400))
     usage_fail("--shutdown-timeout must be between 0 and 86400 seconds, got ", a.shutdown_timeout);
+  if (a.scheduling_policy != "fcfs" && a.scheduling_policy != "priority")
+    usage_fail("--scheduling-policy must be fcfs or priority, got '", a.scheduling_policy, "'");
   if (a.http.http_threads < 0) usage_fail("--http-threads must not be negative (0: --parallel + --max-queue + 16)");
   if (a.http.port < 0 || a.http.port > 65535) usage_fail("--port must be between 0 and 65535, got ", a.http.port);
   if (a.http.host.empty()) usage_fail("--host is empty (127.0.0.1: this host only; 0.0.0.0: every interface)");
   if (a.http.max_body_bytes == 0) usage_fail("--max-body must be at least 1 byte (every request would get 413)");
   // `--api-key "$KEY"` with KEY unset must not serve without a key.
   if (a.api_key_given && a.http.api_key.empty()) usage_fail("--api-key is empty: give the key, or leave the flag out");
+  // A key a header cannot carry would refuse every request.
+  if (std::any_of(a.http.api_key.begin(), a.http.api_key.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    usage_fail("--api-key holds a control character (a newline?): no Authorization header can carry it");
+  if (a.served_name_given && a.served_name.empty())
+    usage_fail("--served-model-name is empty: give the name requests use, or leave the flag out (-m as given)");
   LoadOptions load_options = a.load.options();
   load_options.lora_modules = a.lora_modules.adapters(a.served_name.empty() ? a.model : a.served_name);
 
@@ -69,6 +79,7 @@ void run_serve(const ServeArgs& a) {
   // Each request the engine holds, running or waiting, keeps its connection's
   // thread; beyond those, spare threads keep /health and /metrics answering.
   server::ServerOptions http_options = a.http;
+  http_options.priority_scheduling = a.scheduling_policy == "priority";
   if (http_options.http_threads == 0)
     http_options.http_threads = static_cast<int>(std::min<int64_t>(a.engine.parallel + a.max_queue + 16, 1 << 14));
   server::HttpServer http(http_options);
@@ -181,7 +192,8 @@ void add_serve_command(CLI::App& app) {
                                      "/score, /v1/models, /health, /metrics, /tokenize, /detokenize");
   cmd->add_option("-m,--model", a->model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")
       ->required();
-  cmd->add_option("--served-model-name", a->served_name, "The model name requests use (default: -m as given)");
+  cmd->add_option("--served-model-name", a->served_name, "The model name requests use (default: -m as given)")
+      ->each([a](const std::string&) { a->served_name_given = true; });
   a->lora_modules.add_option(cmd);  // /v1/models lists them
   cmd->add_flag("--allow-runtime-lora-updating", a->http.runtime_lora_updating,
                 "Let clients add and remove LoRA adapters by directory: POST /v1/load_lora_adapter "
@@ -196,6 +208,10 @@ void add_serve_command(CLI::App& app) {
       "Take chat, completion and responses requests with fields this server does not know (other servers' sampling "
       "settings), dropping and logging those fields, as vLLM and llama-server do; by default they are "
       "refused (400) as OpenAI refuses them");
+  cmd->add_option("--scheduling-policy", a->scheduling_policy,
+                  "fcfs: requests run first come, first served, and a request's 'priority' other than 0 is refused; "
+                  "priority: lower 'priority' runs first and is preempted last, then arrival (vLLM's)")
+      ->capture_default_str();
   cmd->add_option("--allowed-origins", a->http.allowed_origins,
                   "Origins (comma-separated, '*' = any) whose web pages may call this server from a browser (CORS); "
                   "default none")

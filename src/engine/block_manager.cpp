@@ -1,6 +1,7 @@
 #include "engine/block_manager.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "util/error.h"
 
@@ -29,6 +30,12 @@ uint64_t fnv1a_chain_hash(uint64_t parent, const int32_t* ids, int32_t n) {
   mix(parent);
   for (int32_t i = 0; i < n; ++i) mix(static_cast<uint32_t>(ids[i]));
   return h;
+}
+
+bool BlockManager::Cached::same_kind(const Sequence& seq) const {
+  if (adapter != seq.adapter) return false;
+  if (!cache_salt || !seq.cache_salt) return !cache_salt && !seq.cache_salt;
+  return *cache_salt == *seq.cache_salt;
 }
 
 // Never 0 (0 = not cached).
@@ -66,19 +73,20 @@ BlockManager::Lookup BlockManager::match_prefix(Sequence& seq) {
   Lookup lookup;
   // Keep one id to compute; all of them when every prompt position's logits are wanted.
   const int64_t usable = seq.wants_prompt_logits ? 0 : (static_cast<int64_t>(seq.ids.size()) - 1) / block_size_;
-  // Each adapter's chains start from their own root (its keys and values are
-  // its own); equal ids under another adapter are another block.
+  // Each adapter's and salt's chains start from their own root (its keys and
+  // values are its own); equal ids under another adapter or salt are another block.
   uint64_t parent = static_cast<uint64_t>(seq.adapter + 1);
+  if (seq.cache_salt) parent ^= std::hash<std::string>{}(*seq.cache_salt);
   int32_t parent_block = -1;
+  lookup.queries = usable;  // a miss counts every block it leaves to compute (vLLM counts all prompt tokens)
   for (int64_t i = 0; i < usable; ++i) {
     const int32_t* ids = &seq.ids[static_cast<size_t>(i * block_size_)];
     const uint64_t h = chain_hash(parent, ids);
-    ++lookup.queries;
     auto it = by_hash_.find(h);
     if (it == by_hash_.end()) break;
     const int32_t b = it->second;
     const Cached& c = cached_[static_cast<size_t>(b)];
-    if (c.adapter != seq.adapter || c.parent != parent_block || c.parent_generation != generation(parent_block) ||
+    if (!c.same_kind(seq) || c.parent != parent_block || c.parent_generation != generation(parent_block) ||
         !std::equal(c.ids.begin(), c.ids.end(), ids))
       break;
     ++lookup.hits;
@@ -117,14 +125,18 @@ void BlockManager::seal(Sequence& seq) {
     int32_t chain = b;  // the block the next ones are computed after, as the cache sees it
     const auto it = by_hash_.find(h);
     const Cached* holder = it == by_hash_.end() ? nullptr : &cached_[static_cast<size_t>(it->second)];
-    if (holder && holder->adapter == seq.adapter && holder->parent == seq.sealed_block &&
+    if (holder && holder->same_kind(seq) && holder->parent == seq.sealed_block &&
         holder->parent_generation == seq.sealed_generation && std::equal(holder->ids.begin(), holder->ids.end(), ids)) {
       chain = it->second;  // an equal block, computed after the same one: this one stays private, the chain goes on
     } else if (!holder || (holder->parent >= 0 && generation(holder->parent) != holder->parent_generation)) {
       // Free, or held by a block computed after contents its parent no longer holds (no lookup reaches it).
       // A block that collides but is still reachable keeps the key: this one stays private.
-      cached_[static_cast<size_t>(b)] =
-          Cached{h, std::vector<int32_t>(ids, ids + block_size_), seq.sealed_block, seq.sealed_generation, seq.adapter};
+      cached_[static_cast<size_t>(b)] = Cached{h,
+                                               std::vector<int32_t>(ids, ids + block_size_),
+                                               seq.sealed_block,
+                                               seq.sealed_generation,
+                                               seq.adapter,
+                                               seq.cache_salt};
       by_hash_[h] = b;
     }
     parent = h;

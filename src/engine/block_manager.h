@@ -3,7 +3,7 @@
 // names its whole prefix). The hash only finds candidates: a block matches
 // when its own ids are equal and it was computed after the very block (and
 // that block's contents: a generation count) the lookup matched before it,
-// under the same LoRA adapter, so a collision, even one a client crafts, never
+// under the same LoRA adapter and cache salt, so a collision, even one a client crafts, never
 // hands one prompt's keys and values to another. A cached block nobody references stays cached until its
 // space is needed, the least recently freed first (LRU). Pure logic, no
 // model: the tests drive it with made-up sequences.
@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
+#include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -38,7 +40,8 @@ class BlockManager {
   // that match its ids (never all of them: the last id is computed again so
   // the step yields its logits; none when it wants every prompt position's),
   // and `computed`/`cached` to their length.
-  // Returns the blocks looked up and found, for record_lookup().
+  // Returns the blocks it could take (its full blocks but the last id's)
+  // and those found, for record_lookup().
   struct Lookup {
     int64_t queries = 0, hits = 0;
   };
@@ -71,7 +74,10 @@ class BlockManager {
     std::vector<int32_t> ids;  // the block's own tokens
     int32_t parent = -1;       // the block before it when it was computed (-1: it is the first)
     uint64_t parent_generation = 0;
-    int32_t adapter = -1;  // the named LoRA adapter it was computed with (Sequence::adapter)
+    int32_t adapter = -1;                           // the named LoRA adapter it was computed with (Sequence::adapter)
+    std::shared_ptr<const std::string> cache_salt;  // Sequence::cache_salt of the one that computed it
+    // Whether `seq` may take it: the same adapter and salt (a lookup's hash only finds candidates).
+    bool same_kind(const Sequence& seq) const;
   };
   uint64_t chain_hash(uint64_t parent, const int32_t* ids) const;
   int32_t take_block();  // a free block, reclaiming the least recently used cached one if needed

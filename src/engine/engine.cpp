@@ -69,7 +69,7 @@ int32_t pool_blocks(const Qwen3Model& model, const EngineOptions& o) {
 
 }  // namespace
 
-// A sequence must fit the pool alone: preemption frees room for the oldest
+// A sequence must fit the pool alone: preemption frees room for the first
 // running one, never more than the whole pool.
 int64_t sequence_context(const Qwen3Model& model, const EngineOptions& o) {
   return std::min(context_length(model, o), static_cast<int64_t>(pool_blocks(model, o)) * o.block_size);
@@ -182,6 +182,8 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
   r.on_token = std::move(on_token);
   r.on_prompt_logprobs = std::move(on_prompt_logprobs);
   r.seq.wants_prompt_logits = options.prompt_logprobs >= 0 && prompt.size() > 1;
+  if (!options.cache_salt.empty()) r.seq.cache_salt = std::make_shared<const std::string>(options.cache_salt);
+  r.seq.priority = options.priority;
   r.sampler = std::make_unique<Sampler>(options.sampling, static_cast<size_t>(model_.config().vocab_size));
   if (options.grammar)
     r.constraint = std::make_unique<GrammarConstraint>(options.grammar,

@@ -19,6 +19,21 @@ Scheduler::Scheduler(BlockManager& blocks, int64_t max_batch_tokens, int64_t max
          ") must be at least 1");
 }
 
+namespace {
+
+// The scheduler's order: the more urgent first (a lower priority), then the older.
+bool runs_before(const Sequence* a, const Sequence* b) {
+  return a->priority != b->priority ? a->priority < b->priority : a->id < b->id;
+}
+
+// Puts seq into `queue` (kept in that order) after everything that runs before it.
+template <class Queue>
+void insert_in_order(Queue& queue, Sequence* seq) {
+  queue.insert(std::upper_bound(queue.begin(), queue.end(), seq, runs_before), seq);
+}
+
+}  // namespace
+
 void Scheduler::add(Sequence* seq) {
   if (seq->ids.empty()) fail("scheduler: sequence ", seq->id, " has no tokens");
   // One more position than the prompt: it must be able to generate alone.
@@ -27,7 +42,7 @@ void Scheduler::add(Sequence* seq) {
     fail("a prompt of ", seq->ids.size(), " tokens needs ", need, " KV blocks of ", blocks_.block_size(),
          " positions; the pool has ", blocks_.n_blocks());
   seq->status = Sequence::Status::Waiting;
-  waiting_.push_back(seq);
+  insert_in_order(waiting_, seq);
 }
 
 void Scheduler::cancel(Sequence* seq) {
@@ -42,9 +57,8 @@ void Scheduler::preempt(Sequence* seq, Step& step) {
   blocks_.release(*seq);  // recomputed later, from the prefix cache where it still holds
   seq->draft.clear();
   seq->status = Sequence::Status::Waiting;
-  // Back among the waiting in arrival order, so it runs before newer ones.
-  auto at = std::find_if(waiting_.begin(), waiting_.end(), [&](const Sequence* w) { return w->id > seq->id; });
-  waiting_.insert(at, seq);
+  // Back among the waiting in order, so it runs before newer ones of its priority.
+  insert_in_order(waiting_, seq);
   step.preempted.push_back(seq);
   ++preemptions_;
 }
@@ -75,8 +89,9 @@ struct Budget {
 Step Scheduler::schedule() {
   Step step;
   Budget budget{max_batch_tokens_};
-  // Running sequences, oldest first; when blocks run out, the newest running
-  // one gives its blocks up (possibly the one being scheduled).
+  // Running sequences in order; when blocks run out, the last running one
+  // (the newest of the least urgent) gives its blocks up (possibly the one
+  // being scheduled).
   for (size_t i = 0; i < running_.size() && budget.tokens > 0;) {
     Sequence* seq = running_[i];
     const int64_t tokens = budget.take(*seq);
@@ -94,8 +109,8 @@ Step Scheduler::schedule() {
     preempt(newest, step);
     if (newest == seq) break;
   }
-  // Waiting sequences in arrival order, while they fit; the first that does
-  // not fit stops admission (no overtaking, so it cannot starve).
+  // Waiting sequences in order, while they fit; the first that does not fit
+  // stops admission (no overtaking, so it cannot starve behind its equals).
   while (!waiting_.empty() && budget.tokens > 0 && static_cast<int64_t>(running_.size()) < max_running_) {
     Sequence* seq = waiting_.front();
     if (std::find(step.preempted.begin(), step.preempted.end(), seq) != step.preempted.end()) break;  // not this step
@@ -108,7 +123,7 @@ Step Scheduler::schedule() {
     blocks_.record_lookup(lookup);
     waiting_.pop_front();
     seq->status = Sequence::Status::Running;
-    running_.push_back(seq);
+    insert_in_order(running_, seq);
     step.seqs.push_back({seq, tokens});
     budget.spend(*seq, tokens);
   }

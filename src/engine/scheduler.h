@@ -1,11 +1,14 @@
 // Which sequences run in the next step, and how many of their tokens: one
 // token budget per step (vLLM v1's scheduler), running sequences first (a
 // decode token, or the next chunk of a prompt being prefilled), then waiting
-// ones in arrival order while blocks, the budget and the cap on running
-// sequences allow (a new one starts from the longest cached prefix). When the
-// blocks run out, the newest running sequence is preempted: its blocks are
-// released and it waits again, to be recomputed, ahead of newer arrivals. So
-// the oldest sequence always progresses and nothing starves. Last, a decoding
+// ones while blocks, the budget and the cap on running sequences allow (a new
+// one starts from the longest cached prefix). Both queues run in order of
+// priority (Sequence::priority, lower first; vLLM's priority policy), then
+// arrival. When the blocks run out, the last running sequence in that order
+// is preempted: its blocks are released and it waits again, to be
+// recomputed, ahead of newer arrivals of its priority. So the first sequence
+// always progresses, and among equal priorities nothing starves (a stream of
+// more urgent ones may hold a less urgent one back). Last, a decoding
 // sequence's draft (speculative decoding) runs with it when the budget and
 // blocks left take it whole. The sequences that want every prompt
 // position's logits (prompt log-probabilities) run at most 64 prompt tokens
@@ -30,7 +33,7 @@ struct ScheduledSeq {
 };
 
 struct Step {
-  std::vector<ScheduledSeq> seqs;  // running order: oldest first
+  std::vector<ScheduledSeq> seqs;  // running order: the first (most urgent, then oldest) first
   std::vector<Sequence*> preempted;
   int64_t tokens() const;
 };
@@ -39,7 +42,7 @@ class Scheduler {
  public:
   Scheduler(BlockManager& blocks, int64_t max_batch_tokens, int64_t max_running);
 
-  // A new sequence (ids = its prompt), in arrival order.
+  // A new sequence (ids = its prompt); sequences are added in arrival order.
   void add(Sequence* seq);
   // Removes a sequence wherever it is, releasing its blocks.
   void cancel(Sequence* seq);
@@ -64,8 +67,8 @@ class Scheduler {
 
   BlockManager& blocks_;
   int64_t max_batch_tokens_, max_running_;
-  std::deque<Sequence*> waiting_;   // oldest first
-  std::vector<Sequence*> running_;  // oldest first
+  std::deque<Sequence*> waiting_;   // in order: priority, then arrival
+  std::vector<Sequence*> running_;  // in the same order
   int64_t preemptions_ = 0;
 };
 

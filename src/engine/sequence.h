@@ -3,6 +3,8 @@
 // keys/values in the KV pool, and the blocks that hold them. Pure data.
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace qinfer::engine {
@@ -24,6 +26,13 @@ struct Sequence {
   // The named LoRA adapter its rows take (BatchSeq::adapter; -1: none): its
   // keys and values are the adapter's, cached for its own kind only.
   int32_t adapter = -1;
+  // vLLM's cache_salt (null: none): its blocks are cached for requests with
+  // the same salt only, so one tenant's prompts cannot be probed by another's
+  // timing of the prefix cache.
+  std::shared_ptr<const std::string> cache_salt;
+  // vLLM's priority: lower runs first (the scheduler's order is priority,
+  // then arrival).
+  int32_t priority = 0;
   // An embedding request: its last prompt position gives the final hidden
   // state instead of logits, and it ends there.
   bool wants_hidden = false;

@@ -57,6 +57,13 @@ struct GenerationOptions {
   // decoding drafts from it (engine/prediction_draft.h), which changes the
   // speed, never the output. Null: none.
   std::shared_ptr<const Prediction> prediction;
+  // The batching engine only, vLLM's cache_salt: the request's keys/values
+  // are cached for, and taken from the cache by, requests with the same salt
+  // only ("": none). A tenant's own salt hides its prompts from the others'.
+  std::string cache_salt;
+  // The batching engine only, vLLM's priority: a lower one is scheduled
+  // first, and a higher one preempted first (then arrival order).
+  int32_t priority = 0;
 };
 
 // Error: the model's logits were unusable (NaN); GenerationResult::error says where.

@@ -388,7 +388,14 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
     }
   };
   auto request = std::make_shared<CompletionRequest>(parse());
-  const std::string id = new_id(api == Api::Chat ? "chatcmpl-" : api == Api::Completions ? "cmpl-" : "resp_");
+  if (request->options.priority != 0 && !options.priority_scheduling)
+    throw ApiError(400,
+                   "'priority' is " + std::to_string(request->options.priority) +
+                       " but priority scheduling is off: the server runs requests first come, first served "
+                       "(start it with --scheduling-policy priority)",
+                   "priority");
+  const char* id_prefix = api == Api::Chat ? "chatcmpl-" : api == Api::Completions ? "cmpl-" : "resp_";
+  const std::string id = request->request_id.empty() ? new_id(id_prefix) : id_prefix + request->request_id;
   // The Responses API's answers are the chat answers made Response objects.
   std::shared_ptr<const ResponseContext> response_context;
   if (api == Api::Responses)

@@ -40,6 +40,11 @@ struct ServerOptions {
   // refused with a 400 as OpenAI's API does: for clients written for other
   // servers, which send their own sampling settings.
   bool ignore_unknown_fields = false;
+  // vLLM's --scheduling-policy priority: requests' "priority" orders the
+  // engine's queues (lower first). Off (first come, first served), a priority
+  // other than 0 is refused: a client would otherwise put itself ahead of
+  // the others.
+  bool priority_scheduling = false;
 };
 
 class HttpServer {

@@ -29,7 +29,7 @@ constexpr const char* kGenerationFields[] = {
     "logit_bias", "seed", "stop", "max_tokens", "max_completion_tokens", "ignore_eos",
     // vLLM's
     "stop_token_ids", "min_tokens", "allowed_token_ids", "include_stop_str_in_output", "bad_words",
-    "skip_special_tokens", "spaces_between_special_tokens"};
+    "skip_special_tokens", "spaces_between_special_tokens", "cache_salt", "priority"};
 // vLLM's bounds on bad_words (per request).
 constexpr size_t kMaxBadWords = 128, kMaxBadWordTokens = 1024;
 
@@ -202,8 +202,8 @@ std::vector<std::string> unknown_fields(const ordered_json& body, bool chat) {
       "user", "metadata", "store", "service_tier", "prompt_cache_key", "prompt_cache_retention", "safety_identifier",
       // vLLM's beam search: refused unless off
       "use_beam_search", "length_penalty",
-      // vLLM's: the ids in the answer
-      "return_token_ids"};
+      // vLLM's: the ids in the answer; the answer's id
+      "return_token_ids", "request_id"};
   static const std::set<std::string_view> kChat = {
       "top_logprobs",       "response_format", "functions", "function_call",    "audio", "modalities", "prediction",
       "web_search_options", "verbosity",       "echo",      "include_reasoning"};
@@ -268,6 +268,14 @@ CompletionRequest common_fields(const ordered_json& body, const ServedModel& mod
     r.continuous_usage = boolean(so, "continuous_usage_stats", false) && r.include_usage;
   }
   r.return_token_ids = boolean(body, "return_token_ids", false);
+  if (given(body, "request_id")) {
+    const ordered_json& v = body["request_id"];
+    const auto printable = [](char c) { return c > ' ' && c < 0x7f; };  // it goes into logs as it is
+    if (!v.is_string() || v.get_ref<const std::string&>().empty() || v.get_ref<const std::string&>().size() > 256 ||
+        !std::all_of(v.get_ref<const std::string&>().begin(), v.get_ref<const std::string&>().end(), printable))
+      bad("request_id", "'request_id' must be 1 to 256 printable ASCII characters, no spaces");
+    r.request_id = v.get<std::string>();
+  }
   r.prompt_logprobs = static_cast<int32_t>(integer(body, "prompt_logprobs", -1, 0, kMaxTopLogprobs));
   if (r.prompt_logprobs >= 0 && r.stream)  // as vLLM: they come with the whole answer only
     bad("prompt_logprobs", "'prompt_logprobs' is not available with 'stream'");
@@ -399,6 +407,13 @@ GenerationFields parse_generation_fields(const ordered_json& body, const ModelBu
       (given(body, "max_tokens") || given(body, "max_completion_tokens")))
     bad("min_tokens", "'min_tokens' (" + std::to_string(g.options.min_tokens) + ") must be at most max_tokens (" +
                           std::to_string(g.options.max_new_tokens) + ")");
+  if (given(body, "cache_salt")) {
+    if (!body["cache_salt"].is_string() || body["cache_salt"].get_ref<const std::string&>().empty())
+      bad("cache_salt", "'cache_salt' must be a non-empty string");
+    g.options.cache_salt = body["cache_salt"].get<std::string>();
+  }
+  g.options.priority = static_cast<int32_t>(
+      integer(body, "priority", 0, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
   g.text.min_tokens = g.options.min_tokens;
   g.text.include_stop_string = boolean(body, "include_stop_str_in_output", false);
   g.text.skip_special_tokens = boolean(body, "skip_special_tokens", true);

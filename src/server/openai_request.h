@@ -49,6 +49,7 @@ struct CompletionRequest {
   bool continuous_usage = false;           // vLLM's stream_options.continuous_usage_stats: usage in every chunk
   bool include_reasoning = true;           // chat (vLLM's): false leaves reasoning_content out of the answer
   bool return_token_ids = false;           // vLLM's: each choice's token ids and its prompt's in the answer
+  std::string request_id;                  // vLLM's: the answer's id after its prefix ("": a random one)
   bool starts_in_reasoning = false;        // chat: the rendered prompt leaves a <think> block open
   ToolCalls tool_calls = ToolCalls::None;  // chat: which tool calls the reply may make
   std::shared_ptr<const nlohmann::ordered_json> xml_tools;  // chat: ChatPrompt's
@@ -59,8 +60,9 @@ struct CompletionRequest {
 // (temperature, top_p, top_k, min_p, the penalties, logit_bias), seed (a fresh
 // one when absent), stop, max_tokens / max_completion_tokens
 // (default_max_tokens when absent; 0 only with echo: the prompt alone),
-// ignore_eos, and vLLM's stop_token_ids, min_tokens, allowed_token_ids and
-// include_stop_str_in_output.
+// ignore_eos, and vLLM's stop_token_ids, min_tokens, allowed_token_ids,
+// include_stop_str_in_output, cache_salt and priority (the server takes a
+// priority other than 0 only where its operator allows: ServerOptions).
 struct GenerationFields {
   GenerationOptions options;
   std::vector<std::string> stop;

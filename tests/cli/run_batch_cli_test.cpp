@@ -66,7 +66,13 @@ TEST(RunBatchCli, AnswersAreTheServersInInputOrderAtAnyParallelism) {
     f << json{{"custom_id", "chat"},
               {"method", "POST"},
               {"url", "/v1/chat/completions"},
-              {"body", {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 4}, {"seed", 5}}}}
+              // The file is its user's own: a priority is taken (the server refuses one unless told to).
+              {"body",
+               {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+                {"max_tokens", 4},
+                {"seed", 5},
+                {"priority", -2},
+                {"cache_salt", "s"}}}}
              .dump()
       << "\n";
     f << json{{"custom_id", "emb"},

@@ -468,6 +468,14 @@ TEST(UsageCli, EngineSizesThatWrapOrExceedTheirBoundsAreRefused) {
       {line + qinfer_binary() + " batch -m " + tiny() + " --draft 4 --draft-max-ngram 1",
        "the longest n-gram to look up must be between the shortest (2)", 2},
       {"echo hi | " + qinfer_binary() + " chat -m " + tiny() + " --draft -3", "--draft -3", 2},
+      // Hunt findings: these did nothing, or started a server no client could use.
+      {qinfer_binary() + " generate -m " + tiny() + " -p hi -n 1 --draft-min-ngram 3",
+       "--draft-min-ngram applies to prompt lookup's drafts, which are off: give --draft N too", 2},
+      {qinfer_binary() + " serve -m " + tiny() + " --port 0 --api-key \"$(printf 'a\\nb')\"",
+       "--api-key holds a control character", 2},
+      {qinfer_binary() + " serve -m " + tiny() + " --port 0 --served-model-name ''", "--served-model-name is empty", 2},
+      {qinfer_binary() + " serve -m " + tiny() + " --port 0 --scheduling-policy lifo",
+       "--scheduling-policy must be fcfs or priority, got 'lifo'", 2},
   };
   for (const Case& c : cases) {
     const Outcome r = run("timeout 60 " + c.cmd);

@@ -76,8 +76,12 @@ TEST(BlockManager, ASharedPrefixReusesFullBlocksOnly) {
   const auto tail = range_ids(4, 5);
   other.insert(other.end(), tail.begin(), tail.end());
   Sequence d = seq_of(other);
-  bm.match_prefix(d);
+  const BlockManager::Lookup missed = bm.match_prefix(d);
   EXPECT_EQ(d.cached, 0);
+  // A hunt finding: a miss counted one block whatever the prompt's length, so the hit rate looked higher
+  // than it was; it counts both full blocks it left to compute, as vLLM counts every prompt token.
+  EXPECT_EQ(missed.queries, 2);
+  EXPECT_EQ(missed.hits, 0);
 }
 
 TEST(BlockManager, FreedCachedBlocksStayReusableUntilReclaimedOldestFirst) {
@@ -207,5 +211,32 @@ TEST(BlockManager, BlocksAreCachedForTheAdapterThatComputedThem) {
     again.adapter = 0;
     EXPECT_EQ(bm.match_prefix(again).hits, hash == fnv1a_chain_hash ? 3 : 1)
         << "adapter 0 finds its own (with one key for all, its first block holds it)";
+  }
+}
+
+// vLLM's cache_salt: blocks computed under a salt are found by requests with
+// an equal salt only (another allocation of the same text included), never by
+// unsalted ones or other salts, even where every key collides.
+TEST(BlockManager, BlocksAreCachedForTheSaltThatComputedThem) {
+  for (const ChainHash hash :
+       {ChainHash{fnv1a_chain_hash}, ChainHash{[](uint64_t, const int32_t*, int32_t) { return uint64_t{7}; }}}) {
+    BlockManager bm(32, 2, hash);
+    Sequence salted = seq_of(range_ids(0, 7), 1);
+    salted.cache_salt = std::make_shared<const std::string>("tenant-a");
+    bm.match_prefix(salted);
+    compute_all(bm, salted);
+    bm.release(salted);
+    int64_t id = 2;
+    for (const char* other : {static_cast<const char*>(nullptr), "tenant-b", "tenant-", ""}) {
+      Sequence s = seq_of(range_ids(0, 7), id++);
+      if (other) s.cache_salt = std::make_shared<const std::string>(other);
+      EXPECT_EQ(bm.match_prefix(s).hits, 0) << "salt '" << (other ? other : "(none)") << "' found tenant-a's blocks";
+      compute_all(bm, s);
+      bm.release(s);
+    }
+    Sequence again = seq_of(range_ids(0, 7), id++);
+    again.cache_salt = std::make_shared<const std::string>("tenant-a");
+    EXPECT_EQ(bm.match_prefix(again).hits, hash == fnv1a_chain_hash ? 3 : 1)
+        << "an equal salt finds its blocks (with one key for all, its first block holds it)";
   }
 }

@@ -483,6 +483,49 @@ TEST(Engine, EachRequestRunsWithTheAdapterItNames) {
   EXPECT_THROW(Session(*model, pool).generate(reqs[0].prompt, reqs[3].opts, {}), Error) << "a session has no adapters";
 }
 
+// vLLM's priority and cache_salt change which request runs first and which
+// keys/values a request may take from the prefix cache, never an id: each
+// request still gets its solo run's ids. One at a time, the requests finish
+// in priority order (then arrival); a second round finds cached only the
+// blocks its own salt computed.
+TEST(Engine, PrioritiesAndCacheSaltsOrderAndPartitionWithoutChangingAnId) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(2);
+  std::vector<Req> reqs = requests();
+  const std::vector<std::vector<int32_t>> solo = solo_ids(*model, reqs, pool);
+  const int32_t priority[] = {3, -2, 0, 1, 0, -7, 2};
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    reqs[i].opts.priority = priority[i];
+    reqs[i].opts.cache_salt = i % 3 == 0 ? std::string(i == 0 ? "" : "tenant-") + std::to_string(i) : "";
+  }
+  for (const EngineOptions& o : {EngineOptions{16, 0, 512, 1}, EngineOptions{4, 0, 5, 4}, EngineOptions{4, 9, 64, 8}}) {
+    Engine engine(*model, pool, o);
+    for (int round = 0; round < 2; ++round) {
+      std::vector<int64_t> handles;
+      std::vector<size_t> finished;
+      for (size_t i = 0; i < reqs.size(); ++i) handles.push_back(engine.add(reqs[i].prompt, reqs[i].opts));
+      while (engine.step())
+        for (size_t i = 0; i < reqs.size(); ++i)
+          if (engine.finished(handles[i]) && std::find(finished.begin(), finished.end(), i) == finished.end())
+            finished.push_back(i);
+      for (size_t i = 0; i < reqs.size(); ++i) {
+        EXPECT_EQ(engine.result(handles[i]).ids, solo[i]) << "request " << i << " round " << round;
+        // The shared prompt (requests 0, 3, 6) under three salts (none included): in the second round each finds
+        // the block its own salt computed in the first, request 6 under a new salt none (a pool with room for
+        // all: no preemption, no reclaiming).
+        if (i % 3 == 0 && o.kv_blocks == 0) {
+          EXPECT_EQ(engine.result(handles[i]).reused_tokens, round == 0 || o.block_size == 16 || i == 6 ? 0 : 4)
+              << "request " << i << " round " << round << " block size " << o.block_size;
+        }
+      }
+      reqs[6].opts.cache_salt = round == 0 ? "tenant-new" : "tenant-6";
+      if (o.max_running == 1) {
+        EXPECT_EQ(finished, (std::vector<size_t>{5, 1, 2, 4, 3, 6, 0})) << "round " << round;
+      }
+    }
+  }
+}
+
 TEST(Engine, PromptLogprobsAreThoseOfEveryPromptPosition) {
   auto model = Qwen3Model::load(test::data_path("models/tiny"));
   ThreadPool pool(2);

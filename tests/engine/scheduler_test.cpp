@@ -270,3 +270,37 @@ TEST(Scheduler, PromptsThatKeepEveryRowsLogitsShare64RowsAStep) {
   EXPECT_EQ(third.seqs[0].seq, b.get());
   EXPECT_EQ(third.seqs[0].tokens, 64);
 }
+
+// vLLM's priority policy: waiting sequences are admitted by priority (lower
+// first), then arrival; when blocks run out the least urgent running one is
+// preempted, however old. Outputs stay those of each sequence alone.
+TEST(Scheduler, RunsTheMoreUrgentFirstAndPreemptsTheLessUrgent) {
+  {
+    BlockManager bm(64, 4);
+    Scheduler sched(bm, 64, 1);  // one at a time: the admission order is the finishing order
+    std::vector<Request> reqs;
+    const int32_t priority[] = {0, 2, -1, 0};
+    for (int i = 0; i < 4; ++i) {
+      reqs.push_back({make_seq(i, 6, i), 3, -1});
+      reqs.back().seq->priority = priority[i];
+    }
+    run(sched, reqs, std::vector<int64_t>(reqs.size(), 0));
+    expect_all_finished_as_alone(reqs);
+    EXPECT_LT(reqs[2].finished_step, reqs[0].finished_step);
+    EXPECT_LT(reqs[0].finished_step, reqs[3].finished_step);
+    EXPECT_LT(reqs[3].finished_step, reqs[1].finished_step);
+  }
+  for (const bool older_is_less_urgent : {false, true}) {
+    BlockManager bm(12, 4);  // 48 positions; each request needs 30
+    Scheduler sched(bm, 64, 8);
+    std::vector<Request> reqs;
+    for (int i = 0; i < 2; ++i) reqs.push_back({make_seq(i, 10, i), 20, -1});
+    if (older_is_less_urgent) reqs[0].seq->priority = 1;
+    const RunStats r = run(sched, reqs, {0, 0});
+    expect_all_finished_as_alone(reqs);
+    EXPECT_GT(r.preemptions, 0);
+    const Request& first = reqs[older_is_less_urgent ? 1 : 0];
+    const Request& second = reqs[older_is_less_urgent ? 0 : 1];
+    EXPECT_LT(first.finished_step, second.finished_step) << "older sequence less urgent: " << older_is_less_urgent;
+  }
+}

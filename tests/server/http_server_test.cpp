@@ -41,13 +41,13 @@ struct Fixture {
                    const std::string& model = test::data_path("models/tiny"),
                    std::vector<std::string> allowed_origins = {}, std::chrono::milliseconds status_wait = 1s,
                    std::chrono::milliseconds space_interval = 1s, size_t max_body_bytes = 16384,
-                   const LoadOptions& load = {}, bool runtime_lora_updating = false)
+                   const LoadOptions& load = {}, bool runtime_lora_updating = false, bool priority_scheduling = false)
       : bundle(load_model_bundle(model, load)),
         pool(2),
         loop(*bundle.model, pool, lo),
         served{bundle, "tiny", loop.context()},
         http(options(key, std::move(allowed_origins), status_wait, space_interval, max_body_bytes,
-                     runtime_lora_updating)) {
+                     runtime_lora_updating, priority_scheduling)) {
     http.bind();
     serving = std::thread([this] { http.serve(); });
     http.set_ready(served, loop, lo.engine.block_size);
@@ -59,8 +59,9 @@ struct Fixture {
   }
   static ServerOptions options(const std::string& key, std::vector<std::string> allowed_origins,
                                std::chrono::milliseconds status_wait, std::chrono::milliseconds space_interval,
-                               size_t max_body_bytes, bool runtime_lora_updating) {
+                               size_t max_body_bytes, bool runtime_lora_updating, bool priority_scheduling) {
     ServerOptions o;
+    o.priority_scheduling = priority_scheduling;
     o.runtime_lora_updating = runtime_lora_updating;
     o.status_wait = status_wait;
     o.space_interval = space_interval;
@@ -1252,6 +1253,66 @@ TEST(HttpServer, ChoicesOfOnePromptShareItsCachedPrefix) {
   ASSERT_EQ(answer["choices"].size(), 3u);
   // Choices 2 and 3 each find the 5 full blocks of the 21-token prompt cached.
   EXPECT_GE(f.metric("qinfer:prefix_cache_hits_total"), 2 * 20);
+}
+
+// vLLM's cache_salt: a prompt's cached blocks serve only requests with the
+// same salt (the tokens reused show in usage and /metrics); a salt must be a
+// non-empty string.
+TEST(HttpServer, CacheSaltKeepsEachSaltsCachedPrefixItsOwn) {
+  Fixture f;  // blocks of 4 positions
+  std::vector<int> prompt(21);
+  for (int i = 0; i < 21; ++i) prompt[i] = 2000 + 41 * i;
+  auto cached = [&](const ordered_json& salt) {
+    ordered_json body = {{"prompt", prompt}, {"max_tokens", 1}};
+    if (!salt.is_null()) body["cache_salt"] = salt;
+    return f.post("/v1/completions", body)["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>();
+  };
+  EXPECT_EQ(cached("alice"), 0);
+  EXPECT_EQ(cached("alice"), 20);
+  EXPECT_EQ(cached("bob"), 0);
+  EXPECT_EQ(cached(nullptr), 0);
+  EXPECT_EQ(cached(nullptr), 20);
+  EXPECT_EQ(cached("alice"), 20);
+  for (const ordered_json& bad : {ordered_json(""), ordered_json(7), ordered_json::array({"a"})}) {
+    const ordered_json body = {{"messages", kMessages}, {"max_tokens", 1}, {"cache_salt", bad}};
+    EXPECT_EQ(f.post("/v1/chat/completions", body, 400)["error"]["param"], "cache_salt") << bad;
+  }
+}
+
+// vLLM's priority: refused unless the server schedules by it
+// (--scheduling-policy priority), where it is taken; request_id names the
+// answer (its id after the usual prefix), in every chunk of a stream too.
+TEST(HttpServer, PriorityOnlyWhereAllowedAndRequestIdNamesTheAnswer) {
+  for (const bool allowed : {false, true}) {
+    Fixture f({{4, 0, 64, 8, 128}, 16}, "", test::data_path("models/tiny"), {}, 1s, 1s, 16384, {}, false, allowed);
+    ordered_json body = {{"messages", kMessages}, {"max_tokens", 1}, {"priority", -3}};
+    const ordered_json answer = f.post("/v1/chat/completions", body, allowed ? 200 : 400);
+    if (!allowed) {
+      EXPECT_EQ(answer["error"]["param"], "priority");
+      EXPECT_NE(answer["error"]["message"].get<std::string>().find("--scheduling-policy priority"), std::string::npos);
+    }
+    body["priority"] = 0;
+    f.post("/v1/chat/completions", body);
+    body["priority"] = 1.5;
+    EXPECT_EQ(f.post("/v1/chat/completions", body, 400)["error"]["param"], "priority");
+  }
+  Fixture f;
+  const ordered_json chat = {{"messages", kMessages}, {"max_tokens", 2}, {"request_id", "job-42.a"}};
+  EXPECT_EQ(f.post("/v1/chat/completions", chat)["id"], "chatcmpl-job-42.a");
+  EXPECT_EQ(f.post("/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 1}, {"request_id", "x"}})["id"], "cmpl-x");
+  ordered_json streamed = chat;
+  streamed["stream"] = true;
+  auto res = f.client().Post("/v1/chat/completions", streamed.dump(), "application/json");
+  ASSERT_TRUE(res);
+  const std::vector<ordered_json> chunks = Fixture::events(res->body);
+  ASSERT_FALSE(chunks.empty());
+  for (const ordered_json& chunk : chunks) EXPECT_EQ(chunk["id"], "chatcmpl-job-42.a");
+  for (const ordered_json& bad : {ordered_json(""), ordered_json("a b"), ordered_json(std::string(257, 'x')),
+                                  ordered_json("line\nbreak"), ordered_json(5)}) {
+    ordered_json body = chat;
+    body["request_id"] = bad;
+    EXPECT_EQ(f.post("/v1/chat/completions", body, 400)["error"]["param"], "request_id") << bad;
+  }
 }
 
 // --draft: a scripted model asked to continue a text it was shown confirms
