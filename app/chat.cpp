@@ -191,7 +191,13 @@ void run_chat(ChatArgs& a) {
              "): not sent");
       continue;
     }
-    const std::vector<int32_t> prompt = conv.user_turn(message);
+    std::vector<int32_t> prompt;
+    try {
+      prompt = conv.user_turn(message);
+    } catch (const Error& e) {  // the template refused this message (its raise_exception): the chat goes on
+      refuse(std::string(e.what()) + ": not sent");
+      continue;
+    }
     ++turn;
     if (a.print_prompt_ids)
       std::fprintf(stderr, "%s\n", nlohmann::json{{"turn", turn}, {"prompt_ids", prompt}}.dump().c_str());

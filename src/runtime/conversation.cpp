@@ -27,8 +27,13 @@ std::string Conversation::render_prompt() const {
 
 std::vector<int32_t> Conversation::user_turn(const std::string& text) {
   messages_.push_back({{"role", "user"}, {"content", text}});
-  // As apply_chat_template(tokenize=True): the rendered text is encoded with special tokens recognised.
-  return tokenizer_.encode(render_prompt());
+  try {
+    // As apply_chat_template(tokenize=True): the rendered text is encoded with special tokens recognised.
+    return tokenizer_.encode(render_prompt());
+  } catch (...) {
+    messages_.erase(messages_.size() - 1);  // a message the template refuses is not part of the chat
+    throw;
+  }
 }
 
 void Conversation::assistant_reply(const std::string& text) {

@@ -19,7 +19,8 @@ class Conversation {
   Conversation(const ChatTemplate& tmpl, const Tokenizer& tok, std::string system_prompt,
                std::optional<bool> enable_thinking);
 
-  // Adds the user's message and returns the prompt ids for the assistant's reply.
+  // Adds the user's message and returns the prompt ids for the assistant's
+  // reply; Error, and the message not added, when the template refuses it.
   std::vector<int32_t> user_turn(const std::string& text);
   void assistant_reply(const std::string& text);
   // Drops the last user message when its reply was abandoned (error, context full).

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -247,6 +248,36 @@ TEST(ChatCli, AMessageOfInvalidUtf8IsRefusedAndTheChatGoesOn) {
   const ChatRun system = chat("Hi\n", "--system \"$(printf '\\377')\"");
   EXPECT_EQ(system.exit_code, 1);
   EXPECT_NE(system.err.find("the system prompt (--system) is not valid UTF-8"), std::string::npos) << system.err;
+}
+
+// A hunt finding: a chat template that raised on one message (a template's
+// raise_exception) ended the whole chat; that message is refused, and the
+// next turn's prompt holds the others alone.
+TEST(ChatCli, AMessageTheTemplateRefusesIsNotSentAndTheChatGoesOn) {
+  namespace fs = std::filesystem;
+  test::ScratchDir dir("chat-raise");
+  const std::string model = dir.file("model");
+  fs::create_directory(model);
+  for (const auto& e : fs::directory_iterator(test::data_path("models/tiny")))
+    fs::create_symlink(e.path(), fs::path(model) / e.path().filename());
+  std::ofstream(model + "/chat_template.jinja")
+      << "{% for m in messages %}{% if m.content == 'bad' %}{{ raise_exception('no bad words') }}{% endif %}"
+         "<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n";
+  std::ofstream(dir.file("in.txt")) << "hi\nbad\nthird\n";
+  const auto r =
+      test::run_command(test::qinfer_binary() + " chat -m " + model + " --print-prompt-ids --temp 0 -n 2 < " +
+                        dir.file("in.txt") + " 2> " + dir.file("err.txt"));
+  std::ifstream in(dir.file("err.txt"));
+  const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(r.exit_code, 1) << "through a pipe, a message without a reply fails the run: " << err;
+  EXPECT_NE(err.find("no bad words"), std::string::npos) << err;
+  EXPECT_NE(err.find("not sent]"), std::string::npos) << err;
+  const std::vector<json> turns = json_lines(dir.file("err.txt"));
+  ASSERT_EQ(turns.size(), 2u) << err;
+  const Tokenizer tok = Tokenizer::from_file(test::data_path("models/tiny/tokenizer.json"));
+  const std::string second = tok.decode(turns[1]["prompt_ids"].get<std::vector<int32_t>>());
+  EXPECT_NE(second.find("user\nthird"), std::string::npos) << second;
+  EXPECT_EQ(second.find("bad"), std::string::npos) << second;
 }
 
 TEST(ChatCli, TakesTheGenerationFlags) {

@@ -152,6 +152,28 @@ TEST(QuantizeCli, ForceReplacesLinksInTheOutputInsteadOfWritingThroughThem) {
   EXPECT_EQ(generate(out, "")["ids"], generate(data_path("models/tiny"), "--weights q8")["ids"]);
 }
 
+// A hunt finding, the other way round: a model directory of links into the
+// output directory (a view of a checkpoint, a Hugging Face snapshot and its
+// blobs/) had --force replace the checkpoint it read, losing its tokenizer.
+TEST(QuantizeCli, AnOutputThatHoldsTheModelsLinkedFilesIsRefused) {
+  namespace fs = std::filesystem;
+  qinfer::test::ScratchDir dir("quantize-view");
+  const std::string orig = dir.file("orig"), view = dir.file("view");
+  fs::copy(data_path("models/tiny"), orig);
+  fs::create_directory(view);
+  for (const auto& f : fs::directory_iterator(orig))
+    fs::create_symlink("../orig/" + f.path().filename().string(), view + "/" + f.path().filename().string());
+  const auto r = run_command(qinfer_binary() + " quantize -m " + view + " --to q8 -o " + orig + " --force 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(orig + ": the model's files are there"), std::string::npos) << r.output;
+  for (const auto& f : fs::directory_iterator(data_path("models/tiny"))) {
+    const std::string name = f.path().filename().string();
+    ASSERT_TRUE(fs::exists(orig + "/" + name)) << name;
+    EXPECT_EQ(fs::file_size(orig + "/" + name), fs::file_size(f.path())) << name << " was changed";
+  }
+  EXPECT_EQ(generate(view, "")["ids"], generate(data_path("models/tiny"), "")["ids"]);
+}
+
 // A hunt finding: a write that failed (a full disk) left a partial
 // model.safetensors, which failed to load and made the rerun refuse the
 // directory; its message said "write failed" without why. A file size limit
