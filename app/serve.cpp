@@ -29,6 +29,9 @@ namespace qinfer::cli {
 namespace {
 
 constexpr int64_t kMaxQueue = int64_t{1} << 20;
+// Threads for connections at most: each takes a stack, and a bound the
+// system refuses after minutes of starting them helps nobody.
+constexpr int kMaxHttpThreads = 1 << 14;
 
 struct ServeArgs {
   std::string model, served_name;
@@ -53,7 +56,9 @@ void run_serve(const ServeArgs& a) {
     usage_fail("--shutdown-timeout must be between 0 and 86400 seconds, got ", a.shutdown_timeout);
   if (a.scheduling_policy != "fcfs" && a.scheduling_policy != "priority")
     usage_fail("--scheduling-policy must be fcfs or priority, got '", a.scheduling_policy, "'");
-  if (a.http.http_threads < 0) usage_fail("--http-threads must not be negative (0: --parallel + --max-queue + 16)");
+  if (a.http.http_threads < 0 || a.http.http_threads > kMaxHttpThreads)
+    usage_fail("--http-threads must be between 0 (--parallel + --max-queue + 16) and ", kMaxHttpThreads, ", got ",
+               a.http.http_threads);
   if (a.http.port < 0 || a.http.port > 65535) usage_fail("--port must be between 0 and 65535, got ", a.http.port);
   if (a.http.host.empty()) usage_fail("--host is empty (127.0.0.1: this host only; 0.0.0.0: every interface)");
   if (a.http.max_body_bytes == 0) usage_fail("--max-body must be at least 1 byte (every request would get 413)");
@@ -81,7 +86,8 @@ void run_serve(const ServeArgs& a) {
   server::ServerOptions http_options = a.http;
   http_options.priority_scheduling = a.scheduling_policy == "priority";
   if (http_options.http_threads == 0)
-    http_options.http_threads = static_cast<int>(std::min<int64_t>(a.engine.parallel + a.max_queue + 16, 1 << 14));
+    http_options.http_threads =
+        static_cast<int>(std::min<int64_t>(a.engine.parallel + a.max_queue + 16, kMaxHttpThreads));
   server::HttpServer http(http_options);
   http.bind();
   std::thread serving([&] { http.serve(); });

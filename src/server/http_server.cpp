@@ -604,6 +604,15 @@ void HttpServer::Impl::routes() {
   // Authentication and readiness before routing: /health and /metrics stay
   // open (probes and Prometheus scrapers carry no key), as in vLLM.
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // httplib reads "abc" as 0 and "-5" as 2^64 - 5 (a 413 after a wait): the body cannot be framed.
+    if (req.has_header("Content-Length")) {
+      const std::string length = req.get_header_value("Content-Length");
+      if (length.empty() || length.size() > 19 || length.find_first_not_of("0123456789") != std::string::npos) {
+        send_error(res, ApiError(400, "Content-Length '" + input_excerpt(length) + "' is not a number of bytes"));
+        res.set_header("Connection", "close");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
     if (req.path == "/health" || req.method == "OPTIONS") return httplib::Server::HandlerResponse::Unhandled;
     if (req.path == "/metrics") {
       if (ready) return httplib::Server::HandlerResponse::Unhandled;

@@ -474,6 +474,8 @@ TEST(UsageCli, EngineSizesThatWrapOrExceedTheirBoundsAreRefused) {
       {qinfer_binary() + " serve -m " + tiny() + " --port 0 --api-key \"$(printf 'a\\nb')\"",
        "--api-key holds a control character", 2},
       {qinfer_binary() + " serve -m " + tiny() + " --port 0 --served-model-name ''", "--served-model-name is empty", 2},
+      {qinfer_binary() + " serve -m " + tiny() + " --port 0 --http-threads 100000000",
+       "--http-threads must be between 0 (--parallel + --max-queue + 16) and 16384, got 100000000", 2},
       {qinfer_binary() + " serve -m " + tiny() + " --port 0 --scheduling-policy lifo",
        "--scheduling-policy must be fcfs or priority, got 'lifo'", 2},
   };

@@ -311,6 +311,16 @@ TEST(HttpServer, ErrorsInOpenAiShape) {
     const std::string on_get = read_raw_reply(models);
     EXPECT_NE(on_get.find("405"), std::string::npos) << on_get;
     EXPECT_NE(on_get.find("Allow: GET, OPTIONS"), std::string::npos) << on_get;
+    // A hunt finding: "abc" was read as 0 (the body then blamed as JSON), "-5" as 2^64 - 5 (a 413 after a wait).
+    for (const std::string length : {"abc", "-5", "99999999999999999999"}) {
+      const std::string bad_length = read_raw_reply(send_raw(
+          "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + length +
+          "\r\n\r\n{\"prompt\": \"x\"}"));
+      EXPECT_EQ(bad_length.rfind("HTTP/1.1 400", 0), 0u) << bad_length;
+      EXPECT_NE(bad_length.find("Content-Length '" + length + "' is not a number of bytes"), std::string::npos)
+          << bad_length;
+      EXPECT_NE(bad_length.find("Connection: close"), std::string::npos) << bad_length;
+    }
   }
   check(c.Post("/v1/completions", "{\"prompt\": [1,", "application/json"), 400, "not valid JSON");
   check(c.Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "top_k": "many"})",
