@@ -171,8 +171,9 @@ void run_generate(GenerateArgs& a) {
   const int64_t n = static_cast<int64_t>(prompt.size());
   if (n >= context) too_long(std::to_string(n));
   if (a.flags.max_tokens > context - n)
-    fail("the prompt (", n, " tokens) plus -n ", a.flags.max_tokens, " exceeds the context length of ", context,
-         " tokens; use -n ", context - n, " or less (or -n -1: until eos or the context is full)");
+    fail("the prompt (", n, " tokens) plus ", a.flags.max_tokens_flag->count() > 0 ? "-n " : "the default -n ",
+         a.flags.max_tokens, " exceeds the context length of ", context, " tokens; use -n ", context - n,
+         " or less (or -n -1: until eos or the context is full)");
   if (!a.flags.stops.empty() && !bundle.tokenizer) fail("--stop needs the tokenizer (tokenizer.json) to see text");
   std::optional<LogitsFile> logits_file;
   if (a.logits_out) {

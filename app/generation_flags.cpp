@@ -12,7 +12,7 @@ namespace qinfer::cli {
 void GenerationFlags::add_options(CLI::App* cmd, const char* max_tokens_help) {
   cmd->add_option("-m,--model", model, "Checkpoint directory, or a hub id (Qwen/Qwen3-0.6B) in the HF cache")
       ->required();
-  cmd->add_option("-n,--max-tokens", max_tokens, max_tokens_help)->capture_default_str();
+  max_tokens_flag = cmd->add_option("-n,--max-tokens", max_tokens, max_tokens_help)->capture_default_str();
   cmd->add_option("--ctx", ctx,
                   "Context length: prompt + generated tokens (and the KV memory); 0 = the model's maximum")
       ->capture_default_str();

@@ -18,8 +18,9 @@ namespace qinfer::cli {
 struct GenerationFlags {
   std::string model;
   LoadFlags load_flags;
-  int64_t max_tokens;  // -1: until eos or the context is full
-  int64_t ctx = 0;     // 0: the model's max_position_embeddings
+  int64_t max_tokens;                            // -1: until eos or the context is full
+  const CLI::Option* max_tokens_flag = nullptr;  // whether -n was given
+  int64_t ctx = 0;                               // 0: the model's max_position_embeddings
   std::vector<std::string> stops;
   SamplingOverrides sampling;
   DraftFlags draft;

@@ -61,8 +61,14 @@ bool reject_unknown_subcommand(CLI::App& app, int argc, char** argv) {
 void require_plain_numbers(CLI::App& app) {
   for (CLI::Option* opt : app.get_options()) {
     const std::string type = opt->get_type_name();
-    if (type.rfind("FLOAT", 0) == 0)  // CLI11 would leave the option unset: its default, silently
-      opt->check(CLI::Validator([](std::string& s) { return s.empty() ? "must be a number, not ''" : ""; }, ""));
+    if (type.rfind("FLOAT", 0) == 0)  // '': CLI11 would leave the option unset (its default, silently); 0x1p-3: hex
+      opt->check(CLI::Validator(
+          [](std::string& s) {
+            return s.empty() || s.find_first_of("xX") != std::string::npos
+                       ? "must be a number in decimal, not '" + s + "'"
+                       : std::string();
+          },
+          ""));
     const bool is_unsigned = type.rfind("UINT", 0) == 0;
     if (!is_unsigned && type.rfind("INT", 0) != 0) continue;
     opt->transform(CLI::Validator(  // a transform: a check would run on a copy
@@ -81,6 +87,18 @@ void require_plain_numbers(CLI::App& app) {
         ""));
   }
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) require_plain_numbers(*sub);
+}
+
+// CLI11's "Could not convert: --draft = 99999999999" in this CLI's words:
+// the digits passed require_plain_numbers, so they overflow a narrower type.
+std::string conversion_message(const CLI::ConversionError& e) {
+  const std::string what = e.what();
+  constexpr std::string_view kPrefix = "Could not convert: ";
+  const size_t eq = what.find(" = ");
+  if (what.rfind(kPrefix, 0) != 0 || eq == std::string::npos) return what;
+  const std::string name = what.substr(kPrefix.size(), eq - kPrefix.size()), value = what.substr(eq + 3);
+  const bool digits = !value.empty() && value.find_first_not_of("-0123456789") == std::string::npos;
+  return name + ": '" + value + (digits ? "' is out of range" : "' is not a number");
 }
 
 // A command line that does not parse, or holds a value out of range: the
@@ -129,6 +147,8 @@ int main(int argc, char** argv) {
   if (reject_unknown_subcommand(app, argc, argv)) return kExitUsage;
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ConversionError& e) {
+    return usage_failure(app, conversion_message(e).c_str());
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) {  // --help, --version: output that could not be written is a failure too
       app.exit(e);

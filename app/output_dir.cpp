@@ -9,7 +9,7 @@ namespace qinfer::cli {
 
 OutputDir::OutputDir(std::string path, bool force) : path_(std::move(path)) {
   namespace fs = std::filesystem;
-  if (path_.empty()) usage_fail("the output directory is empty (-o \"\")");
+  if (path_.empty()) usage_fail("the output directory is empty (\"\"): give the directory to write");
   std::error_code ec;
   created_ = !fs::exists(path_, ec) && !ec;
   if (created_) return;

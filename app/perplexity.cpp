@@ -58,15 +58,15 @@ void run_perplexity(const PerplexityArgs& a) {
   const std::string text = read_text_flag("--file", a.file, "the text");
   const LoadOptions load_options = a.load.options();
   const ModelBundle bundle = load_model_bundle(a.model, load_options);
+  if (a.ctx + 1 > bundle.model->config().max_position_embeddings)
+    usage_fail("--ctx ", a.ctx, " is more than the model's ", bundle.model->config().max_position_embeddings - 1,
+               " positions a prompt may take");
   const std::vector<int32_t> tokens = bundle.require_tokenizer().encode(text);
   const int64_t n_tokens = static_cast<int64_t>(tokens.size());
   if (n_tokens < a.ctx)
     fail("--file ", a.file, " has ", n_tokens, " tokens; a chunk takes --ctx ", a.ctx,
          ": give a longer text or a smaller --ctx");
   const int64_t n_chunks = a.chunks > 0 ? std::min(a.chunks, n_tokens / a.ctx) : n_tokens / a.ctx;
-  if (a.ctx + 1 > bundle.model->config().max_position_embeddings)
-    usage_fail("--ctx ", a.ctx, " is more than the model's ", bundle.model->config().max_position_embeddings - 1,
-               " positions a prompt may take");
 
   ThreadPool pool(load_options.threads);
   // A prompt of ctx tokens and no token after it: a context of ctx + 1.

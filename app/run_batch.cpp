@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include <httplib.h>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -151,8 +153,9 @@ std::vector<BatchLine> read_input(const std::string& path) {
   if (path == "-") {
     require_readable_stdin();
   } else {
+    if (std::filesystem::is_directory(path)) fail(path, " is a directory, not a file");
     file.open(path);
-    if (!file) fail("cannot read ", path);
+    if (!file) fail("cannot read ", path, ": ", std::strerror(errno));
     in = &file;
   }
   std::vector<BatchLine> lines;
@@ -180,21 +183,23 @@ class ResultSink {
     if (path_ == "-") return;
     struct stat st {};
     if (::stat(path_.c_str(), &st) == 0) {
-      if (S_ISDIR(st.st_mode) || (S_ISREG(st.st_mode) && ::access(path_.c_str(), W_OK) != 0))
-        fail("cannot write ", path_);
+      if (S_ISDIR(st.st_mode)) fail("cannot write ", path_, ": it is a directory, not a file");
+      if (S_ISREG(st.st_mode) && ::access(path_.c_str(), W_OK) != 0)
+        fail("cannot write ", path_, ": ", std::strerror(errno));
       return;
     }
     const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
     const std::string dir = parent.empty() ? "." : parent.string();
-    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || ::access(dir.c_str(), W_OK | X_OK) != 0)
-      fail("cannot write ", path_);
+    if (::stat(dir.c_str(), &st) != 0) fail("cannot write ", path_, ": ", std::strerror(errno));
+    if (!S_ISDIR(st.st_mode)) fail("cannot write ", path_, ": ", dir, " is not a directory");
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) fail("cannot write ", path_, ": ", std::strerror(errno));
   }
   ~ResultSink() {
     if (file_ && file_ != stdout) std::fclose(file_);
   }
   void open() {
     file_ = path_ == "-" ? stdout : std::fopen(path_.c_str(), "w");
-    if (!file_) fail("cannot write ", path_);
+    if (!file_) fail("cannot write ", path_, ": ", std::strerror(errno));
   }
   // False once a write failed (a closed pipe, a full disk).
   bool write(const std::string& line) {

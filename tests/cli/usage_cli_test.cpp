@@ -85,6 +85,17 @@ TEST(UsageCli, NumbersAreDecimalAndWhole) {
     EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.err;
     EXPECT_NE(r.err.find("must be a non-negative integer in decimal, not '-1'"), std::string::npos) << r.err;
   }
+  // Hunt findings: a value past a 32-bit flag's range or a word for a number said "Could not convert: ...";
+  // a float flag took hexadecimal (0x1p-3 ran at temperature 0.125) where integer flags refuse it.
+  const std::pair<std::string, std::string> worded[] = {
+      {" generate" + kPrompt + " --draft 99999999999", "--draft: '99999999999' is out of range"},
+      {" batch --kv-mem abc < /dev/null", "--kv-mem: 'abc' is not a number"},
+      {" generate" + kPrompt + " --temp 0x1p-3", "must be a number in decimal, not '0x1p-3'"}};
+  for (const auto& [args, message] : worded) {
+    const Outcome r = run(qinfer_binary() + args + " -m " + tiny());
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
+  }
   const Outcome octal =
       run(qinfer_binary() + " generate -m " + tiny() + kPrompt + " -n 010 --temp 0 --ignore-eos --json");
   ASSERT_EQ(octal.exit_code, 0) << octal.err;
@@ -312,7 +323,9 @@ TEST(UsageCli, StandardInputAndOutputPathsTheOsRefuses) {
   const std::string quantize = qinfer_binary() + " quantize -m " + tiny() + " --to q8 -o ";
   Outcome r = run(quantize + "''");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("qinfer: error: the output directory is empty (-o \"\")"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("qinfer: error: the output directory is empty (\"\"): give the directory to write"),
+            std::string::npos)
+      << r.err;
   r = run(quantize + dir.file("afile/sub"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("qinfer: error: " + dir.file("afile/sub") + ": Not a directory"), std::string::npos) << r.err;
@@ -474,6 +487,13 @@ TEST(UsageCli, EngineSizesThatWrapOrExceedTheirBoundsAreRefused) {
       {qinfer_binary() + " serve -m " + tiny() + " --port 0 --api-key \"$(printf 'a\\nb')\"",
        "--api-key holds a control character", 2},
       {qinfer_binary() + " serve -m " + tiny() + " --port 0 --served-model-name ''", "--served-model-name is empty", 2},
+      {qinfer_binary() + " run-batch -m " + tiny() + " -i /nonexistent -o -", "cannot read /nonexistent: No such file",
+       1},
+      {qinfer_binary() + " run-batch -m " + tiny() + " -i / -o -", "/ is a directory, not a file", 1},
+      {"echo hi | " + qinfer_binary() + " run-batch -m " + tiny() + " -o /", "cannot write /: it is a directory", 1},
+      {"echo hello world | " + qinfer_binary() + " perplexity -m " + tiny() + " -f - --ctx 100000",
+       "--ctx 100000 is more than the model's 40959 positions", 2},
+      {qinfer_binary() + " generate -m " + tiny() + " -p hi --ctx 2", "plus the default -n 128 exceeds", 1},
       {qinfer_binary() + " serve -m " + tiny() + " --port 0 --http-threads 100000000",
        "--http-threads must be between 0 (--parallel + --max-queue + 16) and 16384, got 100000000", 2},
       {qinfer_binary() + " serve -m " + tiny() + " --port 0 --scheduling-policy lifo",
