@@ -126,6 +126,21 @@ test('return_token_ids: the ids of the answer and of the prompt, streamed alike'
   assert.equal(plain.choices[0].token_ids, undefined);
 });
 
+test('vLLM\'s cache_salt keeps each tenant\'s cached prompt its own; request_id names the answer', async () => {
+  const prompt = 'A prompt long enough to fill several KV blocks of four positions each, said once.';
+  const cached = async (extra) => (await client.completions.create({ model: modelDir, prompt, max_tokens: 1,
+    ...extra })).usage.prompt_tokens_details.cached_tokens;
+  assert.equal(await cached({ cache_salt: 'tenant-a' }), 0);
+  assert.ok(await cached({ cache_salt: 'tenant-a' }) > 0, 'the same salt finds its blocks');
+  assert.equal(await cached({ cache_salt: 'tenant-b' }), 0);
+  assert.equal(await cached({}), 0);
+  const named = await client.chat.completions.create({ model: modelDir, messages, max_tokens: 2,
+    request_id: 'job-7' });
+  assert.equal(named.id, 'chatcmpl-job-7');
+  await assert.rejects(client.chat.completions.create({ model: modelDir, messages, max_tokens: 2, priority: 1 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'priority');
+});
+
 test('completions: text prompt, id prompt, stop', async () => {
   const a = await client.completions.create({ model: modelDir, prompt: 'Once upon', max_tokens: 8, temperature: 0 });
   const ids = (await (await fetch(baseURL + '/tokenize', {
