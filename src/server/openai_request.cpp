@@ -202,8 +202,8 @@ std::vector<std::string> unknown_fields(const ordered_json& body, bool chat) {
       "user", "metadata", "store", "service_tier", "prompt_cache_key", "prompt_cache_retention", "safety_identifier",
       // vLLM's beam search: refused unless off
       "use_beam_search", "length_penalty",
-      // vLLM's: the ids in the answer; the answer's id
-      "return_token_ids", "request_id"};
+      // vLLM's: the ids in the answer; the answer's id; the tokenizer's post-processor tokens around the prompt
+      "return_token_ids", "request_id", "add_special_tokens"};
   static const std::set<std::string_view> kChat = {
       "top_logprobs",       "response_format", "functions", "function_call",    "audio", "modalities", "prediction",
       "web_search_options", "verbosity",       "echo",      "include_reasoning"};
@@ -714,6 +714,9 @@ CompletionRequest parse_chat_request(const ordered_json& body, const ServedModel
   r.xml_tools = std::move(prompt.xml_tools);
   r.options.grammar = std::move(prompt.grammar);
   r.options.thinking = prompt.thinking;
+  // vLLM's add_special_tokens: false by default for chat (the template writes the special tokens).
+  if (boolean(body, "add_special_tokens", false))
+    prompt.ids = model.bundle.require_tokenizer().with_special_tokens(std::move(prompt.ids));
   r.prompts.push_back(std::move(prompt.ids));
   truncate_and_check_length(r, body, model, "messages");
   return r;
@@ -777,15 +780,22 @@ CompletionRequest parse_completion_request(const ordered_json& body, const Serve
     return out;
   };
   const Tokenizer& tok = model.bundle.require_tokenizer();
+  // vLLM's add_special_tokens, true by default for a text prompt as HF's tokenizer(text) (Qwen3's post-processor
+  // adds none); token ids are taken as given.
+  const bool add_special = boolean(body, "add_special_tokens", true);
+  auto encode = [&](const ordered_json& text) {
+    std::vector<int32_t> ids = tok.encode(text.get<std::string>());
+    return add_special ? tok.with_special_tokens(std::move(ids)) : ids;
+  };
   if (p.is_string()) {
-    r.prompts.push_back(tok.encode(p.get<std::string>()));
+    r.prompts.push_back(encode(p));
   } else if (p.is_array() && !p.empty() && p[0].is_number()) {
     r.prompts.push_back(ids(p, "prompt"));
   } else if (p.is_array() && !p.empty()) {
     for (size_t k = 0; k < p.size(); ++k) {
       const ordered_json& item = p[k];
       if (item.is_string())
-        r.prompts.push_back(tok.encode(item.get<std::string>()));
+        r.prompts.push_back(encode(item));
       else if (item.is_array())
         r.prompts.push_back(ids(item, "prompt[" + std::to_string(k) + "]"));
       else

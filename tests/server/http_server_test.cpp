@@ -1780,7 +1780,7 @@ TEST(HttpServer, RerankRequestsTheApiRefusesAreNamed) {
 // A tokenizer whose post-processor appends <|endoftext|> (Qwen3-Embedding's):
 // /tokenize adds it to a text unless told not to, and to messages only when
 // told, as vLLM; embeddings of a text include it.
-TEST(HttpServer, TokenizeAndEmbeddingsAddThePostProcessorsTokensAsVllm) {
+TEST(HttpServer, TokenizeCompletionsAndEmbeddingsAddThePostProcessorsTokensAsVllm) {
   test::ScratchDir dir("appending");
   for (const char* file : {"config.json", "model.safetensors", "tokenizer_config.json"})
     std::filesystem::copy_file(test::data_path(std::string("models/tiny/") + file), dir.file(file));
@@ -1803,6 +1803,25 @@ TEST(HttpServer, TokenizeAndEmbeddingsAddThePostProcessorsTokensAsVllm) {
   std::vector<int32_t> chat_eos = chat;
   chat_eos.push_back(151643);
   EXPECT_EQ(f.post("/tokenize", {{"messages", kMessages}, {"add_special_tokens", true}})["tokens"], chat_eos);
+  // The completion endpoints as vLLM's: the post-processor's tokens around a text prompt by default (as HF's
+  // tokenizer(text)), not around a chat's rendered messages; add_special_tokens says otherwise.
+  auto completion_prompt = [&](const ordered_json& extra) {
+    ordered_json body = {{"prompt", "hello world"}, {"max_tokens", 1}, {"return_token_ids", true}};
+    body.update(extra);
+    return f.post("/v1/completions", body)["choices"][0]["prompt_token_ids"].get<std::vector<int>>();
+  };
+  EXPECT_EQ(completion_prompt(ordered_json::object()), hello_eos);
+  EXPECT_EQ(completion_prompt({{"add_special_tokens", false}}), hello);
+  EXPECT_EQ(completion_prompt({{"prompt", hello}}), hello) << "token ids are taken as given";
+  auto chat_prompt = [&](const ordered_json& extra) {
+    ordered_json body = {{"messages", kMessages}, {"max_tokens", 1}, {"return_token_ids", true}};
+    body.update(extra);
+    return f.post("/v1/chat/completions", body)["prompt_token_ids"].get<std::vector<int32_t>>();
+  };
+  EXPECT_EQ(chat_prompt(ordered_json::object()), chat);
+  EXPECT_EQ(chat_prompt({{"add_special_tokens", true}}), chat_eos);
+  EXPECT_EQ(f.post("/v1/completions", {{"prompt", "x"}, {"add_special_tokens", 1}}, 400)["error"]["param"],
+            "add_special_tokens");
   const ordered_json e = f.post("/v1/embeddings", {{"input", "hello world"}});
   EXPECT_EQ(e["usage"]["prompt_tokens"], 3);
   EXPECT_EQ(e["data"][0]["embedding"].get<std::vector<float>>(),
