@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -133,7 +134,10 @@ void run_chat(ChatArgs& a) {
 
   require_readable_stdin();
   LineReader in;
-  const bool tty_out = ::isatty(STDOUT_FILENO);
+  // Reasoning is dimmed where the output is a terminal that shows it: not TERM=dumb, nor with NO_COLOR set.
+  const char* term = std::getenv("TERM");
+  const char* no_color = std::getenv("NO_COLOR");
+  const bool dim = ::isatty(STDOUT_FILENO) && !(term && std::string_view(term) == "dumb") && !(no_color && *no_color);
   if (in.interactive())
     std::fprintf(
         stderr, "qinfer chat with %s (thinking %s, context %lld, seed %llu). /help lists the commands, Ctrl-D quits.\n",
@@ -213,7 +217,7 @@ void run_chat(ChatArgs& a) {
         if (!p.thinking)
           write_out(p.text);
         else if (!a.hide_thinking)
-          write_out(tty_out ? "\x1b[2m" + p.text + "\x1b[0m" : p.text);
+          write_out(dim ? "\x1b[2m" + p.text + "\x1b[0m" : p.text);
       }
     };
     TextStream text(tok, a.flags.stops, [&](std::string_view piece) {
@@ -262,8 +266,9 @@ void add_chat_command(CLI::App& app) {
   cmd->add_flag("--no-think", a->no_think,
                 "Disable Qwen3's thinking (enable_thinking=false): the template closes an empty think block in "
                 "every reply, so /think in a message cannot turn it back on");
-  cmd->add_flag("--hide-thinking", a->hide_thinking,
-                "Do not print the reasoning (it is dimmed on a terminal otherwise)");
+  cmd->add_flag(
+      "--hide-thinking", a->hide_thinking,
+      "Do not print the reasoning (it is dimmed on a terminal otherwise, unless TERM=dumb or NO_COLOR is set)");
   cmd->add_option("--thinking-budget", a->thinking_budget,
                   "At most N tokens of reasoning per reply: then </think> is forced and the answer follows "
                   "(vLLM's thinking_token_budget; -1: no budget)")

@@ -26,10 +26,14 @@ namespace {
 class PtyChat {
  public:
   // `locale`: LC_ALL for the chat ("" leaves the environment's; "unset": none, the C locale).
-  explicit PtyChat(const std::vector<std::string>& args, const std::string& locale = "") : home_("pty-home") {
-    std::vector<std::string> argv = {
-        qinfer::test::qinfer_binary(), "chat",      "-m", qinfer::test::data_path("models/tiny"),
-        "--print-prompt-ids",          "--no-think"};
+  // `model`: the checkpoint ("": tiny, with --no-think); `env`: variables set for the chat (after TERM=xterm).
+  explicit PtyChat(const std::vector<std::string>& args, const std::string& locale = "", const std::string& model = "",
+                   const std::vector<std::pair<std::string, std::string>>& env = {})
+      : home_("pty-home") {
+    std::vector<std::string> argv = {qinfer::test::qinfer_binary(), "chat", "-m",
+                                     model.empty() ? qinfer::test::data_path("models/tiny") : model,
+                                     "--print-prompt-ids"};
+    if (model.empty()) argv.push_back("--no-think");
     argv.insert(argv.end(), args.begin(), args.end());
     pid_ = forkpty(&master_, nullptr, nullptr, nullptr);
     if (pid_ == 0) {
@@ -39,6 +43,7 @@ class PtyChat {
         for (const char* var : {"LC_ALL", "LC_CTYPE", "LANG"}) unsetenv(var);
       else if (!locale.empty())
         setenv("LC_ALL", locale.c_str(), 1);
+      for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
       std::vector<char*> c;
       for (std::string& a : argv) c.push_back(a.data());
       c.push_back(nullptr);
@@ -212,4 +217,35 @@ TEST(ChatPty, CtrlCStopsAReplyAndTheChatGoesOn) {
   ASSERT_TRUE(chat.editing()) << chat.output();
   chat.type("/exit\r");
   EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
+}
+
+// Reasoning is dimmed on a terminal that shows it (ANSI SGR 2); a hunt
+// finding: on TERM=dumb, or with NO_COLOR set (no-color.org), the escapes
+// were written anyway.
+TEST(ChatPty, ReasoningIsDimmedUnlessTheTerminalIsDumbOrNoColorIsSet) {
+  qinfer::test::ScratchDir dir("pty-dim");
+  const std::string model = dir.file("scripted");
+  ASSERT_EQ(qinfer::test::run_command(qinfer::test::qinfer_binary() + " make-test-model --preset tiny --out " + model +
+                                      " --script '<think>Hm.</think>Hi' 2>&1")
+                .exit_code,
+            0);
+  const std::vector<std::pair<std::string, std::string>> envs[] = {
+      {}, {{"TERM", "dumb"}}, {{"NO_COLOR", "1"}}, {{"NO_COLOR", ""}}};
+  for (const auto& env : envs) {
+    const std::string what = env.empty() ? "TERM=xterm" : env[0].first + "=" + env[0].second;
+    PtyChat chat({"--temp", "0", "-n", "20"}, "", model, env);
+    ASSERT_TRUE(chat.expect("> ")) << what << chat.output();
+    ASSERT_TRUE(chat.editing()) << what << chat.output();
+    chat.type("Hello\r");
+    ASSERT_TRUE(chat.expect("tokens at")) << what << chat.output();
+    ASSERT_TRUE(chat.expect("> ")) << what << chat.output();
+    ASSERT_TRUE(chat.editing()) << what << chat.output();
+    chat.type("\x04");
+    EXPECT_EQ(chat.wait_exit(), 0) << what << chat.output();
+    const bool dimmed = env.empty() || (env[0].first == "NO_COLOR" && env[0].second.empty());  // empty: not set
+    EXPECT_EQ(chat.output().find("\x1b[2m") != std::string::npos, dimmed) << what << chat.output();
+    if (!dimmed) {
+      EXPECT_NE(chat.output().find("<think>Hm.</think>Hi"), std::string::npos) << what << chat.output();
+    }
+  }
 }
