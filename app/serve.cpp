@@ -66,7 +66,7 @@ void run_serve(const ServeArgs& a) {
   if (a.api_key_given && a.http.api_key.empty()) usage_fail("--api-key is empty: give the key, or leave the flag out");
   // A key a header cannot carry would refuse every request.
   if (std::any_of(a.http.api_key.begin(), a.http.api_key.end(),
-                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+                  [](char c) { return (static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f; }))
     usage_fail("--api-key holds a control character (a newline?): no Authorization header can carry it");
   if (a.served_name_given && a.served_name.empty())
     usage_fail("--served-model-name is empty: give the name requests use, or leave the flag out (-m as given)");

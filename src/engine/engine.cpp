@@ -127,7 +127,8 @@ Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& o
     draft_model_ = std::make_unique<DraftModel>(*options.draft_model, blocks_, options.draft_p_min, pool);
 }
 
-Engine::Request& Engine::queue(std::span<const int32_t> prompt, int64_t max_prompt, int32_t adapter) {
+Engine::Request& Engine::queue(std::span<const int32_t> prompt, int64_t max_prompt, int32_t adapter,
+                               const std::string& cache_salt) {
   if (prompt.empty()) fail("the prompt is empty: at least one token is needed");
   model_.check_adapter(adapter);
   if (static_cast<int64_t>(prompt.size()) > max_prompt)
@@ -142,6 +143,7 @@ Engine::Request& Engine::queue(std::span<const int32_t> prompt, int64_t max_prom
   r->seq.ids.assign(prompt.begin(), prompt.end());
   r->seq.prompt_len = static_cast<int64_t>(prompt.size());
   r->seq.adapter = adapter;
+  if (!cache_salt.empty()) r->seq.cache_salt = std::make_shared<const std::string>(cache_salt);
   r->result.prompt_tokens = r->seq.prompt_len;
   Request& queued = *r;
   by_seq_[&r->seq] = r.get();
@@ -173,7 +175,7 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
     for (int32_t t : options.prediction->ids())
       if (t < 0 || t >= model_.config().vocab_size)
         fail("the prediction's token id ", t, " is outside the vocabulary [0, ", model_.config().vocab_size, ")");
-  Request& r = queue(prompt, context_ - 1, options.adapter);
+  Request& r = queue(prompt, context_ - 1, options.adapter, options.cache_salt);
   r.options = options;
   if (options.thinking.tokens >= 0) r.thinking.emplace(options.thinking);
   if (options.prediction)
@@ -182,7 +184,6 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
   r.on_token = std::move(on_token);
   r.on_prompt_logprobs = std::move(on_prompt_logprobs);
   r.seq.wants_prompt_logits = options.prompt_logprobs >= 0 && prompt.size() > 1;
-  if (!options.cache_salt.empty()) r.seq.cache_salt = std::make_shared<const std::string>(options.cache_salt);
   r.seq.priority = options.priority;
   r.sampler = std::make_unique<Sampler>(options.sampling, static_cast<size_t>(model_.config().vocab_size));
   if (options.grammar)
@@ -192,22 +193,23 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
   return r.seq.id;
 }
 
-int64_t Engine::add_embedding(std::span<const int32_t> prompt, int32_t adapter) {
-  Request& r = queue(prompt, context_, adapter);
+int64_t Engine::add_embedding(std::span<const int32_t> prompt, int32_t adapter, const std::string& cache_salt) {
+  Request& r = queue(prompt, context_, adapter, cache_salt);
   r.seq.wants_hidden = true;
   r.options.max_new_tokens = 0;
   scheduler_.add(&r.seq);
   return r.seq.id;
 }
 
-int64_t Engine::add_scoring(std::span<const int32_t> prompt, std::vector<int32_t> token_ids, int32_t adapter) {
+int64_t Engine::add_scoring(std::span<const int32_t> prompt, std::vector<int32_t> token_ids, int32_t adapter,
+                            const std::string& cache_salt) {
   if (!model_.has_lm_head())
     fail("this model has no lm_head.weight (a backbone saved alone, such as an embedding model): it has no logits");
   if (token_ids.empty()) fail("a scoring request needs the token ids to score");
   for (int32_t t : token_ids)
     if (t < 0 || t >= model_.config().vocab_size)
       fail("token id ", t, " to score is outside the vocabulary [0, ", model_.config().vocab_size, ")");
-  Request& r = queue(prompt, context_, adapter);
+  Request& r = queue(prompt, context_, adapter, cache_salt);
   r.score_ids = std::move(token_ids);
   r.options.max_new_tokens = 0;
   scheduler_.add(&r.seq);

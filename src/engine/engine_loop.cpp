@@ -134,16 +134,19 @@ std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, c
 }
 
 std::shared_ptr<RequestStream> EngineLoop::submit_embedding(std::vector<int32_t> prompt, bool continues_admitted,
-                                                            int32_t adapter) {
+                                                            int32_t adapter, const std::string& cache_salt) {
   GenerationOptions options;
   options.adapter = adapter;
+  options.cache_salt = cache_salt;
   return queue({std::move(prompt), options, nullptr, true, {}}, continues_admitted);
 }
 
 std::shared_ptr<RequestStream> EngineLoop::submit_scoring(std::vector<int32_t> prompt, std::vector<int32_t> token_ids,
-                                                          bool continues_admitted, int32_t adapter) {
+                                                          bool continues_admitted, int32_t adapter,
+                                                          const std::string& cache_salt) {
   GenerationOptions options;
   options.adapter = adapter;
+  options.cache_salt = cache_salt;
   return queue({std::move(prompt), options, nullptr, false, std::move(token_ids)}, continues_admitted);
 }
 
@@ -262,9 +265,9 @@ void EngineLoop::admit(std::deque<Incoming>& incoming) {
     RequestStream* stream = in.stream.get();
     try {
       const int64_t handle =
-          in.embed ? engine_.add_embedding(in.prompt, in.options.adapter)
+          in.embed ? engine_.add_embedding(in.prompt, in.options.adapter, in.options.cache_salt)
           : !in.score_ids.empty()
-              ? engine_.add_scoring(in.prompt, std::move(in.score_ids), in.options.adapter)
+              ? engine_.add_scoring(in.prompt, std::move(in.score_ids), in.options.adapter, in.options.cache_salt)
               : engine_.add(
                     in.prompt, in.options,
                     [stream](int32_t id, const TokenLogprobs* logprobs) {

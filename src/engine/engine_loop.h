@@ -93,12 +93,13 @@ class EngineLoop {
   std::shared_ptr<RequestStream> submit(std::vector<int32_t> prompt, const GenerationOptions& options,
                                         bool continues_admitted = false);
   // The same for an embedding request (Engine::add_embedding, with the named
-  // LoRA adapter `adapter`): its stream sees no tokens and, Finished, gives output().
+  // LoRA adapter `adapter` and the cache salt): its stream sees no tokens and, Finished, gives output().
   std::shared_ptr<RequestStream> submit_embedding(std::vector<int32_t> prompt, bool continues_admitted = false,
-                                                  int32_t adapter = -1);
+                                                  int32_t adapter = -1, const std::string& cache_salt = "");
   // The same for a scoring request (Engine::add_scoring).
   std::shared_ptr<RequestStream> submit_scoring(std::vector<int32_t> prompt, std::vector<int32_t> token_ids,
-                                                bool continues_admitted = false, int32_t adapter = -1);
+                                                bool continues_admitted = false, int32_t adapter = -1,
+                                                const std::string& cache_salt = "");
 
   // A snapshot taken after the latest step.
   struct Stats {

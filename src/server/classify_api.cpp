@@ -11,9 +11,10 @@ namespace qinfer::server {
 using nlohmann::ordered_json;
 
 ClassifyRequest parse_classify_request(const ordered_json& body, const ServedModel& model, int64_t max_inputs) {
-  check_known_fields(body, {"model", "input", "user", "truncate_prompt_tokens"});
+  check_known_fields(body, {"model", "input", "user", "truncate_prompt_tokens", "cache_salt"});
   ClassifyRequest r;
   r.adapter = requested_adapter(body, model);
+  r.cache_salt = requested_cache_salt(body);
   if (!model.bundle.model->has_classifier())
     throw ApiError(400,
                    "this model has no classifier head (score.weight): /classify needs a "

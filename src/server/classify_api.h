@@ -15,7 +15,8 @@ namespace qinfer::server {
 
 struct ClassifyRequest {
   std::vector<std::vector<int32_t>> inputs;
-  int32_t adapter = -1;  // the named LoRA adapter the body's "model" asks for
+  int32_t adapter = -1;    // the named LoRA adapter the body's "model" asks for
+  std::string cache_salt;  // vLLM's: the prefix cache this request shares ("": the unsalted one)
 };
 
 // 400 (ApiError naming the field) for a model without a classifier head, an

@@ -43,6 +43,21 @@ void send_error(httplib::Response& res, const ApiError& e) {
   if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
 }
 
+// Ends the connection once the answer is out. httplib (0.11) keeps a
+// connection alive whatever the answer's Connection header says; a content
+// provider that fails after writing the whole answer makes it close.
+void close_after_sending(httplib::Response& res) {
+  auto body = std::make_shared<const std::string>(std::move(res.body));
+  res.body.clear();
+  const std::string type = res.get_header_value("Content-Type");
+  res.headers.erase("Content-Type");  // set again by the provider
+  res.set_header("Connection", "close");
+  res.set_content_provider(body->size(), type.c_str(), [body](size_t offset, size_t length, httplib::DataSink& sink) {
+    sink.write(body->data() + offset, length);
+    return false;
+  });
+}
+
 void send_json(httplib::Response& res, const ordered_json& j) {
   res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
 }
@@ -123,8 +138,9 @@ struct HttpServer::Impl {
   void answer_prompt_only(const httplib::Request& req, httplib::Response& res,
                           const std::vector<std::vector<int32_t>>& inputs, const char* field,
                           const PromptOnlyBatch::Submit& submit, std::function<ordered_json(const Outputs&)> answer);
-  PromptOnlyBatch::Submit embed(int32_t adapter);
-  PromptOnlyBatch::Submit rerank_scoring(std::shared_ptr<const RerankPrompt> prompt, int32_t adapter);
+  PromptOnlyBatch::Submit embed(int32_t adapter, const std::string& cache_salt);
+  PromptOnlyBatch::Submit rerank_scoring(std::shared_ptr<const RerankPrompt> prompt, int32_t adapter,
+                                         const std::string& cache_salt);
   void embeddings(const httplib::Request& req, httplib::Response& res);
   void rerank(const httplib::Request& req, httplib::Response& res);
   void classify(const httplib::Request& req, httplib::Response& res);
@@ -254,16 +270,16 @@ void HttpServer::Impl::answer_prompt_only(const httplib::Request& req, httplib::
   if (!provide_as_made(req, res, "application/json; charset=utf-8", provider)) whole(Clock::time_point::max());
 }
 
-PromptOnlyBatch::Submit HttpServer::Impl::embed(int32_t adapter) {
-  return [this, adapter](const std::vector<int32_t>& ids, bool more) {
-    return loop->submit_embedding(ids, more, adapter);
+PromptOnlyBatch::Submit HttpServer::Impl::embed(int32_t adapter, const std::string& cache_salt) {
+  return [this, adapter, cache_salt](const std::vector<int32_t>& ids, bool more) {
+    return loop->submit_embedding(ids, more, adapter, cache_salt);
   };
 }
 
 void HttpServer::Impl::embeddings(const httplib::Request& req, httplib::Response& res) {
   auto request = std::make_shared<const EmbeddingRequest>(
       parse_embedding_request(parse_json_body(req.body), *model, loop->capacity()));
-  answer_prompt_only(req, res, request->inputs, "input", embed(request->adapter),
+  answer_prompt_only(req, res, request->inputs, "input", embed(request->adapter, request->cache_salt),
                      [request, name = served_name(*model, request->adapter)](const Outputs& outputs) {
                        return embedding_response(*request, outputs, name);
                      });
@@ -271,26 +287,29 @@ void HttpServer::Impl::embeddings(const httplib::Request& req, httplib::Response
 
 // A reranker's prompts: its head's embedding requests, or scoring requests
 // for the logits of "no" and "yes".
-PromptOnlyBatch::Submit HttpServer::Impl::rerank_scoring(std::shared_ptr<const RerankPrompt> prompt, int32_t adapter) {
-  if (prompt->uses_classifier()) return embed(adapter);
-  return [this, prompt, adapter](const std::vector<int32_t>& ids, bool more) {
-    return loop->submit_scoring(ids, prompt->score_ids(), more, adapter);
+PromptOnlyBatch::Submit HttpServer::Impl::rerank_scoring(std::shared_ptr<const RerankPrompt> prompt, int32_t adapter,
+                                                         const std::string& cache_salt) {
+  if (prompt->uses_classifier()) return embed(adapter, cache_salt);
+  return [this, prompt, adapter, cache_salt](const std::vector<int32_t>& ids, bool more) {
+    return loop->submit_scoring(ids, prompt->score_ids(), more, adapter, cache_salt);
   };
 }
 
 void HttpServer::Impl::rerank(const httplib::Request& req, httplib::Response& res) {
   auto request =
       std::make_shared<const RerankRequest>(parse_rerank_request(parse_json_body(req.body), *model, loop->capacity()));
-  answer_prompt_only(req, res, request->inputs, "documents", rerank_scoring(request->prompt, request->adapter),
-                     [request, id = new_id("rerank-"), name = served_name(*model, request->adapter)](
-                         const Outputs& outputs) { return rerank_response(*request, outputs, id, name); });
+  answer_prompt_only(
+      req, res, request->inputs, "documents", rerank_scoring(request->prompt, request->adapter, request->cache_salt),
+      [request, id = new_id("rerank-"), name = served_name(*model, request->adapter)](const Outputs& outputs) {
+        return rerank_response(*request, outputs, id, name);
+      });
 }
 
 void HttpServer::Impl::classify(const httplib::Request& req, httplib::Response& res) {
   auto request = std::make_shared<const ClassifyRequest>(
       parse_classify_request(parse_json_body(req.body), *model, loop->capacity()));
   answer_prompt_only(
-      req, res, request->inputs, "input", embed(request->adapter),
+      req, res, request->inputs, "input", embed(request->adapter, request->cache_salt),
       [request, &qwen = *model->bundle.model, id = new_id("classify-"), name = served_name(*model, request->adapter)](
           const Outputs& outputs) { return classify_response(*request, outputs, qwen, id, name); });
 }
@@ -350,7 +369,8 @@ void HttpServer::Impl::score(const httplib::Request& req, httplib::Response& res
   auto request =
       std::make_shared<const ScoreRequest>(parse_score_request(parse_json_body(req.body), *model, loop->capacity()));
   answer_prompt_only(req, res, request->inputs, "text_2",
-                     request->prompt ? rerank_scoring(request->prompt, request->adapter) : embed(request->adapter),
+                     request->prompt ? rerank_scoring(request->prompt, request->adapter, request->cache_salt)
+                                     : embed(request->adapter, request->cache_salt),
                      [request, id = new_id("score-"), name = served_name(*model, request->adapter)](
                          const Outputs& outputs) { return score_response(*request, outputs, id, name); });
 }
@@ -394,8 +414,16 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
                        " but priority scheduling is off: the server runs requests first come, first served "
                        "(start it with --scheduling-policy priority)",
                    "priority");
+  // As vLLM: an X-Request-Id header names the answer (before the body's request_id), and is echoed.
+  std::string named = request->request_id;
+  if (req.has_header("X-Request-Id")) {
+    named = req.get_header_value("X-Request-Id");
+    if (!is_request_id(named))
+      throw ApiError(400, "the X-Request-Id header must be 1 to 256 printable ASCII characters, no spaces");
+    res.set_header("X-Request-Id", named);
+  }
   const char* id_prefix = api == Api::Chat ? "chatcmpl-" : api == Api::Completions ? "cmpl-" : "resp_";
-  const std::string id = request->request_id.empty() ? new_id(id_prefix) : id_prefix + request->request_id;
+  const std::string id = named.empty() ? new_id(id_prefix) : id_prefix + named;
   // The Responses API's answers are the chat answers made Response objects.
   std::shared_ptr<const ResponseContext> response_context;
   if (api == Api::Responses)
@@ -496,7 +524,7 @@ void HttpServer::Impl::routes() {
     if (!ready || stopping) {
       res.status = 503;
       send_json(res, {{"status", stopping ? "stopping" : "loading"}});
-      if (stopping) res.set_header("Connection", "close");  // a kept-alive prober would hold the exit
+      if (stopping) close_after_sending(res);  // a kept-alive prober would hold the exit
       return;
     }
     send_json(res, {{"status", "ok"}});
@@ -609,7 +637,7 @@ void HttpServer::Impl::routes() {
       const std::string length = req.get_header_value("Content-Length");
       if (length.empty() || length.size() > 19 || length.find_first_not_of("0123456789") != std::string::npos) {
         send_error(res, ApiError(400, "Content-Length '" + input_excerpt(length) + "' is not a number of bytes"));
-        res.set_header("Connection", "close");
+        close_after_sending(res);
         return httplib::Server::HandlerResponse::Handled;
       }
     }
@@ -630,7 +658,7 @@ void HttpServer::Impl::routes() {
     }
     if (stopping) {  // a request on a connection kept alive from before
       send_error(res, ApiError(503, "the server is shutting down"));
-      res.set_header("Connection", "close");
+      close_after_sending(res);
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -659,7 +687,7 @@ void HttpServer::Impl::routes() {
   // Statuses httplib sets itself (no route, body too large): OpenAI's shape too.
   http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
                                                                      httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
     const std::string allowed = allowed_methods(req.path);
     // No route for the method (a body-less POST fails reading its body first: 400).
     const bool wrong_method = !allowed.empty() && (res.status == 404 || res.status == 400) &&

@@ -270,9 +270,7 @@ CompletionRequest common_fields(const ordered_json& body, const ServedModel& mod
   r.return_token_ids = boolean(body, "return_token_ids", false);
   if (given(body, "request_id")) {
     const ordered_json& v = body["request_id"];
-    const auto printable = [](char c) { return c > ' ' && c < 0x7f; };  // it goes into logs as it is
-    if (!v.is_string() || v.get_ref<const std::string&>().empty() || v.get_ref<const std::string&>().size() > 256 ||
-        !std::all_of(v.get_ref<const std::string&>().begin(), v.get_ref<const std::string&>().end(), printable))
+    if (!v.is_string() || !is_request_id(v.get_ref<const std::string&>()))
       bad("request_id", "'request_id' must be 1 to 256 printable ASCII characters, no spaces");
     r.request_id = v.get<std::string>();
   }
@@ -407,11 +405,7 @@ GenerationFields parse_generation_fields(const ordered_json& body, const ModelBu
       (given(body, "max_tokens") || given(body, "max_completion_tokens")))
     bad("min_tokens", "'min_tokens' (" + std::to_string(g.options.min_tokens) + ") must be at most max_tokens (" +
                           std::to_string(g.options.max_new_tokens) + ")");
-  if (given(body, "cache_salt")) {
-    if (!body["cache_salt"].is_string() || body["cache_salt"].get_ref<const std::string&>().empty())
-      bad("cache_salt", "'cache_salt' must be a non-empty string");
-    g.options.cache_salt = body["cache_salt"].get<std::string>();
-  }
+  g.options.cache_salt = requested_cache_salt(body);
   g.options.priority = static_cast<int32_t>(
       integer(body, "priority", 0, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
   g.text.min_tokens = g.options.min_tokens;
@@ -437,6 +431,18 @@ GenerationFields parse_generation_fields(const ordered_json& body, const ModelBu
         "'min_tokens' holds back eos and the stop ids, and 'allowed_token_ids' allows only those: "
         "nothing could be drawn");
   return g;
+}
+
+std::string requested_cache_salt(const ordered_json& body) {
+  if (!given(body, "cache_salt")) return "";
+  if (!body["cache_salt"].is_string() || body["cache_salt"].get_ref<const std::string&>().empty())
+    bad("cache_salt", "'cache_salt' must be a non-empty string");
+  return body["cache_salt"].get<std::string>();
+}
+
+bool is_request_id(std::string_view id) {
+  const auto printable = [](char c) { return c > ' ' && c < 0x7f; };  // it goes into logs and headers as it is
+  return !id.empty() && id.size() <= 256 && std::all_of(id.begin(), id.end(), printable);
 }
 
 bool is_generation_field(std::string_view key) {

@@ -86,6 +86,12 @@ bool is_token_id(const Json& id, uint64_t vocab) {
 // (serve --ignore-unknown-fields drops them instead). Fields it knows and
 // does not implement are not among them: refused by name unless harmless.
 std::vector<std::string> unknown_fields(const nlohmann::ordered_json& body, bool chat);
+// vLLM's cache_salt of a request body: "" when absent; 400 naming it for
+// another type or an empty string.
+std::string requested_cache_salt(const nlohmann::ordered_json& body);
+// Whether `id` may name an answer (vLLM's request_id, an X-Request-Id
+// header): 1 to 256 printable ASCII characters, no spaces.
+bool is_request_id(std::string_view id);
 // Whether parse_generation_fields reads the field `key`.
 bool is_generation_field(std::string_view key);
 // body["messages"] checked and as the chat template reads them: "developer"

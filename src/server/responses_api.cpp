@@ -236,7 +236,8 @@ const std::set<std::string_view> kPassed = {"model",
                                             "service_tier",
                                             "safety_identifier",
                                             "prompt_cache_key",
-                                            "chat_template_kwargs"};  // vLLM's, as on chat
+                                            "chat_template_kwargs",  // vLLM's, as on chat
+                                            "request_id"};
 const std::set<std::string_view> kTranslated = {"input",     "instructions", "tools",    "tool_choice",      "text",
                                                 "reasoning", "truncation",   "metadata", "max_output_tokens"};
 // What needs the state of earlier requests, or a server of OpenAI's.

@@ -524,6 +524,28 @@ TEST(Engine, PrioritiesAndCacheSaltsOrderAndPartitionWithoutChangingAnId) {
       }
     }
   }
+
+  // Embedding and scoring requests cache under their salt too: a review finding (they could not be salted, and
+  // their prompts' blocks were any unsalted request's).
+  Engine engine(*model, pool, {4, 0, 64, 4});
+  const std::vector<int32_t> nine = {785, 6722, 315, 9625, 374, 11, 12, 13, 14};
+  const int64_t embedded = engine.add_embedding(nine, -1, "tenant-e");
+  const int64_t scored = engine.add_scoring(std::vector<int32_t>(nine.rbegin(), nine.rend()), {5}, -1, "tenant-s");
+  engine.run_until_idle();
+  ASSERT_TRUE(engine.finished(embedded) && engine.finished(scored));
+  GenerationOptions one;
+  one.max_new_tokens = 1;
+  const auto reused = [&](const std::vector<int32_t>& prompt, const std::string& salt) {
+    GenerationOptions o = one;
+    o.cache_salt = salt;
+    const int64_t h = engine.add(prompt, o);
+    engine.run_until_idle();
+    return engine.result(h).reused_tokens;
+  };
+  EXPECT_EQ(reused(nine, ""), 0);
+  EXPECT_EQ(reused(nine, "tenant-s"), 0);
+  EXPECT_EQ(reused(nine, "tenant-e"), 8);
+  EXPECT_EQ(reused(std::vector<int32_t>(nine.rbegin(), nine.rend()), "tenant-s"), 8);
 }
 
 TEST(Engine, PromptLogprobsAreThoseOfEveryPromptPosition) {

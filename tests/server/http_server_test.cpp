@@ -313,9 +313,19 @@ TEST(HttpServer, ErrorsInOpenAiShape) {
     EXPECT_NE(on_get.find("Allow: GET, OPTIONS"), std::string::npos) << on_get;
     // A hunt finding: "abc" was read as 0 (the body then blamed as JSON), "-5" as 2^64 - 5 (a 413 after a wait).
     for (const std::string length : {"abc", "-5", "99999999999999999999"}) {
-      const std::string bad_length = read_raw_reply(send_raw(
-          "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + length +
-          "\r\n\r\n{\"prompt\": \"x\"}"));
+      // The connection then ends: a request sent after it on the same connection is not served, and the reply
+      // is read to its end well before the 5 s a kept-alive connection would wait.
+      const int fd = send_raw(
+          "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+          "Content-Length: " +
+          length + "\r\n\r\n{\"prompt\": \"x\"}GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n");
+      const auto start = std::chrono::steady_clock::now();
+      std::string bad_length;
+      char buf[4096];
+      for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) bad_length.append(buf, static_cast<size_t>(n));
+      ::close(fd);
+      EXPECT_LT(std::chrono::steady_clock::now() - start, 4s) << "the connection stayed open";
+      EXPECT_EQ(bad_length.find("HTTP/1.1 200"), std::string::npos) << bad_length;
       EXPECT_EQ(bad_length.rfind("HTTP/1.1 400", 0), 0u) << bad_length;
       EXPECT_NE(bad_length.find("Content-Length '" + length + "' is not a number of bytes"), std::string::npos)
           << bad_length;
@@ -1287,11 +1297,19 @@ TEST(HttpServer, CacheSaltKeepsEachSaltsCachedPrefixItsOwn) {
     const ordered_json body = {{"messages", kMessages}, {"max_tokens", 1}, {"cache_salt", bad}};
     EXPECT_EQ(f.post("/v1/chat/completions", body, 400)["error"]["param"], "cache_salt") << bad;
   }
+  // A review finding: the prompt-only endpoints took no salt, their prompts' blocks any unsalted request's.
+  f.post("/v1/embeddings", {{"input", prompt}, {"cache_salt", "carol"}});
+  EXPECT_EQ(cached("carol"), 20);
+  for (const char* path : {"/v1/embeddings", "/classify"})
+    EXPECT_EQ(f.post(path, {{"input", "x"}, {"cache_salt", ""}}, 400)["error"]["param"], "cache_salt") << path;
+  f.post("/score", {{"text_1", "a"}, {"text_2", "b"}, {"cache_salt", "dave"}});
+  f.post("/rerank", {{"query", "a"}, {"documents", {"b"}}, {"cache_salt", "dave"}});
 }
 
 // vLLM's priority: refused unless the server schedules by it
-// (--scheduling-policy priority), where it is taken; request_id names the
-// answer (its id after the usual prefix), in every chunk of a stream too.
+// (--scheduling-policy priority), where it is taken; request_id (or an
+// X-Request-Id header) names the answer (its id after the usual prefix), in
+// every chunk of a stream too.
 TEST(HttpServer, PriorityOnlyWhereAllowedAndRequestIdNamesTheAnswer) {
   for (const bool allowed : {false, true}) {
     Fixture f({{4, 0, 64, 8, 128}, 16}, "", test::data_path("models/tiny"), {}, 1s, 1s, 16384, {}, false, allowed);
@@ -1310,6 +1328,8 @@ TEST(HttpServer, PriorityOnlyWhereAllowedAndRequestIdNamesTheAnswer) {
   const ordered_json chat = {{"messages", kMessages}, {"max_tokens", 2}, {"request_id", "job-42.a"}};
   EXPECT_EQ(f.post("/v1/chat/completions", chat)["id"], "chatcmpl-job-42.a");
   EXPECT_EQ(f.post("/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 1}, {"request_id", "x"}})["id"], "cmpl-x");
+  EXPECT_EQ(f.post("/v1/responses", {{"input", "Hi"}, {"max_output_tokens", 1}, {"request_id", "r1"}})["id"],
+            "resp_r1");
   ordered_json streamed = chat;
   streamed["stream"] = true;
   auto res = f.client().Post("/v1/chat/completions", streamed.dump(), "application/json");
@@ -1323,6 +1343,17 @@ TEST(HttpServer, PriorityOnlyWhereAllowedAndRequestIdNamesTheAnswer) {
     body["request_id"] = bad;
     EXPECT_EQ(f.post("/v1/chat/completions", body, 400)["error"]["param"], "request_id") << bad;
   }
+  // vLLM's X-Request-Id header names the answer before the body does, and comes back.
+  auto headed =
+      f.client().Post("/v1/chat/completions", {{"X-Request-Id", "from-nginx-9"}}, chat.dump(), "application/json");
+  ASSERT_TRUE(headed);
+  EXPECT_EQ(ordered_json::parse(headed->body)["id"], "chatcmpl-from-nginx-9");
+  EXPECT_EQ(headed->get_header_value("X-Request-Id"), "from-nginx-9");
+  auto bad_header = f.client().Post("/v1/completions", {{"X-Request-Id", std::string(300, 'h')}},
+                                    ordered_json({{"prompt", "Hi"}, {"max_tokens", 1}}).dump(), "application/json");
+  ASSERT_TRUE(bad_header);
+  EXPECT_EQ(bad_header->status, 400);
+  EXPECT_NE(bad_header->body.find("X-Request-Id"), std::string::npos) << bad_header->body;
 }
 
 // --draft: a scripted model asked to continue a text it was shown confirms
