@@ -22,7 +22,7 @@ void LoadFlags::add_options(CLI::App* cmd) {
       ->allow_extra_args(false);
   cmd->add_option("--simd", simd,
                   "Run the kernels of this SIMD target or a lesser one compiled in (`qinfer --version` lists them; "
-                  "a -march=native build has the host's best and AVX3 or AVX2, the portable build every x86 target)");
+                  "a -march=native build none below the host's best, the portable build every x86 target)");
 }
 
 LoadOptions LoadFlags::options() const {

@@ -251,8 +251,10 @@ void write_scripted_test_model(const std::string& dir, Qwen3Config c, DType dtyp
     if (added) {
       sources.push_back(chain[i]);
     } else if (it->second.second != chain[i + 1]) {
-      fail("scripted chain: token id ", chain[i], " is followed by ", it->second.second, " and, at position ", i + 1,
-           ", by ", chain[i + 1],
+      const size_t first = static_cast<size_t>(
+          std::find(chain.begin(), chain.begin() + static_cast<std::ptrdiff_t>(i), chain[i]) - chain.begin());
+      fail("scripted chain: token id ", chain[i], " is followed by ", it->second.second, " at position ", first + 1,
+           " and by ", chain[i + 1], " at position ", i + 1,
            "; the next token depends only on the current one, so a token may recur only with "
            "the same successor");
     }

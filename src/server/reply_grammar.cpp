@@ -19,7 +19,8 @@ std::shared_ptr<const grammar::Grammar> compile(const char* param, const std::fu
   try {
     return std::make_shared<const grammar::Grammar>(build());
   } catch (const Error& e) {
-    bad(param, std::string(param) + ": " + e.what());
+    const std::string what = e.what(), prefix = std::string(param) + ": ";
+    bad(param, what.rfind(prefix, 0) == 0 ? what : prefix + what);  // "grammar: grammar: ..." once
   }
 }
 

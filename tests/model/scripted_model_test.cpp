@@ -74,7 +74,7 @@ TEST(ScriptedModel, ATokenMayRecurWithTheSameSuccessor) {
 }
 
 TEST(ScriptedModel, BadChainsAreRefusedWithTheReason) {
-  EXPECT_NE(script_error({10, 20, 10, 30}).find("token id 10 is followed by 20 and, at position 3, by 30"),
+  EXPECT_NE(script_error({10, 20, 10, 30}).find("token id 10 is followed by 20 at position 1 and by 30 at position 3"),
             std::string::npos)
       << script_error({10, 20, 10, 30});
   EXPECT_NE(script_error({10, 151936}).find("token 1 is id 151936, outside the vocabulary [0, 151936)"),

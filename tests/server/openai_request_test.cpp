@@ -875,6 +875,10 @@ TEST_F(OpenAiRequest, StructuredOutputsBecomeTheRequestsGrammar) {
       {R"("guided_decoding_backend": 1)", "guided_decoding_backend", "must be a string"},
       {R"("grammar": "root ::= \"a\"", "json_schema": {})", "json_schema", "cannot both constrain"}};
   expect_400s_on_both_endpoints(bad);
+  // A README hunt's finding: vLLM's "grammar" field's errors said "grammar: grammar: ...".
+  const ApiError gbnf = error_of(R"({"prompt": "x", "grammar": "root ::= item"})", false, 4096);
+  EXPECT_EQ(gbnf.param, "grammar");
+  EXPECT_EQ(std::string(gbnf.what()).rfind("grammar: the rule 'item' is used but never defined", 0), 0u) << gbnf.what();
   // Found by hand: 7 MB of choices took 600 MB to be refused (an expression per byte).
   ordered_json huge = {{"prompt", "x"}};
   huge["structured_outputs"]["choice"] = ordered_json::array();
