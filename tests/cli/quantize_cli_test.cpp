@@ -25,6 +25,16 @@ json generate(const std::string& model, const std::string& extra) {
   return json::parse(r.output, nullptr, false);
 }
 
+// A copy of tiny in `copy`, and in `links` a link to each of its files (as
+// a Hugging Face snapshot links its blobs).
+void copy_tiny_and_link_its_files(const std::string& copy, const std::string& links) {
+  namespace fs = std::filesystem;
+  fs::copy(data_path("models/tiny"), copy);
+  fs::create_directory(links);
+  for (const auto& f : fs::directory_iterator(copy))
+    fs::create_symlink(f.path(), fs::path(links) / f.path().filename());
+}
+
 }  // namespace
 
 TEST(QuantizeCli, SavedModelGeneratesLikeQuantizingAtLoad) {
@@ -134,10 +144,7 @@ TEST(QuantizeCli, ForceReplacesLinksInTheOutputInsteadOfWritingThroughThem) {
   namespace fs = std::filesystem;
   qinfer::test::ScratchDir dir("quantize-links");
   const std::string src = dir.file("src"), out = dir.file("out");
-  fs::copy(data_path("models/tiny"), src);
-  fs::create_directory(out);
-  for (const auto& f : fs::directory_iterator(src))
-    fs::create_symlink(f.path(), out + "/" + f.path().filename().string());
+  copy_tiny_and_link_its_files(src, out);
   auto bytes = [](const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(f), {});
@@ -159,10 +166,7 @@ TEST(QuantizeCli, AnOutputThatHoldsTheModelsLinkedFilesIsRefused) {
   namespace fs = std::filesystem;
   qinfer::test::ScratchDir dir("quantize-view");
   const std::string orig = dir.file("orig"), view = dir.file("view");
-  fs::copy(data_path("models/tiny"), orig);
-  fs::create_directory(view);
-  for (const auto& f : fs::directory_iterator(orig))
-    fs::create_symlink("../orig/" + f.path().filename().string(), view + "/" + f.path().filename().string());
+  copy_tiny_and_link_its_files(orig, view);
   const auto r = run_command(qinfer_binary() + " quantize -m " + view + " --to q8 -o " + orig + " --force 2>&1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find(orig + ": the model's files are there"), std::string::npos) << r.output;
