@@ -146,7 +146,10 @@ TEST(Gbnf, WhatItCannotReadIsRefusedWithWhereItIs) {
       {"root ::= \"a\"{99999}", "above 10000"},
       {"root ::= * \"a\"", "nothing to repeat"},
       {"root ::= \"a\" @", "unexpected '@'"},
-      {"root ::= root \"a\"", "left-recursive"},
+      {"root ::= root \"a\"", "rule root is left-recursive (line 1, column 1)"},
+      // A README hunt's finding: these two named the rule but not where it is.
+      {"root ::= x\nx ::= (\"b\"? x) \"a\"", "rule x is left-recursive (line 2, column 1)"},
+      {"root ::= \"c\" y\ny ::= (\"a\"?)*", "rule y repeats something that may match nothing (line 2, column 1)"},
       {"root ::= " + repeated("\"a\"{10000} ", 105), "more than 1048576 items"},
       // A crash found by hand: each quantifier nested the expression once more, and
       // 200000 of them overflowed the stack lowering it.

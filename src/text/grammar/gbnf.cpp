@@ -59,7 +59,15 @@ class GbnfParser {
     if (undefined) refuse_at(undefined->second, "the rule '" + undefined->first + "' is used but never defined");
     if (!defined_.count("root")) fail("grammar: it has no rule named root (the output is a match of root)");
     const int32_t root = builder_.rule("root");
-    return std::move(builder_).build(root);
+    try {
+      return std::move(builder_).build(root);
+    } catch (const RuleError& e) {  // where the rule is written
+      const auto at = defined_.find(e.rule);
+      if (at == defined_.end()) throw;
+      constexpr std::string_view kPrefix = "grammar: ";
+      const std::string what = e.what();
+      refuse_at(at->second, what.rfind(kPrefix, 0) == 0 ? what.substr(kPrefix.size()) : what);
+    }
   }
 
  private:

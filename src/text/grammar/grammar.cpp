@@ -265,7 +265,7 @@ Grammar GrammarBuilder::build(int32_t root, size_t max_items) && {
     }
   }
   for (const auto& [rule, owner] : repeated_rules_)
-    if (nullable[rule]) fail("grammar: rule ", owner, " repeats something that may match nothing");
+    if (nullable[rule]) throw RuleError("grammar: rule " + owner + " repeats something that may match nothing", owner);
   // Left recursion: a cycle among "r may start by expanding s" edges.
   std::vector<std::vector<uint32_t>> left(n);
   for (size_t r = 0; r < n; ++r)
@@ -290,7 +290,13 @@ Grammar GrammarBuilder::build(int32_t root, size_t max_items) && {
         continue;
       }
       const uint32_t s = left[r][edge++];
-      if (mark[s] == kOpen) fail("grammar: rule ", names_[s], " is left-recursive");
+      if (mark[s] == kOpen) {
+        // The cycle is s .. r on the path; a rule made for a group is named after its owner: name a named one.
+        auto cycle = std::find_if(path.begin(), path.end(), [&](const auto& p) { return p.first == s; });
+        auto named = std::find_if(cycle, path.end(), [&](const auto& p) { return by_name_.count(names_[p.first]); });
+        const std::string& name = names_[named == path.end() ? s : named->first];
+        throw RuleError("grammar: rule " + name + " is left-recursive", name);
+      }
       if (mark[s] == kNew) {
         mark[s] = kOpen;
         path.push_back({s, 0});

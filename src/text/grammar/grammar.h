@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/error.h"
+
 namespace qinfer::grammar {
 
 using ByteSet = std::bitset<256>;
@@ -53,6 +55,15 @@ struct Grammar {
   std::vector<ByteSet> sets;
   std::vector<std::string> rule_names;
   uint32_t root = 0;
+};
+
+// build()'s refusal of what one rule does (left recursion, a repeat of what
+// may match nothing): `rule` names it (a named rule, not one of the rules
+// build() makes for groups), so a front end can say where it is written.
+class RuleError : public Error {
+ public:
+  RuleError(const std::string& what, std::string rule) : Error(what), rule(std::move(rule)) {}
+  std::string rule;
 };
 
 // The most items a grammar may have (build()'s default): each byte of a
