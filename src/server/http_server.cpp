@@ -43,6 +43,14 @@ void send_error(httplib::Response& res, const ApiError& e) {
   if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
 }
 
+// The bytes [offset, offset + length) of `text`, never past its end: httplib
+// takes a Range header's bounds on trust (the pre-routing handler drops
+// ranges; this is the second guard).
+bool write_part(const std::string& text, size_t offset, size_t length, httplib::DataSink& sink) {
+  if (offset >= text.size()) return false;
+  return sink.write(text.data() + offset, std::min(length, text.size() - offset));
+}
+
 // Ends the connection once the answer is out. httplib (0.11) keeps a
 // connection alive whatever the answer's Connection header says; a content
 // provider that fails after writing the whole answer makes it close.
@@ -53,7 +61,7 @@ void close_after_sending(httplib::Response& res) {
   res.headers.erase("Content-Type");  // set again by the provider
   res.set_header("Connection", "close");
   res.set_content_provider(body->size(), type.c_str(), [body](size_t offset, size_t length, httplib::DataSink& sink) {
-    sink.write(body->data() + offset, length);
+    write_part(*body, offset, length, sink);
     return false;
   });
 }
@@ -456,7 +464,7 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
     res.set_content_provider(
         whole->size(), type,
         [whole](size_t offset, size_t length, httplib::DataSink& sink) {
-          return sink.write(whole->data() + offset, length);
+          return write_part(*whole, offset, length, sink);
         },
         [log](bool) {});
   };
@@ -632,6 +640,10 @@ void HttpServer::Impl::routes() {
   // Authentication and readiness before routing: /health and /metrics stay
   // open (probes and Prometheus scrapers carry no key), as in vLLM.
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // No answer here is served in parts: a Range header is ignored (RFC 9110 allows it), the whole answer sent.
+    // httplib would cut the answer at the header's bounds unchecked, past its end (heap bytes to the client).
+    // The request is httplib's own, not const (const_cast is sound).
+    const_cast<httplib::Request&>(req).ranges.clear();
     // httplib reads "abc" as 0 and "-5" as 2^64 - 5 (a 413 after a wait): the body cannot be framed.
     if (req.has_header("Content-Length")) {
       const std::string length = req.get_header_value("Content-Length");
