@@ -15,7 +15,7 @@ const modelDir = path.join(root, 'tests/data/models/tiny');
 const nginxBin = ['/usr/sbin/nginx', '/usr/local/sbin/nginx'].find((p) => fs.existsSync(p));
 
 const replicas = [];
-let nginx, client;
+let nginx, nginxDir, client;
 
 function freePort() {
   return new Promise((resolve) => {
@@ -35,7 +35,8 @@ const skip = nginxBin ? false : 'nginx is not installed (scripts/test_openai_cli
 before(async () => {
   if (skip) return;
   for (let i = 0; i < 3; ++i) replicas.push(await startReplica());
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qinfer-nginx-'));
+  nginxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'qinfer-nginx-'));
+  const dir = nginxDir;
   fs.chmodSync(dir, 0o777);  // nginx workers run as nobody when started by root
   const port = await freePort();
   let conf = fs.readFileSync(path.join(root, 'deploy/nginx-qinfer.conf'), 'utf8');
@@ -60,6 +61,7 @@ after(async () => {
     await exited;
   }
   for (const r of replicas) if (r.proc.exitCode === null) r.proc.kill('SIGKILL');
+  if (nginxDir) fs.rmSync(nginxDir, { recursive: true, force: true });
 });
 
 // The live replica with the largest value of a metric (to kill the one that matters).

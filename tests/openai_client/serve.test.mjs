@@ -30,11 +30,16 @@ after(() => { if (server.exitCode === null) server.kill('SIGKILL'); });
 const messages = [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'Name a prime number.' }];
 
 function generateAlone(prompt, n) {
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'qinfer-')), 'prompt.txt');
-  fs.writeFileSync(file, prompt);
-  const out = execFileSync(qinfer, ['generate', '-m', modelDir, '--prompt-file', file, '-n', String(n),
-    '--temp', '0', '--ignore-eos', '--json', '-t', '1']);
-  return JSON.parse(out.toString());
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qinfer-'));
+  try {
+    const file = path.join(dir, 'prompt.txt');
+    fs.writeFileSync(file, prompt);
+    const out = execFileSync(qinfer, ['generate', '-m', modelDir, '--prompt-file', file, '-n', String(n),
+      '--temp', '0', '--ignore-eos', '--json', '-t', '1']);
+    return JSON.parse(out.toString());
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 test('models lists the served model', async () => {
