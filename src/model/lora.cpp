@@ -25,8 +25,8 @@ void check_lora_values(const TensorView& t, const std::string& file) {
            "): the adapter is corrupt");
 }
 
-LoraDelta delta(const TensorView& a, const TensorView& b, double scale, const std::string& file,
-                std::vector<OwnedBytes>& owned, ThreadPool& pool) {
+LoraDelta delta(const TensorView& a, const TensorView& b, double scale, const std::string& module,
+                const std::string& file, std::vector<OwnedBytes>& owned, ThreadPool& pool) {
   const int64_t r = a.shape[0], in = a.shape[1], out = b.shape[0];
   check_lora_values(a, file);  // the panels keep A as stored (the f32 products are the same)
   check_lora_values(b, file);
@@ -38,8 +38,14 @@ LoraDelta delta(const TensorView& a, const TensorView& b, double scale, const st
   d.out = out;
   std::vector<float> b_t(static_cast<size_t>(r * out));
   for (int64_t o = 0; o < out; ++o)
-    for (int64_t j = 0; j < r; ++j)
-      b_t[j * out + o] = static_cast<float>(load_as_f32(b.data, b.dtype, static_cast<size_t>(o * r + j)) * scale);
+    for (int64_t j = 0; j < r; ++j) {
+      const double scaled = load_as_f32(b.data, b.dtype, static_cast<size_t>(o * r + j)) * scale;
+      // Else the first token's logits are NaN and the weights get the blame.
+      if (!std::isfinite(static_cast<float>(scaled)))
+        fail(file, ": ", module, "'s lora_B times the adapter's scaling ", scale,
+             " (lora_alpha / r in adapter_config.json) is beyond float's range");
+      b_t[j * out + o] = static_cast<float>(scaled);
+    }
   std::vector<uint16_t> b_bf16(b_t.size());
   for (size_t i = 0; i < b_t.size(); ++i) {
     uint32_t bits;
@@ -102,7 +108,8 @@ std::vector<LoraLayer> read_lora_adapter(const std::string& dir, const Qwen3Conf
              shape_str(b->second.shape), "; rank ", r, " on this model's ", p.module, " [", p.out, ", ", p.in,
              "] needs ", shape_str(a_shape), " and ", shape_str(b_shape),
              " (an adapter for another model, or a rank adapter_config.json does not give)");
-      (layers[l].*p.deltas).push_back(delta(a->second, b->second, config.scaling_of(module), file, owned, pool));
+      (layers[l].*p.deltas)
+          .push_back(delta(a->second, b->second, config.scaling_of(module), module, file, owned, pool));
       used.insert(a_name);
       used.insert(b_name);
     }

@@ -365,6 +365,8 @@ TEST(Lora, AdaptersPeftWouldRunOtherwiseAreRefusedByName) {
       {"rank 16 on this model's self_attn.q_proj",
        [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["r"] = 16; }); }},
       {"'r' must be an integer rank", [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["r"] = 0; }); }},
+      {"model.layers.0.self_attn.q_proj's lora_B times the adapter's scaling 1.25e+307",
+       [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["lora_alpha"] = 1e308; }); }},
       {"key 'q_proj(' is not a regular expression",
        [](const test::ScratchDir& d) { edit_config(d, [](auto& j) {
                                          j["rank_pattern"] = {{"q_proj(", 4}};
