@@ -55,6 +55,15 @@ std::optional<std::string_view> closed_at_the_end(std::string_view body) {
 
 }  // namespace
 
+void ChatDelta::append(ChatDelta&& later) {
+  reasoning += later.reasoning;
+  for (ToolCall& call : later.tool_calls) {
+    call.content_before += content.size();
+    tool_calls.push_back(std::move(call));
+  }
+  content += later.content;
+}
+
 ChatOutputParser::ChatOutputParser(bool starts_in_reasoning, ToolCalls tool_calls,
                                    std::shared_ptr<const nlohmann::ordered_json> xml_tools)
     : mode_(starts_in_reasoning ? Mode::Reasoning : Mode::Content),
@@ -163,6 +172,7 @@ void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
   }
   if (!calls.empty()) {
     for (ToolCall& call : calls) {
+      call.content_before = out.content.size();
       if (allowed_ == ToolCalls::Any || tool_calls_ == 0) out.tool_calls.push_back(std::move(call));
       ++tool_calls_;
     }

@@ -17,6 +17,10 @@ namespace qinfer::server {
 struct ToolCall {
   std::string name;
   std::string arguments;  // a JSON object, as text (OpenAI's shape)
+  // Bytes of the content (of its delta, or of the whole answer once deltas
+  // are joined) written before the call: where the Responses API, whose
+  // output is a list of items in order, puts it between message items.
+  size_t content_before = 0;
 };
 
 // Which tool calls a reply may make. None: the request offered no tools (or
@@ -29,6 +33,9 @@ struct ChatDelta {
   std::string reasoning, content;
   std::vector<ToolCall> tool_calls;
   bool empty() const { return reasoning.empty() && content.empty() && tool_calls.empty(); }
+  // Joins the delta that came after this one: its calls' content_before
+  // then count from this delta's start.
+  void append(ChatDelta&& later);
 };
 
 class ChatOutputParser {

@@ -48,12 +48,6 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-void append(ChatDelta& to, ChatDelta&& d) {
-  to.reasoning += d.reasoning;
-  to.content += d.content;
-  for (ToolCall& t : d.tool_calls) to.tool_calls.push_back(std::move(t));
-}
-
 std::string sse(const ordered_json& j) {
   return "data: " + j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
 }
@@ -190,7 +184,7 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
       d.content += c.pieces;
     } else {
       const bool was_reasoning = c.parser->in_reasoning();
-      append(d, c.parser->push(c.pieces));
+      d.append(c.parser->push(c.pieces));
       reasoning = was_reasoning || c.parser->in_reasoning();
       c.reasoning_tokens += reasoning;
     }
@@ -238,13 +232,13 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
   }
   if (!c.pieces.empty()) {  // what the text held back until its end
     if (c.parser)
-      append(d, c.parser->push(c.pieces));
+      d.append(c.parser->push(c.pieces));
     else
       d.content += c.pieces;
     c.pieces.clear();
   }
   if (c.done) {
-    if (c.parser) append(d, c.parser->finish());
+    if (c.parser) d.append(c.parser->finish());
     const StopReason r = c.result.reason;
     if (state == engine::RequestStream::State::Failed)
       c.finish_reason = "abort";
@@ -267,7 +261,7 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
       c.stop_reason = c.result.ids.back();
   }
   ChatDelta copy = d;
-  append(c.total, std::move(copy));
+  c.total.append(std::move(copy));
   return d;
 }
 
@@ -325,7 +319,7 @@ void CompletionRun::finalize() {
 namespace {
 
 ordered_json tool_calls_json(const std::vector<ToolCall>& calls, const std::string& id, size_t choice, int first,
-                             bool with_index) {
+                             bool with_index, bool with_offset) {
   ordered_json out = ordered_json::array();
   for (size_t k = 0; k < calls.size(); ++k) {
     ordered_json call;
@@ -333,6 +327,7 @@ ordered_json tool_calls_json(const std::vector<ToolCall>& calls, const std::stri
     call["id"] = "call_" + id + "_" + std::to_string(choice) + "_" + std::to_string(first + static_cast<int>(k));
     call["type"] = "function";
     call["function"] = {{"name", calls[k].name}, {"arguments", calls[k].arguments}};
+    if (with_offset) call["content_before"] = calls[k].content_before;
     out.push_back(std::move(call));
   }
   return out;
@@ -439,7 +434,9 @@ ordered_json CompletionRun::run_to_end(std::chrono::milliseconds interval,
       const bool calls = !c->total.tool_calls.empty();
       message["content"] = calls && c->total.content.empty() ? ordered_json() : ordered_json(c->total.content);
       if (!c->total.reasoning.empty() && request_.include_reasoning) message["reasoning_content"] = c->total.reasoning;
-      if (calls) message["tool_calls"] = tool_calls_json(c->total.tool_calls, id_, c->index, 0, false);
+      if (calls)
+        message["tool_calls"] =
+            tool_calls_json(c->total.tool_calls, id_, c->index, 0, false, request_.tool_call_offsets);
       choice["message"] = std::move(message);
     } else {
       choice["text"] = c->total.content;
@@ -513,7 +510,8 @@ void CompletionRun::stream(const std::function<bool(const std::string&)>& write,
       if (!d.reasoning.empty() && request_.include_reasoning) delta["reasoning_content"] = d.reasoning;
       if (!d.content.empty()) delta["content"] = d.content;
       if (!d.tool_calls.empty()) {
-        delta["tool_calls"] = tool_calls_json(d.tool_calls, id_, c->index, c->tool_calls, true);
+        delta["tool_calls"] =
+            tool_calls_json(d.tool_calls, id_, c->index, c->tool_calls, true, request_.tool_call_offsets);
         c->tool_calls += static_cast<int>(d.tool_calls.size());
       }
       if (!delta.empty() && !send(delta_chunk(*c, delta, nullptr))) return finalize();

@@ -416,6 +416,7 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
     }
   };
   auto request = std::make_shared<CompletionRequest>(parse());
+  request->tool_call_offsets = api == Api::Responses;
   if (request->options.priority != 0 && !options.priority_scheduling)
     throw ApiError(400,
                    "'priority' is " + std::to_string(request->options.priority) +

@@ -53,6 +53,10 @@ struct CompletionRequest {
   bool starts_in_reasoning = false;        // chat: the rendered prompt leaves a <think> block open
   ToolCalls tool_calls = ToolCalls::None;  // chat: which tool calls the reply may make
   std::shared_ptr<const nlohmann::ordered_json> xml_tools;  // chat: ChatPrompt's
+  // Each tool call of the answer says where in the content it was made
+  // ("content_before", ToolCall's): for the Responses API's item order,
+  // which reads the chat answer; never sent to a client.
+  bool tool_call_offsets = false;
 };
 
 // The generation fields every request form reads (both endpoints, and the

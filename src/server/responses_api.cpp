@@ -1,5 +1,6 @@
 #include "server/responses_api.h"
 
+#include <algorithm>
 #include <set>
 #include <string_view>
 
@@ -184,7 +185,9 @@ ordered_json envelope(const ResponseContext& c, const std::string& status, order
           {"metadata", echo("metadata", ordered_json::object())}};
 }
 
-// Item ids share the response's random part: resp_X -> msg_X, rs_X, fc_X_k.
+// Item ids share the response's random part: resp_X -> rs_X, fc_X_k, and
+// msg_X for the first message (msg_X_k for the k-th after it: text after a
+// tool call).
 std::string item_id(const ResponseContext& c, const char* prefix) { return prefix + c.id.substr(c.id.find('_') + 1); }
 
 ordered_json reasoning_item(const ResponseContext& c, const std::string& text) {
@@ -198,8 +201,8 @@ ordered_json output_text(const std::string& text) {
   return {{"type", "output_text"}, {"text", text}, {"annotations", ordered_json::array()}};
 }
 
-ordered_json message_item(const ResponseContext& c, const std::string& text, const std::string& status) {
-  return {{"id", item_id(c, "msg_")},
+ordered_json message_item(const ResponseContext& c, size_t k, const std::string& text, const std::string& status) {
+  return {{"id", item_id(c, "msg_") + (k > 0 ? "_" + std::to_string(k) : "")},
           {"type", "message"},
           {"status", status},
           {"role", "assistant"},
@@ -238,12 +241,12 @@ const std::set<std::string_view> kPassed = {"model",
                                             "prompt_cache_key",
                                             "chat_template_kwargs",  // vLLM's, as on chat
                                             "request_id"};
-const std::set<std::string_view> kTranslated = {"input",     "instructions", "tools",    "tool_choice",      "text",
-                                                "reasoning", "truncation",   "metadata", "max_output_tokens"};
+const std::set<std::string_view> kTranslated = {
+    "input",    "instructions",      "tools",   "tool_choice",   "text", "reasoning", "truncation",
+    "metadata", "max_output_tokens", "include", "stream_options"};
 // What needs the state of earlier requests, or a server of OpenAI's.
-const std::set<std::string_view> kStateful = {"previous_response_id", "conversation", "background", "include",
-                                              "prompt"};
-const std::set<std::string_view> kUnsupported = {"top_logprobs", "max_tool_calls", "stream_options"};
+const std::set<std::string_view> kStateful = {"previous_response_id", "conversation", "background", "prompt"};
+const std::set<std::string_view> kUnsupported = {"top_logprobs", "max_tool_calls"};
 
 // This API's name for a chat field it names otherwise (nullptr: none): not
 // its field, and refused with the hint even where unknown fields are
@@ -257,6 +260,31 @@ const char* responses_name(const std::string& key) {
 
 bool passed_to_chat(const std::string& key) {
   return kPassed.count(key) || (is_generation_field(key) && !responses_name(key));
+}
+
+// What a stateless client asks to have included: the reasoning to give back
+// (every reasoning item carries its whole text already, which this server
+// takes back as input); the rest needs built-in tools, images or logprobs.
+void check_include(const ordered_json& include) {
+  if (!include.is_array()) bad("include", "'include' must be a list");
+  for (size_t k = 0; k < include.size(); ++k)
+    if (include[k] != "reasoning.encrypted_content")
+      bad("include[" + std::to_string(k) + "]",
+          "'include' value " + input_excerpt(include[k].dump()) +
+              " is not supported by this server (only \"reasoning.encrypted_content\", which its reasoning items "
+              "satisfy with their text)");
+}
+
+// The Responses stream's only option: obfuscation, which an unencrypted
+// local stream has no use for (taken, and nothing added).
+void check_stream_options(const ordered_json& options) {
+  if (!options.is_object()) bad("stream_options", "'stream_options' must be an object");
+  for (const auto& item : options.items())
+    if (item.key() != "include_obfuscation" || !item.value().is_boolean())
+      bad("stream_options." + input_excerpt(item.key()),
+          item.key() == "include_obfuscation"
+              ? std::string("'stream_options.include_obfuscation' must be true or false")
+              : "Unrecognized request argument supplied: stream_options." + input_excerpt(item.key()));
 }
 
 }  // namespace
@@ -307,6 +335,8 @@ ordered_json chat_body_of_response_request(const ordered_json& body) {
             "Unrecognized request argument supplied: reasoning." + input_excerpt(item.key()));
     if (given(r, "effort")) chat["reasoning_effort"] = r["effort"];
   }
+  if (given(body, "include")) check_include(body["include"]);
+  if (given(body, "stream_options")) check_stream_options(body["stream_options"]);
   if (given(body, "truncation") && body["truncation"] != "disabled" && body["truncation"] != "auto")
     bad("truncation", "'truncation' must be \"auto\" or \"disabled\"");
   if (given(body, "max_output_tokens")) chat["max_completion_tokens"] = body["max_output_tokens"];
@@ -345,11 +375,20 @@ ordered_json response_of_chat_answer(const ResponseContext& c, const ordered_jso
   const bool incomplete = choice["finish_reason"] == "length";
   ordered_json output = ordered_json::array();
   if (given(message, "reasoning_content")) output.push_back(reasoning_item(c, message["reasoning_content"]));
-  if (message["content"].is_string() && !message["content"].get_ref<const std::string&>().empty())
-    output.push_back(message_item(c, message["content"], incomplete ? "incomplete" : "completed"));
+  // The content around the calls, as the stream's message items (ResponseEvents).
+  const std::string content = message["content"].is_string() ? message["content"].get<std::string>() : "";
+  size_t at = 0, messages = 0;
+  auto text_until = [&](size_t end, const char* status) {
+    if (end > at) output.push_back(message_item(c, messages++, content.substr(at, end - at), status));
+    at = end;
+  };
   if (given(message, "tool_calls"))
-    for (size_t k = 0; k < message["tool_calls"].size(); ++k)
-      output.push_back(function_call_item(c, k, message["tool_calls"][k], "completed"));
+    for (size_t k = 0; k < message["tool_calls"].size(); ++k) {
+      const ordered_json& call = message["tool_calls"][k];
+      text_until(std::min(call["content_before"].get<size_t>(), content.size()), "completed");
+      output.push_back(function_call_item(c, k, call, "completed"));
+    }
+  text_until(content.size(), incomplete ? "incomplete" : "completed");
   return envelope(c, incomplete ? "incomplete" : "completed", std::move(output), usage_of(answer["usage"]));
 }
 
@@ -363,7 +402,7 @@ std::string ResponseEvents::open(Open kind) {
   std::string out = close_open_item();
   open_ = kind;
   ordered_json item =
-      kind == Open::Reasoning ? reasoning_item(context_, "") : message_item(context_, "", "in_progress");
+      kind == Open::Reasoning ? reasoning_item(context_, "") : message_item(context_, messages_++, "", "in_progress");
   ordered_json part = item["content"][0];
   item["content"] = ordered_json::array();
   const auto index = static_cast<int64_t>(output_.size());
@@ -414,34 +453,45 @@ std::string ResponseEvents::on(const ordered_json& chunk) {
   }
   if (chunk.contains("error")) {  // the engine failed the answer after it began
     const ordered_json& e = chunk["error"];
+    const ApiError error = as_response_request_error(
+        ApiError(e["code"].get<int>(), e["message"].get<std::string>(),
+                 e["param"].is_string() ? e["param"].get<std::string>() : "", e["type"].get<std::string>()));
+    const ordered_json param = error.param.empty() ? ordered_json() : ordered_json(error.param);
     finish_reason_ = "error";
     out += close_open_item();
-    out += event({{"type", "error"}, {"code", e["type"]}, {"message", e["message"]}, {"param", e["param"]}});
-    ordered_json failed =
-        envelope(context_, "failed", output_, nullptr, {{"code", e["type"]}, {"message", e["message"]}});
+    out += event({{"type", "error"}, {"code", error.type}, {"message", error.what()}, {"param", param}});
+    // ResponseError's codes: a request the model cannot go on with, or the server's failure.
+    const char* code = error.status >= 500 ? "server_error" : "invalid_prompt";
+    ordered_json failed = envelope(context_, "failed", output_, nullptr, {{"code", code}, {"message", error.what()}});
     out += event({{"type", "response.failed"}, {"response", std::move(failed)}});
     return out;
   }
   for (const ordered_json& choice : chunk["choices"]) {
     const ordered_json& delta = choice["delta"];
-    auto text_delta = [&](Open kind, const char* key, const char* type) {
-      if (!delta.contains(key) || delta[key].get_ref<const std::string&>().empty()) return;
+    auto text_delta = [&](Open kind, const std::string& text) {
+      if (text.empty()) return;
       out += open(kind);
       ordered_json& part = open_item()["content"][0];
-      part["text"] = part["text"].get<std::string>() + delta[key].get<std::string>();
-      ordered_json e = {{"type", type},
-                        {"item_id", open_item()["id"]},
-                        {"output_index", static_cast<int64_t>(output_.size() - 1)},
-                        {"content_index", 0},
-                        {"delta", delta[key]}};
+      part["text"] = part["text"].get<std::string>() + text;
+      ordered_json e = {
+          {"type", kind == Open::Reasoning ? "response.reasoning_text.delta" : "response.output_text.delta"},
+          {"item_id", open_item()["id"]},
+          {"output_index", static_cast<int64_t>(output_.size() - 1)},
+          {"content_index", 0},
+          {"delta", text}};
       if (kind == Open::Message) e["logprobs"] = ordered_json::array();
       out += event(std::move(e));
     };
-    text_delta(Open::Reasoning, "reasoning_content", "response.reasoning_text.delta");
-    text_delta(Open::Message, "content", "response.output_text.delta");
+    text_delta(Open::Reasoning, delta.value("reasoning_content", ""));
+    // The content and the calls in the order they were made: a delta may hold text on both sides of a call.
+    const std::string content = delta.value("content", "");
+    size_t at = 0;
     if (delta.contains("tool_calls")) {
-      out += close_open_item();
       for (const ordered_json& call : delta["tool_calls"]) {
+        const size_t before = std::min(call["content_before"].get<size_t>(), content.size());
+        if (before > at) text_delta(Open::Message, content.substr(at, before - at));
+        at = std::max(at, before);
+        out += close_open_item();
         const size_t k = call["index"];
         const auto index = static_cast<int64_t>(output_.size());
         ordered_json item = function_call_item(context_, k, call, "in_progress");
@@ -454,12 +504,14 @@ std::string ResponseEvents::on(const ordered_json& chunk) {
         out += event({{"type", "response.function_call_arguments.done"},
                       {"item_id", item["id"]},
                       {"output_index", index},
+                      {"name", item["name"]},
                       {"arguments", arguments}});
         item = function_call_item(context_, k, call, "completed");
         out += event({{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
         output_.push_back(std::move(item));
       }
     }
+    text_delta(Open::Message, content.substr(at));
     if (choice.contains("finish_reason") && !choice["finish_reason"].is_null()) {
       finish_reason_ = choice["finish_reason"];
       out += close_open_item();

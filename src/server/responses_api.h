@@ -65,6 +65,7 @@ class ResponseEvents {
   int64_t sequence_ = 0;
   bool started_ = false;
   Open open_ = Open::None;
+  size_t messages_ = 0;  // message items opened
   std::string finish_reason_;
   nlohmann::ordered_json output_ = nlohmann::ordered_json::array();  // the items so far, as they end
 };

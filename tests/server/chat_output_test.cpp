@@ -14,10 +14,7 @@ ChatDelta whole(const std::string& text, bool starts_in_reasoning = false, ToolC
                 XmlTools xml_tools = nullptr) {
   ChatOutputParser p(starts_in_reasoning, tool_calls, std::move(xml_tools));
   ChatDelta d = p.push(text);
-  ChatDelta f = p.finish();
-  d.reasoning += f.reasoning;
-  d.content += f.content;
-  for (auto& t : f.tool_calls) d.tool_calls.push_back(t);
+  d.append(p.finish());
   return d;
 }
 
@@ -27,10 +24,8 @@ ChatDelta bytewise(const std::string& text, bool starts_in_reasoning = false, To
   ChatOutputParser p(starts_in_reasoning, tool_calls, std::move(xml_tools));
   ChatDelta d;
   auto add = [&](ChatDelta x) {
-    d.reasoning += x.reasoning;
-    d.content += x.content;
-    for (auto& t : x.tool_calls) d.tool_calls.push_back(t);
     EXPECT_EQ(x.content.find('<'), std::string::npos) << "a raw tag leaked: " << x.content;
+    d.append(std::move(x));
   };
   for (char c : text) add(p.push(std::string(1, c)));
   add(p.finish());
@@ -44,15 +39,14 @@ void expect_same_in_pieces(const std::string& text, XmlTools xml_tools) {
   for (size_t piece = 1; piece <= 7; ++piece) {
     ChatOutputParser p(false, ToolCalls::Any, xml_tools);
     ChatDelta d;
-    auto add = [&](ChatDelta x) {
-      d.content += x.content;
-      for (auto& t : x.tool_calls) d.tool_calls.push_back(t);
-    };
-    for (size_t at = 0; at < text.size(); at += piece) add(p.push(text.substr(at, piece)));
-    add(p.finish());
+    for (size_t at = 0; at < text.size(); at += piece) d.append(p.push(text.substr(at, piece)));
+    d.append(p.finish());
     EXPECT_EQ(d.content, all.content) << "pieces of " << piece;
     ASSERT_EQ(d.tool_calls.size(), all.tool_calls.size()) << "pieces of " << piece;
-    for (size_t i = 0; i < d.tool_calls.size(); ++i) EXPECT_EQ(d.tool_calls[i].arguments, all.tool_calls[i].arguments);
+    for (size_t i = 0; i < d.tool_calls.size(); ++i) {
+      EXPECT_EQ(d.tool_calls[i].arguments, all.tool_calls[i].arguments);
+      EXPECT_EQ(d.tool_calls[i].content_before, all.tool_calls[i].content_before);
+    }
   }
 }
 
@@ -92,6 +86,21 @@ TEST(ChatOutput, ToolCallsParsedAndNeverInContent) {
     EXPECT_EQ(d.tool_calls[0].arguments, R"({"city":"Paris","unit":"c"})");
     EXPECT_EQ(d.tool_calls[1].name, "get_time");
     EXPECT_EQ(d.tool_calls[1].arguments, "{}");
+  }
+}
+
+// The Responses API lists text and calls as items in the order they were
+// written: each call says how much of the content came before it, the same
+// however the reply was cut into pieces.
+TEST(ChatOutput, EachToolCallSaysWhereInTheContentItCame) {
+  const std::string text =
+      "I will look.\n<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n"
+      "{\"name\": \"b\", \"arguments\": {}}\n</tool_call>\nThen I answer.";
+  for (const ChatDelta& d : {whole(text), bytewise(text)}) {
+    EXPECT_EQ(d.content, "I will look.\nThen I answer.");
+    ASSERT_EQ(d.tool_calls.size(), 2u);
+    EXPECT_EQ(d.tool_calls[0].content_before, 13u);
+    EXPECT_EQ(d.tool_calls[1].content_before, 13u);
   }
 }
 

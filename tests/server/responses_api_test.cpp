@@ -86,7 +86,12 @@ TEST(ResponsesApi, WhatAStatelessServerCannotDoIsA400NamingIt) {
   EXPECT_EQ(error_param(R"({"input": "x", "previous_response_id": "resp_1"})"), "previous_response_id");
   EXPECT_EQ(error_param(R"({"input": "x", "conversation": "conv_1"})"), "conversation");
   EXPECT_EQ(error_param(R"({"input": "x", "background": true})"), "background");
-  EXPECT_EQ(error_param(R"({"input": "x", "include": ["reasoning.encrypted_content"]})"), "include");
+  EXPECT_EQ(error_param(R"({"input": "x", "include": ["message.output_text.logprobs"]})"), "include[0]");
+  EXPECT_EQ(error_param(R"({"input": "x", "include": "reasoning.encrypted_content"})"), "include");
+  EXPECT_EQ(error_param(R"({"input": "x", "stream_options": {"include_usage": true}})"),
+            "stream_options.include_usage");
+  EXPECT_EQ(error_param(R"({"input": "x", "stream_options": {"include_obfuscation": 1}})"),
+            "stream_options.include_obfuscation");
   EXPECT_EQ(error_param(R"({"input": "x", "tools": [{"type": "web_search"}]})"), "tools[0]");
   EXPECT_EQ(error_param(R"({"input": "x", "tool_choice": {"type": "web_search"}})"), "tool_choice");
   EXPECT_EQ(error_param(R"({"input": [{"type": "item_reference", "id": "x"}]})"), "input[0].type");
@@ -101,9 +106,13 @@ TEST(ResponsesApi, WhatAStatelessServerCannotDoIsA400NamingIt) {
   EXPECT_EQ(error_param(R"({"input": "x", "text": {"format": {"type": "grammar"}}})"), "text.format");
   EXPECT_EQ(error_param(R"({"input": "x", "reasoning": {"effort": "low", "budget": 1}})"), "reasoning.budget");
   EXPECT_EQ(error_param(R"({"input": "x", "max_tokenz": 1})"), "max_tokenz");
-  // What asks for nothing it lacks passes.
+  // What asks for nothing it lacks passes: a stateless client's reasoning
+  // (its items carry their text, which goes back as input), obfuscation off.
   EXPECT_EQ(error_param(R"({"input": "x", "store": true, "include": [], "background": false, "truncation":
                             "disabled", "previous_response_id": null, "metadata": {"a": "b"}})"),
+            "(accepted)");
+  EXPECT_EQ(error_param(R"({"input": "x", "store": false, "include": ["reasoning.encrypted_content"],
+                            "stream": true, "stream_options": {"include_obfuscation": false}})"),
             "(accepted)");
 }
 
@@ -127,7 +136,7 @@ TEST(ResponsesApi, UnknownFieldsAreThoseItDoesNotRecognize) {
 TEST(ResponsesApi, AChatAnswerBecomesAResponse) {
   const ordered_json answer = ordered_json::parse(R"({"choices": [{"index": 0, "message": {"role": "assistant",
       "content": "Hi", "reasoning_content": "Think.", "tool_calls": [{"id": "call_9", "type": "function",
-      "function": {"name": "f", "arguments": "{}"}}]}, "finish_reason": "length"}],
+      "function": {"name": "f", "arguments": "{}"}, "content_before": 2}]}, "finish_reason": "length"}],
       "usage": {"prompt_tokens": 4, "completion_tokens": 9, "total_tokens": 13,
                 "prompt_tokens_details": {"cached_tokens": 2}, "completion_tokens_details": {"reasoning_tokens": 3}}})");
   const ordered_json r = response_of_chat_answer(context(), answer);
@@ -141,7 +150,7 @@ TEST(ResponsesApi, AChatAnswerBecomesAResponse) {
   ASSERT_EQ(out.size(), 3u) << r.dump(2);
   EXPECT_EQ(out[0], ordered_json::parse(R"({"id": "rs_abc", "type": "reasoning", "summary": [],
       "content": [{"type": "reasoning_text", "text": "Think."}]})"));
-  EXPECT_EQ(out[1]["status"], "incomplete");
+  EXPECT_EQ(out[1]["status"], "completed");  // the call after it is the last item
   EXPECT_EQ(out[1]["content"][0]["text"], "Hi");
   EXPECT_EQ(out[2], ordered_json::parse(R"({"id": "fc_abc_0", "type": "function_call", "status": "completed",
       "arguments": "{}", "call_id": "call_9", "name": "f"})"));
@@ -164,7 +173,7 @@ TEST(ResponsesApi, ChunksBecomeEventsThatAddUpToTheResponse) {
         R"({"choices": [{"index": 0, "delta": {"reasoning_content": "ink."}, "finish_reason": null}]})",
         R"({"choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": null}]})",
         R"({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_9", "type": "function",
-               "function": {"name": "f", "arguments": "{}"}}]}, "finish_reason": null}]})",
+               "function": {"name": "f", "arguments": "{}"}, "content_before": 0}]}, "finish_reason": null}]})",
         R"({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})",
         R"({"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 9, "total_tokens": 13,
                "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 4}}})"})
@@ -197,6 +206,7 @@ TEST(ResponsesApi, ChunksBecomeEventsThatAddUpToTheResponse) {
   EXPECT_EQ(done["output"][1]["status"], "completed");
   EXPECT_EQ(done["output"][2]["call_id"], "call_9");
   EXPECT_EQ(e[15]["item"]["arguments"], "");  // added empty, then its arguments as one delta
+  EXPECT_EQ(e[17]["name"], "f");
   EXPECT_EQ(done["usage"]["output_tokens"], 9);
   EXPECT_EQ(done["usage"]["output_tokens_details"]["reasoning_tokens"], 4);
 
@@ -210,6 +220,72 @@ TEST(ResponsesApi, ChunksBecomeEventsThatAddUpToTheResponse) {
   EXPECT_EQ(f.back()["response"]["error"]["message"], "the server is shutting down");
   EXPECT_EQ(f[f.size() - 2]["type"], "error");
   EXPECT_EQ(f.back()["response"]["output"][0]["status"], "incomplete");
+  EXPECT_EQ(f.back()["response"]["error"]["code"], "server_error");  // one of ResponseError's codes
+
+  // A grammar that cannot go on: the client's, named by this API's field.
+  ResponseEvents refused(context());
+  const std::vector<ordered_json> g =
+      events_of(refused.on(ApiError(400, "'response_format' allows nothing here", "response_format").to_json()));
+  ASSERT_GE(g.size(), 2u);
+  EXPECT_EQ(g[g.size() - 2]["param"], "text.format");
+  EXPECT_EQ(g[g.size() - 2]["message"], "'text.format' allows nothing here");
+  EXPECT_EQ(g.back()["response"]["error"]["code"], "invalid_prompt");
+}
+
+// An audit finding: text after a tool call opened a second message item with
+// the first one's id, and the whole answer put all the text in one message
+// before the calls. Now each message has its own id, and the stream adds up
+// to the whole answer's Response, however its text fell into chunks.
+TEST(ResponsesApi, TextAfterAToolCallIsAMessageItemOfItsOwn) {
+  const char* usage = R"({"prompt_tokens": 4, "completion_tokens": 9, "total_tokens": 13,
+      "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}})";
+  const ordered_json call = ordered_json::parse(
+      R"({"index": 0, "id": "call_9", "type": "function", "function": {"name": "f", "arguments": "{}"}})");
+  auto chunk = [&](const std::string& content, int64_t call_at, const char* finish) {
+    ordered_json delta = {{"content", content}};
+    if (call_at >= 0) {
+      delta["tool_calls"] = ordered_json::array({call});
+      delta["tool_calls"][0]["content_before"] = call_at;
+    }
+    return ordered_json{
+        {"choices",
+         {{{"index", 0}, {"delta", delta}, {"finish_reason", finish ? ordered_json(finish) : ordered_json()}}}}};
+  };
+  ordered_json whole_call = call;
+  whole_call.erase("index");
+  whole_call["content_before"] = 12;
+  const ordered_json answer = {
+      {"choices",
+       {{{"index", 0},
+         {"message", {{"role", "assistant"}, {"content", "I will look.Then I answer!"}, {"tool_calls", {whole_call}}}},
+         {"finish_reason", "tool_calls"}}}},
+      {"usage", ordered_json::parse(usage)}};
+  const ordered_json expected = response_of_chat_answer(context(), answer);
+  const ordered_json& out = expected["output"];
+  ASSERT_EQ(out.size(), 3u) << expected.dump(2);
+  EXPECT_EQ(out[0]["id"], "msg_abc");
+  EXPECT_EQ(out[0]["content"][0]["text"], "I will look.");
+  EXPECT_EQ(out[1]["id"], "fc_abc_0");
+  EXPECT_EQ(out[2]["id"], "msg_abc_1");
+  EXPECT_EQ(out[2]["content"][0]["text"], "Then I answer!");
+
+  // The text before the call, the call and some text after it in one chunk; or each in its own.
+  const std::vector<std::vector<ordered_json>> streams = {
+      {chunk("I will look.Then", 12, nullptr), chunk(" I answer!", -1, "tool_calls")},
+      {chunk("I will", -1, nullptr), chunk(" look.", -1, nullptr), chunk("", 0, nullptr),
+       chunk("Then I answer!", -1, "tool_calls")}};
+  for (const auto& stream : streams) {
+    ResponseEvents events(context());
+    std::string text;
+    for (const ordered_json& c : stream) text += events.on(c);
+    text += events.on(ordered_json{{"choices", ordered_json::array()}, {"usage", ordered_json::parse(usage)}});
+    const std::vector<ordered_json> e = events_of(text);
+    EXPECT_EQ(e.back()["response"]["output"], out) << e.back().dump(2);
+    std::vector<std::string> added;
+    for (const ordered_json& event : e)
+      if (event["type"] == "response.output_item.added") added.push_back(event["item"]["id"]);
+    EXPECT_EQ(added, (std::vector<std::string>{"msg_abc", "fc_abc_0", "msg_abc_1"}));
+  }
 }
 
 // Hunt findings: "stream": null was a 500; errors named the chat fields
