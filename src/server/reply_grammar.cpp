@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "server/api_error.h"
+#include "server/json_shape.h"
 #include "text/grammar/gbnf.h"
 #include "text/grammar/json_grammar.h"
 #include "text/grammar/regex.h"
@@ -137,6 +138,9 @@ std::shared_ptr<const grammar::Grammar> structured_output(std::string_view kind,
       bad(field, "'" + field + "' must be a JSON Schema (an object, or a string holding one)");
     ordered_json schema = value;
     if (value.is_string()) {
+      // JSON inside a string: held to the bounds of a request body before it is parsed.
+      if (const auto problem = json_shape_problem(value.get_ref<const std::string&>()))
+        bad(field, "'" + field + "' " + *problem);
       schema = ordered_json::parse(value.get_ref<const std::string&>(), nullptr, false);
       if (schema.is_discarded()) bad(field, "'" + field + "' is a string that holds no JSON document");
     }

@@ -603,6 +603,15 @@ TEST_F(OpenAiRequest, BodiesThatWouldParseSlowlyAreRefusedOrParseInLinearTime) {
   EXPECT_NE(std::string(in_arguments.what()).find("'messages[1].tool_calls' arguments holds objects too large"),
             std::string::npos)
       << in_arguments.what();
+  // An audit finding: so was a JSON Schema given as a string (1 MB took 6 s of a thread).
+  const std::string schema = arguments + "}";
+  for (const ordered_json& body : {ordered_json{{"prompt", "x"}, {"guided_json", schema}},
+                                   ordered_json{{"prompt", "x"}, {"structured_outputs", {{"json", schema}}}}}) {
+    const ApiError in_schema = error_of(body.dump(), false);
+    EXPECT_EQ(in_schema.status, 400) << body.dump().substr(0, 40);
+    EXPECT_NE(std::string(in_schema.what()).find("holds objects too large to parse (10001 members"), std::string::npos)
+        << in_schema.what();
+  }
   // Braces, colons and escaped quotes inside strings are text, not structure.
   EXPECT_EQ(error_of(R"({"prompt": "{[:\"}]{", "user": "\\"})", false).status, 0);
   EXPECT_EQ(error_of("{\"prompt\": \"x\", \"user\": \"" + std::string(200, '[') + "\"}", false).status, 0);
