@@ -13,6 +13,7 @@
 #include <ctime>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string_view>
@@ -64,6 +65,40 @@ void close_after_sending(httplib::Response& res) {
     write_part(*body, offset, length, sink);
     return false;
   });
+}
+
+// Why the request's body cannot be read safely, checked before httplib
+// reads it (nullopt: it can). httplib 0.11 holds a body to --max-body only
+// where a Content-Length gives its size: a chunked body, or a POST's without
+// a length (read to the connection's end), it reads whatever its size, and
+// a compressed one it inflates whatever it inflates to. A GET's body it
+// never reads: left on the connection, it would be read as the next request
+// (behind a proxy, every answer after it goes to the wrong client).
+std::optional<ApiError> framing_problem(const httplib::Request& req) {
+  std::string length;
+  for (size_t i = 0; i < req.get_header_value_count("Content-Length"); ++i) {
+    const std::string value = req.get_header_value("Content-Length", i);
+    // httplib reads "abc" as 0 and "-5" as 2^64 - 5 (a 413 after a wait).
+    if (value.empty() || value.size() > 19 || value.find_first_not_of("0123456789") != std::string::npos)
+      return ApiError(400, "Content-Length '" + input_excerpt(value) + "' is not a number of bytes");
+    if (i > 0 && value != length)
+      return ApiError(400, "the request gives two Content-Lengths, " + length + " and " + value);
+    length = value;
+  }
+  if (req.has_header("Transfer-Encoding"))
+    return ApiError(411, "a request body is taken with its Content-Length, not as Transfer-Encoding: " +
+                             input_excerpt(req.get_header_value("Transfer-Encoding")));
+  if (const std::string coding = req.get_header_value("Content-Encoding");
+      !coding.empty() && ::strcasecmp(coding.c_str(), "identity") != 0)
+    return ApiError(415, "a compressed request body (Content-Encoding: " + input_excerpt(coding) +
+                             ") is not taken: send it uncompressed");
+  const bool read = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" || req.method == "DELETE" ||
+                    req.method == "PRI";  // the methods whose body httplib reads
+  if (read && length.empty())
+    return ApiError(411, "a " + input_excerpt(req.method) + " needs a body with its Content-Length: the JSON request");
+  if (!read && !length.empty() && std::strtoull(length.c_str(), nullptr, 10) > 0)
+    return ApiError(400, "a " + input_excerpt(req.method) + " request carries no body (Content-Length " + length + ")");
+  return std::nullopt;
 }
 
 void send_json(httplib::Response& res, const ordered_json& j) {
@@ -645,35 +680,40 @@ void HttpServer::Impl::routes() {
     // httplib would cut the answer at the header's bounds unchecked, past its end (heap bytes to the client).
     // The request is httplib's own, not const (const_cast is sound).
     const_cast<httplib::Request&>(req).ranges.clear();
-    // httplib reads "abc" as 0 and "-5" as 2^64 - 5 (a 413 after a wait): the body cannot be framed.
-    if (req.has_header("Content-Length")) {
-      const std::string length = req.get_header_value("Content-Length");
-      if (length.empty() || length.size() > 19 || length.find_first_not_of("0123456789") != std::string::npos) {
-        send_error(res, ApiError(400, "Content-Length '" + input_excerpt(length) + "' is not a number of bytes"));
-        close_after_sending(res);
-        return httplib::Server::HandlerResponse::Handled;
-      }
+    // A refusal here leaves the body unread, so the connection ends after it:
+    // its body would be read as the next request.
+    auto refuse = [&res](const ApiError& e) {
+      send_error(res, e);
+      close_after_sending(res);
+      return httplib::Server::HandlerResponse::Handled;
+    };
+    // A method the path has no route for, whatever its body (httplib would read a POST's first).
+    const std::string methods = allowed_methods(req.path);
+    const std::string method = req.method == "HEAD" ? "GET" : req.method;  // httplib answers HEAD with GET's route
+    if (!methods.empty() && req.method != "OPTIONS" &&
+        std::none_of(std::begin(kRoutes), std::end(kRoutes),
+                     [&](const Route& r) { return req.path == r.path && method == r.method; })) {
+      res.set_header("Allow", methods + ", OPTIONS");
+      return refuse(ApiError(405, "method " + input_excerpt(req.method) + " is not allowed on " +
+                                      input_excerpt(req.path) + "; use " + methods));
     }
+    if (const std::optional<ApiError> problem = framing_problem(req)) return refuse(*problem);
+    // A page of another site may send a form POST here without asking (no
+    // preflight), and a server with no key would run it: only the pages of
+    // --allowed-origins are served (as Ollama does).
+    if (req.has_header("Origin") && req.method != "OPTIONS" && allowed_origin(req).empty())
+      return refuse(ApiError(403, "requests from the web pages of " + input_excerpt(req.get_header_value("Origin")) +
+                                      " are refused: start the server with --allowed-origins naming it to allow them"));
     if (req.path == "/health" || req.method == "OPTIONS") return httplib::Server::HandlerResponse::Unhandled;
     if (req.path == "/metrics") {
       if (ready) return httplib::Server::HandlerResponse::Unhandled;
-      send_error(res, ApiError(503, "the model is still loading"));
-      return httplib::Server::HandlerResponse::Handled;
+      return refuse(ApiError(503, "the model is still loading"));
     }
-    if (!authorized(req)) {
-      send_error(res,
-                 ApiError(401, "a valid API key is required: 'Authorization: Bearer <key>' (or 'X-Api-Key: <key>')"));
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (!ready) {
-      send_error(res, ApiError(503, "the model is still loading"));
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (stopping) {  // a request on a connection kept alive from before
-      send_error(res, ApiError(503, "the server is shutting down"));
-      close_after_sending(res);
-      return httplib::Server::HandlerResponse::Handled;
-    }
+    if (!authorized(req))
+      return refuse(
+          ApiError(401, "a valid API key is required: 'Authorization: Bearer <key>' (or 'X-Api-Key: <key>')"));
+    if (!ready) return refuse(ApiError(503, "the model is still loading"));
+    if (stopping) return refuse(ApiError(503, "the server is shutting down"));  // on a connection kept alive
     return httplib::Server::HandlerResponse::Unhandled;
   });
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
@@ -701,18 +741,8 @@ void HttpServer::Impl::routes() {
   http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
                                                                      httplib::Response& res) {
     if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
-    const std::string allowed = allowed_methods(req.path);
-    // No route for the method (a body-less POST fails reading its body first: 400).
-    const bool wrong_method = !allowed.empty() && (res.status == 404 || res.status == 400) &&
-                              std::none_of(std::begin(kRoutes), std::end(kRoutes), [&](const Route& r) {
-                                return req.path == r.path && req.method == r.method;
-                              });
-    if (wrong_method) {
-      res.set_header("Allow", allowed + ", OPTIONS");
-      send_error(res, ApiError(405, "method " + req.method + " is not allowed on " + input_excerpt(req.path) +
-                                        "; use " + allowed));
-    } else if (const std::string bare = req.path.substr(0, req.path.size() - 1);
-               res.status == 404 && req.path.size() > 1 && req.path.back() == '/' && !allowed_methods(bare).empty()) {
+    if (const std::string bare = req.path.substr(0, req.path.size() - 1);
+        res.status == 404 && req.path.size() > 1 && req.path.back() == '/' && !allowed_methods(bare).empty()) {
       // A route with a trailing slash: where it is, as FastAPI (vLLM) redirects (308 keeps the method and body).
       const std::string query = req.target.substr(std::min(req.target.find('?'), req.target.size()));
       res.status = 308;
@@ -730,12 +760,15 @@ void HttpServer::Impl::routes() {
                                           "Content-Type: application/json"
                                         : "the request body is larger than the server's limit of " +
                                               std::to_string(options.max_body_bytes) + " bytes (--max-body)"));
-    } else if (res.status == 400 && req.method == "POST" && !req.has_header("Content-Length") &&
-               !req.has_header("Transfer-Encoding")) {
-      send_error(res, ApiError(400, "a POST needs a body with its Content-Length (or chunked): the JSON request"));
+    } else if (res.status == 414) {
+      send_error(res, ApiError(414, "the request's target is longer than 8192 bytes, the HTTP library's limit"));
+      close_after_sending(res);
     } else {
-      send_error(res,
-                 ApiError(res.status, "the request could not be served (HTTP " + std::to_string(res.status) + ")"));
+      send_error(res, ApiError(res.status, "the request could not be read (HTTP " + std::to_string(res.status) +
+                                               "): a malformed request line or header, a header line over 8192 "
+                                               "bytes, an unknown HTTP version, or a body shorter than its "
+                                               "Content-Length"));
+      close_after_sending(res);
     }
     return httplib::Server::HandlerResponse::Handled;
   }));

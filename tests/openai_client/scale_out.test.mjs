@@ -15,7 +15,7 @@ const modelDir = path.join(root, 'tests/data/models/tiny');
 const nginxBin = ['/usr/sbin/nginx', '/usr/local/sbin/nginx'].find((p) => fs.existsSync(p));
 
 const replicas = [];
-let nginx, nginxDir, client;
+let nginx, nginxDir, client, proxyUrl;
 
 function freePort() {
   return new Promise((resolve) => {
@@ -51,7 +51,8 @@ before(async () => {
     if (r && r.status === 200) break;
     await new Promise((r) => setTimeout(r, 50));
   }
-  client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'none', maxRetries: 0, timeout: 30000 });
+  proxyUrl = `http://127.0.0.1:${port}`;
+  client = new OpenAI({ baseURL: `${proxyUrl}/v1`, apiKey: 'none', maxRetries: 0, timeout: 30000 });
 });
 
 after(async () => {
@@ -99,6 +100,21 @@ test('a session keeps its replica: its repeated prompt comes from the prefix cac
     assert.equal(again.choices[0].message.content, first.choices[0].message.content);
     assert.ok(again.usage.prompt_tokens_details.cached_tokens > 0, `${s}: cache hit on its replica`);
   }
+});
+
+// A replica refuses a chunked body (411: its HTTP library would read one
+// whatever its size); nginx buffers it and passes it on with its length.
+test('a chunked request body reaches a replica through nginx with its length', { skip }, async () => {
+  const body = new TextEncoder().encode(JSON.stringify({ model: 'tiny', prompt: 'Hi', max_tokens: 1 }));
+  const chunked = new ReadableStream({ start(c) { c.enqueue(body); c.close(); } });
+  const res = await fetch(`${proxyUrl}/v1/completions`,
+    { method: 'POST', body: chunked, duplex: 'half', headers: { 'Content-Type': 'application/json' } });
+  assert.equal(res.status, 200, await res.clone().text());
+  assert.equal((await res.json()).choices.length, 1);
+  const direct = await fetch(`http://127.0.0.1:${replicas[0].port}/v1/completions`,
+    { method: 'POST', body: new ReadableStream({ start(c) { c.enqueue(body); c.close(); } }), duplex: 'half',
+      headers: { 'Content-Type': 'application/json' } });
+  assert.equal(direct.status, 411);
 });
 
 test('a replica killed between requests: every session is still served', { skip }, async () => {

@@ -23,6 +23,9 @@ function halfRequest(url) {
   const socket = net.connect(Number(port), hostname);
   socket.on('error', () => {});
   socket.write('POST /v1/completions HTTP/1.1\r\nHost: x\r\n');
+  // A header line a second: each read is within the server's 5 s timeout, so the request is never done.
+  const trickle = setInterval(() => socket.write('X-More: yes\r\n'), 1000);
+  socket.on('close', () => clearInterval(trickle));
   // Connected is not yet accepted: a signal before the accept would close the listening socket with the
   // connection still in its backlog, and nothing would hold the exit. Half a second lets serve take it.
   return new Promise((resolve) => socket.on('connect', () => setTimeout(() => resolve(socket), 500)));

@@ -300,13 +300,13 @@ TEST(HttpServer, ErrorsInOpenAiShape) {
   check(c.Post("/v1/completions", std::string(20000, ' '), "application/x-www-form-urlencoded"), 413, "--max-body");
   check(c.Post("/tokenize", R"({"content": 5})", "application/json"), 400, "'content' must be a string");
   {  // A hunt finding: a POST without any body said only "could not be served (HTTP 400)";
-     // another: on a GET route it was that 400, not 405. Both wait for httplib's read timeout, side by side.
+     // another: on a GET route it was that 400, not 405. Both waited for httplib's read timeout; now neither does.
     auto send_raw = [&](const std::string& req) { return send_raw_request(f.http.port(), req); };
     const int completions =
         send_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n");
     const int models = send_raw("POST /v1/models HTTP/1.1\r\nHost: x\r\n\r\n");
     const std::string reply = read_raw_reply(completions);
-    EXPECT_NE(reply.find("400"), std::string::npos) << reply;
+    EXPECT_EQ(reply.rfind("HTTP/1.1 411", 0), 0u) << reply;
     EXPECT_NE(reply.find("a POST needs a body with its Content-Length"), std::string::npos) << reply;
     const std::string on_get = read_raw_reply(models);
     EXPECT_NE(on_get.find("405"), std::string::npos) << on_get;
@@ -372,6 +372,78 @@ TEST(HttpServer, ARangeHeaderIsIgnoredAndNothingPastAnAnswerGoesOut) {
     ASSERT_FALSE(error.is_discarded()) << range << ": " << reply;
     EXPECT_NE(error["error"]["message"].get<std::string>().find("Content-Length 'abc'"), std::string::npos);
   }
+}
+
+// Everything on a connection after `request`, read to the connection's end,
+// and whether it ended before the 5 s a kept-alive connection waits.
+std::pair<std::string, bool> reply_to_the_end(int port, const std::string& request) {
+  const int fd = send_raw_request(port, request);
+  const auto start = std::chrono::steady_clock::now();
+  std::string reply;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) reply.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return {reply, std::chrono::steady_clock::now() - start < 4s};
+}
+
+// A security audit's findings: httplib 0.11 holds a body to --max-body only
+// where a Content-Length gives its size, so a chunked body (or a POST's
+// without a length) of any size was read in, without a key (300 MiB on
+// /health); a gzip body was inflated whatever it inflated to (0.5 MB to
+// 500 MiB); and a body left unread (a GET's, or any refused before it was
+// read: a 401) was read as the next request on the connection, so that a
+// proxy's answers would go to the wrong clients. Each is now refused before
+// its body is read, and the connection ends: what was sent after it is
+// never served.
+TEST(HttpServer, BodiesTheLibraryCannotBoundAreRefusedUnreadAndEndTheConnection) {
+  Fixture f(engine::EngineLoopOptions{{4, 0, 64, 8, 128}, 16}, "sekrit");
+  const std::string smuggled = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string key = "Authorization: Bearer sekrit\r\n";
+  struct Case {
+    std::string request;
+    int status;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"POST /v1/completions HTTP/1.1\r\nHost: x\r\n" + key + "Transfer-Encoding: chunked\r\n\r\n400\r\n", 411,
+       "not as Transfer-Encoding: chunked"},
+      {"POST /health HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n400\r\n", 405, "use GET"},
+      {"POST /v1/completions HTTP/1.1\r\nHost: x\r\n" + key + "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n",
+       411, "Transfer-Encoding"},
+      {"POST /v1/completions HTTP/1.1\r\nHost: x\r\n" + key +
+           "Content-Encoding: gzip\r\nContent-Length: " + std::to_string(smuggled.size()) + "\r\n\r\n" + smuggled,
+       415, "Content-Encoding: gzip"},
+      {"POST /v1/completions HTTP/1.1\r\nHost: x\r\n" + key + "Content-Length: " + std::to_string(smuggled.size()) +
+           "\r\nContent-Length: 5\r\n\r\n" + smuggled,
+       400, "two Content-Lengths, " + std::to_string(smuggled.size()) + " and 5"},
+      {"GET /v1/models HTTP/1.1\r\nHost: x\r\n" + key + "Content-Length: " + std::to_string(smuggled.size()) +
+           "\r\n\r\n" + smuggled,
+       400, "a GET request carries no body"},
+      {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(smuggled.size()) + "\r\n\r\n" +
+           smuggled,
+       401, "a valid API key is required"},
+      {"GET /v1/models HTTP/1.1\r\nHost: x\r\n" + key + "Origin: http://evil.example\r\n\r\n" + smuggled, 403,
+       "--allowed-origins"},
+      {"GET / HTTP/9.9\r\nHost: x\r\n\r\n" + smuggled, 400, "the request could not be read (HTTP 400)"},
+      {"GET /" + std::string(9000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n" + smuggled, 414, "longer than 8192 bytes"},
+  };
+  for (const Case& c : cases) {
+    const auto [reply, ended] = reply_to_the_end(f.http.port(), c.request);
+    const std::string label = c.request.substr(0, 100);
+    EXPECT_EQ(reply.rfind("HTTP/1.1 " + std::to_string(c.status), 0), 0u) << label << "\n" << reply;
+    EXPECT_NE(reply.find(c.message), std::string::npos) << label << "\n" << reply;
+    EXPECT_NE(reply.find("Connection: close"), std::string::npos) << label << "\n" << reply;
+    EXPECT_EQ(reply.find("HTTP/1.1 200"), std::string::npos) << label << ": the smuggled request was served";
+    EXPECT_TRUE(ended) << label << ": the connection stayed open";
+  }
+  // What is framed as the library bounds it is still served, and the connection kept.
+  const std::string body = R"({"prompt": "Hi", "max_tokens": 1})";
+  const int fd = send_raw_request(f.http.port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\n" + key +
+                                                     "Content-Encoding: identity\r\nContent-Length: " +
+                                                     std::to_string(body.size()) + "\r\n\r\n" + body);
+  const std::string served = read_raw_reply(fd);
+  EXPECT_EQ(served.rfind("HTTP/1.1 200", 0), 0u) << served;
+  EXPECT_EQ(served.find("Connection: close"), std::string::npos) << served;
 }
 
 // A README hunt's findings: /tokenize took no `messages` (vLLM's does: the
@@ -462,20 +534,27 @@ TEST(HttpServer, CorsPreflightsModelRetrieveAndRandomIds) {
     EXPECT_EQ(res->get_header_value("Access-Control-Allow-Headers"), allowed ? "authorization, content-type" : "");
     EXPECT_EQ(c.Options("/v1/nothing")->status, 404);
     const httplib::Headers call = {{"Origin", "http://ui.example"}, {"Authorization", "Bearer sekrit"}};
+    // An audit finding: a page of any site could make a server without a key run its requests (a form POST
+    // needs no preflight; the browser only hid the answer). A request from a page is run only for the
+    // pages of --allowed-origins.
     for (const bool stream : {false, true}) {
       const ordered_json body = {{"messages", kMessages}, {"max_tokens", 2}, {"stream", stream}};
       auto answer = c.Post("/v1/chat/completions", call, body.dump(), "application/json");
       ASSERT_TRUE(answer);
-      EXPECT_EQ(answer->status, 200);
+      EXPECT_EQ(answer->status, allowed ? 200 : 403) << answer->body;
       EXPECT_EQ(answer->get_header_value("Access-Control-Allow-Origin"), allowed ? "http://ui.example" : "");
+      if (!allowed) {
+        EXPECT_NE(answer->body.find("--allowed-origins"), std::string::npos) << answer->body;
+      }
     }
     auto other = c.Get("/v1/models", {{"Origin", "http://evil.example"}, {"Authorization", "Bearer sekrit"}});
+    EXPECT_EQ(other->status, 403);
     EXPECT_EQ(other->get_header_value("Access-Control-Allow-Origin"), "");
     // A hunt finding: Vary: Origin came only with an allowed origin, so a cache could hand the answer given to
     // another origin (or to none) to an allowed page, which the browser then refused.
     EXPECT_EQ(other->get_header_value("Vary"), allowed ? "Origin" : "");
     EXPECT_EQ(c.Get("/health")->get_header_value("Vary"), allowed ? "Origin" : "");
-    EXPECT_EQ(c.Get("/v1/models", {{"Origin", "http://ui.example"}})->status, 401);
+    EXPECT_EQ(c.Get("/v1/models", {{"Origin", "http://ui.example"}})->status, allowed ? 401 : 403);
   }
   const int64_t before = static_cast<int64_t>(std::time(nullptr));
   Fixture f;
