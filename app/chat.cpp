@@ -167,7 +167,8 @@ void run_chat(ChatArgs& a) {
         std::signal(SIGINT, SIG_DFL);
         std::raise(SIGINT);
       }
-      write_out("\n");
+      std::fputc('\n', in.screen());  // past the line given up
+      std::fflush(in.screen());
       continue;
     }
     if (message.empty()) continue;

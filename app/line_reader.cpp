@@ -34,10 +34,13 @@ void drain_wakeups() {
 }  // namespace
 
 LineReader::LineReader() {
-  if (!::isatty(STDIN_FILENO) || !::isatty(STDOUT_FILENO)) return;
+  if (!::isatty(STDIN_FILENO)) return;
+  FILE* screen = ::isatty(STDOUT_FILENO) ? stdout : ::isatty(STDERR_FILENO) ? stderr : nullptr;
+  if (!screen) return;
   if (g_wakeup[0] < 0 && ::pipe2(g_wakeup, O_NONBLOCK | O_CLOEXEC) != 0) return;  // plain reads
-  el_ = el_init("qinfer", stdin, stdout, stderr);
+  el_ = el_init("qinfer", stdin, screen, stderr);
   if (!el_) return;  // no usable terminal description: plain reads
+  screen_ = screen;
   // libedit decodes keys in the locale's encoding. The model reads and
   // writes UTF-8, so the terminal is taken as UTF-8 even where no locale
   // says so (LANG unset: the C locale, ASCII only, dropped "é").

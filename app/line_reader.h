@@ -1,7 +1,10 @@
 // Lines typed at the chat prompt. On a terminal: editing and history through
-// libedit (arrow keys, Ctrl-A/E, Ctrl-R, the session's earlier lines);
+// libedit (arrow keys, Ctrl-A/E, Ctrl-R, the session's earlier lines), the
+// prompt and the line drawn on stdout's terminal, or stderr's where stdout
+// is a file or a pipe (`chat | tee log`: the log holds the replies);
 // otherwise (a pipe, a file) plain line reads, one message per line.
 #pragma once
+#include <cstdio>
 #include <string>
 
 struct editline;
@@ -13,13 +16,15 @@ class LineReader {
  public:
   enum class Status { Line, Interrupted, Eof };
 
-  // Edits only when stdin and stdout are both terminals.
+  // Edits only when stdin and stdout (or else stderr) are terminals.
   LineReader();
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
 
   bool interactive() const { return el_ != nullptr; }
+  // Where the prompt is drawn (interactive only).
+  FILE* screen() const { return screen_; }
   // One line without its newline. Interrupted: interrupt() was called while
   // waiting (the typed line is dropped); Eof: Ctrl-D or end of input.
   Status read(const std::string& prompt, std::string& line);
@@ -39,6 +44,7 @@ class LineReader {
   static int read_byte(LineReader* self, char* byte);
 
   editline* el_ = nullptr;
+  FILE* screen_ = nullptr;
   std::string unread_;  // bytes read after an invalid one, decoded next
   history* hist_ = nullptr;
   std::string prompt_;

@@ -2,6 +2,7 @@
 // line editing (arrows, Ctrl-A), history (Up), Ctrl-C at the prompt (clears
 // the line, stays in the chat), Ctrl-C during a reply (stops it) and Ctrl-D
 // (quits) go through the real line discipline and signals.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <pty.h>
@@ -17,6 +18,7 @@
 
 #include "test_util.h"
 #include "text/tokenizer.h"
+#include "util/mapped_file.h"
 
 using nlohmann::json;
 
@@ -26,9 +28,11 @@ namespace {
 class PtyChat {
  public:
   // `locale`: LC_ALL for the chat ("" leaves the environment's; "unset": none, the C locale).
-  // `model`: the checkpoint ("": tiny, with --no-think); `env`: variables set for the chat (after TERM=xterm).
+  // `model`: the checkpoint ("": tiny, with --no-think); `env`: variables set for the chat (after TERM=xterm);
+  // `stdout_file`: where its standard output goes instead of the terminal ("": the terminal).
   explicit PtyChat(const std::vector<std::string>& args, const std::string& locale = "", const std::string& model = "",
-                   const std::vector<std::pair<std::string, std::string>>& env = {})
+                   const std::vector<std::pair<std::string, std::string>>& env = {},
+                   const std::string& stdout_file = "")
       : home_("pty-home") {
     std::vector<std::string> argv = {qinfer::test::qinfer_binary(), "chat", "-m",
                                      model.empty() ? qinfer::test::data_path("models/tiny") : model,
@@ -44,6 +48,11 @@ class PtyChat {
       else if (!locale.empty())
         setenv("LC_ALL", locale.c_str(), 1);
       for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
+      if (!stdout_file.empty()) {
+        const int fd = open(stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) _exit(126);
+        close(fd);
+      }
       std::vector<char*> c;
       for (std::string& a : argv) c.push_back(a.data());
       c.push_back(nullptr);
@@ -248,4 +257,34 @@ TEST(ChatPty, ReasoningIsDimmedUnlessTheTerminalIsDumbOrNoColorIsSet) {
       EXPECT_NE(chat.output().find("<think>Hm.</think>Hi"), std::string::npos) << what << chat.output();
     }
   }
+}
+
+// A CLI audit's finding: with standard output a file or a pipe (`chat | tee
+// log`) and the user typing at a terminal, chat drew no prompt and Ctrl-C
+// ended it, as when it reads a pipe. The prompt and the typed line are now
+// drawn on stderr's terminal, and the file gets the replies alone.
+TEST(ChatPty, WithStdoutRedirectedThePromptIsOnStderrAndTheFileHoldsTheReplies) {
+  qinfer::test::ScratchDir dir("pty-tee");
+  const std::string model = dir.file("scripted");
+  ASSERT_EQ(qinfer::test::run_command(qinfer::test::qinfer_binary() + " make-test-model --preset tiny --out " + model +
+                                      " --script 'Hi there' 2>&1")
+                .exit_code,
+            0);
+  PtyChat chat({"--temp", "0", "-n", "20"}, "", model, {}, dir.file("replies.txt"));
+  ASSERT_TRUE(chat.expect("Ctrl-D quits.")) << chat.output();
+  ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  ASSERT_TRUE(chat.editing()) << chat.output();
+  chat.type("junk");
+  ASSERT_TRUE(chat.expect("junk")) << chat.output();
+  chat.type("\x03");  // Ctrl-C: drops the line, the chat goes on
+  ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  ASSERT_TRUE(chat.editing()) << chat.output();
+  chat.type("Hello\r");
+  ASSERT_TRUE(chat.expect("tokens at")) << chat.output();
+  ASSERT_TRUE(chat.expect("> ")) << chat.output();
+  ASSERT_TRUE(chat.editing()) << chat.output();
+  chat.type("\x04");
+  EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
+  EXPECT_EQ(qinfer::read_text_file(dir.file("replies.txt")), "Hi there\n");
+  EXPECT_EQ(chat.output().find("Hi there"), std::string::npos) << chat.output();
 }
