@@ -97,8 +97,13 @@ std::vector<int32_t> read_ids(const json& j, const char* key, const std::string&
   return ids;
 }
 
-void require_positive(int64_t v, const char* key, const std::string& origin) {
+// A size of the model: positive, and at most 2^24 (far beyond any model's),
+// so that a product of two (a matrix's elements, heads x head_dim) stays far
+// inside int64: 2^59 + 4 heads of 32 made 128 and passed the shape checks.
+constexpr int64_t kMaxModelSize = int64_t{1} << 24;
+void require_positive(int64_t v, const char* key, const std::string& origin, int64_t max = kMaxModelSize) {
   if (v <= 0) fail(origin, ": field '", key, "' must be positive, got ", v);
+  if (v > max) fail(origin, ": field '", key, "' = ", v, " is beyond any model's (at most ", max, ")");
 }
 
 // The sparse MLP's keys of a Qwen3MoeForCausalLM config, checked.
@@ -241,7 +246,8 @@ Qwen3Config parse_qwen3_config(const std::string& text, const std::string& origi
   require_positive(c.num_attention_heads, "num_attention_heads", origin);
   require_positive(c.num_key_value_heads, "num_key_value_heads", origin);
   require_positive(c.head_dim, "head_dim", origin);
-  require_positive(c.max_position_embeddings, "max_position_embeddings", origin);
+  require_positive(c.max_position_embeddings, "max_position_embeddings", origin,
+                   std::numeric_limits<int64_t>::max());  // the KV pool bounds what a sequence may use
   if (c.head_dim % 2) fail(origin, ": head_dim must be even for rotary embeddings, got ", c.head_dim);
   if (c.num_attention_heads % c.num_key_value_heads)
     fail(origin, ": num_attention_heads (", c.num_attention_heads, ") is not a multiple of num_key_value_heads (",
@@ -285,8 +291,10 @@ GenerationConfig parse_generation_config(const std::string& text, const std::str
   read_opt(j, "repetition_penalty", &g.repetition_penalty, origin);
   read_opt(j, "top_k", &g.top_k, origin);
   // The ranges transformers' GenerationConfig accepts (top_k 0: off).
+  // A float of 1e300 is infinite: out of range too (else every request is refused as if its own).
   auto check = [&](const char* key, const auto& value, bool ok) {
-    if (value && !ok) fail(origin, ": field '", key, "' = ", j[key].dump(), " is out of range");
+    if (value && (!ok || !std::isfinite(static_cast<double>(*value))))
+      fail(origin, ": field '", key, "' = ", j[key].dump(), " is out of range");
   };
   check("temperature", g.temperature, g.temperature >= 0.0f);
   check("top_p", g.top_p, g.top_p > 0.0f && g.top_p <= 1.0f);

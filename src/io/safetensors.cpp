@@ -113,7 +113,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
     t.data = data + begin;
     t.nbytes = end - begin;
     auto [pos, inserted] = tensors_.emplace(name, std::move(t));
-    spans.push_back({begin, end, &pos->first});
+    if (end > begin) spans.push_back({begin, end, &pos->first});  // an empty tensor holds no bytes to share
   }
 
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
@@ -149,6 +149,7 @@ Checkpoint Checkpoint::open(const std::string& dir) {
       expected_shard[it.key()] = shard;
       shards.insert(shard);
     }
+    if (shards.empty()) fail(index_path, ": the 'weight_map' lists no tensors");
     for (const std::string& shard : shards) {
       const std::string p = dir + "/" + shard;
       if (!file_exists(p)) fail(index_path, ": shard ", shard, " is listed but ", p, " does not exist");

@@ -122,6 +122,9 @@ struct Binder {
       return WeightMatrix{f, aligned_data(*t, 2), rows, cols};
     }
     const TensorView& f = ck.require(name, {rows, cols});
+    if (f.dtype != DType::F32 && f.dtype != DType::BF16 && f.dtype != DType::F16)
+      fail("tensor ", name, " is ", dtype_name(f.dtype),
+           "; a weight matrix is F32, BF16 or F16 (or U8 rows that config.json's quantization_config names)");
     return WeightMatrix{weight_format_of(f.dtype), aligned_data(f, dtype_size(f.dtype)), rows, cols};
   }
 
@@ -368,6 +371,10 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
       fail(dir, ": score.weight has shape ", shape_str(score->shape), ", not [labels (1 to 1024), hidden]");
     layout.score_rows = score->shape[0];
     layout.lm_head = m->checkpoint_.find("lm_head.weight") != nullptr;
+    // Else each input's label would be named by another row's (transformers refuses the size mismatch).
+    if (!c.id2label.empty() && static_cast<int64_t>(c.id2label.size()) != layout.score_rows)
+      fail(dir, "/config.json: id2label names ", c.id2label.size(), " labels but score.weight has ", layout.score_rows,
+           " rows, one a label");
   } else if (c.sequence_classifier) {
     fail(dir, ": a Qwen3ForSequenceClassification checkpoint without score.weight (its classifier head)");
   }

@@ -33,6 +33,10 @@ ModelBundle load_model_bundle(const std::string& model_arg, const LoadOptions& o
   require_in_vocabulary(b.generation.eos_token_ids, b.model->config().vocab_size, "eos_token_id",
                         b.dir + "/generation_config.json");
   if (file_exists(b.dir + "/tokenizer.json")) b.tokenizer = Tokenizer::from_file(b.dir + "/tokenizer.json");
+  // An id without an embedding row would fail every request that holds it, each as the client's mistake.
+  if (b.tokenizer && static_cast<int64_t>(b.tokenizer->vocab_size()) > b.model->config().vocab_size)
+    fail(b.dir, "/tokenizer.json has token id ", b.tokenizer->vocab_size() - 1, ", beyond config.json's vocab_size ",
+         b.model->config().vocab_size, ": the tokenizer of another model");
   const std::string tc = b.dir + "/tokenizer_config.json";
   if (file_exists(b.dir + "/chat_template.jinja") || (file_exists(tc) && may_hold_chat_template(read_text_file(tc)))) {
     try {

@@ -295,12 +295,32 @@ TEST(GenerationConfig, ValuesOutOfRangeNameTheFileAndField) {
       {R"({"top_p": 1.5})", "g: field 'top_p' = 1.5 is out of range"},
       {R"({"min_p": 2})", "g: field 'min_p' = 2 is out of range"},
       {R"({"repetition_penalty": 0})", "g: field 'repetition_penalty' = 0 is out of range"},
+      // An audit finding: beyond float's range they became inf, and every request was refused as the client's.
+      {R"({"repetition_penalty": 1e300})", "g: field 'repetition_penalty' = 1e+300 is out of range"},
+      {R"({"temperature": 1e300})", "g: field 'temperature' = 1e+300 is out of range"},
   };
   for (const auto& c : cases) {
     const std::string error = error_of([&] { parse_generation_config(c.first, "g"); });
     EXPECT_NE(error.find(c.second), std::string::npos) << c.first << ": " << error;
   }
   EXPECT_EQ(*parse_generation_config(R"({"top_k": 0, "temperature": 0})", "g").top_k, 0);
+}
+
+// An audit finding: 2^59 + 4 heads of head_dim 32 made q_proj's 2^64 + 128
+// rows wrap to 128, pass the shape checks, and crash the first forward pass.
+TEST(HfConfig, SizesBeyondAnyModelAreRefused) {
+  const std::string msg = error_of([] {
+    parse_qwen3_config(R"({"architectures": ["Qwen3ForCausalLM"], "num_attention_heads": 576460752303423492,
+                           "num_key_value_heads": 2, "head_dim": 32})",
+                       "c");
+  });
+  EXPECT_NE(msg.find("c: field 'num_attention_heads' = 576460752303423492 is beyond any model's (at most 16777216)"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(error_of([] {
+              parse_qwen3_config(R"({"architectures": ["Qwen3ForCausalLM"], "head_dim": 33554432})", "c");
+            }).find("'head_dim' = 33554432 is beyond any model's"),
+            std::string::npos);
 }
 
 // A hunt finding: num_hidden_layers 2^64 - 1 was reported as -1.

@@ -88,8 +88,11 @@ TEST(ModelLoad, WrongShape) {
 TEST(ModelLoad, MoreLayersThanTheCheckpointHas) {
   test::ScratchDir d("m");
   write_checkpoint(d, "\"num_hidden_layers\":1", "\"num_hidden_layers\":1000000000000");
-  EXPECT_NE(load_error(d.path()).find("num_hidden_layers is 1000000000000 but the checkpoint has no "
-                                      "model.layers.999999999999.input_layernorm.weight"),
+  EXPECT_NE(load_error(d.path()).find("'num_hidden_layers' = 1000000000000 is beyond any model's"), std::string::npos)
+      << load_error(d.path());
+  write_checkpoint(d, "\"num_hidden_layers\":1", "\"num_hidden_layers\":1000000");
+  EXPECT_NE(load_error(d.path()).find("num_hidden_layers is 1000000 but the checkpoint has no "
+                                      "model.layers.999999.input_layernorm.weight"),
             std::string::npos)
       << load_error(d.path());
 }
@@ -242,4 +245,42 @@ TEST(ModelLoad, TokenOutsideVocabularyIsAnError) {
     EXPECT_NE(std::string(e.what()).find("needs 5 positions but the context length is 4"), std::string::npos)
         << e.what();
   }
+}
+
+// Audit findings: a classifier whose id2label names more labels than
+// score.weight has rows named each input's label by another row; an I32
+// matrix was "dtype I32 is not a float weight format", naming no tensor; an
+// index with an empty weight_map was blamed on num_hidden_layers; an empty
+// tensor at the start of the data section "overlapped" the tensor there.
+TEST(ModelLoad, FilesThatDisagreeAreNamed) {
+  test::ScratchDir d("m");
+  std::string classifier = kConfig;
+  classifier.replace(classifier.find("Qwen3ForCausalLM"), 16, "Qwen3ForSequenceClassification");
+  classifier.insert(classifier.size() - 1, R"(,"id2label":{"0":"NEG","1":"NEU","2":"POS"})");
+  std::ofstream(d.file("config.json")) << classifier;
+  auto ts = tiny_tensors();
+  ts.push_back({"score.weight", DType::F32, {2, 8}, std::vector<uint8_t>(64)});
+  write_safetensors(d.file("model.safetensors"), ts);
+  EXPECT_NE(load_error(d.path()).find("/config.json: id2label names 3 labels but score.weight has 2 rows"),
+            std::string::npos)
+      << load_error(d.path());
+
+  std::ofstream(d.file("config.json")) << kConfig;
+  ts = tiny_tensors();
+  ts[2].dtype = DType::I32;  // q_proj, 4 bytes an element as F32
+  write_safetensors(d.file("model.safetensors"), ts);
+  EXPECT_NE(load_error(d.path()).find("tensor model.layers.0.self_attn.q_proj.weight is I32; a weight matrix is F32"),
+            std::string::npos)
+      << load_error(d.path());
+
+  ts = tiny_tensors();
+  ts.insert(ts.begin(), {"aaa.empty", DType::BF16, {0}, {}});
+  write_safetensors(d.file("model.safetensors"), ts);
+  EXPECT_EQ(load_error(d.path()), "(no error)") << "an empty tensor takes no bytes from the one after it";
+
+  fs::remove(d.file("model.safetensors"));
+  std::ofstream(d.file("model.safetensors.index.json")) << R"({"metadata": {}, "weight_map": {}})";
+  EXPECT_NE(load_error(d.path()).find("model.safetensors.index.json: the 'weight_map' lists no tensors"),
+            std::string::npos)
+      << load_error(d.path());
 }

@@ -1,7 +1,15 @@
-// Sampling defaults as transformers derives them from generation_config.json.
+// Sampling defaults as transformers derives them from generation_config.json;
+// the files of a checkpoint checked against each other.
 #include "runtime/model_bundle.h"
 
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+#include "util/error.h"
 
 using namespace qinfer;
 
@@ -24,4 +32,31 @@ TEST(ModelBundle, MissingSamplingFieldsTakeTransformersDefaults) {
   EXPECT_EQ(b.default_sampling().temperature, 0.0f) << "greedy without do_sample";
   b.generation.do_sample.reset();
   EXPECT_EQ(b.default_sampling().temperature, 0.0f);
+}
+
+// An audit finding: a tokenizer with ids past config.json's vocab_size (the
+// tokenizer of another model) loaded, then every request holding one of
+// those tokens failed as the client's mistake ("token id 160000 is outside
+// the vocabulary").
+TEST(ModelBundle, ATokenizerWithIdsBeyondTheModelsVocabularyIsRefusedAtLoad) {
+  test::ScratchDir dir("bundle-vocab");
+  for (const auto& f : std::filesystem::directory_iterator(test::data_path("models/tiny")))
+    std::filesystem::copy_file(f.path(), dir.file(f.path().filename().string()));
+  nlohmann::json tokenizer = nlohmann::json::parse(std::ifstream(dir.file("tokenizer.json")));
+  tokenizer["added_tokens"].push_back({{"id", 160000},
+                                       {"content", "<|weird|>"},
+                                       {"single_word", false},
+                                       {"lstrip", false},
+                                       {"rstrip", false},
+                                       {"normalized", false},
+                                       {"special", true}});
+  std::ofstream(dir.file("tokenizer.json")) << tokenizer.dump();
+  try {
+    load_model_bundle(dir.path());
+    FAIL() << "loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/tokenizer.json has token id 160000, beyond config.json's vocab_size 151936"),
+              std::string::npos)
+        << e.what();
+  }
 }
