@@ -545,8 +545,8 @@ TEST(UsageCli, LogitsOutRefusesTheModelsOwnFiles) {
 TEST(UsageCli, ABrokenChatTemplateFailsOnlyChattingAndQuantizeKeepsTheJinjaFile) {
   ScratchDir dir("bad-template");
   json config = json::parse(read_file(tiny() + "/tokenizer_config.json"));
-  for (const json& bad : {json(nullptr), json("{{ messages | no_such_filter }}")}) {
-    const std::string model = dir.file(bad.is_null() ? "null" : "filter");
+  for (const json& bad : {json(nullptr), json("{% if messages %}never closed")}) {
+    const std::string model = dir.file(bad.is_null() ? "null" : "unclosed");
     link_tiny(model, {"tokenizer_config.json"});
     config["chat_template"] = bad;
     std::ofstream(model + "/tokenizer_config.json") << config.dump();

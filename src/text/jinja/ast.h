@@ -120,7 +120,7 @@ struct FilterExpr : Expr {
       : Expr(offset), value(std::move(value)), name(std::move(name)), fn(fn) {}
   ExprPtr value;
   std::string name;
-  FilterFn fn;
+  FilterFn fn;  // nullptr: no such filter, an error when it runs (as in jinja2)
   ArgExprs args;
   Value eval(Context& ctx) const override;
   void visit_names(const NameVisitor& on_name) const override;
@@ -133,7 +133,7 @@ struct TestExpr : Expr {
       : Expr(offset), value(std::move(value)), name(std::move(name)), fn(fn), negated(negated) {}
   ExprPtr value;
   std::string name;
-  TestFn fn;
+  TestFn fn;  // nullptr: no such test, an error when it runs
   bool negated;
   ArgExprs args;
   Value eval(Context& ctx) const override;

@@ -153,6 +153,7 @@ Value CallExpr::eval(Context& ctx) const {
 Value FilterExpr::eval(Context& ctx) const { return apply(ctx, value->evaluate(ctx)); }
 
 Value FilterExpr::apply(Context& ctx, const Value& input) const {
+  if (!fn) eval_fail("no filter named '", name, "'");
   CallArgs a = args.evaluate(ctx);
   try {
     return fn(ctx, input, a);
@@ -162,6 +163,7 @@ Value FilterExpr::apply(Context& ctx, const Value& input) const {
 }
 
 Value TestExpr::eval(Context& ctx) const {
+  if (!fn) eval_fail("no test named '", name, "'");
   Value v = value->evaluate(ctx);
   CallArgs a = args.evaluate(ctx);
   return fn(ctx, v, a) != negated;
