@@ -67,13 +67,18 @@ void close_after_sending(httplib::Response& res) {
   });
 }
 
-// Why the request's body cannot be read safely, checked before httplib
-// reads it (nullopt: it can). httplib 0.11 holds a body to --max-body only
-// where a Content-Length gives its size: a chunked body, or a POST's without
-// a length (read to the connection's end), it reads whatever its size, and
-// a compressed one it inflates whatever it inflates to. A GET's body it
-// never reads: left on the connection, it would be read as the next request
-// (behind a proxy, every answer after it goes to the wrong client).
+// Whether the request has a body (a Content-Length above 0, or chunked).
+bool carries_body(const httplib::Request& req) {
+  return req.has_header("Transfer-Encoding") ||
+         std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) > 0;
+}
+
+// Why the request's body cannot be framed safely (nullopt: it can), checked
+// before anything reads it; such a request ends its connection. httplib 0.11
+// reads a POST without a length to the connection's end, never reads a
+// GET's body (left on the connection, it would be read as the next request:
+// behind a proxy, every answer after it would go to the wrong client), and
+// takes the first of two Content-Lengths (a proxy may take the other).
 std::optional<ApiError> framing_problem(const httplib::Request& req) {
   std::string length;
   for (size_t i = 0; i < req.get_header_value_count("Content-Length"); ++i) {
@@ -85,20 +90,50 @@ std::optional<ApiError> framing_problem(const httplib::Request& req) {
       return ApiError(400, "the request gives two Content-Lengths, " + length + " and " + value);
     length = value;
   }
-  if (req.has_header("Transfer-Encoding"))
-    return ApiError(411, "a request body is taken with its Content-Length, not as Transfer-Encoding: " +
-                             input_excerpt(req.get_header_value("Transfer-Encoding")));
+  if (req.has_header("Transfer-Encoding")) {
+    const std::string coding = req.get_header_value("Transfer-Encoding");
+    if (req.get_header_value_count("Transfer-Encoding") > 1 || ::strcasecmp(coding.c_str(), "chunked") != 0)
+      return ApiError(400, "Transfer-Encoding '" + input_excerpt(coding) + "' is not taken: only chunked");
+    if (!length.empty()) return ApiError(400, "the request gives both a Content-Length and Transfer-Encoding");
+  }
   if (const std::string coding = req.get_header_value("Content-Encoding");
-      !coding.empty() && ::strcasecmp(coding.c_str(), "identity") != 0)
-    return ApiError(415, "a compressed request body (Content-Encoding: " + input_excerpt(coding) +
-                             ") is not taken: send it uncompressed");
-  const bool read = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" || req.method == "DELETE" ||
-                    req.method == "PRI";  // the methods whose body httplib reads
-  if (read && length.empty())
+      !coding.empty() && ::strcasecmp(coding.c_str(), "identity") != 0 && coding != "gzip" && coding != "deflate" &&
+      coding != "br")
+    return ApiError(415, "Content-Encoding '" + input_excerpt(coding) +
+                             "' is not one this server inflates (gzip, "
+                             "deflate, br)");
+  const bool has_body = carries_body(req);
+  if (has_body && req.get_header_value("Content-Type").rfind("multipart/form-data", 0) == 0)
+    return ApiError(415, "the request body is JSON, not multipart/form-data");
+  const bool read = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
+                    req.method == "PRI";  // the methods httplib reads a body of without a length (to the end)
+  if (read && length.empty() && !req.has_header("Transfer-Encoding"))
     return ApiError(411, "a " + input_excerpt(req.method) + " needs a body with its Content-Length: the JSON request");
-  if (!read && !length.empty() && std::strtoull(length.c_str(), nullptr, 10) > 0)
-    return ApiError(400, "a " + input_excerpt(req.method) + " request carries no body (Content-Length " + length + ")");
+  if (has_body && (req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS"))
+    return ApiError(400, "a " + input_excerpt(req.method) + " request carries no body");
   return std::nullopt;
+}
+
+// A refusal the pre-routing handler makes once the request's body is read
+// (by the route kRefusedPath): the connection then stays usable, and a
+// client still sending a large body gets the answer (a socket closed on
+// unread bytes resets the connection, and the client sees no answer).
+struct Refusal {
+  Refusal(ApiError error, std::string allow = "", bool close = false)
+      : error(std::move(error)), allow(std::move(allow)), close(close) {}
+  ApiError error;
+  std::string allow;  // the Allow header of a 405
+  bool close;         // end the connection after it (shutting down)
+};
+constexpr const char* kRefusedPath = "/qinfer-refused";
+// Set by the pre-routing handler for the route it sends the request to, on
+// the same thread, before the route runs.
+thread_local std::optional<Refusal> t_refusal;
+
+void send_refusal(httplib::Response& res, const Refusal& r) {
+  send_error(res, r.error);
+  if (!r.allow.empty()) res.set_header("Allow", r.allow);
+  if (r.close) close_after_sending(res);
 }
 
 void send_json(httplib::Response& res, const ordered_json& j) {
@@ -193,6 +228,13 @@ struct HttpServer::Impl {
   std::string lora_name(const ordered_json& body) const;
   bool authorized(const httplib::Request& req) const;
   std::string allowed_origin(const httplib::Request& req) const;
+  // A POST route: its body read by read_body(), then `handler` with it as req.body.
+  void post(const std::string& path, httplib::Server::Handler handler);
+  // Reads the body, at most --max-body bytes as the route gets them (a
+  // chunked body's, a compressed one's inflated), into req.body; false after
+  // answering when it cannot. httplib bounds only a body whose Content-Length
+  // gives its size, and inflates whatever a compressed one inflates to.
+  bool read_body(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read);
   std::string new_id(const char* prefix);
 };
 
@@ -215,6 +257,38 @@ std::string HttpServer::Impl::allowed_origin(const httplib::Request& req) const 
   const auto& allowed = options.allowed_origins;
   if (std::find(allowed.begin(), allowed.end(), "*") != allowed.end()) return "*";
   return std::find(allowed.begin(), allowed.end(), origin) != allowed.end() ? origin : "";
+}
+
+void HttpServer::Impl::post(const std::string& path, httplib::Server::Handler handler) {
+  http.Post(path, [this, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
+                                                       const httplib::ContentReader& read) {
+    if (read_body(req, res, read)) handler(req, res);
+  });
+}
+
+bool HttpServer::Impl::read_body(const httplib::Request& req, httplib::Response& res,
+                                 const httplib::ContentReader& read) {
+  std::string& body = const_cast<httplib::Request&>(req).body;  // httplib's own request
+  bool too_large = false;
+  const bool whole = read([&](const char* data, size_t size) {
+    too_large = body.size() + size > options.max_body_bytes;
+    if (!too_large) body.append(data, size);
+    return !too_large;
+  });
+  if (whole) return true;
+  if (too_large || res.status == 413)
+    send_error(res, ApiError(413, "the request body is larger than the server's limit of " +
+                                      std::to_string(options.max_body_bytes) +
+                                      " bytes (--max-body), as sent or as it inflates"));
+  else if (res.status == 415)
+    send_error(res, ApiError(415, "this build cannot inflate Content-Encoding '" +
+                                      input_excerpt(req.get_header_value("Content-Encoding")) + "'"));
+  else
+    send_error(res, ApiError(400,
+                             "the request body could not be read: shorter than its Content-Length, a malformed "
+                             "chunk, or compressed data that does not inflate"));
+  close_after_sending(res);  // the rest of it is unread
+  return false;
 }
 
 // Random, as vLLM's: ids stay unique across restarts and replicas, and say
@@ -612,23 +686,23 @@ void HttpServer::Impl::routes() {
     res.set_header("Access-Control-Allow-Headers", headers.empty() ? "Authorization, Content-Type" : headers);
     res.set_header("Access-Control-Max-Age", "600");
   });
-  http.Post("/v1/chat/completions",
-            [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, Api::Chat); });
-  http.Post("/v1/completions",
-            [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, Api::Completions); });
-  http.Post("/v1/responses",
-            [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, Api::Responses); });
-  http.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { embeddings(req, res); });
+  post("/v1/chat/completions",
+       [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, Api::Chat); });
+  post("/v1/completions",
+       [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, Api::Completions); });
+  post("/v1/responses",
+       [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, Api::Responses); });
+  post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { embeddings(req, res); });
   // vLLM serves all three paths for the same API.
   for (const char* path : {"/rerank", "/v1/rerank", "/v2/rerank"})
-    http.Post(path, [this](const httplib::Request& req, httplib::Response& res) { rerank(req, res); });
+    post(path, [this](const httplib::Request& req, httplib::Response& res) { rerank(req, res); });
   for (const char* path : {"/classify", "/v1/classify"})  // vLLM's path, and under /v1 as the others
-    http.Post(path, [this](const httplib::Request& req, httplib::Response& res) { classify(req, res); });
+    post(path, [this](const httplib::Request& req, httplib::Response& res) { classify(req, res); });
   for (const char* path : {"/score", "/v1/score"})
-    http.Post(path, [this](const httplib::Request& req, httplib::Response& res) { score(req, res); });
+    post(path, [this](const httplib::Request& req, httplib::Response& res) { score(req, res); });
   // vLLM's: a text ('prompt', or llama-server's 'content'), or 'messages' as
   // /v1/chat/completions renders them (generation prompt included).
-  http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+  post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     const ordered_json body = parse_json_body(req.body);
     check_known_fields(body, {"model", "prompt", "content", "messages", "tools", "chat_template_kwargs",
                               "add_special_tokens", "add_generation_prompt", "continue_final_message"});
@@ -655,11 +729,11 @@ void HttpServer::Impl::routes() {
     if (add_special) ids = tokenizer.with_special_tokens(std::move(ids));
     send_json(res, {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", model->context}});
   });
-  http.Post("/v1/load_lora_adapter",
-            [this](const httplib::Request& req, httplib::Response& res) { load_lora_adapter(req, res); });
-  http.Post("/v1/unload_lora_adapter",
-            [this](const httplib::Request& req, httplib::Response& res) { unload_lora_adapter(req, res); });
-  http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+  post("/v1/load_lora_adapter",
+       [this](const httplib::Request& req, httplib::Response& res) { load_lora_adapter(req, res); });
+  post("/v1/unload_lora_adapter",
+       [this](const httplib::Request& req, httplib::Response& res) { unload_lora_adapter(req, res); });
+  post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
     const ordered_json body = parse_json_body(req.body);
     if (!body.contains("tokens") || !body["tokens"].is_array())
       throw ApiError(400, "'tokens' must be a list of token ids", "tokens");
@@ -673,47 +747,76 @@ void HttpServer::Impl::routes() {
     send_json(res, {{"prompt", model->bundle.require_tokenizer().decode(ids)}});
   });
 
+  // Where the pre-routing handler sends a request it refuses that has a body:
+  // the body is read, then the refusal answered.
+  const auto refused = [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read) {
+    if (!read_body(req, res, read)) return;
+    if (!t_refusal) throw ApiError(404, "no route " + input_excerpt(req.method) + " " + input_excerpt(req.path));
+    const Refusal r = std::move(*t_refusal);
+    t_refusal.reset();
+    send_refusal(res, r);
+  };
+  http.Post(kRefusedPath, refused);
+  http.Put(kRefusedPath, refused);
+  http.Patch(kRefusedPath, refused);
+  http.Delete(kRefusedPath, refused);
+
   // Authentication and readiness before routing: /health and /metrics stay
   // open (probes and Prometheus scrapers carry no key), as in vLLM.
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     // No answer here is served in parts: a Range header is ignored (RFC 9110 allows it), the whole answer sent.
     // httplib would cut the answer at the header's bounds unchecked, past its end (heap bytes to the client).
     // The request is httplib's own, not const (const_cast is sound).
-    const_cast<httplib::Request&>(req).ranges.clear();
-    // A refusal here leaves the body unread, so the connection ends after it:
-    // its body would be read as the next request.
-    auto refuse = [&res](const ApiError& e) {
-      send_error(res, e);
-      close_after_sending(res);
-      return httplib::Server::HandlerResponse::Handled;
+    httplib::Request& request = const_cast<httplib::Request&>(req);
+    request.ranges.clear();
+    t_refusal.reset();
+    // A refusal of a request with a body: answered once kRefusedPath's route has read the body.
+    auto refuse = [&](Refusal r) {
+      if (!carries_body(req)) {
+        send_refusal(res, r);
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      t_refusal = std::move(r);
+      request.path = kRefusedPath;
+      return httplib::Server::HandlerResponse::Unhandled;
     };
-    // A method the path has no route for, whatever its body (httplib would read a POST's first).
+    // A method the path has no route for (answered at once when nothing is to be read: a POST
+    // without a length included); and a chunked or compressed body to a path without a POST
+    // route (only those bound what they read).
+    const std::optional<ApiError> problem = framing_problem(req);
     const std::string methods = allowed_methods(req.path);
     const std::string method = req.method == "HEAD" ? "GET" : req.method;  // httplib answers HEAD with GET's route
-    if (!methods.empty() && req.method != "OPTIONS" &&
-        std::none_of(std::begin(kRoutes), std::end(kRoutes),
-                     [&](const Route& r) { return req.path == r.path && method == r.method; })) {
-      res.set_header("Allow", methods + ", OPTIONS");
-      return refuse(ApiError(405, "method " + input_excerpt(req.method) + " is not allowed on " +
-                                      input_excerpt(req.path) + "; use " + methods));
+    const bool routed = std::any_of(std::begin(kRoutes), std::end(kRoutes),
+                                    [&](const Route& r) { return req.path == r.path && method == r.method; });
+    if (!methods.empty() && !routed && req.method != "OPTIONS" && !(problem && carries_body(req)))
+      return refuse({ApiError(405, "method " + input_excerpt(req.method) + " is not allowed on " +
+                                       input_excerpt(req.path) + "; use " + methods),
+                     methods + ", OPTIONS"});
+    if (problem) {
+      send_error(res, *problem);
+      close_after_sending(res);
+      return httplib::Server::HandlerResponse::Handled;
     }
-    if (const std::optional<ApiError> problem = framing_problem(req)) return refuse(*problem);
+    if ((req.has_header("Transfer-Encoding") || req.has_header("Content-Encoding")) && !routed)
+      return refuse({ApiError(404, "no route " + input_excerpt(req.method) + " " + input_excerpt(req.path))});
     // A page of another site may send a form POST here without asking (no
     // preflight), and a server with no key would run it: only the pages of
-    // --allowed-origins are served (as Ollama does).
+    // --allowed-origins are served.
     if (req.has_header("Origin") && req.method != "OPTIONS" && allowed_origin(req).empty())
-      return refuse(ApiError(403, "requests from the web pages of " + input_excerpt(req.get_header_value("Origin")) +
-                                      " are refused: start the server with --allowed-origins naming it to allow them"));
+      return refuse({ApiError(403, "requests from the web pages of " + input_excerpt(req.get_header_value("Origin")) +
+                                       " are refused: start the server with --allowed-origins naming it to allow "
+                                       "them")});
     if (req.path == "/health" || req.method == "OPTIONS") return httplib::Server::HandlerResponse::Unhandled;
     if (req.path == "/metrics") {
       if (ready) return httplib::Server::HandlerResponse::Unhandled;
-      return refuse(ApiError(503, "the model is still loading"));
+      return refuse({ApiError(503, "the model is still loading")});
     }
     if (!authorized(req))
       return refuse(
-          ApiError(401, "a valid API key is required: 'Authorization: Bearer <key>' (or 'X-Api-Key: <key>')"));
-    if (!ready) return refuse(ApiError(503, "the model is still loading"));
-    if (stopping) return refuse(ApiError(503, "the server is shutting down"));  // on a connection kept alive
+          {ApiError(401, "a valid API key is required: 'Authorization: Bearer <key>' (or 'X-Api-Key: <key>')")});
+    if (!ready) return refuse({ApiError(503, "the model is still loading")});
+    // On a connection kept alive; the connection then ends, as it would hold the exit.
+    if (stopping) return refuse({ApiError(503, "the server is shutting down"), "", true});
     return httplib::Server::HandlerResponse::Unhandled;
   });
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
@@ -738,40 +841,33 @@ void HttpServer::Impl::routes() {
     if (!origin.empty()) res.set_header("Access-Control-Allow-Origin", origin);
   });
   // Statuses httplib sets itself (no route, body too large): OpenAI's shape too.
-  http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
-                                                                     httplib::Response& res) {
-    if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
-    if (const std::string bare = req.path.substr(0, req.path.size() - 1);
-        res.status == 404 && req.path.size() > 1 && req.path.back() == '/' && !allowed_methods(bare).empty()) {
-      // A route with a trailing slash: where it is, as FastAPI (vLLM) redirects (308 keeps the method and body).
-      const std::string query = req.target.substr(std::min(req.target.find('?'), req.target.size()));
-      res.status = 308;
-      res.set_header("Location", bare + query);
-      res.set_content("the route is " + bare + "\n", "text/plain");
-    } else if (res.status == 404) {
-      send_error(res, ApiError(404, "no route " + input_excerpt(req.method) + " " + input_excerpt(req.path)));
-    } else if (res.status == 413) {
-      // The HTTP library caps form-encoded bodies (curl -d's default type) at 8 KiB whatever --max-body says.
-      const bool form = req.get_header_value("Content-Type") == "application/x-www-form-urlencoded";
-      const uint64_t length = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
-      send_error(res, ApiError(413, form && length <= options.max_body_bytes
-                                        ? "the request body is larger than 8192 bytes, the HTTP library's limit for "
-                                          "application/x-www-form-urlencoded (curl -d's default type): send it with "
-                                          "Content-Type: application/json"
-                                        : "the request body is larger than the server's limit of " +
-                                              std::to_string(options.max_body_bytes) + " bytes (--max-body)"));
-    } else if (res.status == 414) {
-      send_error(res, ApiError(414, "the request's target is longer than 8192 bytes, the HTTP library's limit"));
-      close_after_sending(res);
-    } else {
-      send_error(res, ApiError(res.status, "the request could not be read (HTTP " + std::to_string(res.status) +
-                                               "): a malformed request line or header, a header line over 8192 "
-                                               "bytes, an unknown HTTP version, or a body shorter than its "
-                                               "Content-Length"));
-      close_after_sending(res);
-    }
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  http.set_error_handler(
+      httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
+        if (const std::string bare = req.path.substr(0, req.path.size() - 1);
+            res.status == 404 && req.path.size() > 1 && req.path.back() == '/' && !allowed_methods(bare).empty()) {
+          // A route with a trailing slash: where it is, as FastAPI (vLLM) redirects (308 keeps the method and body).
+          const std::string query = req.target.substr(std::min(req.target.find('?'), req.target.size()));
+          res.status = 308;
+          res.set_header("Location", bare + query);
+          res.set_content("the route is " + bare + "\n", "text/plain");
+        } else if (res.status == 404) {
+          send_error(res, ApiError(404, "no route " + input_excerpt(req.method) + " " + input_excerpt(req.path)));
+        } else if (res.status == 413) {  // a body to a path without a route
+          send_error(res, ApiError(413, "the request body is larger than the server's limit of " +
+                                            std::to_string(options.max_body_bytes) + " bytes (--max-body)"));
+        } else if (res.status == 414) {
+          send_error(res, ApiError(414, "the request's target is longer than 8192 bytes, the HTTP library's limit"));
+          close_after_sending(res);
+        } else {
+          send_error(res, ApiError(res.status, "the request could not be read (HTTP " + std::to_string(res.status) +
+                                                   "): a malformed request line or header, a header line over 8192 "
+                                                   "bytes, an unknown HTTP version, or a body shorter than its "
+                                                   "Content-Length"));
+          close_after_sending(res);
+        }
+        return httplib::Server::HandlerResponse::Handled;
+      }));
 }
 
 HttpServer::HttpServer(const ServerOptions& options) : impl_(std::make_unique<Impl>()) {
