@@ -252,10 +252,20 @@ TEST(Errors, SyntaxErrorsNameLineAndColumn) {
   EXPECT_EQ(error_of("{% include 'x.j2' %}"), "t:1:4: the 'include' tag is not supported");
   EXPECT_EQ(error_of("{{ x | nope }}"), "t:1:8: no filter named 'nope'");
   EXPECT_EQ(error_of("{{ x is nope }}"), "t:1:9: no test named 'nope'");
-  // A Jinja audit's finding: as in jinja2, only where they run. DeepSeek-V3.2's template names
-  // from_json in a branch it takes only for arguments given as a string, and was refused whole.
+  // A Jinja audit's finding: as in jinja2, in an if statement or a conditional expression they
+  // are errors only where they run. DeepSeek-V3.2's template names from_json in a branch it takes
+  // only for arguments given as a string, and was refused whole.
   EXPECT_EQ(render("{% if false %}{{ 'x' | from_json }}{{ 1 is contains(1) }}{% endif %}ok"), "ok");
+  EXPECT_EQ(render("{{ 'x' | from_json if false else 'ok' }}"), "ok");
+  EXPECT_EQ(render("{{ 'ok' if true else ('x' | from_json) }}"), "ok");
   EXPECT_EQ(error_of("{% if true %}{{ 'x' | from_json }}{% endif %}"), "t:1:23: no filter named 'from_json'");
+  // Elsewhere (a review's finding: jinja2 refuses these when it compiles), a loop or a macro
+  // inside the if included; after any syntax error.
+  EXPECT_EQ(error_of("{% if false %}{% for m in x %}{{ m | nope }}{% endfor %}{% endif %}"),
+            "t:1:38: no filter named 'nope'");
+  EXPECT_EQ(error_of("{% if false %}{% macro f() %}{{ 1 is nope }}{% endmacro %}{% endif %}"),
+            "t:1:38: no test named 'nope'");
+  EXPECT_EQ(error_of("{{ x | nope }}{% if %}"), "t:1:21: expected an expression, got end of statement block");
   EXPECT_EQ(error_of("{{ a ! b }}"), "t:1:6: unexpected char '!'");
   EXPECT_EQ(error_of("{{ 'abc }}"), "t:1:4: unterminated string literal");
   EXPECT_EQ(error_of("{{ 1 + }}"), "t:1:8: unexpected end of print statement");

@@ -27,6 +27,8 @@ class Parser {
 
   Body parse_template() {
     Body body = subparse({});
+    // After any syntax error, as jinja2 finds these when it compiles the parsed template.
+    if (!unknown_.empty()) fail(unknown_.front().first, unknown_.front().second);
     return body;
   }
 
@@ -140,6 +142,7 @@ class Parser {
   StmtPtr parse_if() {
     const Token& opener = next();
     auto stmt = std::make_unique<IfStmt>(opener.offset);
+    const SoftFrame soft(*this);
     while (true) {
       ExprPtr test = parse_tuple(false, false, {}, false);
       Body body = parse_statements({"elif", "else", "endif"}, opener);
@@ -163,7 +166,10 @@ class Parser {
     if (skip_name("if")) stmt->filter = parse_expression(true);
     if (cur().is_name("recursive")) fail(cur(), "recursive for loops are not supported");
     ++loop_depth_;
-    stmt->body = parse_statements({"endfor", "else"}, opener);
+    {
+      const InnerFrame inner(*this);
+      stmt->body = parse_statements({"endfor", "else"}, opener);
+    }
     --loop_depth_;
     if (next().text == "else") {
       stmt->otherwise = parse_statements({"endfor"}, opener);
@@ -184,6 +190,7 @@ class Parser {
     auto stmt = std::make_unique<SetBlockStmt>(opener.offset);
     stmt->target = std::move(target);
     while (skip_operator("|")) stmt->filters.push_back(parse_filter(nullptr));
+    const InnerFrame inner(*this);
     stmt->body = parse_statements({"endset"}, opener);
     next();
     return stmt;
@@ -209,6 +216,7 @@ class Parser {
     open_macros_.push_back(stmt.get());
     int saved_loop_depth = loop_depth_;
     loop_depth_ = 0;
+    const InnerFrame inner(*this);
     stmt->body = parse_statements({"endmacro"}, opener);
     loop_depth_ = saved_loop_depth;
     open_macros_.pop_back();
@@ -222,6 +230,7 @@ class Parser {
     do {
       stmt->filters.push_back(parse_filter(nullptr));
     } while (skip_operator("|"));
+    const InnerFrame inner(*this);
     stmt->body = parse_statements({"endfilter"}, opener);
     next();
     return stmt;
@@ -238,6 +247,7 @@ class Parser {
         expect_operator("=");
         stmt->assignments.emplace_back(std::move(target), parse_expression(true));
       }
+      const InnerFrame inner(*this);
       stmt->body = parse_statements({"endwith"}, opener);
     } else {
       stmt->body = parse_statements({"endgeneration"}, opener);
@@ -330,8 +340,11 @@ class Parser {
   }
 
   ExprPtr parse_condexpr() {
+    const size_t unknown_before = unknown_.size();
     ExprPtr expr = parse_or();
     while (cur().is_name("if")) {
+      unknown_.resize(unknown_before);  // the value of a conditional expression is soft too
+      const SoftFrame soft(*this);
       size_t offset = next().offset;
       ExprPtr cond = parse_or();
       ExprPtr otherwise;
@@ -646,9 +659,8 @@ class Parser {
 
   std::unique_ptr<FilterExpr> parse_filter(ExprPtr value) {
     const Token& name = expect_identifier();
-    // An unknown filter is an error where it runs, as in jinja2: templates name
-    // filters of other engines in branches they never take (DeepSeek-V3.2's from_json).
     FilterFn fn = find_filter(name.text);
+    if (!fn) unknown(name, "no filter named '" + name.text + "'");
     auto filter = std::make_unique<FilterExpr>(name.offset, std::move(value), name.text, fn);
     if (cur().is_operator("(")) parse_call_args(filter->args);
     return filter;
@@ -658,7 +670,8 @@ class Parser {
     next();  // 'is'
     bool negated = skip_name("not");
     const Token& name = expect_identifier();
-    TestFn fn = find_test(name.text);  // nullptr: an error where it runs, as a filter's
+    TestFn fn = find_test(name.text);
+    if (!fn) unknown(name, "no test named '" + name.text + "'");
     auto test = std::make_unique<TestExpr>(name.offset, std::move(value), name.text, fn, negated);
     const Token& t = cur();
     if (t.is_operator("(")) {
@@ -689,11 +702,34 @@ class Parser {
     Parser& p;
   };
 
+  // jinja2 refuses a template that names an unknown filter or test, unless
+  // the name is in a "soft frame": an if statement's test or body, or a
+  // conditional expression, not inside a loop, macro or block within it.
+  // There it is an error only when it runs: templates name filters of other
+  // engines in branches they do not take (DeepSeek-V3.2's from_json).
+  struct SoftFrame {
+    explicit SoftFrame(Parser& p) : p(p), saved(p.soft_) { p.soft_ = true; }
+    ~SoftFrame() { p.soft_ = saved; }
+    Parser& p;
+    bool saved;
+  };
+  struct InnerFrame {
+    explicit InnerFrame(Parser& p) : p(p), saved(p.soft_) { p.soft_ = false; }
+    ~InnerFrame() { p.soft_ = saved; }
+    Parser& p;
+    bool saved;
+  };
+  void unknown(const Token& name, std::string message) {
+    if (!soft_) unknown_.emplace_back(name, std::move(message));
+  }
+
   const Source& src_;
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   int depth_ = 0;
   int loop_depth_ = 0;
+  bool soft_ = false;
+  std::vector<std::pair<Token, std::string>> unknown_;  // names outside soft frames, refused once parsed
   std::vector<MacroStmt*> open_macros_;
 };
 
