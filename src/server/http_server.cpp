@@ -95,6 +95,9 @@ std::optional<ApiError> framing_problem(const httplib::Request& req) {
     if (req.get_header_value_count("Transfer-Encoding") > 1 || ::strcasecmp(coding.c_str(), "chunked") != 0)
       return ApiError(400, "Transfer-Encoding '" + input_excerpt(coding) + "' is not taken: only chunked");
     if (!length.empty()) return ApiError(400, "the request gives both a Content-Length and Transfer-Encoding");
+    // httplib reads a chunked body for these only (a DELETE's it leaves on the connection).
+    if (req.method != "POST" && req.method != "PUT" && req.method != "PATCH")
+      return ApiError(400, "a " + input_excerpt(req.method) + " request's body is taken with its Content-Length only");
   }
   if (const std::string coding = req.get_header_value("Content-Encoding");
       !coding.empty() && ::strcasecmp(coding.c_str(), "identity") != 0 && coding != "gzip" && coding != "deflate" &&
@@ -286,7 +289,7 @@ bool HttpServer::Impl::read_body(const httplib::Request& req, httplib::Response&
   else
     send_error(res, ApiError(400,
                              "the request body could not be read: shorter than its Content-Length, a malformed "
-                             "chunk, or compressed data that does not inflate"));
+                             "chunk (trailers are not taken), or compressed data that does not inflate"));
   close_after_sending(res);  // the rest of it is unread
   return false;
 }
@@ -772,7 +775,10 @@ void HttpServer::Impl::routes() {
     t_refusal.reset();
     // A refusal of a request with a body: answered once kRefusedPath's route has read the body.
     auto refuse = [&](Refusal r) {
-      if (!carries_body(req)) {
+      const bool routable = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
+                            req.method == "DELETE";  // kRefusedPath's methods
+      if (!carries_body(req) || !routable) {
+        r.close = r.close || carries_body(req);  // a body no route reads ends the connection
         send_refusal(res, r);
         return httplib::Server::HandlerResponse::Handled;
       }

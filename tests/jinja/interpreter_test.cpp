@@ -265,6 +265,12 @@ TEST(Errors, SyntaxErrorsNameLineAndColumn) {
             "t:1:38: no filter named 'nope'");
   EXPECT_EQ(error_of("{% if false %}{% macro f() %}{{ 1 is nope }}{% endmacro %}{% endif %}"),
             "t:1:38: no test named 'nope'");
+  // A second review's findings: so are a filter or set block's filters, a loop's filter and its else.
+  for (const char* inner :
+       {"{% filter nope %}a{% endfilter %}", "{% set v | nope %}a{% endset %}",
+        "{% for m in x %}{% else %}{{ m | nope }}{% endfor %}", "{% for m in x if m | nope %}{% endfor %}"})
+    EXPECT_NE(error_of(std::string("{% if false %}") + inner + "{% endif %}").find("named 'nope'"), std::string::npos)
+        << inner;
   EXPECT_EQ(error_of("{{ x | nope }}{% if %}"), "t:1:21: expected an expression, got end of statement block");
   EXPECT_EQ(error_of("{{ a ! b }}"), "t:1:6: unexpected char '!'");
   EXPECT_EQ(error_of("{{ 'abc }}"), "t:1:4: unterminated string literal");

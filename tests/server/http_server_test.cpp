@@ -456,6 +456,15 @@ TEST(HttpServer, BodiesAreReadWithinTheLimitOrEndTheConnection) {
       {"POST /v1/completions HTTP/1.1\r\nHost: x\r\n" + key + "Content-Type: multipart/form-data; boundary=b\r\n" +
            length(hidden) + "\r\n" + hidden,
        415, "not multipart/form-data", false},
+      // A second review's findings: httplib leaves a DELETE's chunked body on the connection, routes no
+      // TRACE (whose refusal was lost), and takes no trailers.
+      {"DELETE /v1/models HTTP/1.1\r\nHost: x\r\n" + key + chunked(hidden), 400,
+       "a DELETE request's body is taken with its Content-Length only", false},
+      {"TRACE /v1/models HTTP/1.1\r\nHost: x\r\n" + key + length(hidden) + "\r\n" + hidden, 405,
+       "method TRACE is not allowed on /v1/models", false},
+      {"POST /tokenize HTTP/1.1\r\nHost: x\r\n" + key +
+           "Transfer-Encoding: chunked\r\n\r\nf\r\n{\"prompt\":\"hi\"}\r\n0\r\nX-Trailer: 1\r\n\r\n",
+       400, "trailers are not taken", false},
       {"GET / HTTP/9.9\r\nHost: x\r\n\r\n", 400, "the request could not be read (HTTP 400)", false},
       {"GET /" + std::string(9000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n", 414, "longer than 8192 bytes", false},
   };

@@ -163,13 +163,11 @@ class Parser {
     stmt->target = parse_assign_target(true, false, {"in"});
     expect_name("in");
     stmt->iterable = parse_tuple(false, false, {"recursive"}, false);
+    const InnerFrame inner(*this);  // the loop's filter, body and else too
     if (skip_name("if")) stmt->filter = parse_expression(true);
     if (cur().is_name("recursive")) fail(cur(), "recursive for loops are not supported");
     ++loop_depth_;
-    {
-      const InnerFrame inner(*this);
-      stmt->body = parse_statements({"endfor", "else"}, opener);
-    }
+    stmt->body = parse_statements({"endfor", "else"}, opener);
     --loop_depth_;
     if (next().text == "else") {
       stmt->otherwise = parse_statements({"endfor"}, opener);
@@ -189,8 +187,8 @@ class Parser {
     }
     auto stmt = std::make_unique<SetBlockStmt>(opener.offset);
     stmt->target = std::move(target);
+    const InnerFrame inner(*this);  // its filters too
     while (skip_operator("|")) stmt->filters.push_back(parse_filter(nullptr));
-    const InnerFrame inner(*this);
     stmt->body = parse_statements({"endset"}, opener);
     next();
     return stmt;
@@ -227,10 +225,10 @@ class Parser {
   StmtPtr parse_filter_block() {
     const Token& opener = next();
     auto stmt = std::make_unique<FilterBlockStmt>(opener.offset);
+    const InnerFrame inner(*this);  // its filters too
     do {
       stmt->filters.push_back(parse_filter(nullptr));
     } while (skip_operator("|"));
-    const InnerFrame inner(*this);
     stmt->body = parse_statements({"endfilter"}, opener);
     next();
     return stmt;
