@@ -80,6 +80,9 @@ class PtyChat {
     return false;
   }
 
+  // Waits for the prompt, then for the editor to take keys (editing()).
+  bool at_prompt() { return expect("> ") && editing(); }
+
   void type(const std::string& keys) { ASSERT_EQ(write(master_, keys.data(), keys.size()), ssize_t(keys.size())); }
 
   // Reads until `text` appears after the point the last expect() stopped at;
@@ -152,25 +155,20 @@ class PtyChat {
 TEST(ChatPty, LineEditingHistoryAndCtrlCAtThePrompt) {
   PtyChat chat({"--temp", "0", "-n", "2"});
   ASSERT_TRUE(chat.expect("Ctrl-D quits.")) << chat.output();
-  ASSERT_TRUE(chat.expect("> ")) << chat.output();
-  ASSERT_TRUE(chat.editing()) << chat.output();
+  ASSERT_TRUE(chat.at_prompt()) << chat.output();
   chat.type("abc\x1b[D\x1b[DX\x01Z\r");  // Left, Left, X, Ctrl-A, Z: "ZaXbc"
   ASSERT_TRUE(chat.expect("tokens at")) << chat.output();
-  ASSERT_TRUE(chat.expect("> ")) << chat.output();
-  ASSERT_TRUE(chat.editing()) << chat.output();
+  ASSERT_TRUE(chat.at_prompt()) << chat.output();
   chat.type("\x1b[A\r");  // Up: the previous message again
   ASSERT_TRUE(chat.expect("tokens at")) << chat.output();
-  ASSERT_TRUE(chat.expect("> ")) << chat.output();
-  ASSERT_TRUE(chat.editing()) << chat.output();
+  ASSERT_TRUE(chat.at_prompt()) << chat.output();
   chat.type("junk");
   ASSERT_TRUE(chat.expect("junk")) << chat.output();
   chat.type("\x03");  // Ctrl-C: drops the line, the chat goes on
-  ASSERT_TRUE(chat.expect("> ")) << chat.output();
-  ASSERT_TRUE(chat.editing()) << chat.output();
+  ASSERT_TRUE(chat.at_prompt()) << chat.output();
   chat.type("ok\r");
   ASSERT_TRUE(chat.expect("tokens at")) << chat.output();
-  ASSERT_TRUE(chat.expect("> ")) << chat.output();
-  ASSERT_TRUE(chat.editing()) << chat.output();
+  ASSERT_TRUE(chat.at_prompt()) << chat.output();
   chat.type("\x04");  // Ctrl-D at an empty line quits
   EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
 
@@ -182,12 +180,10 @@ TEST(ChatPty, LineEditingHistoryAndCtrlCAtThePrompt) {
 // swallowed that next byte (here the Enter) and came out as Latin-1.
 TEST(ChatPty, AnUnfinishedCharacterIsAReplacementAndTheNextKeyCounts) {
   PtyChat chat({"--temp", "0", "-n", "2"});
-  ASSERT_TRUE(chat.expect("> ")) << chat.output();
-  ASSERT_TRUE(chat.editing()) << chat.output();
+  ASSERT_TRUE(chat.at_prompt()) << chat.output();
   chat.type("a\xC3\r");
   ASSERT_TRUE(chat.expect("tokens at")) << chat.output();
-  ASSERT_TRUE(chat.expect("> ")) << chat.output();
-  ASSERT_TRUE(chat.editing()) << chat.output();  // typed before, Ctrl-D would be the terminal's end of file
+  ASSERT_TRUE(chat.at_prompt()) << chat.output();  // typed before, Ctrl-D would be the terminal's end of file
   chat.type("\x04");
   EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
   const qinfer::Tokenizer tok = qinfer::Tokenizer::from_file(qinfer::test::data_path("tokenizer.json"));
@@ -200,12 +196,10 @@ TEST(ChatPty, AnUnfinishedCharacterIsAReplacementAndTheNextKeyCounts) {
 TEST(ChatPty, TextIsUtf8WhateverTheLocale) {
   for (const char* locale : {"unset", "POSIX"}) {
     PtyChat chat({"--temp", "0", "-n", "2"}, locale);
-    ASSERT_TRUE(chat.expect("> ")) << chat.output();
-    ASSERT_TRUE(chat.editing()) << chat.output();
+    ASSERT_TRUE(chat.at_prompt()) << chat.output();
     chat.type("h\xC3\xA9llo \xE6\x97\xA5\r");
     ASSERT_TRUE(chat.expect("tokens at")) << chat.output();
-    ASSERT_TRUE(chat.expect("> ")) << chat.output();
-    ASSERT_TRUE(chat.editing()) << chat.output();
+    ASSERT_TRUE(chat.at_prompt()) << chat.output();
     chat.type("\x04");
     EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
     const qinfer::Tokenizer tok = qinfer::Tokenizer::from_file(qinfer::test::data_path("tokenizer.json"));
@@ -215,15 +209,13 @@ TEST(ChatPty, TextIsUtf8WhateverTheLocale) {
 
 TEST(ChatPty, CtrlCStopsAReplyAndTheChatGoesOn) {
   PtyChat chat({"--temp", "0", "-n", "30000"});  // a reply far longer than the test waits
-  ASSERT_TRUE(chat.expect("> ")) << chat.output();
-  ASSERT_TRUE(chat.editing()) << chat.output();
+  ASSERT_TRUE(chat.at_prompt()) << chat.output();
   chat.type("Tell me everything\r");
   ASSERT_TRUE(chat.expect("{\"prompt_ids\"")) << chat.output();
   ASSERT_TRUE(chat.expect("\"turn\":1}")) << chat.output();
   chat.type("\x03");
   ASSERT_TRUE(chat.expect(", stopped]")) << chat.output();
-  ASSERT_TRUE(chat.expect("> ")) << chat.output();
-  ASSERT_TRUE(chat.editing()) << chat.output();
+  ASSERT_TRUE(chat.at_prompt()) << chat.output();
   chat.type("/exit\r");
   EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
 }
@@ -243,12 +235,10 @@ TEST(ChatPty, ReasoningIsDimmedUnlessTheTerminalIsDumbOrNoColorIsSet) {
   for (const auto& env : envs) {
     const std::string what = env.empty() ? "TERM=xterm" : env[0].first + "=" + env[0].second;
     PtyChat chat({"--temp", "0", "-n", "20"}, "", model, env);
-    ASSERT_TRUE(chat.expect("> ")) << what << chat.output();
-    ASSERT_TRUE(chat.editing()) << what << chat.output();
+    ASSERT_TRUE(chat.at_prompt()) << what << chat.output();
     chat.type("Hello\r");
     ASSERT_TRUE(chat.expect("tokens at")) << what << chat.output();
-    ASSERT_TRUE(chat.expect("> ")) << what << chat.output();
-    ASSERT_TRUE(chat.editing()) << what << chat.output();
+    ASSERT_TRUE(chat.at_prompt()) << what << chat.output();
     chat.type("\x04");
     EXPECT_EQ(chat.wait_exit(), 0) << what << chat.output();
     const bool dimmed = env.empty() || (env[0].first == "NO_COLOR" && env[0].second.empty());  // empty: not set
@@ -272,17 +262,14 @@ TEST(ChatPty, WithStdoutRedirectedThePromptIsOnStderrAndTheFileHoldsTheReplies) 
             0);
   PtyChat chat({"--temp", "0", "-n", "20"}, "", model, {}, dir.file("replies.txt"));
   ASSERT_TRUE(chat.expect("Ctrl-D quits.")) << chat.output();
-  ASSERT_TRUE(chat.expect("> ")) << chat.output();
-  ASSERT_TRUE(chat.editing()) << chat.output();
+  ASSERT_TRUE(chat.at_prompt()) << chat.output();
   chat.type("junk");
   ASSERT_TRUE(chat.expect("junk")) << chat.output();
   chat.type("\x03");  // Ctrl-C: drops the line, the chat goes on
-  ASSERT_TRUE(chat.expect("> ")) << chat.output();
-  ASSERT_TRUE(chat.editing()) << chat.output();
+  ASSERT_TRUE(chat.at_prompt()) << chat.output();
   chat.type("Hello\r");
   ASSERT_TRUE(chat.expect("tokens at")) << chat.output();
-  ASSERT_TRUE(chat.expect("> ")) << chat.output();
-  ASSERT_TRUE(chat.editing()) << chat.output();
+  ASSERT_TRUE(chat.at_prompt()) << chat.output();
   chat.type("\x04");
   EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
   EXPECT_EQ(qinfer::read_text_file(dir.file("replies.txt")), "Hi there\n");
