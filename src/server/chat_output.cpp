@@ -58,6 +58,10 @@ std::optional<std::string_view> closed_at_the_end(std::string_view body) {
 void ChatDelta::append(ChatDelta&& later) {
   reasoning += later.reasoning;
   for (ToolCall& call : later.tool_calls) {
+    if (call.continuation && !tool_calls.empty()) {
+      tool_calls.back().arguments += call.arguments;
+      continue;
+    }
     call.content_before += content.size();
     tool_calls.push_back(std::move(call));
   }
@@ -73,6 +77,7 @@ ChatOutputParser::ChatOutputParser(bool starts_in_reasoning, ToolCalls tool_call
 
 ChatDelta ChatOutputParser::push(std::string_view text) {
   ChatDelta out;
+  open_entry_ = std::string::npos;
   held_ += text;
   for (;;) {
     std::array<std::string_view, 2> tags{};
@@ -105,18 +110,20 @@ ChatDelta ChatOutputParser::push(std::string_view text) {
     emit(std::string_view(held_).substr(0, at), out);
     held_.erase(0, at + tag.size());
     strip_leading_ = true;
-    if (tag == kThinkOpen)
+    if (mode_ == Mode::ToolCall && json_call_.shape() == JsonToolCallReader::Shape::Streamed && json_call_.in_string())
+      take_tool_text(tag, out);  // text of an argument
+    else if (tag == kThinkOpen)
       mode_ = Mode::Reasoning;
     else if (tag == kThinkClose)
       mode_ = Mode::Content;
     else if (tag == kToolOpen && mode_ == Mode::ToolCall && !ends_with(trimmed_end(tool_text_), kToolClose))
-      tool_text_ += kToolOpen;  // text of a value
+      take_tool_text(kToolOpen, out);  // text of a value
     else if (tag == kToolOpen && mode_ == Mode::ToolCall)
-      close_tool_call(out, false), mode_ = Mode::ToolCall, tool_text_.clear();  // that </tool_call> closed it
+      close_tool_call(out, false), open_tool_call();  // that </tool_call> closed it
     else if (tag == kToolOpen)
-      mode_ = Mode::ToolCall, tool_text_.clear();
+      open_tool_call();
     else if (xml_tools_ && in_open_function(tool_text_))
-      tool_text_ += kToolClose;
+      take_tool_text(kToolClose, out);
     else
       close_tool_call(out, true);
   }
@@ -124,6 +131,7 @@ ChatDelta ChatOutputParser::push(std::string_view text) {
 
 ChatDelta ChatOutputParser::finish() {
   ChatDelta out;
+  open_entry_ = std::string::npos;
   emit(held_, out);  // a tag prefix that never completed is plain text
   held_.clear();
   if (mode_ == Mode::ToolCall) close_tool_call(out, false);
@@ -133,7 +141,7 @@ ChatDelta ChatOutputParser::finish() {
 void ChatOutputParser::emit(std::string_view text, ChatDelta& out) {
   if (text.empty()) return;
   if (mode_ == Mode::ToolCall) {
-    tool_text_ += text;
+    take_tool_text(text, out);
     return;
   }
   if (strip_leading_) {
@@ -150,11 +158,45 @@ void ChatOutputParser::emit(std::string_view text, ChatDelta& out) {
   }
 }
 
+void ChatOutputParser::open_tool_call() {
+  mode_ = Mode::ToolCall;
+  tool_text_.clear();
+  json_call_ = JsonToolCallReader();
+  json_call_sent_ = false;
+}
+
+// A JSON call is announced once its name is read, and its arguments go out
+// as they come: joined to the announcement when it is in the same delta.
+void ChatOutputParser::take_tool_text(std::string_view text, ChatDelta& out) {
+  tool_text_ += text;
+  const bool undecided = json_call_.shape() == JsonToolCallReader::Shape::Undecided;
+  std::string arguments = json_call_.push(text);
+  if (undecided && json_call_.shape() == JsonToolCallReader::Shape::Streamed) {
+    json_call_sent_ = allowed_ == ToolCalls::Any || tool_calls_ == 0;
+    ++tool_calls_;
+    if (json_call_sent_) {
+      open_entry_ = out.tool_calls.size();
+      out.tool_calls.push_back({.name = json_call_.name(), .arguments = "", .content_before = out.content.size()});
+    }
+  }
+  if (!json_call_sent_ || arguments.empty()) return;
+  if (open_entry_ == std::string::npos) {
+    open_entry_ = out.tool_calls.size();
+    out.tool_calls.push_back({.name = "", .arguments = "", .content_before = 0, .continuation = true});
+  }
+  out.tool_calls[open_entry_].arguments += arguments;
+}
+
 // A tool call whose body is {"name": string, "arguments": ...} (or, from a
 // model that writes XML calls, one or more <function=...> blocks) becomes
 // ToolCalls; anything else stays text the user sees, tags included.
 void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
   mode_ = Mode::Content;
+  if (json_call_.shape() == JsonToolCallReader::Shape::Streamed) {  // announced, its arguments sent
+    strip_leading_ = true;
+    tool_text_.clear();
+    return;
+  }
   std::vector<ToolCall> calls;
   // Arguments nested too deep to print, or too large to parse, leave the call as text.
   const auto j = json_shape_problem(tool_text_) ? nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded)

@@ -3,14 +3,19 @@
 // <tool_call>{"name": ..., "arguments": ...}</tool_call> (or Qwen3-Coder's
 // <tool_call><function=...>...</function></tool_call>, xml_tool_call.h) as
 // a structured tool call. Text arrives in pieces (streaming); a piece that might begin a tag is
-// held back until it is known, so raw tags never reach the content. The
-// non-streaming answer is the concatenation of the same deltas.
+// held back until it is known, so raw tags never reach the content. A JSON
+// call is announced once its name is read and its arguments follow as they
+// come (json_tool_call.h); an XML call, or a JSON one of another shape, comes
+// whole when it closes. The non-streaming answer is the concatenation of the
+// same deltas.
 #pragma once
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "server/json_tool_call.h"
 
 namespace qinfer::server {
 
@@ -21,6 +26,9 @@ struct ToolCall {
   // are joined) written before the call: where the Responses API, whose
   // output is a list of items in order, puts it between message items.
   size_t content_before = 0;
+  // More arguments of the call a previous delta announced (no name): the
+  // stream sends them as that call's, and ChatDelta::append joins them to it.
+  bool continuation = false;
 };
 
 // Which tool calls a reply may make. None: the request offered no tools (or
@@ -34,7 +42,8 @@ struct ChatDelta {
   std::vector<ToolCall> tool_calls;
   bool empty() const { return reasoning.empty() && content.empty() && tool_calls.empty(); }
   // Joins the delta that came after this one: its calls' content_before
-  // then count from this delta's start.
+  // then count from this delta's start, and a continuation joins this
+  // delta's last call.
   void append(ChatDelta&& later);
 };
 
@@ -57,14 +66,19 @@ class ChatOutputParser {
   enum class Mode { Content, Reasoning, ToolCall };
   void emit(std::string_view text, ChatDelta& out);
   void close_tool_call(ChatDelta& out, bool terminated);
+  void open_tool_call();
+  void take_tool_text(std::string_view text, ChatDelta& out);
 
   Mode mode_;
   ToolCalls allowed_;
   std::shared_ptr<const nlohmann::ordered_json> xml_tools_;
-  std::string held_;           // text not yet classified (a possible tag prefix)
-  std::string tool_text_;      // the body of the open <tool_call>
-  bool strip_leading_;         // drop whitespace at the start of a section after a tag
-  bool seen_content_ = false;  // <think> opens reasoning only before any answer text
+  std::string held_;                       // text not yet classified (a possible tag prefix)
+  std::string tool_text_;                  // the body of the open <tool_call>
+  JsonToolCallReader json_call_;           // the same body, read as a JSON call as it comes
+  bool json_call_sent_ = false;            // it was announced (not a call that parallel_tool_calls false drops)
+  size_t open_entry_ = std::string::npos;  // its entry in the delta being made, if it has one
+  bool strip_leading_;                     // drop whitespace at the start of a section after a tag
+  bool seen_content_ = false;              // <think> opens reasoning only before any answer text
   int tool_calls_ = 0;
 };
 

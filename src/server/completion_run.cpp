@@ -34,7 +34,7 @@ struct CompletionRun::Choice {
   bool stopped = false;                          // a stop string ended it
   bool echoed = false;                           // echo: the prompt is in the text
   bool done = false;
-  int tool_calls = 0;
+  int tool_calls = 0;  // announced in the stream
   std::string finish_reason;
   ordered_json stop_reason;  // vLLM's: the stop string or stop id that ended it, else null
   ChatDelta total;           // everything sent
@@ -318,16 +318,25 @@ void CompletionRun::finalize() {
 
 namespace {
 
-ordered_json tool_calls_json(const std::vector<ToolCall>& calls, const std::string& id, size_t choice, int first,
+// `announced`: the choice's calls so far, which numbers the new ones. A
+// continuation (more arguments of the last call announced) has only its
+// index and its arguments, as OpenAI streams them.
+ordered_json tool_calls_json(const std::vector<ToolCall>& calls, const std::string& id, size_t choice, int& announced,
                              bool with_index, bool with_offset) {
   ordered_json out = ordered_json::array();
-  for (size_t k = 0; k < calls.size(); ++k) {
+  for (const ToolCall& c : calls) {
     ordered_json call;
-    if (with_index) call["index"] = first + static_cast<int>(k);
-    call["id"] = "call_" + id + "_" + std::to_string(choice) + "_" + std::to_string(first + static_cast<int>(k));
+    if (c.continuation) {
+      call["index"] = announced - 1;
+      call["function"] = {{"arguments", c.arguments}};
+      out.push_back(std::move(call));
+      continue;
+    }
+    if (with_index) call["index"] = announced;
+    call["id"] = "call_" + id + "_" + std::to_string(choice) + "_" + std::to_string(announced++);
     call["type"] = "function";
-    call["function"] = {{"name", calls[k].name}, {"arguments", calls[k].arguments}};
-    if (with_offset) call["content_before"] = calls[k].content_before;
+    call["function"] = {{"name", c.name}, {"arguments", c.arguments}};
+    if (with_offset) call["content_before"] = c.content_before;
     out.push_back(std::move(call));
   }
   return out;
@@ -434,9 +443,10 @@ ordered_json CompletionRun::run_to_end(std::chrono::milliseconds interval,
       const bool calls = !c->total.tool_calls.empty();
       message["content"] = calls && c->total.content.empty() ? ordered_json() : ordered_json(c->total.content);
       if (!c->total.reasoning.empty() && request_.include_reasoning) message["reasoning_content"] = c->total.reasoning;
+      int announced = 0;
       if (calls)
         message["tool_calls"] =
-            tool_calls_json(c->total.tool_calls, id_, c->index, 0, false, request_.tool_call_offsets);
+            tool_calls_json(c->total.tool_calls, id_, c->index, announced, false, request_.tool_call_offsets);
       choice["message"] = std::move(message);
     } else {
       choice["text"] = c->total.content;
@@ -509,11 +519,9 @@ void CompletionRun::stream(const std::function<bool(const std::string&)>& write,
       ordered_json delta = ordered_json::object();
       if (!d.reasoning.empty() && request_.include_reasoning) delta["reasoning_content"] = d.reasoning;
       if (!d.content.empty()) delta["content"] = d.content;
-      if (!d.tool_calls.empty()) {
+      if (!d.tool_calls.empty())
         delta["tool_calls"] =
             tool_calls_json(d.tool_calls, id_, c->index, c->tool_calls, true, request_.tool_call_offsets);
-        c->tool_calls += static_cast<int>(d.tool_calls.size());
-      }
       if (!delta.empty() && !send(delta_chunk(*c, delta, nullptr))) return finalize();
       if (failure_) {  // vLLM's and OpenAI's way: an error event, which the clients raise
         finalize();

@@ -417,12 +417,32 @@ std::string ResponseEvents::open(Open kind) {
   return out;
 }
 
+std::string ResponseEvents::arguments_delta(const std::string& arguments) {
+  if (arguments.empty()) return "";
+  ordered_json& item = open_item();
+  item["arguments"] = item["arguments"].get<std::string>() + arguments;
+  return event({{"type", "response.function_call_arguments.delta"},
+                {"item_id", item["id"]},
+                {"output_index", static_cast<int64_t>(output_.size() - 1)},
+                {"delta", arguments}});
+}
+
 std::string ResponseEvents::close_open_item() {
   if (open_ == Open::None) return "";
-  const bool reasoning = open_ == Open::Reasoning;
+  const bool reasoning = open_ == Open::Reasoning, call = open_ == Open::FunctionCall;
   open_ = Open::None;
   ordered_json& item = open_item();
   const auto index = static_cast<int64_t>(output_.size() - 1);
+  const bool cut_short = finish_reason_ == "length" || finish_reason_ == "error";
+  if (call) {
+    item["status"] = cut_short ? "incomplete" : "completed";
+    std::string out = event({{"type", "response.function_call_arguments.done"},
+                             {"item_id", item["id"]},
+                             {"output_index", index},
+                             {"name", item["name"]},
+                             {"arguments", item["arguments"]}});
+    return out + event({{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
+  }
   const ordered_json& part = item["content"][0];
   ordered_json done = {{"type", reasoning ? "response.reasoning_text.done" : "response.output_text.done"},
                        {"item_id", item["id"]},
@@ -431,7 +451,7 @@ std::string ResponseEvents::close_open_item() {
                        {"text", part["text"]}};
   if (!reasoning) {
     done["logprobs"] = ordered_json::array();
-    item["status"] = finish_reason_ == "length" || finish_reason_ == "error" ? "incomplete" : "completed";
+    item["status"] = cut_short ? "incomplete" : "completed";
   }
   std::string out = event(std::move(done));
   out += event({{"type", "response.content_part.done"},
@@ -483,32 +503,27 @@ std::string ResponseEvents::on(const ordered_json& chunk) {
       out += event(std::move(e));
     };
     text_delta(Open::Reasoning, delta.value("reasoning_content", ""));
-    // The content and the calls in the order they were made: a delta may hold text on both sides of a call.
+    // The content and the calls in the order they were made: a delta may
+    // hold text on both sides of a call. A call stays open while more of
+    // its arguments may come.
     const std::string content = delta.value("content", "");
     size_t at = 0;
     if (delta.contains("tool_calls")) {
       for (const ordered_json& call : delta["tool_calls"]) {
+        const std::string arguments = call["function"].value("arguments", "");
+        if (!call.contains("id")) {  // more of the open call's arguments
+          if (open_ == Open::FunctionCall) out += arguments_delta(arguments);
+          continue;
+        }
         const size_t before = std::min(call["content_before"].get<size_t>(), content.size());
         if (before > at) text_delta(Open::Message, content.substr(at, before - at));
         at = std::max(at, before);
         out += close_open_item();
-        const size_t k = call["index"];
         const auto index = static_cast<int64_t>(output_.size());
-        ordered_json item = function_call_item(context_, k, call, "in_progress");
-        out += event({{"type", "response.output_item.added"}, {"output_index", index}, {"item", item}});
-        const ordered_json& arguments = call["function"]["arguments"];
-        out += event({{"type", "response.function_call_arguments.delta"},
-                      {"item_id", item["id"]},
-                      {"output_index", index},
-                      {"delta", arguments}});
-        out += event({{"type", "response.function_call_arguments.done"},
-                      {"item_id", item["id"]},
-                      {"output_index", index},
-                      {"name", item["name"]},
-                      {"arguments", arguments}});
-        item = function_call_item(context_, k, call, "completed");
-        out += event({{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
-        output_.push_back(std::move(item));
+        output_.push_back(function_call_item(context_, call["index"].get<size_t>(), call, "in_progress"));
+        open_ = Open::FunctionCall;
+        out += event({{"type", "response.output_item.added"}, {"output_index", index}, {"item", open_item()}});
+        out += arguments_delta(arguments);
       }
     }
     text_delta(Open::Message, content.substr(at));

@@ -55,10 +55,11 @@ class ResponseEvents {
   std::string on(const nlohmann::ordered_json& chunk);
 
  private:
-  enum class Open { None, Reasoning, Message };
+  enum class Open { None, Reasoning, Message, FunctionCall };
   std::string event(nlohmann::ordered_json e);
   std::string open(Open kind);
   std::string close_open_item();
+  std::string arguments_delta(const std::string& arguments);
   nlohmann::ordered_json& open_item() { return output_.back(); }
 
   ResponseContext context_;

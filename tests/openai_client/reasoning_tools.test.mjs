@@ -83,7 +83,7 @@ async function tokenCount(server, text) {
 async function collectStream(client, body) {
   const stream = await client.chat.completions.create({ ...body, stream: true });
   const out = { reasoning: '', content: '', calls: [], finish: null, role: null, ids: new Set(), contentPieces: [],
-    reasoningPieces: 0, usages: [] };
+    reasoningPieces: 0, argumentPieces: 0, usages: [] };
   for await (const chunk of stream) {
     out.ids.add(chunk.id);
     if (chunk.usage) out.usages.push(chunk.usage);
@@ -97,7 +97,7 @@ async function collectStream(client, body) {
         if (t.id) call.id += t.id;
         if (t.type) call.type = t.type;
         if (t.function?.name) call.function.name += t.function.name;
-        if (t.function?.arguments) call.function.arguments += t.function.arguments;
+        if (t.function?.arguments) { call.function.arguments += t.function.arguments; ++out.argumentPieces; }
       }
       if (c.finish_reason) out.finish = c.finish_reason;
     }
@@ -148,6 +148,22 @@ test('tool call streamed: the deltas add up to the JSON answer, never a raw tag'
   assert.equal(s.calls[0].function.name, whole.tool_calls[0].function.name);
   assert.equal(s.calls[0].function.arguments, whole.tool_calls[0].function.arguments);
   assert.match(s.calls[0].id, /^call_/);
+  assert.ok(s.argumentPieces > 1, `the arguments stream as they are written (${s.argumentPieces} pieces)`);
+});
+
+test('tool call streamed: the SDK\'s stream helper sees the arguments grow, then the whole call', async () => {
+  const deltas = [];
+  let done = null;
+  const stream = toolServer.client.chat.completions.stream({ model: 'scripted', messages: weatherQuestion,
+    tools: [{ ...tools[0], function: { ...tools[0].function, strict: true } }], temperature: 0 });
+  stream.on('tool_calls.function.arguments.delta', (e) => deltas.push(e));
+  stream.on('tool_calls.function.arguments.done', (e) => { done = e; });
+  const final = await stream.finalChatCompletion();
+  assert.ok(deltas.length > 1, `${deltas.length} argument deltas`);
+  for (const d of deltas) assert.equal(d.name, 'get_weather', 'the name comes first, with the call');
+  assert.equal(deltas.map((d) => d.arguments_delta).join(''), done.arguments);
+  assert.deepEqual(done.parsed_arguments, JSON.parse(CALL_JSON).arguments);
+  assertWeatherCall(final.choices[0].message.tool_calls);
 });
 
 test('enable_thinking: false continues after the empty think block: the call alone', async () => {
@@ -426,6 +442,9 @@ test('responses: a streamed function call; what a stateless server cannot do is 
     temperature: 0, stream: true })) events.push(e);
   const done = events.find((e) => e.type === 'response.function_call_arguments.done');
   assert.deepEqual(JSON.parse(done.arguments), JSON.parse(CALL_JSON).arguments);
+  const deltas = events.filter((e) => e.type === 'response.function_call_arguments.delta');
+  assert.ok(deltas.length > 1, `the arguments stream as they are written (${deltas.length} deltas)`);
+  assert.equal(deltas.map((e) => e.delta).join(''), done.arguments);
   assert.equal(events.at(-1).type, 'response.completed');
   assert.deepEqual(events.map((e) => e.sequence_number), events.map((_, i) => i));
   for (const [body, param] of [[{ previous_response_id: 'resp_x' }, 'previous_response_id'],

@@ -134,10 +134,89 @@ TEST(ChatOutput, MalformedToolCallStaysVisibleText) {
   EXPECT_EQ(whole("Sure <tool_call>{\"name\": bad}</tool_call> after").content,
             "Sure <tool_call>{\"name\": bad}</tool_call> after");
   ChatOutputParser p;
-  p.push("<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1}}");  // cut off by max_tokens
-  const ChatDelta f = p.finish();
+  ChatDelta f = p.push("<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1}}");  // cut off by max_tokens
+  f.append(p.finish());
   ASSERT_EQ(f.tool_calls.size(), 1u);
   EXPECT_EQ(f.tool_calls[0].name, "f");
+  EXPECT_EQ(f.tool_calls[0].arguments, R"({"a":1})");
+}
+
+// A JSON call is announced once its name is read, then its arguments go out
+// as the model writes them (each delta a continuation of that call), as
+// OpenAI streams them: a client sees a long argument grow instead of waiting
+// for the whole call.
+TEST(ChatOutput, JsonToolCallArgumentsStreamAsTheyCome) {
+  const std::string text =
+      "Sure.\n<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"a.txt\",\n  \"text\": "
+      "\"two  spaces, a \\\"quote\\\" and </tool_call> in a string\", \"n\": [1, 2]}}\n</tool_call>";
+  const std::string arguments = R"({"path":"a.txt","text":"two  spaces, a \"quote\" and </tool_call> in a string",)"
+                                R"("n":[1,2]})";
+  ChatOutputParser p;
+  std::vector<ChatDelta> deltas;
+  for (char c : text) deltas.push_back(p.push(std::string(1, c)));
+  deltas.push_back(p.finish());
+  size_t announced_at = 0, pieces = 0;
+  std::string joined;
+  for (size_t i = 0; i < deltas.size(); ++i)
+    for (const ToolCall& call : deltas[i].tool_calls) {
+      if (!call.continuation) {
+        EXPECT_EQ(call.name, "write_file");
+        EXPECT_EQ(call.content_before, 0u) << "the content was sent in earlier deltas";
+        announced_at = i;
+      }
+      joined += call.arguments;
+      pieces += !call.arguments.empty();
+    }
+  EXPECT_EQ(joined, arguments);
+  // Announced once "{" of the arguments is read, each later byte of them sent
+  // as it came, but for the tag in the string: held until it is known, then sent at once.
+  EXPECT_EQ(announced_at, text.find("{\"path"));
+  EXPECT_EQ(pieces, arguments.size() - (std::string_view("</tool_call>").size() - 1));
+  const ChatDelta all = whole(text);
+  ASSERT_EQ(all.tool_calls.size(), 1u);
+  EXPECT_FALSE(all.tool_calls[0].continuation);
+  EXPECT_EQ(all.tool_calls[0].arguments, arguments);
+  EXPECT_EQ(all.content, "Sure.\n");
+  EXPECT_EQ(bytewise(text).tool_calls[0].arguments, arguments);
+  expect_same_in_pieces(text, nullptr);
+}
+
+TEST(ChatOutput, StreamedCallsFollowTheRequestsToolChoice) {
+  const std::string two =
+      "<tool_call>{\"name\": \"a\", \"arguments\": {\"x\": 1}}</tool_call>\n"
+      "<tool_call>{\"name\": \"b\", \"arguments\": {\"y\": 2}}</tool_call>";
+  // parallel_tool_calls false: the second call, and every piece of its arguments, is left out.
+  for (const ChatDelta& d : {whole(two, false, ToolCalls::One), bytewise(two, false, ToolCalls::One)}) {
+    ASSERT_EQ(d.tool_calls.size(), 1u);
+    EXPECT_EQ(d.tool_calls[0].name, "a");
+    EXPECT_EQ(d.tool_calls[0].arguments, R"({"x":1})");
+    EXPECT_EQ(d.content, "");
+  }
+  const ChatDelta d = bytewise(two);
+  ASSERT_EQ(d.tool_calls.size(), 2u);
+  EXPECT_EQ(d.tool_calls[1].arguments, R"({"y":2})");
+  EXPECT_EQ(whole(two, false, ToolCalls::None).content, two);
+}
+
+// Other shapes are read whole when the call closes, as before: the arguments
+// first, arguments as a JSON string, arguments that are not an object.
+TEST(ChatOutput, JsonToolCallsOfOtherShapesComeWhole) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"arguments": {"x": 1}, "name": "f"})", R"({"x":1})"},
+      {R"({"name": "f", "arguments": "{\"x\": 1}"})", R"({"x": 1})"},
+      {R"({"name": "f", "arguments": [1, 2]})", "[1,2]"},
+      {R"({"name": "f"})", "{}"},
+  };
+  for (const auto& [body, arguments] : cases) {
+    ChatOutputParser p;
+    const std::string text = "<tool_call>" + body + "</tool_call>";
+    ChatDelta before;
+    for (char c : text.substr(0, text.size() - 1)) before.append(p.push(std::string(1, c)));
+    EXPECT_TRUE(before.tool_calls.empty()) << body;
+    before.append(p.push(">"));
+    ASSERT_EQ(before.tool_calls.size(), 1u) << body;
+    EXPECT_EQ(before.tool_calls[0].arguments, arguments) << body;
+  }
 }
 
 TEST(ChatOutput, TagPrefixAtTheEndIsHeldThenReleased) {

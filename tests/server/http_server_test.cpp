@@ -1295,8 +1295,15 @@ TEST(HttpServer, ToolCallsOnlyWhenOfferedAndTheSampledTokenAmongTopLogprobs) {
         const ordered_json& m = stream ? c["delta"] : c["message"];
         if (m.contains("content") && m["content"].is_string())
           message["content"] = message["content"].get<std::string>() + m["content"].get<std::string>();
-        if (m.contains("tool_calls"))
-          for (const auto& t : m["tool_calls"]) message["tool_calls"].push_back(t);
+        if (m.contains("tool_calls"))  // as a client joins them: a call's later pieces carry its index only
+          for (const auto& t : m["tool_calls"]) {
+            if (t.contains("id")) {
+              message["tool_calls"].push_back(t);
+              continue;
+            }
+            ordered_json& to = message["tool_calls"].at(t["index"].get<size_t>())["function"]["arguments"];
+            to = to.get<std::string>() + t["function"]["arguments"].get<std::string>();
+          }
         if (c["finish_reason"].is_string()) finish = c["finish_reason"];
       }
       message["finish_reason"] = finish;

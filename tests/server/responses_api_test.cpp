@@ -269,11 +269,18 @@ TEST(ResponsesApi, TextAfterAToolCallIsAMessageItemOfItsOwn) {
   EXPECT_EQ(out[2]["id"], "msg_abc_1");
   EXPECT_EQ(out[2]["content"][0]["text"], "Then I answer!");
 
+  // The call's arguments in pieces: announced with the first, the rest continuations (an index, no id).
+  ordered_json announced = chunk("I will look.", 12, nullptr);
+  announced["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] = "{";
+  const ordered_json more = ordered_json::parse(
+      R"({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "}"}}]},
+          "finish_reason": null}]})");
   // The text before the call, the call and some text after it in one chunk; or each in its own.
   const std::vector<std::vector<ordered_json>> streams = {
       {chunk("I will look.Then", 12, nullptr), chunk(" I answer!", -1, "tool_calls")},
       {chunk("I will", -1, nullptr), chunk(" look.", -1, nullptr), chunk("", 0, nullptr),
-       chunk("Then I answer!", -1, "tool_calls")}};
+       chunk("Then I answer!", -1, "tool_calls")},
+      {announced, more, chunk("Then I answer!", -1, "tool_calls")}};
   for (const auto& stream : streams) {
     ResponseEvents events(context());
     std::string text;
@@ -285,6 +292,14 @@ TEST(ResponsesApi, TextAfterAToolCallIsAMessageItemOfItsOwn) {
     for (const ordered_json& event : e)
       if (event["type"] == "response.output_item.added") added.push_back(event["item"]["id"]);
     EXPECT_EQ(added, (std::vector<std::string>{"msg_abc", "fc_abc_0", "msg_abc_1"}));
+    std::string arguments;
+    for (const ordered_json& event : e) {
+      if (event["type"] == "response.function_call_arguments.delta") arguments += event["delta"].get<std::string>();
+      if (event["type"] == "response.function_call_arguments.done") {
+        EXPECT_EQ(event["arguments"], arguments);
+      }
+    }
+    EXPECT_EQ(arguments, "{}");
   }
 }
 
