@@ -61,6 +61,7 @@ class ChatOutputParser {
   ChatDelta finish();  // after the last piece: what was held back
   bool saw_tool_call() const { return tool_calls_ > 0; }
   bool in_reasoning() const { return mode_ == Mode::Reasoning; }
+  bool in_tool_call() const { return mode_ == Mode::ToolCall; }
 
  private:
   enum class Mode { Content, Reasoning, ToolCall };

@@ -176,20 +176,22 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
   }
   // Each token's text through the reply's split at once: a token the split
   // reads inside the <think> block, or one that opens or closes it, is a
-  // reasoning token (usage counts them).
-  // Returns whether the token was a reasoning token.
+  // reasoning token (usage counts them); the same for a tool call's.
+  enum class Part { Answer, Reasoning, ToolCall };
   auto split = [&] {
-    bool reasoning = false;
+    Part part = Part::Answer;
     if (!c.parser) {
       d.content += c.pieces;
     } else {
-      const bool was_reasoning = c.parser->in_reasoning();
+      const bool was_reasoning = c.parser->in_reasoning(), was_call = c.parser->in_tool_call();
       d.append(c.parser->push(c.pieces));
-      reasoning = was_reasoning || c.parser->in_reasoning();
-      c.reasoning_tokens += reasoning;
+      if (was_reasoning || c.parser->in_reasoning())
+        part = Part::Reasoning, ++c.reasoning_tokens;
+      else if (was_call || c.parser->in_tool_call())
+        part = Part::ToolCall;
     }
     c.pieces.clear();
-    return reasoning;
+    return part;
   };
   const size_t take = std::min(max_tokens, c.ids.size());
   for (size_t k = 0; k < take && !c.stopped; ++k) {
@@ -203,7 +205,10 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
       c.stream->cancel();
     }
     // Without include_reasoning, the reasoning's tokens are left out of the logprobs too.
-    if (split() && !request_.include_reasoning) continue;
+    const Part part = split();
+    if ((part == Part::Reasoning && !request_.include_reasoning) ||
+        (part != Part::Answer && request_.answer_logprobs_only))
+      continue;
     if (k < c.received_logprobs.size()) {
       c.unsent_logprobs.push_back(c.received_logprobs[k]);
       c.logprobs.push_back(std::move(c.received_logprobs[k]));

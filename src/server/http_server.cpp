@@ -528,7 +528,7 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
     }
   };
   auto request = std::make_shared<CompletionRequest>(parse());
-  request->tool_call_offsets = api == Api::Responses;
+  request->tool_call_offsets = request->answer_logprobs_only = api == Api::Responses;
   if (request->options.priority != 0 && !options.priority_scheduling)
     throw ApiError(400,
                    "'priority' is " + std::to_string(request->options.priority) +
@@ -548,9 +548,10 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
   // The Responses API's answers are the chat answers made Response objects.
   std::shared_ptr<const ResponseContext> response_context;
   if (api == Api::Responses)
-    response_context = std::make_shared<const ResponseContext>(ResponseContext{
-        id, static_cast<int64_t>(std::time(nullptr)), served_name(*model, request->options.adapter), body,
-        as_written(request->options.sampling.temperature), as_written(request->options.sampling.top_p)});
+    response_context = std::make_shared<const ResponseContext>(
+        ResponseContext{id, static_cast<int64_t>(std::time(nullptr)), served_name(*model, request->options.adapter),
+                        body, as_written(request->options.sampling.temperature),
+                        as_written(request->options.sampling.top_p), request->options.logprobs >= 0});
   auto in_api = [response_context](ordered_json answer) {
     return response_context && !answer.contains("error") ? response_of_chat_answer(*response_context, answer) : answer;
   };

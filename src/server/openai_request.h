@@ -57,6 +57,9 @@ struct CompletionRequest {
   // ("content_before", ToolCall's): for the Responses API's item order,
   // which reads the chat answer; never sent to a client.
   bool tool_call_offsets = false;
+  // Log-probabilities of the answer's text only, not of its reasoning or its
+  // tool calls: the Responses API gives them with its output_text.
+  bool answer_logprobs_only = false;
 };
 
 // The generation fields every request form reads (both endpoints, and the

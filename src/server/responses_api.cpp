@@ -197,16 +197,28 @@ ordered_json reasoning_item(const ResponseContext& c, const std::string& text) {
           {"content", ordered_json::array({{{"type", "reasoning_text"}, {"text", text}}})}};
 }
 
-ordered_json output_text(const std::string& text) {
-  return {{"type", "output_text"}, {"text", text}, {"annotations", ordered_json::array()}};
-}
-
 ordered_json message_item(const ResponseContext& c, size_t k, const std::string& text, const std::string& status) {
+  ordered_json part = {{"type", "output_text"}, {"text", text}, {"annotations", ordered_json::array()}};
+  if (c.logprobs) part["logprobs"] = ordered_json::array();
   return {{"id", item_id(c, "msg_") + (k > 0 ? "_" + std::to_string(k) : "")},
           {"type", "message"},
           {"status", status},
           {"role", "assistant"},
-          {"content", ordered_json::array({output_text(text)})}};
+          {"content", ordered_json::array({std::move(part)})}};
+}
+
+// The answer's tokens' log-probabilities (chat's {token, logprob, bytes,
+// top_logprobs}, this API's form too), each given to the message whose text
+// its bytes fall in, counted through the content in order.
+void give_logprobs(ordered_json& output, const std::vector<std::pair<size_t, size_t>>& message_ends,
+                   const ordered_json& logprobs) {
+  if (message_ends.empty() || !logprobs.is_array()) return;
+  size_t at = 0, m = 0;
+  for (const ordered_json& token : logprobs) {
+    while (m + 1 < message_ends.size() && at >= message_ends[m].second) ++m;
+    output[message_ends[m].first]["content"][0]["logprobs"].push_back(token);
+    at += token["bytes"].size();
+  }
 }
 
 ordered_json function_call_item(const ResponseContext& c, size_t k, const ordered_json& call,
@@ -242,11 +254,12 @@ const std::set<std::string_view> kPassed = {"model",
                                             "chat_template_kwargs",  // vLLM's, as on chat
                                             "request_id"};
 const std::set<std::string_view> kTranslated = {
-    "input",    "instructions",      "tools",   "tool_choice",   "text", "reasoning", "truncation",
-    "metadata", "max_output_tokens", "include", "stream_options"};
+    "input",    "instructions",      "tools",   "tool_choice",    "text",        "reasoning", "truncation",
+    "metadata", "max_output_tokens", "include", "stream_options", "top_logprobs"};
 // What needs the state of earlier requests, or a server of OpenAI's.
 const std::set<std::string_view> kStateful = {"previous_response_id", "conversation", "background", "prompt"};
-const std::set<std::string_view> kUnsupported = {"top_logprobs", "max_tool_calls"};
+const std::set<std::string_view> kUnsupported = {"max_tool_calls"};
+constexpr std::string_view kLogprobs = "message.output_text.logprobs";
 
 // This API's name for a chat field it names otherwise (nullptr: none): not
 // its field, and refused with the hint even where unknown fields are
@@ -264,15 +277,21 @@ bool passed_to_chat(const std::string& key) {
 
 // What a stateless client asks to have included: the reasoning to give back
 // (every reasoning item carries its whole text already, which this server
-// takes back as input); the rest needs built-in tools, images or logprobs.
-void check_include(const ordered_json& include) {
+// takes back as input), and the answer's log-probabilities; the rest needs
+// built-in tools or images. Returns whether the log-probabilities are asked for.
+bool check_include(const ordered_json& include) {
   if (!include.is_array()) bad("include", "'include' must be a list");
-  for (size_t k = 0; k < include.size(); ++k)
-    if (include[k] != "reasoning.encrypted_content")
+  bool logprobs = false;
+  for (size_t k = 0; k < include.size(); ++k) {
+    if (include[k] == kLogprobs)
+      logprobs = true;
+    else if (include[k] != "reasoning.encrypted_content")
       bad("include[" + std::to_string(k) + "]",
           "'include' value " + input_excerpt(include[k].dump()) +
-              " is not supported by this server (only \"reasoning.encrypted_content\", which its reasoning items "
-              "satisfy with their text)");
+              " is not supported by this server (only \"message.output_text.logprobs\", and "
+              "\"reasoning.encrypted_content\", which its reasoning items satisfy with their text)");
+  }
+  return logprobs;
 }
 
 // The Responses stream's only option: obfuscation, which an unencrypted
@@ -335,7 +354,14 @@ ordered_json chat_body_of_response_request(const ordered_json& body) {
             "Unrecognized request argument supplied: reasoning." + input_excerpt(item.key()));
     if (given(r, "effort")) chat["reasoning_effort"] = r["effort"];
   }
-  if (given(body, "include")) check_include(body["include"]);
+  // As vLLM: the answer's log-probabilities when `include` asks for them, with top_logprobs alternatives each.
+  if (given(body, "top_logprobs") &&
+      (!body["top_logprobs"].is_number_integer() || body["top_logprobs"] < 0 || body["top_logprobs"] > 20))
+    bad("top_logprobs", "'top_logprobs' must be an integer from 0 to 20");
+  if (given(body, "include") && check_include(body["include"])) {
+    chat["logprobs"] = true;
+    chat["top_logprobs"] = given(body, "top_logprobs") ? body["top_logprobs"] : ordered_json(0);
+  }
   if (given(body, "stream_options")) check_stream_options(body["stream_options"]);
   if (given(body, "truncation") && body["truncation"] != "disabled" && body["truncation"] != "auto")
     bad("truncation", "'truncation' must be \"auto\" or \"disabled\"");
@@ -378,8 +404,12 @@ ordered_json response_of_chat_answer(const ResponseContext& c, const ordered_jso
   // The content around the calls, as the stream's message items (ResponseEvents).
   const std::string content = message["content"].is_string() ? message["content"].get<std::string>() : "";
   size_t at = 0, messages = 0;
+  std::vector<std::pair<size_t, size_t>> message_ends;  // each message's place in the output, its end in the content
   auto text_until = [&](size_t end, const char* status) {
-    if (end > at) output.push_back(message_item(c, messages++, content.substr(at, end - at), status));
+    if (end > at) {
+      message_ends.emplace_back(output.size(), end);
+      output.push_back(message_item(c, messages++, content.substr(at, end - at), status));
+    }
     at = end;
   };
   if (given(message, "tool_calls"))
@@ -389,6 +419,7 @@ ordered_json response_of_chat_answer(const ResponseContext& c, const ordered_jso
       output.push_back(function_call_item(c, k, call, "completed"));
     }
   text_until(content.size(), incomplete ? "incomplete" : "completed");
+  if (c.logprobs && given(choice, "logprobs")) give_logprobs(output, message_ends, choice["logprobs"]["content"]);
   return envelope(c, incomplete ? "incomplete" : "completed", std::move(output), usage_of(answer["usage"]));
 }
 
@@ -427,6 +458,11 @@ std::string ResponseEvents::arguments_delta(const std::string& arguments) {
                 {"delta", arguments}});
 }
 
+void ResponseEvents::take_pending_logprobs(ordered_json& into) {
+  for (ordered_json& token : pending_logprobs_) into.push_back(std::move(token));
+  pending_logprobs_ = ordered_json::array();
+}
+
 std::string ResponseEvents::close_open_item() {
   if (open_ == Open::None) return "";
   const bool reasoning = open_ == Open::Reasoning, call = open_ == Open::FunctionCall;
@@ -451,6 +487,11 @@ std::string ResponseEvents::close_open_item() {
                        {"text", part["text"]}};
   if (!reasoning) {
     done["logprobs"] = ordered_json::array();
+    if (context_.logprobs) {
+      ordered_json& logprobs = item["content"][0]["logprobs"];
+      take_pending_logprobs(logprobs);  // of text that came out as the answer ended
+      done["logprobs"] = logprobs;
+    }
     item["status"] = cut_short ? "incomplete" : "completed";
   }
   std::string out = event(std::move(done));
@@ -488,6 +529,8 @@ std::string ResponseEvents::on(const ordered_json& chunk) {
   }
   for (const ordered_json& choice : chunk["choices"]) {
     const ordered_json& delta = choice["delta"];
+    if (context_.logprobs && given(choice, "logprobs") && choice["logprobs"]["content"].is_array())
+      for (const ordered_json& token : choice["logprobs"]["content"]) pending_logprobs_.push_back(token);
     auto text_delta = [&](Open kind, const std::string& text) {
       if (text.empty()) return;
       out += open(kind);
@@ -499,7 +542,13 @@ std::string ResponseEvents::on(const ordered_json& chunk) {
           {"output_index", static_cast<int64_t>(output_.size() - 1)},
           {"content_index", 0},
           {"delta", text}};
-      if (kind == Open::Message) e["logprobs"] = ordered_json::array();
+      if (kind == Open::Message) {
+        e["logprobs"] = ordered_json::array();
+        if (context_.logprobs) {  // the tokens this text came from
+          take_pending_logprobs(e["logprobs"]);
+          for (const ordered_json& token : e["logprobs"]) part["logprobs"].push_back(token);
+        }
+      }
       out += event(std::move(e));
     };
     text_delta(Open::Reasoning, delta.value("reasoning_content", ""));

@@ -39,6 +39,7 @@ struct ResponseContext {
   std::string model;
   nlohmann::ordered_json request;  // the Responses request body
   double temperature = 1, top_p = 1;
+  bool logprobs = false;  // include: message.output_text.logprobs
 };
 
 // The Response object of a whole chat answer (a "chat.completion" object).
@@ -60,6 +61,7 @@ class ResponseEvents {
   std::string open(Open kind);
   std::string close_open_item();
   std::string arguments_delta(const std::string& arguments);
+  void take_pending_logprobs(nlohmann::ordered_json& into);
   nlohmann::ordered_json& open_item() { return output_.back(); }
 
   ResponseContext context_;
@@ -68,6 +70,8 @@ class ResponseEvents {
   Open open_ = Open::None;
   size_t messages_ = 0;  // message items opened
   std::string finish_reason_;
+  // Of the answer's tokens, not yet given to a message (its text held back).
+  nlohmann::ordered_json pending_logprobs_ = nlohmann::ordered_json::array();
   nlohmann::ordered_json output_ = nlohmann::ordered_json::array();  // the items so far, as they end
 };
 

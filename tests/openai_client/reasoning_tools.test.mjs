@@ -420,6 +420,33 @@ test('responses.stream: the events add up to the answer (reasoning, then output_
   assert.equal(whole.incomplete_details.reason, 'max_output_tokens');
 });
 
+test('responses: include message.output_text.logprobs gives the answer\'s tokens, whole and streamed', async () => {
+  const body = { model: 'scripted', input: sumQuestion, temperature: 0, include: ['message.output_text.logprobs'],
+    top_logprobs: 2 };
+  const whole = await answerServer.client.responses.create(body);
+  const message = whole.output.find((o) => o.type === 'message');
+  const { logprobs } = message.content[0];
+  const text = logprobs.map((l) => l.token).join('');
+  assert.ok(text.includes(ANSWER) && !text.includes(ANSWER_REASONING), `the answer's tokens only: ${text}`);
+  for (const l of logprobs) {
+    assert.ok(l.logprob <= 0 && l.top_logprobs.length === 2, JSON.stringify(l));
+    assert.deepEqual(l.bytes, [...Buffer.from(l.token)]);
+  }
+  const stream = answerServer.client.responses.stream(body);
+  const streamed = [];
+  let done = null;
+  stream.on('response.output_text.delta', (e) => streamed.push(...e.logprobs));
+  stream.on('response.output_text.done', (e) => { done = e.logprobs; });
+  const final = await stream.finalResponse();
+  // Each delta carries the tokens its text came from: the end token, which writes none, comes with the done event.
+  assert.deepEqual(streamed, logprobs.slice(0, streamed.length));
+  assert.deepEqual(logprobs.slice(streamed.length).map((l) => l.token), ['<|im_end|>']);
+  assert.deepEqual(done, logprobs);
+  assert.deepEqual(final.output.find((o) => o.type === 'message').content[0].logprobs, logprobs);
+  const without = await answerServer.client.responses.create({ ...body, include: [] });
+  assert.equal(without.output.find((o) => o.type === 'message').content[0].logprobs, undefined);
+});
+
 test('responses: truncation "auto" drops the earliest input items that do not fit; "disabled" is a 400', async () => {
   const turn = 'one two three four five six seven eight nine ten '.repeat(6);  // ~60 tokens
   const input = [];

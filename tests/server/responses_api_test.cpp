@@ -86,7 +86,7 @@ TEST(ResponsesApi, WhatAStatelessServerCannotDoIsA400NamingIt) {
   EXPECT_EQ(error_param(R"({"input": "x", "previous_response_id": "resp_1"})"), "previous_response_id");
   EXPECT_EQ(error_param(R"({"input": "x", "conversation": "conv_1"})"), "conversation");
   EXPECT_EQ(error_param(R"({"input": "x", "background": true})"), "background");
-  EXPECT_EQ(error_param(R"({"input": "x", "include": ["message.output_text.logprobs"]})"), "include[0]");
+  EXPECT_EQ(error_param(R"({"input": "x", "include": ["file_search_call.results"]})"), "include[0]");
   EXPECT_EQ(error_param(R"({"input": "x", "include": "reasoning.encrypted_content"})"), "include");
   EXPECT_EQ(error_param(R"({"input": "x", "stream_options": {"include_usage": true}})"),
             "stream_options.include_usage");
@@ -334,7 +334,9 @@ TEST(ResponsesApi, ErrorsNameTheResponsesFields) {
       {R"({"input": "x", "reasoning": {"effort": "max"}})", "reasoning.effort", "'reasoning.effort' must be one of"},
       {R"({"input": "x", "max_tokens": 3})", "max_tokens", "this API's is max_output_tokens"},
       {R"({"input": "x", "metadata": 5})", "metadata", "an object"},
-      {R"({"input": "x", "top_logprobs": 3})", "top_logprobs", "not supported by this server"},
+      {R"({"input": "x", "top_logprobs": 21})", "top_logprobs", "from 0 to 20"},
+      {R"({"input": "x", "top_logprobs": "3"})", "top_logprobs", "from 0 to 20"},
+      {R"({"input": "x", "max_tool_calls": 3})", "max_tool_calls", "not supported by this server"},
   };
   for (const Case& c : cases) {
     const ApiError e = error_of(c.body);
@@ -342,8 +344,8 @@ TEST(ResponsesApi, ErrorsNameTheResponsesFields) {
     EXPECT_EQ(e.param, c.param) << c.body << ": " << e.what();
     EXPECT_NE(std::string(e.what()).find(c.message_part), std::string::npos) << c.body << ": " << e.what();
   }
-  EXPECT_EQ(error_of(R"({"input": "x", "top_logprobs": 3})").what(),
-            std::string("'top_logprobs' is not supported by this server"));
+  EXPECT_EQ(error_of(R"({"input": "x", "max_tool_calls": 3})").what(),
+            std::string("'max_tool_calls' is not supported by this server"));
   for (const char* body : {R"({"input": "x", "stream": null, "top_logprobs": 0})",
                            R"({"input": "x", "chat_template_kwargs": {"enable_thinking": false}})"})
     EXPECT_EQ(error_of(body).status, 0) << body;
@@ -353,4 +355,85 @@ TEST(ResponsesApi, ErrorsNameTheResponsesFields) {
           ordered_json::parse(R"({"input": "x", "chat_template_kwargs": {"enable_thinking": false}})")),
       served);
   EXPECT_NE(bundle.require_tokenizer().decode(r.prompts[0]).find("<think>\n\n</think>"), std::string::npos);
+}
+
+// The answer's log-probabilities (include: message.output_text.logprobs, as
+// vLLM takes it: top_logprobs alternatives each, which alone asks for
+// nothing), given to each message by where its tokens' bytes fall, whole or
+// streamed.
+TEST(ResponsesApi, LogprobsComeWithTheMessagesTheirTokensWrote) {
+  const ordered_json asked = chat_body_of_response_request(
+      ordered_json::parse(R"({"input": "x", "include": ["message.output_text.logprobs"], "top_logprobs": 2})"));
+  EXPECT_EQ(asked["logprobs"], true);
+  EXPECT_EQ(asked["top_logprobs"], 2);
+  EXPECT_EQ(chat_body_of_response_request(
+                ordered_json::parse(R"({"input": "x", "include": ["message.output_text.logprobs"]})"))["top_logprobs"],
+            0);
+  EXPECT_FALSE(
+      chat_body_of_response_request(ordered_json::parse(R"({"input": "x", "top_logprobs": 2})")).contains("logprobs"));
+
+  auto token = [](const std::string& text, float logprob) {
+    return ordered_json{{"token", text},
+                        {"logprob", logprob},
+                        {"bytes", std::vector<uint8_t>(text.begin(), text.end())},
+                        {"top_logprobs", ordered_json::array()}};
+  };
+  const ordered_json tokens = {token("I will", -0.5f), token(" look.", -0.25f), token("Then", -1), token(" yes", -2)};
+  ordered_json call = ordered_json::parse(
+      R"({"id": "call_9", "type": "function", "function": {"name": "f", "arguments": "{}"}, "content_before": 12})");
+  const ordered_json answer = {
+      {"choices",
+       {{{"index", 0},
+         {"message", {{"role", "assistant"}, {"content", "I will look.Then yes"}, {"tool_calls", {call}}}},
+         {"logprobs", {{"content", tokens}}},
+         {"finish_reason", "tool_calls"}}}},
+      {"usage", ordered_json::parse(R"({"prompt_tokens": 4, "completion_tokens": 9, "total_tokens": 13,
+          "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}})")}};
+  ResponseContext with = context();
+  with.logprobs = true;
+  const ordered_json out = response_of_chat_answer(with, answer)["output"];
+  ASSERT_EQ(out.size(), 3u) << out.dump(2);
+  EXPECT_EQ(out[0]["content"][0]["logprobs"], ordered_json({tokens[0], tokens[1]}));
+  EXPECT_EQ(out[2]["content"][0]["logprobs"], ordered_json({tokens[2], tokens[3]}));
+  EXPECT_FALSE(response_of_chat_answer(context(), answer)["output"][0]["content"][0].contains("logprobs"));
+
+  // Streamed: the tokens of a chunk go out with its text, those of text held back with the text that follows.
+  call.erase("content_before");
+  call["index"] = 0;
+  auto chunk = [&](const std::string& content, const ordered_json& lps, const ordered_json& calls, const char* finish) {
+    ordered_json delta = {{"content", content}};
+    if (!calls.is_null()) delta["tool_calls"] = calls;
+    return ordered_json{{"choices",
+                         {{{"index", 0},
+                           {"delta", delta},
+                           {"logprobs", lps.is_null() ? ordered_json() : ordered_json{{"content", lps}}},
+                           {"finish_reason", finish ? ordered_json(finish) : ordered_json()}}}}};
+  };
+  ordered_json placed = call;
+  placed["content_before"] = 0;
+  ResponseEvents events(with);
+  std::string text;
+  const auto array = [](ordered_json item) {  // a list of one (braces alone would copy the item)
+    ordered_json list = ordered_json::array();
+    list.push_back(std::move(item));
+    return list;
+  };
+  text += events.on(chunk("", array(tokens[0]), nullptr, nullptr));  // held back
+  text += events.on(chunk("I will look.", array(tokens[1]), nullptr, nullptr));
+  text += events.on(chunk("", nullptr, array(placed), nullptr));
+  text += events.on(chunk("Then", array(tokens[2]), nullptr, nullptr));
+  text += events.on(chunk("", array(tokens[3]), nullptr, nullptr));  // held back until the end
+  text += events.on(chunk(" yes", nullptr, nullptr, "tool_calls"));
+  text += events.on(ordered_json{{"choices", ordered_json::array()}, {"usage", answer["usage"]}});
+  const std::vector<ordered_json> e = events_of(text);
+  EXPECT_EQ(e.back()["response"]["output"], out) << e.back().dump(2);
+  ordered_json deltas = ordered_json::array(), done = ordered_json::array();
+  for (const ordered_json& event : e) {
+    if (event["type"] == "response.output_text.delta")
+      for (const ordered_json& t : event["logprobs"]) deltas.push_back(t);
+    if (event["type"] == "response.output_text.done")
+      for (const ordered_json& t : event["logprobs"]) done.push_back(t);
+  }
+  EXPECT_EQ(deltas, tokens);
+  EXPECT_EQ(done, tokens);
 }
