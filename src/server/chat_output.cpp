@@ -110,9 +110,7 @@ ChatDelta ChatOutputParser::push(std::string_view text) {
     emit(std::string_view(held_).substr(0, at), out);
     held_.erase(0, at + tag.size());
     strip_leading_ = true;
-    if (mode_ == Mode::ToolCall && json_call_.shape() == JsonToolCallReader::Shape::Streamed && json_call_.in_string())
-      take_tool_text(tag, out);  // text of an argument
-    else if (tag == kThinkOpen)
+    if (tag == kThinkOpen)
       mode_ = Mode::Reasoning;
     else if (tag == kThinkClose)
       mode_ = Mode::Content;
@@ -192,16 +190,20 @@ void ChatOutputParser::take_tool_text(std::string_view text, ChatDelta& out) {
 // ToolCalls; anything else stays text the user sees, tags included.
 void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
   mode_ = Mode::Content;
-  if (json_call_.shape() == JsonToolCallReader::Shape::Streamed) {  // announced, its arguments sent
+  // Arguments nested too deep to print, or too large to parse, leave the call as text.
+  const auto j = json_shape_problem(tool_text_) ? nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded)
+                                                : nlohmann::ordered_json::parse(tool_text_, nullptr, false);
+  const bool json_call = !j.is_discarded() && j.is_object() && j.contains("name") && j["name"].is_string();
+  if (json_call_.shape() == JsonToolCallReader::Shape::Streamed) {
+    // Announced, its arguments sent: a call the model left unfinished or
+    // malformed keeps what was sent, but ends no reply for its calls.
+    well_formed_calls_ += json_call;
     strip_leading_ = true;
     tool_text_.clear();
     return;
   }
   std::vector<ToolCall> calls;
-  // Arguments nested too deep to print, or too large to parse, leave the call as text.
-  const auto j = json_shape_problem(tool_text_) ? nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded)
-                                                : nlohmann::ordered_json::parse(tool_text_, nullptr, false);
-  if (!j.is_discarded() && j.is_object() && j.contains("name") && j["name"].is_string()) {
+  if (json_call) {
     ToolCall call{j["name"].get<std::string>(), "{}"};
     if (j.contains("arguments")) {
       const auto& args = j["arguments"];
@@ -217,6 +219,7 @@ void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
       call.content_before = out.content.size();
       if (allowed_ == ToolCalls::Any || tool_calls_ == 0) out.tool_calls.push_back(std::move(call));
       ++tool_calls_;
+      ++well_formed_calls_;
     }
     strip_leading_ = true;  // the whitespace between calls is not content
   } else {

@@ -59,7 +59,8 @@ class ChatOutputParser {
 
   ChatDelta push(std::string_view text);
   ChatDelta finish();  // after the last piece: what was held back
-  bool saw_tool_call() const { return tool_calls_ > 0; }
+  // A well-formed call was made (the reply then ends for its calls).
+  bool saw_tool_call() const { return well_formed_calls_ > 0; }
   bool in_reasoning() const { return mode_ == Mode::Reasoning; }
   bool in_tool_call() const { return mode_ == Mode::ToolCall; }
 
@@ -80,7 +81,8 @@ class ChatOutputParser {
   size_t open_entry_ = std::string::npos;  // its entry in the delta being made, if it has one
   bool strip_leading_;                     // drop whitespace at the start of a section after a tag
   bool seen_content_ = false;              // <think> opens reasoning only before any answer text
-  int tool_calls_ = 0;
+  int tool_calls_ = 0;                     // made, whether announced or dropped (parallel_tool_calls false)
+  int well_formed_calls_ = 0;              // of them, those whose body was a whole call
 };
 
 }  // namespace qinfer::server

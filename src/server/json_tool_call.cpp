@@ -8,8 +8,10 @@ namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
-// A name longer than this is no function's: the call is read whole instead of held undecided.
-constexpr size_t kMaxName = 1024;
+// A name longer than this is no function's, and a header longer than this
+// no call's: the body is read whole instead of held undecided (and read
+// again with every piece).
+constexpr size_t kMaxName = 1024, kMaxHeader = 4096;
 
 // Reads `{"name": "...", "arguments": {` off the start of a body that may
 // still be growing: Undecided while the body is a beginning of it.
@@ -41,8 +43,8 @@ class HeaderCursor {
   }
 
   Shape string(std::string& out) {
-    const size_t begin = at_;
     if (const Shape s = literal("\""); s != Shape::Streamed) return s;
+    const size_t begin = at_ - 1;
     for (bool escaped = false; at_ < body_.size(); ++at_) {
       if (at_ - begin > kMaxName) return Shape::Other;
       const char c = body_[at_];
@@ -71,6 +73,7 @@ void JsonToolCallReader::decide() {
   std::string name;
   size_t begin = 0;
   shape_ = HeaderCursor(body_).read(name, begin);
+  if (shape_ == Shape::Undecided && body_.size() > kMaxHeader) shape_ = Shape::Other;
   if (shape_ == Shape::Streamed) name_ = std::move(name), arguments_begin_ = begin;
 }
 

@@ -27,8 +27,6 @@ class JsonToolCallReader {
   Shape shape() const { return shape_; }
   const std::string& name() const { return name_; }
   bool arguments_closed() const { return arguments_end_ != std::string::npos; }
-  // Whether the body so far ends inside a JSON string: a </tool_call> there is text of the string.
-  bool in_string() const { return in_string_; }
 
  private:
   void decide();

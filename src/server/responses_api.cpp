@@ -470,8 +470,8 @@ std::string ResponseEvents::close_open_item() {
   ordered_json& item = open_item();
   const auto index = static_cast<int64_t>(output_.size() - 1);
   const bool cut_short = finish_reason_ == "length" || finish_reason_ == "error";
-  if (call) {
-    item["status"] = cut_short ? "incomplete" : "completed";
+  if (call) {  // as the whole answer has it: a reply cut after its calls leaves them whole
+    item["status"] = finish_reason_ == "error" ? "incomplete" : "completed";
     std::string out = event({{"type", "response.function_call_arguments.done"},
                              {"item_id", item["id"]},
                              {"output_index", index},

@@ -148,8 +148,8 @@ TEST(ChatOutput, MalformedToolCallStaysVisibleText) {
 TEST(ChatOutput, JsonToolCallArgumentsStreamAsTheyCome) {
   const std::string text =
       "Sure.\n<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"a.txt\",\n  \"text\": "
-      "\"two  spaces, a \\\"quote\\\" and </tool_call> in a string\", \"n\": [1, 2]}}\n</tool_call>";
-  const std::string arguments = R"({"path":"a.txt","text":"two  spaces, a \"quote\" and </tool_call> in a string",)"
+      "\"two  spaces, a \\\"quote\\\" and <b> in a string\", \"n\": [1, 2]}}\n</tool_call>";
+  const std::string arguments = R"({"path":"a.txt","text":"two  spaces, a \"quote\" and <b> in a string",)"
                                 R"("n":[1,2]})";
   ChatOutputParser p;
   std::vector<ChatDelta> deltas;
@@ -169,9 +169,9 @@ TEST(ChatOutput, JsonToolCallArgumentsStreamAsTheyCome) {
     }
   EXPECT_EQ(joined, arguments);
   // Announced once "{" of the arguments is read, each later byte of them sent
-  // as it came, but for the tag in the string: held until it is known, then sent at once.
+  // as it came, but for the "<" in the string: held until it is known to begin no tag.
   EXPECT_EQ(announced_at, text.find("{\"path"));
-  EXPECT_EQ(pieces, arguments.size() - (std::string_view("</tool_call>").size() - 1));
+  EXPECT_EQ(pieces, arguments.size() - 1);
   const ChatDelta all = whole(text);
   ASSERT_EQ(all.tool_calls.size(), 1u);
   EXPECT_FALSE(all.tool_calls[0].continuation);
@@ -179,6 +179,42 @@ TEST(ChatOutput, JsonToolCallArgumentsStreamAsTheyCome) {
   EXPECT_EQ(all.content, "Sure.\n");
   EXPECT_EQ(bytewise(text).tool_calls[0].arguments, arguments);
   expect_same_in_pieces(text, nullptr);
+}
+
+// Review findings on the first version: a call the model cut short or wrote
+// malformed ended the reply as "tool_calls" (clients then parse its
+// arguments, and fail), and a quote left open in the arguments took the
+// </tool_call> and the rest of the answer into them. Once announced, a call
+// keeps what was sent; only a well-formed one ends the reply for its calls,
+// and </tool_call> ends the call wherever it stands, as before.
+TEST(ChatOutput, AStreamedCallLeftMalformedEndsNoReplyForItsCalls) {
+  struct Case {
+    std::string text, arguments, content;
+    bool well_formed;
+  };
+  const std::vector<Case> cases = {
+      {"<tool_call>{\"name\": \"f\", \"arguments\": {\"city\": \"Pa", R"({"city":"Pa)", "", false},
+      {"<tool_call>{\"name\": \"f\", \"arguments\": {\"city\": \"Paris}}</tool_call> The weather is fine.",
+       R"({"city":"Paris}})", "The weather is fine.", false},
+      {"<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1</tool_call>", R"({"a":1)", "", false},
+      {"<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1}} {\"b\": 2}</tool_call>", R"({"a":1})", "", false},
+      {"<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"</b>\"}}</tool_call> Done.", R"({"a":"</b>"})", "Done.",
+       true},
+  };
+  for (const Case& c : cases)
+    for (const bool pieces : {false, true}) {
+      ChatOutputParser p;
+      ChatDelta d;
+      if (pieces)
+        for (char ch : c.text) d.append(p.push(std::string(1, ch)));
+      else
+        d.append(p.push(c.text));
+      d.append(p.finish());
+      ASSERT_EQ(d.tool_calls.size(), 1u) << c.text;
+      EXPECT_EQ(d.tool_calls[0].arguments, c.arguments) << c.text;
+      EXPECT_EQ(d.content, c.content) << c.text;
+      EXPECT_EQ(p.saw_tool_call(), c.well_formed) << c.text;
+    }
 }
 
 TEST(ChatOutput, StreamedCallsFollowTheRequestsToolChoice) {

@@ -28,9 +28,11 @@ TEST(JsonToolCall, TheShapeIsKnownOnceTheArgumentsObjectOpens) {
                             "{\"name\": \"f\", \"arguments\": \"", "{\"name\": \"f\", \"arguments\": [",
                             "{\"name\": \"f\"}", "<function=f>", "{\"name\": \"\\x\", \"arguments\": {"})
     EXPECT_EQ(shape_of(other), Shape::Other) << other;
-  // A name that never ends is no function's: the body is read whole at its end.
-  EXPECT_EQ(shape_of("{\"name\": \"" + std::string(1000, 'a')), Shape::Undecided);
+  // A name that never ends is no function's, nor a header that never ends a
+  // call's (a review finding: each piece read the spaces again, 4 s for 40 thousand of them).
+  EXPECT_EQ(shape_of("{\"name\": " + std::string(2000, ' ') + "\"" + std::string(1000, 'a')), Shape::Undecided);
   EXPECT_EQ(shape_of("{\"name\": \"" + std::string(2000, 'a')), Shape::Other);
+  EXPECT_EQ(shape_of("{\"name\": " + std::string(5000, ' ')), Shape::Other);
 }
 
 TEST(JsonToolCall, ArgumentsComeCompactAsTheyAreWritten) {
@@ -39,14 +41,10 @@ TEST(JsonToolCall, ArgumentsComeCompactAsTheyAreWritten) {
   const std::string body = R"({"name": "f", "arguments": { "a" : [1, {"b": "x y\"}\\"}],
   "c": null } }
 )";
-  bool in_string_seen = false;
   for (char c : body) {
     arguments += r.push(std::string(1, c));
-    in_string_seen |= r.in_string();
     EXPECT_EQ(r.arguments_closed(), arguments == R"({"a":[1,{"b":"x y\"}\\"}],"c":null})") << arguments;
   }
-  EXPECT_TRUE(in_string_seen);
-  EXPECT_FALSE(r.in_string());
   EXPECT_EQ(arguments, R"({"a":[1,{"b":"x y\"}\\"}],"c":null})");
   EXPECT_TRUE(r.arguments_closed());
   EXPECT_EQ(r.push("} trailing {\"x\": 1}"), "") << "nothing after the arguments is theirs";

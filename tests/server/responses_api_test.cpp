@@ -437,3 +437,29 @@ TEST(ResponsesApi, LogprobsComeWithTheMessagesTheirTokensWrote) {
   EXPECT_EQ(deltas, tokens);
   EXPECT_EQ(done, tokens);
 }
+
+// A review finding: a reply cut by max_output_tokens after a whole call gave
+// that call "incomplete" in the stream and "completed" in the whole answer.
+TEST(ResponsesApi, ACallBeforeTheCutIsCompletedWholeOrStreamed) {
+  const ordered_json usage = ordered_json::parse(R"({"prompt_tokens": 4, "completion_tokens": 16,
+      "total_tokens": 20, "prompt_tokens_details": {"cached_tokens": 0},
+      "completion_tokens_details": {"reasoning_tokens": 0}})");
+  const ordered_json call = ordered_json::parse(R"({"index": 0, "id": "call_9", "type": "function",
+      "function": {"name": "f", "arguments": "{\"a\":1}"}, "content_before": 0})");
+  ordered_json message = {{"role", "assistant"}, {"content", "Done"}, {"tool_calls", ordered_json::array()}};
+  message["tool_calls"].push_back(call);
+  const ordered_json whole = response_of_chat_answer(
+      context(), {{"choices", {{{"index", 0}, {"message", message}, {"finish_reason", "length"}}}}, {"usage", usage}});
+  ResponseEvents events(context());
+  std::string text;
+  ordered_json calls = ordered_json::array();
+  calls.push_back(call);
+  text += events.on({{"choices", {{{"index", 0}, {"delta", {{"tool_calls", calls}}}, {"finish_reason", nullptr}}}}});
+  text += events.on({{"choices", {{{"index", 0}, {"delta", {{"content", "Done"}}}, {"finish_reason", "length"}}}}});
+  text += events.on({{"choices", ordered_json::array()}, {"usage", usage}});
+  const std::vector<ordered_json> e = events_of(text);
+  EXPECT_EQ(e.back()["type"], "response.incomplete");
+  EXPECT_EQ(e.back()["response"]["output"], whole["output"]) << e.back().dump(2);
+  EXPECT_EQ(whole["output"][0]["status"], "completed");
+  EXPECT_EQ(whole["output"][1]["status"], "incomplete");
+}
