@@ -4,6 +4,7 @@
 #include <array>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <utility>
 
 #include "server/json_shape.h"
 #include "server/xml_tool_call.h"
@@ -14,6 +15,7 @@ namespace {
 
 constexpr std::string_view kThinkOpen = "<think>", kThinkClose = "</think>";
 constexpr std::string_view kToolOpen = "<tool_call>", kToolClose = "</tool_call>";
+constexpr std::string_view kFunctionOpen = "<function=", kFunctionClose = "</function>";
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
@@ -53,6 +55,40 @@ std::optional<std::string_view> closed_at_the_end(std::string_view body) {
   return std::nullopt;
 }
 
+// Whether `name` is a function the request offers.
+bool offers(const nlohmann::ordered_json& tools, std::string_view name) {
+  for (const auto& tool : tools)
+    if (tool.is_object() && tool.contains("function") && tool["function"].is_object() &&
+        tool["function"].value("name", "") == name)
+      return true;
+  return false;
+}
+
+enum class Verdict { Undecided, Call, Text };
+
+// A bare call's beginning (Qwen3-Coder's <function=NAME> without the
+// <tool_call> before it): a call where NAME is offered and a parameter or
+// the function's end comes next; anything else is text, known as soon as it
+// differs.
+Verdict bare_call_header(std::string_view body, const nlohmann::ordered_json& tools) {
+  const size_t end = body.find('>');
+  if (end == std::string_view::npos)
+    return body.size() > kFunctionOpen.size() + 256 || body.find_first_of(" \t\r\n\"'{}<", 1) != std::string_view::npos
+               ? Verdict::Text
+               : Verdict::Undecided;
+  const std::string_view name = body.substr(kFunctionOpen.size(), end - kFunctionOpen.size());
+  if (name.empty() || name.find_first_of(" \t\r\n\"'{}<") != std::string_view::npos || !offers(tools, name))
+    return Verdict::Text;
+  size_t next = end + 1;
+  while (next < body.size() && is_space(body[next])) ++next;
+  const std::string_view rest = body.substr(next);
+  for (std::string_view tag : {std::string_view("<parameter="), kFunctionClose}) {
+    const size_t n = std::min(rest.size(), tag.size());
+    if (rest.substr(0, n) == tag.substr(0, n)) return n == tag.size() ? Verdict::Call : Verdict::Undecided;
+  }
+  return rest.empty() ? Verdict::Undecided : Verdict::Text;
+}
+
 }  // namespace
 
 void ChatDelta::append(ChatDelta&& later) {
@@ -80,15 +116,18 @@ ChatDelta ChatOutputParser::push(std::string_view text) {
   open_entry_ = std::string::npos;
   held_ += text;
   for (;;) {
-    std::array<std::string_view, 2> tags{};
+    std::array<std::string_view, 4> tags{};
     size_t n_tags = 0;
     if (mode_ == Mode::Content) {
       if (!seen_content_ && tool_calls_ == 0) tags[n_tags++] = kThinkOpen;
       if (allowed_ != ToolCalls::None) tags[n_tags++] = kToolOpen;
+      if (allowed_ != ToolCalls::None && xml_tools_) tags[n_tags++] = kFunctionOpen;
+      if (orphan_close_) tags[n_tags++] = kToolClose;
     } else {
       tags[n_tags++] = mode_ == Mode::Reasoning ? kThinkClose : kToolClose;
       // An XML call whose function was left open ends at </tool_call> only where the next call follows.
       if (mode_ == Mode::ToolCall && xml_tools_) tags[n_tags++] = kToolOpen;
+      if (mode_ == Mode::ToolCall && bare_) tags[n_tags++] = kFunctionClose;
     }
     size_t at = std::string::npos;
     std::string_view tag;
@@ -107,13 +146,26 @@ ChatDelta ChatOutputParser::push(std::string_view text) {
       held_.erase(0, held_.size() - keep);
       return out;
     }
+    const Mode searched = mode_;
     emit(std::string_view(held_).substr(0, at), out);
+    if (mode_ != searched) {  // a bare call's header turned out text: the tag is read again as the answer's
+      held_.erase(0, at);
+      continue;
+    }
     held_.erase(0, at + tag.size());
     strip_leading_ = true;
     if (tag == kThinkOpen)
       mode_ = Mode::Reasoning;
     else if (tag == kThinkClose)
       mode_ = Mode::Content;
+    else if (tag == kFunctionOpen)  // a bare call, unless its header says otherwise
+      open_tool_call(), bare_ = true, take_tool_text(kFunctionOpen, out);
+    else if (tag == kFunctionClose)
+      close_bare_call(out);
+    else if (tag == kToolClose && mode_ == Mode::Content && orphan_close_)
+      orphan_close_ = false;  // the closing tag of a bare call
+    else if (tag == kToolClose && mode_ == Mode::Content)
+      strip_leading_ = false, emit(kToolClose, out);
     else if (tag == kToolOpen && mode_ == Mode::ToolCall && !ends_with(trimmed_end(tool_text_), kToolClose))
       take_tool_text(kToolOpen, out);  // text of a value
     else if (tag == kToolOpen && mode_ == Mode::ToolCall)
@@ -151,8 +203,8 @@ void ChatOutputParser::emit(std::string_view text, ChatDelta& out) {
     out.reasoning += text;
   } else {
     out.content += text;
-    // Whitespace alone does not begin the answer: a <think> may still follow.
-    seen_content_ = seen_content_ || !std::all_of(text.begin(), text.end(), is_space);
+    // Whitespace alone does not begin the answer (a <think> may still follow), nor end a bare call's.
+    if (!std::all_of(text.begin(), text.end(), is_space)) seen_content_ = true, orphan_close_ = false;
   }
 }
 
@@ -161,12 +213,34 @@ void ChatOutputParser::open_tool_call() {
   tool_text_.clear();
   json_call_ = JsonToolCallReader();
   json_call_sent_ = false;
+  bare_ = bare_header_read_ = orphan_close_ = false;
+}
+
+// At its </function>, unless the header, now whole, makes it text.
+void ChatOutputParser::close_bare_call(ChatDelta& out) {
+  take_tool_text(kFunctionClose, out);
+  if (mode_ == Mode::ToolCall) close_tool_call(out, true);
+}
+
+// A bare call's header that turns out to be text goes out as the answer's,
+// at once (prose that mentions the tag is not held to the reply's end).
+void ChatOutputParser::check_bare_header(ChatDelta& out) {
+  if (!bare_ || bare_header_read_) return;
+  const Verdict v = bare_call_header(tool_text_, *xml_tools_);
+  if (v == Verdict::Call) bare_header_read_ = true;
+  if (v != Verdict::Text) return;
+  mode_ = Mode::Content;
+  bare_ = false;
+  strip_leading_ = false;
+  emit(std::exchange(tool_text_, {}), out);
 }
 
 // A JSON call is announced once its name is read, and its arguments go out
 // as they come: joined to the announcement when it is in the same delta.
 void ChatOutputParser::take_tool_text(std::string_view text, ChatDelta& out) {
   tool_text_ += text;
+  check_bare_header(out);
+  if (mode_ != Mode::ToolCall) return;
   const bool undecided = json_call_.shape() == JsonToolCallReader::Shape::Undecided;
   std::string arguments = json_call_.push(text);
   if (undecided && json_call_.shape() == JsonToolCallReader::Shape::Streamed) {
@@ -203,7 +277,7 @@ void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
     return;
   }
   std::vector<ToolCall> calls;
-  if (json_call) {
+  if (json_call && !bare_) {
     ToolCall call{j["name"].get<std::string>(), "{}"};
     if (j.contains("arguments")) {
       const auto& args = j["arguments"];
@@ -213,6 +287,10 @@ void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
   } else if (xml_tools_) {
     if (const auto body = terminated ? std::optional<std::string_view>(tool_text_) : closed_at_the_end(tool_text_))
       calls = parse_xml_tool_calls(*body, *xml_tools_);
+    // A bare call is one only of the functions offered, as its header was.
+    if (bare_ &&
+        !std::all_of(calls.begin(), calls.end(), [&](const ToolCall& c) { return offers(*xml_tools_, c.name); }))
+      calls.clear();
   }
   if (!calls.empty()) {
     for (ToolCall& call : calls) {
@@ -222,10 +300,12 @@ void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
       ++well_formed_calls_;
     }
     strip_leading_ = true;  // the whitespace between calls is not content
+    orphan_close_ = bare_;  // Qwen3-Coder still writes the closing tag it did not open
   } else {
     strip_leading_ = false;
-    emit(std::string(kToolOpen) + tool_text_ + (terminated ? std::string(kToolClose) : ""), out);
+    emit(bare_ ? tool_text_ : std::string(kToolOpen) + tool_text_ + (terminated ? std::string(kToolClose) : ""), out);
   }
+  bare_ = false;
   tool_text_.clear();
 }
 

@@ -70,6 +70,8 @@ class ChatOutputParser {
   void close_tool_call(ChatDelta& out, bool terminated);
   void open_tool_call();
   void take_tool_text(std::string_view text, ChatDelta& out);
+  void check_bare_header(ChatDelta& out);
+  void close_bare_call(ChatDelta& out);
 
   Mode mode_;
   ToolCalls allowed_;
@@ -83,6 +85,9 @@ class ChatOutputParser {
   bool seen_content_ = false;              // <think> opens reasoning only before any answer text
   int tool_calls_ = 0;                     // made, whether announced or dropped (parallel_tool_calls false)
   int well_formed_calls_ = 0;              // of them, those whose body was a whole call
+  bool bare_ = false;                      // the open call is a <function=...> written without <tool_call>
+  bool bare_header_read_ = false;          // and its header names an offered tool
+  bool orphan_close_ = false;              // a </tool_call> next (after whitespace) closes nothing: dropped
 };
 
 }  // namespace qinfer::server

@@ -307,6 +307,62 @@ TEST(ChatOutput, XmlToolCallsOfACoderModel) {
 }
 
 // A coding agent's call may write the tags themselves into a value.
+// Qwen3-Coder often leaves out the <tool_call> opener, mostly after a
+// sentence of reasoning, and still writes the closing tag (ollama #16686,
+// #18530: one tool turn in five lost, agents then print the XML and stop).
+// As vLLM's qwen3_coder parser does, a bare <function=NAME> opens a call,
+// where NAME is a tool the request offers; </function> ends it and an orphan
+// </tool_call> after it is dropped. Prose that mentions the tag, a name not
+// offered, or a call that does not parse stays text.
+TEST(ChatOutput, BareXmlCallsOfACoderModelAreCalls) {
+  const auto tools = std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::parse(R"([
+    {"type": "function", "function": {"name": "Glob", "parameters": {"type": "object",
+      "properties": {"pattern": {"type": "string"}, "depth": {"type": "integer"}}}}}])"));
+  const std::string call =
+      "<function=Glob>\n<parameter=pattern>\n*.md\n</parameter>\n<parameter=depth>\n2\n"
+      "</parameter>\n</function>";
+  const std::string intro = "I'll use the Glob tool to list the markdown files.\n\n";
+  for (const std::string& tail :
+       {std::string("\n</tool_call>"), std::string(""), std::string("\n</tool_call>\nDone."), std::string("\nDone.")}) {
+    const std::string text = intro + call + tail;
+    for (const ChatDelta& d :
+         {whole(text, false, ToolCalls::Any, tools), bytewise(text, false, ToolCalls::Any, tools)}) {
+      ASSERT_EQ(d.tool_calls.size(), 1u) << text;
+      EXPECT_EQ(d.tool_calls[0].name, "Glob");
+      EXPECT_EQ(d.tool_calls[0].arguments, R"({"pattern":"*.md","depth":2})");
+      EXPECT_EQ(d.tool_calls[0].content_before, intro.size());
+      EXPECT_EQ(d.content, intro + (tail.find("Done.") != std::string::npos ? "Done." : "")) << text;
+    }
+    expect_same_in_pieces(text, tools);
+  }
+  ChatOutputParser p(false, ToolCalls::Any, tools);
+  p.push(intro + call);
+  EXPECT_TRUE(p.saw_tool_call());
+  // Two bare calls, and a wrapped one after a bare one.
+  const ChatDelta two = whole(call + "\n" + call + "\n</tool_call>\n<tool_call>\n" + call + "\n</tool_call>", false,
+                              ToolCalls::Any, tools);
+  EXPECT_EQ(two.tool_calls.size(), 3u);
+  EXPECT_EQ(two.content, "");
+  // Text, and what it held back is released as soon as it is known to be text.
+  for (const std::string& text :
+       {std::string("Write <function=Glob> to call it, then more."),  // the header is no line of its own
+        std::string("<function=Find>\n<parameter=pattern>\nx\n</parameter>\n</function>"),  // not offered
+        std::string("<function=Glob>\nnot a parameter\n</function>"),                       // no call in it
+        std::string("<function=Glob>\n<parameter=pattern>\n*.md"),                          // cut short
+        std::string("<function=Glob</function> and <function=Glob"),                        // no header
+        std::string("<function=Glob></tool_call> then")}) {
+    const ChatDelta d = whole(text, false, ToolCalls::Any, tools);
+    EXPECT_TRUE(d.tool_calls.empty()) << text;
+    EXPECT_EQ(d.content, text);
+    expect_same_in_pieces(text, tools);
+  }
+  ChatOutputParser prose(false, ToolCalls::Any, tools);
+  EXPECT_EQ(prose.push("Call <function=Find> and").content, "Call <function=Find> and");
+  // Without tools offered, or from a model that does not write XML calls, it is text.
+  EXPECT_EQ(whole(intro + call, false, ToolCalls::None, tools).content, intro + call);
+  EXPECT_EQ(whole(intro + call).content, intro + call);
+}
+
 TEST(ChatOutput, XmlToolCallWhoseValueMentionsTheClosingTag) {
   const auto tools = std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::array());
   const std::string text =
