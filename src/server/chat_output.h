@@ -63,6 +63,8 @@ class ChatOutputParser {
   bool saw_tool_call() const { return well_formed_calls_ > 0; }
   bool in_reasoning() const { return mode_ == Mode::Reasoning; }
   bool in_tool_call() const { return mode_ == Mode::ToolCall; }
+  // Text held back (it may begin a tag): what came in is not all out or dropped yet.
+  bool holds_text() const { return !held_.empty(); }
 
  private:
   enum class Mode { Content, Reasoning, ToolCall };

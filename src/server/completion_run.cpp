@@ -16,6 +16,11 @@ using nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
+struct HeldLogprobs {
+  TokenLogprobs logprobs;
+  bool in_call = false;  // a tool call's token
+};
+
 struct CompletionRun::Choice {
   size_t index = 0, prompt_index = 0;
   std::shared_ptr<engine::RequestStream> stream;
@@ -28,11 +33,15 @@ struct CompletionRun::Choice {
   std::vector<int32_t> token_ids, unsent_ids;    // consumed ids (return_token_ids), those not yet streamed
   bool prompt_ids_sent = false;                  // streamed completions with return_token_ids: its first chunk has them
   std::vector<TokenLogprobs> logprobs;           // of every consumed token
-  int64_t text_offset = 0;                       // streamed completions: characters before the next token
-  int64_t tokens = 0;                            // ids the text saw: the completion's tokens
-  int64_t reasoning_tokens = 0;                  // of them, the <think> block's (chat)
-  bool stopped = false;                          // a stop string ended it
-  bool echoed = false;                           // echo: the prompt is in the text
+  // Answer logprobs only: those of tokens whose text has not come out yet,
+  // and where in the content each one sent came out (unsent: of the next chunk's).
+  std::vector<HeldLogprobs> held_logprobs;
+  std::vector<int64_t> content_at, unsent_content_at;
+  int64_t text_offset = 0;       // streamed completions: characters before the next token
+  int64_t tokens = 0;            // ids the text saw: the completion's tokens
+  int64_t reasoning_tokens = 0;  // of them, the <think> block's (chat)
+  bool stopped = false;          // a stop string ended it
+  bool echoed = false;           // echo: the prompt is in the text
   bool done = false;
   int tool_calls = 0;  // announced in the stream
   std::string finish_reason;
@@ -178,20 +187,48 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
   // reads inside the <think> block, or one that opens or closes it, is a
   // reasoning token (usage counts them); the same for a tool call's.
   enum class Part { Answer, Reasoning, ToolCall };
-  auto split = [&] {
+  struct Split {
     Part part = Part::Answer;
+    size_t content_before = 0;  // d.content's size before it
+    bool left_call = false;     // it ended a tool call
+    bool dropped = false;       // its text is in no part (whitespace after a tag)
+  };
+  auto split = [&] {
+    Split s{.content_before = d.content.size()};
+    const bool had_text = !c.pieces.empty();
     if (!c.parser) {
       d.content += c.pieces;
     } else {
       const bool was_reasoning = c.parser->in_reasoning(), was_call = c.parser->in_tool_call();
       d.append(c.parser->push(c.pieces));
       if (was_reasoning || c.parser->in_reasoning())
-        part = Part::Reasoning, ++c.reasoning_tokens;
+        s.part = Part::Reasoning, ++c.reasoning_tokens;
       else if (was_call || c.parser->in_tool_call())
-        part = Part::ToolCall;
+        s.part = Part::ToolCall;
+      s.left_call = was_call && !c.parser->in_tool_call();
+      s.dropped = had_text && s.part == Part::Answer && d.content.size() == s.content_before && !c.parser->holds_text();
     }
     c.pieces.clear();
-    return part;
+    return s;
+  };
+  // Answer logprobs only (the Responses API's): each token waits until text
+  // comes out, and goes with it, at its place in the content (so to the
+  // message item that holds it); a tool call's, once the call is made, and
+  // those no text follows (the end token), are no text's.
+  auto settle = [&](const Split& s) {
+    if (!request_.answer_logprobs_only) return;
+    if (d.content.size() > s.content_before) {
+      const auto at = static_cast<int64_t>(c.total.content.size() + s.content_before);
+      for (HeldLogprobs& h : c.held_logprobs) {
+        c.unsent_logprobs.push_back(h.logprobs);
+        c.logprobs.push_back(std::move(h.logprobs));
+        c.unsent_content_at.push_back(at);
+        c.content_at.push_back(at);
+      }
+      c.held_logprobs.clear();
+    } else if (s.left_call) {
+      std::erase_if(c.held_logprobs, [](const HeldLogprobs& h) { return h.in_call; });
+    }
   };
   const size_t take = std::min(max_tokens, c.ids.size());
   for (size_t k = 0; k < take && !c.stopped; ++k) {
@@ -204,11 +241,15 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
       c.stopped = true;
       c.stream->cancel();
     }
-    // Without include_reasoning, the reasoning's tokens are left out of the logprobs too.
-    const Part part = split();
-    if ((part == Part::Reasoning && !request_.include_reasoning) ||
-        (part != Part::Answer && request_.answer_logprobs_only))
+    const Split s = split();
+    if (request_.answer_logprobs_only) {
+      if (k < c.received_logprobs.size() && s.part != Part::Reasoning && !s.dropped)
+        c.held_logprobs.push_back({std::move(c.received_logprobs[k]), s.part == Part::ToolCall});
+      settle(s);
       continue;
+    }
+    // Without include_reasoning, the reasoning's tokens are left out of the logprobs too.
+    if (s.part == Part::Reasoning && !request_.include_reasoning) continue;
     if (k < c.received_logprobs.size()) {
       c.unsent_logprobs.push_back(c.received_logprobs[k]);
       c.logprobs.push_back(std::move(c.received_logprobs[k]));
@@ -235,15 +276,13 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
     c.text->finish(/*ended_by_stop_id=*/state == engine::RequestStream::State::Finished &&
                    c.result.reason == StopReason::Eos);
   }
-  if (!c.pieces.empty()) {  // what the text held back until its end
-    if (c.parser)
-      d.append(c.parser->push(c.pieces));
-    else
-      d.content += c.pieces;
-    c.pieces.clear();
-  }
+  if (!c.pieces.empty()) settle(split());  // what the text held back until its end
   if (c.done) {
-    if (c.parser) d.append(c.parser->finish());
+    if (c.parser) {
+      const size_t content_before = d.content.size();
+      d.append(c.parser->finish());
+      settle({.content_before = content_before});
+    }
     const StopReason r = c.result.reason;
     if (state == engine::RequestStream::State::Failed)
       c.finish_reason = "abort";
@@ -349,7 +388,8 @@ ordered_json tool_calls_json(const std::vector<ToolCall>& calls, const std::stri
 
 }  // namespace
 
-ordered_json CompletionRun::logprobs_json(const std::vector<TokenLogprobs>& lps, int64_t& text_offset) const {
+ordered_json CompletionRun::logprobs_json(const std::vector<TokenLogprobs>& lps, int64_t& text_offset,
+                                          const std::vector<int64_t>& content_at) const {
   const Tokenizer& tok = model_.bundle.require_tokenizer();
   auto piece = [&](int32_t id) { return std::string(tok.token_bytes(id)); };
   if (request_.chat) {  // {"content": [{token, logprob, bytes, top_logprobs: [...]}]}
@@ -358,10 +398,12 @@ ordered_json CompletionRun::logprobs_json(const std::vector<TokenLogprobs>& lps,
       return ordered_json{{"token", p}, {"logprob", lp}, {"bytes", std::vector<uint8_t>(p.begin(), p.end())}};
     };
     ordered_json content = ordered_json::array();
-    for (const TokenLogprobs& l : lps) {
+    for (size_t i = 0; i < lps.size(); ++i) {
+      const TokenLogprobs& l = lps[i];
       ordered_json e = entry(l.id, l.logprob);
       e["top_logprobs"] = ordered_json::array();
       for (const auto& [id, lp] : l.top) e["top_logprobs"].push_back(entry(id, lp));
+      if (i < content_at.size()) e["content_at"] = content_at[i];  // the Responses API's, never a client's
       content.push_back(std::move(e));
     }
     return {{"content", std::move(content)}};
@@ -457,7 +499,8 @@ ordered_json CompletionRun::run_to_end(std::chrono::milliseconds interval,
       choice["text"] = c->total.content;
     }
     int64_t offset = 0;
-    choice["logprobs"] = request_.options.logprobs >= 0 ? logprobs_json(c->logprobs, offset) : ordered_json();
+    choice["logprobs"] =
+        request_.options.logprobs >= 0 ? logprobs_json(c->logprobs, offset, c->content_at) : ordered_json();
     choice["finish_reason"] = c->finish_reason;
     choice["stop_reason"] = c->stop_reason;
     if (request_.prompt_logprobs >= 0 && !request_.chat) choice["prompt_logprobs"] = prompt_logprobs_json(*c);
@@ -496,8 +539,9 @@ void CompletionRun::stream(const std::function<bool(const std::string&)>& write,
       choice["text"] = delta.value("content", "");
     choice["logprobs"] = ordered_json();
     if (!c.unsent_logprobs.empty()) {  // the tokens behind this chunk's text
-      choice["logprobs"] = logprobs_json(c.unsent_logprobs, c.text_offset);
+      choice["logprobs"] = logprobs_json(c.unsent_logprobs, c.text_offset, c.unsent_content_at);
       c.unsent_logprobs.clear();
+      c.unsent_content_at.clear();
     }
     choice["finish_reason"] = finish;
     if (!finish.is_null()) choice["stop_reason"] = c.stop_reason;

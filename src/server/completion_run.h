@@ -71,7 +71,9 @@ class CompletionRun {
   // A streamed chunk's usage with continuous_usage_stats: the choice's prompt and its tokens so far.
   nlohmann::ordered_json usage_so_far(const Choice& c) const;
   // OpenAI's logprobs object for these tokens; text_offset (completions) advances past them.
-  nlohmann::ordered_json logprobs_json(const std::vector<TokenLogprobs>& lps, int64_t& text_offset) const;
+  // content_at (answer logprobs only): where each token's text is in the content.
+  nlohmann::ordered_json logprobs_json(const std::vector<TokenLogprobs>& lps, int64_t& text_offset,
+                                       const std::vector<int64_t>& content_at = {}) const;
   // vLLM's prompt_logprobs list of a choice's prompt: null for its first token, then for each
   // {"<id>": {logprob, rank, decoded_token}}, the prompt's token first, then the most likely.
   nlohmann::ordered_json prompt_logprobs_json(const Choice& c) const;

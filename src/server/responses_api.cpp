@@ -208,16 +208,16 @@ ordered_json message_item(const ResponseContext& c, size_t k, const std::string&
 }
 
 // The answer's tokens' log-probabilities (chat's {token, logprob, bytes,
-// top_logprobs}, this API's form too), each given to the message whose text
-// its bytes fall in, counted through the content in order.
+// top_logprobs}, this API's form too), each given to the message that holds
+// the text it came out with ("content_at", CompletionRun's).
 void give_logprobs(ordered_json& output, const std::vector<std::pair<size_t, size_t>>& message_ends,
                    const ordered_json& logprobs) {
-  if (message_ends.empty() || !logprobs.is_array()) return;
-  size_t at = 0, m = 0;
-  for (const ordered_json& token : logprobs) {
-    while (m + 1 < message_ends.size() && at >= message_ends[m].second) ++m;
-    output[message_ends[m].first]["content"][0]["logprobs"].push_back(token);
-    at += token["bytes"].size();
+  if (!logprobs.is_array()) return;
+  for (ordered_json token : logprobs) {
+    const size_t at = token["content_at"];
+    token.erase("content_at");
+    const auto m = std::find_if(message_ends.begin(), message_ends.end(), [&](const auto& e) { return at < e.second; });
+    if (m != message_ends.end()) output[m->first]["content"][0]["logprobs"].push_back(std::move(token));
   }
 }
 
@@ -420,6 +420,8 @@ ordered_json response_of_chat_answer(const ResponseContext& c, const ordered_jso
     }
   text_until(content.size(), incomplete ? "incomplete" : "completed");
   if (c.logprobs && given(choice, "logprobs")) give_logprobs(output, message_ends, choice["logprobs"]["content"]);
+  // A call the reply was cut in (or after, with nothing between) is incomplete, as in the stream.
+  if (incomplete && !output.empty() && output.back()["type"] == "function_call") output.back()["status"] = "incomplete";
   return envelope(c, incomplete ? "incomplete" : "completed", std::move(output), usage_of(answer["usage"]));
 }
 
@@ -458,9 +460,18 @@ std::string ResponseEvents::arguments_delta(const std::string& arguments) {
                 {"delta", arguments}});
 }
 
-void ResponseEvents::take_pending_logprobs(ordered_json& into) {
-  for (ordered_json& token : pending_logprobs_) into.push_back(std::move(token));
-  pending_logprobs_ = ordered_json::array();
+// Those of the tokens whose text ends before `end` in the content.
+void ResponseEvents::take_pending_logprobs(size_t end, ordered_json& into) {
+  ordered_json later = ordered_json::array();
+  for (ordered_json& token : pending_logprobs_) {
+    if (token["content_at"].get<size_t>() >= end) {
+      later.push_back(std::move(token));
+      continue;
+    }
+    token.erase("content_at");
+    into.push_back(std::move(token));
+  }
+  pending_logprobs_ = std::move(later);
 }
 
 std::string ResponseEvents::close_open_item() {
@@ -470,8 +481,8 @@ std::string ResponseEvents::close_open_item() {
   ordered_json& item = open_item();
   const auto index = static_cast<int64_t>(output_.size() - 1);
   const bool cut_short = finish_reason_ == "length" || finish_reason_ == "error";
-  if (call) {  // as the whole answer has it: a reply cut after its calls leaves them whole
-    item["status"] = finish_reason_ == "error" ? "incomplete" : "completed";
+  if (call) {
+    item["status"] = cut_short ? "incomplete" : "completed";
     std::string out = event({{"type", "response.function_call_arguments.done"},
                              {"item_id", item["id"]},
                              {"output_index", index},
@@ -486,12 +497,7 @@ std::string ResponseEvents::close_open_item() {
                        {"content_index", 0},
                        {"text", part["text"]}};
   if (!reasoning) {
-    done["logprobs"] = ordered_json::array();
-    if (context_.logprobs) {
-      ordered_json& logprobs = item["content"][0]["logprobs"];
-      take_pending_logprobs(logprobs);  // of text that came out as the answer ended
-      done["logprobs"] = logprobs;
-    }
+    done["logprobs"] = context_.logprobs ? item["content"][0]["logprobs"] : ordered_json::array();
     item["status"] = cut_short ? "incomplete" : "completed";
   }
   std::string out = event(std::move(done));
@@ -543,9 +549,10 @@ std::string ResponseEvents::on(const ordered_json& chunk) {
           {"content_index", 0},
           {"delta", text}};
       if (kind == Open::Message) {
+        content_sent_ += text.size();
         e["logprobs"] = ordered_json::array();
-        if (context_.logprobs) {  // the tokens this text came from
-          take_pending_logprobs(e["logprobs"]);
+        if (context_.logprobs) {  // the tokens this text came out with
+          take_pending_logprobs(content_sent_, e["logprobs"]);
           for (const ordered_json& token : e["logprobs"]) part["logprobs"].push_back(token);
         }
       }

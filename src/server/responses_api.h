@@ -61,7 +61,7 @@ class ResponseEvents {
   std::string open(Open kind);
   std::string close_open_item();
   std::string arguments_delta(const std::string& arguments);
-  void take_pending_logprobs(nlohmann::ordered_json& into);
+  void take_pending_logprobs(size_t end, nlohmann::ordered_json& into);
   nlohmann::ordered_json& open_item() { return output_.back(); }
 
   ResponseContext context_;
@@ -70,8 +70,9 @@ class ResponseEvents {
   Open open_ = Open::None;
   size_t messages_ = 0;  // message items opened
   std::string finish_reason_;
-  // Of the answer's tokens, not yet given to a message (its text held back).
+  // Of the answer's tokens, not yet given to a message (their text to come).
   nlohmann::ordered_json pending_logprobs_ = nlohmann::ordered_json::array();
+  size_t content_sent_ = 0;                                          // bytes of the answer's text sent
   nlohmann::ordered_json output_ = nlohmann::ordered_json::array();  // the items so far, as they end
 };
 

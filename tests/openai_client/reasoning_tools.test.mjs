@@ -61,11 +61,14 @@ async function serveScript(script, chatTemplate = null, flags = []) {
   return { url, log, client: new OpenAI({ baseURL: url + '/v1', apiKey: 'none', maxRetries: 0 }) };
 }
 
-let toolServer, answerServer, coderServer;
+let toolServer, answerServer, coderServer, aroundServer;
+// Text on both sides of a call, as a model that explains itself writes it.
+const AROUND_SCRIPT = `Let me look:<tool_call>${CALL_JSON}</tool_call>Then done`;
 
 before(async () => {
-  [toolServer, answerServer, coderServer] = await Promise.all([serveScript(TOOL_SCRIPT),
-    serveScript(ANSWER_SCRIPT, null, ['--ignore-unknown-fields']), serveScript(CODER_SCRIPT, CODER_TEMPLATE)]);
+  [toolServer, answerServer, coderServer, aroundServer] = await Promise.all([serveScript(TOOL_SCRIPT),
+    serveScript(ANSWER_SCRIPT, null, ['--ignore-unknown-fields']), serveScript(CODER_SCRIPT, CODER_TEMPLATE),
+    serveScript(AROUND_SCRIPT)]);
 });
 
 after(() => {
@@ -426,8 +429,9 @@ test('responses: include message.output_text.logprobs gives the answer\'s tokens
   const whole = await answerServer.client.responses.create(body);
   const message = whole.output.find((o) => o.type === 'message');
   const { logprobs } = message.content[0];
-  const text = logprobs.map((l) => l.token).join('');
-  assert.ok(text.includes(ANSWER) && !text.includes(ANSWER_REASONING), `the answer's tokens only: ${text}`);
+  // The tokens of the message's text: not the reasoning's, nor the whitespace dropped after it, nor the end token.
+  assert.equal(logprobs.map((l) => l.token).join(''), ANSWER);
+  assert.equal(message.content[0].text, ANSWER);
   for (const l of logprobs) {
     assert.ok(l.logprob <= 0 && l.top_logprobs.length === 2, JSON.stringify(l));
     assert.deepEqual(l.bytes, [...Buffer.from(l.token)]);
@@ -438,13 +442,24 @@ test('responses: include message.output_text.logprobs gives the answer\'s tokens
   stream.on('response.output_text.delta', (e) => streamed.push(...e.logprobs));
   stream.on('response.output_text.done', (e) => { done = e.logprobs; });
   const final = await stream.finalResponse();
-  // Each delta carries the tokens its text came from: the end token, which writes none, comes with the done event.
-  assert.deepEqual(streamed, logprobs.slice(0, streamed.length));
-  assert.deepEqual(logprobs.slice(streamed.length).map((l) => l.token), ['<|im_end|>']);
+  assert.deepEqual(streamed, logprobs);
   assert.deepEqual(done, logprobs);
   assert.deepEqual(final.output.find((o) => o.type === 'message').content[0].logprobs, logprobs);
   const without = await answerServer.client.responses.create({ ...body, include: [] });
   assert.equal(without.output.find((o) => o.type === 'message').content[0].logprobs, undefined);
+
+  // A review's findings: around a call each message has the tokens of its own text, whole and streamed alike.
+  const around = { ...body, input: weatherQuestion, tools: [{ type: 'function', name: 'get_weather' }] };
+  const aroundWhole = await aroundServer.client.responses.create(around);
+  assert.deepEqual(aroundWhole.output.map((o) => o.type), ['message', 'function_call', 'message']);
+  for (const m of aroundWhole.output.filter((o) => o.type === 'message'))
+    assert.equal(m.content[0].logprobs.map((l) => l.token).join(''), m.content[0].text);
+  // Ids differ (each response has its own); the SDK's stream helper adds its parsed fields.
+  const shape = (o) => (o.type === 'message'
+    ? { text: o.content[0].text, logprobs: o.content[0].logprobs, status: o.status }
+    : { arguments: o.arguments, status: o.status });
+  const aroundStream = await aroundServer.client.responses.stream(around).finalResponse();
+  assert.deepEqual(aroundStream.output.map(shape), aroundWhole.output.map(shape));
 });
 
 test('responses: truncation "auto" drops the earliest input items that do not fit; "disabled" is a 400', async () => {

@@ -152,7 +152,8 @@ TEST(ResponsesApi, AChatAnswerBecomesAResponse) {
       "content": [{"type": "reasoning_text", "text": "Think."}]})"));
   EXPECT_EQ(out[1]["status"], "completed");  // the call after it is the last item
   EXPECT_EQ(out[1]["content"][0]["text"], "Hi");
-  EXPECT_EQ(out[2], ordered_json::parse(R"({"id": "fc_abc_0", "type": "function_call", "status": "completed",
+  // The reply was cut with the call last: it may have been cut inside it, as the stream has it too.
+  EXPECT_EQ(out[2], ordered_json::parse(R"({"id": "fc_abc_0", "type": "function_call", "status": "incomplete",
       "arguments": "{}", "call_id": "call_9", "name": "f"})"));
   EXPECT_EQ(r["usage"], ordered_json::parse(R"({"input_tokens": 4, "input_tokens_details": {"cached_tokens": 2},
       "output_tokens": 9, "output_tokens_details": {"reasoning_tokens": 3}, "total_tokens": 13})"));
@@ -379,13 +380,17 @@ TEST(ResponsesApi, LogprobsComeWithTheMessagesTheirTokensWrote) {
                         {"top_logprobs", ordered_json::array()}};
   };
   const ordered_json tokens = {token("I will", -0.5f), token(" look.", -0.25f), token("Then", -1), token(" yes", -2)};
+  // As CompletionRun sends them: each with where its text came out in the content (" look." held back with "I will").
+  ordered_json placed_tokens = tokens;
+  for (const auto& [k, at] : {std::pair{0, 0}, std::pair{1, 0}, std::pair{2, 12}, std::pair{3, 16}})
+    placed_tokens[k]["content_at"] = at;
   ordered_json call = ordered_json::parse(
       R"({"id": "call_9", "type": "function", "function": {"name": "f", "arguments": "{}"}, "content_before": 12})");
   const ordered_json answer = {
       {"choices",
        {{{"index", 0},
          {"message", {{"role", "assistant"}, {"content", "I will look.Then yes"}, {"tool_calls", {call}}}},
-         {"logprobs", {{"content", tokens}}},
+         {"logprobs", {{"content", placed_tokens}}},
          {"finish_reason", "tool_calls"}}}},
       {"usage", ordered_json::parse(R"({"prompt_tokens": 4, "completion_tokens": 9, "total_tokens": 13,
           "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}})")}};
@@ -397,7 +402,7 @@ TEST(ResponsesApi, LogprobsComeWithTheMessagesTheirTokensWrote) {
   EXPECT_EQ(out[2]["content"][0]["logprobs"], ordered_json({tokens[2], tokens[3]}));
   EXPECT_FALSE(response_of_chat_answer(context(), answer)["output"][0]["content"][0].contains("logprobs"));
 
-  // Streamed: the tokens of a chunk go out with its text, those of text held back with the text that follows.
+  // Streamed: each token goes out with the text it came out with.
   call.erase("content_before");
   call["index"] = 0;
   auto chunk = [&](const std::string& content, const ordered_json& lps, const ordered_json& calls, const char* finish) {
@@ -418,12 +423,12 @@ TEST(ResponsesApi, LogprobsComeWithTheMessagesTheirTokensWrote) {
     list.push_back(std::move(item));
     return list;
   };
-  text += events.on(chunk("", array(tokens[0]), nullptr, nullptr));  // held back
-  text += events.on(chunk("I will look.", array(tokens[1]), nullptr, nullptr));
+  ordered_json first_two = array(placed_tokens[0]);
+  first_two.push_back(placed_tokens[1]);
+  text += events.on(chunk("I will look.", first_two, nullptr, nullptr));
   text += events.on(chunk("", nullptr, array(placed), nullptr));
-  text += events.on(chunk("Then", array(tokens[2]), nullptr, nullptr));
-  text += events.on(chunk("", array(tokens[3]), nullptr, nullptr));  // held back until the end
-  text += events.on(chunk(" yes", nullptr, nullptr, "tool_calls"));
+  text += events.on(chunk("Then", array(placed_tokens[2]), nullptr, nullptr));
+  text += events.on(chunk(" yes", array(placed_tokens[3]), nullptr, "tool_calls"));
   text += events.on(ordered_json{{"choices", ordered_json::array()}, {"usage", answer["usage"]}});
   const std::vector<ordered_json> e = events_of(text);
   EXPECT_EQ(e.back()["response"]["output"], out) << e.back().dump(2);
@@ -440,7 +445,7 @@ TEST(ResponsesApi, LogprobsComeWithTheMessagesTheirTokensWrote) {
 
 // A review finding: a reply cut by max_output_tokens after a whole call gave
 // that call "incomplete" in the stream and "completed" in the whole answer.
-TEST(ResponsesApi, ACallBeforeTheCutIsCompletedWholeOrStreamed) {
+TEST(ResponsesApi, ACallIsIncompleteOnlyWhereTheReplyWasCutInIt) {
   const ordered_json usage = ordered_json::parse(R"({"prompt_tokens": 4, "completion_tokens": 16,
       "total_tokens": 20, "prompt_tokens_details": {"cached_tokens": 0},
       "completion_tokens_details": {"reasoning_tokens": 0}})");
@@ -462,4 +467,15 @@ TEST(ResponsesApi, ACallBeforeTheCutIsCompletedWholeOrStreamed) {
   EXPECT_EQ(e.back()["response"]["output"], whole["output"]) << e.back().dump(2);
   EXPECT_EQ(whole["output"][0]["status"], "completed");
   EXPECT_EQ(whole["output"][1]["status"], "incomplete");
+  // The second review's: a reply cut inside its last call leaves that call incomplete, whole or streamed.
+  message["content"] = nullptr;
+  const ordered_json cut = response_of_chat_answer(
+      context(), {{"choices", {{{"index", 0}, {"message", message}, {"finish_reason", "length"}}}}, {"usage", usage}});
+  ResponseEvents cut_events(context());
+  text = cut_events.on({{"choices", {{{"index", 0}, {"delta", {{"tool_calls", calls}}}, {"finish_reason", nullptr}}}}});
+  text +=
+      cut_events.on({{"choices", {{{"index", 0}, {"delta", ordered_json::object()}, {"finish_reason", "length"}}}}});
+  text += cut_events.on({{"choices", ordered_json::array()}, {"usage", usage}});
+  EXPECT_EQ(events_of(text).back()["response"]["output"], cut["output"]);
+  EXPECT_EQ(cut["output"][0]["status"], "incomplete");
 }
