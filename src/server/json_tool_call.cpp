@@ -6,7 +6,8 @@ namespace qinfer::server {
 
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+// JSON's whitespace.
+bool is_json_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
 // A name longer than this is no function's, and a header longer than this
 // no call's: the body is read whole instead of held undecided (and read
@@ -34,7 +35,7 @@ class HeaderCursor {
  private:
   // Streamed here means "matched, go on".
   Shape literal(std::string_view text) {
-    while (at_ < body_.size() && is_space(body_[at_])) ++at_;
+    while (at_ < body_.size() && is_json_space(body_[at_])) ++at_;
     const std::string_view rest = body_.substr(at_, text.size());
     if (rest != text.substr(0, rest.size())) return Shape::Other;
     if (rest.size() < text.size()) return Shape::Undecided;
@@ -98,7 +99,7 @@ std::string JsonToolCallReader::push(std::string_view text) {
     } else if (c == '}' || c == ']') {
       --depth_;
     }
-    if (!in_arguments || (!in_string_ && is_space(c))) continue;
+    if (!in_arguments || (!in_string_ && is_json_space(c))) continue;
     arguments += c;
     // The arguments object sits at depth 2, inside the call's own braces.
     if (depth_ == 1) arguments_end_ = lexed_ + 1;
