@@ -1,6 +1,7 @@
 #include "server/responses_api.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <string_view>
 
@@ -178,6 +179,7 @@ ordered_json envelope(const ResponseContext& c, const std::string& status, order
           {"text", echo("text", {{"format", {{"type", "text"}}}})},
           {"tool_choice", echo("tool_choice", "auto")},
           {"tools", echo("tools", ordered_json::array())},
+          {"top_logprobs", echo("top_logprobs", nullptr)},
           {"top_p", c.top_p},
           {"truncation", echo("truncation", "disabled")},
           {"usage", usage},
@@ -355,9 +357,12 @@ ordered_json chat_body_of_response_request(const ordered_json& body) {
     if (given(r, "effort")) chat["reasoning_effort"] = r["effort"];
   }
   // As vLLM: the answer's log-probabilities when `include` asks for them, with top_logprobs alternatives each.
-  if (given(body, "top_logprobs") &&
-      (!body["top_logprobs"].is_number_integer() || body["top_logprobs"] < 0 || body["top_logprobs"] > 20))
-    bad("top_logprobs", "'top_logprobs' must be an integer from 0 to 20");
+  // A whole number written as a float passes, as chat's fields take it.
+  if (given(body, "top_logprobs")) {
+    const ordered_json& top = body["top_logprobs"];
+    if (!top.is_number() || top.get<double>() != std::floor(top.get<double>()) || top < 0 || top > 20)
+      bad("top_logprobs", "'top_logprobs' must be an integer from 0 to 20");
+  }
   if (given(body, "include") && check_include(body["include"])) {
     chat["logprobs"] = true;
     chat["top_logprobs"] = given(body, "top_logprobs") ? body["top_logprobs"] : ordered_json(0);
