@@ -116,7 +116,7 @@ ChatDelta ChatOutputParser::push(std::string_view text) {
   open_entry_ = std::string::npos;
   held_ += text;
   for (;;) {
-    std::array<std::string_view, 4> tags{};
+    std::array<std::string_view, 5> tags{};
     size_t n_tags = 0;
     if (mode_ == Mode::Content) {
       if (!seen_content_ && tool_calls_ == 0) tags[n_tags++] = kThinkOpen;
@@ -128,6 +128,8 @@ ChatDelta ChatOutputParser::push(std::string_view text) {
       // An XML call whose function was left open ends at </tool_call> only where the next call follows.
       if (mode_ == Mode::ToolCall && xml_tools_) tags[n_tags++] = kToolOpen;
       if (mode_ == Mode::ToolCall && bare_) tags[n_tags++] = kFunctionClose;
+      // Before a bare call's header is read, another opener makes it text.
+      if (mode_ == Mode::ToolCall && bare_ && !bare_header_read_) tags[n_tags++] = kFunctionOpen;
     }
     size_t at = std::string::npos;
     std::string_view tag;
@@ -148,7 +150,11 @@ ChatDelta ChatOutputParser::push(std::string_view text) {
     }
     const Mode searched = mode_;
     emit(std::string_view(held_).substr(0, at), out);
-    if (mode_ != searched) {  // a bare call's header turned out text: the tag is read again as the answer's
+    // A bare call's header turned out text, or an opener came before it was
+    // read: the tag is read again as the answer's.
+    if (mode_ == Mode::ToolCall && bare_ && !bare_header_read_ && (tag == kFunctionOpen || tag == kToolOpen))
+      bare_header_is_text(out);
+    if (mode_ != searched) {
       held_.erase(0, at);
       continue;
     }
@@ -158,7 +164,9 @@ ChatDelta ChatOutputParser::push(std::string_view text) {
       mode_ = Mode::Reasoning;
     else if (tag == kThinkClose)
       mode_ = Mode::Content;
-    else if (tag == kFunctionOpen)  // a bare call, unless its header says otherwise
+    else if (tag == kFunctionOpen && mode_ == Mode::ToolCall)
+      take_tool_text(kFunctionOpen, out);  // text of a value: the header was read as it came
+    else if (tag == kFunctionOpen)         // a bare call, unless its header says otherwise
       open_tool_call(), bare_ = true, take_tool_text(kFunctionOpen, out);
     else if (tag == kFunctionClose)
       close_bare_call(out);
@@ -228,7 +236,10 @@ void ChatOutputParser::check_bare_header(ChatDelta& out) {
   if (!bare_ || bare_header_read_) return;
   const Verdict v = bare_call_header(tool_text_, *xml_tools_);
   if (v == Verdict::Call) bare_header_read_ = true;
-  if (v != Verdict::Text) return;
+  if (v == Verdict::Text) bare_header_is_text(out);
+}
+
+void ChatOutputParser::bare_header_is_text(ChatDelta& out) {
   mode_ = Mode::Content;
   bare_ = false;
   strip_leading_ = false;

@@ -61,6 +61,7 @@ class ChatOutputParser {
   ChatDelta finish();  // after the last piece: what was held back
   // A well-formed call was made (the reply then ends for its calls).
   bool saw_tool_call() const { return well_formed_calls_ > 0; }
+  int calls_made() const { return tool_calls_; }  // announced or dropped, well formed or not
   bool in_reasoning() const { return mode_ == Mode::Reasoning; }
   bool in_tool_call() const { return mode_ == Mode::ToolCall; }
   // Text held back (it may begin a tag): what came in is not all out or dropped yet.
@@ -73,6 +74,7 @@ class ChatOutputParser {
   void open_tool_call();
   void take_tool_text(std::string_view text, ChatDelta& out);
   void check_bare_header(ChatDelta& out);
+  void bare_header_is_text(ChatDelta& out);
   void close_bare_call(ChatDelta& out);
 
   Mode mode_;

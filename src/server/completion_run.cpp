@@ -16,11 +16,6 @@ using nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-struct HeldLogprobs {
-  TokenLogprobs logprobs;
-  bool in_call = false;  // a tool call's token
-};
-
 struct CompletionRun::Choice {
   size_t index = 0, prompt_index = 0;
   std::shared_ptr<engine::RequestStream> stream;
@@ -35,7 +30,7 @@ struct CompletionRun::Choice {
   std::vector<TokenLogprobs> logprobs;           // of every consumed token
   // Answer logprobs only: those of tokens whose text has not come out yet,
   // and where in the content each one sent came out (unsent: of the next chunk's).
-  std::vector<HeldLogprobs> held_logprobs;
+  std::vector<TokenLogprobs> held_logprobs;
   std::vector<int64_t> content_at, unsent_content_at;
   int64_t text_offset = 0;       // streamed completions: characters before the next token
   int64_t tokens = 0;            // ids the text saw: the completion's tokens
@@ -190,7 +185,7 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
   struct Split {
     Part part = Part::Answer;
     size_t content_before = 0;  // d.content's size before it
-    bool left_call = false;     // it ended a tool call
+    bool made_call = false;     // it ended a tool call, or made one
     bool dropped = false;       // its text is in no part (whitespace after a tag)
   };
   auto split = [&] {
@@ -200,12 +195,13 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
       d.content += c.pieces;
     } else {
       const bool was_reasoning = c.parser->in_reasoning(), was_call = c.parser->in_tool_call();
+      const int calls = c.parser->calls_made();
       d.append(c.parser->push(c.pieces));
       if (was_reasoning || c.parser->in_reasoning())
-        s.part = Part::Reasoning, ++c.reasoning_tokens;
+        s.part = Part::Reasoning;
       else if (was_call || c.parser->in_tool_call())
         s.part = Part::ToolCall;
-      s.left_call = was_call && !c.parser->in_tool_call();
+      s.made_call = (was_call && !c.parser->in_tool_call()) || c.parser->calls_made() > calls;
       s.dropped = had_text && s.part == Part::Answer && d.content.size() == s.content_before && !c.parser->holds_text();
     }
     c.pieces.clear();
@@ -213,22 +209,18 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
   };
   // Answer logprobs only (the Responses API's): each token waits until text
   // comes out, and goes with it, at its place in the content (so to the
-  // message item that holds it); a tool call's, once the call is made, and
-  // those no text follows (the end token), are no text's.
+  // message item that holds it). Those no text follows (the end token) are
+  // no text's.
   auto settle = [&](const Split& s) {
-    if (!request_.answer_logprobs_only) return;
-    if (d.content.size() > s.content_before) {
-      const auto at = static_cast<int64_t>(c.total.content.size() + s.content_before);
-      for (HeldLogprobs& h : c.held_logprobs) {
-        c.unsent_logprobs.push_back(h.logprobs);
-        c.logprobs.push_back(std::move(h.logprobs));
-        c.unsent_content_at.push_back(at);
-        c.content_at.push_back(at);
-      }
-      c.held_logprobs.clear();
-    } else if (s.left_call) {
-      std::erase_if(c.held_logprobs, [](const HeldLogprobs& h) { return h.in_call; });
+    if (!request_.answer_logprobs_only || d.content.size() == s.content_before) return;
+    const auto at = static_cast<int64_t>(c.total.content.size() + s.content_before);
+    for (TokenLogprobs& l : c.held_logprobs) {
+      c.unsent_logprobs.push_back(l);
+      c.logprobs.push_back(std::move(l));
+      c.unsent_content_at.push_back(at);
+      c.content_at.push_back(at);
     }
+    c.held_logprobs.clear();
   };
   const size_t take = std::min(max_tokens, c.ids.size());
   for (size_t k = 0; k < take && !c.stopped; ++k) {
@@ -242,9 +234,15 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
       c.stream->cancel();
     }
     const Split s = split();
+    c.reasoning_tokens += s.part == Part::Reasoning;
     if (request_.answer_logprobs_only) {
-      if (k < c.received_logprobs.size() && s.part != Part::Reasoning && !s.dropped)
-        c.held_logprobs.push_back({std::move(c.received_logprobs[k]), s.part == Part::ToolCall});
+      // A call made: the tokens held are its (its opener's text was held as a
+      // possible tag), and this one too unless it opened the next call.
+      const bool made = s.made_call && d.content.size() == s.content_before;
+      if (made) c.held_logprobs.clear();
+      if (k < c.received_logprobs.size() && s.part != Part::Reasoning && !s.dropped &&
+          !(made && !c.parser->in_tool_call()))
+        c.held_logprobs.push_back(std::move(c.received_logprobs[k]));
       settle(s);
       continue;
     }
@@ -276,6 +274,11 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
     c.text->finish(/*ended_by_stop_id=*/state == engine::RequestStream::State::Finished &&
                    c.result.reason == StopReason::Eos);
   }
+  // The stop id that ended it writes no text: what the text held back until its end is not its.
+  if (request_.answer_logprobs_only && ended && state == engine::RequestStream::State::Finished &&
+      c.result.reason == StopReason::Eos && !c.held_logprobs.empty() && !c.result.ids.empty() &&
+      c.held_logprobs.back().id == c.result.ids.back())
+    c.held_logprobs.pop_back();
   if (!c.pieces.empty()) settle(split());  // what the text held back until its end
   if (c.done) {
     if (c.parser) {

@@ -61,14 +61,17 @@ async function serveScript(script, chatTemplate = null, flags = []) {
   return { url, log, client: new OpenAI({ baseURL: url + '/v1', apiKey: 'none', maxRetries: 0 }) };
 }
 
-let toolServer, answerServer, coderServer, aroundServer;
+let toolServer, answerServer, coderServer, aroundServer, bareServer;
 // Text on both sides of a call, as a model that explains itself writes it.
 const AROUND_SCRIPT = `Let me look:<tool_call>${CALL_JSON}</tool_call>Then done`;
+// Qwen3-Coder's bare call (no <tool_call> before it), its function left open
+// and closed by the next <tool_call>, which opens nothing but text.
+const BARE_SCRIPT = 'Let me look:<function=Glob><parameter=pattern>*.md</tool_call><tool_call>Then done';
 
 before(async () => {
-  [toolServer, answerServer, coderServer, aroundServer] = await Promise.all([serveScript(TOOL_SCRIPT),
+  [toolServer, answerServer, coderServer, aroundServer, bareServer] = await Promise.all([serveScript(TOOL_SCRIPT),
     serveScript(ANSWER_SCRIPT, null, ['--ignore-unknown-fields']), serveScript(CODER_SCRIPT, CODER_TEMPLATE),
-    serveScript(AROUND_SCRIPT)]);
+    serveScript(AROUND_SCRIPT), serveScript(BARE_SCRIPT, CODER_TEMPLATE)]);
 });
 
 after(() => {
@@ -254,6 +257,16 @@ test('include_reasoning: false: the content alone, the reasoning still counted; 
   const joined = withLogprobs.choices[0].logprobs.content.map((t) => t.token).join('|');
   assert.ok(joined.replaceAll('|', '').includes(ANSWER), joined);
   assert.ok(!joined.includes('Two') && !joined.includes('think'), joined);
+});
+
+// A review finding: text a stop string held back, released at the end, counted
+// as one more reasoning token than the reply had.
+test('reasoning_tokens: text held back by a stop string is no extra token', async () => {
+  const cut = '<think>Two plus two makes four.';
+  const answer = await answerServer.client.chat.completions.create({ model: 'scripted', messages: sumQuestion,
+    temperature: 0, max_tokens: await tokenCount(answerServer, cut), stop: ['four.x'] });
+  assert.equal(answer.choices[0].message.reasoning_content, 'Two plus two makes four.');
+  assert.equal(answer.usage.completion_tokens_details.reasoning_tokens, answer.usage.completion_tokens);
 });
 
 // vLLM's stream_options.continuous_usage_stats: every chunk has the usage so
@@ -460,6 +473,22 @@ test('responses: include message.output_text.logprobs gives the answer\'s tokens
     : { arguments: o.arguments, status: o.status });
   const aroundStream = await aroundServer.client.responses.stream(around).finalResponse();
   assert.deepEqual(aroundStream.output.map(shape), aroundWhole.output.map(shape));
+
+  // A second review's: a bare call's tokens went to the message after it; the end token came with text a stop
+  // string held back.
+  const bare = { ...body, input: weatherQuestion, tools: [{ type: 'function', name: 'Glob',
+    parameters: { type: 'object', properties: { pattern: { type: 'string' } } } }] };
+  for (const extra of [{}, { stop: ['donex'] }]) {
+    const r = await bareServer.client.responses.create({ ...bare, ...extra });
+    assert.deepEqual(r.output.map((o) => o.type), ['message', 'function_call', 'message'], JSON.stringify(r.output));
+    assert.equal(r.output[1].arguments, '{"pattern":"*.md"}');
+    // The tokenizer writes ":<" as one token: its "<" opens the call, its logprob is the message's.
+    for (const m of r.output.filter((o) => o.type === 'message'))
+      assert.equal(m.content[0].logprobs.map((l) => l.token).join('').replace(/:<$/, ':'), m.content[0].text,
+        JSON.stringify(extra));
+    const streamed = await bareServer.client.responses.stream({ ...bare, ...extra }).finalResponse();
+    assert.deepEqual(streamed.output.map(shape), r.output.map(shape));
+  }
 });
 
 test('responses: truncation "auto" drops the earliest input items that do not fit; "disabled" is a 400', async () => {

@@ -356,6 +356,23 @@ TEST(ChatOutput, BareXmlCallsOfACoderModelAreCalls) {
     EXPECT_EQ(d.content, text);
     expect_same_in_pieces(text, tools);
   }
+  // A second review's findings: a header that turned out text took the text after it along, unread (a
+  // second opener in it was lost, in some cuttings only), and an opener before the header was read became text.
+  const std::string mention = "I'll call <function=Glob> now.\n" + call;
+  const ChatDelta mentioned = whole(mention, false, ToolCalls::Any, tools);
+  ASSERT_EQ(mentioned.tool_calls.size(), 1u);
+  EXPECT_EQ(mentioned.content, "I'll call <function=Glob> now.\n");
+  expect_same_in_pieces(mention, tools);
+  for (const std::string& opener : {std::string("<function=Glob>\n") + call,
+                                    std::string("<function=Glob>\n<tool_call>\n") + call + "\n</tool_call>",
+                                    std::string("<function=Glob<function=Glob>\n<parameter=pattern>\n*.md\n"
+                                                "</parameter>\n<parameter=depth>\n2\n</parameter>\n</function>")}) {
+    const ChatDelta d = whole(opener, false, ToolCalls::Any, tools);
+    ASSERT_EQ(d.tool_calls.size(), 1u) << opener;
+    EXPECT_EQ(d.tool_calls[0].arguments, R"({"pattern":"*.md","depth":2})");
+    EXPECT_EQ(d.content.find("<tool_call>"), std::string::npos) << d.content;
+    expect_same_in_pieces(opener, tools);
+  }
   ChatOutputParser prose(false, ToolCalls::Any, tools);
   EXPECT_EQ(prose.push("Call <function=Find> and").content, "Call <function=Find> and");
   // Without tools offered, or from a model that does not write XML calls, it is text.
