@@ -274,11 +274,17 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
     c.text->finish(/*ended_by_stop_id=*/state == engine::RequestStream::State::Finished &&
                    c.result.reason == StopReason::Eos);
   }
-  // The stop id that ended it writes no text: what the text held back until its end is not its.
+  // The stop id that ended it writes no text: what the text held back until
+  // its end is not its. (A grammar that completes ends a reply without one.)
   if (request_.answer_logprobs_only && ended && state == engine::RequestStream::State::Finished &&
       c.result.reason == StopReason::Eos && !c.held_logprobs.empty() && !c.result.ids.empty() &&
-      c.held_logprobs.back().id == c.result.ids.back())
-    c.held_logprobs.pop_back();
+      c.held_logprobs.back().id == c.result.ids.back()) {
+    const GenerationOptions& o = request_.options;
+    const int32_t last = c.result.ids.back();
+    if (std::find(o.stop_ids.begin(), o.stop_ids.end(), last) != o.stop_ids.end() ||
+        std::find(o.eos_ids.begin(), o.eos_ids.end(), last) != o.eos_ids.end())
+      c.held_logprobs.pop_back();
+  }
   if (!c.pieces.empty()) settle(split());  // what the text held back until its end
   if (c.done) {
     if (c.parser) {
