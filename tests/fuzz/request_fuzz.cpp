@@ -58,18 +58,17 @@ std::vector<std::vector<float>> made_up_states(size_t inputs) {
 
 void check_reply_splitter(const std::string& text) {
   using qinfer::server::ChatOutputParser;
-  // Concatenated per kind, cut at any piece size, the result is the same.
+  // Joined as a client joins them (a call's arguments may come in pieces),
+  // cut at any piece size, the result is the same.
   auto canonical = [&](size_t piece) {
     ChatOutputParser p;
-    std::string r, c, tools;
-    auto add = [&](const qinfer::server::ChatDelta& d) {
-      r += d.reasoning;
-      c += d.content;
-      for (const auto& call : d.tool_calls) tools += call.name + '\0' + call.arguments + '\0';
-    };
-    for (size_t at = 0; at < text.size(); at += piece) add(p.push(text.substr(at, piece)));
-    add(p.finish());
-    return r + '\1' + c + '\1' + tools;
+    qinfer::server::ChatDelta all;
+    for (size_t at = 0; at < text.size(); at += piece) all.append(p.push(text.substr(at, piece)));
+    all.append(p.finish());
+    std::string tools;
+    for (const auto& call : all.tool_calls)
+      tools += call.name + '\0' + call.arguments + '\0' + std::to_string(call.content_before) + '\0';
+    return all.reasoning + '\1' + all.content + '\1' + tools;
   };
   if (canonical(1) != canonical(text.size() + 1) || canonical(3) != canonical(text.size() + 1)) __builtin_trap();
 }
