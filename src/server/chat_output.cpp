@@ -55,15 +55,6 @@ std::optional<std::string_view> closed_at_the_end(std::string_view body) {
   return std::nullopt;
 }
 
-// Whether `name` is a function the request offers.
-bool offers(const nlohmann::ordered_json& tools, std::string_view name) {
-  for (const auto& tool : tools)
-    if (tool.is_object() && tool.contains("function") && tool["function"].is_object() &&
-        tool["function"].value("name", "") == name)
-      return true;
-  return false;
-}
-
 enum class Verdict { Undecided, Call, Text };
 
 // A bare call's beginning (Qwen3-Coder's <function=NAME> without the
@@ -77,7 +68,7 @@ Verdict bare_call_header(std::string_view body, const nlohmann::ordered_json& to
                ? Verdict::Text
                : Verdict::Undecided;
   const std::string_view name = body.substr(kFunctionOpen.size(), end - kFunctionOpen.size());
-  if (name.empty() || name.find_first_of(" \t\r\n\"'{}<") != std::string_view::npos || !offers(tools, name))
+  if (name.empty() || name.find_first_of(" \t\r\n\"'{}<") != std::string_view::npos || !offered_function(tools, name))
     return Verdict::Text;
   size_t next = end + 1;
   while (next < body.size() && is_space(body[next])) ++next;
@@ -299,8 +290,8 @@ void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
     if (const auto body = terminated ? std::optional<std::string_view>(tool_text_) : closed_at_the_end(tool_text_))
       calls = parse_xml_tool_calls(*body, *xml_tools_);
     // A bare call is one only of the functions offered, as its header was.
-    if (bare_ &&
-        !std::all_of(calls.begin(), calls.end(), [&](const ToolCall& c) { return offers(*xml_tools_, c.name); }))
+    if (bare_ && !std::all_of(calls.begin(), calls.end(),
+                              [&](const ToolCall& c) { return offered_function(*xml_tools_, c.name) != nullptr; }))
       calls.clear();
   }
   if (!calls.empty()) {

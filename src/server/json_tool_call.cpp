@@ -79,6 +79,7 @@ void JsonToolCallReader::decide() {
 }
 
 std::string JsonToolCallReader::push(std::string_view text) {
+  if (shape_ == Shape::Other) return {};  // read whole at its end, from the parser's own copy
   body_ += text;
   if (shape_ == Shape::Undecided) decide();
   std::string arguments;

@@ -89,18 +89,12 @@ std::optional<ordered_json> number(std::string_view text) {
 
 // The declared parameters ("properties") of the tool named `name`.
 const ordered_json* parameters_of(const ordered_json& tools, std::string_view name) {
-  if (!tools.is_array()) return nullptr;
-  for (const ordered_json& tool : tools) {
-    const auto f = tool.find("function");
-    if (f == tool.end() || !f->is_object()) continue;
-    const auto n = f->find("name");
-    if (n == f->end() || !n->is_string() || n->get_ref<const std::string&>() != name) continue;
-    const auto params = f->find("parameters");
-    if (params == f->end() || !params->is_object()) return nullptr;
-    const auto properties = params->find("properties");
-    return properties != params->end() && properties->is_object() ? &*properties : nullptr;
-  }
-  return nullptr;
+  const ordered_json* f = offered_function(tools, name);
+  if (!f) return nullptr;
+  const auto params = f->find("parameters");
+  if (params == f->end() || !params->is_object()) return nullptr;
+  const auto properties = params->find("properties");
+  return properties != params->end() && properties->is_object() ? &*properties : nullptr;
 }
 
 // A value as JSON, when it is JSON a reply can carry (json_shape.h).
@@ -191,6 +185,17 @@ std::optional<ordered_json> arguments(std::string_view inner, const ordered_json
 }
 
 }  // namespace
+
+const ordered_json* offered_function(const ordered_json& tools, std::string_view name) {
+  if (!tools.is_array()) return nullptr;
+  for (const ordered_json& tool : tools) {
+    const auto f = tool.find("function");
+    if (f == tool.end() || !f->is_object()) continue;
+    const auto n = f->find("name");
+    if (n != f->end() && n->is_string() && n->get_ref<const std::string&>() == name) return &*f;
+  }
+  return nullptr;
+}
 
 bool teaches_xml_tool_calls(const ChatTemplate& chat_template) {
   const std::string& text = chat_template.text(/*with_tools=*/true);

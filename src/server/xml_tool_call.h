@@ -23,6 +23,10 @@
 
 namespace qinfer::server {
 
+// The {name, parameters} object of the function named `name` among the
+// request's tools, or nullptr where none is.
+const nlohmann::ordered_json* offered_function(const nlohmann::ordered_json& tools, std::string_view name);
+
 // Whether the template (as rendered with tools) teaches the XML form.
 bool teaches_xml_tool_calls(const ChatTemplate& chat_template);
 
