@@ -211,7 +211,8 @@ void ChatOutputParser::open_tool_call() {
   mode_ = Mode::ToolCall;
   tool_text_.clear();
   json_call_ = JsonToolCallReader();
-  json_call_sent_ = false;
+  xml_call_ = XmlToolCallReader(xml_tools_.get());
+  call_sent_ = false;
   bare_ = bare_header_read_ = orphan_close_ = false;
 }
 
@@ -237,23 +238,29 @@ void ChatOutputParser::bare_header_is_text(ChatDelta& out) {
   emit(std::exchange(tool_text_, {}), out);
 }
 
-// A JSON call is announced once its name is read, and its arguments go out
-// as they come: joined to the announcement when it is in the same delta.
+// A call is announced once its name is read, and its arguments go out as
+// they come: joined to the announcement when it is in the same delta.
 void ChatOutputParser::take_tool_text(std::string_view text, ChatDelta& out) {
   tool_text_ += text;
   check_bare_header(out);
   if (mode_ != Mode::ToolCall) return;
   const bool undecided = json_call_.shape() == JsonToolCallReader::Shape::Undecided;
-  std::string arguments = json_call_.push(text);
-  if (undecided && json_call_.shape() == JsonToolCallReader::Shape::Streamed) {
-    json_call_sent_ = allowed_ == ToolCalls::Any || tool_calls_ == 0;
-    ++tool_calls_;
-    if (json_call_sent_) {
-      open_entry_ = out.tool_calls.size();
-      out.tool_calls.push_back({.name = json_call_.name(), .arguments = "", .content_before = out.content.size()});
-    }
-  }
-  if (!json_call_sent_ || arguments.empty()) return;
+  const std::string arguments = json_call_.push(text);
+  if (undecided && json_call_.shape() == JsonToolCallReader::Shape::Streamed) announce_call(json_call_.name(), out);
+  send_arguments(arguments, out);
+  if (xml_tools_) send_pieces(xml_call_.push(text), out);
+}
+
+void ChatOutputParser::announce_call(const std::string& name, ChatDelta& out) {
+  call_sent_ = allowed_ == ToolCalls::Any || tool_calls_ == 0;
+  ++tool_calls_;
+  if (!call_sent_) return;
+  open_entry_ = out.tool_calls.size();
+  out.tool_calls.push_back({.name = name, .arguments = "", .content_before = out.content.size()});
+}
+
+void ChatOutputParser::send_arguments(std::string_view arguments, ChatDelta& out) {
+  if (!call_sent_ || arguments.empty()) return;
   if (open_entry_ == std::string::npos) {
     open_entry_ = out.tool_calls.size();
     out.tool_calls.push_back({.name = "", .arguments = "", .content_before = 0, .continuation = true});
@@ -261,48 +268,48 @@ void ChatOutputParser::take_tool_text(std::string_view text, ChatDelta& out) {
   out.tool_calls[open_entry_].arguments += arguments;
 }
 
-// A tool call whose body is {"name": string, "arguments": ...} (or, from a
-// model that writes XML calls, one or more <function=...> blocks) becomes
-// ToolCalls; anything else stays text the user sees, tags included.
+void ChatOutputParser::send_pieces(std::vector<XmlToolCallReader::Piece> pieces, ChatDelta& out) {
+  for (const XmlToolCallReader::Piece& piece : pieces) {
+    if (!piece.name.empty()) announce_call(piece.name, out);
+    send_arguments(piece.arguments, out);
+  }
+}
+
+// A streamed call was announced and its arguments sent: one the model left
+// unfinished or malformed keeps what was sent, but ends no reply for its
+// calls. Otherwise a body {"name": string, "arguments": ...} becomes a call,
+// and anything else stays text the user sees, tags included.
 void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
   mode_ = Mode::Content;
+  bool well_formed = false;
+  if (xml_tools_ && xml_call_.shape() != XmlToolCallReader::Shape::Other) {
+    if (const auto body = terminated ? std::optional<std::string_view>(tool_text_) : closed_at_the_end(tool_text_)) {
+      send_pieces(xml_call_.finish(body->size()), out);
+      well_formed = !parse_xml_tool_calls(*body, *xml_tools_).empty();
+    }
+  }
   // Arguments nested too deep to print, or too large to parse, leave the call as text.
   const auto j = json_shape_problem(tool_text_) ? nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded)
                                                 : nlohmann::ordered_json::parse(tool_text_, nullptr, false);
-  const bool json_call = !j.is_discarded() && j.is_object() && j.contains("name") && j["name"].is_string();
-  if (json_call_.shape() == JsonToolCallReader::Shape::Streamed) {
-    // Announced, its arguments sent: a call the model left unfinished or
-    // malformed keeps what was sent, but ends no reply for its calls.
-    well_formed_calls_ += json_call;
-    strip_leading_ = true;
-    tool_text_.clear();
-    return;
-  }
-  std::vector<ToolCall> calls;
-  if (json_call && !bare_) {
+  const bool json_call = !bare_ && !j.is_discarded() && j.is_object() && j.contains("name") && j["name"].is_string();
+  if (json_call_.shape() == JsonToolCallReader::Shape::Streamed ||
+      xml_call_.shape() == XmlToolCallReader::Shape::Streamed) {
+    well_formed_calls_ += well_formed || json_call;
+    ++calls_closed_;
+    strip_leading_ = true;  // the whitespace between calls is not content
+    orphan_close_ = bare_;  // Qwen3-Coder still writes the closing tag it did not open
+  } else if (json_call) {
     ToolCall call{j["name"].get<std::string>(), "{}"};
     if (j.contains("arguments")) {
       const auto& args = j["arguments"];
       call.arguments = args.is_string() ? args.get<std::string>() : args.dump();
     }
-    calls.push_back(std::move(call));
-  } else if (xml_tools_) {
-    if (const auto body = terminated ? std::optional<std::string_view>(tool_text_) : closed_at_the_end(tool_text_))
-      calls = parse_xml_tool_calls(*body, *xml_tools_);
-    // A bare call is one only of the functions offered, as its header was.
-    if (bare_ && !std::all_of(calls.begin(), calls.end(),
-                              [&](const ToolCall& c) { return offered_function(*xml_tools_, c.name) != nullptr; }))
-      calls.clear();
-  }
-  if (!calls.empty()) {
-    for (ToolCall& call : calls) {
-      call.content_before = out.content.size();
-      if (allowed_ == ToolCalls::Any || tool_calls_ == 0) out.tool_calls.push_back(std::move(call));
-      ++tool_calls_;
-      ++well_formed_calls_;
-    }
-    strip_leading_ = true;  // the whitespace between calls is not content
-    orphan_close_ = bare_;  // Qwen3-Coder still writes the closing tag it did not open
+    call.content_before = out.content.size();
+    if (allowed_ == ToolCalls::Any || tool_calls_ == 0) out.tool_calls.push_back(std::move(call));
+    ++tool_calls_;
+    ++well_formed_calls_;
+    ++calls_closed_;
+    strip_leading_ = true;
   } else {
     strip_leading_ = false;
     emit(bare_ ? tool_text_ : std::string(kToolOpen) + tool_text_ + (terminated ? std::string(kToolClose) : ""), out);

@@ -195,13 +195,15 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
       d.content += c.pieces;
     } else {
       const bool was_reasoning = c.parser->in_reasoning(), was_call = c.parser->in_tool_call();
-      const int calls = c.parser->calls_made();
+      const int calls = c.parser->calls_made(), closed = c.parser->calls_closed();
       d.append(c.parser->push(c.pieces));
       if (was_reasoning || c.parser->in_reasoning())
         s.part = Part::Reasoning;
       else if (was_call || c.parser->in_tool_call())
         s.part = Part::ToolCall;
-      s.made_call = (was_call && !c.parser->in_tool_call()) || c.parser->calls_made() > calls;
+      // A call announced, or one that ended (a streamed call was announced before: the tokens since are its too).
+      s.made_call = (was_call && !c.parser->in_tool_call()) || c.parser->calls_made() > calls ||
+                    c.parser->calls_closed() > closed;
       s.dropped = had_text && s.part == Part::Answer && d.content.size() == s.content_before && !c.parser->holds_text();
     }
     c.pieces.clear();

@@ -20,6 +20,7 @@ namespace {
 
 constexpr std::string_view kFunction = "<function=", kFunctionEnd = "</function>";
 constexpr std::string_view kParameter = "<parameter=", kParameterEnd = "</parameter>";
+constexpr std::string_view kToolCallEnd = "</tool_call>";
 // Each value's end is searched for through the rest of its function: a
 // bound on the parameters keeps a long reply's calls from costing seconds.
 constexpr size_t kMaxParameters = 1000;
@@ -130,14 +131,29 @@ std::pair<std::string, bool> type_of(const ordered_json& schema) {
   return {first.empty() ? "string" : first, nullable};
 }
 
+bool is_string_type(const std::string& type) {
+  return type == "string" || type == "str" || type == "text" || type == "varchar" || type == "char" || type == "enum";
+}
+
+const ordered_json* schema_of(const std::string& key, const ordered_json* parameters) {
+  return parameters && parameters->contains(key) ? &(*parameters)[key] : nullptr;
+}
+
+// The value is a string whatever its text: it can go out as it comes.
+bool always_a_string(const std::string& key, const ordered_json* parameters) {
+  const ordered_json* schema = schema_of(key, parameters);
+  if (!schema) return true;
+  const auto [type, nullable] = type_of(*schema);
+  return is_string_type(type) && !nullable;
+}
+
 ordered_json converted(std::string_view value, const std::string& key, const ordered_json* parameters) {
-  const ordered_json* schema = parameters && parameters->contains(key) ? &(*parameters)[key] : nullptr;
+  const ordered_json* schema = schema_of(key, parameters);
   if (!schema) return std::string(value);
   const auto [type, nullable] = type_of(*schema);
   const bool null_text = lowercase(value) == "null" || lowercase(value) == "none";
   if (nullable && null_text) return nullptr;
-  if (type == "string" || type == "str" || type == "text" || type == "varchar" || type == "char" || type == "enum")
-    return std::string(value);
+  if (is_string_type(type)) return std::string(value);
   if (null_text) return nullptr;
   if (starts_with_any(type, {"int", "uint", "long", "short", "unsigned"}))
     return integer(value).value_or(ordered_json(std::string(value)));
@@ -184,6 +200,38 @@ std::optional<ordered_json> arguments(std::string_view inner, const ordered_json
   return args;
 }
 
+bool bad_name_char(char c) { return std::string_view(" \t\r\n\"'{}<>").find(c) != std::string_view::npos; }
+
+std::string json_text(const ordered_json& value) {
+  // Bytes that are not UTF-8 (a model can write them) become U+FFFD rather than fail the reply.
+  return value.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+}
+
+// A piece of a JSON string: escaped as the whole string escapes it, without the quotes.
+std::string json_string_part(std::string_view text) {
+  const std::string quoted = json_text(std::string(text));
+  return quoted.substr(1, quoted.size() - 2);
+}
+
+bool starts_at(std::string_view text, size_t at, std::string_view tag) { return text.substr(at, tag.size()) == tag; }
+
+// The text from `at` on is a beginning of `tag` short of all of it (nothing counts).
+bool begins_at(std::string_view text, size_t at, std::string_view tag) {
+  const std::string_view rest = text.substr(at);
+  return rest.size() < tag.size() && tag.substr(0, rest.size()) == rest;
+}
+
+// Bytes at the end of `text` that begin a UTF-8 character not yet whole.
+size_t unfinished_utf8(std::string_view text) {
+  for (size_t back = 1; back <= std::min<size_t>(3, text.size()); ++back) {
+    const auto c = static_cast<unsigned char>(text[text.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;
+    const size_t length = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return length > back ? back : 0;
+  }
+  return 0;
+}
+
 }  // namespace
 
 const ordered_json* offered_function(const ordered_json& tools, std::string_view name) {
@@ -209,18 +257,220 @@ std::vector<ToolCall> parse_xml_tool_calls(std::string_view body, const ordered_
     const size_t name_end = body.find('>', pos + kFunction.size());
     if (name_end == std::string_view::npos) return {};
     const std::string name(body.substr(pos + kFunction.size(), name_end - pos - kFunction.size()));
-    if (name.empty() || name.find_first_of(" \t\r\n\"'{}<>") != std::string::npos)
+    if (name.empty() || std::any_of(name.begin(), name.end(), bad_name_char))
       return {};  // a template's {{ }} is no name
     // Left open, a function ends where the next begins on a line of its own.
     const size_t next = std::min(body.find("\n<function=", name_end), body.size() - 1) + 1;
     const size_t end = std::min(structural_end(body, kFunctionEnd, {kFunction}, name_end + 1, next), next);
     const auto args = arguments(body.substr(name_end + 1, end - name_end - 1), parameters_of(tools, name));
     if (!args) return {};
-    // Bytes that are not UTF-8 (a model can write them) become U+FFFD rather than fail the reply.
-    calls.push_back({name, args->dump(-1, ' ', false, ordered_json::error_handler_t::replace)});
+    calls.push_back({name, json_text(*args)});
     pos = body.substr(end, kFunctionEnd.size()) == kFunctionEnd ? end + kFunctionEnd.size() : end;
   }
   return calls;
+}
+
+std::vector<XmlToolCallReader::Piece> XmlToolCallReader::push(std::string_view text) {
+  std::vector<Piece> out;
+  if (final_) return out;
+  body_ += text;
+  while (step(out)) {
+  }
+  return out;
+}
+
+std::vector<XmlToolCallReader::Piece> XmlToolCallReader::finish(size_t length) {
+  std::vector<Piece> out;
+  if (final_) return out;
+  // What is cut was held back: a possible end of the body is never sent as a value's.
+  if (length < body_.size()) body_.resize(length);
+  final_ = true;
+  while (step(out)) {
+  }
+  return out;
+}
+
+void XmlToolCallReader::fail() {
+  if (shape_ == Shape::Undecided)
+    shape_ = Shape::Other;
+  else
+    state_ = State::Failed;
+}
+
+bool XmlToolCallReader::step(std::vector<Piece>& out) {
+  if (shape_ == Shape::Other) return false;
+  const std::string_view b = body_;
+  auto send = [&](std::string text) {
+    if (out.empty()) out.emplace_back();
+    out.back().arguments += text;
+  };
+  switch (state_) {
+    case State::Function: {
+      const size_t at = skip_space(b, pos_);
+      if (starts_at(b, at, kFunction)) {
+        pos_ = tag_end_ = at + kFunction.size();
+        state_ = State::Name;
+        return true;
+      }
+      if (at == b.size() && final_ && shape_ == Shape::Streamed)
+        state_ = State::Done;
+      else if (final_ || !begins_at(b, at, kFunction))
+        fail();
+      return false;
+    }
+    case State::Name:
+      for (; pos_ < b.size() && b[pos_] != '>'; ++pos_)
+        if (bad_name_char(b[pos_])) return fail(), false;
+      if (pos_ == b.size()) return final_ ? (fail(), false) : false;
+      if (pos_ == tag_end_) return fail(), false;
+      name_ = b.substr(tag_end_, pos_ - tag_end_);
+      parameters_ = tools_ ? parameters_of(*tools_, name_) : nullptr;
+      keys_.clear();
+      pos_ = tag_end_ = pos_ + 1;
+      state_ = State::Inner;
+      return true;
+    case State::Inner: {  // between the header and the first parameter: whitespace only
+      const size_t at = skip_space(b, pos_);
+      const End end = function_end_at(at);
+      if (starts_at(b, at, kParameter) || end.verdict == Verdict::Yes) {
+        shape_ = Shape::Streamed;
+        out.push_back({name_, ""});
+      }
+      if (starts_at(b, at, kParameter)) {
+        pos_ = tag_end_ = at + kParameter.size();
+        state_ = State::Key;
+        return true;
+      }
+      if (end.verdict == Verdict::Yes) return end_function(end.resume, out), true;
+      if (end.verdict == Verdict::No && (final_ || !begins_at(b, at, kParameter))) fail();
+      return false;
+    }
+    case State::Key:
+      for (; pos_ < b.size() && b[pos_] != '>'; ++pos_)
+        if (b[pos_] == '<' || b[pos_] == '\n') return fail(), false;
+      if (pos_ == b.size()) return final_ ? (fail(), false) : false;
+      if (pos_ == tag_end_ || keys_.size() == kMaxParameters) return fail(), false;
+      key_ = b.substr(tag_end_, pos_ - tag_end_);
+      send((keys_.empty() ? "{" : ",") + json_text(key_) + ":" + (always_a_string(key_, parameters_) ? "\"" : ""));
+      keys_.insert(key_);
+      value_streams_ = always_a_string(key_, parameters_);
+      value_begun_ = false;
+      value_start_ = sent_ = pos_ = pos_ + 1;
+      state_ = State::Value;
+      return true;
+    case State::Value:
+      if (!value_begun_ && value_start_ < b.size()) {
+        value_begun_ = true;
+        if (b[value_start_] == '\n') sent_ = value_start_ + 1;
+      }
+      for (;;) {
+        const size_t at = std::min(b.find_first_of("\n<", pos_), b.size());
+        End end = value_end_at(at);
+        if (at == b.size() && final_) end = {Verdict::Yes, at, at, true};
+        if (end.verdict == Verdict::No) {
+          pos_ = at + 1;
+          continue;
+        }
+        if (end.verdict == Verdict::Undecided) {
+          pos_ = at;
+          if (value_streams_) stream_value(at, out);
+          return false;
+        }
+        end_value(end.value_end, out);
+        if (end.function_ends) return end_function(end.resume, out), true;
+        pos_ = tag_end_ = end.resume;
+        state_ = State::Key;
+        return true;
+      }
+    case State::Done:
+    case State::Failed:
+      return false;
+  }
+  return false;
+}
+
+// Whether the function ends at `at` (the end of its inside): at a
+// </function> that whitespace and the next function (or the body's end)
+// follow, at a <function= on a line of its own, or at the end of the body.
+XmlToolCallReader::End XmlToolCallReader::function_end_at(size_t at) const {
+  const std::string_view b = body_;
+  if (at == b.size()) return final_ ? End{Verdict::Yes, at, at, true} : End{Verdict::Undecided};
+  if (starts_at(b, at, kFunctionEnd)) {
+    const size_t next = skip_space(b, at + kFunctionEnd.size());
+    if ((next == b.size() && final_) || starts_at(b, next, kFunction)) return {Verdict::Yes, at, next, true};
+    return !final_ && (begins_at(b, next, kFunction) || may_be_cut_at(next)) ? End{Verdict::Undecided} : End{};
+  }
+  const bool own_line = at > 0 && b[at - 1] == '\n';
+  if (own_line && starts_at(b, at, kFunction)) return {Verdict::Yes, at, at, true};
+  if (!final_ && (begins_at(b, at, kFunctionEnd) || (own_line && begins_at(b, at, kFunction)) || may_be_cut_at(at)))
+    return {Verdict::Undecided};
+  return {};
+}
+
+// Whether the open value ends at `at` (a newline or a '<' in it, or the end
+// of what came): where the next parameter or the function begins on a line
+// of its own, or at a closing tag the next element (or the end) follows.
+XmlToolCallReader::End XmlToolCallReader::value_end_at(size_t at) const {
+  const std::string_view b = body_;
+  if (at == b.size()) return {Verdict::Undecided};
+  if (b[at] == '\n') {
+    if (starts_at(b, at + 1, kParameter)) return {Verdict::Yes, at + 1, at + 1 + kParameter.size(), false};
+    if (starts_at(b, at + 1, kFunction)) return {Verdict::Yes, at + 1, at + 1, true};
+    const bool may_begin = begins_at(b, at + 1, kParameter) || begins_at(b, at + 1, kFunction);
+    return !final_ && may_begin ? End{Verdict::Undecided} : End{};
+  }
+  if (starts_at(b, at, kParameterEnd)) {
+    const size_t next = skip_space(b, at + kParameterEnd.size());
+    if (starts_at(b, next, kParameter)) return {Verdict::Yes, at, next + kParameter.size(), false};
+    End end = function_end_at(next);
+    end.value_end = at;
+    if (end.verdict == Verdict::No && !final_ && begins_at(b, next, kParameter)) end.verdict = Verdict::Undecided;
+    return end;
+  }
+  if (starts_at(b, at, kFunctionEnd)) return function_end_at(at);
+  const bool may_begin = begins_at(b, at, kParameterEnd) || begins_at(b, at, kFunctionEnd) || may_be_cut_at(at);
+  return !final_ && may_begin ? End{Verdict::Undecided} : End{};
+}
+
+// The reply splitter takes a </tool_call> written inside an open function
+// as text, and ends the body before it where the next call follows (or the
+// reply ends there): until then, what follows it is unknown.
+bool XmlToolCallReader::may_be_cut_at(size_t at) const {
+  const std::string_view b = body_;
+  if (final_) return false;
+  return begins_at(b, at, kToolCallEnd) ||
+         (starts_at(b, at, kToolCallEnd) && skip_space(b, at + kToolCallEnd.size()) == b.size());
+}
+
+// Sends the open string value up to `safe`, less what may still not be
+// part of it: a newline that may be its last (one is taken off its end),
+// and a character whose bytes have not all come.
+void XmlToolCallReader::stream_value(size_t safe, std::vector<Piece>& out) {
+  if (!value_begun_ || safe <= sent_) return;
+  if (body_[safe - 1] == '\n' && (safe == body_.size() || body_[safe] == '<')) --safe;
+  safe -= unfinished_utf8(std::string_view(body_).substr(sent_, safe - sent_));
+  if (safe <= sent_) return;
+  if (out.empty()) out.emplace_back();
+  out.back().arguments += json_string_part(std::string_view(body_).substr(sent_, safe - sent_));
+  sent_ = safe;
+}
+
+void XmlToolCallReader::end_value(size_t value_end, std::vector<Piece>& out) {
+  size_t begin = value_start_, end = value_end;
+  if (begin < end && body_[begin] == '\n') ++begin;
+  if (begin < end && body_[end - 1] == '\n') --end;
+  std::string text = value_streams_
+                         ? json_string_part(std::string_view(body_).substr(sent_, end - sent_)) + "\""
+                         : json_text(converted(std::string_view(body_).substr(begin, end - begin), key_, parameters_));
+  if (out.empty()) out.emplace_back();
+  out.back().arguments += text;
+}
+
+void XmlToolCallReader::end_function(size_t resume, std::vector<Piece>& out) {
+  if (out.empty()) out.emplace_back();
+  out.back().arguments += keys_.empty() ? "{}" : "}";
+  pos_ = resume;
+  state_ = State::Function;
 }
 
 }  // namespace qinfer::server

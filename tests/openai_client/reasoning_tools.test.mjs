@@ -47,6 +47,14 @@ const coderTools = [{
   },
 }];
 
+// A Qwen3-Coder call whose string value is long text (an agent writing a file).
+const SAVED_TEXT = 'Hello from a streamed file body written slowly';
+const SAVE_SCRIPT = `Saving.<tool_call><function=save><parameter=text>${SAVED_TEXT}</tool_call>`;
+const saveTools = [{
+  type: 'function',
+  function: { name: 'save', parameters: { type: 'object', properties: { text: { type: 'string' } } } },
+}];
+
 const servers = [];
 const dirs = [];
 
@@ -61,7 +69,7 @@ async function serveScript(script, chatTemplate = null, flags = []) {
   return { url, log, client: new OpenAI({ baseURL: url + '/v1', apiKey: 'none', maxRetries: 0 }) };
 }
 
-let toolServer, answerServer, coderServer, aroundServer, bareServer;
+let toolServer, answerServer, coderServer, aroundServer, bareServer, saveServer;
 // Text on both sides of a call, as a model that explains itself writes it.
 const AROUND_SCRIPT = `Let me look:<tool_call>${CALL_JSON}</tool_call>Then done`;
 // Qwen3-Coder's bare call (no <tool_call> before it), its function left open
@@ -69,9 +77,10 @@ const AROUND_SCRIPT = `Let me look:<tool_call>${CALL_JSON}</tool_call>Then done`
 const BARE_SCRIPT = 'Let me look:<function=Glob><parameter=pattern>*.md</tool_call><tool_call>Then done';
 
 before(async () => {
-  [toolServer, answerServer, coderServer, aroundServer, bareServer] = await Promise.all([serveScript(TOOL_SCRIPT),
-    serveScript(ANSWER_SCRIPT, null, ['--ignore-unknown-fields']), serveScript(CODER_SCRIPT, CODER_TEMPLATE),
-    serveScript(AROUND_SCRIPT), serveScript(BARE_SCRIPT, CODER_TEMPLATE)]);
+  [toolServer, answerServer, coderServer, aroundServer, bareServer, saveServer] = await Promise.all([
+    serveScript(TOOL_SCRIPT), serveScript(ANSWER_SCRIPT, null, ['--ignore-unknown-fields']),
+    serveScript(CODER_SCRIPT, CODER_TEMPLATE), serveScript(AROUND_SCRIPT), serveScript(BARE_SCRIPT, CODER_TEMPLATE),
+    serveScript(SAVE_SCRIPT, CODER_TEMPLATE)]);
 });
 
 after(() => {
@@ -546,4 +555,34 @@ test('a Qwen3-Coder template: its XML call becomes tool_calls, the value typed b
   const plain = await coderServer.client.chat.completions.create({ ...body, tools: undefined });
   assert.equal(plain.choices[0].finish_reason, 'stop');
   assert.equal(plain.choices[0].message.content, CODER_SCRIPT);
+});
+
+test('a Qwen3-Coder call streams: the SDK sees a string value grow, then the whole call; Responses alike', async () => {
+  const body = { model: 'scripted', messages: weatherQuestion, tools: saveTools, temperature: 0 };
+  const whole = (await saveServer.client.chat.completions.create(body)).choices[0];
+  assert.equal(whole.finish_reason, 'tool_calls');
+  assert.equal(whole.message.content, 'Saving.');
+  assert.deepEqual(JSON.parse(whole.message.tool_calls[0].function.arguments), { text: SAVED_TEXT });
+  const deltas = [];
+  let done = null;
+  const stream = saveServer.client.chat.completions.stream(body);
+  stream.on('tool_calls.function.arguments.delta', (e) => deltas.push(e));
+  stream.on('tool_calls.function.arguments.done', (e) => { done = e; });
+  const final = await stream.finalChatCompletion();
+  assert.ok(deltas.length >= SAVED_TEXT.split(' ').length, `${deltas.length} argument deltas: the value as it comes`);
+  for (const d of deltas) assert.equal(d.name, 'save');
+  assert.equal(deltas.map((d) => d.arguments_delta).join(''), done.arguments);
+  assert.equal(done.arguments, whole.message.tool_calls[0].function.arguments);
+  assert.equal(final.choices[0].finish_reason, 'tool_calls');
+  assert.equal(final.choices[0].message.content, 'Saving.');
+  // The Responses API: the function_call item's arguments arrive as deltas that join to the item's.
+  const events = [];
+  const rs = saveServer.client.responses.stream({ model: 'scripted', input: 'Save it.', tools: saveTools.map(
+    (t) => ({ type: 'function', name: t.function.name, parameters: t.function.parameters })) });
+  for await (const e of rs) events.push(e);
+  const argDeltas = events.filter((e) => e.type === 'response.function_call_arguments.delta');
+  const argDone = events.find((e) => e.type === 'response.function_call_arguments.done');
+  assert.ok(argDeltas.length > 1, `${argDeltas.length} argument deltas`);
+  assert.equal(argDeltas.map((e) => e.delta).join(''), argDone.arguments);
+  assert.deepEqual(JSON.parse(argDone.arguments), { text: SAVED_TEXT });
 });

@@ -306,6 +306,46 @@ TEST(ChatOutput, XmlToolCallsOfACoderModel) {
   EXPECT_EQ(json.tool_calls[0].arguments, R"({"cmd":"ls"})");
 }
 
+// An XML call streams as the model writes it: announced once its first
+// parameter opens, a string value as it comes, held back only where what
+// follows may still end it. A coding agent writing a file sees it grow.
+TEST(ChatOutput, XmlToolCallsStreamAsTheyAreWritten) {
+  const auto tools = std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::parse(R"([
+    {"type": "function", "function": {"name": "write_file", "parameters": {"type": "object",
+      "properties": {"path": {"type": "string"}, "content": {"type": "string"}, "mode": {"type": "integer"}}}}}])"));
+  ChatOutputParser p(false, ToolCalls::Any, tools);
+  ChatDelta d = p.push("Writing it.\n<tool_call>\n<function=write_file>\n<parameter=path>\n");
+  EXPECT_EQ(d.content, "Writing it.\n");
+  ASSERT_EQ(d.tool_calls.size(), 1u);
+  EXPECT_EQ(d.tool_calls[0].name, "write_file");
+  EXPECT_EQ(d.tool_calls[0].arguments, R"({"path":")");
+  EXPECT_EQ(d.tool_calls[0].content_before, d.content.size());
+  d = p.push("a.py\n</parameter>\n<parameter=content>\nprint(1)\n");
+  ASSERT_EQ(d.tool_calls.size(), 1u);
+  EXPECT_TRUE(d.tool_calls[0].continuation);
+  EXPECT_EQ(d.tool_calls[0].arguments, R"x(a.py","content":"print(1))x");
+  d = p.push("print(2)\n</parameter>\n<parameter=mode>\n644\n</parameter>\n</function>\n</tool_call>\nDone.");
+  ASSERT_EQ(d.tool_calls.size(), 1u);
+  EXPECT_EQ(d.tool_calls[0].arguments, R"x(\nprint(2)","mode":644})x");
+  EXPECT_TRUE(p.saw_tool_call());
+  EXPECT_EQ(d.content, "Done.");
+  // Joined, the stream is the whole answer's call.
+  const std::string text =
+      "<tool_call>\n<function=write_file>\n<parameter=path>\na.py\n</parameter>\n<parameter=content>\nx = 1\n"
+      "</parameter>\n</function>\n</tool_call>";
+  const ChatDelta all = whole(text, false, ToolCalls::Any, tools);
+  ASSERT_EQ(all.tool_calls.size(), 1u);
+  EXPECT_EQ(all.tool_calls[0].arguments, R"({"path":"a.py","content":"x = 1"})");
+  expect_same_in_pieces(text, tools);
+  // parallel_tool_calls false: a second call in the same body is not sent.
+  const ChatDelta one = whole(
+      "<tool_call>\n<function=write_file>\n</function>\n<function=write_file>\n"
+      "<parameter=path>\nb\n</parameter>\n</function>\n</tool_call>",
+      false, ToolCalls::One, tools);
+  ASSERT_EQ(one.tool_calls.size(), 1u);
+  EXPECT_EQ(one.tool_calls[0].arguments, "{}");
+}
+
 // A coding agent's call may write the tags themselves into a value.
 // Qwen3-Coder often leaves out the <tool_call> opener, mostly after a
 // sentence of reasoning, and still writes the closing tag (ollama #16686,
@@ -348,7 +388,6 @@ TEST(ChatOutput, BareXmlCallsOfACoderModelAreCalls) {
        {std::string("Write <function=Glob> to call it, then more."),  // the header is no line of its own
         std::string("<function=Find>\n<parameter=pattern>\nx\n</parameter>\n</function>"),  // not offered
         std::string("<function=Glob>\nnot a parameter\n</function>"),                       // no call in it
-        std::string("<function=Glob>\n<parameter=pattern>\n*.md"),                          // cut short
         std::string("<function=Glob</function> and <function=Glob"),                        // no header
         std::string("<function=Glob></tool_call> then")}) {
     const ChatDelta d = whole(text, false, ToolCalls::Any, tools);
@@ -417,13 +456,23 @@ TEST(ChatOutput, XmlToolCallWhoseValueMentionsTheClosingTag) {
     expect_same_in_pieces(t, tools);
 }
 
-TEST(ChatOutput, XmlToolCallCutShortOrMalformedStaysText) {
+TEST(ChatOutput, XmlToolCallCutShortOrMalformed) {
   const auto tools = std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::array());
-  // max_tokens ended it inside a value: no call with half an argument.
-  const std::string cut = "<tool_call>\n<function=run>\n<parameter=cmd>\nrm -rf /tm";
-  const ChatDelta d = whole(cut, false, ToolCalls::Any, tools);
-  EXPECT_TRUE(d.tool_calls.empty());
-  EXPECT_EQ(d.content, cut);
+  // max_tokens ended it inside a value: the call was announced and keeps what was sent (as OpenAI's
+  // stream does), but it is no call the reply ends for (finish_reason stays "length").
+  for (const std::string& cut : {std::string("<tool_call>\n<function=run>\n<parameter=cmd>\nrm -rf /tm"),
+                                 std::string("<function=run>\n<parameter=cmd>\nrm -rf /tm")}) {
+    ChatOutputParser p(false, ToolCalls::Any,
+                       std::make_shared<const nlohmann::ordered_json>(
+                           nlohmann::ordered_json::parse(R"([{"type": "function", "function": {"name": "run"}}])")));
+    ChatDelta d = p.push(cut);
+    d.append(p.finish());
+    ASSERT_EQ(d.tool_calls.size(), 1u) << cut;
+    EXPECT_EQ(d.tool_calls[0].arguments, R"({"cmd":"rm -rf /tm)");
+    EXPECT_EQ(d.content, "");
+    EXPECT_FALSE(p.saw_tool_call());
+    EXPECT_EQ(p.calls_made(), 1);
+  }
   // The end of the reply after </function>, without </tool_call> or with part of it: a call.
   for (const char* tail : {"", "\n</tool_"}) {
     const ChatDelta ended =

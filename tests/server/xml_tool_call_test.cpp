@@ -114,3 +114,159 @@ TEST(XmlToolCall, ABodyHoldsCallsOnly) {
                            "<function={{ tool.name }}></function>", "<function=a b></function>"})
     EXPECT_TRUE(parse_xml_tool_calls(body, tools).empty()) << body;
 }
+
+namespace {
+
+struct Streamed {
+  std::vector<ToolCall> calls;
+  bool whole = false;
+};
+
+// The body fed to a reader in pieces of `piece` bytes, the pieces joined as a client joins a stream's.
+Streamed streamed(const std::string& body, const ordered_json& tools, size_t piece) {
+  XmlToolCallReader reader(&tools);
+  Streamed s;
+  auto take = [&](std::vector<XmlToolCallReader::Piece> pieces) {
+    for (auto& p : pieces) {
+      if (!p.name.empty()) s.calls.push_back({p.name, ""});
+      if (s.calls.empty()) {
+        ADD_FAILURE() << "arguments before a call: " << p.arguments;
+        continue;
+      }
+      s.calls.back().arguments += p.arguments;
+    }
+  };
+  for (size_t at = 0; at < body.size(); at += piece) take(reader.push(body.substr(at, piece)));
+  take(reader.finish(body.size()));
+  s.whole = reader.read_whole();
+  return s;
+}
+
+// However the body is cut, the streamed calls are parse_xml_tool_calls's.
+void expect_streams_as_parsed(const std::string& body, const ordered_json& tools, size_t piece) {
+  const std::vector<ToolCall> parsed = parse_xml_tool_calls(body, tools);
+  const Streamed s = streamed(body, tools, piece);
+  EXPECT_EQ(s.whole, !parsed.empty()) << body << "\npieces of " << piece;
+  if (parsed.empty()) return;
+  ASSERT_EQ(s.calls.size(), parsed.size()) << body;
+  for (size_t i = 0; i < parsed.size(); ++i) {
+    EXPECT_EQ(s.calls[i].name, parsed[i].name);
+    const ordered_json args = ordered_json::parse(s.calls[i].arguments, nullptr, false);
+    EXPECT_EQ(args, ordered_json::parse(parsed[i].arguments))
+        << body << "\npieces of " << piece << "\nstreamed: " << s.calls[i].arguments;
+  }
+}
+
+}  // namespace
+
+TEST(XmlToolCallReader, StreamsWhatTheWholeBodyGives) {
+  const ordered_json tools = ordered_json::parse(R"([
+    {"type": "function", "function": {"name": "a", "parameters": {"properties": {
+      "x": {"type": "integer"}, "y": {"type": "string"}, "n": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+      "o": {"type": "object"}}}}}])");
+  std::string many = "<function=a>";
+  for (int i = 0; i < 1000; ++i) many += "\n<parameter=k" + std::to_string(i) + ">\nx\n</parameter>";
+  for (const std::string& body : std::vector<std::string>{
+           "\n<function=a>\n<parameter=x>\n1\n<parameter=y>\n<b>2</b>\n</parameter>\n</function>\n<function=c>\n",
+           "<function=write>\n<parameter=code>\nx = \"</parameter>\" + \"</function>\"\n</parameter>\n"
+           "<parameter=n>\n1\n</parameter>\n</function>\n<function=c>\n</function>",
+           "<function=a><parameter=x>1</parameter>\n<function=b></function>",
+           "<function=a>\n<parameter=y>\n\n\ntwo blank lines\n\n</parameter>\n<parameter=n>\nNone\n</parameter>\n"
+           "<parameter=o>\n{\"k\": [1, 2]}\n</parameter>\n<parameter=x>\n 7 \n</parameter>\n</function>",
+           "<function=a><parameter=y>\n</parameter></function>",
+           "<function=a><parameter=y></parameter></function>",
+           "<function=a><parameter=y>a</parameter> b</parameter>\n\n</function> c </function>  ",
+           "<function=a><parameter=y>1</parameter><parameter=y>2</parameter></function>",
+           "<function=a><parameter=y>caf\xC3\xA9 \xE2\x82\xAC \xff\xfe</parameter></function>",
+           "<function=a><parameter=y>x</tool_call> y</parameter></function>",
+           "<function=a>\n<function=b>\n</function>\n\n<function=c>\n<parameter=y>\n</function>",
+           many + "\n</function>",
+           many + "\n<parameter=k1000>\nx\n</parameter>\n</function>",
+           "",
+           "  \n",
+           "{\"name\": \"a\"}",
+           "<function=>\n</function>",
+           "<function=a\n</function>",
+           "text <function=a></function>",
+           "<function=a></function> text",
+           "<function=a>\nstray\n<parameter=x>1</parameter></function>",
+           "<function=a><parameter=>1</parameter></function>",
+           "<function=a><parameter=x",
+           "<function={{ tool.name }}></function>",
+           "<function=a b></function>",
+           "<function=a><parameter=y>1</parameter><parameter=bad\nkey>2</parameter></function>"})
+    for (size_t piece : {1, 2, 3, 5, 7, 64, 100000}) expect_streams_as_parsed(body, tools, piece);
+}
+
+// Text of a string type goes out as it comes; what may still end the value
+// (a closing tag before its next element, a newline that may be the last)
+// is held back until it is known; a value of another type comes whole.
+TEST(XmlToolCallReader, StringValuesStreamAsTheyCome) {
+  const ordered_json tools = tools_with(R"({"path": {"type": "string"}, "n": {"type": "integer"}})");
+  XmlToolCallReader reader(&tools);
+  auto args = [&](const std::string& text) {
+    std::string out;
+    for (const auto& p : reader.push(text)) out += (p.name.empty() ? "" : "[" + p.name + "]") + p.arguments;
+    return out;
+  };
+  EXPECT_EQ(args("<function=f>\n<parameter"), "");
+  EXPECT_EQ(reader.shape(), XmlToolCallReader::Shape::Undecided);
+  EXPECT_EQ(args("=path>\nsrc/ma"), R"([f]{"path":"src/ma)");
+  EXPECT_EQ(reader.shape(), XmlToolCallReader::Shape::Streamed);
+  EXPECT_EQ(args("in.cpp\n"), "in.cpp");
+  EXPECT_EQ(args("</parameter>"), "");
+  EXPECT_EQ(args(" more\n"), R"(\n</parameter> more)");
+  EXPECT_EQ(args("</parameter>\n<parameter=n>\n4"), R"(",)"
+                                                    R"("n":)");
+  // Only the next function, or the body's end, makes that </function> the end.
+  EXPECT_EQ(args("2\n</parameter>\n</function>"), "");
+  const auto end = reader.finish(std::string::npos);
+  ASSERT_EQ(end.size(), 1u);
+  EXPECT_EQ(end[0].arguments, "42}");
+  EXPECT_TRUE(reader.read_whole());
+}
+
+// Random bodies of the grammar's pieces, cut at random: the stream always
+// gives what the whole body parses to.
+TEST(XmlToolCallReader, RandomBodiesStreamAsParsed) {
+  const ordered_json tools = ordered_json::parse(R"([
+    {"type": "function", "function": {"name": "f", "parameters": {"properties": {
+      "a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": ["string", "null"]}}}}}])");
+  const std::vector<std::string> parts = {"<function=f>",
+                                          "<function=g>",
+                                          "<parameter=a>",
+                                          "<parameter=b>",
+                                          "<parameter=c>",
+                                          "</parameter>",
+                                          "</function>",
+                                          "\n",
+                                          "\n",
+                                          " ",
+                                          "x",
+                                          "1",
+                                          "<",
+                                          ">",
+                                          "</tool_call>",
+                                          "null",
+                                          "\xC3\xA9",
+                                          "\xE2\x82",
+                                          "\xff",
+                                          "<parameter=",
+                                          "<function=",
+                                          "</",
+                                          "<parameter=d>",
+                                          "\n<parameter=b>\n",
+                                          "\n</parameter>\n",
+                                          "\n</function>\n"};
+  uint32_t state = 12345;
+  auto next = [&](uint32_t n) {
+    state = state * 1664525u + 1013904223u;
+    return (state >> 8) % n;
+  };
+  for (int round = 0; round < 20000; ++round) {
+    std::string body = next(4) ? "<function=f>" : "";
+    for (uint32_t n = next(14); n > 0; --n) body += parts[next(static_cast<uint32_t>(parts.size()))];
+    expect_streams_as_parsed(body, tools, 1 + next(6));
+    if (HasFailure()) break;
+  }
+}
