@@ -56,12 +56,20 @@ std::vector<std::vector<float>> made_up_states(size_t inputs) {
   return states;
 }
 
-void check_reply_splitter(const std::string& text) {
+// Tools as a Qwen3-Coder request offers them, for the XML calls' typed values.
+std::shared_ptr<const nlohmann::ordered_json> coder_tools() {
+  static const auto tools = std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::parse(R"([
+    {"type": "function", "function": {"name": "f", "parameters": {"properties": {"s": {"type": "string"},
+      "i": {"type": "integer"}, "n": {"type": ["number", "null"]}, "o": {"type": "object"}}}}}])"));
+  return tools;
+}
+
+void check_reply_splitter(const std::string& text, bool coder) {
   using qinfer::server::ChatOutputParser;
   // Joined as a client joins them (a call's arguments may come in pieces),
   // cut at any piece size, the result is the same.
   auto canonical = [&](size_t piece) {
-    ChatOutputParser p;
+    ChatOutputParser p(false, qinfer::server::ToolCalls::Any, coder ? coder_tools() : nullptr);
     qinfer::server::ChatDelta all;
     for (size_t at = 0; at < text.size(); at += piece) all.append(p.push(text.substr(at, piece)));
     all.append(p.finish());
@@ -138,6 +146,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const qinfer::Error&) {
     // ApiError or another clear error: what the client is told
   }
-  check_reply_splitter(body);
+  check_reply_splitter(body, false);
+  check_reply_splitter(body, true);
   return 0;
 }
