@@ -17,7 +17,8 @@ constexpr std::string_view kThinkOpen = "<think>", kThinkClose = "</think>";
 constexpr std::string_view kToolOpen = "<tool_call>", kToolClose = "</tool_call>";
 constexpr std::string_view kFunctionOpen = "<function=", kFunctionClose = "</function>";
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+// Python's whitespace (what vLLM's parsers strip), as xml_tool_call.cpp reads it.
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
 
 // Length of the longest tail of `text` that is a proper prefix of `tag`.
 size_t partial_tag(std::string_view text, std::string_view tag) {
@@ -57,6 +58,10 @@ std::optional<std::string_view> closed_at_the_end(std::string_view body) {
 
 enum class Verdict { Undecided, Call, Text };
 
+// A bare call's parameter begins within this many bytes, or it is text
+// (whitespace without end after its header is read again with every piece).
+constexpr size_t kMaxBareHeader = 4096;
+
 // A bare call's beginning (Qwen3-Coder's <function=NAME> without the
 // <tool_call> before it): a call where NAME is offered and a parameter or
 // the function's end comes next; anything else is text, known as soon as it
@@ -72,6 +77,7 @@ Verdict bare_call_header(std::string_view body, const nlohmann::ordered_json& to
     return Verdict::Text;
   size_t next = end + 1;
   while (next < body.size() && is_space(body[next])) ++next;
+  if (next > kMaxBareHeader) return Verdict::Text;  // however the text was cut
   const std::string_view rest = body.substr(next);
   for (std::string_view tag : {std::string_view("<parameter="), kFunctionClose}) {
     const size_t n = std::min(rest.size(), tag.size());
@@ -119,8 +125,9 @@ ChatDelta ChatOutputParser::push(std::string_view text) {
       // An XML call whose function was left open ends at </tool_call> only where the next call follows.
       if (mode_ == Mode::ToolCall && xml_tools_) tags[n_tags++] = kToolOpen;
       if (mode_ == Mode::ToolCall && bare_) tags[n_tags++] = kFunctionClose;
-      // Before a bare call's header is read, another opener makes it text.
-      if (mode_ == Mode::ToolCall && bare_ && !bare_header_read_) tags[n_tags++] = kFunctionOpen;
+      // Before a bare call's header is read, another opener makes it text; after, one on a line of its own ends
+      // its function (xml_tool_call.h), so the bare call, and opens the next if its header says so.
+      if (mode_ == Mode::ToolCall && bare_) tags[n_tags++] = kFunctionOpen;
     }
     size_t at = std::string::npos;
     std::string_view tag;
@@ -142,9 +149,12 @@ ChatDelta ChatOutputParser::push(std::string_view text) {
     const Mode searched = mode_;
     emit(std::string_view(held_).substr(0, at), out);
     // A bare call's header turned out text, or an opener came before it was
-    // read: the tag is read again as the answer's.
+    // read: the tag is read again as the answer's. A function on a line of
+    // its own ends a bare call, and is read again as what may be the next.
     if (mode_ == Mode::ToolCall && bare_ && !bare_header_read_ && (tag == kFunctionOpen || tag == kToolOpen))
       bare_header_is_text(out);
+    else if (mode_ == Mode::ToolCall && bare_ && tag == kFunctionOpen && ends_with(tool_text_, "\n"))
+      close_tool_call(out, true);
     if (mode_ != searched) {
       held_.erase(0, at);
       continue;
@@ -285,7 +295,7 @@ void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
   if (xml_tools_ && xml_call_.shape() != XmlToolCallReader::Shape::Other) {
     if (const auto body = terminated ? std::optional<std::string_view>(tool_text_) : closed_at_the_end(tool_text_)) {
       send_pieces(xml_call_.finish(body->size()), out);
-      well_formed = !parse_xml_tool_calls(*body, *xml_tools_).empty();
+      well_formed = xml_call_.read_whole() && !parse_xml_tool_calls(*body, *xml_tools_).empty();
     }
   }
   // Arguments nested too deep to print, or too large to parse, leave the call as text.
@@ -298,6 +308,11 @@ void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
     ++calls_closed_;
     strip_leading_ = true;  // the whitespace between calls is not content
     orphan_close_ = bare_;  // Qwen3-Coder still writes the closing tag it did not open
+    // What the XML reader stopped at is no call's: it stays text the user sees.
+    if (const size_t unread = xml_call_.unread_from(); unread < tool_text_.size()) {
+      strip_leading_ = orphan_close_ = false;
+      emit(tool_text_.substr(unread) + (terminated && !bare_ ? std::string(kToolClose) : ""), out);
+    }
   } else if (json_call) {
     ToolCall call{j["name"].get<std::string>(), "{}"};
     if (j.contains("arguments")) {

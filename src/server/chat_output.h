@@ -3,11 +3,11 @@
 // <tool_call>{"name": ..., "arguments": ...}</tool_call> (or Qwen3-Coder's
 // <tool_call><function=...>...</function></tool_call>, xml_tool_call.h) as
 // a structured tool call. Text arrives in pieces (streaming); a piece that might begin a tag is
-// held back until it is known, so raw tags never reach the content. A call
-// is announced once its name is read and its arguments follow as they come
-// (json_tool_call.h, xml_tool_call.h); a JSON call of another shape comes
-// whole when it closes. The non-streaming answer is the concatenation of the
-// same deltas.
+// held back until it is known, so raw tags never reach the content. A JSON
+// call is announced once its name is read, an XML one once its first
+// parameter opens, and the arguments follow as they come (json_tool_call.h,
+// xml_tool_call.h); a JSON call of another shape comes whole when it closes. The non-streaming answer is the
+// concatenation of the same deltas.
 #pragma once
 #include <memory>
 #include <nlohmann/json.hpp>

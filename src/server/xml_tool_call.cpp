@@ -282,8 +282,13 @@ std::vector<XmlToolCallReader::Piece> XmlToolCallReader::push(std::string_view t
 std::vector<XmlToolCallReader::Piece> XmlToolCallReader::finish(size_t length) {
   std::vector<Piece> out;
   if (final_) return out;
-  // What is cut was held back: a possible end of the body is never sent as a value's.
-  if (length < body_.size()) body_.resize(length);
+  // What is cut was held back (may_be_cut_at), so it was neither read nor sent.
+  if (length < std::min(body_.size(), state_ == State::Value ? std::max(pos_, sent_) : pos_)) {
+    fail();
+    return out;
+  }
+  body_.resize(std::min(length, body_.size()));
+  spaces_.clear();
   final_ = true;
   while (step(out)) {
   }
@@ -291,10 +296,27 @@ std::vector<XmlToolCallReader::Piece> XmlToolCallReader::finish(size_t length) {
 }
 
 void XmlToolCallReader::fail() {
-  if (shape_ == Shape::Undecided)
+  if (shape_ == Shape::Undecided) {
     shape_ = Shape::Other;
-  else
+  } else {
     state_ = State::Failed;
+    unread_from_ = element_start_;
+  }
+}
+
+// skip_space, remembering the runs it read while the reader waits at one
+// place: a run that grows a piece at a time is not read again from its start.
+size_t XmlToolCallReader::skip_space_from(size_t from) const {
+  if (memo_pos_ != pos_ || memo_state_ != state_) {
+    spaces_.clear();
+    memo_pos_ = pos_;
+    memo_state_ = state_;
+  }
+  for (auto& [start, end] : spaces_)
+    if (start == from) return end = skip_space(body_, end);
+  const size_t end = skip_space(body_, from);
+  if (spaces_.size() < 4) spaces_.emplace_back(from, end);
+  return end;
 }
 
 bool XmlToolCallReader::step(std::vector<Piece>& out) {
@@ -306,7 +328,8 @@ bool XmlToolCallReader::step(std::vector<Piece>& out) {
   };
   switch (state_) {
     case State::Function: {
-      const size_t at = skip_space(b, pos_);
+      const size_t at = skip_space_from(pos_);
+      element_start_ = at;
       if (starts_at(b, at, kFunction)) {
         pos_ = tag_end_ = at + kFunction.size();
         state_ = State::Name;
@@ -330,13 +353,14 @@ bool XmlToolCallReader::step(std::vector<Piece>& out) {
       state_ = State::Inner;
       return true;
     case State::Inner: {  // between the header and the first parameter: whitespace only
-      const size_t at = skip_space(b, pos_);
+      const size_t at = skip_space_from(pos_);
       const End end = function_end_at(at);
       if (starts_at(b, at, kParameter) || end.verdict == Verdict::Yes) {
         shape_ = Shape::Streamed;
         out.push_back({name_, ""});
       }
       if (starts_at(b, at, kParameter)) {
+        element_start_ = at;
         pos_ = tag_end_ = at + kParameter.size();
         state_ = State::Key;
         return true;
@@ -378,6 +402,7 @@ bool XmlToolCallReader::step(std::vector<Piece>& out) {
         }
         end_value(end.value_end, out);
         if (end.function_ends) return end_function(end.resume, out), true;
+        element_start_ = end.resume - kParameter.size();
         pos_ = tag_end_ = end.resume;
         state_ = State::Key;
         return true;
@@ -396,7 +421,7 @@ XmlToolCallReader::End XmlToolCallReader::function_end_at(size_t at) const {
   const std::string_view b = body_;
   if (at == b.size()) return final_ ? End{Verdict::Yes, at, at, true} : End{Verdict::Undecided};
   if (starts_at(b, at, kFunctionEnd)) {
-    const size_t next = skip_space(b, at + kFunctionEnd.size());
+    const size_t next = skip_space_from(at + kFunctionEnd.size());
     if ((next == b.size() && final_) || starts_at(b, next, kFunction)) return {Verdict::Yes, at, next, true};
     return !final_ && (begins_at(b, next, kFunction) || may_be_cut_at(next)) ? End{Verdict::Undecided} : End{};
   }
@@ -420,7 +445,7 @@ XmlToolCallReader::End XmlToolCallReader::value_end_at(size_t at) const {
     return !final_ && may_begin ? End{Verdict::Undecided} : End{};
   }
   if (starts_at(b, at, kParameterEnd)) {
-    const size_t next = skip_space(b, at + kParameterEnd.size());
+    const size_t next = skip_space_from(at + kParameterEnd.size());
     if (starts_at(b, next, kParameter)) return {Verdict::Yes, at, next + kParameter.size(), false};
     End end = function_end_at(next);
     end.value_end = at;
@@ -433,13 +458,15 @@ XmlToolCallReader::End XmlToolCallReader::value_end_at(size_t at) const {
 }
 
 // The reply splitter takes a </tool_call> written inside an open function
-// as text, and ends the body before it where the next call follows (or the
-// reply ends there): until then, what follows it is unknown.
+// as text, and ends the body before it where the next call follows; at the
+// reply's end, it also cuts off a </tool_call> begun and whitespace. So
+// until more text comes, a beginning of the tag and whitespace after it may
+// be no part of the body.
 bool XmlToolCallReader::may_be_cut_at(size_t at) const {
-  const std::string_view b = body_;
   if (final_) return false;
-  return begins_at(b, at, kToolCallEnd) ||
-         (starts_at(b, at, kToolCallEnd) && skip_space(b, at + kToolCallEnd.size()) == b.size());
+  size_t tag = 0;
+  while (tag < kToolCallEnd.size() && at + tag < body_.size() && body_[at + tag] == kToolCallEnd[tag]) ++tag;
+  return skip_space_from(at + tag) == body_.size();
 }
 
 // Sends the open string value up to `safe`, less what may still not be

@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "server/tool_call.h"
@@ -53,8 +54,9 @@ std::vector<ToolCall> parse_xml_tool_calls(std::string_view body, const nlohmann
 // end it is held back. The arguments join to the object parse_xml_tool_calls
 // gives for the same body (a key written twice appears twice, the later
 // value then the one a JSON reader keeps). A body that fails the rules
-// before a call is announced is Other; after, the reader stops (the calls
-// sent stand, as a JSON call cut short does).
+// before a call is announced is Other; after, the reader stops: the
+// arguments sent stand, unfinished (as a JSON call cut short does), and the
+// text from the element that failed on is no call's (unread_from).
 class XmlToolCallReader {
  public:
   enum class Shape { Undecided, Streamed, Other };
@@ -71,6 +73,8 @@ class XmlToolCallReader {
   Shape shape() const { return shape_; }
   // The body, to its end, was calls (what parse_xml_tool_calls takes).
   bool read_whole() const { return state_ == State::Done; }
+  // Where the text no call holds begins, once the reader stopped after a call was announced.
+  size_t unread_from() const { return unread_from_; }
 
  private:
   enum class State { Function, Name, Inner, Key, Value, Done, Failed };
@@ -85,6 +89,7 @@ class XmlToolCallReader {
   End function_end_at(size_t at) const;
   End value_end_at(size_t at) const;
   bool may_be_cut_at(size_t at) const;
+  size_t skip_space_from(size_t from) const;
   void stream_value(size_t safe, std::vector<Piece>& out);
   void end_value(size_t value_end, std::vector<Piece>& out);
   void end_function(size_t resume, std::vector<Piece>& out);
@@ -95,8 +100,13 @@ class XmlToolCallReader {
   bool final_ = false;  // body_ is whole
   Shape shape_ = Shape::Undecided;
   State state_ = State::Function;
-  size_t pos_ = 0;      // where reading goes on (in a value: the first place its end may be)
-  size_t tag_end_ = 0;  // the end of the <function= or <parameter= tag being read
+  size_t pos_ = 0;            // where reading goes on (in a value: the first place its end may be)
+  size_t tag_end_ = 0;        // the end of the <function= or <parameter= tag being read
+  size_t element_start_ = 0;  // where that element (or what stands in its place) begins
+  size_t unread_from_ = std::string::npos;
+  mutable std::vector<std::pair<size_t, size_t>> spaces_;  // whitespace runs read while waiting at memo_pos_
+  mutable size_t memo_pos_ = 0;
+  mutable State memo_state_ = State::Function;
   std::string name_;
   const nlohmann::ordered_json* parameters_ = nullptr;  // the current function's declared parameters
   std::unordered_set<std::string> keys_;                // its keys so far

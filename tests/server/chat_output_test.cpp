@@ -493,3 +493,65 @@ TEST(ChatOutput, XmlToolCallCutShortOrMalformed) {
   EXPECT_TRUE(e.tool_calls.empty());
   EXPECT_EQ(e.content, extra);
 }
+
+// A review's findings on the streamed XML calls.
+TEST(ChatOutput, XmlToolCallsStreamedEndAsTheWholeBodyDoes) {
+  const auto tools = std::make_shared<const nlohmann::ordered_json>(nlohmann::ordered_json::parse(R"([
+    {"type": "function", "function": {"name": "f", "parameters": {"properties": {"b": {"type": "string"},
+      "a": {"type": "integer"}}}}}])"));
+  // A reply that ends in a </tool_call> begun, then whitespace: the splitter cuts it off, so the reader must not
+  // have sent it as a value's (it threw, or gave the integer as text).
+  for (const char* tail : {"\n</tool ", "\n</tool_call\n", "\n<\n", "\n< ", "\f", "\v"})
+    for (const char* value : {"<parameter=b>\nx\n</parameter>", "<parameter=a>\n5\n</parameter>", ""}) {
+      const std::string text = std::string("<tool_call>\n<function=f>\n") + value + "\n</function>" + tail;
+      ChatOutputParser p(false, ToolCalls::Any, tools);
+      ChatDelta d = p.push(text);
+      d.append(p.finish());
+      ASSERT_EQ(d.tool_calls.size(), 1u) << text;
+      const std::string want = value[0] == 0 ? "{}" : value[11] == 'b' ? R"({"b":"x"})" : R"({"a":5})";
+      EXPECT_EQ(d.tool_calls[0].arguments, want) << text;
+      EXPECT_TRUE(p.saw_tool_call()) << text;
+      EXPECT_EQ(d.content, "") << text;
+      expect_same_in_pieces(text, tools);
+    }
+  // A bare call is one function, of an offered tool: one on a line of its own after it is read as a call of its
+  // own (it called h, not offered).
+  const std::string bare =
+      "I'll do it.\n\n<function=f>\n<parameter=b>\nx\n<function=h>\n<parameter=q>\n1\n</parameter>\n</function>";
+  const ChatDelta d = whole(bare, false, ToolCalls::Any, tools);
+  ASSERT_EQ(d.tool_calls.size(), 1u);
+  EXPECT_EQ(d.tool_calls[0].name, "f");
+  EXPECT_EQ(d.tool_calls[0].arguments, R"({"b":"x"})");
+  EXPECT_EQ(d.content, "I'll do it.\n\n<function=h>\n<parameter=q>\n1\n</parameter>\n</function>");
+  expect_same_in_pieces(bare, tools);
+  const ChatDelta two =
+      whole("<function=f>\n<parameter=b>\nx\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>",
+            false, ToolCalls::Any, tools);
+  ASSERT_EQ(two.tool_calls.size(), 2u);
+  EXPECT_EQ(two.tool_calls[1].arguments, R"({"a":1})");
+  EXPECT_EQ(two.content, "");
+  // An element that fails the rules after the call was announced: the arguments sent stand, unfinished (no
+  // JSON a client could run by mistake), no call ends the reply, and the text from that element on is not lost.
+  const std::string malformed =
+      "<tool_call>\n<function=f>\n<parameter=b>\nhello\n</parameter>\n<parameter=a b\nc>\n5\n</parameter>\n"
+      "</function>\n</tool_call>\nAfter.";
+  ChatOutputParser p(false, ToolCalls::Any, tools);
+  ChatDelta m = p.push(malformed);
+  m.append(p.finish());
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].arguments, R"({"b":"hello")");
+  EXPECT_FALSE(p.saw_tool_call());
+  EXPECT_EQ(m.content, "<parameter=a b\nc>\n5\n</parameter>\n</function>\n</tool_call>\nAfter.");
+  expect_same_in_pieces(malformed, tools);
+  const ChatDelta second = whole("<tool_call>\n<function=f>\n</function>\n<function=f>\n</function>\ntext</tool_call>",
+                                 false, ToolCalls::Any, tools);
+  ASSERT_EQ(second.tool_calls.size(), 1u);
+  EXPECT_EQ(second.content, "<function=f>\n</function>\ntext</tool_call>");
+  // A bare header whose parameter begins past 4 KiB of whitespace is text (the whitespace was read again with
+  // every piece), however it is cut; the text is all there.
+  const std::string spaces = "<function=f>" + std::string(5000, '\n') + "<parameter=b>\nx\n</function>";
+  const ChatDelta s = whole(spaces, false, ToolCalls::Any, tools);
+  EXPECT_TRUE(s.tool_calls.empty());
+  EXPECT_EQ(s.content, spaces);
+  expect_same_in_pieces(spaces, tools);
+}
