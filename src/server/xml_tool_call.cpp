@@ -314,8 +314,10 @@ size_t XmlToolCallReader::skip_space_from(size_t from) const {
   }
   for (auto& [start, end] : spaces_)
     if (start == from) return end = skip_space(body_, end);
+  // A few runs at most are read from one place (after a tag, and while the tag itself comes): the oldest goes.
   const size_t end = skip_space(body_, from);
-  if (spaces_.size() < 4) spaces_.emplace_back(from, end);
+  if (spaces_.size() == 4) spaces_.erase(spaces_.begin());
+  spaces_.emplace_back(from, end);
   return end;
 }
 
