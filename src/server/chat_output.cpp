@@ -68,13 +68,12 @@ constexpr size_t kMaxBareHeader = 4096;
 // differs.
 Verdict bare_call_header(std::string_view body, const nlohmann::ordered_json& tools) {
   const size_t end = body.find('>');
-  if (end == std::string_view::npos)
-    return body.size() > kFunctionOpen.size() + 256 || body.find_first_of(" \t\r\n\"'{}<", 1) != std::string_view::npos
-               ? Verdict::Text
-               : Verdict::Undecided;
+  if (end == std::string_view::npos) {
+    const std::string_view begun = body.substr(kFunctionOpen.size());
+    return begun.size() > 256 || (!begun.empty() && !is_function_name(begun)) ? Verdict::Text : Verdict::Undecided;
+  }
   const std::string_view name = body.substr(kFunctionOpen.size(), end - kFunctionOpen.size());
-  if (name.empty() || name.find_first_of(" \t\r\n\"'{}<") != std::string_view::npos || !offered_function(tools, name))
-    return Verdict::Text;
+  if (!is_function_name(name) || !offered_function(tools, name)) return Verdict::Text;
   size_t next = end + 1;
   while (next < body.size() && is_space(body[next])) ++next;
   if (next > kMaxBareHeader) return Verdict::Text;  // however the text was cut
@@ -298,12 +297,14 @@ void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
       well_formed = xml_call_.read_whole() && !parse_xml_tool_calls(*body, *xml_tools_).empty();
     }
   }
-  // Arguments nested too deep to print, or too large to parse, leave the call as text.
-  const auto j = json_shape_problem(tool_text_) ? nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded)
-                                                : nlohmann::ordered_json::parse(tool_text_, nullptr, false);
-  const bool json_call = !bare_ && !j.is_discarded() && j.is_object() && j.contains("name") && j["name"].is_string();
-  if (json_call_.shape() == JsonToolCallReader::Shape::Streamed ||
-      xml_call_.shape() == XmlToolCallReader::Shape::Streamed) {
+  // Arguments nested too deep to print, or too large to parse, leave the call as text. A streamed XML call's
+  // body is no JSON, nor is a bare call's: not parsed.
+  const bool xml_streamed = xml_call_.shape() == XmlToolCallReader::Shape::Streamed;
+  const auto j = xml_streamed || bare_ || json_shape_problem(tool_text_)
+                     ? nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded)
+                     : nlohmann::ordered_json::parse(tool_text_, nullptr, false);
+  const bool json_call = !j.is_discarded() && j.is_object() && j.contains("name") && j["name"].is_string();
+  if (json_call_.shape() == JsonToolCallReader::Shape::Streamed || xml_streamed) {
     well_formed_calls_ += well_formed || json_call;
     ++calls_closed_;
     strip_leading_ = true;  // the whitespace between calls is not content

@@ -245,6 +245,10 @@ const ordered_json* offered_function(const ordered_json& tools, std::string_view
   return nullptr;
 }
 
+bool is_function_name(std::string_view name) {
+  return !name.empty() && std::none_of(name.begin(), name.end(), bad_name_char);
+}
+
 bool teaches_xml_tool_calls(const ChatTemplate& chat_template) {
   const std::string& text = chat_template.text(/*with_tools=*/true);
   return text.find(kFunction) != std::string::npos && text.find(kParameter) != std::string::npos;
@@ -257,8 +261,7 @@ std::vector<ToolCall> parse_xml_tool_calls(std::string_view body, const ordered_
     const size_t name_end = body.find('>', pos + kFunction.size());
     if (name_end == std::string_view::npos) return {};
     const std::string name(body.substr(pos + kFunction.size(), name_end - pos - kFunction.size()));
-    if (name.empty() || std::any_of(name.begin(), name.end(), bad_name_char))
-      return {};  // a template's {{ }} is no name
+    if (!is_function_name(name)) return {};
     // Left open, a function ends where the next begins on a line of its own.
     const size_t next = std::min(body.find("\n<function=", name_end), body.size() - 1) + 1;
     const size_t end = std::min(structural_end(body, kFunctionEnd, {kFunction}, name_end + 1, next), next);
@@ -324,10 +327,6 @@ size_t XmlToolCallReader::skip_space_from(size_t from) const {
 bool XmlToolCallReader::step(std::vector<Piece>& out) {
   if (shape_ == Shape::Other) return false;
   const std::string_view b = body_;
-  auto send = [&](std::string text) {
-    if (out.empty()) out.emplace_back();
-    out.back().arguments += text;
-  };
   switch (state_) {
     case State::Function: {
       const size_t at = skip_space_from(pos_);
@@ -377,7 +376,7 @@ bool XmlToolCallReader::step(std::vector<Piece>& out) {
       if (pos_ == b.size()) return final_ ? (fail(), false) : false;
       if (pos_ == tag_end_ || keys_.size() == kMaxParameters) return fail(), false;
       key_ = b.substr(tag_end_, pos_ - tag_end_);
-      send((keys_.empty() ? "{" : ",") + json_text(key_) + ":" + (always_a_string(key_, parameters_) ? "\"" : ""));
+      send((keys_.empty() ? "{" : ",") + json_text(key_) + ":" + (always_a_string(key_, parameters_) ? "\"" : ""), out);
       keys_.insert(key_);
       value_streams_ = always_a_string(key_, parameters_);
       value_begun_ = false;
@@ -479,8 +478,7 @@ void XmlToolCallReader::stream_value(size_t safe, std::vector<Piece>& out) {
   if (body_[safe - 1] == '\n' && (safe == body_.size() || body_[safe] == '<')) --safe;
   safe -= unfinished_utf8(std::string_view(body_).substr(sent_, safe - sent_));
   if (safe <= sent_) return;
-  if (out.empty()) out.emplace_back();
-  out.back().arguments += json_string_part(std::string_view(body_).substr(sent_, safe - sent_));
+  send(json_string_part(std::string_view(body_).substr(sent_, safe - sent_)), out);
   sent_ = safe;
 }
 
@@ -488,18 +486,21 @@ void XmlToolCallReader::end_value(size_t value_end, std::vector<Piece>& out) {
   size_t begin = value_start_, end = value_end;
   if (begin < end && body_[begin] == '\n') ++begin;
   if (begin < end && body_[end - 1] == '\n') --end;
-  std::string text = value_streams_
-                         ? json_string_part(std::string_view(body_).substr(sent_, end - sent_)) + "\""
-                         : json_text(converted(std::string_view(body_).substr(begin, end - begin), key_, parameters_));
-  if (out.empty()) out.emplace_back();
-  out.back().arguments += text;
+  send(value_streams_ ? json_string_part(std::string_view(body_).substr(sent_, end - sent_)) + "\""
+                      : json_text(converted(std::string_view(body_).substr(begin, end - begin), key_, parameters_)),
+       out);
 }
 
 void XmlToolCallReader::end_function(size_t resume, std::vector<Piece>& out) {
-  if (out.empty()) out.emplace_back();
-  out.back().arguments += keys_.empty() ? "{}" : "}";
+  send(keys_.empty() ? "{}" : "}", out);
   pos_ = resume;
   state_ = State::Function;
+}
+
+// More arguments of the latest call.
+void XmlToolCallReader::send(std::string_view arguments, std::vector<Piece>& out) {
+  if (out.empty()) out.emplace_back();
+  out.back().arguments += arguments;
 }
 
 }  // namespace qinfer::server

@@ -31,6 +31,10 @@ namespace qinfer::server {
 // request's tools, or nullptr where none is.
 const nlohmann::ordered_json* offered_function(const nlohmann::ordered_json& tools, std::string_view name);
 
+// A <function=NAME>'s NAME as calls take it: not empty, and no whitespace,
+// quotes, braces or angle brackets in it (a template's {{ }} is no name).
+bool is_function_name(std::string_view name);
+
 // Whether the template (as rendered with tools) teaches the XML form.
 bool teaches_xml_tool_calls(const ChatTemplate& chat_template);
 
@@ -93,6 +97,7 @@ class XmlToolCallReader {
   void stream_value(size_t safe, std::vector<Piece>& out);
   void end_value(size_t value_end, std::vector<Piece>& out);
   void end_function(size_t resume, std::vector<Piece>& out);
+  static void send(std::string_view arguments, std::vector<Piece>& out);
   void fail();
 
   const nlohmann::ordered_json* tools_;
