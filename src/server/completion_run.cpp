@@ -145,116 +145,27 @@ CompletionRun::~CompletionRun() {
     if (!c->done) c->stream->cancel();
 }
 
+// Each token's text goes through the reply's split at once: a token the
+// split reads inside the <think> block, or one that opens or closes it, is a
+// reasoning token (usage counts them); the same for a tool call's.
+enum class CompletionRun::Part { Answer, Reasoning, ToolCall };
+struct CompletionRun::Split {
+  Part part = Part::Answer;
+  size_t content_before = 0;  // d.content's size before it
+  bool made_call = false;     // it ended a tool call, or made one
+  bool dropped = false;       // its text is in no part (whitespace after a tag)
+};
+
 ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size_t max_tokens) {
   const size_t had = c.ids.size();
   const auto state = c.stream->wait(c.ids, c.ids.empty() ? timeout : 0ms, &c.received_logprobs);
-  const auto now = Clock::now();
-  if (!c.ids.empty() && c.last_token == Clock::time_point{}) {  // the first tokens (some came in the constructor)
-    if (summary_.ttft_s < 0) summary_.ttft_s = seconds_between(start_, now);
-    c.last_token = now;
-  } else if (const size_t arrived = c.ids.size() - had; arrived > 0) {
-    for (size_t k = 0; k < arrived; ++k) metrics_.record_inter_token(seconds_between(c.last_token, now) / arrived);
-    c.last_token = now;
-  }
+  note_arrivals(c, had);
   ChatDelta d;
-  if (request_.echo && request_.chat && !c.echoed) {  // the final assistant message's text, before the reply's
-    c.echoed = true;
-    d.content = request_.echo_text;
-  } else if (request_.echo && !c.echoed && (!c.ids.empty() || state == engine::RequestStream::State::Finished)) {
-    // The prompt's text, as the completion shows tokens (special ones left
-    // out unless skip_special_tokens is false), outside the stop strings' reach; its first token has no
-    // log-probability (nothing precedes it): NaN here, null in the answer.
-    c.echoed = true;
-    if (summary_.ttft_s < 0) summary_.ttft_s = seconds_between(start_, now);  // the first text sent
-    const std::vector<int32_t>& prompt = request_.prompts[c.prompt_index];
-    d.content = model_.bundle.require_tokenizer().decode(prompt, request_.text.skip_special_tokens);
-    if (request_.options.logprobs >= 0) {
-      std::vector<TokenLogprobs> echo = c.stream->prompt_logprobs();
-      for (TokenLogprobs& l : echo)  // prompt_logprobs may have asked the engine for more
-        l.top.resize(std::min(l.top.size(), static_cast<size_t>(request_.options.logprobs)));
-      echo.insert(echo.begin(),
-                  TokenLogprobs{.id = prompt[0], .logprob = std::numeric_limits<float>::quiet_NaN(), .top = {}});
-      c.unsent_logprobs.insert(c.unsent_logprobs.end(), echo.begin(), echo.end());
-      c.logprobs.insert(c.logprobs.end(), echo.begin(), echo.end());
-    }
-  }
-  // Each token's text through the reply's split at once: a token the split
-  // reads inside the <think> block, or one that opens or closes it, is a
-  // reasoning token (usage counts them); the same for a tool call's.
-  enum class Part { Answer, Reasoning, ToolCall };
-  struct Split {
-    Part part = Part::Answer;
-    size_t content_before = 0;  // d.content's size before it
-    bool made_call = false;     // it ended a tool call, or made one
-    bool dropped = false;       // its text is in no part (whitespace after a tag)
-  };
-  auto split = [&] {
-    Split s{.content_before = d.content.size()};
-    const bool had_text = !c.pieces.empty();
-    if (!c.parser) {
-      d.content += c.pieces;
-    } else {
-      const bool was_reasoning = c.parser->in_reasoning(), was_call = c.parser->in_tool_call();
-      const int calls = c.parser->calls_made(), closed = c.parser->calls_closed();
-      d.append(c.parser->push(c.pieces));
-      if (was_reasoning || c.parser->in_reasoning())
-        s.part = Part::Reasoning;
-      else if (was_call || c.parser->in_tool_call())
-        s.part = Part::ToolCall;
-      // A call announced, or one that ended (a streamed call was announced before: the tokens since are its too).
-      s.made_call = (was_call && !c.parser->in_tool_call()) || c.parser->calls_made() > calls ||
-                    c.parser->calls_closed() > closed;
-      s.dropped = had_text && s.part == Part::Answer && d.content.size() == s.content_before && !c.parser->holds_text();
-    }
-    c.pieces.clear();
-    return s;
-  };
-  // Answer logprobs only (the Responses API's): each token waits until text
-  // comes out, and goes with it, at its place in the content (so to the
-  // message item that holds it). Those no text follows (the end token) are
-  // no text's.
-  auto settle = [&](const Split& s) {
-    if (!request_.answer_logprobs_only || d.content.size() == s.content_before) return;
-    const auto at = static_cast<int64_t>(c.total.content.size() + s.content_before);
-    for (TokenLogprobs& l : c.held_logprobs) {
-      c.unsent_logprobs.push_back(l);
-      c.logprobs.push_back(std::move(l));
-      c.unsent_content_at.push_back(at);
-      c.content_at.push_back(at);
-    }
-    c.held_logprobs.clear();
-  };
+  if (request_.echo && !c.echoed &&
+      (request_.chat || !c.ids.empty() || state == engine::RequestStream::State::Finished))
+    echo_prompt(c, d);
   const size_t take = std::min(max_tokens, c.ids.size());
-  for (size_t k = 0; k < take && !c.stopped; ++k) {
-    ++c.tokens;
-    if (request_.return_token_ids) {
-      c.token_ids.push_back(c.ids[k]);
-      c.unsent_ids.push_back(c.ids[k]);
-    }
-    if (!c.text->push(c.ids[k])) {
-      c.stopped = true;
-      c.stream->cancel();
-    }
-    const Split s = split();
-    c.reasoning_tokens += s.part == Part::Reasoning;
-    if (request_.answer_logprobs_only) {
-      // A call made: the tokens held are its (its opener's text was held as a
-      // possible tag), and this one too unless it opened the next call.
-      const bool made = s.made_call && d.content.size() == s.content_before;
-      if (made) c.held_logprobs.clear();
-      if (k < c.received_logprobs.size() && s.part != Part::Reasoning && !s.dropped &&
-          !(made && !c.parser->in_tool_call()))
-        c.held_logprobs.push_back(std::move(c.received_logprobs[k]));
-      settle(s);
-      continue;
-    }
-    // Without include_reasoning, the reasoning's tokens are left out of the logprobs too.
-    if (s.part == Part::Reasoning && !request_.include_reasoning) continue;
-    if (k < c.received_logprobs.size()) {
-      c.unsent_logprobs.push_back(c.received_logprobs[k]);
-      c.logprobs.push_back(std::move(c.received_logprobs[k]));
-    }
-  }
+  take_tokens(c, take, d);
   if (c.stopped) {  // what came after the stop string is not the answer's
     c.ids.clear();
     c.received_logprobs.clear();
@@ -265,59 +176,163 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
         c.received_logprobs.begin() + static_cast<ptrdiff_t>(std::min(take, c.received_logprobs.size())));
   }
   // The stream ended, and its tokens are all in the text: the choice is done.
-  const bool ended = state != engine::RequestStream::State::Running && c.ids.empty();
-  if (ended && state == engine::RequestStream::State::Failed && !failure_) {
-    failure_ = failure_of(*c.stream);
-    for (auto& other : choices_) other->stream->cancel();
-  }
-  if (ended) {
-    c.done = true;
-    if (state == engine::RequestStream::State::Finished) c.result = c.stream->result();
-    c.text->finish(/*ended_by_stop_id=*/state == engine::RequestStream::State::Finished &&
-                   c.result.reason == StopReason::Eos);
-  }
-  // The stop id that ended it writes no text: what the text held back until
-  // its end is not its. (A grammar that completes ends a reply without one.)
-  if (request_.answer_logprobs_only && ended && state == engine::RequestStream::State::Finished &&
-      c.result.reason == StopReason::Eos && !c.held_logprobs.empty() && !c.result.ids.empty() &&
-      c.held_logprobs.back().id == c.result.ids.back()) {
-    const GenerationOptions& o = request_.options;
-    const int32_t last = c.result.ids.back();
-    if (std::find(o.stop_ids.begin(), o.stop_ids.end(), last) != o.stop_ids.end() ||
-        std::find(o.eos_ids.begin(), o.eos_ids.end(), last) != o.eos_ids.end())
-      c.held_logprobs.pop_back();
-  }
-  if (!c.pieces.empty()) settle(split());  // what the text held back until its end
-  if (c.done) {
-    if (c.parser) {
-      const size_t content_before = d.content.size();
-      d.append(c.parser->finish());
-      settle({.content_before = content_before});
-    }
-    const StopReason r = c.result.reason;
-    if (state == engine::RequestStream::State::Failed)
-      c.finish_reason = "abort";
-    else if (c.stopped || c.text->stopped_by_string() || r == StopReason::Eos)  // a stop string found at the flush too
-      c.finish_reason = "stop";
-    else if (r == StopReason::Callback)
-      c.finish_reason = "abort";
-    else
-      c.finish_reason = "length";
-    if (c.finish_reason == "stop" && c.parser && c.parser->saw_tool_call()) c.finish_reason = "tool_calls";
-    // As vLLM: a stop string, else a stop id that is no eos (an eos is null).
-    const GenerationOptions& o = request_.options;
-    const auto in = [](const std::vector<int32_t>& ids, int32_t id) {
-      return std::find(ids.begin(), ids.end(), id) != ids.end();
-    };
-    if (c.text->stopped_by_string())
-      c.stop_reason = c.text->stop_string();
-    else if (r == StopReason::Eos && !c.result.ids.empty() && in(o.stop_ids, c.result.ids.back()) &&
-             (o.ignore_eos || !in(o.eos_ids, c.result.ids.back())))
-      c.stop_reason = c.result.ids.back();
-  }
+  if (state != engine::RequestStream::State::Running && c.ids.empty())
+    end_choice(c, state, d);
+  else if (!c.pieces.empty())
+    settle(c, d, split(c, d));
   ChatDelta copy = d;
   c.total.append(std::move(copy));
   return d;
+}
+
+void CompletionRun::note_arrivals(Choice& c, size_t had) {
+  const auto now = Clock::now();
+  if (!c.ids.empty() && c.last_token == Clock::time_point{}) {  // the first tokens (some came in the constructor)
+    if (summary_.ttft_s < 0) summary_.ttft_s = seconds_between(start_, now);
+    c.last_token = now;
+  } else if (const size_t arrived = c.ids.size() - had; arrived > 0) {
+    for (size_t k = 0; k < arrived; ++k) metrics_.record_inter_token(seconds_between(c.last_token, now) / arrived);
+    c.last_token = now;
+  }
+}
+
+void CompletionRun::echo_prompt(Choice& c, ChatDelta& d) {
+  c.echoed = true;
+  if (request_.chat) {  // the final assistant message's text, before the reply's
+    d.content = request_.echo_text;
+    return;
+  }
+  // The prompt's text, as the completion shows tokens (special ones left
+  // out unless skip_special_tokens is false), outside the stop strings' reach; its first token has no
+  // log-probability (nothing precedes it): NaN here, null in the answer.
+  if (summary_.ttft_s < 0) summary_.ttft_s = seconds_between(start_, Clock::now());  // the first text sent
+  const std::vector<int32_t>& prompt = request_.prompts[c.prompt_index];
+  d.content = model_.bundle.require_tokenizer().decode(prompt, request_.text.skip_special_tokens);
+  if (request_.options.logprobs < 0) return;
+  std::vector<TokenLogprobs> echo = c.stream->prompt_logprobs();
+  for (TokenLogprobs& l : echo)  // prompt_logprobs may have asked the engine for more
+    l.top.resize(std::min(l.top.size(), static_cast<size_t>(request_.options.logprobs)));
+  echo.insert(echo.begin(),
+              TokenLogprobs{.id = prompt[0], .logprob = std::numeric_limits<float>::quiet_NaN(), .top = {}});
+  c.unsent_logprobs.insert(c.unsent_logprobs.end(), echo.begin(), echo.end());
+  c.logprobs.insert(c.logprobs.end(), echo.begin(), echo.end());
+}
+
+CompletionRun::Split CompletionRun::split(Choice& c, ChatDelta& d) const {
+  Split s{.content_before = d.content.size()};
+  const bool had_text = !c.pieces.empty();
+  if (!c.parser) {
+    d.content += c.pieces;
+  } else {
+    const bool was_reasoning = c.parser->in_reasoning(), was_call = c.parser->in_tool_call();
+    const int calls = c.parser->calls_made(), closed = c.parser->calls_closed();
+    d.append(c.parser->push(c.pieces));
+    if (was_reasoning || c.parser->in_reasoning())
+      s.part = Part::Reasoning;
+    else if (was_call || c.parser->in_tool_call())
+      s.part = Part::ToolCall;
+    // A call announced, or one that ended (a streamed call was announced before: the tokens since are its too).
+    s.made_call =
+        (was_call && !c.parser->in_tool_call()) || c.parser->calls_made() > calls || c.parser->calls_closed() > closed;
+    s.dropped = had_text && s.part == Part::Answer && d.content.size() == s.content_before && !c.parser->holds_text();
+  }
+  c.pieces.clear();
+  return s;
+}
+
+// Answer logprobs only (the Responses API's): each token waits until text
+// comes out, and goes with it, at its place in the content (so to the
+// message item that holds it). Those no text follows (the end token) are
+// no text's.
+void CompletionRun::settle(Choice& c, const ChatDelta& d, const Split& s) const {
+  if (!request_.answer_logprobs_only || d.content.size() == s.content_before) return;
+  const auto at = static_cast<int64_t>(c.total.content.size() + s.content_before);
+  for (TokenLogprobs& l : c.held_logprobs) {
+    c.unsent_logprobs.push_back(l);
+    c.logprobs.push_back(std::move(l));
+    c.unsent_content_at.push_back(at);
+    c.content_at.push_back(at);
+  }
+  c.held_logprobs.clear();
+}
+
+// The first n received ids into the text, each split apart, with its log-probabilities.
+void CompletionRun::take_tokens(Choice& c, size_t n, ChatDelta& d) {
+  for (size_t k = 0; k < n && !c.stopped; ++k) {
+    ++c.tokens;
+    if (request_.return_token_ids) {
+      c.token_ids.push_back(c.ids[k]);
+      c.unsent_ids.push_back(c.ids[k]);
+    }
+    if (!c.text->push(c.ids[k])) {
+      c.stopped = true;
+      c.stream->cancel();
+    }
+    const Split s = split(c, d);
+    c.reasoning_tokens += s.part == Part::Reasoning;
+    if (request_.answer_logprobs_only) {
+      // A call made: the tokens held are its (its opener's text was held as a
+      // possible tag), and this one too unless it opened the next call.
+      const bool made = s.made_call && d.content.size() == s.content_before;
+      if (made) c.held_logprobs.clear();
+      if (k < c.received_logprobs.size() && s.part != Part::Reasoning && !s.dropped &&
+          !(made && !c.parser->in_tool_call()))
+        c.held_logprobs.push_back(std::move(c.received_logprobs[k]));
+      settle(c, d, s);
+      continue;
+    }
+    // Without include_reasoning, the reasoning's tokens are left out of the logprobs too.
+    if (s.part == Part::Reasoning && !request_.include_reasoning) continue;
+    if (k < c.received_logprobs.size()) {
+      c.unsent_logprobs.push_back(c.received_logprobs[k]);
+      c.logprobs.push_back(std::move(c.received_logprobs[k]));
+    }
+  }
+}
+
+// The stream ended and its tokens are all taken: what the text and the split
+// held back goes out, and the choice gets its finish and stop reasons.
+void CompletionRun::end_choice(Choice& c, engine::RequestStream::State state, ChatDelta& d) {
+  const bool finished = state == engine::RequestStream::State::Finished;
+  if (state == engine::RequestStream::State::Failed && !failure_) {
+    failure_ = failure_of(*c.stream);
+    for (auto& other : choices_) other->stream->cancel();
+  }
+  c.done = true;
+  if (finished) c.result = c.stream->result();
+  const StopReason r = c.result.reason;
+  c.text->finish(/*ended_by_stop_id=*/finished && r == StopReason::Eos);
+  const GenerationOptions& o = request_.options;
+  const auto in = [](const std::vector<int32_t>& ids, int32_t id) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
+  // The stop id that ended it writes no text: what the text held back until
+  // its end is not its. (A grammar that completes ends a reply without one.)
+  if (request_.answer_logprobs_only && finished && r == StopReason::Eos && !c.held_logprobs.empty() &&
+      !c.result.ids.empty() && c.held_logprobs.back().id == c.result.ids.back() &&
+      (in(o.stop_ids, c.result.ids.back()) || in(o.eos_ids, c.result.ids.back())))
+    c.held_logprobs.pop_back();
+  if (!c.pieces.empty()) settle(c, d, split(c, d));  // what the text held back until its end
+  if (c.parser) {
+    const size_t content_before = d.content.size();
+    d.append(c.parser->finish());
+    settle(c, d, {.content_before = content_before});
+  }
+  if (state == engine::RequestStream::State::Failed)
+    c.finish_reason = "abort";
+  else if (c.stopped || c.text->stopped_by_string() || r == StopReason::Eos)  // a stop string found at the flush too
+    c.finish_reason = "stop";
+  else if (r == StopReason::Callback)
+    c.finish_reason = "abort";
+  else
+    c.finish_reason = "length";
+  if (c.finish_reason == "stop" && c.parser && c.parser->saw_tool_call()) c.finish_reason = "tool_calls";
+  // As vLLM: a stop string, else a stop id that is no eos (an eos is null).
+  if (c.text->stopped_by_string())
+    c.stop_reason = c.text->stop_string();
+  else if (r == StopReason::Eos && !c.result.ids.empty() && in(o.stop_ids, c.result.ids.back()) &&
+           (o.ignore_eos || !in(o.eos_ids, c.result.ids.back())))
+    c.stop_reason = c.result.ids.back();
 }
 
 ordered_json CompletionRun::chunk(const ordered_json& choices) const {

@@ -65,6 +65,14 @@ class CompletionRun {
   // to `timeout` when it has none); returns the delta to send, and marks the
   // choice done when it finished and every token is taken.
   ChatDelta poll(Choice& c, std::chrono::milliseconds timeout, size_t max_tokens);
+  enum class Part;
+  struct Split;                               // where one token's text went in the reply's split
+  void note_arrivals(Choice& c, size_t had);  // time to first token, inter-token times
+  void echo_prompt(Choice& c, ChatDelta& d);  // echo: the prompt's text (and logprobs) before the reply's
+  Split split(Choice& c, ChatDelta& d) const;
+  void settle(Choice& c, const ChatDelta& d, const Split& s) const;
+  void take_tokens(Choice& c, size_t n, ChatDelta& d);
+  void end_choice(Choice& c, engine::RequestStream::State state, ChatDelta& d);
   static constexpr size_t kAllTokens = SIZE_MAX;
   nlohmann::ordered_json chunk(const nlohmann::ordered_json& choices) const;
   nlohmann::ordered_json usage() const;
