@@ -9,6 +9,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "chat_template_flags.h"
 #include "commands.h"
 #include "engine/engine.h"
 #include "engine_flags.h"
@@ -34,6 +35,7 @@ struct BatchArgs {
   LoadFlags load;
   EngineFlags engine;
   DraftFlags draft;
+  ChatTemplateFlags chat_template;
 };
 
 struct Job {
@@ -110,12 +112,14 @@ Job parse_job(const std::string& line, const ModelBundle& bundle, const std::str
   return job;
 }
 
-void run_batch(const BatchArgs& a) {
+void run_batch(BatchArgs& a) {
   a.engine.validate();
   a.draft.validate();
+  a.chat_template.read();
   LoadOptions load_options = a.load.options();
   load_options.lora_modules = a.lora_modules.adapters(a.model);
   ModelBundle bundle = load_model_bundle(a.model, load_options);
+  a.chat_template.apply(bundle);
   a.draft.load_model(bundle, load_options);
   engine::EngineOptions options = a.engine.engine_options(*bundle.model, 0, bundle.draft_model.get());
   a.draft.apply(options, bundle);
@@ -235,6 +239,7 @@ void add_batch_command(CLI::App& app) {
       ->required();
   a->engine.add_options(cmd);
   a->draft.add_options(cmd);
+  a->chat_template.add_options(cmd, /*with_default_kwargs=*/true);
   a->lora_modules.add_option(cmd);  // a line's "model" names one (-m as given: none)
   a->load.add_options(cmd);
   cmd->callback([a] { run_batch(*a); });

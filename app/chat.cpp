@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "chat_template_flags.h"
 #include "commands.h"
 #include "engine/engine.h"
 #include "generation_flags.h"
@@ -47,6 +48,7 @@ constexpr const char* kHelp =
 
 struct ChatArgs {
   GenerationFlags flags{-1};
+  ChatTemplateFlags chat_template;
   std::string system;
   bool no_think = false, hide_thinking = false, print_prompt_ids = false;
   int64_t thinking_budget = -1;
@@ -105,7 +107,9 @@ LineReader::Status read_message(LineReader& in, std::string& message, bool& unfi
 
 void run_chat(ChatArgs& a) {
   int threads = 0;
-  const ModelBundle bundle = a.flags.load(threads);
+  a.chat_template.read();
+  ModelBundle bundle = a.flags.load(threads);
+  a.chat_template.apply(bundle);
   const Tokenizer& tok = bundle.require_tokenizer();
   utf8::require_valid(a.system, "the system prompt (--system)");
   Conversation conv(bundle.require_chat_template(), tok, a.system,
@@ -264,6 +268,7 @@ void add_chat_command(CLI::App& app) {
       "through a pipe; replies streamed");
   a->flags.add_options(cmd, "Maximum tokens per reply; -1 = until eos or the context is full");
   cmd->add_option("--system", a->system, "System prompt");
+  a->chat_template.add_options(cmd, /*with_default_kwargs=*/false);
   cmd->add_flag("--no-think", a->no_think,
                 "Disable Qwen3's thinking (enable_thinking=false): the template closes an empty think block in "
                 "every reply, so /think in a message cannot turn it back on");

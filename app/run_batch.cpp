@@ -28,6 +28,7 @@
 #include <thread>
 #include <utility>
 
+#include "chat_template_flags.h"
 #include "commands.h"
 #include "engine_flags.h"
 #include "load_flags.h"
@@ -52,6 +53,7 @@ struct RunBatchArgs {
   LoadFlags load;
   EngineFlags engine;
   DraftFlags draft;
+  ChatTemplateFlags chat_template;
   int64_t ctx = 0;
 };
 
@@ -221,9 +223,10 @@ class ResultSink {
 // keep every later answer in memory (an embedding's is tens of kB).
 constexpr size_t kAheadOfOutput = 256;
 
-void run_run_batch(const RunBatchArgs& a) {
+void run_run_batch(RunBatchArgs& a) {
   a.engine.validate();
   a.draft.validate();
+  a.chat_template.read();
   if (a.ctx < 0) usage_fail("--ctx must be positive (or 0: the model's maximum)");
   LoadOptions load_options = a.load.options();
   load_options.lora_modules = a.lora_modules.adapters(a.served_name.empty() ? a.model : a.served_name);
@@ -236,8 +239,8 @@ void run_run_batch(const RunBatchArgs& a) {
   // (n, lists of prompts): a 503 would be a lost line.
   const int senders = static_cast<int>(std::min<int64_t>(a.engine.parallel + 4, 1024));
   Timer timer;
-  ServedEngine loaded =
-      load_served_engine(a.model, a.served_name, load_options, a.engine, a.draft, a.ctx, int64_t{1} << 20);
+  ServedEngine loaded = load_served_engine(a.model, a.served_name, load_options, a.engine, a.draft, a.chat_template,
+                                           a.ctx, int64_t{1} << 20);
   print_served_notes("run-batch", loaded, a.ctx);
 
   std::random_device key_source;
@@ -364,6 +367,7 @@ void add_run_batch_command(CLI::App& app) {
   a->lora_modules.add_option(cmd);
   a->engine.add_options(cmd);
   a->draft.add_options(cmd);
+  a->chat_template.add_options(cmd, /*with_default_kwargs=*/true);
   cmd->add_option("--ctx", a->ctx, "Positions per sequence, prompt + completion (0: the model's maximum)")
       ->capture_default_str();
   a->load.add_options(cmd);

@@ -14,6 +14,7 @@
 #include <functional>
 #include <thread>
 
+#include "chat_template_flags.h"
 #include "commands.h"
 #include "engine/engine_loop.h"
 #include "engine_flags.h"
@@ -40,15 +41,17 @@ struct ServeArgs {
   LoadFlags load;
   EngineFlags engine;
   DraftFlags draft;
+  ChatTemplateFlags chat_template;
   int64_t max_queue = 256, ctx = 0;
   double shutdown_timeout = 10;
   std::string scheduling_policy = "fcfs";
   bool api_key_given = false, served_name_given = false;
 };
 
-void run_serve(const ServeArgs& a) {
+void run_serve(ServeArgs& a) {
   a.engine.validate();
   a.draft.validate();
+  a.chat_template.read();
   if (a.max_queue < 0 || a.max_queue > kMaxQueue)
     usage_fail("--max-queue must be between 0 and ", kMaxQueue, ", got ", a.max_queue);
   if (a.ctx < 0) usage_fail("--ctx must be positive (or 0: the model's maximum)");
@@ -116,7 +119,8 @@ void run_serve(const ServeArgs& a) {
 
   ServedEngine loaded_engine;
   try {
-    loaded_engine = load_served_engine(a.model, a.served_name, load_options, a.engine, a.draft, a.ctx, a.max_queue);
+    loaded_engine = load_served_engine(a.model, a.served_name, load_options, a.engine, a.draft, a.chat_template, a.ctx,
+                                       a.max_queue);
   } catch (...) {
     loaded();
     http.stop();
@@ -224,6 +228,7 @@ void add_serve_command(CLI::App& app) {
       ->delimiter(',');
   a->engine.add_options(cmd);
   a->draft.add_options(cmd);
+  a->chat_template.add_options(cmd, /*with_default_kwargs=*/true);
   cmd->add_option("--max-queue", a->max_queue, "Requests waiting beyond --parallel; more get 503 + Retry-After")
       ->capture_default_str();
   cmd->add_option("--ctx", a->ctx, "Positions per sequence, prompt + completion (0: the model's maximum)")

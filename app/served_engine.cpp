@@ -9,9 +9,10 @@ namespace qinfer::cli {
 
 ServedEngine load_served_engine(const std::string& model, const std::string& served_name,
                                 const LoadOptions& load_options, const EngineFlags& engine, const DraftFlags& draft,
-                                int64_t ctx, int64_t max_waiting) {
+                                const ChatTemplateFlags& chat_template, int64_t ctx, int64_t max_waiting) {
   ServedEngine e;
   e.bundle = std::make_unique<ModelBundle>(load_model_bundle(model, load_options));
+  chat_template.apply(*e.bundle);
   e.bundle->require_tokenizer();
   draft.load_model(*e.bundle, load_options);
   if (const int64_t model_max = e.bundle->model->config().max_position_embeddings; ctx > model_max)

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "chat_template_flags.h"
 #include "engine/engine_loop.h"
 #include "engine_flags.h"
 #include "runtime/model_bundle.h"
@@ -20,12 +21,13 @@ struct ServedEngine {
   std::unique_ptr<server::ServedModel> served;
 };
 
-// Loads `model` (served as `served_name`) with a context of `ctx` positions
-// (0: the model's) and an engine loop holding `max_waiting` requests beyond
-// --parallel. Error when the tokenizer is missing or --ctx is over the model's.
+// Loads `model` (served as `served_name`, with the chat template flags
+// read) with a context of `ctx` positions (0: the model's) and an engine
+// loop holding `max_waiting` requests beyond --parallel. Error when the
+// tokenizer is missing or --ctx is over the model's.
 ServedEngine load_served_engine(const std::string& model, const std::string& served_name,
                                 const LoadOptions& load_options, const EngineFlags& engine, const DraftFlags& draft,
-                                int64_t ctx, int64_t max_waiting);
+                                const ChatTemplateFlags& chat_template, int64_t ctx, int64_t max_waiting);
 
 // The notes `serve` and `run-batch` print once loaded: a chat template that
 // cannot be used, a KV pool that holds less than the context asked for.

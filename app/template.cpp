@@ -10,6 +10,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "chat_template_flags.h"
 #include "commands.h"
 #include "io/model_dir.h"
 #include "server/openai_request.h"
@@ -51,6 +52,7 @@ ChatTemplateInput parse_input(const std::string& text) {
 
 void add_template_command(CLI::App& app) {
   auto model = std::make_shared<std::string>();
+  auto flags = std::make_shared<ChatTemplateFlags>();
   CLI::App* cmd = app.add_subcommand(
       "template",
       "Render the model's chat template for a conversation given on stdin as JSON "
@@ -60,8 +62,13 @@ void add_template_command(CLI::App& app) {
          "-m,--model", *model,
          "Model directory with tokenizer_config.json (and chat_template.jinja, if any), or a Hugging Face hub id")
       ->required();
-  cmd->callback([model] {
-    ChatTemplate chat_template = ChatTemplate::from_model_dir(resolve_model_dir(*model));
+  flags->add_options(cmd, /*with_default_kwargs=*/false);
+  cmd->callback([model, flags] {
+    flags->read();
+    const std::string dir = resolve_model_dir(*model);
+    const ChatTemplate chat_template = flags->source()
+                                           ? ChatTemplate::replacing(dir, *flags->source(), flags->source_name())
+                                           : ChatTemplate::from_model_dir(dir);
     require_readable_stdin();
     std::string request(std::istreambuf_iterator<char>(std::cin), {});
     require_stdin_read_without_error();

@@ -81,6 +81,11 @@ const Tokenizer& ModelBundle::require_tokenizer() const {
   return *tokenizer;
 }
 
+void ModelBundle::replace_chat_template(const std::string& source, const std::string& name) {
+  chat_template = ChatTemplate::replacing(dir, source, name);
+  chat_template_error.clear();
+}
+
 const ChatTemplate& ModelBundle::require_chat_template() const {
   if (!chat_template_error.empty()) fail("the model's chat template cannot be used: ", chat_template_error);
   if (!chat_template) fail(dir, "/tokenizer_config.json has no chat_template: this model cannot be chatted with");

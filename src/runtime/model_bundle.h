@@ -24,6 +24,9 @@ struct ModelBundle {
   // none): only chatting needs it, so a broken one fails require_chat_template(),
   // not the load (transformers compiles it when it is applied).
   std::string chat_template_error;
+  // Template variables every conversation gets unless it sets its own
+  // (vLLM's --default-chat-template-kwargs), e.g. {"enable_thinking": false}.
+  nlohmann::ordered_json default_chat_template_kwargs = nlohmann::ordered_json::object();
   // A smaller model of the same tokenizer for speculative decoding
   // (EngineOptions::draft_model), when one was loaded (load_draft_model).
   std::unique_ptr<Qwen3Model> draft_model;
@@ -33,6 +36,9 @@ struct ModelBundle {
 
   const Tokenizer& require_tokenizer() const;  // Error naming the missing file
   const ChatTemplate& require_chat_template() const;
+  // `source` (compiled now: Error naming `name`) as the chat template in
+  // place of the checkpoint's.
+  void replace_chat_template(const std::string& source, const std::string& name);
   // generation_config eos ids, else config.json's.
   std::vector<int32_t> eos_ids() const;
   // Sampling defaults from generation_config.json, a field it lacks taking

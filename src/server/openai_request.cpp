@@ -556,6 +556,29 @@ bool is_chat_prompt_field(std::string_view key) {
   return false;
 }
 
+namespace {
+
+// apply_chat_template refuses them twice too (a keyword given twice); here
+// they would replace what was checked.
+[[noreturn]] void refuse_chat_template_kwarg(const std::string& name) {
+  bad("chat_template_kwargs", "'chat_template_kwargs' may not set '" + name + "': the request sets it (its own field)");
+}
+
+}  // namespace
+
+void read_chat_template_kwargs(const ordered_json& kwargs, ChatTemplateInput& in) {
+  for (const auto& item : kwargs.items()) {
+    if (item.key() == "enable_thinking") {
+      if (!item.value().is_boolean()) bad("chat_template_kwargs", "'enable_thinking' must be true or false");
+      in.enable_thinking = item.value().get<bool>();
+    } else if (item.key() == "messages" || item.key() == "tools" || item.key() == "add_generation_prompt") {
+      refuse_chat_template_kwarg(item.key());
+    } else {
+      in.extra_variables[item.key()] = item.value();
+    }
+  }
+}
+
 ChatPrompt render_chat_prompt(const ordered_json& body, const ModelBundle& bundle, size_t max_tokens) {
   ChatPrompt r;
   ChatTemplateInput in;
@@ -592,24 +615,17 @@ ChatPrompt render_chat_prompt(const ordered_json& body, const ModelBundle& bundl
   r.tool_calls = in.tools.is_null()                   ? ToolCalls::None
                  : parallel_tool_calls && !named_tool ? ToolCalls::Any
                                                       : ToolCalls::One;
+  // The server's defaults (--default-chat-template-kwargs), each replaced by the request's of the same name.
+  ordered_json kwargs = bundle.default_chat_template_kwargs;
   if (given(body, "chat_template_kwargs")) {
     const ordered_json& kw = body["chat_template_kwargs"];
     if (!kw.is_object()) bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     for (const auto& item : kw.items()) {
-      if (item.key() == "enable_thinking") {
-        if (!item.value().is_boolean()) bad("chat_template_kwargs", "'enable_thinking' must be true or false");
-        in.enable_thinking = item.value().get<bool>();
-      } else if (item.key() == "messages" || item.key() == "tools" || item.key() == "add_generation_prompt" ||
-                 (item.key() == "reasoning_effort" && given(body, "reasoning_effort"))) {
-        // apply_chat_template refuses them twice too (a keyword given twice); here they would
-        // replace what was checked.
-        bad("chat_template_kwargs",
-            "'chat_template_kwargs' may not set '" + item.key() + "': the request sets it (its own field)");
-      } else {
-        in.extra_variables[item.key()] = item.value();
-      }
+      if (item.key() == "reasoning_effort" && given(body, "reasoning_effort")) refuse_chat_template_kwarg(item.key());
+      kwargs[item.key()] = item.value();
     }
   }
+  read_chat_template_kwargs(kwargs, in);
   // OpenAI's effort levels, passed to the template as vLLM does (Qwen3's
   // ignores it: its thinking is on or off, chat_template_kwargs.enable_thinking).
   if (given(body, "reasoning_effort")) {

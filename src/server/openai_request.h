@@ -126,6 +126,11 @@ struct ChatPrompt {
   ThinkingBudget thinking;  // vLLM's thinking_token_budget
   bool over_limit = false;  // the prompt has more than max_tokens tokens (ids are left empty)
 };
+// chat_template_kwargs (vLLM's) into the template's input: enable_thinking
+// (true or false), any other name a template variable; ApiError 400 for a
+// name the request sets by a field of its own (messages, tools,
+// add_generation_prompt).
+void read_chat_template_kwargs(const nlohmann::ordered_json& kwargs, ChatTemplateInput& in);
 ChatPrompt render_chat_prompt(const nlohmann::ordered_json& body, const ModelBundle& bundle,
                               size_t max_tokens = SIZE_MAX);
 // Whether render_chat_prompt reads the field `key` (messages included).

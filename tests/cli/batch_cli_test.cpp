@@ -377,6 +377,44 @@ TEST(BatchCli, AStopIdThatEndsALineIsLeftOutOfItsTextUnlessAskedFor) {
 // A messages line reads the chat fields as the server does (one place:
 // server::render_chat_prompt): tools with a forced tool_choice,
 // chat_template_kwargs, continue_final_message. They were "unknown field"s.
+TEST(BatchCli, DefaultChatTemplateKwargsApplyToLinesThatDoNotSetTheirOwn) {
+  qinfer::test::ScratchDir dir("batch-kwargs");
+  const std::string input = dir.file("requests.jsonl");
+  const json messages = {{{"role", "user"}, {"content", "2+2?"}}};
+  {
+    std::ofstream f(input);
+    for (const json& kwargs : {json(nullptr), json{{"enable_thinking", true}}, json{{"enable_thinking", false}}}) {
+      json line = {{"messages", messages}, {"temperature", 0}, {"max_tokens", 4}, {"ignore_eos", true}};
+      if (!kwargs.is_null()) line["chat_template_kwargs"] = kwargs;
+      f << line.dump() << "\n";
+    }
+  }
+  const auto run = [&](const std::string& flags) {
+    const auto out = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " " + flags + " < " +
+                                 input + " 2>/dev/null");
+    EXPECT_EQ(out.exit_code, 0) << out.output;
+    return json_lines_of(out.output);
+  };
+  const std::vector<json> plain = run(""), off = run("--default-chat-template-kwargs '{\"enable_thinking\": false}'");
+  ASSERT_EQ(plain.size(), 3u);
+  ASSERT_EQ(off.size(), 3u);
+  // Qwen3's template writes an empty think block when thinking is off: a longer prompt.
+  ASSERT_NE(plain[0]["prompt_tokens"], plain[2]["prompt_tokens"]);
+  for (const char* field : {"prompt_tokens", "ids"}) {
+    SCOPED_TRACE(field);
+    EXPECT_EQ(off[0][field], plain[2][field]) << "the default";
+    EXPECT_EQ(off[1][field], plain[1][field]) << "the line's own";
+    EXPECT_EQ(off[2][field], plain[2][field]);
+  }
+
+  const auto bad = run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") +
+                               " --default-chat-template-kwargs '{\"enable_thinking\": \"no\"}' < " + input + " 2>&1");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("--default-chat-template-kwargs: 'enable_thinking' must be true or false"),
+            std::string::npos)
+      << bad.output;
+}
+
 TEST(BatchCli, MessagesLinesTakeTheServersChatFields) {
   qinfer::test::ScratchDir dir("batch-chat");
   const std::string input = dir.file("requests.jsonl");

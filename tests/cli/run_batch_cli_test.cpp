@@ -161,6 +161,36 @@ TEST(RunBatchCli, AnswersAreTheServersInInputOrderAtAnyParallelism) {
   }
 }
 
+TEST(RunBatchCli, ChatTemplateFlagsShapeEveryConversation) {
+  ScratchDir dir("run-batch-template");
+  std::ofstream(dir.file("t.jinja")) << "{{ greeting }} {{ messages[0].content }}";
+  {
+    std::ofstream f(dir.file("in.jsonl"));
+    for (const json& kwargs : {json(nullptr), json{{"greeting", "Bye"}}}) {
+      json body = {{"model", "tiny"},
+                   {"messages", {{{"role", "user"}, {"content", "world"}}}},
+                   {"max_tokens", 1},
+                   {"return_token_ids", true}};
+      if (!kwargs.is_null()) body["chat_template_kwargs"] = kwargs;
+      f << json{{"custom_id", "c"}, {"method", "POST"}, {"url", "/v1/chat/completions"}, {"body", body}}.dump() << "\n";
+    }
+  }
+  const auto res = run_command(run_batch("--chat-template " + dir.file("t.jinja") +
+                                         " --default-chat-template-kwargs '{\"greeting\": \"Hello\"}' -i " +
+                                         dir.file("in.jsonl") + " 2>/dev/null"));
+  ASSERT_EQ(res.exit_code, 0) << res.output;
+  const std::vector<json> lines = json_lines_of(res.output);
+  ASSERT_EQ(lines.size(), 2u);
+  const auto ids_of = [](const std::string& text) {
+    const auto r = run_command("echo '" + json{{"text", text}}.dump() + "' | " + qinfer_binary() + " tokenize -m " +
+                               data_path("models/tiny") + " --jsonl");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return json::parse(r.output)["ids"];
+  };
+  EXPECT_EQ(lines[0]["response"]["body"]["prompt_token_ids"], ids_of("Hello world")) << lines[0].dump();
+  EXPECT_EQ(lines[1]["response"]["body"]["prompt_token_ids"], ids_of("Bye world")) << lines[1].dump();
+}
+
 TEST(RunBatchCli, StandardStreamsByDefaultAndFilesItCannotUse) {
   ScratchDir dir("run-batch-io");
   const std::string line = completion("only", "Hello", 2, 0.0, 0).dump();

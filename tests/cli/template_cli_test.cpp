@@ -74,6 +74,42 @@ TEST(TemplateCli, ChatTemplateJinjaFileTakesPrecedence) {
   EXPECT_EQ(r.output, "from file </s>");
 }
 
+TEST(TemplateCli, ChatTemplateFlagReplacesTheCheckpointsWithItsSpecialTokens) {
+  qinfer::test::ScratchDir dir("template-flag");
+  std::ofstream(dir.file("tokenizer_config.json")) << R"({"chat_template": "from config", "eos_token": "</s>"})";
+  std::ofstream(dir.file("chat_template.jinja")) << "from the checkpoint's file";
+  std::ofstream(dir.file("request.json")) << R"({"messages": [{"role": "user", "content": "x"}]})";
+  std::ofstream(dir.file("fixed.jinja")) << "fixed: {{ messages[0].content }}{{ eos_token }}";
+  const auto run = [&](const std::string& flag) {
+    return run_command(qinfer::test::qinfer_binary() + " template -m " + dir.path() + " " + flag + " < " +
+                       dir.file("request.json") + " 2>&1");
+  };
+  auto r = run("--chat-template " + dir.file("fixed.jinja"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "fixed: x</s>");
+  r = run("--chat-template 'inline {{ messages | length }}'");  // a value with a brace that names no file
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "inline 1");
+
+  // The flag's value at fault exits 2 (usage), a file's content 1, as other files flags name.
+  auto fails = [&](int code, const std::string& flag, const std::string& message) {
+    const auto e = run(flag);
+    EXPECT_EQ(e.exit_code, code) << flag;
+    EXPECT_NE(e.output.find(message), std::string::npos) << e.output;
+  };
+  fails(2, "--chat-template " + dir.file("missing.jinja"), "missing.jinja: no such file");
+  fails(2, "--chat-template ''", "--chat-template is empty");
+  fails(2, "--chat-template '{% for %}'", "--chat-template: chat template:1:");
+  std::ofstream(dir.file("empty.jinja")).flush();
+  fails(1, "--chat-template " + dir.file("empty.jinja"), "empty.jinja: the template is empty");
+  std::ofstream(dir.file("bad.jinja")) << "{{ x";
+  fails(1, "--chat-template " + dir.file("bad.jinja"), "bad.jinja: chat template:1:");
+  std::ofstream(dir.file("latin1.jinja")) << "caf\xe9";
+  fails(1, "--chat-template " + dir.file("latin1.jinja"), "UTF-8");
+  fails(1, "--chat-template " + dir.path(), "--chat-template: ");                     // a directory
+  fails(2, "--default-chat-template-kwargs '{}'", "--default-chat-template-kwargs");  // serving commands' only
+}
+
 TEST(TemplateCli, BadInputFailsWithAMessage) {
   const std::string model = data_path("models/tiny");
   auto fails_with = [&](const std::string& request, const std::string& message) {

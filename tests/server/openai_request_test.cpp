@@ -197,6 +197,28 @@ TEST_F(OpenAiRequest, PredictionIsTheIdsOfItsText) {
             std::vector<std::string>{"prediction"});
 }
 
+TEST_F(OpenAiRequest, DefaultChatTemplateKwargsApplyUnlessTheRequestSetsItsOwn) {
+  const auto prompt = [&](const std::string& kwargs, const std::string& more = "") {
+    return parse_chat_request(
+               ordered_json::parse(R"({"messages": [{"role": "user", "content": "Hi"}])" + more +
+                                   (kwargs.empty() ? "" : R"(, "chat_template_kwargs": )" + kwargs) + "}"),
+               served(256))
+        .prompts[0];
+  };
+  const auto thinking = prompt(""), not_thinking = prompt(R"({"enable_thinking": false})");
+  ASSERT_NE(thinking, not_thinking);
+  struct Restore {
+    ModelBundle& b;
+    ~Restore() { b.default_chat_template_kwargs = ordered_json::object(); }
+  } restore{*bundle_};
+  bundle_->default_chat_template_kwargs = {{"enable_thinking", false}, {"reasoning_effort", "high"}};
+  EXPECT_EQ(prompt(""), not_thinking);
+  EXPECT_EQ(prompt(R"({"enable_thinking": true})"), thinking);
+  // The request's own reasoning_effort replaces the default's, where the same in its kwargs would be refused.
+  EXPECT_EQ(prompt("", R"(, "reasoning_effort": "low")"), not_thinking);
+  EXPECT_THROW(prompt(R"({"reasoning_effort": "low"})", R"(, "reasoning_effort": "low")"), ApiError);
+}
+
 TEST_F(OpenAiRequest, EnableThinkingFalseClosesTheThinkBlockInThePrompt) {
   const ordered_json body = ordered_json::parse(
       R"({"messages": [{"role": "user", "content": "Hi"}], "chat_template_kwargs": {"enable_thinking": false}})");

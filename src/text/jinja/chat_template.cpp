@@ -18,8 +18,40 @@ std::optional<std::string> token_text(const nlohmann::ordered_json& j, const std
   fail(where, " must be a string or an object with a string \"content\"");
 }
 
+nlohmann::ordered_json read_config(const std::string& path) {
+  nlohmann::ordered_json config;
+  try {
+    config = nlohmann::ordered_json::parse(read_text_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    fail(path, " is not valid JSON (", json_error_text(e), ")");
+  }
+  if (!config.is_object()) fail(path, ": expected a JSON object");
+  return config;
+}
+
 std::shared_ptr<const jinja::Template> compile(const std::string& source, const std::string& name) {
   return std::make_shared<const jinja::Template>(source, name);
+}
+
+// transformers passes special_tokens_map: the tokens that are set.
+std::vector<std::pair<std::string, jinja::Value>> special_tokens_of(const nlohmann::ordered_json& config,
+                                                                    const std::string& path) {
+  std::vector<std::pair<std::string, jinja::Value>> special_tokens;
+  for (const char* key : {"bos_token", "eos_token", "unk_token", "pad_token"}) {
+    if (!config.contains(key)) continue;
+    if (auto text = token_text(config[key], path + ": " + key)) special_tokens.emplace_back(key, jinja::Value(*text));
+  }
+  if (config.contains("additional_special_tokens")) {
+    const auto& extra = config["additional_special_tokens"];
+    if (!extra.is_array()) fail(path, ": additional_special_tokens must be a list");
+    std::vector<jinja::Value> tokens;
+    for (size_t i = 0; i < extra.size(); ++i)
+      if (auto text = token_text(extra[i], path + ": additional_special_tokens[" + std::to_string(i) + "]"))
+        tokens.emplace_back(*text);
+    if (!tokens.empty())
+      special_tokens.emplace_back("additional_special_tokens", jinja::Value::list(std::move(tokens)));
+  }
+  return special_tokens;
 }
 
 }  // namespace
@@ -46,14 +78,15 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& model_dir) {
   return file_exists(jinja) ? load(config, &jinja) : load(config, nullptr);
 }
 
+ChatTemplate ChatTemplate::replacing(const std::string& model_dir, const std::string& source, const std::string& name) {
+  const std::string config = model_dir + "/tokenizer_config.json";
+  return ChatTemplate(compile(source, "chat template (" + name + ")"), nullptr,
+                      file_exists(config) ? special_tokens_of(read_config(config), config)
+                                          : std::vector<std::pair<std::string, jinja::Value>>{});
+}
+
 ChatTemplate ChatTemplate::load(const std::string& path, const std::string* jinja_path) {
-  nlohmann::ordered_json config;
-  try {
-    config = nlohmann::ordered_json::parse(read_text_file(path));
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, " is not valid JSON (", json_error_text(e), ")");
-  }
-  if (!config.is_object()) fail(path, ": expected a JSON object");
+  const nlohmann::ordered_json config = read_config(path);
   std::shared_ptr<const jinja::Template> default_template, tool_use_template;
   nlohmann::ordered_json field = config.contains("chat_template") ? config["chat_template"] : nlohmann::ordered_json();
   if (jinja_path) {
@@ -79,23 +112,7 @@ ChatTemplate ChatTemplate::load(const std::string& path, const std::string* jinj
     fail(path, ": \"chat_template\" must be a string or a list of {name, template}");
   }
 
-  // transformers passes special_tokens_map: the tokens that are set.
-  std::vector<std::pair<std::string, jinja::Value>> special_tokens;
-  for (const char* key : {"bos_token", "eos_token", "unk_token", "pad_token"}) {
-    if (!config.contains(key)) continue;
-    if (auto text = token_text(config[key], path + ": " + key)) special_tokens.emplace_back(key, jinja::Value(*text));
-  }
-  if (config.contains("additional_special_tokens")) {
-    const auto& extra = config["additional_special_tokens"];
-    if (!extra.is_array()) fail(path, ": additional_special_tokens must be a list");
-    std::vector<jinja::Value> tokens;
-    for (size_t i = 0; i < extra.size(); ++i)
-      if (auto text = token_text(extra[i], path + ": additional_special_tokens[" + std::to_string(i) + "]"))
-        tokens.emplace_back(*text);
-    if (!tokens.empty())
-      special_tokens.emplace_back("additional_special_tokens", jinja::Value::list(std::move(tokens)));
-  }
-  return ChatTemplate(std::move(default_template), std::move(tool_use_template), std::move(special_tokens));
+  return ChatTemplate(std::move(default_template), std::move(tool_use_template), special_tokens_of(config, path));
 }
 
 std::string ChatTemplate::render(const ChatTemplateInput& in) const {

@@ -35,6 +35,11 @@ class ChatTemplate {
   // A checkpoint directory: tokenizer_config.json, with chat_template.jinja
   // taking precedence over its "chat_template" when present (as transformers loads it).
   static ChatTemplate from_model_dir(const std::string& model_dir);
+  // `source` in place of the model's template (apply_chat_template's
+  // chat_template argument), with the special tokens of model_dir's
+  // tokenizer_config.json (none without one). `name` says where it came from
+  // in errors.
+  static ChatTemplate replacing(const std::string& model_dir, const std::string& source, const std::string& name);
 
   // Empty bos/eos: the template sees them undefined (as transformers does for None).
   explicit ChatTemplate(std::string source, std::string bos_token = "", std::string eos_token = "");
