@@ -213,7 +213,7 @@ struct HttpServer::Impl {
   void routes();
   enum class Api { Chat, Completions, Responses };
   void completion(const httplib::Request& req, httplib::Response& res, Api api);
-  static bool provide_as_made(const httplib::Request& req, httplib::Response& res, const char* type,
+  static void provide_as_made(const httplib::Request& req, httplib::Response& res, const char* type,
                               const httplib::ContentProviderWithoutLength& provider);
   using Outputs = std::vector<std::vector<float>>;
   void answer_prompt_only(const httplib::Request& req, httplib::Response& res,
@@ -311,18 +311,28 @@ std::string HttpServer::Impl::new_id(const char* prefix) {
 
 // Sets `provider` as the body as it is made: chunked, or for an HTTP/1.0
 // client (nginx's default proxy_http_version), which has no chunked transfer
-// coding (RFC 7230 3.3.1), up to the connection's end, which httplib closes
-// after it. False for an HTTP/1.0 client that keeps the connection alive: it
-// needs the answer's length, so the answer has to be made whole first.
-bool HttpServer::Impl::provide_as_made(const httplib::Request& req, httplib::Response& res, const char* type,
+// coding (RFC 7230 3.3.1), up to the connection's end. One that asked to keep
+// the connection alive (ab -k) is told it closes: httplib 0.11 would keep it
+// open, and that client waiting for the end, so the provider fails once the
+// body is done, which makes httplib close it. (Made whole first instead, the
+// answer wrote nothing while it was computed: a client that left was never
+// noticed, and its request ran to the end of the context.)
+void HttpServer::Impl::provide_as_made(const httplib::Request& req, httplib::Response& res, const char* type,
                                        const httplib::ContentProviderWithoutLength& provider) {
-  if (req.version != "HTTP/1.0") {
-    res.set_chunked_content_provider(type, provider);
-    return true;
-  }
-  if (req.get_header_value("Connection") == "Keep-Alive") return false;
-  res.set_content_provider(type, provider);
-  return true;
+  if (req.version != "HTTP/1.0") return res.set_chunked_content_provider(type, provider);
+  if (req.get_header_value("Connection") != "Keep-Alive") return res.set_content_provider(type, provider);
+  res.set_header("Connection", "close");
+  res.set_content_provider(type, [provider](size_t offset, httplib::DataSink& sink) {
+    bool ended = false;
+    httplib::DataSink ending;
+    ending.write = sink.write;
+    ending.is_writable = sink.is_writable;
+    ending.done = [&] {
+      ended = true;
+      sink.done();
+    };
+    return provider(offset, ending) && !ended;
+  });
 }
 
 // The answer of prompt-only requests (an embedding or a score per input),
@@ -387,7 +397,7 @@ void HttpServer::Impl::answer_prompt_only(const httplib::Request& req, httplib::
   };
   // The charset keeps httplib from compressing it (it compresses "application/json" exactly): a
   // compressor would hold the spaces back.
-  if (!provide_as_made(req, res, "application/json; charset=utf-8", provider)) whole(Clock::time_point::max());
+  provide_as_made(req, res, "application/json; charset=utf-8", provider);
 }
 
 PromptOnlyBatch::Submit HttpServer::Impl::embed(int32_t adapter, const std::string& cache_salt) {
@@ -582,26 +592,9 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
         },
         [log](bool) {});
   };
-  // As it is made where the client allows it (provide_as_made), else made whole first.
-  auto provide = [&](const char* type, const httplib::ContentProviderWithoutLength& provider) {
-    if (provide_as_made(req, res, type, provider)) return;
-    std::string body;
-    httplib::DataSink whole;
-    whole.write = [&body](const char* data, size_t size) {
-      body.append(data, size);
-      return true;
-    };
-    whole.is_writable = [] { return true; };
-    whole.done = [] {};
-    provider(0, whole);
-    send_whole(std::move(body), type);
-  };
   if (!request->stream) {
-    // Done within the status wait (or to be made whole anyway, HTTP/1.0
-    // kept alive): sent whole, with its status.
-    const bool made_whole = req.version == "HTTP/1.0" && req.get_header_value("Connection") == "Keep-Alive";
-    if (run->run_until(made_whole ? std::chrono::steady_clock::time_point::max()
-                                  : run->start() + options.status_wait)) {
+    // Done within the status wait: sent whole, with its status.
+    if (run->run_until(run->start() + options.status_wait)) {
       const ordered_json answer = in_api(run->run_to_end(options.space_interval, [] { return true; }));
       log();
       res.status = run->status();
@@ -613,32 +606,35 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
     // can go out every space_interval while the answer is computed.
     // The charset keeps httplib from compressing it (it compresses "application/json" exactly): a
     // compressor would hold the spaces back.
-    provide("application/json; charset=utf-8",
-            [interval = options.space_interval, run, request, log, in_api](size_t, httplib::DataSink& sink) {
-              const ordered_json answer =
-                  in_api(run->run_to_end(interval, [&] { return sink.is_writable() && sink.write(" ", 1); }));
-              const std::string text = answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-              sink.write(text.data(), text.size());
-              log();
-              sink.done();
-              return true;
-            });
+    provide_as_made(req, res, "application/json; charset=utf-8",
+                    [interval = options.space_interval, run, request, log, in_api](size_t, httplib::DataSink& sink) {
+                      const ordered_json answer =
+                          in_api(run->run_to_end(interval, [&] { return sink.is_writable() && sink.write(" ", 1); }));
+                      const std::string text = answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+                      sink.write(text.data(), text.size());
+                      log();
+                      sink.done();
+                      return true;
+                    });
     return;
   }
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");  // nginx: pass events through as they come
-  provide("text/event-stream", [run, request, log, response_context](size_t, httplib::DataSink& sink) {
-    auto write = [&](const std::string& text) { return sink.is_writable() && sink.write(text.data(), text.size()); };
-    if (response_context) {
-      ResponseEvents events(*response_context);
-      run->stream(write, [&events](const ordered_json& chunk) { return events.on(chunk); });
-    } else {
-      run->stream(write);
-    }
-    log();
-    sink.done();
-    return true;
-  });
+  provide_as_made(req, res, "text/event-stream",
+                  [run, request, log, response_context](size_t, httplib::DataSink& sink) {
+                    auto write = [&](const std::string& text) {
+                      return sink.is_writable() && sink.write(text.data(), text.size());
+                    };
+                    if (response_context) {
+                      ResponseEvents events(*response_context);
+                      run->stream(write, [&events](const ordered_json& chunk) { return events.on(chunk); });
+                    } else {
+                      run->stream(write);
+                    }
+                    log();
+                    sink.done();
+                    return true;
+                  });
 }
 
 void HttpServer::Impl::routes() {
