@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "engine/engine.h"
 #include "generation_flags.h"
+#include "model_files.h"
 #include "runtime/grammar_constraint.h"
 #include "runtime/text_stream.h"
 #include "standard_input.h"
@@ -101,21 +102,11 @@ std::string prompt_text(const GenerateArgs& a) {
   return read_text_flag("--prompt-file", *a.prompt_file, "the prompt");
 }
 
-// Truncating one of the checkpoint's files would destroy it, and a mapped one
-// would end the process with SIGBUS.
-void refuse_model_file(const std::string& path, const std::string& model_dir) {
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(model_dir, ec))
-    if (std::filesystem::equivalent(entry.path(), path, ec))
-      fail(path, ": is the model's ", entry.path().filename().string(),
-           "; --logits-out would overwrite the checkpoint");
-}
-
 // The --logits-out file, opened before generating so a bad path fails at once.
 class LogitsFile {
  public:
-  LogitsFile(const std::string& path, const std::string& model_dir) : path_(path) {
-    refuse_model_file(path, model_dir);
+  LogitsFile(const std::string& path, const std::vector<std::string>& model_dirs) : path_(path) {
+    refuse_model_file("--logits-out", path, model_dirs);
     out_.open(path, std::ios::binary | std::ios::trunc);
     if (!out_) fail(path, ": cannot create the logits file (--logits-out): ", std::strerror(errno));
   }
@@ -178,7 +169,7 @@ void run_generate(GenerateArgs& a) {
   std::optional<LogitsFile> logits_file;
   if (a.logits_out) {
     if (a.logits_out->empty()) usage_fail("--logits-out is empty: give the path of the file to write");
-    logits_file.emplace(*a.logits_out, bundle.dir);
+    logits_file.emplace(*a.logits_out, model_dirs(bundle.dir, a.flags.load_flags.options(), a.flags.draft.model));
   }
 
   GenerationOptions opts;

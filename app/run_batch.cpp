@@ -31,8 +31,10 @@
 #include "chat_template_flags.h"
 #include "commands.h"
 #include "engine_flags.h"
+#include "io/model_dir.h"
 #include "load_flags.h"
 #include "lora_modules_flag.h"
+#include "model_files.h"
 #include "served_engine.h"
 #include "server/http_server.h"
 #include "server/openai_request.h"
@@ -232,6 +234,8 @@ void run_run_batch(RunBatchArgs& a) {
   load_options.lora_modules = a.lora_modules.adapters(a.served_name.empty() ? a.model : a.served_name);
   std::vector<BatchLine> lines = read_input(a.input);
   ResultSink sink(a.output);
+  if (a.output != "-")
+    refuse_model_file("-o", a.output, model_dirs(resolve_model_dir(a.model), load_options, a.draft.model));
   ::signal(SIGPIPE, SIG_IGN);  // a closed output is a failed write, reported
 
   // As many requests at once as the engine runs plus a few for the step

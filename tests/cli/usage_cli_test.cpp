@@ -519,8 +519,10 @@ TEST(UsageCli, ServeThatCannotStartItsThreadsSaysSo) {
 }
 
 // A hunt finding: --logits-out naming one of the model's own files truncated
-// it while it was mapped: SIGBUS, and a checkpoint of 0 bytes.
-TEST(UsageCli, LogitsOutRefusesTheModelsOwnFiles) {
+// it while it was mapped: SIGBUS, and a checkpoint of 0 bytes. A review
+// finding: a LoRA adapter's files were not refused, nor any by run-batch -o
+// (which wrote its results over a checkpoint's weights, exit 0).
+TEST(UsageCli, OutputsRefuseTheFilesTheModelIsReadFrom) {
   ScratchDir dir("logits-self");
   const std::string model = dir.file("model");
   fs::create_directories(model);
@@ -530,8 +532,24 @@ TEST(UsageCli, LogitsOutRefusesTheModelsOwnFiles) {
   for (const std::string& target : {model + "/model.safetensors", dir.file("alias"), model + "/config.json"}) {
     const Outcome r = run(qinfer_binary() + " generate -m " + model + kPrompt + " -n 1 --logits-out " + target);
     EXPECT_EQ(r.exit_code, 1) << target << "\n" << r.err;
-    EXPECT_NE(r.err.find("; --logits-out would overwrite the checkpoint"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("; --logits-out would overwrite it"), std::string::npos) << r.err;
   }
+  EXPECT_EQ(fs::file_size(model + "/model.safetensors"), size);
+  const std::string adapter = dir.file("adapter");
+  ASSERT_EQ(run(qinfer_binary() + " make-test-model --preset tiny --lora 4 --out " + adapter).exit_code, 0);
+  const auto adapter_size = fs::file_size(adapter + "/adapter_model.safetensors");
+  Outcome r = run(qinfer_binary() + " generate -m " + model + kPrompt + " -n 1 --lora " + adapter + " --logits-out " +
+                  adapter + "/adapter_model.safetensors");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("adapter_model.safetensors; --logits-out would overwrite it"), std::string::npos) << r.err;
+  EXPECT_EQ(fs::file_size(adapter + "/adapter_model.safetensors"), adapter_size);
+  std::ofstream(dir.file("batch.jsonl"))
+      << R"({"custom_id": "a", "method": "POST", "url": "/v1/completions", "body": {"prompt": "a", "max_tokens": 1}})"
+      << "\n";
+  r = run(qinfer_binary() + " run-batch -m " + model + " -i " + dir.file("batch.jsonl") + " -o " + model +
+          "/model.safetensors");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("model.safetensors; -o would overwrite it"), std::string::npos) << r.err;
   EXPECT_EQ(fs::file_size(model + "/model.safetensors"), size);
   EXPECT_EQ(run(qinfer_binary() + " generate -m " + model + kPrompt + " -n 1 --logits-out " + dir.file("logits.bin"))
                 .exit_code,
