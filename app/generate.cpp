@@ -183,23 +183,24 @@ void run_generate(GenerateArgs& a) {
     opts.grammar =
         output_grammar(format, bundle.require_tokenizer(), bundle.token_trie(), ReasoningBlock::None, format_flag);
 
+  // A write that fails (a closed pipe, a full disk) ends the generation: nobody reads the rest.
+  int write_error = 0;
+  auto print = [&](std::string_view piece) {
+    if (std::fwrite(piece.data(), 1, piece.size(), stdout) != piece.size() || std::fflush(stdout) != 0)
+      write_error = errno;
+    return write_error == 0;
+  };
   std::optional<TextStream> text;
   if (bundle.tokenizer)
-    text.emplace(*bundle.tokenizer, a.flags.stops, [&](std::string_view piece) {
-      if (!a.json) {
-        std::fwrite(piece.data(), 1, piece.size(), stdout);
-        std::fflush(stdout);
-      }
-      return true;
-    });
+    text.emplace(*bundle.tokenizer, a.flags.stops, [&](std::string_view piece) { return a.json || print(piece); });
   ThreadPool pool(threads);
   engine::Engine engine(*bundle.model, pool, a.flags.engine_options(bundle));
   const int64_t handle = engine.add(prompt, opts, [&](int32_t id, const TokenLogprobs*) {
     if (text) return text->push(id);
-    if (!a.json) std::printf("%d ", id), std::fflush(stdout);
-    return true;
+    return a.json || print(std::to_string(id) + " ");
   });
   engine.run_until_idle();
+  if (write_error != 0) fail("writing to standard output failed: ", std::strerror(write_error));
   if (text) text->finish();
   const GenerationResult& r = engine.result(handle);
   if (r.reason == StopReason::Error) fail(r.error);

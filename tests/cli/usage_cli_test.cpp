@@ -297,6 +297,13 @@ TEST(UsageCli, EveryWriteIsChecked) {
               std::string::npos)
         << args << ": " << r.err;
   }
+  // A review finding: generate went on to -n after its writes failed (hours for -n -1 on a real model). It stops at
+  // the first: its summary of 20000 tokens never comes.
+  const Outcome stopped =
+      run(qinfer_binary() + " generate -m " + tiny() + kPrompt + " -n 20000 --temp 0 --ignore-eos > /dev/full");
+  EXPECT_EQ(stopped.exit_code, 1);
+  EXPECT_NE(stopped.err.find("writing to standard output failed"), std::string::npos) << stopped.err;
+  EXPECT_EQ(stopped.err.find("20000 tokens"), std::string::npos) << stopped.err;
   Outcome r = run(gen + " --json --logits-out /dev/full");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("/dev/full: writing the logits failed (--logits-out)"), std::string::npos) << r.err;
