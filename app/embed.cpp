@@ -11,6 +11,8 @@
 #include "prompt_only_run.h"
 #include "runtime/embedding.h"
 #include "usage_error.h"
+#include "util/error.h"
+#include "util/utf8.h"
 
 namespace qinfer::cli {
 
@@ -31,12 +33,13 @@ struct EmbedArgs {
 void run_embed(const EmbedArgs& a) {
   a.engine.validate();
   if (a.dimensions < 0) usage_fail("--dimensions must be positive, got ", a.dimensions);
+  if (a.instruct) utf8::require_valid(*a.instruct, "the task (--instruct)");
   const std::vector<std::string> texts = texts_or_stdin_lines(a.texts);
   const LoadOptions load_options = a.load.options();
   const ModelBundle bundle = load_model_bundle(a.model, load_options);
   const Tokenizer& tokenizer = bundle.require_tokenizer();
   const int64_t hidden = bundle.model->config().hidden_size;
-  if (a.dimensions > hidden) usage_fail("--dimensions ", a.dimensions, " is more than the model's ", hidden);
+  if (a.dimensions > hidden) fail("--dimensions ", a.dimensions, " is more than the model's ", hidden);
   PromptOnlyRun run;
   run.ids_of = [&](const std::string& text) {
     return embedding_input_ids(tokenizer, a.instruct ? embedding_query(*a.instruct, text) : text);

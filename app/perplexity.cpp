@@ -59,8 +59,8 @@ void run_perplexity(const PerplexityArgs& a) {
   const LoadOptions load_options = a.load.options();
   const ModelBundle bundle = load_model_bundle(a.model, load_options);
   if (a.ctx + 1 > bundle.model->config().max_position_embeddings)
-    usage_fail("--ctx ", a.ctx, " is more than the model's ", bundle.model->config().max_position_embeddings - 1,
-               " positions a prompt may take");
+    fail("--ctx ", a.ctx, " is more than the model's ", bundle.model->config().max_position_embeddings - 1,
+         " positions a prompt may take");
   const std::vector<int32_t> tokens = bundle.require_tokenizer().encode(text);
   const int64_t n_tokens = static_cast<int64_t>(tokens.size());
   if (n_tokens < a.ctx)
@@ -71,6 +71,9 @@ void run_perplexity(const PerplexityArgs& a) {
   ThreadPool pool(load_options.threads);
   // A prompt of ctx tokens and no token after it: a context of ctx + 1.
   engine::Engine engine(*bundle.model, pool, a.engine.engine_options(*bundle.model, a.ctx + 1));
+  if (engine.context() < a.ctx + 1)
+    fail("the KV pool (--kv-blocks/--kv-mem) holds ", engine.context(), " positions; a chunk of --ctx ", a.ctx,
+         " needs ", a.ctx + 1);
   GenerationOptions options;
   options.max_new_tokens = 0;
   options.prompt_logprobs = 0;

@@ -14,7 +14,10 @@ std::vector<std::string> texts_or_stdin_lines(const std::vector<std::string>& ar
   if (!arguments.empty()) return arguments;
   std::vector<std::string> texts;
   require_readable_stdin();
-  for (std::string line; std::getline(std::cin, line);) texts.push_back(std::move(line));
+  for (std::string line; std::getline(std::cin, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF lines (a Windows file) as chat reads them
+    texts.push_back(std::move(line));
+  }
   require_stdin_read_without_error();
   return texts;
 }

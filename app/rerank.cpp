@@ -8,6 +8,7 @@
 #include "load_flags.h"
 #include "prompt_only_run.h"
 #include "runtime/rerank.h"
+#include "util/utf8.h"
 
 namespace qinfer::cli {
 
@@ -26,6 +27,8 @@ struct RerankArgs {
 
 void run_rerank(const RerankArgs& a) {
   a.engine.validate();
+  utf8::require_valid(a.query, "the query (-q)");
+  utf8::require_valid(a.instruct, "the task (--instruct)");
   const std::vector<std::string> documents = texts_or_stdin_lines(a.documents);
   const LoadOptions load_options = a.load.options();
   const ModelBundle bundle = load_model_bundle(a.model, load_options);

@@ -102,8 +102,9 @@ TEST_F(EmbedCli, NormalizedTruncatedAndInstructedAsQwen3EmbeddingIsUsed) {
 }
 
 TEST_F(EmbedCli, BadFlagsAndBadTextsAreNamed) {
+  // Too large for the model: a failure while running (1), as the README says; a review finding (it was 2).
   auto res = run_command(qinfer_binary() + " embed -m " + model() + " --dimensions 65 x 2>&1");
-  EXPECT_EQ(res.exit_code, 2) << res.output;
+  EXPECT_EQ(res.exit_code, 1) << res.output;
   EXPECT_NE(res.output.find("--dimensions 65 is more than the model's 64"), std::string::npos) << res.output;
   res = run_command(qinfer_binary() + " embed -m " + model() + " --dimensions -1 x 2>&1");
   EXPECT_EQ(res.exit_code, 2) << res.output;
@@ -115,4 +116,12 @@ TEST_F(EmbedCli, BadFlagsAndBadTextsAreNamed) {
   EXPECT_TRUE(out[0].contains("embedding"));
   EXPECT_NE(out[1]["error"].get<std::string>().find("text 2: "), std::string::npos) << out[1];
   EXPECT_TRUE(out[2].contains("embedding"));
+  // Review findings: a task that is not UTF-8 was blamed on every text (exit 0); CRLF lines kept their \r.
+  res = run_command(qinfer_binary() + " embed -m " + model() + " --instruct \"$(printf '\\377')\" x 2>&1");
+  EXPECT_EQ(res.exit_code, 1) << res.output;
+  EXPECT_NE(res.output.find("the task (--instruct) is not valid UTF-8"), std::string::npos) << res.output;
+  res = run_command("printf 'a\\r\\nb\\r\\n' | " + qinfer_binary() + " embed -m " + model() + " 2>/dev/null");
+  const auto args = run_command(qinfer_binary() + " embed -m " + model() + " a b 2>/dev/null");
+  ASSERT_EQ(res.exit_code, 0) << res.output;
+  EXPECT_EQ(res.output, args.output);
 }

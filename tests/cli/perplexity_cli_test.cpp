@@ -87,6 +87,9 @@ TEST(PerplexityCli, BadFlagsAndShortTextsAreNamed) {
   test::ScratchDir dir("perplexity-cli-bad");
   std::ofstream(dir.file("short.txt")) << "the river ran";
   std::ofstream(dir.file("empty.txt")) << "";
+  std::ofstream long_text(dir.file("long.txt"));
+  for (int i = 0; i < 40; ++i) long_text << "the river ran to the sea and back again ";
+  long_text.close();
   struct Case {
     std::string args;
     int exit_code;
@@ -95,6 +98,11 @@ TEST(PerplexityCli, BadFlagsAndShortTextsAreNamed) {
   const Case cases[] = {
       {"-f " + dir.file("short.txt"), 1, "tokens; a chunk takes --ctx 512: give a longer text or a smaller --ctx"},
       {"-f " + dir.file("short.txt") + " --ctx 2", 2, "--ctx must be at least 4 tokens"},
+      // Too large for the model or the pool: failures while running (review findings: a 2, and the engine's
+      // message about generating).
+      {"-f " + dir.file("short.txt") + " --ctx 100000", 1, "--ctx 100000 is more than the model's"},
+      {"-f " + dir.file("long.txt") + " --ctx 64 --kv-blocks 4", 1,
+       "the KV pool (--kv-blocks/--kv-mem) holds 64 positions; a chunk of --ctx 64 needs 65"},
       {"-f " + dir.file("short.txt") + " --chunks -1", 2, "--chunks must be positive"},
       {"-f " + dir.file("missing.txt"), 1, "--file: "},
       {"-f " + dir.file("empty.txt"), 1, "empty.txt: the text is empty"},

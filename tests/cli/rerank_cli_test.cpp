@@ -75,6 +75,11 @@ TEST(RerankCli, AQueryIsRequired) {
   const auto res = run_command(qinfer_binary() + " rerank -m " + data_path("models/tiny") + " doc 2>&1");
   EXPECT_EQ(res.exit_code, 2) << res.output;
   EXPECT_NE(res.output.find("--query is required"), std::string::npos) << res.output;
+  // A review finding: a query that is not UTF-8 was blamed on every document, with exit 0.
+  const auto bad =
+      run_command(qinfer_binary() + " rerank -m " + data_path("models/tiny") + " -q \"$(printf '\\377')\" doc 2>&1");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("the query (-q) is not valid UTF-8"), std::string::npos) << bad.output;
 }
 
 // A Qwen3ForSequenceClassification checkpoint scores the same prompt with the
