@@ -1,5 +1,6 @@
 // Commands that write a checkpoint directory (make-test-model, quantize).
 #pragma once
+#include <filesystem>
 #include <string>
 
 namespace qinfer::cli {
@@ -16,11 +17,17 @@ class OutputDir {
   ~OutputDir();
   OutputDir(const OutputDir&) = delete;
   OutputDir& operator=(const OutputDir&) = delete;
-  void keep() { keep_ = true; }  // the checkpoint is whole
+  // The checkpoint is whole. In a directory that held one (--force), the
+  // files of that one the command did not write again (weights, JSON,
+  // chat_template.jinja) are removed: they would be read with the new one
+  // (a stale template, index or generation_config.json). Others (a README)
+  // stay.
+  void keep();
 
  private:
   std::string path_;
   bool created_ = false, keep_ = false;
+  std::filesystem::file_time_type opened_;
 };
 
 }  // namespace qinfer::cli

@@ -2,9 +2,12 @@
 // end to end through the built binary.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "ops/simd.h"
 #include "test_util.h"
@@ -99,6 +102,35 @@ TEST(QuantizeCli, BenchTakesWeightsAndKvOptions) {
   EXPECT_EQ(j["weights"], "q8");
   EXPECT_EQ(j["kv"], "f16");
   EXPECT_EQ(j["simd_target"], qinfer::simd::dispatched_target());
+}
+
+// A review finding: --force left the files of the checkpoint that was there
+// which the new one does not write, and they were read with it (a stale
+// chat_template.jinja replaced the template; stale shards and their index).
+TEST(QuantizeCli, ForceReplacesTheCheckpointThatWasThereWhole) {
+  qinfer::test::ScratchDir dir("force-stale");
+  const std::string out = dir.file("q");
+  std::filesystem::create_directories(out);
+  for (const char* stale : {"chat_template.jinja", "model-00001-of-00002.safetensors", "model.safetensors.index.json",
+                            "special_tokens_map.json"})
+    std::ofstream(out + "/" + stale) << "stale";
+  std::ofstream(out + "/NOTES.md") << "the user's own";
+  const std::string quantize = qinfer_binary() + " quantize -m " + data_path("models/tiny") + " --to q8 -o " + out;
+  // A run that fails leaves them all.
+  auto r =
+      run_command(qinfer_binary() + " quantize -m " + dir.file("missing") + " --to q8 -o " + out + " --force 2>&1");
+  ASSERT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(out + "/chat_template.jinja"));
+  r = run_command(quantize + " --force 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(out)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"NOTES.md", "config.json", "generation_config.json", "model.safetensors",
+                                             "tokenizer.json", "tokenizer_config.json"}));
+  r = run_command("echo '{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}' | " + qinfer_binary() +
+                  " template -m " + out);
+  EXPECT_EQ(r.output.find("stale"), std::string::npos) << r.output;
 }
 
 TEST(QuantizeCli, ExistingOutputNeedsForceAndQuantizedInputIsRefused) {
