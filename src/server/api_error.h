@@ -2,6 +2,7 @@
 // {"error": {"message", "type", "param", "code"}}.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -65,6 +66,13 @@ class ApiError : public Error {
 // Whether a request body gives `key`: a null field is an absent one, as OpenAI's API reads it.
 inline bool given(const nlohmann::ordered_json& body, const char* key) {
   return body.contains(key) && !body[key].is_null();
+}
+
+// A float with an integral value (10.0) counts as that integer, as pydantic
+// (so vLLM) and llama-server take it: clients that compute a length send one.
+template <class Json>
+bool integral_float(const Json& v) {
+  return v.is_number_float() && std::trunc(v.template get<double>()) == v.template get<double>();
 }
 
 // OpenAI's API refuses a field it does not know, so a misspelt one is a 400

@@ -104,7 +104,8 @@ EmbeddingRequest parse_embedding_request(const ordered_json& body, const ServedM
   const int64_t hidden = model.bundle.model->config().hidden_size;
   if (given(body, "dimensions")) {
     const ordered_json& d = body["dimensions"];
-    if (!d.is_number_integer() || d.get<int64_t>() < 1 || d.get<int64_t>() > hidden)
+    if ((!d.is_number_integer() && !integral_float(d)) || d.get<double>() < 1 ||
+        d.get<double>() > static_cast<double>(hidden))
       bad("dimensions", "'dimensions' must be an integer between 1 and the model's " + std::to_string(hidden));
     r.dimensions = d.get<int64_t>();
   }

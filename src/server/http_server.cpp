@@ -735,6 +735,7 @@ void HttpServer::Impl::routes() {
        [this](const httplib::Request& req, httplib::Response& res) { unload_lora_adapter(req, res); });
   post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
     const ordered_json body = parse_json_body(req.body);
+    check_known_fields(body, {"model", "tokens"});
     if (!body.contains("tokens") || !body["tokens"].is_array())
       throw ApiError(400, "'tokens' must be a list of token ids", "tokens");
     std::vector<int32_t> ids;

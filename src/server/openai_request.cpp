@@ -49,12 +49,6 @@ double number(const ordered_json& body, const char* key, double fallback, double
   return x;
 }
 
-// A float with an integral value (10.0) counts as that integer, as pydantic
-// (so vLLM) and llama-server take it: clients that compute a length send one.
-bool integral_float(const ordered_json& v) {
-  return v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>();
-}
-
 int64_t integer(const ordered_json& body, const char* key, int64_t fallback, int64_t lo, int64_t hi) {
   if (!given(body, key)) return fallback;
   const ordered_json& v = body[key];

@@ -81,10 +81,12 @@ struct GenerationFields {
 GenerationFields parse_generation_fields(const nlohmann::ordered_json& body, const ModelBundle& bundle,
                                          int64_t default_max_tokens);
 // Whether `id` is an integer in [0, vocab) as given, before any conversion
-// (40.9, true or 2^32 + 40 would otherwise pass for another id).
+// (40.9, true or 2^32 + 40 would otherwise pass for another id); 40.0 is 40.
 template <class Json>
 bool is_token_id(const Json& id, uint64_t vocab) {
   if (id.is_number_unsigned()) return id.template get<uint64_t>() < vocab;
+  if (integral_float(id))
+    return id.template get<double>() >= 0 && id.template get<double>() < static_cast<double>(vocab);
   return id.is_number_integer() && id.template get<int64_t>() >= 0 &&
          static_cast<uint64_t>(id.template get<int64_t>()) < vocab;
 }

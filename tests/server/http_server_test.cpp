@@ -344,6 +344,12 @@ TEST(HttpServer, ErrorsInOpenAiShape) {
   const ordered_json tok = f.post("/tokenize", {{"prompt", "hello world"}});
   EXPECT_EQ(tok["tokens"], (std::vector<int>{14990, 1879}));
   EXPECT_EQ(f.post("/detokenize", {{"tokens", {14990, 1879}}})["prompt"], "hello world");
+  // Review findings: /detokenize alone took fields it does not know; token ids as integral floats (what pydantic,
+  // so vLLM, takes) were refused.
+  check(c.Post("/detokenize", R"({"tokens": [1], "foo": 1})", "application/json"), 400, "foo");
+  EXPECT_EQ(f.post("/detokenize", {{"tokens", {14990.0, 1879.0}}})["prompt"], "hello world");
+  check(c.Post("/detokenize", R"({"tokens": [14990.5]})", "application/json"), 400, "token ids");
+  EXPECT_EQ(f.post("/v1/completions", {{"prompt", {14990.0, 1879.0}}, {"max_tokens", 1}})["usage"]["prompt_tokens"], 2);
 }
 
 // A review finding: httplib cut an answer at a Range header's bounds without
@@ -1630,7 +1636,7 @@ TEST(HttpServer, EmbeddingsAreEachInputsNormalizedHiddenStateInFloatOrBase64) {
   const ordered_json input = {"The capital of France is", "Hi", {1, 2, 3}};
   for (int dims : {0, 5}) {
     ordered_json body = {{"model", "tiny"}, {"input", input}, {"encoding_format", "float"}};
-    if (dims) body["dimensions"] = dims;
+    if (dims) body["dimensions"] = static_cast<double>(dims);  // 5.0 is 5 (a review finding: refused)
     const ordered_json as_float = f.post("/v1/embeddings", body);
     body["encoding_format"] = "base64";
     const ordered_json as_base64 = f.post("/v1/embeddings", body);

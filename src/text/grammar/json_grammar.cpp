@@ -512,7 +512,7 @@ class SchemaCompiler {
       return integer ? integers_between(lower, upper, kMaxIntegerDigits)
                      : numbers_between(lower, upper, kMaxIntegerDigits);
     } catch (const Error& e) {
-      refuse(at, e.what());
+      refuse(at, std::string("allows no value: ") + e.what());
     }
   }
 
