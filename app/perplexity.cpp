@@ -61,7 +61,8 @@ void run_perplexity(const PerplexityArgs& a) {
   if (a.ctx + 1 > bundle.model->config().max_position_embeddings)
     fail("--ctx ", a.ctx, " is more than the model's ", bundle.model->config().max_position_embeddings - 1,
          " positions a prompt may take");
-  const std::vector<int32_t> tokens = bundle.require_tokenizer().encode(text);
+  // Special tokens' text (<|im_end|>) as plain text, as llama-perplexity reads a file (no --parse-special).
+  const std::vector<int32_t> tokens = bundle.require_tokenizer().encode(text, /*allow_special=*/false);
   const int64_t n_tokens = static_cast<int64_t>(tokens.size());
   if (n_tokens < a.ctx)
     fail("--file ", a.file, " has ", n_tokens, " tokens; a chunk takes --ctx ", a.ctx,

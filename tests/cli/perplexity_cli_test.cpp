@@ -81,6 +81,14 @@ TEST(PerplexityCli, ScoresTheSecondHalfOfEachChunkAsTeacherForcedLogitsDoAtAnyPa
   EXPECT_NE(plain.output.find("[1]"), std::string::npos) << plain.output;
   EXPECT_NE(plain.output.find("[2 chunks of 16 tokens"), std::string::npos) << plain.output;
   EXPECT_NE(plain.output.find("Final estimate: PPL = "), std::string::npos) << plain.output;
+  // A special token's text is text, as llama-perplexity reads it (a review finding: it became the token).
+  const std::string special = words_text(30) + "<|im_end|>" + words_text(30);
+  std::ofstream(dir.file("special.txt")) << special;
+  const auto with_special = run_command(qinfer_binary() + " perplexity -m " + model() + " -f " +
+                                        dir.file("special.txt") + " --ctx 16 --json 2>/dev/null");
+  ASSERT_EQ(with_special.exit_code, 0) << with_special.output;
+  EXPECT_EQ(json::parse(with_special.output)["text_tokens"], tok.encode(special, /*allow_special=*/false).size());
+  EXPECT_NE(tok.encode(special, false).size(), tok.encode(special).size());
 }
 
 TEST(PerplexityCli, BadFlagsAndShortTextsAreNamed) {
