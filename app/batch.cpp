@@ -171,32 +171,19 @@ void run_batch(BatchArgs& a) {
     }
   }
 
-  Timer timer;
-  const bool progress = ::isatty(STDERR_FILENO);
-  int64_t steps = 0, peak_blocks = 0;
-  while (engine.step()) {
-    peak_blocks = std::max<int64_t>(peak_blocks, engine.blocks().used_blocks());
-    if (progress && ++steps % 16 == 0)
-      std::fprintf(stderr, "\r%zu running, %zu waiting", engine.scheduler().running(), engine.scheduler().waiting());
-  }
-  if (progress) std::fprintf(stderr, "\r\033[K");
-  const double seconds = timer.seconds();
-
+  // Each result is written once it and those before it are done (input order), so that what finished is out
+  // whatever ends the run (Ctrl-C, a failure).
   int64_t prompt_tokens = 0, generated = 0, refused = 0;
-  for (Job& job : jobs) {
+  auto write_result = [&](const Job& job) {
     ordered_json out;
     if (job.handle < 0) {
       out = {{"error", job.error}};
       ++refused;
+    } else if (const GenerationResult& r = engine.result(job.handle); r.reason == StopReason::Error) {
+      if (!r.refused) fail(r.error);  // corrupt weights: every request would be wrong
+      out = {{"error", "line " + std::to_string(job.line) + ": " + r.error}};  // its grammar or masks: its fault
+      ++refused;
     } else {
-      const GenerationResult& r = engine.result(job.handle);
-      if (r.reason == StopReason::Error && !r.refused) fail(r.error);  // corrupt weights: every request would be wrong
-      if (r.reason == StopReason::Error) {  // its grammar or masks could not go on: this line's fault
-        out = {{"error", "line " + std::to_string(job.line) + ": " + r.error}};
-        ++refused;
-        std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-        continue;
-      }
       if (job.text) job.text->finish(/*ended_by_stop_id=*/r.reason == StopReason::Eos);
       out = {{"ids", r.ids}};
       if (job.text) out["text"] = job.text->text();
@@ -208,7 +195,29 @@ void run_batch(BatchArgs& a) {
       generated += static_cast<int64_t>(r.ids.size());
     }
     std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    std::fflush(stdout);
+    if (job.handle >= 0) engine.erase(job.handle);
+  };
+  size_t written = 0;
+  auto write_finished = [&] {
+    for (; written < jobs.size() && (jobs[written].handle < 0 || engine.finished(jobs[written].handle)); ++written)
+      write_result(jobs[written]);
+  };
+
+  Timer timer;
+  const bool progress = ::isatty(STDERR_FILENO);
+  int64_t steps = 0, peak_blocks = 0;
+  write_finished();
+  while (engine.step()) {
+    peak_blocks = std::max<int64_t>(peak_blocks, engine.blocks().used_blocks());
+    if (progress && ++steps % 16 == 0)
+      std::fprintf(stderr, "\r%zu running, %zu waiting", engine.scheduler().running(), engine.scheduler().waiting());
+    write_finished();
   }
+  if (progress) std::fprintf(stderr, "\r\033[K");
+  const double seconds = timer.seconds();
+  write_finished();
+  if (written < jobs.size()) fail("the engine stopped with ", jobs.size() - written, " requests unfinished");
   const std::string drafts = a.draft.summary(engine.draft_stats());
   std::fprintf(stderr,
                "[%zu requests (%lld refused), %lld prompt + %lld generated tokens in %.2f s: %.1f tok/s; "

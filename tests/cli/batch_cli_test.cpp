@@ -221,6 +221,27 @@ TEST(BatchCli, BlankLinesAreSkippedWithoutAnOutputLine) {
       << lines[1].dump();
 }
 
+// A review finding: every result waited for the last, so a run stopped
+// (Ctrl-C) lost those that had finished. Each now goes out once it and
+// those before it are done: here the first, while the second runs on
+// (40,000 tokens, far past the 8 s the run is given).
+TEST(BatchCli, AResultGoesOutOnceItAndThoseBeforeItAreDone) {
+  qinfer::test::ScratchDir dir("batch-order");
+  const std::string input = dir.file("requests.jsonl");
+  std::ofstream(input) << R"({"prompt": "a", "max_tokens": 1})"
+                       << "\n"
+                       << R"({"prompt": "b", "max_tokens": 40000, "ignore_eos": true})"
+                       << "\n"
+                       << R"({"prompt": "c", "max_tokens": 1})"
+                       << "\n";
+  const auto out = run_command("timeout -s INT 8 " + qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " +
+                               input + " 2>/dev/null");
+  EXPECT_NE(out.exit_code, 0) << "stopped by the timeout: " << out.output;
+  const std::vector<json> lines = json_lines_of(out.output);
+  ASSERT_EQ(lines.size(), 1u) << out.output;
+  EXPECT_EQ(lines[0]["ids"].size(), 1u) << lines[0].dump();
+}
+
 // A hunt finding: a request longer than the whole KV pool made the run fail
 // with no result for any line. The pool now caps each request's context.
 TEST(BatchCli, ARequestLongerThanThePoolEndsThereAndTheOthersRun) {
