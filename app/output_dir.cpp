@@ -1,47 +1,59 @@
 #include "output_dir.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
+#include <optional>
 
 #include "usage_error.h"
 #include "util/error.h"
 
 namespace qinfer::cli {
 
+namespace {
+
+// A file a Hugging Face checkpoint (or PEFT adapter) is read from, by the names transformers gives them: the
+// directory may hold the user's other files (a package.json, a backup .bin), which stay.
+bool checkpoint_file(const std::filesystem::path& file) {
+  const std::string name = file.filename().string();
+  for (const char* known :
+       {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+        "added_tokens.json", "vocab.json", "merges.txt", "tokenizer.model", "chat_template.jinja", "chat_template.json",
+        "adapter_config.json", "adapter_model.safetensors", "adapter_model.bin", "model.safetensors.index.json",
+        "pytorch_model.bin.index.json"})
+    if (name == known) return true;
+  // Weights, whole or in shards: model.safetensors, model-00001-of-00002.safetensors, pytorch_model-....bin.
+  const std::string ext = file.extension().string();
+  return (name.rfind("model", 0) == 0 && ext == ".safetensors") ||
+         (name.rfind("pytorch_model", 0) == 0 && ext == ".bin");
+}
+
+}  // namespace
+
+std::optional<OutputDir::Identity> OutputDir::identity(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
+  return Identity{st.st_dev, st.st_ino, st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
+}
+
 OutputDir::OutputDir(std::string path, bool force) : path_(std::move(path)) {
   namespace fs = std::filesystem;
   if (path_.empty()) usage_fail("the output directory is empty (\"\"): give the directory to write");
   std::error_code ec;
-  opened_ = fs::file_time_type::clock::now();
   created_ = !fs::exists(path_, ec) && !ec;
   if (created_) return;
   if (!fs::is_directory(path_, ec)) fail(path_, ": exists and is not a directory");
   if (!force && !fs::is_empty(path_, ec))
     fail(path_, ": the directory exists and is not empty; pass --force to overwrite the checkpoint in it");
+  for (const auto& entry : fs::directory_iterator(path_))
+    if (checkpoint_file(entry.path()))
+      if (const auto id = identity(entry.path().string())) earlier_.emplace_back(entry.path().string(), *id);
 }
-
-namespace {
-
-// A file a checkpoint is read from: its weights in any format, its JSON files (config, tokenizer, index, adapter
-// config) and template.
-bool checkpoint_file(const std::filesystem::path& file) {
-  const std::string ext = file.extension().string();
-  for (const char* e : {".safetensors", ".bin", ".pt", ".pth", ".gguf", ".h5", ".msgpack", ".json", ".jinja"})
-    if (ext == e) return true;
-  return file.filename() == "merges.txt" || file.filename() == "tokenizer.model";
-}
-
-}  // namespace
 
 void OutputDir::keep() {
-  namespace fs = std::filesystem;
   keep_ = true;
-  if (created_) return;
-  // What the command wrote is newer than the directory's opening (each file is written as a new one).
-  for (const auto& entry : fs::directory_iterator(path_)) {
-    if (!checkpoint_file(entry.path())) continue;
-    const bool link = entry.is_symlink();
-    if (link || (entry.is_regular_file() && entry.last_write_time() < opened_)) fs::remove(entry.path());
-  }
+  for (const auto& [file, id] : earlier_)
+    if (identity(file) == id) std::filesystem::remove(file);  // not written again: the earlier checkpoint's
 }
 
 OutputDir::~OutputDir() {

@@ -1,7 +1,10 @@
 // Commands that write a checkpoint directory (make-test-model, quantize).
 #pragma once
-#include <filesystem>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace qinfer::cli {
 
@@ -25,9 +28,20 @@ class OutputDir {
   void keep();
 
  private:
+  // A directory entry itself (a link, not what it names): its inode and when that last changed. A file written
+  // again is a new inode (replaced_file), and one that reuses the number has a new change time. Timestamps alone
+  // would not do: the kernel stamps files with a coarse clock, so a file written just after a reading of a fine
+  // one can look older.
+  struct Identity {
+    uint64_t device, inode;
+    int64_t changed_s, changed_ns;
+    bool operator==(const Identity&) const = default;
+  };
+  static std::optional<Identity> identity(const std::string& path);
+
   std::string path_;
   bool created_ = false, keep_ = false;
-  std::filesystem::file_time_type opened_;
+  std::vector<std::pair<std::string, Identity>> earlier_;  // the checkpoint files that were there
 };
 
 }  // namespace qinfer::cli

@@ -115,6 +115,7 @@ TEST(QuantizeCli, ForceReplacesTheCheckpointThatWasThereWhole) {
                             "special_tokens_map.json"})
     std::ofstream(out + "/" + stale) << "stale";
   std::ofstream(out + "/NOTES.md") << "the user's own";
+  std::ofstream(out + "/package.json") << "{}";  // the user's too: no checkpoint file by its name
   const std::string quantize = qinfer_binary() + " quantize -m " + data_path("models/tiny") + " --to q8 -o " + out;
   // A run that fails leaves them all.
   auto r =
@@ -127,10 +128,20 @@ TEST(QuantizeCli, ForceReplacesTheCheckpointThatWasThereWhole) {
   for (const auto& e : std::filesystem::directory_iterator(out)) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"NOTES.md", "config.json", "generation_config.json", "model.safetensors",
-                                             "tokenizer.json", "tokenizer_config.json"}));
+                                             "package.json", "tokenizer.json", "tokenizer_config.json"}));
   r = run_command("echo '{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}' | " + qinfer_binary() +
                   " template -m " + out);
   EXPECT_EQ(r.output.find("stale"), std::string::npos) << r.output;
+  // A review finding: what the command wrote within the same tick of the kernel's clock looked older than the
+  // directory's opening, and was removed as the earlier checkpoint's (a LoRA adapter, written in microseconds).
+  const std::string adapter = dir.file("adapter");
+  std::filesystem::create_directories(adapter);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(
+        run_command(qinfer_binary() + " make-test-model --preset tiny --lora 1 --force --out " + adapter).exit_code, 0);
+    EXPECT_TRUE(std::filesystem::exists(adapter + "/adapter_model.safetensors")) << i;
+    EXPECT_TRUE(std::filesystem::exists(adapter + "/adapter_config.json")) << i;
+  }
 }
 
 TEST(QuantizeCli, ExistingOutputNeedsForceAndQuantizedInputIsRefused) {
