@@ -200,12 +200,12 @@ void run_generate(GenerateArgs& a) {
     return a.json || print(std::to_string(id) + " ");
   });
   engine.run_until_idle();
-  if (write_error != 0) fail("writing to standard output failed: ", std::strerror(write_error));
   if (text) text->finish();
   const GenerationResult& r = engine.result(handle);
   if (r.reason == StopReason::Error) fail(r.error);
   const char* finish = finish_reason(r.reason, text && text->stopped_by_string());
-  if (logits_file) logits_file->write(engine.prompt_logits(handle));
+  if (logits_file) logits_file->write(engine.prompt_logits(handle));  // the prompt's: whole, whatever the text
+  if (write_error != 0) fail("writing to standard output failed: ", std::strerror(write_error));
 
   if (a.json) {
     nlohmann::ordered_json j = {{"prompt_ids", prompt},
