@@ -362,20 +362,17 @@ void HttpServer::Impl::answer_prompt_only(const httplib::Request& req, httplib::
     }
   };
   auto record = std::make_shared<Record>(*metrics, batch->prompt_tokens());
-  const auto always = [] { return true; };
-  // A whole answer, recorded as it ended.
-  auto whole = [&](Clock::time_point until) {
-    try {
-      if (!batch->wait(until, options.space_interval, always)) return false;
-    } catch (const Error&) {
-      record->reason = "error";
-      throw;
+  // Done within the status wait: a whole answer, with its status, recorded as it ended.
+  try {
+    if (batch->wait(Clock::now() + options.status_wait, options.space_interval, [] { return true; })) {
+      record->reason = "stop";
+      send_json(res, answer(batch->outputs()));
+      return;
     }
-    record->reason = "stop";
-    send_json(res, answer(batch->outputs()));
-    return true;
-  };
-  if (whole(Clock::now() + options.status_wait)) return;
+  } catch (const Error&) {
+    record->reason = "error";
+    throw;
+  }
   const auto provider = [batch, answer, record, slice = options.space_interval](size_t, httplib::DataSink& sink) {
     ordered_json body;
     try {
@@ -843,6 +840,14 @@ void HttpServer::Impl::routes() {
       res.set_header("Vary", "Origin");
     const std::string origin = allowed_origin(req);
     if (!origin.empty()) res.set_header("Access-Control-Allow-Origin", origin);
+    // An answer that closes its connection says so once, and offers no keep-alive: httplib adds its
+    // Keep-Alive header (and a second Connection) by its own flag, and ab -k, reading Keep-Alive, then waits
+    // on the closing connection for the end of a body framed by that close.
+    if (res.get_header_value("Connection") == "close") {
+      res.headers.erase("Connection");
+      res.headers.erase("Keep-Alive");
+      res.set_header("Connection", "close");
+    }
   });
   // Statuses httplib sets itself (no route, body too large): OpenAI's shape too.
   http.set_error_handler(

@@ -36,7 +36,8 @@ RerankRequest parse_rerank_request(const ordered_json& body, const ServedModel& 
   if (instruction.empty()) instruction = kDefaultRerankInstruction;
   if (body.contains("top_n") && !body["top_n"].is_null()) {
     const ordered_json& n = body["top_n"];
-    if (!n.is_number_integer() || n.get<int64_t>() < 0) bad("top_n", "'top_n' must be a non-negative integer");
+    if ((!n.is_number_integer() && !integral_float(n)) || n.get<double>() < 0 || n.get<double>() > 9.0e18)
+      bad("top_n", "'top_n' must be a non-negative integer");
     r.top_n = n.get<int64_t>();
   }
   if (body.contains("return_documents") && !body["return_documents"].is_null()) {
