@@ -63,7 +63,8 @@ ordered_json chat_messages_of_input(const ordered_json& body) {
     return messages;
   }
   if (!input.is_array() || input.empty()) bad("input", "'input' must be a string or a non-empty list of items");
-  std::string reasoning;  // of a reasoning item, for the assistant message after it
+  std::string reasoning;           // of a reasoning item, for the assistant message after it
+  std::set<std::string> call_ids;  // of the function_call items so far: what an output may answer
   auto assistant_message = [&](ordered_json content) {
     ordered_json m = {{"role", "assistant"}, {"content", std::move(content)}};
     if (!reasoning.empty()) m["reasoning_content"] = std::move(reasoning);
@@ -95,11 +96,16 @@ ordered_json chat_messages_of_input(const ordered_json& body) {
       if (messages.empty() || messages.back()["role"] != "assistant" || !reasoning.empty())
         messages.push_back(assistant_message(""));
       messages.back()["tool_calls"].push_back(call);
+      call_ids.insert(call["id"].get<std::string>());
     } else if (type == "function_call_output") {
       if (!item.contains("output")) bad(param + ".output", "'" + param + ".output' is missing");
-      messages.push_back({{"role", "tool"},
-                          {"tool_call_id", string_field(item, "call_id", param)},
-                          {"content", text_content(item["output"], param + ".output")}});
+      // As OpenAI's: the output of a call the conversation does not hold answers nothing the model asked.
+      const std::string& call_id = string_field(item, "call_id", param);
+      if (!call_ids.count(call_id))
+        bad(param + ".call_id",
+            "No tool call found for function call output with call_id " + input_excerpt(call_id) + ".");
+      messages.push_back(
+          {{"role", "tool"}, {"tool_call_id", call_id}, {"content", text_content(item["output"], param + ".output")}});
     } else if (type == "reasoning") {
       reasoning += reasoning_text(item, param);
     } else {
