@@ -79,7 +79,7 @@ Job parse_job(const std::string& line, const ModelBundle& bundle, const std::str
     if (!j["prompt_ids"].is_array()) fail("\"prompt_ids\" must be an array of token ids");
     const int64_t vocab = bundle.model->config().vocab_size;
     for (const auto& id : j["prompt_ids"]) {
-      if (!id.is_number_integer()) fail("\"prompt_ids\" must be an array of token ids");
+      if (!id.is_number_integer() && !server::integral_float(id)) fail("\"prompt_ids\" must be an array of token ids");
       if (!server::is_token_id(id, static_cast<uint64_t>(vocab)))
         fail("token id ", id.dump(), " is outside the vocabulary [0, ", vocab, ")");
       job.prompt.push_back(id.get<int32_t>());
@@ -171,6 +171,7 @@ void run_batch(BatchArgs& a) {
     }
   }
 
+  const bool progress = ::isatty(STDERR_FILENO);
   // Each result is written once it and those before it are done (input order), so that what finished is out
   // whatever ends the run (Ctrl-C, a failure).
   int64_t prompt_tokens = 0, generated = 0, refused = 0;
@@ -194,6 +195,7 @@ void run_batch(BatchArgs& a) {
       prompt_tokens += r.prompt_tokens;
       generated += static_cast<int64_t>(r.ids.size());
     }
+    if (progress) std::fprintf(stderr, "\r\033[K");  // the progress line goes before a result on a terminal
     std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     std::fflush(stdout);
     if (job.handle >= 0) engine.erase(job.handle);
@@ -205,11 +207,9 @@ void run_batch(BatchArgs& a) {
   };
 
   Timer timer;
-  const bool progress = ::isatty(STDERR_FILENO);
-  int64_t steps = 0, peak_blocks = 0;
+  int64_t steps = 0;
   write_finished();
   while (engine.step()) {
-    peak_blocks = std::max<int64_t>(peak_blocks, engine.blocks().used_blocks());
     if (progress && ++steps % 16 == 0)
       std::fprintf(stderr, "\r%zu running, %zu waiting", engine.scheduler().running(), engine.scheduler().waiting());
     write_finished();
@@ -224,8 +224,8 @@ void run_batch(BatchArgs& a) {
                "peak %lld of %d KV blocks of %d positions; prefix cache %lld of %lld blocks; %lld preemptions%s]\n",
                jobs.size(), static_cast<long long>(refused), static_cast<long long>(prompt_tokens),
                static_cast<long long>(generated), seconds, seconds > 0 ? (prompt_tokens + generated) / seconds : 0.0,
-               static_cast<long long>(peak_blocks), engine.blocks().n_blocks(), engine.blocks().block_size(),
-               static_cast<long long>(engine.blocks().prefix_hits()),
+               static_cast<long long>(engine.blocks().peak_used_blocks()), engine.blocks().n_blocks(),
+               engine.blocks().block_size(), static_cast<long long>(engine.blocks().prefix_hits()),
                static_cast<long long>(engine.blocks().prefix_queries()),
                static_cast<long long>(engine.scheduler().preemptions()), drafts.c_str());
 }

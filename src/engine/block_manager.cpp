@@ -104,6 +104,7 @@ BlockManager::Lookup BlockManager::match_prefix(Sequence& seq) {
   seq.sealed_hash = parent;
   seq.sealed_block = parent_block;
   seq.sealed_generation = generation(parent_block);
+  peak_used_ = std::max(peak_used_, used_blocks());
   return lookup;
 }
 
@@ -112,6 +113,7 @@ bool BlockManager::reserve(Sequence& seq, int64_t positions) {
   if (need <= 0) return true;
   if (need > free_blocks()) return false;
   for (int64_t i = 0; i < need; ++i) seq.blocks.push_back(take_block());
+  peak_used_ = std::max(peak_used_, used_blocks());
   return true;
 }
 

@@ -35,6 +35,8 @@ class BlockManager {
   int32_t free_blocks() const { return static_cast<int32_t>(free_.size() + lru_.size()); }
   // Blocks held by live sequences.
   int32_t used_blocks() const { return n_blocks() - free_blocks(); }
+  // The most ever held at once (a sequence that ends within the step that took its blocks counts too).
+  int32_t peak_used_blocks() const { return peak_used_; }
 
   // Sets a new sequence's blocks to the longest run of cached full blocks
   // that match its ids (never all of them: the last id is computed again so
@@ -94,6 +96,7 @@ class BlockManager {
   std::unordered_map<uint64_t, int32_t> by_hash_;
   std::vector<Cached> cached_;  // per block; hash 0 = not cached
   int64_t queries_ = 0, hits_ = 0;
+  int32_t peak_used_ = 0;
 };
 
 }  // namespace qinfer::engine

@@ -128,16 +128,22 @@ TEST(BatchCli, BadLinesGetAnErrorInTheirPlace) {
                        << "{\"prompt_ids\": [4294967297]}\n"  // 2^32 + 1 would pass for id 1 in 32 bits
                        << "{\"prompt\": \"a\", \"stop\": " << std::string(100000, '[') << std::string(100000, ']')
                        << "}\n"
-                       << "{\"prompt_ids\": [785, 6722], \"max_tokens\": 3, \"temperature\": 0}\n";
+                       << "{\"prompt_ids\": [785, 6722], \"max_tokens\": 3, \"temperature\": 0}\n"
+                       // As the server reads them (a review finding: refused here): 785.0 is 785, 785.5 no id.
+                       << "{\"prompt_ids\": [785.0, 6722], \"max_tokens\": 3, \"temperature\": 0}\n"
+                       << "{\"prompt_ids\": [785.5]}\n";
   const auto res =
       run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>&1 >/dev/null");
   const auto out =
       run_command(qinfer_binary() + " batch -m " + data_path("models/tiny") + " < " + input + " 2>/dev/null");
   ASSERT_EQ(out.exit_code, 0) << out.output;
   const std::vector<json> lines = json_lines_of(out.output);
-  ASSERT_EQ(lines.size(), 13u);
+  ASSERT_EQ(lines.size(), 15u);
   EXPECT_EQ(lines[0]["ids"].size(), 3u);
   EXPECT_EQ(lines[12]["ids"], lines[0]["ids"]);
+  EXPECT_EQ(lines[13]["ids"], lines[0]["ids"]);
+  EXPECT_EQ(lines[14]["error"].get<std::string>().rfind("line 15: \"prompt_ids\" must be an array of token ids", 0), 0u)
+      << lines[14].dump();
   const char* errors[] = {"line 2: the line is not valid JSON",
                           "line 3: 'max_tokens' must be between 1 and",
                           "line 4: token id 999999999 is outside the vocabulary",
@@ -151,7 +157,7 @@ TEST(BatchCli, BadLinesGetAnErrorInTheirPlace) {
                           "line 12: the line is nested deeper than 128 levels"};
   for (size_t i = 0; i < std::size(errors); ++i)
     EXPECT_EQ(lines[i + 1]["error"].get<std::string>().rfind(errors[i], 0), 0u) << lines[i + 1].dump();
-  EXPECT_NE(res.output.find("13 requests (11 refused)"), std::string::npos) << res.output;
+  EXPECT_NE(res.output.find("15 requests (12 refused)"), std::string::npos) << res.output;
 }
 
 // A prompt longer than the context is refused in its line; a huge one (a

@@ -47,6 +47,11 @@ TEST(BlockManager, ReserveAndReleaseCountBlocks) {
   bm.release(a);
   EXPECT_EQ(bm.free_blocks(), 8);
   EXPECT_TRUE(a.blocks.empty());
+  // The peak stays (batch reports it; read after a step, a sequence that ended in it had freed its blocks).
+  EXPECT_EQ(bm.peak_used_blocks(), 3);
+  Sequence c = seq_of(range_ids(200, 20));
+  EXPECT_TRUE(bm.reserve(c, 20));
+  EXPECT_EQ(bm.peak_used_blocks(), 5);
 }
 
 TEST(BlockManager, ASharedPrefixReusesFullBlocksOnly) {
