@@ -37,21 +37,21 @@ void ChatTemplateFlags::add_options(CLI::App* cmd, bool with_default_kwargs) {
 }
 
 std::string ChatTemplateFlags::source_name() const {
-  return chat_template && names_a_file(*chat_template) ? "--chat-template " + *chat_template : "--chat-template";
+  return from_file_ ? "--chat-template " + *chat_template : "--chat-template";
 }
 
 void ChatTemplateFlags::read() {
   if (chat_template) {
     const std::string& value = *chat_template;
     if (value.empty()) usage_fail("--chat-template is empty: give a template file's path, or the template");
-    const bool from_file = names_a_file(value);
-    if (!from_file && !looks_like_a_template(value))
+    from_file_ = names_a_file(value);
+    if (!from_file_ && !looks_like_a_template(value))
       usage_fail("--chat-template ", value, ": no such file (nor a template: it has no '{', '}' or line break)");
-    source_ = from_file ? read_named_file("--chat-template", value) : value;
+    source_ = from_file_ ? read_named_file("--chat-template", value) : value;
     // A file's content is a failure while running (exit 1), as other files the flags name; the value itself a
     // usage error.
     const auto refuse = [&](const std::string& why) {
-      if (from_file) fail(source_name(), ": ", why);
+      if (from_file_) fail(source_name(), ": ", why);
       usage_fail(source_name(), ": ", why);
     };
     if (source_->empty()) refuse("the template is empty");

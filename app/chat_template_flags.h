@@ -32,6 +32,7 @@ struct ChatTemplateFlags {
 
  private:
   std::optional<std::string> source_;
+  bool from_file_ = false;  // --chat-template named a file
   nlohmann::ordered_json kwargs_ = nlohmann::ordered_json::object();
 };
 
