@@ -41,6 +41,7 @@ ChatTemplateInput parse_input(const std::string& text) {
     } else if (key == "enable_thinking") {
       if (!value.is_null() && !value.is_boolean()) fail("stdin: \"enable_thinking\" must be true, false or null");
       if (value.is_boolean()) in.enable_thinking = value.get<bool>();
+      if (value.is_null()) in.extra_variables[key] = nullptr;  // None, as apply_chat_template passes it
     } else {
       in.extra_variables[key] = value;
     }

@@ -562,9 +562,13 @@ namespace {
 
 void read_chat_template_kwargs(const ordered_json& kwargs, ChatTemplateInput& in) {
   for (const auto& item : kwargs.items()) {
-    if (item.key() == "enable_thinking") {
-      if (!item.value().is_boolean()) bad("chat_template_kwargs", "'enable_thinking' must be true or false");
+    if (item.key() == "enable_thinking" && item.value().is_null()) {
+      in.enable_thinking.reset();
+      in.extra_variables["enable_thinking"] = nullptr;  // None, as transformers passes it (a default(...) keeps it)
+    } else if (item.key() == "enable_thinking") {
+      if (!item.value().is_boolean()) bad("chat_template_kwargs", "'enable_thinking' must be true, false or null");
       in.enable_thinking = item.value().get<bool>();
+      in.extra_variables.erase("enable_thinking");  // a None an earlier reading into `in` set
     } else if (item.key() == "messages" || item.key() == "tools" || item.key() == "add_generation_prompt") {
       refuse_chat_template_kwarg(item.key());
     } else {

@@ -219,6 +219,18 @@ TEST_F(OpenAiRequest, DefaultChatTemplateKwargsApplyUnlessTheRequestSetsItsOwn) 
   EXPECT_THROW(prompt(R"({"reasoning_effort": "low"})", R"(, "reasoning_effort": "low")"), ApiError);
 }
 
+// transformers passes enable_thinking=None as None (a template's default(...) keeps it); it was a 400 here.
+TEST(ChatTemplateKwargs, EnableThinkingNullIsNone) {
+  ChatTemplateInput in;
+  in.messages = ordered_json::array();
+  read_chat_template_kwargs(ordered_json::parse(R"({"enable_thinking": null})"), in);
+  const ChatTemplate t("{{ enable_thinking is none }} {{ enable_thinking | default(true) }}");
+  EXPECT_EQ(t.render(in), "True None");
+  read_chat_template_kwargs(ordered_json::parse(R"({"enable_thinking": false})"), in);
+  EXPECT_EQ(ChatTemplate("{{ enable_thinking }}").render(in), "False");
+  EXPECT_THROW(read_chat_template_kwargs(ordered_json::parse(R"({"enable_thinking": 0})"), in), ApiError);
+}
+
 TEST_F(OpenAiRequest, EnableThinkingFalseClosesTheThinkBlockInThePrompt) {
   const ordered_json body = ordered_json::parse(
       R"({"messages": [{"role": "user", "content": "Hi"}], "chat_template_kwargs": {"enable_thinking": false}})");
