@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -175,7 +177,7 @@ void run_batch(BatchArgs& a) {
   // Each result is written once it and those before it are done (input order), so that what finished is out
   // whatever ends the run (Ctrl-C, a failure).
   int64_t prompt_tokens = 0, generated = 0, refused = 0;
-  auto write_result = [&](const Job& job) {
+  auto write_result = [&](Job& job) {
     ordered_json out;
     if (job.handle < 0) {
       out = {{"error", job.error}};
@@ -196,9 +198,13 @@ void run_batch(BatchArgs& a) {
       generated += static_cast<int64_t>(r.ids.size());
     }
     if (progress) std::fprintf(stderr, "\r\033[K");  // the progress line goes before a result on a terminal
-    std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-    std::fflush(stdout);
+    const std::string line = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    if (std::fwrite(line.data(), 1, line.size(), stdout) != line.size() || std::fflush(stdout) != 0)
+      fail("writing to standard output failed: ", std::strerror(errno));  // nobody reads the rest: stop
+    // What the line said is out: its request, text and prompt are not needed any more.
     if (job.handle >= 0) engine.erase(job.handle);
+    job.text.reset();
+    job.prompt = {};
   };
   size_t written = 0;
   auto write_finished = [&] {

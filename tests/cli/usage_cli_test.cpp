@@ -304,6 +304,16 @@ TEST(UsageCli, EveryWriteIsChecked) {
   EXPECT_EQ(stopped.exit_code, 1);
   EXPECT_NE(stopped.err.find("writing to standard output failed"), std::string::npos) << stopped.err;
   EXPECT_EQ(stopped.err.find("20000 tokens"), std::string::npos) << stopped.err;
+  // batch too: its first result's write fails, and the second request (20000 tokens) is not run to its end.
+  std::ofstream(dir.file("two.jsonl")) << R"({"prompt": "a", "max_tokens": 1})"
+                                       << "\n"
+                                       << R"({"prompt": "b", "max_tokens": 20000, "ignore_eos": true})"
+                                       << "\n";
+  const Outcome batch = run(qinfer_binary() + " batch -m " + tiny() + " < " + dir.file("two.jsonl") + " > /dev/full");
+  EXPECT_EQ(batch.exit_code, 1);
+  EXPECT_NE(batch.err.find("writing to standard output failed: No space left on device"), std::string::npos)
+      << batch.err;
+  EXPECT_EQ(batch.err.find("[2 requests"), std::string::npos) << batch.err;
   Outcome r = run(gen + " --json --logits-out /dev/full");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("/dev/full: writing the logits failed (--logits-out)"), std::string::npos) << r.err;
