@@ -39,7 +39,7 @@ struct TokenizeArgs {
 Tokenizer load_tokenizer(const std::string& model) {
   if (std::filesystem::is_regular_file(model)) return Tokenizer::from_file(model);
   const std::string path = resolve_model_dir(model) + "/tokenizer.json";
-  if (!std::filesystem::exists(path)) fail(path, ": no tokenizer.json in the model directory");
+  if (!file_exists(path)) fail(path, ": no tokenizer.json in the model directory");
   return Tokenizer::from_file(path);
 }
 

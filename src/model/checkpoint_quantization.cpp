@@ -75,19 +75,26 @@ CheckpointQuantization read_checkpoint_quantization(const std::string& config_pa
   CheckpointQuantization s;
   const json config = json::parse(read_text_file(config_path), nullptr, false);
   if (config.is_discarded()) return s;  // load_qwen3_config names the fault
-  const std::string dtype = config.contains("torch_dtype") && config["torch_dtype"].is_string()
-                                ? config["torch_dtype"].get<std::string>()
-                                : "";
+  // transformers 4.56 renamed torch_dtype to dtype; it reads dtype first.
+  const char* dtype_key = config.contains("dtype") ? "dtype" : "torch_dtype";
+  const std::string dtype =
+      config.contains(dtype_key) && config[dtype_key].is_string() ? config[dtype_key].get<std::string>() : "";
   if (dtype == "float16") s.dequantized = WeightFormat::F16;
   if (dtype == "float32") s.dequantized = WeightFormat::F32;
   if (!config.contains("quantization_config")) return s;
   const json& q = config["quantization_config"];
   if (!q.is_object() || !q.contains("quant_method")) return s;
   const KeyError bad{config_path, q};
-  if (q["quant_method"] == "qinfer") s.qinfer = qinfer_format(q, bad);
-  if (q["quant_method"] == "fp8") s.fp8 = fp8_blocks(q, bad);
-  if (q["quant_method"] == "awq") s.awq_group_size = awq_group_size(q, bad);
-  if (q["quant_method"] == "gptq") s.gptq = gptq_layout(q, bad);
+  if (q["quant_method"] == "qinfer")
+    s.qinfer = qinfer_format(q, bad);
+  else if (q["quant_method"] == "fp8")
+    s.fp8 = fp8_blocks(q, bad);
+  else if (q["quant_method"] == "awq")
+    s.awq_group_size = awq_group_size(q, bad);
+  else if (q["quant_method"] == "gptq")
+    s.gptq = gptq_layout(q, bad);
+  else
+    bad("quant_method", "qinfer reads the methods \"fp8\", \"awq\", \"gptq\" and its own \"qinfer\"");
   return s;
 }
 

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <set>
 
 #include "io/lora_config.h"
 #include "io/safetensors.h"
 #include "ops/simd.h"
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 namespace qinfer {
 
@@ -79,8 +79,8 @@ std::array<LoraProjection, 7> lora_projections(const Qwen3Config& c) {
 std::vector<LoraLayer> read_lora_adapter(const std::string& dir, const Qwen3Config& c, const std::string& prefix,
                                          std::vector<OwnedBytes>& owned, ThreadPool& pool) {
   const std::string file = dir + "/adapter_model.safetensors";
-  if (!std::filesystem::exists(file)) {
-    if (std::filesystem::exists(dir + "/adapter_model.bin"))
+  if (!file_exists(file)) {
+    if (file_exists(dir + "/adapter_model.bin"))
       fail(dir,
            ": the adapter is adapter_model.bin (a pickle, which qinfer does not run); save it with PEFT's "
            "save_pretrained(safe_serialization=True) as adapter_model.safetensors");

@@ -1,7 +1,9 @@
 // Added tokens (<|im_start|>, <think>, ...) are cut out of the raw text before
 // anything else, as Hugging Face's AddedVocabulary does: the leftmost
 // occurrence wins, the longest token among those starting there, matched
-// case-sensitively anywhere, inside words too.
+// case-sensitively anywhere, inside words too. Tokens marked normalized are
+// cut out the same way, from the normalized text of each stretch between the
+// others, their own content normalized.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -16,6 +18,9 @@ struct AddedToken {
   std::string content;
   int32_t id;
   bool special;  // skipped by decode(skip_special_tokens); not matched when special text is not allowed
+  // Matched in the normalized text (after the NFC) rather than the raw one:
+  // what transformers' add_tokens() writes for a plain token.
+  bool normalized = false;
 };
 
 class AddedTokenMatcher {

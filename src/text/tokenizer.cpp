@@ -69,6 +69,24 @@ std::vector<BpeMerge> resolve_merges(const TokenizerJson& spec, const StringTabl
   return merges;
 }
 
+// Appends the ids of text with `added`'s tokens cut out: each token's id, and
+// what encode_between appends for each stretch between them. False as soon
+// as ids would exceed max_tokens (or encode_between says so).
+template <class EncodeBetween>
+bool encode_around(const AddedTokenMatcher& added, std::string_view text, size_t max_tokens, std::vector<int32_t>& ids,
+                   EncodeBetween encode_between) {
+  for (size_t pos = 0; pos < text.size();) {
+    const auto match = added.find(text, pos);
+    const size_t stretch_end = match ? match->begin : text.size();
+    if (stretch_end > pos && !encode_between(text.substr(pos, stretch_end - pos))) return false;
+    if (!match) break;
+    if (ids.size() == max_tokens) return false;
+    ids.push_back(match->id);
+    pos = match->end;
+  }
+  return true;
+}
+
 }  // namespace
 
 struct Tokenizer::SharedCache {
@@ -117,7 +135,7 @@ Tokenizer::Tokenizer(const TokenizerJson& spec, const std::string& origin)
 
   bpe_ = BpeModel(byte_token_ids(id_of_piece_, origin), resolve_merges(spec, id_of_piece_, origin));
 
-  std::vector<AddedToken> plain;
+  std::vector<AddedToken> raw, raw_plain, normalized, normalized_plain;
   for (const AddedToken& t : spec.added_tokens) {
     const int32_t* existing = id_of_piece_.find(t.content);
     if (existing && *existing != t.id)
@@ -129,10 +147,13 @@ Tokenizer::Tokenizer(const TokenizerJson& spec, const std::string& origin)
     id_of_piece_.insert(t.content, t.id);
     kind_[t.id] = t.special ? kSpecial : kAdded;
     piece_of[t.id] = t.content;
-    if (!t.special) plain.push_back(t);
+    AddedToken matched = t;
+    if (t.normalized && nfc_) matched.content = nfc(t.content);  // as the text it is matched in
+    (t.normalized ? normalized : raw).push_back(matched);
+    if (!t.special) (t.normalized ? normalized_plain : raw_plain).push_back(matched);
   }
-  added_ = AddedTokenMatcher(spec.added_tokens);
-  added_plain_ = AddedTokenMatcher(plain);
+  added_ = {AddedTokenMatcher(raw), AddedTokenMatcher(normalized)};
+  added_plain_ = {AddedTokenMatcher(raw_plain), AddedTokenMatcher(normalized_plain)};
   for (const std::vector<int32_t>* ids : {&spec.special_prefix, &spec.special_suffix})
     for (int32_t id : *ids)
       if (static_cast<size_t>(id) >= kind_.size() || kind_[id] == kNone)
@@ -177,26 +198,25 @@ bool Tokenizer::encode_into(std::string_view text, bool allow_special, size_t ma
   ids.reserve(std::min(text.size() / 3, max_tokens) + 4);
   std::unique_lock lock(cache_->mutex, std::try_to_lock);
   BpeCache* cache = lock.owns_lock() ? &cache_->cache : nullptr;
-  const AddedTokenMatcher& added = allow_special ? added_ : added_plain_;
-  for (size_t pos = 0; pos < text.size();) {
-    const auto match = added.find(text, pos);
-    const size_t stretch_end = match ? match->begin : text.size();
-    if (stretch_end > pos && !encode_stretch(text.substr(pos, stretch_end - pos), ids, cache, max_tokens)) return false;
-    if (!match) break;
-    if (ids.size() == max_tokens) return false;
-    ids.push_back(match->id);
-    pos = match->end;
-  }
-  return true;
+  const AddedTokenSplits& added = allow_special ? added_ : added_plain_;
+  return encode_around(added.raw, text, max_tokens, ids, [&](std::string_view stretch) {
+    return encode_stretch(stretch, added.normalized, ids, cache, max_tokens);
+  });
 }
 
-bool Tokenizer::encode_stretch(std::string_view text, std::vector<int32_t>& ids, BpeCache* cache,
-                               size_t max_tokens) const {
+bool Tokenizer::encode_stretch(std::string_view text, const AddedTokenMatcher& normalized_added,
+                               std::vector<int32_t>& ids, BpeCache* cache, size_t max_tokens) const {
   std::string normalized;
   if (nfc_ && !nfc_quick_yes(text)) {
     normalized = nfc(text);
     text = normalized;
   }
+  return encode_around(normalized_added, text, max_tokens, ids,
+                       [&](std::string_view words) { return encode_words(words, ids, cache, max_tokens); });
+}
+
+bool Tokenizer::encode_words(std::string_view text, std::vector<int32_t>& ids, BpeCache* cache,
+                             size_t max_tokens) const {
   for (size_t pos = 0; pos < text.size();) {
     const size_t end = qwen2_piece_end(text, pos);
     const std::string_view word = text.substr(pos, end - pos);

@@ -70,7 +70,10 @@ class Tokenizer {
   Tokenizer(const TokenizerJson& spec, const std::string& origin);
   // Both return false as soon as ids would exceed max_tokens.
   bool encode_into(std::string_view text, bool allow_special, size_t max_tokens, std::vector<int32_t>& ids) const;
-  bool encode_stretch(std::string_view text, std::vector<int32_t>& ids, BpeCache* cache, size_t max_tokens) const;
+  struct AddedTokenSplits;
+  bool encode_stretch(std::string_view text, const AddedTokenMatcher& normalized_added, std::vector<int32_t>& ids,
+                      BpeCache* cache, size_t max_tokens) const;
+  bool encode_words(std::string_view text, std::vector<int32_t>& ids, BpeCache* cache, size_t max_tokens) const;
   static std::string_view slice(const std::string& arena, const std::vector<uint32_t>& offsets, int32_t id);
 
   std::vector<Kind> kind_;               // by id
@@ -81,8 +84,13 @@ class Tokenizer {
   size_t longest_token_bytes_ = 1;  // a piece of n bytes has at least n / this many tokens
   StringTable<int32_t> id_of_piece_;
   BpeModel bpe_;
-  AddedTokenMatcher added_;        // all added tokens
-  AddedTokenMatcher added_plain_;  // those with special: false
+  // The added tokens matched in the raw text and those matched in the
+  // normalized text (AddedToken::normalized).
+  struct AddedTokenSplits {
+    AddedTokenMatcher raw, normalized;
+  };
+  AddedTokenSplits added_;        // all added tokens
+  AddedTokenSplits added_plain_;  // those with special: false
   bool nfc_ = false;
   std::vector<int32_t> special_prefix_, special_suffix_;  // the post-processor's (with_special_tokens)
   std::unique_ptr<SharedCache> cache_;

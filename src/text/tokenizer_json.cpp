@@ -146,10 +146,6 @@ class Checker {
     if (!seen_sequence) unsupported(where + ".single", single, "a single template holds the one sequence A");
   }
 
-  void absent(const json& v, std::string_view where) const {
-    if (!v.is_null()) unsupported(where, v, "qinfer neither truncates nor pads inside the tokenizer");
-  }
-
   std::vector<AddedToken> added_tokens(const json& v) const {
     if (!v.is_array()) fail(origin_, ": added_tokens is not an array");
     std::vector<AddedToken> tokens;
@@ -159,10 +155,11 @@ class Checker {
       if (!t.is_object() || !t.contains("id") || !t["id"].is_number_unsigned() || !t.contains("content") ||
           !t["content"].is_string() || t["content"].get_ref<const std::string&>().empty())
         fail(origin_, ": ", where, " needs a non-negative \"id\" and a non-empty \"content\": ", t.dump());
-      for (const char* flag : {"single_word", "lstrip", "rstrip", "normalized"})
-        require(t, flag, {false}, where, "qinfer matches added tokens verbatim in the raw text");
-      tokens.push_back(
-          {t["content"].get<std::string>(), checked_id(t["id"].get<uint64_t>(), where), t.value("special", false)});
+      for (const char* flag : {"single_word", "lstrip", "rstrip"})
+        require(t, flag, {false}, where, "qinfer matches added tokens verbatim, whatever is around them");
+      require(t, "normalized", {false, true}, where, "expected true or false");
+      tokens.push_back({t["content"].get<std::string>(), checked_id(t["id"].get<uint64_t>(), where),
+                        t.value("special", false), t.value("normalized", false)});
     }
     return tokens;
   }
@@ -272,7 +269,9 @@ TokenizerJson parse_tokenizer_json(std::string_view text, const std::string& ori
     } else if (key == "post_processor") {
       check.post_processor(value, out);
     } else if (key == "truncation" || key == "padding") {
-      check.absent(value, key);
+      // Ignored, as transformers ignores them: its tokenizer turns both off
+      // for a call that does not ask for them (and no model input asks).
+      // They are in a tokenizer.json saved after a call that did.
     } else if (key == "added_tokens") {
       out.added_tokens = check.added_tokens(value);
     }  // "version" and members HF ignores

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <utility>
 #include <vector>
@@ -16,8 +17,19 @@
 
 namespace qinfer {
 
+namespace {
+
+// What a path that is not a regular file is, for "PATH: is X, not a file".
+const char* kind_of_non_file(mode_t mode) {
+  return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO" : "a device or socket";
+}
+
+}  // namespace
+
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO with no writer would wait for one forever,
+  // before fstat could refuse it (no effect on a regular file).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -27,7 +39,7 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail(path, ": not a regular file");
+    fail(path, ": is ", kind_of_non_file(st.st_mode), ", not a file");
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {
@@ -108,15 +120,20 @@ std::string replaced_file(const std::string& dir, const std::string& name) {
 bool file_exists(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return false;
-    fail(path, ": ", std::strerror(errno));
+    const int error = errno;
+    // A link to nothing (a Hugging Face snapshot's link to a blob deleted or
+    // never downloaded) is a fault to name, not an absent file.
+    struct stat link {};
+    if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+      std::error_code ec;
+      const std::filesystem::path target = std::filesystem::read_symlink(path, ec);
+      fail(path, ": is a broken symbolic link (to ", ec ? std::string("?") : target.string(), ": ",
+           std::strerror(error), ")");
+    }
+    if (error == ENOENT || error == ENOTDIR) return false;
+    fail(path, ": ", std::strerror(error));
   }
-  if (!S_ISREG(st.st_mode))
-    fail(path, ": is ",
-         S_ISDIR(st.st_mode)    ? "a directory"
-         : S_ISFIFO(st.st_mode) ? "a FIFO"
-                                : "a device or socket",
-         ", not a file");
+  if (!S_ISREG(st.st_mode)) fail(path, ": is ", kind_of_non_file(st.st_mode), ", not a file");
   return true;
 }
 

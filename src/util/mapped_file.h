@@ -36,8 +36,9 @@ std::string read_text_file(const std::string& path);
 // as `--prompt-file <(...)`).
 std::string read_text_file_or_pipe(const std::string& path);
 // Whether a regular file is at `path`: false when nothing is there; Error
-// when something else is (a directory, a FIFO, a device, a symbolic link
-// loop) or it cannot be looked at, so that it is not taken for absent.
+// when something else is (a directory, a FIFO, a device, a symbolic link to
+// nothing or a loop) or it cannot be looked at, so that it is not taken for
+// absent.
 bool file_exists(const std::string& path);
 // Creates or replaces path with bytes; an Error naming the file when any of it
 // could not be written (a full disk included).

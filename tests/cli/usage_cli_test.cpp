@@ -667,12 +667,29 @@ TEST(UsageCli, CheckpointFilesThatAreNotFilesAreNamedSo) {
   ASSERT_EQ(::mkfifo(dir.file("fifo/generation_config.json").c_str(), 0644), 0);
   link_tiny(dir.file("dev"), {"generation_config.json"});
   fs::create_symlink("/dev/zero", dir.file("dev/generation_config.json"));
-  for (const auto& [model, message] : std::vector<std::pair<std::string, std::string>>{
-           {"dir", "config.json: is a directory, not a file"},
-           {"fifo", "generation_config.json: is a FIFO, not a file"},
-           {"dev", "generation_config.json: is a device or socket, not a file"}}) {
-    const Outcome r = run("timeout 20 " + qinfer_binary() + " generate -m " + dir.file(model) + kPrompt + " -n 1");
-    EXPECT_EQ(r.exit_code, 1) << model << "\n" << r.err;
-    EXPECT_NE(r.err.find(message), std::string::npos) << model << "\n" << r.err;
+  // Hunt findings: a snapshot's link to a missing blob was "absent" (greedy
+  // decoding and config.json's eos without a word, for generation_config.json)
+  // or "not found"; a LoRA adapter's weights that were a FIFO blocked the load.
+  for (const char* file : {"generation_config.json", "tokenizer.json", "model.safetensors"}) {
+    link_tiny(dir.file(std::string("dangling-") + file), {file});
+    fs::create_symlink("../../blobs/0123abcd", dir.file(std::string("dangling-") + file + "/" + file));
+  }
+  fs::create_directories(dir.file("fifo-lora"));
+  std::ofstream(dir.file("fifo-lora/adapter_config.json"))
+      << R"({"peft_type": "LORA", "r": 2, "lora_alpha": 4, "target_modules": ["q_proj"]})";
+  ASSERT_EQ(::mkfifo(dir.file("fifo-lora/adapter_model.safetensors").c_str(), 0644), 0);
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"-m " + dir.file("dir"), "config.json: is a directory, not a file"},
+           {"-m " + dir.file("fifo"), "generation_config.json: is a FIFO, not a file"},
+           {"-m " + dir.file("dev"), "generation_config.json: is a device or socket, not a file"},
+           {"-m " + dir.file("dangling-generation_config.json"),
+            "generation_config.json: is a broken symbolic link (to ../../blobs/0123abcd: No such file or directory)"},
+           {"-m " + dir.file("dangling-tokenizer.json"), "tokenizer.json: is a broken symbolic link (to ../../blobs/"},
+           {"-m " + dir.file("dangling-model.safetensors"),
+            "model.safetensors: is a broken symbolic link (to ../../blobs/"},
+           {"-m " + tiny() + " --lora " + dir.file("fifo-lora"), "adapter_model.safetensors: is a FIFO, not a file"}}) {
+    const Outcome r = run("timeout 20 " + qinfer_binary() + " generate " + args + kPrompt + " -n 1");
+    EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
   }
 }

@@ -321,17 +321,21 @@ std::vector<float> awq_weights(const std::vector<TensorData>& ts, const std::str
 }  // namespace
 
 // As stored, a projection is (code - zero) x scale in the config's
-// torch_dtype (bf16 for the fixture, f16 as Qwen's -AWQ configs say); with
-// --weights f32 it is the product itself.
+// torch_dtype (bf16 for the fixture, f16 as Qwen's -AWQ configs say), or its
+// dtype, as transformers 4.56 names it (read first); with --weights f32 it
+// is the product itself.
 TEST(AwqCheckpoint, ProjectionsAreCodeMinusZeroTimesScale) {
   const std::vector<TensorData> ts = awq_group_tensors(fixture_tensors("tiny"), 64);
   ASSERT_EQ(named(ts, "model.layers.0.mlp.down_proj.qweight").shape, (std::vector<int64_t>{192, 8}));
   ASSERT_EQ(named(ts, "model.layers.0.mlp.down_proj.qzeros").shape, (std::vector<int64_t>{3, 8}));
-  for (const char* torch_dtype : {"bfloat16", "float16"}) {
+  for (const auto& [key, torch_dtype] : std::vector<std::pair<std::string, const char*>>{
+           {"torch_dtype", "bfloat16"}, {"torch_dtype", "float16"}, {"dtype", "float16"}, {"dtype", "bfloat16"}}) {
     test::ScratchDir dir("awq");
     write_checkpoint(dir, ts, awq_quantization_config(64));
     nlohmann::json config = nlohmann::json::parse(std::ifstream(dir.file("config.json")));
-    config["torch_dtype"] = torch_dtype;
+    // Beside a dtype, the torch_dtype says the other type: dtype must win.
+    if (key == "dtype") config["torch_dtype"] = std::string(torch_dtype) == "float16" ? "bfloat16" : "float16";
+    config[key] = torch_dtype;
     std::ofstream(dir.file("config.json")) << config.dump();
     LoadOptions f32;
     f32.weights = WeightFormat::F32;
@@ -376,6 +380,8 @@ TEST(AwqCheckpoint, QuantizationConfigsItCannotReadAreRefused) {
            {config_with("bits", 8), "quantization_config.bits is 8: qinfer reads AWQ weights of 4 bits"},
            {config_with("version", "gemv"), "quantization_config.version is \"gemv\": qinfer reads AWQ's GEMM layout"},
            {config_with("zero_point", false), "quantization_config.zero_point is false"},
+           {config_with("quant_method", "compressed-tensors"),
+            "quantization_config.quant_method is \"compressed-tensors\": qinfer reads the methods \"fp8\""},
            {config_with("group_size", kGone), "quantization_config.group_size is missing"},
            {config_with("group_size", 48),
             "model.layers.0.self_attn.q_proj.qweight: 64 inputs are not whole AWQ groups of 48"}}) {
