@@ -34,6 +34,9 @@ std::shared_ptr<const OutputGrammar> output_grammar(std::shared_ptr<const gramma
   if (reasoning != ReasoningBlock::None) {
     out->think_open = tokenizer.token_to_id("<think>").value_or(-1);
     out->think_close = tokenizer.token_to_id("</think>").value_or(-1);
+    for (const char* line_break : {"\n\n", "\n"})
+      if (const std::vector<int32_t> ids = tokenizer.encode(line_break, false); ids.size() == 1)
+        out->separators.push_back(ids[0]);
   }
   out->starts_in_reasoning = reasoning == ReasoningBlock::Open;
   return out;
@@ -59,9 +62,14 @@ bool GrammarConstraint::is_eos(int32_t id) const {
   return std::find(eos_ids_.begin(), eos_ids_.end(), id) != eos_ids_.end();
 }
 
+bool GrammarConstraint::is_separator(int32_t id) const {
+  return std::find(spec_->separators.begin(), spec_->separators.end(), id) != spec_->separators.end();
+}
+
 bool GrammarConstraint::allows(int32_t id) {
   if (phase_ == Phase::Reasoning) return !is_eos(id);
   if (phase_ == Phase::Start && id == spec_->think_open) return true;
+  if (phase_ == Phase::Separator && is_separator(id)) return true;
   if (is_eos(id)) return matcher_.state().accepting;
   if (id < 0 || static_cast<size_t>(id) >= spec_->vocabulary->vocab_size() || tokenizer_.is_special(id)) return false;
   const std::string_view bytes = tokenizer_.token_bytes(id);
@@ -97,6 +105,8 @@ void GrammarConstraint::mask(std::span<float> logits) {
   if (matcher_.state().accepting)
     for (int32_t id : eos_ids_) keep(id);
   if (phase_ == Phase::Start) keep(spec_->think_open);
+  if (phase_ == Phase::Separator)
+    for (int32_t id : spec_->separators) keep(id);
   const std::vector<uint64_t>& allowed = answer_mask();
   for (size_t id = 0; id < logits.size(); ++id)
     if (!bit(allowed, id)) logits[id] = -std::numeric_limits<float>::infinity();
@@ -105,11 +115,15 @@ void GrammarConstraint::mask(std::span<float> logits) {
 
 void GrammarConstraint::accept(int32_t id) {
   if (phase_ == Phase::Reasoning) {
-    if (id == spec_->think_close) phase_ = Phase::Answer;
+    if (id == spec_->think_close) phase_ = Phase::Separator;
     return;
   }
   if (phase_ == Phase::Start && id == spec_->think_open) {
     phase_ = Phase::Reasoning;
+    return;
+  }
+  if (phase_ == Phase::Separator && is_separator(id)) {
+    phase_ = Phase::Answer;
     return;
   }
   phase_ = Phase::Answer;

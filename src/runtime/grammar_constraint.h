@@ -6,7 +6,9 @@
 // opens with a <think> block (Qwen3's reasoning) is free until </think>, as
 // vLLM's structured outputs with a reasoning parser: the grammar applies to
 // the answer (and eos waits for it: a reply that ends while it reasons would
-// say "stop" with no document).
+// say "stop" with no document). The line break Qwen3 writes after </think>
+// ("\n\n") is allowed before the answer: a grammar that forbade it would push
+// the model off its course where the answer begins.
 #pragma once
 #include <cstdint>
 #include <list>
@@ -29,7 +31,8 @@ struct OutputGrammar {
   std::shared_ptr<const grammar::TokenTrie> vocabulary;  // token_trie(*tokenizer)
   int32_t think_open = -1, think_close = -1;             // <think> / </think> ids; -1: no reasoning block
   bool starts_in_reasoning = false;                      // the prompt leaves a <think> block open
-  std::string source;  // what asked for it (a request field, a flag), named where it fails
+  std::vector<int32_t> separators;  // "\n\n" and "\n" where each is one token: one may follow </think>
+  std::string source;               // what asked for it (a request field, a flag), named where it fails
 };
 
 // Where a reply's <think> block is. None: the output is all answer (raw
@@ -65,9 +68,11 @@ class GrammarConstraint : public TokenFilter {
   bool complete() const;
 
  private:
-  // Start: the first token, which may open a <think> block; Answer: the
-  // grammar's part (after the reasoning, if any).
-  enum class Phase { Start, Reasoning, Answer };
+  // Start: the first token, which may open a <think> block; Separator: the
+  // first after </think>, which may be a line break; Answer: the grammar's
+  // part (after the reasoning, if any).
+  enum class Phase { Start, Reasoning, Separator, Answer };
+  bool is_separator(int32_t id) const;
   bool is_eos(int32_t id) const;
   const std::vector<uint64_t>& answer_mask();
 

@@ -56,6 +56,11 @@ std::optional<std::string_view> closed_at_the_end(std::string_view body) {
   return std::nullopt;
 }
 
+// Whether text is one JSON value (not too deep or large to parse).
+bool is_json_text(const std::string& text) {
+  return !json_shape_problem(text) && !nlohmann::json::parse(text, nullptr, false).is_discarded();
+}
+
 enum class Verdict { Undecided, Call, Text };
 
 // A bare call's parameter begins within this many bytes, or it is text
@@ -141,12 +146,18 @@ ChatDelta ChatOutputParser::push(std::string_view text) {
     if (at == std::string::npos) {
       size_t keep = 0;
       for (size_t i = 0; i < n_tags; ++i) keep = std::max(keep, partial_tag(held_, tags[i]));
+      // Whitespace while a <think> may still open is held: before one, it is
+      // no answer's (what vLLM's reasoning parser drops). Where it is
+      // stripped anyway (after </think>), it goes now, with its token.
+      if (mode_ == Mode::Content && !seen_content_ && tool_calls_ == 0 && !strip_leading_ &&
+          std::all_of(held_.begin(), held_.end() - static_cast<std::ptrdiff_t>(keep), is_space))
+        keep = held_.size();
       emit(std::string_view(held_).substr(0, held_.size() - keep), out);
       held_.erase(0, held_.size() - keep);
       return out;
     }
     const Mode searched = mode_;
-    emit(std::string_view(held_).substr(0, at), out);
+    if (tag != kThinkOpen) emit(std::string_view(held_).substr(0, at), out);  // only whitespace before <think>
     // A bare call's header turned out text, or an opener came before it was
     // read: the tag is read again as the answer's. A function on a line of
     // its own ends a bare call, and is read again as what may be the next.
@@ -316,9 +327,15 @@ void ChatOutputParser::close_tool_call(ChatDelta& out, bool terminated) {
     }
   } else if (json_call) {
     ToolCall call{j["name"].get<std::string>(), "{}"};
-    if (j.contains("arguments")) {
-      const auto& args = j["arguments"];
-      call.arguments = args.is_string() ? args.get<std::string>() : args.dump();
+    // Qwen models sometimes write "parameters" (the tool's schema's name) for
+    // the arguments: SGLang's Qwen parser reads them, where vLLM's keeps the
+    // text. Arguments are JSON text to the client: a string that is one is
+    // taken as such, any other string becomes a JSON string, as vLLM dumps it.
+    const char* key = j.contains("arguments") ? "arguments" : j.contains("parameters") ? "parameters" : nullptr;
+    if (key != nullptr) {
+      const auto& args = j[key];
+      call.arguments =
+          args.is_string() && is_json_text(args.get_ref<const std::string&>()) ? args.get<std::string>() : args.dump();
     }
     call.content_before = out.content.size();
     if (allowed_ == ToolCalls::Any || tool_calls_ == 0) out.tool_calls.push_back(std::move(call));

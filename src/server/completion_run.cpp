@@ -514,7 +514,9 @@ ordered_json CompletionRun::run_to_end(std::chrono::milliseconds interval,
     if (request_.chat) {
       ordered_json message = {{"role", "assistant"}};
       const bool calls = !c->total.tool_calls.empty();
-      message["content"] = calls && c->total.content.empty() ? ordered_json() : ordered_json(c->total.content);
+      // No answer beside reasoning or calls is null, as vLLM and the streamed reply (which sends none) have it.
+      const bool other_parts = calls || !c->total.reasoning.empty();
+      message["content"] = other_parts && c->total.content.empty() ? ordered_json() : ordered_json(c->total.content);
       if (!c->total.reasoning.empty() && request_.include_reasoning) message["reasoning_content"] = c->total.reasoning;
       int announced = 0;
       if (calls)

@@ -508,6 +508,9 @@ ordered_json chat_messages(const ordered_json& body) {
         if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
           bad(calls, "each tool call must have a 'function' object");
         auto& f = call["function"];
+        // Arguments "" (clients send that for a tool without parameters) are
+        // {}, as vLLM has them: the template would print `"arguments": }`.
+        if (f.contains("arguments") && f["arguments"] == "") f["arguments"] = ordered_json::object();
         // What the template prints: a name, and arguments (a JSON string or object).
         if (!f.contains("name") || !f["name"].is_string() || f["name"].get_ref<const std::string&>().empty() ||
             !f.contains("arguments") || !(f["arguments"].is_string() || f["arguments"].is_object()))

@@ -227,6 +227,15 @@ test('plain answer: reasoning, then content, finish_reason stop; streamed alike'
   assert.equal(s.content, ANSWER);
   for (const piece of s.contentPieces) assert.doesNotMatch(piece, TAGS);
   assert.equal(s.calls.length, 0);
+  // A hunt finding: a reply cut inside its reasoning had content "" whole and null streamed (the stream sends
+  // no content); OpenAI and vLLM have null.
+  const cut = { ...body, max_tokens: 4 };
+  const whole = await answerServer.client.chat.completions.create(cut);
+  assert.equal(whole.choices[0].finish_reason, 'length');
+  assert.ok(whole.choices[0].message.reasoning_content.length > 0);
+  assert.equal(whole.choices[0].message.content, null);
+  const streamed = await answerServer.client.chat.completions.stream(cut).finalChatCompletion();
+  assert.equal(streamed.choices[0].message.content, null);
 });
 
 // vLLM's thinking_token_budget: the reasoning holds the budget's tokens, then

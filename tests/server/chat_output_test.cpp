@@ -242,6 +242,13 @@ TEST(ChatOutput, JsonToolCallsOfOtherShapesComeWhole) {
       {R"({"name": "f", "arguments": "{\"x\": 1}"})", R"({"x": 1})"},
       {R"({"name": "f", "arguments": [1, 2]})", "[1,2]"},
       {R"({"name": "f"})", "{}"},
+      // Hunt findings: "parameters" for the arguments lost them ("{}", silently);
+      // a string that is no JSON came back as the arguments' text, which no
+      // client parses. vLLM dumps such a string as JSON.
+      {R"({"name": "f", "parameters": {"city": "Paris"}})", R"({"city":"Paris"})"},
+      {R"({"name": "f", "arguments": "Paris"})", R"("Paris")"},
+      {R"({"name": "f", "arguments": ""})", R"("")"},
+      {R"({"name": "f", "arguments": ")" + std::string(300, '[') + R"("})", '"' + std::string(300, '[') + '"'},
   };
   for (const auto& [body, arguments] : cases) {
     ChatOutputParser p;
@@ -265,13 +272,24 @@ TEST(ChatOutput, TagPrefixAtTheEndIsHeldThenReleased) {
 
 // A fuzz finding: whitespace before <think> arriving in its own pieces made
 // the pieces count as the answer's start, so the think block became text.
+// A hunt finding: that whitespace went out as content before the reasoning
+// while streaming (the Responses stream then had a message item before the
+// reasoning one, unlike the whole reply's); it is dropped, as vLLM's Qwen3
+// reasoning parser drops what comes before <think>.
 TEST(ChatOutput, WhitespaceBeforeThinkIsTheSameWholeOrInPieces) {
   const std::string text = "\r\r\n <think>\nreasoning\n</think>\n\nanswer";
   const ChatDelta a = whole(text), b = bytewise(text);
   EXPECT_EQ(a.reasoning, "reasoning\n");
   EXPECT_EQ(b.reasoning, a.reasoning);
   EXPECT_EQ(b.content, a.content);
-  EXPECT_EQ(a.content, "\r\r\n answer");
+  EXPECT_EQ(a.content, "answer");
+  ChatOutputParser p;
+  for (char c : std::string("\n\n <think")) EXPECT_EQ(p.push(std::string(1, c)).content, "");
+  EXPECT_EQ(p.push(">r").reasoning, "r");
+  // Whitespace that no <think> follows is the answer's.
+  EXPECT_EQ(whole("\n\nanswer").content, "\n\nanswer");
+  EXPECT_EQ(bytewise("\n\nanswer").content, "\n\nanswer");
+  EXPECT_EQ(whole("\n\n").content, "\n\n");
 }
 
 // Qwen3-Coder's calls (xml_tool_call.h): parsed where the template teaches

@@ -360,6 +360,13 @@ TEST_F(OpenAiRequest, AnAssistantToolCallWithNullContentAndItsResultRender) {
         << rendered;
     EXPECT_NE(rendered.find("<tool_response>\n18 C\n</tool_response>"), std::string::npos) << rendered;
   }
+  // A hunt finding: arguments "" (a tool without parameters, as some clients
+  // send it) rendered `"arguments": }`; it is {}, as vLLM has it.
+  const ordered_json empty = ordered_json::parse(R"({"messages": [{"role": "user", "content": "Time?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+        "function": {"name": "get_time", "arguments": ""}}]}, {"role": "tool", "content": "noon"}]})");
+  const std::string rendered = bundle_->require_tokenizer().decode(parse_chat_request(empty, served(512)).prompts[0]);
+  EXPECT_NE(rendered.find(R"({"name": "get_time", "arguments": {}})"), std::string::npos) << rendered;
 }
 
 TEST_F(OpenAiRequest, DefaultsFromTheModelAndUntilTheContextIsFull) {
