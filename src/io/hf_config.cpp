@@ -108,7 +108,8 @@ void require_positive(int64_t v, const char* key, const std::string& origin, int
 
 // The sparse MLP's keys of a Qwen3MoeForCausalLM config, checked.
 void read_moe_keys(const json& j, Qwen3Config& c, const std::string& origin) {
-  read_key(j, "num_experts", &c.num_experts, origin);
+  // transformers 5 names it num_local_experts (num_experts its alias).
+  read_key(j, j.contains("num_experts") ? "num_experts" : "num_local_experts", &c.num_experts, origin);
   read_key(j, "num_experts_per_tok", &c.num_experts_per_tok, origin);
   read_key(j, "moe_intermediate_size", &c.moe_intermediate_size, origin);
   read_key(j, "norm_topk_prob", &c.norm_topk_prob, origin);
@@ -184,6 +185,39 @@ void read_rope_scaling(const json& j, Qwen3Config& c, const std::string& origin)
   c.yarn = y;
 }
 
+// Whether any layer attends through a sliding window, as transformers
+// decides it: only with use_sliding_window, a sliding_window, and a layer
+// layer_types calls "sliding_attention" (without it: layers from
+// max_window_layers on), and only where the window is shorter than the
+// context (a longer one masks nothing).
+bool slides(const json& j, const Qwen3Config& c, const std::string& origin) {
+  bool use_sliding_window = false;
+  read_key(j, "use_sliding_window", &use_sliding_window, origin);
+  if (!use_sliding_window || (j.contains("sliding_window") && j["sliding_window"].is_null())) return false;
+  int64_t window = 4096, max_window_layers = 28;  // Qwen3Config's defaults
+  read_key(j, "sliding_window", &window, origin);
+  read_key(j, "max_window_layers", &max_window_layers, origin);
+  if (window >= c.max_position_embeddings) return false;
+  if (auto it = j.find("layer_types"); it != j.end() && it->is_array())
+    return std::any_of(it->begin(), it->end(), [](const json& t) { return t == "sliding_attention"; });
+  return max_window_layers < c.num_hidden_layers;
+}
+
+// The architecture: architectures[0], or, without it, the one transformers'
+// Auto classes take for the model_type. Qwen3Model is the backbone alone (a
+// sentence-transformers save of Qwen3-Embedding), read as Qwen3ForCausalLM
+// (embed uses no lm_head; generate says it has none).
+std::string architecture(const json& j) {
+  if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
+      j["architectures"][0].is_string()) {
+    const std::string arch = j["architectures"][0].get<std::string>();
+    return arch == "Qwen3Model" ? "Qwen3ForCausalLM" : arch;
+  }
+  if (j.contains("model_type") && j["model_type"] == "qwen3") return "Qwen3ForCausalLM";
+  if (j.contains("model_type") && j["model_type"] == "qwen3_moe") return "Qwen3MoeForCausalLM";
+  return "";
+}
+
 }  // namespace
 
 bool Qwen3Config::is_sparse_layer(int64_t layer) const {
@@ -200,15 +234,12 @@ void require_in_vocabulary(const std::vector<int32_t>& ids, int64_t vocab_size, 
 
 Qwen3Config parse_qwen3_config(const std::string& text, const std::string& origin) {
   const json j = parse_object(text, origin);
-  std::string arch;
-  if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
-      j["architectures"][0].is_string())
-    arch = j["architectures"][0].get<std::string>();
+  const std::string arch = architecture(j);
   const bool moe = arch == "Qwen3MoeForCausalLM";
   if (arch != "Qwen3ForCausalLM" && arch != "Qwen3ForSequenceClassification" && !moe)
     fail(origin, ": architecture '", arch.empty() ? std::string("(none)") : arch,
-         "' is not supported; qinfer runs Qwen3ForCausalLM, Qwen3MoeForCausalLM and Qwen3ForSequenceClassification "
-         "checkpoints");
+         "' is not supported; qinfer runs Qwen3ForCausalLM (and its backbone, Qwen3Model), Qwen3MoeForCausalLM and "
+         "Qwen3ForSequenceClassification checkpoints");
 
   Qwen3Config c;
   c.sequence_classifier = arch == "Qwen3ForSequenceClassification";
@@ -264,14 +295,16 @@ Qwen3Config parse_qwen3_config(const std::string& text, const std::string& origi
     fail(origin, ": rope_theta ", c.rope_theta, " makes the rotary angles infinite (over max_position_embeddings ",
          c.max_position_embeddings, ")");
 
-  bool attention_bias = false, use_sliding_window = false;
+  bool attention_bias = false;
   std::string act = "silu";
   read_key(j, "attention_bias", &attention_bias, origin);
-  read_key(j, "use_sliding_window", &use_sliding_window, origin);
   read_key(j, "hidden_act", &act, origin);
   if (attention_bias) fail(origin, ": attention_bias=true is not supported (Qwen3 has no attention biases)");
-  if (use_sliding_window) fail(origin, ": use_sliding_window=true is not supported");
-  if (act != "silu") fail(origin, ": hidden_act '", act, "' is not supported (only silu)");
+  if (slides(j, c, origin))
+    fail(origin,
+         ": use_sliding_window=true with layers that slide (max_window_layers or layer_types) is not supported");
+  // "swish" is SiLU in transformers' ACT2FN.
+  if (act != "silu" && act != "swish") fail(origin, ": hidden_act '", act, "' is not supported (only silu)");
   return c;
 }
 

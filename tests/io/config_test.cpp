@@ -50,6 +50,46 @@ TEST(HfConfig, RefusesOtherArchitectures) {
   EXPECT_NE(error_of([] { parse_qwen3_config(R"({})", "c.json"); }).find("'(none)'"), std::string::npos);
 }
 
+// Hunt findings: each of these was refused although transformers loads it as
+// the model qinfer runs.
+TEST(HfConfig, WhatTransformersReadsAsAQwen3IsOne) {
+  // A sentence-transformers save of Qwen3-Embedding names the backbone; a config without architectures has its
+  // model_type, which transformers' Auto classes map.
+  EXPECT_EQ(parse_qwen3_config(R"({"architectures":["Qwen3Model"]})", "c").num_experts, 0);
+  EXPECT_EQ(parse_qwen3_config(R"({"model_type":"qwen3"})", "c").num_experts, 0);
+  EXPECT_EQ(parse_qwen3_config(R"({"model_type":"qwen3_moe"})", "c").num_experts, 128);
+  EXPECT_NE(error_of([] { parse_qwen3_config(R"({"model_type":"llama"})", "c"); }).find("'(none)'"), std::string::npos);
+  // transformers 5's name for num_experts.
+  EXPECT_EQ(parse_qwen3_config(R"({"architectures":["Qwen3MoeForCausalLM"],"num_local_experts":16})", "c").num_experts,
+            16);
+  // "swish" is SiLU in ACT2FN.
+  EXPECT_NO_THROW(parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"hidden_act":"swish"})", "c"));
+  EXPECT_NE(error_of([] {
+              parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"],"hidden_act":"gelu"})", "c");
+            }).find("hidden_act 'gelu' is not supported"),
+            std::string::npos);
+}
+
+// use_sliding_window is refused only where a layer does slide, as
+// transformers decides it (sliding_window, max_window_layers, layer_types),
+// within the context.
+TEST(HfConfig, ASlidingWindowIsRefusedOnlyWhereALayerSlides) {
+  const std::string head =
+      R"({"architectures":["Qwen3ForCausalLM"],"num_hidden_layers":4,"max_position_embeddings":40960,)";
+  auto error = [&](const std::string& keys) { return error_of([&] { parse_qwen3_config(head + keys + "}", "c"); }); };
+  for (const char* loads :
+       {R"("use_sliding_window":false,"max_window_layers":0)", R"("use_sliding_window":true,"max_window_layers":4)",
+        R"("use_sliding_window":true,"max_window_layers":28)",  // Qwen3's configs
+        R"("use_sliding_window":true,"sliding_window":null,"max_window_layers":0)",
+        R"("use_sliding_window":true,"sliding_window":40960,"max_window_layers":0)",
+        R"("use_sliding_window":true,"max_window_layers":0,"layer_types":["full_attention"])"})
+    EXPECT_EQ(error(loads), "") << loads;
+  for (const char* slides :
+       {R"("use_sliding_window":true,"max_window_layers":3)", R"("use_sliding_window":true,"max_window_layers":0)",
+        R"("use_sliding_window":true,"max_window_layers":9,"layer_types":["full_attention","sliding_attention"])"})
+    EXPECT_NE(error(slides).find("use_sliding_window=true with layers that slide"), std::string::npos) << slides;
+}
+
 TEST(HfConfig, ASequenceClassifierIsAQwen3Too) {
   EXPECT_FALSE(parse_qwen3_config(R"({"architectures":["Qwen3ForCausalLM"]})", "c").sequence_classifier);
   EXPECT_TRUE(parse_qwen3_config(R"({"architectures":["Qwen3ForSequenceClassification"]})", "c").sequence_classifier);
