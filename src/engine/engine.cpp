@@ -471,7 +471,7 @@ void Engine::postprocess(const Step& step) {
     }
     if (d.tokens.empty() && !d.ended) continue;
     if (r.result.ids.empty()) {
-      r.result.reused_tokens = seq.cached;
+      r.result.reused_tokens = seq.first_cached;
       r.result.prefill_s = r.since_add.seconds();
       if (r.options.keep_prompt_logits) {
         const std::span<const float> logits = runner_.logits(i);
@@ -544,7 +544,7 @@ void Engine::prompt_logprobs(const Step& step) {
 }
 
 void Engine::finish_prompt_only(Request& r, std::vector<float> values, const char* what) {
-  r.result.reused_tokens = r.seq.cached;
+  r.result.reused_tokens = r.seq.first_cached;
   r.result.prefill_s = r.since_add.seconds();
   r.seq.status = Sequence::Status::Finished;
   // Corrupt weights (or an overflow) give NaN or infinity: nothing to return.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 #include "util/error.h"
 
@@ -128,34 +129,57 @@ EngineLoop::~EngineLoop() {
   thread_.join();
 }
 
-std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, const GenerationOptions& options,
-                                                  bool continues_admitted) {
-  return queue({std::move(prompt), options, nullptr, false, {}}, continues_admitted);
+EngineLoop::Reservation::Reservation(Reservation&& other) noexcept
+    : loop_(std::exchange(other.loop_, nullptr)), left_(std::exchange(other.left_, 0)) {}
+
+EngineLoop::Reservation::~Reservation() {
+  if (loop_ == nullptr || left_ == 0) return;
+  std::lock_guard lock(loop_->mu_);
+  loop_->reserved_ -= left_;
 }
 
-std::shared_ptr<RequestStream> EngineLoop::submit_embedding(std::vector<int32_t> prompt, bool continues_admitted,
+std::optional<EngineLoop::Reservation> EngineLoop::reserve(int64_t places) {
+  std::lock_guard lock(mu_);
+  if (stopping_ || !accepting_ || places > max_running_ + max_waiting_ - unfinished_ - reserved_) return std::nullopt;
+  reserved_ += places;
+  return Reservation(this, places);
+}
+
+std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, const GenerationOptions& options,
+                                                  Reservation* reservation) {
+  return queue({std::move(prompt), options, nullptr, false, {}}, reservation);
+}
+
+std::shared_ptr<RequestStream> EngineLoop::submit_embedding(std::vector<int32_t> prompt, Reservation* reservation,
                                                             int32_t adapter, const std::string& cache_salt) {
   GenerationOptions options;
   options.adapter = adapter;
   options.cache_salt = cache_salt;
-  return queue({std::move(prompt), options, nullptr, true, {}}, continues_admitted);
+  return queue({std::move(prompt), options, nullptr, true, {}}, reservation);
 }
 
 std::shared_ptr<RequestStream> EngineLoop::submit_scoring(std::vector<int32_t> prompt, std::vector<int32_t> token_ids,
-                                                          bool continues_admitted, int32_t adapter,
+                                                          Reservation* reservation, int32_t adapter,
                                                           const std::string& cache_salt) {
   GenerationOptions options;
   options.adapter = adapter;
   options.cache_salt = cache_salt;
-  return queue({std::move(prompt), options, nullptr, false, std::move(token_ids)}, continues_admitted);
+  return queue({std::move(prompt), options, nullptr, false, std::move(token_ids)}, reservation);
 }
 
-std::shared_ptr<RequestStream> EngineLoop::queue(Incoming in, bool continues_admitted) {
+std::shared_ptr<RequestStream> EngineLoop::queue(Incoming in, Reservation* reservation) {
   auto stream = std::make_shared<RequestStream>();
   in.stream = stream;
   {
     std::lock_guard lock(mu_);
-    if (stopping_ || (!accepting_ && !continues_admitted) || unfinished_ >= max_running_ + max_waiting_) return nullptr;
+    if (stopping_) return nullptr;
+    if (reservation != nullptr) {  // its place was counted when it was reserved
+      if (reservation->loop_ != this || reservation->left_ == 0) return nullptr;
+      --reservation->left_;
+      --reserved_;
+    } else if (!accepting_ || unfinished_ + reserved_ >= max_running_ + max_waiting_) {
+      return nullptr;
+    }
     ++unfinished_;
     incoming_.push_back(std::move(in));
   }

@@ -13,6 +13,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -86,19 +87,41 @@ class EngineLoop {
   EngineLoop(const EngineLoop&) = delete;
   EngineLoop& operator=(const EngineLoop&) = delete;
 
+  // Room in the queue held for the requests of one client's request (its
+  // prompts x n, an embeddings request's inputs), so that it is admitted or
+  // refused whole, as vLLM admits one request: the further choices of an
+  // n > 1 request, submitted once the first has started, find their room,
+  // also while the loop drains. Each submit through it takes one place;
+  // what is left when it goes gives its places back.
+  class Reservation {
+   public:
+    Reservation(Reservation&& other) noexcept;
+    Reservation& operator=(Reservation&&) = delete;
+    ~Reservation();
+
+   private:
+    friend class EngineLoop;
+    Reservation(EngineLoop* loop, int64_t places) : loop_(loop), left_(places) {}
+    EngineLoop* loop_;
+    int64_t left_;
+  };
+  // Room for `places` requests; empty when the queue has not that much (or
+  // the loop stopped or drains).
+  std::optional<Reservation> reserve(int64_t places);
+
   // Queues a request; nullptr when the queue is full (or the loop stopped,
-  // or drains: then only a further choice of a request it took comes in,
-  // `continues_admitted`, as that request is in flight). A prompt the engine
-  // refuses (too long, ids out of range) comes back as a stream in state Failed.
+  // or drains), or `reservation`, if given, has no place left. A prompt the
+  // engine refuses (too long, ids out of range) comes back as a stream in
+  // state Failed.
   std::shared_ptr<RequestStream> submit(std::vector<int32_t> prompt, const GenerationOptions& options,
-                                        bool continues_admitted = false);
+                                        Reservation* reservation = nullptr);
   // The same for an embedding request (Engine::add_embedding, with the named
   // LoRA adapter `adapter` and the cache salt): its stream sees no tokens and, Finished, gives output().
-  std::shared_ptr<RequestStream> submit_embedding(std::vector<int32_t> prompt, bool continues_admitted = false,
+  std::shared_ptr<RequestStream> submit_embedding(std::vector<int32_t> prompt, Reservation* reservation = nullptr,
                                                   int32_t adapter = -1, const std::string& cache_salt = "");
   // The same for a scoring request (Engine::add_scoring).
   std::shared_ptr<RequestStream> submit_scoring(std::vector<int32_t> prompt, std::vector<int32_t> token_ids,
-                                                bool continues_admitted = false, int32_t adapter = -1,
+                                                Reservation* reservation = nullptr, int32_t adapter = -1,
                                                 const std::string& cache_salt = "");
 
   // A snapshot taken after the latest step.
@@ -136,7 +159,7 @@ class EngineLoop {
     bool embed = false;
     std::vector<int32_t> score_ids;  // a scoring request's
   };
-  std::shared_ptr<RequestStream> queue(Incoming in, bool continues_admitted);
+  std::shared_ptr<RequestStream> queue(Incoming in, Reservation* reservation);
   struct Live {
     int64_t handle;
     std::shared_ptr<RequestStream> stream;
@@ -162,7 +185,9 @@ class EngineLoop {
     std::promise<void> done;
   };
   std::vector<Task> tasks_;
-  int64_t unfinished_ = 0;  // submitted and not yet finished: what the queue limit counts
+  // Submitted and not yet finished, and places reserved for requests yet to
+  // be submitted: what the queue limit counts.
+  int64_t unfinished_ = 0, reserved_ = 0;
   bool accepting_ = true, cancel_all_ = false, stopping_ = false, busy_ = false;
   Stats stats_;
   std::vector<Live> live_;  // engine thread only

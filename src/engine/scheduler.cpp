@@ -121,6 +121,7 @@ Step Scheduler::schedule() {
       break;
     }
     blocks_.record_lookup(lookup);
+    if (seq->first_cached < 0) seq->first_cached = seq->cached;
     waiting_.pop_front();
     seq->status = Sequence::Status::Running;
     insert_in_order(running_, seq);

@@ -15,8 +15,12 @@ struct Sequence {
   int64_t id = 0;            // arrival order: lower is older
   std::vector<int32_t> ids;  // prompt, then generated tokens
   int64_t prompt_len = 0;
-  int64_t computed = 0;            // ids [0, computed) have keys/values in `blocks`
-  int64_t cached = 0;              // of them, taken from the prefix cache at admission
+  int64_t computed = 0;  // ids [0, computed) have keys/values in `blocks`
+  int64_t cached = 0;    // of them, taken from the prefix cache at admission
+  // `cached` at its first admission (-1: not yet admitted), what its result
+  // reports: a readmission after preemption finds its own blocks, no other
+  // request's work (vLLM sets num_cached_tokens once, too).
+  int64_t first_cached = -1;
   std::vector<int32_t> blocks;     // block table
   int64_t sealed = 0;              // leading blocks registered in the prefix cache
   uint64_t sealed_hash = 0;        // the prefix cache's chained hash over those blocks

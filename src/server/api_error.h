@@ -25,6 +25,9 @@ inline std::string input_excerpt(std::string_view text, size_t max_bytes = 64) {
   return out;
 }
 
+// The 503 of a request the queue has no room for (--max-queue).
+inline constexpr const char* kBusy = "the server is busy: too many requests are waiting; retry later";
+
 class ApiError : public Error {
  public:
   ApiError(int status, std::string message, std::string param = "", std::string type = "")

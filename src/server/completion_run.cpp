@@ -90,6 +90,9 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
                        " completions (prompts x n); the server holds at most " + std::to_string(loop.capacity()) +
                        " at once (running and waiting)",
                    request.n > 1 ? "n" : "prompt");
+  std::optional<engine::EngineLoop::Reservation> room =
+      loop.reserve(static_cast<int64_t>(request.prompts.size()) * request.n);
+  if (!room) throw ApiError(503, kBusy);
   for (size_t p = 0; p < request.prompts.size(); ++p)
     for (int i = 0; i < request.n; ++i) {
       auto c = std::make_unique<Choice>();
@@ -106,10 +109,10 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
       if (request.chat) c->parser.emplace(request.starts_in_reasoning, request.tool_calls, request.xml_tools);
       GenerationOptions options = request.options;
       options.sampling.seed += static_cast<uint64_t>(i);
-      c->stream = loop.submit(request.prompts[p], options, /*continues_admitted=*/!choices_.empty());
+      c->stream = loop.submit(request.prompts[p], options, &*room);
       if (!c->stream) {
         for (auto& other : choices_) other->stream->cancel();
-        throw ApiError(503, "the server is busy: too many requests are waiting; retry later");
+        throw ApiError(503, kBusy);
       }
       choices_.push_back(std::move(c));
       // The other choices of a prompt start once the first has computed it:

@@ -346,7 +346,9 @@ void HttpServer::Impl::answer_prompt_only(const httplib::Request& req, httplib::
                                           const PromptOnlyBatch::Submit& submit,
                                           std::function<ordered_json(const Outputs&)> answer) {
   using Clock = std::chrono::steady_clock;
-  auto batch = std::make_shared<PromptOnlyBatch>(inputs, field, submit);
+  std::optional<engine::EngineLoop::Reservation> reservation = loop->reserve(static_cast<int64_t>(inputs.size()));
+  if (!reservation) throw ApiError(503, kBusy);
+  auto batch = std::make_shared<PromptOnlyBatch>(inputs, field, std::move(*reservation), submit);
   // The request in /metrics once it ends: "stop", "error", or "abort" when
   // dropped unfinished (its client left).
   struct Record {
@@ -398,8 +400,8 @@ void HttpServer::Impl::answer_prompt_only(const httplib::Request& req, httplib::
 }
 
 PromptOnlyBatch::Submit HttpServer::Impl::embed(int32_t adapter, const std::string& cache_salt) {
-  return [this, adapter, cache_salt](const std::vector<int32_t>& ids, bool more) {
-    return loop->submit_embedding(ids, more, adapter, cache_salt);
+  return [this, adapter, cache_salt](const std::vector<int32_t>& ids, engine::EngineLoop::Reservation* reservation) {
+    return loop->submit_embedding(ids, reservation, adapter, cache_salt);
   };
 }
 
@@ -417,8 +419,9 @@ void HttpServer::Impl::embeddings(const httplib::Request& req, httplib::Response
 PromptOnlyBatch::Submit HttpServer::Impl::rerank_scoring(std::shared_ptr<const RerankPrompt> prompt, int32_t adapter,
                                                          const std::string& cache_salt) {
   if (prompt->uses_classifier()) return embed(adapter, cache_salt);
-  return [this, prompt, adapter, cache_salt](const std::vector<int32_t>& ids, bool more) {
-    return loop->submit_scoring(ids, prompt->score_ids(), more, adapter, cache_salt);
+  return [this, prompt, adapter, cache_salt](const std::vector<int32_t>& ids,
+                                             engine::EngineLoop::Reservation* reservation) {
+    return loop->submit_scoring(ids, prompt->score_ids(), reservation, adapter, cache_salt);
   };
 }
 

@@ -7,15 +7,15 @@
 namespace qinfer::server {
 
 PromptOnlyBatch::PromptOnlyBatch(const std::vector<std::vector<int32_t>>& inputs, std::string field,
-                                 const Submit& submit)
+                                 engine::EngineLoop::Reservation reservation, const Submit& submit)
     : field_(std::move(field)) {
   for (const std::vector<int32_t>& ids : inputs) {
     prompt_tokens_ += static_cast<int64_t>(ids.size());
-    streams_.push_back(submit(ids, /*continues_admitted=*/!streams_.empty()));
+    streams_.push_back(submit(ids, &reservation));
     if (!streams_.back()) {
       streams_.pop_back();
       cancel();
-      throw ApiError(503, "the server is busy: too many requests are waiting; retry later");
+      throw ApiError(503, kBusy);
     }
   }
 }

@@ -17,11 +17,14 @@ namespace qinfer::server {
 
 class PromptOnlyBatch {
  public:
-  // submit(ids, continues_admitted): EngineLoop::submit_embedding or
-  // submit_scoring. ApiError 503 (and nothing left queued) when the loop
-  // takes no more. `field` names the inputs in errors ("input", "documents").
-  using Submit = std::function<std::shared_ptr<engine::RequestStream>(const std::vector<int32_t>&, bool)>;
-  PromptOnlyBatch(const std::vector<std::vector<int32_t>>& inputs, std::string field, const Submit& submit);
+  // submit(ids, reservation): EngineLoop::submit_embedding or
+  // submit_scoring, each input through `reservation` (room for them all).
+  // ApiError 503 (and nothing left queued) when the loop takes no more.
+  // `field` names the inputs in errors ("input", "documents").
+  using Submit = std::function<std::shared_ptr<engine::RequestStream>(const std::vector<int32_t>&,
+                                                                      engine::EngineLoop::Reservation*)>;
+  PromptOnlyBatch(const std::vector<std::vector<int32_t>>& inputs, std::string field,
+                  engine::EngineLoop::Reservation reservation, const Submit& submit);
   ~PromptOnlyBatch() { cancel(); }
   PromptOnlyBatch(const PromptOnlyBatch&) = delete;
   PromptOnlyBatch& operator=(const PromptOnlyBatch&) = delete;

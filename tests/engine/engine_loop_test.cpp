@@ -99,13 +99,16 @@ TEST(EngineLoop, ADrainTakesFurtherChoicesOfARequestInFlight) {
   auto model = Qwen3Model::load(test::data_path("models/tiny"));
   ThreadPool pool(1);
   EngineLoop loop(*model, pool, {{4, 0, 16, 4}, 8});
-  auto first = loop.submit({785, 6722, 315}, options(300, 0, 0));
+  std::optional<EngineLoop::Reservation> room = loop.reserve(2);
+  ASSERT_TRUE(room);
+  auto first = loop.submit({785, 6722, 315}, options(300, 0, 0), &*room);
   std::vector<int32_t> ids;
   while (ids.empty()) ASSERT_EQ(first->wait(ids, 1s), RequestStream::State::Running);
   std::thread drain([&] { loop.drain(std::chrono::steady_clock::now() + 30s); });
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(loop.submit({1, 2}, options(3, 0, 0)), nullptr);  // a new request: refused
-  auto second = loop.submit({785, 6722, 315}, options(5, 0, 0), /*continues_admitted=*/true);
+  EXPECT_FALSE(loop.reserve(1));
+  auto second = loop.submit({785, 6722, 315}, options(5, 0, 0), &*room);
   ASSERT_NE(second, nullptr);
   for (auto* s : {first.get(), second.get()}) {
     RequestStream::State st;
@@ -114,6 +117,34 @@ TEST(EngineLoop, ADrainTakesFurtherChoicesOfARequestInFlight) {
     EXPECT_EQ(s->result().reason, StopReason::MaxTokens);
   }
   drain.join();
+}
+
+// A hunt finding: an n > 1 request submitted its first choice, waited for
+// it to start, then found no room for the second (503 after a second): the
+// first had held a place all along, and a request that would have fit was
+// refused meanwhile. A reservation takes room for all of a request's
+// choices at once, or none.
+TEST(EngineLoop, AReservationTakesRoomForAllOfARequestOrNone) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(1);
+  EngineLoop loop(*model, pool, {{4, 0, 16, 2}, 1});  // 2 running + 1 waiting
+  ASSERT_EQ(loop.capacity(), 3);
+  auto long_one = loop.submit({785, 6722, 315}, options(100000, 0, 0));
+  ASSERT_NE(long_one, nullptr);
+  EXPECT_FALSE(loop.reserve(3));  // 2 places left
+  {
+    std::optional<EngineLoop::Reservation> two = loop.reserve(2);
+    ASSERT_TRUE(two);
+    EXPECT_EQ(loop.submit({1, 2}, options(3, 0, 0)), nullptr) << "the reserved places are taken";
+    EXPECT_FALSE(loop.reserve(1));
+    auto first = loop.submit({1, 2}, options(3, 0, 0), &*two);
+    ASSERT_NE(first, nullptr);
+    drain_stream(*first);
+  }  // the place it did not use goes back
+  auto other = loop.submit({1, 2}, options(3, 0, 0));
+  ASSERT_NE(other, nullptr);
+  drain_stream(*other);
+  long_one->cancel();
 }
 
 TEST(EngineLoop, CancelStopsAtTheNextStepAndFreesBlocks) {

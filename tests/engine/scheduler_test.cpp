@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <random>
 
@@ -49,7 +50,7 @@ struct RunStats {
 // Steps until idle; requests[i] is added at step arrival[i]. The fake
 // runner generates a token for each sequence whose step reached its last id.
 RunStats run(Scheduler& sched, std::vector<Request>& reqs, const std::vector<int64_t>& arrival,
-             int64_t max_steps = 10000) {
+             int64_t max_steps = 10000, const std::function<void(const Step&)>& each_step = {}) {
   RunStats r;
   size_t next = 0;
   for (; r.steps < max_steps; ++r.steps) {
@@ -59,6 +60,7 @@ RunStats run(Scheduler& sched, std::vector<Request>& reqs, const std::vector<int
     r.preemptions += static_cast<int64_t>(step.preempted.size());
     r.max_tokens = std::max(r.max_tokens, step.tokens());
     r.max_running = std::max(r.max_running, sched.running());
+    if (each_step) each_step(step);
     for (const ScheduledSeq& s : step.seqs) {
       Sequence& q = *s.seq;
       if (q.computed + s.tokens != static_cast<int64_t>(q.ids.size())) continue;  // a prompt chunk
@@ -147,6 +149,30 @@ TEST(Scheduler, ASharedPromptIsTakenFromThePrefixCache) {
   expect_all_finished_as_alone(reqs);
   EXPECT_EQ(reqs[0].seq->cached, 0);
   EXPECT_GE(bm.prefix_hits(), 4);  // the 4 full blocks of the shared 16 tokens
+}
+
+// A hunt finding: a prompt preempted in the middle of its prefill found its
+// own sealed blocks when readmitted, and its usage reported them as cached
+// tokens (prefix-cache hits of other requests' work, which users are billed
+// less for). What it reports is what its first admission found.
+TEST(Scheduler, APromptPreemptedMidPrefillReportsOnlyWhatItsFirstAdmissionFound) {
+  BlockManager bm(4, 4);      // 16 positions
+  Scheduler sched(bm, 4, 4);  // a prompt goes in chunks of the 4-token budget
+  std::vector<Request> reqs;
+  reqs.push_back({make_seq(0, 3, 1), 12, -1});  // grows until it needs the younger one's blocks
+  reqs.push_back({make_seq(1, 12, 2), 1, -1});  // arrives next, its prompt in chunks
+  int64_t readmitted_with_own_blocks = 0;
+  bool preempted = false;
+  const RunStats r = run(sched, reqs, {0, 1}, 10000, [&](const Step& step) {
+    for (const Sequence* s : step.preempted) preempted |= s == reqs[1].seq.get();
+    for (const ScheduledSeq& s : step.seqs)
+      if (s.seq == reqs[1].seq.get() && preempted && s.seq->cached > 0) ++readmitted_with_own_blocks;
+  });
+  expect_all_finished_as_alone(reqs);
+  ASSERT_GT(r.preemptions, 0);
+  ASSERT_GT(readmitted_with_own_blocks, 0) << "the case this test is about did not happen";
+  EXPECT_EQ(reqs[1].seq->first_cached, 0);
+  EXPECT_EQ(reqs[0].seq->first_cached, 0);
 }
 
 TEST(Scheduler, CancelReleasesBlocksAnywhere) {
