@@ -59,8 +59,11 @@ LoraConfig read_lora_config(const std::string& path) {
     if (is_set(j, key))
       fail(path, ": '", key, "' is set; qinfer runs plain LoRA (no DoRA, no trained biases or ",
            "replaced modules, no layer replication)");
-  if (j.contains("bias") && j["bias"].is_string() && j["bias"] != "none")
-    fail(path, ": 'bias' is '", j["bias"].get<std::string>(), "'; qinfer runs adapters without trained biases");
+  // "all" and "lora_only" train the biases of the adapted layers: Qwen3's
+  // have none, so PEFT saves none and the adapter is a plain one (a bias
+  // tensor in the file is refused with the other tensors qinfer does not apply).
+  if (j.contains("bias") && j["bias"] != "none" && j["bias"] != "all" && j["bias"] != "lora_only")
+    fail(path, ": 'bias' is ", j["bias"].dump(), "; PEFT's are \"none\", \"all\" and \"lora_only\"");
 
   LoraConfig c;
   auto number = [&](const ordered_json& v, const std::string& what) {

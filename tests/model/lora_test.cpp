@@ -361,7 +361,16 @@ TEST(Lora, AdaptersPeftWouldRunOtherwiseAreRefusedByName) {
       {"'use_dora' is set", [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["use_dora"] = true; }); }},
       {"'modules_to_save' is set",
        [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["modules_to_save"] = {"lm_head"}; }); }},
-      {"'bias' is 'all'", [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["bias"] = "all"; }); }},
+      {"'bias' is \"some\"", [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["bias"] = "some"; }); }},
+      // bias "all" trains biases Qwen3 does not have; one in the file is refused.
+      {"base_model.model.model.layers.0.self_attn.q_proj.bias is not a LoRA update",
+       [](const test::ScratchDir& d) {
+         edit_config(d, [](auto& j) { j["bias"] = "all"; });
+         edit_tensors(d, [](auto& ts) {
+           ts.push_back(
+               {"base_model.model.model.layers.0.self_attn.q_proj.bias", DType::F32, {4}, std::vector<uint8_t>(16)});
+         });
+       }},
       {"rank 16 on this model's self_attn.q_proj",
        [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["r"] = 16; }); }},
       {"'r' must be an integer rank", [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["r"] = 0; }); }},
@@ -407,6 +416,12 @@ TEST(Lora, AdaptersPeftWouldRunOtherwiseAreRefusedByName) {
     const std::string error = load_error(edit);
     EXPECT_NE(error.find(want), std::string::npos) << "wanted '" << want << "' in: " << error;
   }
+  // A hunt finding: bias "all" and "lora_only" were refused; Qwen3's projections have no biases to train, so
+  // PEFT's adapter is a plain one.
+  for (const char* bias : {"all", "lora_only"})
+    EXPECT_EQ(load_error([&](const test::ScratchDir& d) { edit_config(d, [&](auto& j) { j["bias"] = bias; }); }),
+              "(loaded)")
+        << bias;
 }
 
 }  // namespace
