@@ -7,7 +7,7 @@ namespace qinfer {
 AddedTokenMatcher::AddedTokenMatcher(const std::vector<AddedToken>& tokens) {
   for (const AddedToken& t : tokens) {
     const auto first = static_cast<uint8_t>(t.content[0]);
-    is_first_byte_[first] = true;
+    is_first_byte_[first] = any_ = true;
     by_first_byte_[first].push_back({t.content, t.id});
   }
   for (auto& list : by_first_byte_)
