@@ -186,11 +186,12 @@ void read_rope_scaling(const json& j, Qwen3Config& c, const std::string& origin)
 }
 
 // Whether any layer attends through a sliding window, as transformers
-// decides it: only with use_sliding_window, a sliding_window, and a layer
-// layer_types calls "sliding_attention" (without it: layers from
-// max_window_layers on), and only where the window is shorter than the
-// context (a longer one masks nothing).
-bool slides(const json& j, const Qwen3Config& c, const std::string& origin) {
+// decides it: only with use_sliding_window, a sliding_window, and (dense
+// Qwen3Config) a layer layer_types calls "sliding_attention" (without it:
+// layers from max_window_layers on; Qwen3MoeConfig has neither, and every
+// layer slides), and only where the window is shorter than the context (a
+// longer one masks nothing).
+bool slides(const json& j, const Qwen3Config& c, bool moe, const std::string& origin) {
   bool use_sliding_window = false;
   read_key(j, "use_sliding_window", &use_sliding_window, origin);
   if (!use_sliding_window || (j.contains("sliding_window") && j["sliding_window"].is_null())) return false;
@@ -198,6 +199,7 @@ bool slides(const json& j, const Qwen3Config& c, const std::string& origin) {
   read_key(j, "sliding_window", &window, origin);
   read_key(j, "max_window_layers", &max_window_layers, origin);
   if (window >= c.max_position_embeddings) return false;
+  if (moe) return true;
   if (auto it = j.find("layer_types"); it != j.end() && it->is_array())
     return std::any_of(it->begin(), it->end(), [](const json& t) { return t == "sliding_attention"; });
   return max_window_layers < c.num_hidden_layers;
@@ -300,7 +302,7 @@ Qwen3Config parse_qwen3_config(const std::string& text, const std::string& origi
   read_key(j, "attention_bias", &attention_bias, origin);
   read_key(j, "hidden_act", &act, origin);
   if (attention_bias) fail(origin, ": attention_bias=true is not supported (Qwen3 has no attention biases)");
-  if (slides(j, c, origin))
+  if (slides(j, c, moe, origin))
     fail(origin,
          ": use_sliding_window=true with layers that slide (max_window_layers or layer_types) is not supported");
   // "swish" is SiLU in transformers' ACT2FN.

@@ -42,6 +42,16 @@ bool is_hub_id(std::string_view s) {
 }
 
 // The snapshot directory of one cached repo, or "" when it has none with a config.json.
+// Whether a snapshot has its config.json: a link to a deleted blob (or
+// something else in its place) makes it unusable, and another is taken.
+bool has_config(const fs::path& snapshot) {
+  try {
+    return file_exists((snapshot / "config.json").string());
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 std::string find_snapshot(const fs::path& repo) {
   std::error_code ec;
   const fs::path ref = repo / "refs" / "main";
@@ -52,19 +62,19 @@ std::string find_snapshot(const fs::path& repo) {
     const bool a_name = !rev.empty() && rev != "." && rev != ".." && rev.find('/') == std::string::npos &&
                         rev.find('\0') == std::string::npos;
     const fs::path snap = repo / "snapshots" / (a_name ? rev : "");
-    if (a_name && file_exists((snap / "config.json").string())) return snap.string();
+    if (a_name && has_config(snap)) return snap.string();
     // Taking another snapshot silently could run other weights than the user downloaded last.
     std::fprintf(stderr, "qinfer: warning: %s names snapshot '%s', which %s; taking the newest other snapshot\n",
                  ref.c_str(), rev.c_str(),
                  !a_name                      ? "is not a snapshot's name"
-                 : fs::is_directory(snap, ec) ? "has no config.json"
+                 : fs::is_directory(snap, ec) ? "has no config.json (or a broken link for it)"
                                               : "is missing");
   }
   // No usable refs/main: take the most recently written snapshot that has a config.json.
   fs::path best;
   fs::file_time_type best_time{};
   for (const auto& e : fs::directory_iterator(repo / "snapshots", ec)) {
-    if (!file_exists((e.path() / "config.json").string())) continue;
+    if (!has_config(e.path())) continue;
     const auto t = fs::last_write_time(e.path(), ec);
     if (best.empty() || t > best_time) {
       best = e.path();

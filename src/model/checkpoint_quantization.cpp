@@ -75,8 +75,8 @@ CheckpointQuantization read_checkpoint_quantization(const std::string& config_pa
   CheckpointQuantization s;
   const json config = json::parse(read_text_file(config_path), nullptr, false);
   if (config.is_discarded()) return s;  // load_qwen3_config names the fault
-  // transformers 4.56 renamed torch_dtype to dtype; it reads dtype first.
-  const char* dtype_key = config.contains("dtype") ? "dtype" : "torch_dtype";
+  // transformers 4.56 renamed torch_dtype to dtype; it reads dtype unless it is null.
+  const char* dtype_key = config.contains("dtype") && !config["dtype"].is_null() ? "dtype" : "torch_dtype";
   const std::string dtype =
       config.contains(dtype_key) && config[dtype_key].is_string() ? config[dtype_key].get<std::string>() : "";
   if (dtype == "float16") s.dequantized = WeightFormat::F16;

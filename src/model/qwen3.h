@@ -94,6 +94,10 @@ class Qwen3Model {
   // False for an untied backbone without lm_head.weight: it gives hidden
   // states (embeddings), not logits.
   bool has_lm_head() const { return weights_.lm_head.data != nullptr; }
+  // A backbone saved alone with no lm_head of its own (Qwen3-Embedding, tied
+  // or not): an embedding model, whose logits (through a tied embedding)
+  // mean nothing to a reranker.
+  bool embeds_only() const { return layout_.prefix.empty() && !layout_.lm_head && !has_classifier(); }
   // A sequence classifier's head (score.weight): its labels' logits of a
   // final hidden state (BatchSeq::Logits::Hidden), as HF's
   // Qwen3ForSequenceClassification scores the last position. Error without one.

@@ -30,6 +30,10 @@ RerankPrompt::RerankPrompt(const Tokenizer& tokenizer, const Qwen3Model& model)
       fail("this classifier has ", model.layout().score_rows, " labels; a reranker's has one (relevance)");
     return;
   }
+  if (model.embeds_only())
+    fail(
+        "this is an embedding model (a backbone saved alone, as Qwen3-Embedding): a reranker (Qwen3-Reranker) "
+        "scores pairs; the cosine of two embeddings is /score's answer on it");
   if (!model.has_lm_head()) fail("this model has neither an lm_head nor a classifier head: it cannot score a pair");
   score_ids_ = {answer_id(tokenizer, "no"), answer_id(tokenizer, "yes")};
 }

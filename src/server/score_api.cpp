@@ -37,7 +37,8 @@ ScoreRequest parse_score_request(const ordered_json& body, const ServedModel& mo
   if (first.size() > 1 && first.size() != second.size())
     bad("text_2", "text_1 and text_2 must pair 1:N or N:N; got " + std::to_string(first.size()) + " and " +
                       std::to_string(second.size()) + " texts");
-  const bool reranks = model.bundle.model->has_lm_head() || model.bundle.model->has_classifier();
+  const Qwen3Model& m = *model.bundle.model;
+  const bool reranks = !m.embeds_only() && (m.has_lm_head() || m.has_classifier());
   const size_t inputs = reranks ? second.size() : first.size() + second.size();
   if (static_cast<int64_t>(inputs) > max_inputs)
     bad("text_2", "at most " + std::to_string(max_inputs) + " inputs per request (the server holds that many at once)");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
 #include <mutex>
 
 #include "text/byte_level.h"
@@ -136,6 +137,7 @@ Tokenizer::Tokenizer(const TokenizerJson& spec, const std::string& origin)
   bpe_ = BpeModel(byte_token_ids(id_of_piece_, origin), resolve_merges(spec, id_of_piece_, origin));
 
   std::vector<AddedToken> raw, raw_plain, normalized, normalized_plain;
+  std::deque<std::string> normalized_contents;  // what piece_of views for normalized tokens
   for (const AddedToken& t : spec.added_tokens) {
     const int32_t* existing = id_of_piece_.find(t.content);
     if (existing && *existing != t.id)
@@ -148,7 +150,10 @@ Tokenizer::Tokenizer(const TokenizerJson& spec, const std::string& origin)
     kind_[t.id] = t.special ? kSpecial : kAdded;
     piece_of[t.id] = t.content;
     AddedToken matched = t;
-    if (t.normalized && nfc_) matched.content = nfc(t.content);  // as the text it is matched in
+    if (t.normalized && nfc_) {  // matched as the text it is matched in; HF decodes that form too
+      matched.content = normalized_contents.emplace_back(nfc(t.content));
+      piece_of[t.id] = normalized_contents.back();
+    }
     (t.normalized ? normalized : raw).push_back(matched);
     if (!t.special) (t.normalized ? normalized_plain : raw_plain).push_back(matched);
   }

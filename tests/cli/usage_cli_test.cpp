@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -646,6 +647,14 @@ TEST(UsageCli, HubRefsArePlainSnapshotNamesAndDanglingLinksAreNamed) {
               std::string::npos)
         << r.err;
   }
+  // A review finding: a snapshot whose config.json links to a deleted blob stopped the lookup; it is skipped.
+  std::filesystem::remove(repo + "/refs/main");
+  fs::create_directories(repo + "/snapshots/0broken");
+  fs::create_symlink("../../blobs/deleted", repo + "/snapshots/0broken/config.json");
+  fs::last_write_time(repo + "/snapshots/0broken", fs::file_time_type::clock::now() + std::chrono::hours(1));
+  const Outcome skipped =
+      run("HF_HUB_CACHE=" + dir.path() + " " + qinfer_binary() + " generate -m Org/Tiny" + kPrompt + " -n 1 --temp 0");
+  EXPECT_EQ(skipped.exit_code, 0) << skipped.err;
   fs::create_directories(dir.file("m"));
   fs::create_symlink(dir.file("m/nowhere"), dir.file("m/dangling"));
   const Outcome dangling = run("cd " + dir.path() + " && " + qinfer_binary() + " generate -m m/dangling" + kPrompt);

@@ -88,6 +88,15 @@ TEST(HfConfig, ASlidingWindowIsRefusedOnlyWhereALayerSlides) {
        {R"("use_sliding_window":true,"max_window_layers":3)", R"("use_sliding_window":true,"max_window_layers":0)",
         R"("use_sliding_window":true,"max_window_layers":9,"layer_types":["full_attention","sliding_attention"])"})
     EXPECT_NE(error(slides).find("use_sliding_window=true with layers that slide"), std::string::npos) << slides;
+  // A review finding: Qwen3MoeConfig has no max_window_layers nor layer_types; every layer of a mixture slides.
+  const std::string moe =
+      R"({"architectures":["Qwen3MoeForCausalLM"],"num_hidden_layers":4,"max_position_embeddings":40960,)";
+  EXPECT_NE(error_of([&] {
+              parse_qwen3_config(moe + R"("use_sliding_window":true,"max_window_layers":4})", "c");
+            }).find("layers that slide"),
+            std::string::npos);
+  EXPECT_EQ(error_of([&] { parse_qwen3_config(moe + R"("use_sliding_window":true,"sliding_window":null})", "c"); }),
+            "");
 }
 
 TEST(HfConfig, ASequenceClassifierIsAQwen3Too) {

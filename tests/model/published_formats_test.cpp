@@ -328,14 +328,22 @@ TEST(AwqCheckpoint, ProjectionsAreCodeMinusZeroTimesScale) {
   const std::vector<TensorData> ts = awq_group_tensors(fixture_tensors("tiny"), 64);
   ASSERT_EQ(named(ts, "model.layers.0.mlp.down_proj.qweight").shape, (std::vector<int64_t>{192, 8}));
   ASSERT_EQ(named(ts, "model.layers.0.mlp.down_proj.qzeros").shape, (std::vector<int64_t>{3, 8}));
-  for (const auto& [key, torch_dtype] : std::vector<std::pair<std::string, const char*>>{
-           {"torch_dtype", "bfloat16"}, {"torch_dtype", "float16"}, {"dtype", "float16"}, {"dtype", "bfloat16"}}) {
+  for (const auto& [key, torch_dtype] : std::vector<std::pair<std::string, const char*>>{{"torch_dtype", "bfloat16"},
+                                                                                         {"torch_dtype", "float16"},
+                                                                                         {"dtype", "float16"},
+                                                                                         {"dtype", "bfloat16"},
+                                                                                         {"null dtype", "float16"}}) {
     test::ScratchDir dir("awq");
     write_checkpoint(dir, ts, awq_quantization_config(64));
     nlohmann::json config = nlohmann::json::parse(std::ifstream(dir.file("config.json")));
     // Beside a dtype, the torch_dtype says the other type: dtype must win.
     if (key == "dtype") config["torch_dtype"] = std::string(torch_dtype) == "float16" ? "bfloat16" : "float16";
-    config[key] = torch_dtype;
+    if (key == "null dtype") {  // a review finding: a null dtype hid torch_dtype (transformers reads it then)
+      config["dtype"] = nullptr;
+      config["torch_dtype"] = torch_dtype;
+    } else {
+      config[key] = torch_dtype;
+    }
     std::ofstream(dir.file("config.json")) << config.dump();
     LoadOptions f32;
     f32.weights = WeightFormat::F32;

@@ -1819,14 +1819,15 @@ TEST(HttpServer, ClientThatLeavesPromptOnlyRequestsCancelsThem) {
   EXPECT_EQ(ordered_json::parse(patient->body)["data"].size(), 2u);
 }
 
-// The tiny checkpoint as Qwen3-Embedding-8B is saved: the backbone alone, untied, no lm_head.
-void write_headless(const std::string& dir) {
+// The tiny checkpoint as Qwen3-Embedding-8B is saved: the backbone alone, untied, no lm_head (tied: as
+// Qwen3-Embedding-0.6B and 4B are).
+void write_headless(const std::string& dir, bool tied = false) {
   const std::string tiny = test::data_path("models/tiny");
   std::filesystem::create_directories(dir);
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
     std::filesystem::copy_file(tiny + "/" + f, dir + "/" + f);
   nlohmann::json config = nlohmann::json::parse(std::ifstream(tiny + "/config.json"));
-  config["tie_word_embeddings"] = false;
+  config["tie_word_embeddings"] = tied;
   std::ofstream(dir + "/config.json") << config.dump(2);
   const SafetensorsFile source(tiny + "/model.safetensors");
   std::vector<TensorData> tensors;
@@ -1892,25 +1893,33 @@ TEST(HttpServer, ScoreGivesEachPairsScoreAsVllm) {
     EXPECT_EQ(e["error"]["param"], param) << body.dump() << " -> " << e.dump();
   }
 
-  test::ScratchDir dir("serve-score-embedding");
-  write_headless(dir.file("m"));
-  Fixture embedder({{4, 0, 64, 8, 128}, 16}, "", dir.file("m"));
-  ASSERT_FALSE(embedder.bundle.model->has_lm_head());
-  const Tokenizer& tokenizer = embedder.bundle.require_tokenizer();
-  auto embedding = [&](const std::string& text) {
-    return embedding_vector(
-        test::hidden_alone(*embedder.bundle.model, embedding_input_ids(tokenizer, text), embedder.pool), 0, true);
-  };
-  const ordered_json cosines = embedder.post("/score", {{"text_1", "hello"}, {"text_2", {"hello world", "bye"}}});
-  ASSERT_EQ(cosines["data"].size(), 2u) << cosines;
-  const std::vector<float> hello = embedding("hello");
-  for (size_t k = 0; k < 2; ++k) {
-    const std::vector<float> other = embedding(k == 0 ? "hello world" : "bye");
-    double dot = 0;
-    for (size_t i = 0; i < hello.size(); ++i) dot += static_cast<double>(hello[i]) * other[i];
-    EXPECT_NEAR(cosines["data"][k]["score"].get<double>(), dot, 1e-6) << k;
+  // A hunt finding: on a tied embedding model (Qwen3-Embedding-0.6B, 4B) the tied embedding counted as an
+  // lm_head: /score took it for a reranker and refused, /rerank gave P(yes) of logits that mean nothing.
+  for (const bool tied : {false, true}) {
+    test::ScratchDir dir("serve-score-embedding");
+    write_headless(dir.file("m"), tied);
+    Fixture embedder({{4, 0, 64, 8, 128}, 16}, "", dir.file("m"));
+    ASSERT_EQ(embedder.bundle.model->has_lm_head(), tied);
+    ASSERT_TRUE(embedder.bundle.model->embeds_only());
+    const Tokenizer& tokenizer = embedder.bundle.require_tokenizer();
+    auto embedding = [&](const std::string& text) {
+      return embedding_vector(
+          test::hidden_alone(*embedder.bundle.model, embedding_input_ids(tokenizer, text), embedder.pool), 0, true);
+    };
+    const ordered_json cosines = embedder.post("/score", {{"text_1", "hello"}, {"text_2", {"hello world", "bye"}}});
+    ASSERT_EQ(cosines["data"].size(), 2u) << cosines;
+    const std::vector<float> hello = embedding("hello");
+    for (size_t k = 0; k < 2; ++k) {
+      const std::vector<float> other = embedding(k == 0 ? "hello world" : "bye");
+      double dot = 0;
+      for (size_t i = 0; i < hello.size(); ++i) dot += static_cast<double>(hello[i]) * other[i];
+      EXPECT_NEAR(cosines["data"][k]["score"].get<double>(), dot, 1e-6) << k << (tied ? " tied" : "");
+    }
+    EXPECT_NE(cosines["data"][0]["score"], cosines["data"][1]["score"]);
+    const ordered_json refused = embedder.post("/rerank", {{"query", "q"}, {"documents", {"d"}}}, 400);
+    EXPECT_EQ(refused["error"]["param"], "model");
+    EXPECT_NE(refused["error"]["message"].get<std::string>().find("an embedding model"), std::string::npos) << refused;
   }
-  EXPECT_NE(cosines["data"][0]["score"], cosines["data"][1]["score"]);
 }
 
 // A classifier checkpoint (untied: no lm_head) answers /v1/rerank with its

@@ -288,8 +288,18 @@ TEST(HfDifferential, EncodeAddedTokensMatchedInTheNormalizedText) {
   // Contents given composed, decomposed, overlapping each other and a raw
   // token (<tool_call>), raw ones composed and decomposed.
   const std::vector<std::pair<std::string, bool>> added = {
-      {"<custom>", true},     {"caf\u00e9!", true},     {"e\u0301x", true}, {"<tool_call>x", true},
-      {"<raw\u00e9>", false}, {"<rawe\u0301y>", false}, {"x\u00e9x", true}, {"<\u00e9>", true}};
+      {"<custom>", true},
+      {"caf\u00e9!", true},
+      {"e\u0301x", true},
+      {"<tool_call>x", true},
+      {"<raw\u00e9>", false},
+      {"<rawe\u0301y>", false},
+      {"x\u00e9x", true},
+      {"<\u00e9>", true},
+      // Contents NFC changes (the Angstrom sign is NFC's A with ring). Two tokens whose NFC forms are one are
+      // left out: which one HF matches changes from run to run (its trie is built in hash order).
+      {"A\u212b", true},
+      {"\u2126q", true}};
   std::vector<std::string> contents;
   for (const auto& [content, normalized] : added) {
     contents.push_back(content);
@@ -333,6 +343,13 @@ TEST(HfDifferential, EncodeAddedTokensMatchedInTheNormalizedText) {
   const auto expected = run_hf(*ref, "encode", inputs, hf_path);
   for (size_t i = 0; i < texts.size(); ++i)
     EXPECT_EQ(json(tok.encode(texts[i])), expected[i]["ids"]) << printable(texts[i]);
+  // A review finding: such a token decoded to its content as written; HF decodes its normalized form.
+  std::vector<json> ids;
+  for (int32_t id = next_id - static_cast<int32_t>(added.size()); id < next_id; ++id) ids.push_back({{"ids", {id}}});
+  const auto decoded = run_hf(*ref, "decode", ids, hf_path);
+  for (size_t i = 0; i < ids.size(); ++i)
+    EXPECT_EQ(tok.decode(ids[i]["ids"].get<std::vector<int32_t>>(), false), decoded[i]["text"].get<std::string>())
+        << printable(added[i].first);
 }
 
 // A hunt finding: 400 KB of alternating marks took 15 s to normalize (ICU's
