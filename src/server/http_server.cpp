@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -346,6 +347,15 @@ void HttpServer::Impl::answer_prompt_only(const httplib::Request& req, httplib::
                                           const PromptOnlyBatch::Submit& submit,
                                           std::function<ordered_json(const Outputs&)> answer) {
   using Clock = std::chrono::steady_clock;
+  // An input too long for the context is known now: a 400 before anything runs (vLLM checks it as it parses), not
+  // an error body after the inputs before it were computed and the answer (200) began.
+  for (size_t k = 0; k < inputs.size(); ++k)
+    if (static_cast<int64_t>(inputs[k].size()) > loop->context())
+      throw ApiError(400,
+                     std::string(field) + " " + std::to_string(k) + ": the prompt has " +
+                         std::to_string(inputs[k].size()) + " tokens but the context length is " +
+                         std::to_string(loop->context()) + " tokens",
+                     field);
   std::optional<engine::EngineLoop::Reservation> reservation = loop->reserve(static_cast<int64_t>(inputs.size()));
   if (!reservation) throw ApiError(503, kBusy);
   auto batch = std::make_shared<PromptOnlyBatch>(inputs, field, std::move(*reservation), submit);
@@ -704,8 +714,12 @@ void HttpServer::Impl::routes() {
   // /v1/chat/completions renders them (generation prompt included).
   post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     const ordered_json body = parse_json_body(req.body);
-    check_known_fields(body, {"model", "prompt", "content", "messages", "tools", "chat_template_kwargs",
-                              "add_special_tokens", "add_generation_prompt", "continue_final_message"});
+    check_known_fields(body,
+                       {"model", "prompt", "content", "messages", "tools", "chat_template_kwargs", "add_special_tokens",
+                        "add_generation_prompt", "continue_final_message", "return_token_strs"});
+    requested_adapter(body, *model);  // another model's name is a 404, as on every endpoint
+    if (body.contains("return_token_strs") && !body["return_token_strs"].is_boolean())
+      throw ApiError(400, "'return_token_strs' must be true or false", "return_token_strs");
     // The post-processor's special tokens (Qwen3-Embedding appends
     // <|endoftext|>; Qwen3's tokenizer adds none): by default for a text, not
     // for messages, as vLLM.
@@ -719,7 +733,10 @@ void HttpServer::Impl::routes() {
         throw ApiError(400, "give 'prompt' or 'messages', not both", "messages");
       ordered_json chat = body;  // tokenized as /v1/chat/completions renders it
       chat.erase("add_special_tokens");
-      ids = parse_chat_request(chat, *model).prompts.at(0);
+      chat.erase("return_token_strs");
+      // Whether a conversation fits is what a client asks /tokenize (vLLM checks no length there).
+      const ServedModel any_length{model->bundle, model->name, std::numeric_limits<int64_t>::max()};
+      ids = parse_chat_request(chat, any_length).prompts.at(0);
     } else {
       const std::string key = body.contains("content") && !body.contains("prompt") ? "content" : "prompt";
       if (!body.contains(key) || !body[key].is_string())
@@ -727,7 +744,13 @@ void HttpServer::Impl::routes() {
       ids = tokenizer.encode(body[key].get<std::string>());
     }
     if (add_special) ids = tokenizer.with_special_tokens(std::move(ids));
-    send_json(res, {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", model->context}});
+    ordered_json answer = {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", model->context}};
+    if (body.value("return_token_strs", false)) {  // vLLM's: each id's token string (byte-level, as HF's)
+      ordered_json strs = ordered_json::array();
+      for (int32_t id : ids) strs.push_back(tokenizer.id_to_piece(id));
+      answer["token_strs"] = std::move(strs);
+    }
+    send_json(res, answer);
   });
   post("/v1/load_lora_adapter",
        [this](const httplib::Request& req, httplib::Response& res) { load_lora_adapter(req, res); });
@@ -736,6 +759,7 @@ void HttpServer::Impl::routes() {
   post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
     const ordered_json body = parse_json_body(req.body);
     check_known_fields(body, {"model", "tokens"});
+    requested_adapter(body, *model);
     if (!body.contains("tokens") || !body["tokens"].is_array())
       throw ApiError(400, "'tokens' must be a list of token ids", "tokens");
     std::vector<int32_t> ids;

@@ -32,8 +32,9 @@ RerankRequest parse_rerank_request(const ordered_json& body, const ServedModel& 
   r.cache_salt = requested_cache_salt(body);
   if (!model.bundle.tokenizer) bad("query", "this model has no tokenizer.json: it cannot read a query");
   const std::string query = string_field(body, "query", true);
-  std::string instruction = string_field(body, "instruction", false);
-  if (instruction.empty()) instruction = kDefaultRerankInstruction;
+  // The card's instruction where none is given (null too); "" is an empty one, as `qinfer rerank --instruct ""`.
+  const std::string instruction =
+      given(body, "instruction") ? string_field(body, "instruction", false) : std::string(kDefaultRerankInstruction);
   if (body.contains("top_n") && !body["top_n"].is_null()) {
     const ordered_json& n = body["top_n"];
     if ((!n.is_number_integer() && !integral_float(n)) || n.get<double>() < 0 || n.get<double>() > 9.0e18)

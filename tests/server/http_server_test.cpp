@@ -531,6 +531,21 @@ TEST(HttpServer, TokenizeTakesMessagesAndRefusesWhatItDoesNotKnow) {
   EXPECT_EQ(error_param(f, ordered_json::object()), "prompt");
   EXPECT_EQ(error_param(f, {{"prompt", "hi"}, {"messages", kMessages}}), "messages");
   EXPECT_EQ(error_param(f, {{"messages", "hi"}}), "messages");
+  // Hunt findings: a conversation longer than the context was a 400 (whether it fits is what a client asks;
+  // vLLM checks no length there); vLLM's return_token_strs was refused; another model's name passed.
+  std::string words;
+  for (int i = 0; i < 200; ++i) words += " w" + std::to_string(i);
+  const ordered_json long_chat = {{{"role", "user"}, {"content", words}}};
+  const ordered_json counted = f.post("/tokenize", {{"messages", long_chat}});
+  EXPECT_GT(counted["count"].get<int64_t>(), 128) << counted;
+  EXPECT_EQ(counted["max_model_len"], 128);
+  const ordered_json strs = f.post("/tokenize", {{"prompt", "hello world"}, {"return_token_strs", true}});
+  EXPECT_EQ(strs["token_strs"], (std::vector<std::string>{"hello", "\u0120world"}));
+  EXPECT_FALSE(f.post("/tokenize", {{"prompt", "hello"}}).contains("token_strs"));
+  EXPECT_EQ(error_param(f, {{"prompt", "hi"}, {"return_token_strs", 1}}), "return_token_strs");
+  EXPECT_EQ(f.post("/tokenize", {{"prompt", "hi"}, {"model", "other"}}, 404)["error"]["param"], "model");
+  EXPECT_EQ(f.post("/detokenize", {{"tokens", {1}}, {"model", "other"}}, 404)["error"]["param"], "model");
+  EXPECT_EQ(f.post("/detokenize", {{"tokens", {14990}}, {"model", "tiny"}})["prompt"], "hello");
 }
 
 // A hunt finding: without max_tokens a request ran to one token past the
@@ -1735,6 +1750,15 @@ TEST(HttpServer, EmbeddingRequestsTheApiRefusesAreNamed) {
   // A prompt that fills the context exactly is embedded (nothing is generated after it).
   EXPECT_EQ(f.post("/v1/embeddings", {{"input", std::vector<int>(128, 1)}})["usage"]["prompt_tokens"], 128);
   EXPECT_EQ(f.metric("qinfer:num_requests_running"), 0);
+  // A hunt finding: an input too long for the context behind others was found only once they were computed and
+  // the answer (200) had begun: an error as its body. It is a 400 before anything runs (no status wait here).
+  Fixture at_once({{4, 0, 64, 8, 128}, 16}, "", test::data_path("models/tiny"), {}, 0ms);
+  std::vector<std::vector<int>> inputs(8, std::vector<int>(120, 7));
+  inputs.push_back(std::vector<int>(129, 7));
+  const ordered_json e = at_once.post("/v1/embeddings", {{"input", inputs}}, 400);
+  EXPECT_EQ(e["error"]["param"], "input");
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("input 8: the prompt has 129 tokens"), std::string::npos)
+      << e;
 }
 
 // /rerank (and /v1, /v2, as vLLM): each document's score is P(yes) from its
@@ -1784,6 +1808,14 @@ TEST(HttpServer, RerankScoresEachDocumentAsItsPromptAloneMostRelevantFirst) {
   const ordered_json with_task =
       f.post("/v1/rerank", {{"query", query}, {"documents", {docs[3]}}, {"instruction", "Judge capitals"}});
   EXPECT_EQ(with_task["results"][0]["relevance_score"].get<float>(), instructed[3]);
+  // A hunt finding: "" was taken for the default (unlike `qinfer rerank --instruct ""`); null is the default.
+  const ordered_json empty_task =
+      f.post("/v1/rerank", {{"query", query}, {"documents", {docs[3]}}, {"instruction", ""}});
+  EXPECT_EQ(empty_task["results"][0]["relevance_score"].get<float>(), scores_with("")[3]);
+  EXPECT_NE(scores_with("")[3], want[3]);
+  const ordered_json null_task =
+      f.post("/v1/rerank", {{"query", query}, {"documents", {docs[3]}}, {"instruction", nullptr}});
+  EXPECT_EQ(null_task["results"][0]["relevance_score"].get<float>(), want[3]);
   EXPECT_EQ(f.metric("qinfer:num_requests_running"), 0);
 }
 
