@@ -190,7 +190,8 @@ std::shared_ptr<RequestStream> EngineLoop::queue(Incoming in, Reservation* reser
 EngineLoop::Stats EngineLoop::stats() const {
   std::lock_guard lock(mu_);
   Stats s = stats_;
-  s.waiting += static_cast<int64_t>(incoming_.size());
+  // Places reserved for requests not yet submitted count as waiting: what the queue limit counts adds up.
+  s.waiting += static_cast<int64_t>(incoming_.size()) + reserved_;
   for (const Incoming& in : incoming_) add_adapter(s.waiting_adapters, in.options.adapter);
   return s;
 }

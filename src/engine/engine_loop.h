@@ -126,7 +126,7 @@ class EngineLoop {
 
   // A snapshot taken after the latest step.
   struct Stats {
-    int64_t running = 0, waiting = 0;
+    int64_t running = 0, waiting = 0;              // waiting: queued, and places reserved for requests yet to come
     int32_t kv_blocks_used = 0, kv_blocks = 0;     // used = held by live sequences
     int64_t prefix_queries = 0, prefix_hits = 0;   // blocks looked up / found cached
     int64_t preemptions = 0;                       // sequences sent back to wait for KV blocks

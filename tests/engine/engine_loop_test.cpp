@@ -131,6 +131,8 @@ TEST(EngineLoop, AReservationTakesRoomForAllOfARequestOrNone) {
   ASSERT_EQ(loop.capacity(), 3);
   auto long_one = loop.submit({785, 6722, 315}, options(100000, 0, 0));
   ASSERT_NE(long_one, nullptr);
+  std::vector<int32_t> ids;
+  while (ids.empty()) ASSERT_EQ(long_one->wait(ids, 1s), RequestStream::State::Running);
   EXPECT_FALSE(loop.reserve(3));  // 2 places left
   {
     std::optional<EngineLoop::Reservation> two = loop.reserve(2);

@@ -26,7 +26,7 @@ function freePort() {
 
 async function startReplica() {
   const { proc, url } = await startServe(['-m', modelDir, '--served-model-name', 'tiny', '--port', '0', '-t', '1',
-    '--ctx', '512', '--block-size', '4', '--parallel', '4']);
+    '--ctx', '512', '--block-size', '4', '--parallel', '4', '--max-queue', '4']);
   return { proc, port: Number(new URL(url).port) };
 }
 
@@ -116,6 +116,37 @@ test('a chunked request body is served, through nginx and by a replica', { skip 
     { method: 'POST', body: new ReadableStream({ start(c) { c.enqueue(body); c.close(); } }), duplex: 'half',
       headers: { 'Content-Type': 'application/json' } });
   assert.equal(direct.status, 200, await direct.clone().text());
+});
+
+// Each replica's qinfer:generation_tokens_total (0 for one that is gone).
+async function generated() {
+  return Promise.all(replicas.map(async (r) => {
+    if (r.proc.exitCode !== null || r.proc.signalCode !== null) return 0;
+    const text = await (await fetch(`http://127.0.0.1:${r.port}/metrics`)).text();
+    const m = text.match(/qinfer:generation_tokens_total\{[^}]*\} ([0-9.e+]+)/);
+    return m ? Number(m[1]) : 0;
+  }));
+}
+
+// A hunt finding: nginx counted a replica's 503 (busy: no room for the request) that it retried as a failure, and
+// with max_fails=1 the replica left the pool for 10 s: its sessions moved (their prefix caches lost), and with
+// every replica busy clients got nginx's 502 "no replica" instead of qinfer's 503 + Retry-After.
+test("a busy replica's 503 goes to the next replica and leaves the busy one in the pool", { skip }, async () => {
+  const before = await generated();
+  await chat('busy');
+  const home = (await generated()).findIndex((v, i) => v > before[i]);
+  assert.ok(home >= 0, 'the session reached a replica');
+  const long = chat('busy', { stream: true, max_tokens: 450 }).then(async (s) => { for await (const _ of s); });
+  const running = async () => (await (await fetch(`http://127.0.0.1:${replicas[home].port}/metrics`)).text())
+    .match(/qinfer:num_requests_running\{[^}]*\} ([0-9.e+]+)/)[1];
+  for (let i = 0; i < 100 && Number(await running()) === 0; ++i) await new Promise((r) => setTimeout(r, 20));
+  // 8 completions at once: all of an idle replica's places, one more than its replica has left.
+  const wide = await chat('busy', { n: 8 });
+  assert.equal(wide.choices.length, 8);
+  await long;
+  const settled = await generated();
+  await chat('busy');
+  assert.ok((await generated())[home] > settled[home], 'the session is back on its replica');
 });
 
 test('a replica killed between requests: every session is still served', { skip }, async () => {
