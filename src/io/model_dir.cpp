@@ -41,7 +41,6 @@ bool is_hub_id(std::string_view s) {
   return s.find("..") == std::string_view::npos;
 }
 
-// The snapshot directory of one cached repo, or "" when it has none with a config.json.
 // Whether a snapshot has its config.json: a link to a deleted blob (or
 // something else in its place) makes it unusable, and another is taken.
 bool has_config(const fs::path& snapshot) {
@@ -52,6 +51,7 @@ bool has_config(const fs::path& snapshot) {
   }
 }
 
+// The snapshot directory of one cached repo, or "" when it has none with a config.json.
 std::string find_snapshot(const fs::path& repo) {
   std::error_code ec;
   const fs::path ref = repo / "refs" / "main";

@@ -16,6 +16,7 @@ AddedTokenMatcher::AddedTokenMatcher(const std::vector<AddedToken>& tokens) {
 }
 
 std::optional<AddedTokenMatcher::Match> AddedTokenMatcher::find(std::string_view text, size_t from) const {
+  if (!any_) return std::nullopt;
   for (size_t pos = from; pos < text.size(); ++pos) {
     const auto first = static_cast<uint8_t>(text[pos]);
     if (!is_first_byte_[first]) continue;

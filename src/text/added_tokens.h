@@ -33,14 +33,13 @@ class AddedTokenMatcher {
     int32_t id;
   };
   std::optional<Match> find(std::string_view text, size_t from) const;
-  bool empty() const { return !any_; }
 
  private:
   struct Candidate {
     std::string content;
     int32_t id;
   };
-  bool any_ = false;
+  bool any_ = false;  // a token at all: without one, find() returns at once (no scan of the text)
   std::array<bool, 256> is_first_byte_{};
   std::array<std::vector<Candidate>, 256> by_first_byte_;  // longest first
 };

@@ -216,7 +216,6 @@ bool Tokenizer::encode_stretch(std::string_view text, const AddedTokenMatcher& n
     normalized = nfc(text);
     text = normalized;
   }
-  if (normalized_added.empty()) return encode_words(text, ids, cache, max_tokens);  // Qwen3's: a scan saved
   return encode_around(normalized_added, text, max_tokens, ids,
                        [&](std::string_view words) { return encode_words(words, ids, cache, max_tokens); });
 }
