@@ -127,10 +127,9 @@ Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& o
     draft_model_ = std::make_unique<DraftModel>(*options.draft_model, blocks_, options.draft_p_min, pool);
 }
 
-Engine::Request& Engine::queue(std::span<const int32_t> prompt, int64_t max_prompt, int32_t adapter,
-                               const std::string& cache_salt) {
+Engine::Request& Engine::queue(std::span<const int32_t> prompt, int64_t max_prompt, const PromptOnlyOptions& options) {
   if (prompt.empty()) fail("the prompt is empty: at least one token is needed");
-  model_.check_adapter(adapter);
+  model_.check_adapter(options.adapter);
   if (static_cast<int64_t>(prompt.size()) > max_prompt)
     fail("the prompt has ", prompt.size(), " tokens but the context length is ", context_, " tokens",
          max_prompt < context_ ? ": nothing can be generated" : "");
@@ -142,8 +141,9 @@ Engine::Request& Engine::queue(std::span<const int32_t> prompt, int64_t max_prom
   r->seq.id = handle;
   r->seq.ids.assign(prompt.begin(), prompt.end());
   r->seq.prompt_len = static_cast<int64_t>(prompt.size());
-  r->seq.adapter = adapter;
-  if (!cache_salt.empty()) r->seq.cache_salt = std::make_shared<const std::string>(cache_salt);
+  r->seq.adapter = options.adapter;
+  if (!options.cache_salt.empty()) r->seq.cache_salt = std::make_shared<const std::string>(options.cache_salt);
+  r->seq.priority = options.priority;
   r->result.prompt_tokens = r->seq.prompt_len;
   Request& queued = *r;
   by_seq_[&r->seq] = r.get();
@@ -175,7 +175,7 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
     for (int32_t t : options.prediction->ids())
       if (t < 0 || t >= model_.config().vocab_size)
         fail("the prediction's token id ", t, " is outside the vocabulary [0, ", model_.config().vocab_size, ")");
-  Request& r = queue(prompt, context_ - 1, options.adapter, options.cache_salt);
+  Request& r = queue(prompt, context_ - 1, {options.adapter, options.cache_salt, options.priority});
   r.options = options;
   if (options.thinking.tokens >= 0) r.thinking.emplace(options.thinking);
   if (options.prediction)
@@ -184,7 +184,6 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
   r.on_token = std::move(on_token);
   r.on_prompt_logprobs = std::move(on_prompt_logprobs);
   r.seq.wants_prompt_logits = options.prompt_logprobs >= 0 && prompt.size() > 1;
-  r.seq.priority = options.priority;
   r.sampler = std::make_unique<Sampler>(options.sampling, static_cast<size_t>(model_.config().vocab_size));
   if (options.grammar)
     r.constraint = std::make_unique<GrammarConstraint>(options.grammar,
@@ -193,23 +192,23 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
   return r.seq.id;
 }
 
-int64_t Engine::add_embedding(std::span<const int32_t> prompt, int32_t adapter, const std::string& cache_salt) {
-  Request& r = queue(prompt, context_, adapter, cache_salt);
+int64_t Engine::add_embedding(std::span<const int32_t> prompt, const PromptOnlyOptions& options) {
+  Request& r = queue(prompt, context_, options);
   r.seq.wants_hidden = true;
   r.options.max_new_tokens = 0;
   scheduler_.add(&r.seq);
   return r.seq.id;
 }
 
-int64_t Engine::add_scoring(std::span<const int32_t> prompt, std::vector<int32_t> token_ids, int32_t adapter,
-                            const std::string& cache_salt) {
+int64_t Engine::add_scoring(std::span<const int32_t> prompt, std::vector<int32_t> token_ids,
+                            const PromptOnlyOptions& options) {
   if (!model_.has_lm_head())
     fail("this model has no lm_head.weight (a backbone saved alone, such as an embedding model): it has no logits");
   if (token_ids.empty()) fail("a scoring request needs the token ids to score");
   for (int32_t t : token_ids)
     if (t < 0 || t >= model_.config().vocab_size)
       fail("token id ", t, " to score is outside the vocabulary [0, ", model_.config().vocab_size, ")");
-  Request& r = queue(prompt, context_, adapter, cache_salt);
+  Request& r = queue(prompt, context_, options);
   r.score_ids = std::move(token_ids);
   r.options.max_new_tokens = 0;
   scheduler_.add(&r.seq);

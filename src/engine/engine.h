@@ -95,16 +95,14 @@ class Engine {
   // Queues an embedding request: its prompt runs through the same steps as
   // any other's (batched, prefix cache) and it ends at its last position,
   // whose final hidden state (after the final norm) output() then gives.
-  // Error as add(), except that the prompt may fill the context. `adapter`:
-  // the named LoRA adapter it runs with, `cache_salt` its prefix cache's
-  // salt (GenerationOptions').
-  int64_t add_embedding(std::span<const int32_t> prompt, int32_t adapter = -1, const std::string& cache_salt = "");
+  // Error as add(), except that the prompt may fill the context.
+  int64_t add_embedding(std::span<const int32_t> prompt, const PromptOnlyOptions& options = {});
   // Queues a scoring request: as an embedding request, but its last prompt
   // position gives the logits of `token_ids` alone (a reranker's "yes" and
   // "no"), in that order, with no token sampled. Error for an id outside the
   // vocabulary, or none.
-  int64_t add_scoring(std::span<const int32_t> prompt, std::vector<int32_t> token_ids, int32_t adapter = -1,
-                      const std::string& cache_salt = "");
+  int64_t add_scoring(std::span<const int32_t> prompt, std::vector<int32_t> token_ids,
+                      const PromptOnlyOptions& options = {});
   // Stops a request wherever it is and frees its blocks; its result keeps
   // what it generated (reason Callback).
   void cancel(int64_t handle);
@@ -207,7 +205,7 @@ class Engine {
   // A draft the model was unsure of ends early: its rows leave the step.
   void draft_by_model(Step& step);
   // The checks of add(), add_embedding() and add_scoring(), and the request they queue.
-  Request& queue(std::span<const int32_t> prompt, int64_t max_prompt, int32_t adapter, const std::string& cache_salt);
+  Request& queue(std::span<const int32_t> prompt, int64_t max_prompt, const PromptOnlyOptions& options);
   // An embedding or scoring request whose last position ran: keeps `values`
   // (its hidden state, or its logits of score_ids: `what` they are) and ends it.
   void finish_prompt_only(Request& r, std::vector<float> values, const char* what);

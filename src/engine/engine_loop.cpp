@@ -16,6 +16,20 @@ void add_adapter(std::vector<int32_t>& adapters, int32_t adapter) {
   if (adapter >= 0 && (at == adapters.end() || *at != adapter)) adapters.insert(at, adapter);
 }
 
+// A queued embedding or scoring request keeps its options as a generation
+// request's, so that the adapter accounting reads every request alike.
+GenerationOptions generation_options(const PromptOnlyOptions& prompt_only) {
+  GenerationOptions options;
+  options.adapter = prompt_only.adapter;
+  options.cache_salt = prompt_only.cache_salt;
+  options.priority = prompt_only.priority;
+  return options;
+}
+
+PromptOnlyOptions prompt_only_options(const GenerationOptions& options) {
+  return {options.adapter, options.cache_salt, options.priority};
+}
+
 }  // namespace
 
 RequestStream::State RequestStream::wait(std::vector<int32_t>& tokens, std::chrono::milliseconds timeout,
@@ -151,20 +165,13 @@ std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, c
 }
 
 std::shared_ptr<RequestStream> EngineLoop::submit_embedding(std::vector<int32_t> prompt, Reservation* reservation,
-                                                            int32_t adapter, const std::string& cache_salt) {
-  GenerationOptions options;
-  options.adapter = adapter;
-  options.cache_salt = cache_salt;
-  return queue({std::move(prompt), options, nullptr, true, {}}, reservation);
+                                                            const PromptOnlyOptions& options) {
+  return queue({std::move(prompt), generation_options(options), nullptr, true, {}}, reservation);
 }
 
 std::shared_ptr<RequestStream> EngineLoop::submit_scoring(std::vector<int32_t> prompt, std::vector<int32_t> token_ids,
-                                                          Reservation* reservation, int32_t adapter,
-                                                          const std::string& cache_salt) {
-  GenerationOptions options;
-  options.adapter = adapter;
-  options.cache_salt = cache_salt;
-  return queue({std::move(prompt), options, nullptr, false, std::move(token_ids)}, reservation);
+                                                          Reservation* reservation, const PromptOnlyOptions& options) {
+  return queue({std::move(prompt), generation_options(options), nullptr, false, std::move(token_ids)}, reservation);
 }
 
 std::shared_ptr<RequestStream> EngineLoop::queue(Incoming in, Reservation* reservation) {
@@ -290,9 +297,9 @@ void EngineLoop::admit(std::deque<Incoming>& incoming) {
     RequestStream* stream = in.stream.get();
     try {
       const int64_t handle =
-          in.embed ? engine_.add_embedding(in.prompt, in.options.adapter, in.options.cache_salt)
+          in.embed ? engine_.add_embedding(in.prompt, prompt_only_options(in.options))
           : !in.score_ids.empty()
-              ? engine_.add_scoring(in.prompt, std::move(in.score_ids), in.options.adapter, in.options.cache_salt)
+              ? engine_.add_scoring(in.prompt, std::move(in.score_ids), prompt_only_options(in.options))
               : engine_.add(
                     in.prompt, in.options,
                     [stream](int32_t id, const TokenLogprobs* logprobs) {

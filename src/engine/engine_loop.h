@@ -115,14 +115,14 @@ class EngineLoop {
   // state Failed.
   std::shared_ptr<RequestStream> submit(std::vector<int32_t> prompt, const GenerationOptions& options,
                                         Reservation* reservation = nullptr);
-  // The same for an embedding request (Engine::add_embedding, with the named
-  // LoRA adapter `adapter` and the cache salt): its stream sees no tokens and, Finished, gives output().
+  // The same for an embedding request (Engine::add_embedding): its stream
+  // sees no tokens and, Finished, gives output().
   std::shared_ptr<RequestStream> submit_embedding(std::vector<int32_t> prompt, Reservation* reservation = nullptr,
-                                                  int32_t adapter = -1, const std::string& cache_salt = "");
+                                                  const PromptOnlyOptions& options = {});
   // The same for a scoring request (Engine::add_scoring).
   std::shared_ptr<RequestStream> submit_scoring(std::vector<int32_t> prompt, std::vector<int32_t> token_ids,
-                                                Reservation* reservation = nullptr, int32_t adapter = -1,
-                                                const std::string& cache_salt = "");
+                                                Reservation* reservation = nullptr,
+                                                const PromptOnlyOptions& options = {});
 
   // A snapshot taken after the latest step.
   struct Stats {
@@ -154,7 +154,7 @@ class EngineLoop {
  private:
   struct Incoming {
     std::vector<int32_t> prompt;
-    GenerationOptions options;
+    GenerationOptions options;  // an embedding or scoring request's: PromptOnlyOptions' fields alone
     std::shared_ptr<RequestStream> stream;
     bool embed = false;
     std::vector<int32_t> score_ids;  // a scoring request's

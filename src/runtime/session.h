@@ -66,6 +66,14 @@ struct GenerationOptions {
   int32_t priority = 0;
 };
 
+// What the batching engine's embedding and scoring requests run with:
+// GenerationOptions' adapter, cache_salt and priority, their only options.
+struct PromptOnlyOptions {
+  int32_t adapter = -1;
+  std::string cache_salt;
+  int32_t priority = 0;
+};
+
 // Error: the model's logits were unusable (NaN); GenerationResult::error says where.
 enum class StopReason { Eos, MaxTokens, ContextFull, Callback, Error };
 // The finish reason every frontend reports, in OpenAI's words: "stop" (an eos

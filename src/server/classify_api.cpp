@@ -11,10 +11,9 @@ namespace qinfer::server {
 using nlohmann::ordered_json;
 
 ClassifyRequest parse_classify_request(const ordered_json& body, const ServedModel& model, int64_t max_inputs) {
-  check_known_fields(body, {"model", "input", "user", "truncate_prompt_tokens", "cache_salt"});
+  check_known_fields(body, {"model", "input", "user", "truncate_prompt_tokens", "cache_salt", "priority"});
   ClassifyRequest r;
-  r.adapter = requested_adapter(body, model);
-  r.cache_salt = requested_cache_salt(body);
+  r.run = requested_prompt_only_options(body, model);
   if (!model.bundle.model->has_classifier())
     throw ApiError(400,
                    "this model has no classifier head (score.weight): /classify needs a "

@@ -15,8 +15,7 @@ namespace qinfer::server {
 
 struct ClassifyRequest {
   std::vector<std::vector<int32_t>> inputs;
-  int32_t adapter = -1;    // the named LoRA adapter the body's "model" asks for
-  std::string cache_salt;  // vLLM's: the prefix cache this request shares ("": the unsalted one)
+  PromptOnlyOptions run;  // the adapter the body's "model" names, its cache_salt and priority
 };
 
 // 400 (ApiError naming the field) for a model without a classifier head, an

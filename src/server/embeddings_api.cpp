@@ -91,11 +91,10 @@ ordered_json pooling_response(const std::string& id, const std::string& model_na
 }
 
 EmbeddingRequest parse_embedding_request(const ordered_json& body, const ServedModel& model, int64_t max_inputs) {
-  check_known_fields(
-      body, {"model", "input", "encoding_format", "dimensions", "user", "truncate_prompt_tokens", "cache_salt"});
+  check_known_fields(body, {"model", "input", "encoding_format", "dimensions", "user", "truncate_prompt_tokens",
+                            "cache_salt", "priority"});
   EmbeddingRequest r;
-  r.adapter = requested_adapter(body, model);
-  r.cache_salt = requested_cache_salt(body);
+  r.run = requested_prompt_only_options(body, model);
   if (given(body, "encoding_format")) {
     const ordered_json& f = body["encoding_format"];
     if (f != "float" && f != "base64") bad("encoding_format", "'encoding_format' must be \"float\" or \"base64\"");

@@ -17,8 +17,7 @@ struct EmbeddingRequest {
   std::vector<std::vector<int32_t>> inputs;
   int64_t dimensions = 0;  // 0: all
   bool base64 = false;     // encoding_format "base64": little-endian float32, as OpenAI's clients ask by default
-  int32_t adapter = -1;    // the named LoRA adapter the body's "model" asks for
-  std::string cache_salt;  // vLLM's: the prefix cache this request shares ("": the unsalted one)
+  PromptOnlyOptions run;   // the adapter the body's "model" names, its cache_salt and priority
 };
 
 // The prompts of a pooling request's "input" (embeddings, classify): a

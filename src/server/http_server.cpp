@@ -220,9 +220,10 @@ struct HttpServer::Impl {
   void answer_prompt_only(const httplib::Request& req, httplib::Response& res,
                           const std::vector<std::vector<int32_t>>& inputs, const char* field,
                           const PromptOnlyBatch::Submit& submit, std::function<ordered_json(const Outputs&)> answer);
-  PromptOnlyBatch::Submit embed(int32_t adapter, const std::string& cache_salt);
-  PromptOnlyBatch::Submit rerank_scoring(std::shared_ptr<const RerankPrompt> prompt, int32_t adapter,
-                                         const std::string& cache_salt);
+  void check_priority(int32_t priority) const;
+  PromptOnlyBatch::Submit embed(const PromptOnlyOptions& run) const;
+  PromptOnlyBatch::Submit rerank_scoring(std::shared_ptr<const RerankPrompt> prompt,
+                                         const PromptOnlyOptions& run) const;
   void embeddings(const httplib::Request& req, httplib::Response& res);
   void rerank(const httplib::Request& req, httplib::Response& res);
   void classify(const httplib::Request& req, httplib::Response& res);
@@ -409,49 +410,59 @@ void HttpServer::Impl::answer_prompt_only(const httplib::Request& req, httplib::
   provide_as_made(req, res, "application/json; charset=utf-8", provider);
 }
 
-PromptOnlyBatch::Submit HttpServer::Impl::embed(int32_t adapter, const std::string& cache_salt) {
-  return [this, adapter, cache_salt](const std::vector<int32_t>& ids, engine::EngineLoop::Reservation* reservation) {
-    return loop->submit_embedding(ids, reservation, adapter, cache_salt);
+// 400 for a request's priority other than 0 where the policy is first come, first served.
+void HttpServer::Impl::check_priority(int32_t priority) const {
+  if (priority != 0 && !options.priority_scheduling)
+    throw ApiError(400,
+                   "'priority' is " + std::to_string(priority) +
+                       " but priority scheduling is off: the server runs requests first come, first served "
+                       "(start it with --scheduling-policy priority)",
+                   "priority");
+}
+
+PromptOnlyBatch::Submit HttpServer::Impl::embed(const PromptOnlyOptions& run) const {
+  check_priority(run.priority);
+  return [this, run](const std::vector<int32_t>& ids, engine::EngineLoop::Reservation* reservation) {
+    return loop->submit_embedding(ids, reservation, run);
   };
 }
 
 void HttpServer::Impl::embeddings(const httplib::Request& req, httplib::Response& res) {
   auto request = std::make_shared<const EmbeddingRequest>(
       parse_embedding_request(parse_json_body(req.body), *model, loop->capacity()));
-  answer_prompt_only(req, res, request->inputs, "input", embed(request->adapter, request->cache_salt),
-                     [request, name = served_name(*model, request->adapter)](const Outputs& outputs) {
+  answer_prompt_only(req, res, request->inputs, "input", embed(request->run),
+                     [request, name = served_name(*model, request->run.adapter)](const Outputs& outputs) {
                        return embedding_response(*request, outputs, name);
                      });
 }
 
 // A reranker's prompts: its head's embedding requests, or scoring requests
 // for the logits of "no" and "yes".
-PromptOnlyBatch::Submit HttpServer::Impl::rerank_scoring(std::shared_ptr<const RerankPrompt> prompt, int32_t adapter,
-                                                         const std::string& cache_salt) {
-  if (prompt->uses_classifier()) return embed(adapter, cache_salt);
-  return [this, prompt, adapter, cache_salt](const std::vector<int32_t>& ids,
-                                             engine::EngineLoop::Reservation* reservation) {
-    return loop->submit_scoring(ids, prompt->score_ids(), reservation, adapter, cache_salt);
+PromptOnlyBatch::Submit HttpServer::Impl::rerank_scoring(std::shared_ptr<const RerankPrompt> prompt,
+                                                         const PromptOnlyOptions& run) const {
+  if (prompt->uses_classifier()) return embed(run);
+  check_priority(run.priority);
+  return [this, prompt, run](const std::vector<int32_t>& ids, engine::EngineLoop::Reservation* reservation) {
+    return loop->submit_scoring(ids, prompt->score_ids(), reservation, run);
   };
 }
 
 void HttpServer::Impl::rerank(const httplib::Request& req, httplib::Response& res) {
   auto request =
       std::make_shared<const RerankRequest>(parse_rerank_request(parse_json_body(req.body), *model, loop->capacity()));
-  answer_prompt_only(
-      req, res, request->inputs, "documents", rerank_scoring(request->prompt, request->adapter, request->cache_salt),
-      [request, id = new_id("rerank-"), name = served_name(*model, request->adapter)](const Outputs& outputs) {
-        return rerank_response(*request, outputs, id, name);
-      });
+  answer_prompt_only(req, res, request->inputs, "documents", rerank_scoring(request->prompt, request->run),
+                     [request, id = new_id("rerank-"), name = served_name(*model, request->run.adapter)](
+                         const Outputs& outputs) { return rerank_response(*request, outputs, id, name); });
 }
 
 void HttpServer::Impl::classify(const httplib::Request& req, httplib::Response& res) {
   auto request = std::make_shared<const ClassifyRequest>(
       parse_classify_request(parse_json_body(req.body), *model, loop->capacity()));
-  answer_prompt_only(
-      req, res, request->inputs, "input", embed(request->adapter, request->cache_salt),
-      [request, &qwen = *model->bundle.model, id = new_id("classify-"), name = served_name(*model, request->adapter)](
-          const Outputs& outputs) { return classify_response(*request, outputs, qwen, id, name); });
+  answer_prompt_only(req, res, request->inputs, "input", embed(request->run),
+                     [request, &qwen = *model->bundle.model, id = new_id("classify-"),
+                      name = served_name(*model, request->run.adapter)](const Outputs& outputs) {
+                       return classify_response(*request, outputs, qwen, id, name);
+                     });
 }
 
 // The adapter a LoRA update names, once updates are allowed.
@@ -509,9 +520,8 @@ void HttpServer::Impl::score(const httplib::Request& req, httplib::Response& res
   auto request =
       std::make_shared<const ScoreRequest>(parse_score_request(parse_json_body(req.body), *model, loop->capacity()));
   answer_prompt_only(req, res, request->inputs, "text_2",
-                     request->prompt ? rerank_scoring(request->prompt, request->adapter, request->cache_salt)
-                                     : embed(request->adapter, request->cache_salt),
-                     [request, id = new_id("score-"), name = served_name(*model, request->adapter)](
+                     request->prompt ? rerank_scoring(request->prompt, request->run) : embed(request->run),
+                     [request, id = new_id("score-"), name = served_name(*model, request->run.adapter)](
                          const Outputs& outputs) { return score_response(*request, outputs, id, name); });
 }
 
@@ -549,12 +559,7 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
   };
   auto request = std::make_shared<CompletionRequest>(parse());
   request->tool_call_offsets = request->answer_logprobs_only = api == Api::Responses;
-  if (request->options.priority != 0 && !options.priority_scheduling)
-    throw ApiError(400,
-                   "'priority' is " + std::to_string(request->options.priority) +
-                       " but priority scheduling is off: the server runs requests first come, first served "
-                       "(start it with --scheduling-policy priority)",
-                   "priority");
+  check_priority(request->options.priority);
   // As vLLM: an X-Request-Id header names the answer (before the body's request_id), and is echoed.
   std::string named = request->request_id;
   if (req.has_header("X-Request-Id")) {

@@ -187,6 +187,12 @@ void check_json_shape(const std::string& text, const std::string& what) {
   if (const std::optional<std::string> problem = json_shape_problem(text)) throw ApiError(400, what + " " + *problem);
 }
 
+// vLLM's priority: any int32, 0 when absent (the server's policy decides whether it may be other).
+int32_t requested_priority(const ordered_json& body) {
+  return static_cast<int32_t>(
+      integer(body, "priority", 0, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
+}
+
 }  // namespace
 
 std::vector<std::string> unknown_fields(const ordered_json& body, bool chat) {
@@ -400,8 +406,7 @@ GenerationFields parse_generation_fields(const ordered_json& body, const ModelBu
     bad("min_tokens", "'min_tokens' (" + std::to_string(g.options.min_tokens) + ") must be at most max_tokens (" +
                           std::to_string(g.options.max_new_tokens) + ")");
   g.options.cache_salt = requested_cache_salt(body);
-  g.options.priority = static_cast<int32_t>(
-      integer(body, "priority", 0, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
+  g.options.priority = requested_priority(body);
   g.text.min_tokens = g.options.min_tokens;
   g.text.include_stop_string = boolean(body, "include_stop_str_in_output", false);
   g.text.skip_special_tokens = boolean(body, "skip_special_tokens", true);
@@ -711,6 +716,10 @@ int32_t requested_adapter(const ordered_json& body, const ServedModel& model) {
     if (a.listed) served += ", '" + a.name + "'";
   throw ApiError(404, "The model '" + input_excerpt(name) + "' does not exist; the models are " + served, "model",
                  "invalid_request_error");
+}
+
+PromptOnlyOptions requested_prompt_only_options(const ordered_json& body, const ServedModel& model) {
+  return {requested_adapter(body, model), requested_cache_salt(body), requested_priority(body)};
 }
 
 std::string served_name(const ServedModel& model, int32_t adapter) {

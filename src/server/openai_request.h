@@ -148,6 +148,10 @@ void truncate_prompts(const nlohmann::ordered_json& body, std::vector<std::vecto
 // --lora-modules): its index, or -1 for the base model (also when none is
 // named); 404 for a name the server does not serve.
 int32_t requested_adapter(const nlohmann::ordered_json& body, const ServedModel& model);
+// A pooling request's (embeddings, rerank, score, classify) adapter, as
+// requested_adapter(), cache_salt, and vLLM's priority (an integer, 0 when
+// absent); 400 naming the field for a bad one.
+PromptOnlyOptions requested_prompt_only_options(const nlohmann::ordered_json& body, const ServedModel& model);
 // What answers report as their "model": the adapter's name, or the base model's.
 std::string served_name(const ServedModel& model, int32_t adapter);
 CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const ServedModel& model);

@@ -26,10 +26,10 @@ std::string string_field(const ordered_json& body, const char* field, bool requi
 }  // namespace
 
 RerankRequest parse_rerank_request(const ordered_json& body, const ServedModel& model, int64_t max_inputs) {
-  check_known_fields(body, {"model", "query", "documents", "top_n", "return_documents", "instruction", "cache_salt"});
+  check_known_fields(
+      body, {"model", "query", "documents", "top_n", "return_documents", "instruction", "cache_salt", "priority"});
   RerankRequest r;
-  r.adapter = requested_adapter(body, model);
-  r.cache_salt = requested_cache_salt(body);
+  r.run = requested_prompt_only_options(body, model);
   if (!model.bundle.tokenizer) bad("query", "this model has no tokenizer.json: it cannot read a query");
   const std::string query = string_field(body, "query", true);
   // The card's instruction where none is given (null too); "" is an empty one, as `qinfer rerank --instruct ""`.

@@ -21,8 +21,7 @@ struct RerankRequest {
   std::shared_ptr<const RerankPrompt> prompt;  // how they are scored
   int64_t top_n = 0;                           // 0: all
   bool return_documents = true;
-  int32_t adapter = -1;    // the named LoRA adapter the body's "model" asks for
-  std::string cache_salt;  // vLLM's: the prefix cache this request shares ("": the unsalted one)
+  PromptOnlyOptions run;  // the adapter the body's "model" names, its cache_salt and priority
 };
 
 // 400 (ApiError naming the field) for a missing or malformed query or

@@ -28,11 +28,10 @@ std::vector<std::string> texts(const ordered_json& body, const char* field) {
 }  // namespace
 
 ScoreRequest parse_score_request(const ordered_json& body, const ServedModel& model, int64_t max_inputs) {
-  check_known_fields(body, {"model", "text_1", "text_2", "truncate_prompt_tokens", "user", "cache_salt"});
+  check_known_fields(body, {"model", "text_1", "text_2", "truncate_prompt_tokens", "user", "cache_salt", "priority"});
   check_user_field(body);
   ScoreRequest r;
-  r.adapter = requested_adapter(body, model);
-  r.cache_salt = requested_cache_salt(body);
+  r.run = requested_prompt_only_options(body, model);
   const std::vector<std::string> first = texts(body, "text_1"), second = texts(body, "text_2");
   if (first.size() > 1 && first.size() != second.size())
     bad("text_2", "text_1 and text_2 must pair 1:N or N:N; got " + std::to_string(first.size()) + " and " +

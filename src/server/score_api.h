@@ -24,8 +24,7 @@ struct ScoreRequest {
   std::vector<std::vector<int32_t>> inputs;
   std::shared_ptr<const RerankPrompt> prompt;    // a reranker's scoring; null on an embedding model
   std::vector<std::pair<size_t, size_t>> pairs;  // an embedding model's: the inputs each pair compares
-  int32_t adapter = -1;                          // the named LoRA adapter the body's "model" asks for
-  std::string cache_salt;                        // vLLM's: the prefix cache this request shares ("": the unsalted one)
+  PromptOnlyOptions run;                         // the adapter the body's "model" names, its cache_salt and priority
 };
 
 // 400 (ApiError naming the field) for texts missing or not strings, lists of

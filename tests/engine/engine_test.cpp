@@ -479,7 +479,9 @@ TEST(Engine, EachRequestRunsWithTheAdapterItNames) {
   GenerationOptions unknown;
   unknown.adapter = 2;
   EXPECT_THROW(engine.add(reqs[0].prompt, unknown), Error);
-  EXPECT_THROW(engine.add_embedding(reqs[0].prompt, -2), Error);
+  PromptOnlyOptions unknown_embedding;
+  unknown_embedding.adapter = -2;
+  EXPECT_THROW(engine.add_embedding(reqs[0].prompt, unknown_embedding), Error);
   EXPECT_THROW(Session(*model, pool).generate(reqs[0].prompt, reqs[3].opts, {}), Error) << "a session has no adapters";
 }
 
@@ -529,8 +531,9 @@ TEST(Engine, PrioritiesAndCacheSaltsOrderAndPartitionWithoutChangingAnId) {
   // their prompts' blocks were any unsalted request's).
   Engine engine(*model, pool, {4, 0, 64, 4});
   const std::vector<int32_t> nine = {785, 6722, 315, 9625, 374, 11, 12, 13, 14};
-  const int64_t embedded = engine.add_embedding(nine, -1, "tenant-e");
-  const int64_t scored = engine.add_scoring(std::vector<int32_t>(nine.rbegin(), nine.rend()), {5}, -1, "tenant-s");
+  const int64_t embedded = engine.add_embedding(nine, {.cache_salt = "tenant-e"});
+  const int64_t scored =
+      engine.add_scoring(std::vector<int32_t>(nine.rbegin(), nine.rend()), {5}, {.cache_salt = "tenant-s"});
   engine.run_until_idle();
   ASSERT_TRUE(engine.finished(embedded) && engine.finished(scored));
   GenerationOptions one;
@@ -546,6 +549,21 @@ TEST(Engine, PrioritiesAndCacheSaltsOrderAndPartitionWithoutChangingAnId) {
   EXPECT_EQ(reused(nine, "tenant-s"), 0);
   EXPECT_EQ(reused(nine, "tenant-e"), 8);
   EXPECT_EQ(reused(std::vector<int32_t>(nine.rbegin(), nine.rend()), "tenant-s"), 8);
+
+  // And by their priority, as vLLM's pooling requests: one at a time, the more urgent first (then arrival).
+  Engine one_at_a_time(*model, pool, {4, 0, 64, 1});
+  PromptOnlyOptions urgent, later;
+  urgent.priority = -1;
+  later.priority = 2;
+  const std::vector<int64_t> handles = {one_at_a_time.add_embedding(nine, later), one_at_a_time.add(nine, one),
+                                        one_at_a_time.add_scoring(nine, {5}, urgent),
+                                        one_at_a_time.add_embedding(nine, urgent)};
+  std::vector<size_t> finished;
+  while (one_at_a_time.step())
+    for (size_t i = 0; i < handles.size(); ++i)
+      if (one_at_a_time.finished(handles[i]) && std::find(finished.begin(), finished.end(), i) == finished.end())
+        finished.push_back(i);
+  EXPECT_EQ(finished, (std::vector<size_t>{2, 3, 1, 0}));
 }
 
 TEST(Engine, PromptLogprobsAreThoseOfEveryPromptPosition) {

@@ -1547,6 +1547,20 @@ TEST(HttpServer, PriorityOnlyWhereAllowedAndRequestIdNamesTheAnswer) {
     f.post("/v1/chat/completions", body);
     body["priority"] = 1.5;
     EXPECT_EQ(f.post("/v1/chat/completions", body, 400)["error"]["param"], "priority");
+    // The pooling endpoints take it as vLLM's pooling requests do (they refused it as an unknown field; /classify
+    // too, on a classifier).
+    const std::pair<const char*, ordered_json> pooling[] = {{"/v1/embeddings", {{"input", "x"}}},
+                                                            {"/score", {{"text_1", "a"}, {"text_2", "b"}}},
+                                                            {"/rerank", {{"query", "a"}, {"documents", {"b"}}}}};
+    for (auto [path, request] : pooling) {
+      request["priority"] = -3;
+      const ordered_json pooled = f.post(path, request, allowed ? 200 : 400);
+      if (!allowed) {
+        EXPECT_EQ(pooled["error"]["param"], "priority") << path;
+      }
+      request["priority"] = "high";
+      EXPECT_EQ(f.post(path, request, 400)["error"]["param"], "priority") << path;
+    }
   }
   Fixture f;
   const ordered_json chat = {{"messages", kMessages}, {"max_tokens", 2}, {"request_id", "job-42.a"}};
