@@ -240,7 +240,9 @@ struct HttpServer::Impl {
   // answering when it cannot. httplib bounds only a body whose Content-Length
   // gives its size, and inflates whatever a compressed one inflates to.
   bool read_body(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read);
-  std::string new_id(const char* prefix);
+  static std::string echo_request_id(const httplib::Request& req, httplib::Response& res);
+  std::string answer_id(const httplib::Request& req, httplib::Response& res, const char* prefix,
+                        std::string named = "");
 };
 
 // The key as OpenAI's clients send it (Authorization: Bearer, the scheme in
@@ -298,7 +300,23 @@ bool HttpServer::Impl::read_body(const httplib::Request& req, httplib::Response&
 
 // Random, as vLLM's: ids stay unique across restarts and replicas, and say
 // nothing of how many requests came before.
-std::string HttpServer::Impl::new_id(const char* prefix) {
+// vLLM's X-Request-Id: the header's name for the request, echoed in the
+// answer's headers ("" without one); 400 for one unfit for logs and headers.
+std::string HttpServer::Impl::echo_request_id(const httplib::Request& req, httplib::Response& res) {
+  if (!req.has_header("X-Request-Id")) return "";
+  std::string named = req.get_header_value("X-Request-Id");
+  if (!is_request_id(named))
+    throw ApiError(400, "the X-Request-Id header must be 1 to 256 printable ASCII characters, no spaces");
+  res.set_header("X-Request-Id", named);
+  return named;
+}
+
+// An answer's id: `prefix` and the X-Request-Id header's name, else `named`
+// (a body's request_id), else a random one.
+std::string HttpServer::Impl::answer_id(const httplib::Request& req, httplib::Response& res, const char* prefix,
+                                        std::string named) {
+  if (std::string header = echo_request_id(req, res); !header.empty()) named = std::move(header);
+  if (!named.empty()) return prefix + named;
   uint64_t a, b;
   {
     std::lock_guard<std::mutex> lock(id_mutex);
@@ -430,6 +448,7 @@ PromptOnlyBatch::Submit HttpServer::Impl::embed(const PromptOnlyOptions& run) co
 void HttpServer::Impl::embeddings(const httplib::Request& req, httplib::Response& res) {
   auto request = std::make_shared<const EmbeddingRequest>(
       parse_embedding_request(parse_json_body(req.body), *model, loop->capacity()));
+  echo_request_id(req, res);  // OpenAI's embeddings answer has no id to name
   answer_prompt_only(req, res, request->inputs, "input", embed(request->run),
                      [request, name = served_name(*model, request->run.adapter)](const Outputs& outputs) {
                        return embedding_response(*request, outputs, name);
@@ -451,7 +470,7 @@ void HttpServer::Impl::rerank(const httplib::Request& req, httplib::Response& re
   auto request =
       std::make_shared<const RerankRequest>(parse_rerank_request(parse_json_body(req.body), *model, loop->capacity()));
   answer_prompt_only(req, res, request->inputs, "documents", rerank_scoring(request->prompt, request->run),
-                     [request, id = new_id("rerank-"), name = served_name(*model, request->run.adapter)](
+                     [request, id = answer_id(req, res, "rerank-"), name = served_name(*model, request->run.adapter)](
                          const Outputs& outputs) { return rerank_response(*request, outputs, id, name); });
 }
 
@@ -459,7 +478,7 @@ void HttpServer::Impl::classify(const httplib::Request& req, httplib::Response& 
   auto request = std::make_shared<const ClassifyRequest>(
       parse_classify_request(parse_json_body(req.body), *model, loop->capacity()));
   answer_prompt_only(req, res, request->inputs, "input", embed(request->run),
-                     [request, &qwen = *model->bundle.model, id = new_id("classify-"),
+                     [request, &qwen = *model->bundle.model, id = answer_id(req, res, "classify-"),
                       name = served_name(*model, request->run.adapter)](const Outputs& outputs) {
                        return classify_response(*request, outputs, qwen, id, name);
                      });
@@ -521,7 +540,7 @@ void HttpServer::Impl::score(const httplib::Request& req, httplib::Response& res
       std::make_shared<const ScoreRequest>(parse_score_request(parse_json_body(req.body), *model, loop->capacity()));
   answer_prompt_only(req, res, request->inputs, "text_2",
                      request->prompt ? rerank_scoring(request->prompt, request->run) : embed(request->run),
-                     [request, id = new_id("score-"), name = served_name(*model, request->run.adapter)](
+                     [request, id = answer_id(req, res, "score-"), name = served_name(*model, request->run.adapter)](
                          const Outputs& outputs) { return score_response(*request, outputs, id, name); });
 }
 
@@ -560,16 +579,11 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
   auto request = std::make_shared<CompletionRequest>(parse());
   request->tool_call_offsets = request->answer_logprobs_only = api == Api::Responses;
   check_priority(request->options.priority);
-  // As vLLM: an X-Request-Id header names the answer (before the body's request_id), and is echoed.
-  std::string named = request->request_id;
-  if (req.has_header("X-Request-Id")) {
-    named = req.get_header_value("X-Request-Id");
-    if (!is_request_id(named))
-      throw ApiError(400, "the X-Request-Id header must be 1 to 256 printable ASCII characters, no spaces");
-    res.set_header("X-Request-Id", named);
-  }
-  const char* id_prefix = api == Api::Chat ? "chatcmpl-" : api == Api::Completions ? "cmpl-" : "resp_";
-  const std::string id = named.empty() ? new_id(id_prefix) : id_prefix + named;
+  const std::string id = answer_id(req, res,
+                                   api == Api::Chat          ? "chatcmpl-"
+                                   : api == Api::Completions ? "cmpl-"
+                                                             : "resp_",
+                                   request->request_id);
   // The Responses API's answers are the chat answers made Response objects.
   std::shared_ptr<const ResponseContext> response_context;
   if (api == Api::Responses)

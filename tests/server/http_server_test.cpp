@@ -1592,6 +1592,23 @@ TEST(HttpServer, PriorityOnlyWhereAllowedAndRequestIdNamesTheAnswer) {
   ASSERT_TRUE(bad_header);
   EXPECT_EQ(bad_header->status, 400);
   EXPECT_NE(bad_header->body.find("X-Request-Id"), std::string::npos) << bad_header->body;
+  // The pooling endpoints too (a hunt's finding: they ignored it): echoed, and naming the answers that have an id.
+  const std::tuple<const char*, ordered_json, const char*> pooling[] = {
+      {"/v1/embeddings", {{"input", "x"}}, nullptr},
+      {"/score", {{"text_1", "a"}, {"text_2", "b"}}, "score-lb-7"},
+      {"/rerank", {{"query", "a"}, {"documents", {"b"}}}, "rerank-lb-7"}};
+  for (const auto& [path, request, id] : pooling) {
+    auto res = f.client().Post(path, {{"X-Request-Id", "lb-7"}}, request.dump(), "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200) << path << " " << res->body;
+    EXPECT_EQ(res->get_header_value("X-Request-Id"), "lb-7") << path;
+    if (id) {
+      EXPECT_EQ(ordered_json::parse(res->body)["id"], id) << path;
+    }
+    res = f.client().Post(path, {{"X-Request-Id", "two words"}}, request.dump(), "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400) << path << " " << res->body;
+  }
 }
 
 // --draft: a scripted model asked to continue a text it was shown confirms
