@@ -332,7 +332,8 @@ GenerationConfig parse_generation_config(const std::string& text, const std::str
       fail(origin, ": field '", key, "' = ", j[key].dump(), " is out of range");
   };
   check("temperature", g.temperature, g.temperature >= 0.0f);
-  check("top_p", g.top_p, g.top_p > 0.0f && g.top_p <= 1.0f);
+  // top_p 0 keeps no token: transformers refuses it when it samples, and takes it where do_sample is off (unused).
+  check("top_p", g.top_p, (g.top_p > 0.0f || (g.top_p == 0.0f && !g.do_sample.value_or(false))) && g.top_p <= 1.0f);
   check("min_p", g.min_p, g.min_p >= 0.0f && g.min_p <= 1.0f);
   check("repetition_penalty", g.repetition_penalty, g.repetition_penalty > 0.0f);
   check("top_k", g.top_k, g.top_k >= 0);

@@ -101,7 +101,7 @@ SamplingParams ModelBundle::default_sampling() const {
   const GenerationConfig& g = generation;
   p.temperature = g.do_sample.value_or(false) ? g.temperature.value_or(1.0f) : 0.0f;
   p.top_k = g.top_k.value_or(50);  // transformers' GenerationConfig default, as it samples a config without top_k
-  p.top_p = g.top_p.value_or(1.0f);
+  p.top_p = g.top_p.value_or(1.0f) > 0.0f ? g.top_p.value_or(1.0f) : 1.0f;  // 0: a greedy config's, unused there
   p.min_p = g.min_p.value_or(0.0f);
   p.repetition_penalty = g.repetition_penalty.value_or(1.0f);
   return p;

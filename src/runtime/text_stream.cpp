@@ -29,7 +29,7 @@ bool TextStream::push(int32_t id) {
 }
 
 bool TextStream::show(int32_t id) {
-  const StopMatcher::Result m = stops_.push(detok_.push(id), ++pushed_ >= options_.min_tokens);
+  const StopMatcher::Result m = stops_.push(detok_.push(id), ++pushed_ > options_.min_tokens);
   const bool keep_going = emit(m.emit + (m.stopped && options_.include_stop_string ? m.stop : ""));
   if (m.stopped) {
     stopped_by_string_ = true;
@@ -42,7 +42,7 @@ void TextStream::finish(bool ended_by_stop_id) {
   if (held_ && (!ended_by_stop_id || options_.include_stop_string)) show(*held_);
   held_.reset();
   if (stopped_by_string_ || cancelled_) return;
-  const StopMatcher::Result m = stops_.push(detok_.flush(), pushed_ >= options_.min_tokens);
+  const StopMatcher::Result m = stops_.push(detok_.flush(), pushed_ > options_.min_tokens);
   emit(m.emit + (m.stopped && options_.include_stop_string ? m.stop : ""));
   if (m.stopped) {
     stopped_by_string_ = true;

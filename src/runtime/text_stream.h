@@ -19,7 +19,8 @@ namespace qinfer {
 // Called with each piece of newly completed text; return false to cancel (Ctrl-C, client gone).
 using OnText = std::function<bool(std::string_view piece)>;
 
-// vLLM's: stop strings count from the min_tokens-th token's text on, and
+// vLLM's: stop strings count from the text of the token after the
+// min_tokens-th on (as eos and stop ids, the answer keeps min_tokens), and
 // with include_stop_string the one that ended the text is kept at its end;
 // so is the text of a stop id that ended it (eos or stop_token_ids: its
 // text is left out otherwise). skip_special_tokens false shows special

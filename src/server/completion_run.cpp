@@ -9,6 +9,7 @@
 
 #include "runtime/text_stream.h"
 #include "server/api_error.h"
+#include "util/utf8.h"
 
 namespace qinfer::server {
 
@@ -421,10 +422,17 @@ ordered_json CompletionRun::logprobs_json(const std::vector<TokenLogprobs>& lps,
                                           const std::vector<int64_t>& content_at) const {
   const Tokenizer& tok = model_.bundle.require_tokenizer();
   auto piece = [&](int32_t id) { return std::string(tok.token_bytes(id)); };
+  // The token as the answer names it: its bytes as text (ill-formed UTF-8 as U+FFFD), or "token_id:<id>".
+  auto name = [&](int32_t id) {
+    if (request_.tokens_as_ids) return "token_id:" + std::to_string(id);
+    std::string text;
+    utf8::append_lossy(text, tok.token_bytes(id));
+    return text;
+  };
   if (request_.chat) {  // {"content": [{token, logprob, bytes, top_logprobs: [...]}]}
     auto entry = [&](int32_t id, float lp) {
-      const std::string p = piece(id);
-      return ordered_json{{"token", p}, {"logprob", lp}, {"bytes", std::vector<uint8_t>(p.begin(), p.end())}};
+      const std::string p = request_.tokens_as_ids ? name(id) : piece(id);  // bytes: the token's own
+      return ordered_json{{"token", name(id)}, {"logprob", lp}, {"bytes", std::vector<uint8_t>(p.begin(), p.end())}};
     };
     ordered_json content = ordered_json::array();
     for (size_t i = 0; i < lps.size(); ++i) {
@@ -441,16 +449,21 @@ ordered_json CompletionRun::logprobs_json(const std::vector<TokenLogprobs>& lps,
   ordered_json tokens = ordered_json::array(), token_logprobs = ordered_json::array(), top = ordered_json::array(),
                offsets = ordered_json::array();
   for (const TokenLogprobs& l : lps) {
-    tokens.push_back(piece(l.id));
+    tokens.push_back(name(l.id));
     if (std::isnan(l.logprob)) {  // an echoed prompt's first token
       token_logprobs.push_back(nullptr);
       top.push_back(nullptr);
     } else {
       token_logprobs.push_back(l.logprob);
-      // The sampled token is always among them (so up to logprobs + 1), as OpenAI's API says.
+      // The sampled token is always among them (so up to logprobs + 1), as OpenAI's API says. Tokens of partial
+      // UTF-8 share a name (U+FFFD): the sampled one keeps it, else the likelier, so that no key repeats and
+      // top_logprobs[i][tokens[i]] is the sampled token's.
+      const std::string sampled = name(l.id);
       ordered_json alternatives = ordered_json::object();
-      for (const auto& [id, lp] : l.top) alternatives[piece(id)] = lp;
-      if (!alternatives.contains(piece(l.id))) alternatives[piece(l.id)] = l.logprob;
+      for (const auto& [id, lp] : l.top)
+        if (std::string key = name(id); (key != sampled || id == l.id) && !alternatives.contains(key))
+          alternatives[std::move(key)] = lp;
+      if (!alternatives.contains(sampled)) alternatives[sampled] = l.logprob;
       top.push_back(std::move(alternatives));
     }
     offsets.push_back(text_offset);

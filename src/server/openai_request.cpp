@@ -23,6 +23,9 @@ using nlohmann::ordered_json;
 constexpr int kMaxChoices = 16;
 constexpr size_t kMaxStops = 16;
 constexpr int64_t kMaxTopLogprobs = 20;  // OpenAI's limit for top_logprobs
+// OpenAI's legacy completions (and vLLM's) stop after 16 tokens unless told
+// otherwise: a base model given no max_tokens would otherwise fill the context.
+constexpr int64_t kCompletionsMaxTokens = 16;
 // What parse_generation_fields reads.
 constexpr const char* kGenerationFields[] = {
     "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty",
@@ -202,8 +205,9 @@ std::vector<std::string> unknown_fields(const ordered_json& body, bool chat) {
       "user", "metadata", "store", "service_tier", "prompt_cache_key", "prompt_cache_retention", "safety_identifier",
       // vLLM's beam search: refused unless off
       "use_beam_search", "length_penalty",
-      // vLLM's: the ids in the answer; the answer's id; the tokenizer's post-processor tokens around the prompt
-      "return_token_ids", "request_id", "add_special_tokens"};
+      // vLLM's: the ids in the answer, and as the log-probabilities' tokens; the answer's id; the tokenizer's
+      // post-processor tokens around the prompt
+      "return_token_ids", "return_tokens_as_token_ids", "request_id", "add_special_tokens"};
   static const std::set<std::string_view> kChat = {
       "top_logprobs",       "response_format", "functions", "function_call",    "audio", "modalities", "prediction",
       "web_search_options", "verbosity",       "echo",      "include_reasoning"};
@@ -248,7 +252,7 @@ CompletionRequest common_fields(const ordered_json& body, const ServedModel& mod
   check_field_names(body, chat);
   CompletionRequest r;
   const int32_t adapter = requested_adapter(body, model);
-  GenerationFields g = parse_generation_fields(body, model.bundle, model.context);
+  GenerationFields g = parse_generation_fields(body, model.bundle, chat ? model.context : kCompletionsMaxTokens);
   r.options = std::move(g.options);
   r.options.adapter = adapter;
   r.stop = std::move(g.stop);
@@ -268,6 +272,7 @@ CompletionRequest common_fields(const ordered_json& body, const ServedModel& mod
     r.continuous_usage = boolean(so, "continuous_usage_stats", false) && r.include_usage;
   }
   r.return_token_ids = boolean(body, "return_token_ids", false);
+  r.tokens_as_ids = boolean(body, "return_tokens_as_token_ids", false);
   if (given(body, "request_id")) {
     const ordered_json& v = body["request_id"];
     if (!v.is_string() || !is_request_id(v.get_ref<const std::string&>()))
@@ -297,6 +302,9 @@ void truncate_and_check_length(CompletionRequest& r, const ordered_json& body, c
                                    " tokens. However, your " + what + " resulted in " + std::to_string(len) +
                                    " tokens.",
                                r.chat ? "messages" : "prompt");
+    if (r.options.min_tokens > model.context - len)  // the rest when max_tokens is unset, as vLLM counts it
+      bad("min_tokens", "'min_tokens' (" + std::to_string(r.options.min_tokens) + ") must be at most the " +
+                            std::to_string(model.context - len) + " tokens the context has left after the " + what);
     if (explicit_length && len + r.options.max_new_tokens > model.context)
       throw ContextLengthError(400,
                                "This model's maximum context length is " + std::to_string(model.context) +
@@ -401,10 +409,11 @@ GenerationFields parse_generation_fields(const ordered_json& body, const ModelBu
   g.options.allowed_ids = token_ids(body, "allowed_token_ids", vocab, false);
   g.options.bad_words = bad_words(body, bundle);
   g.options.min_tokens = integer(body, "min_tokens", 0, 0, std::numeric_limits<int32_t>::max());
-  if (g.options.min_tokens > g.options.max_new_tokens &&
-      (given(body, "max_tokens") || given(body, "max_completion_tokens")))
+  // As vLLM, against the default max_tokens too: such a request could only run to its limit.
+  if (g.options.min_tokens > g.options.max_new_tokens)
     bad("min_tokens", "'min_tokens' (" + std::to_string(g.options.min_tokens) + ") must be at most max_tokens (" +
-                          std::to_string(g.options.max_new_tokens) + ")");
+                          std::to_string(g.options.max_new_tokens) +
+                          (given(body, "max_tokens") || given(body, "max_completion_tokens") ? ")" : ", its default)"));
   g.options.cache_salt = requested_cache_salt(body);
   g.options.priority = requested_priority(body);
   g.text.min_tokens = g.options.min_tokens;

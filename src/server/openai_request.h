@@ -46,9 +46,12 @@ struct CompletionRequest {
   // with the N most likely tokens there (-1: none asked for).
   int32_t prompt_logprobs = -1;
   bool stream = false, include_usage = false;
-  bool continuous_usage = false;           // vLLM's stream_options.continuous_usage_stats: usage in every chunk
-  bool include_reasoning = true;           // chat (vLLM's): false leaves reasoning_content out of the answer
-  bool return_token_ids = false;           // vLLM's: each choice's token ids and its prompt's in the answer
+  bool continuous_usage = false;  // vLLM's stream_options.continuous_usage_stats: usage in every chunk
+  bool include_reasoning = true;  // chat (vLLM's): false leaves reasoning_content out of the answer
+  bool return_token_ids = false;  // vLLM's: each choice's token ids and its prompt's in the answer
+  // vLLM's return_tokens_as_token_ids: the log-probabilities name each token
+  // "token_id:<id>" (a token of partial UTF-8 has no text of its own).
+  bool tokens_as_ids = false;
   std::string request_id;                  // vLLM's: the answer's id after its prefix ("": a random one)
   bool starts_in_reasoning = false;        // chat: the rendered prompt leaves a <think> block open
   ToolCalls tool_calls = ToolCalls::None;  // chat: which tool calls the reply may make

@@ -95,7 +95,10 @@ std::shared_ptr<const grammar::Grammar> tool_choice(const ordered_json& body) {
       bad("tools", "each tool's function needs a 'name' string");
     const std::string name = function["name"].get<std::string>();
     if (!named.empty() && name != named) continue;
-    const bool has_parameters = function.contains("parameters") && !function["parameters"].is_null();
+    // Arguments are an object, whatever the schema leaves open: none, null or {} (vLLM's reading of the empty
+    // schema; a client parses them into keyword arguments).
+    const bool has_parameters = function.contains("parameters") && !function["parameters"].is_null() &&
+                                function["parameters"] != ordered_json::object();
     calls.push_back({name, has_parameters ? function["parameters"] : ordered_json{{"type", "object"}}, i});
   }
   if (calls.empty())

@@ -340,7 +340,7 @@ TEST(GenerationConfig, ValuesOutOfRangeNameTheFileAndField) {
       {R"({"top_k": 1000000000000})", "g: field 'top_k' = 1000000000000 is out of range"},
       {R"({"top_k": -1})", "g: field 'top_k' = -1 is out of range"},
       {R"({"temperature": -1})", "g: field 'temperature' = -1 is out of range"},
-      {R"({"top_p": 0})", "g: field 'top_p' = 0 is out of range"},
+      {R"({"top_p": 0, "do_sample": true})", "g: field 'top_p' = 0 is out of range"},
       {R"({"top_p": 1.5})", "g: field 'top_p' = 1.5 is out of range"},
       {R"({"min_p": 2})", "g: field 'min_p' = 2 is out of range"},
       {R"({"repetition_penalty": 0})", "g: field 'repetition_penalty' = 0 is out of range"},
@@ -353,6 +353,9 @@ TEST(GenerationConfig, ValuesOutOfRangeNameTheFileAndField) {
     EXPECT_NE(error.find(c.second), std::string::npos) << c.first << ": " << error;
   }
   EXPECT_EQ(*parse_generation_config(R"({"top_k": 0, "temperature": 0})", "g").top_k, 0);
+  // A hunt finding: a greedy config's top_p 0 refused the load; transformers warns that it is unused.
+  EXPECT_EQ(*parse_generation_config(R"({"top_p": 0.0, "do_sample": false})", "g").top_p, 0.0f);
+  EXPECT_EQ(*parse_generation_config(R"({"top_p": 0})", "g").top_p, 0.0f);
 }
 
 // An audit finding: 2^59 + 4 heads of head_dim 32 made q_proj's 2^64 + 128

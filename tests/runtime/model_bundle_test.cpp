@@ -32,6 +32,8 @@ TEST(ModelBundle, MissingSamplingFieldsTakeTransformersDefaults) {
   EXPECT_EQ(b.default_sampling().temperature, 0.0f) << "greedy without do_sample";
   b.generation.do_sample.reset();
   EXPECT_EQ(b.default_sampling().temperature, 0.0f);
+  b.generation.top_p = 0.0f;  // a greedy config's, unused: no default for a request that samples
+  EXPECT_FLOAT_EQ(b.default_sampling().top_p, 1.0f);
 }
 
 // An audit finding: a tokenizer with ids past config.json's vocab_size (the

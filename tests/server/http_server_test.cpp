@@ -548,18 +548,36 @@ TEST(HttpServer, TokenizeTakesMessagesAndRefusesWhatItDoesNotKnow) {
   EXPECT_EQ(f.post("/detokenize", {{"tokens", {14990}}, {"model", "tiny"}})["prompt"], "hello");
 }
 
-// A hunt finding: without max_tokens a request ran to one token past the
-// context that an explicit max_tokens is held to.
-TEST(HttpServer, WithoutMaxTokensPromptAndCompletionFillTheContextExactly) {
+// Without max_tokens, chat runs to the end of the context (a hunt finding: one
+// token past it, where an explicit max_tokens is held to it) and completions
+// to OpenAI's and vLLM's default of 16 tokens (another: they filled the
+// context, 40,000 tokens for a client that left the field out), or what
+// room the context has left.
+TEST(HttpServer, WithoutMaxTokensChatFillsTheContextAndCompletionsStopAt16) {
   Fixture f;  // context 128
-  for (const int prompt : {127, 100}) {
-    const ordered_json answer =
-        f.post("/v1/completions", {{"prompt", std::vector<int>(prompt, 5)}, {"ignore_eos", true}, {"temperature", 0}});
-    EXPECT_EQ(answer["usage"]["total_tokens"], 128) << prompt;
-    EXPECT_EQ(answer["choices"][0]["finish_reason"], "length");
+  const ordered_json chat = f.post("/v1/chat/completions", {{"messages", kMessages}, {"ignore_eos", true}});
+  EXPECT_EQ(chat["usage"]["total_tokens"], 128);
+  EXPECT_EQ(chat["choices"][0]["finish_reason"], "length");
+  for (const int prompt : {127, 112, 100}) {
+    for (const ordered_json& max_tokens : {ordered_json(), ordered_json(nullptr)}) {
+      ordered_json body = {{"prompt", std::vector<int>(prompt, 5)}, {"ignore_eos", true}, {"temperature", 0}};
+      if (max_tokens.is_null()) body["max_tokens"] = max_tokens;
+      const ordered_json answer = f.post("/v1/completions", body);
+      EXPECT_EQ(answer["usage"]["completion_tokens"], std::min(16, 128 - prompt)) << prompt;
+      EXPECT_EQ(answer["choices"][0]["finish_reason"], "length");
+    }
   }
   f.post("/v1/completions", {{"prompt", std::vector<int>(100, 5)}, {"max_tokens", 28}}, 200);
   f.post("/v1/completions", {{"prompt", std::vector<int>(100, 5)}, {"max_tokens", 29}}, 400);
+  // min_tokens beyond what the request may generate is a 400 as in vLLM, the default max_tokens or the
+  // context's room counted (a hunt finding: accepted, it ran to the end of the context).
+  const int room = 128 - chat["usage"]["prompt_tokens"].get<int>();
+  f.post("/v1/chat/completions", {{"messages", kMessages}, {"min_tokens", room}, {"max_tokens", 1}}, 400);
+  f.post("/v1/chat/completions", {{"messages", kMessages}, {"min_tokens", room}, {"ignore_eos", true}});
+  EXPECT_EQ(f.post("/v1/chat/completions", {{"messages", kMessages}, {"min_tokens", room + 1}}, 400)["error"]["param"],
+            "min_tokens");
+  EXPECT_EQ(f.post("/v1/completions", {{"prompt", "Hi"}, {"min_tokens", 17}}, 400)["error"]["param"], "min_tokens");
+  f.post("/v1/completions", {{"prompt", "Hi"}, {"min_tokens", 16}});
 }
 
 TEST(HttpServer, ApiKeyGuardsAllButHealthAndMetrics) {
@@ -1001,6 +1019,78 @@ TEST(HttpServer, LogprobsOfEachTokenAlikeInStreamAndJson) {
   EXPECT_EQ(lp["token_logprobs"].size(), 4u);
   EXPECT_EQ(lp["top_logprobs"][0].size(), 1u);
   EXPECT_EQ(lp["text_offset"][0], 0);
+}
+
+// The keys of each object in a JSON text, in order, repeats included (a parser keeps one of each).
+std::vector<std::vector<std::string>> object_keys(const std::string& text) {
+  std::vector<std::vector<std::string>> done, open;
+  const bool parsed = !ordered_json::parse(text, [&](int, ordered_json::parse_event_t event, ordered_json& parsed) {
+                         if (event == ordered_json::parse_event_t::object_start) open.emplace_back();
+                         if (event == ordered_json::parse_event_t::key)
+                           open.back().push_back(parsed.get<std::string>());
+                         if (event == ordered_json::parse_event_t::object_end) {
+                           done.push_back(std::move(open.back()));
+                           open.pop_back();
+                         }
+                         return true;
+                       }).is_discarded();
+  EXPECT_TRUE(parsed);
+  return done;
+}
+
+// A hunt finding: tokens of partial UTF-8 (a CJK character's bytes) all read
+// as U+FFFD, and completions' top_logprobs repeated that key (a JSON parser
+// keeps one, the sampled token's value lost or another's). Each key once now,
+// the sampled token's where it shares the name; vLLM's
+// return_tokens_as_token_ids names each token by its id instead.
+TEST(HttpServer, CompletionLogprobsKeysNeverRepeatAndCanBeTokenIds) {
+  Fixture f;
+  const ordered_json body = {{"prompt", {9707, 132, 132, 236, 245, 120}},
+                             {"max_tokens", 3},
+                             {"temperature", 0},
+                             {"echo", true},
+                             {"logprobs", 20},
+                             {"ignore_eos", true}};
+  auto res = f.client().Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res && res->status == 200);
+  bool repeats = false;
+  for (std::vector<std::string> keys : object_keys(res->body)) {
+    std::sort(keys.begin(), keys.end());
+    repeats |= std::adjacent_find(keys.begin(), keys.end()) != keys.end();
+  }
+  EXPECT_FALSE(repeats) << res->body;
+  const ordered_json lp = ordered_json::parse(res->body)["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), 9u);
+  for (size_t i = 1; i < 9; ++i)
+    EXPECT_EQ(lp["top_logprobs"][i][lp["tokens"][i].get<std::string>()], lp["token_logprobs"][i]) << i;
+
+  ordered_json as_ids = body;
+  as_ids["return_tokens_as_token_ids"] = true;
+  as_ids["return_token_ids"] = true;
+  const ordered_json choice = f.post("/v1/completions", as_ids)["choices"][0];
+  const ordered_json& by_id = choice["logprobs"];
+  ASSERT_EQ(by_id["tokens"].size(), 9u);
+  for (size_t i = 0; i < 9; ++i) {
+    const int32_t id = i < 6 ? body["prompt"][i].get<int32_t>() : choice["token_ids"][i - 6].get<int32_t>();
+    EXPECT_EQ(by_id["tokens"][i], "token_id:" + std::to_string(id)) << i;
+    if (i > 0) {
+      EXPECT_GE(by_id["top_logprobs"][i].size(), 20u);  // and the sampled token, when not among them
+      EXPECT_LE(by_id["top_logprobs"][i].size(), 21u);
+      EXPECT_EQ(by_id["top_logprobs"][i]["token_id:" + std::to_string(id)], lp["token_logprobs"][i]) << i;
+    }
+  }
+  EXPECT_EQ(by_id["text_offset"], lp["text_offset"]);
+  const ordered_json chat = f.post("/v1/chat/completions", {{"messages", kMessages},
+                                                            {"max_tokens", 2},
+                                                            {"logprobs", true},
+                                                            {"top_logprobs", 2},
+                                                            {"return_tokens_as_token_ids", true},
+                                                            {"return_token_ids", true}})["choices"][0];
+  const ordered_json& first = chat["logprobs"]["content"][0];
+  const std::string named = "token_id:" + std::to_string(chat["token_ids"][0].get<int32_t>());
+  EXPECT_EQ(first["token"], named);
+  EXPECT_EQ(first["bytes"], ordered_json(std::vector<uint8_t>(named.begin(), named.end())));
+  EXPECT_EQ(first["top_logprobs"][0]["token"].get<std::string>().rfind("token_id:", 0), 0u);
 }
 
 // echo: each choice's text and logprobs start with its prompt's (the first

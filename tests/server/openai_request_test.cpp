@@ -369,9 +369,13 @@ TEST_F(OpenAiRequest, AnAssistantToolCallWithNullContentAndItsResultRender) {
   EXPECT_NE(rendered.find(R"({"name": "get_time", "arguments": {}})"), std::string::npos) << rendered;
 }
 
-TEST_F(OpenAiRequest, DefaultsFromTheModelAndUntilTheContextIsFull) {
+// Unset max_tokens: chat runs until the context is full, completions stop
+// at 16 tokens (OpenAI's and vLLM's default).
+TEST_F(OpenAiRequest, DefaultsFromTheModelAndUntilTheContextIsFullOr16Tokens) {
   const CompletionRequest r = parse_completion_request(ordered_json::parse(R"({"prompt": "Hello"})"), served(50));
-  EXPECT_EQ(r.options.max_new_tokens, 50);  // the context ends it
+  EXPECT_EQ(r.options.max_new_tokens, 16);
+  const ordered_json chat = {{"messages", {{{"role", "user"}, {"content", "Hello"}}}}};
+  EXPECT_EQ(parse_chat_request(chat, served(50)).options.max_new_tokens, 50);  // the context ends it
   EXPECT_EQ(r.options.sampling.temperature, bundle_->default_sampling().temperature);
   const CompletionRequest a = parse_completion_request(ordered_json::parse(R"({"prompt": "Hello"})"), served());
   const CompletionRequest b = parse_completion_request(ordered_json::parse(R"({"prompt": "Hello"})"), served());
@@ -812,6 +816,19 @@ TEST_F(OpenAiRequest, ReplyFormatsBecomeTheRequestsGrammar) {
   grammar::Matcher call(forced.options.grammar->grammar);
   EXPECT_TRUE(call.advance("<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>"));
   EXPECT_TRUE(call.state().accepting);
+  // A hunt finding: parameters {} let a call's arguments be any value (a string, seen); an object, as vLLM reads
+  // it, and as a tool without parameters has.
+  for (const char* parameters : {"{}", "null"}) {
+    const CompletionRequest empty =
+        chat((R"(, "tools": [{"type": "function", "function": {"name": "f", "parameters": )" + std::string(parameters) +
+              R"(}}], "tool_choice": "required")")
+                 .c_str());
+    grammar::Matcher string_arguments(empty.options.grammar->grammar);
+    EXPECT_FALSE(string_arguments.advance("<tool_call>\n{\"name\": \"f\", \"arguments\": \"")) << parameters;
+    grammar::Matcher object_arguments(empty.options.grammar->grammar);
+    EXPECT_TRUE(object_arguments.advance("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>"))
+        << parameters;
+  }
   const CompletionRequest completion = parse_completion_request(
       ordered_json::parse(R"({"prompt": "x", "response_format": {"type": "json_object"}})"), m);
   ASSERT_NE(completion.options.grammar, nullptr);
