@@ -118,6 +118,15 @@ factor ::= [0-9]+ | "(" root ")")g");
   EXPECT_FALSE(matches(greek, "λογé日本"));
   EXPECT_TRUE(matches(gbnf(R"g(root ::= [^a] "\U0001F600")g"), "é😀"));
   EXPECT_FALSE(matches(gbnf(R"(root ::= [^a])"), "a"));
+  // Hunt findings, what llama.cpp's parser takes: "\-" in a class (its json_schema_to_grammar writes it), and
+  // blanks between an atom and its quantifier.
+  const auto slug = gbnf(R"(root ::= [a-z0-9\-]{3,6})");
+  EXPECT_TRUE(matches(slug, "a-b-c"));
+  EXPECT_FALSE(matches(slug, "a_b"));
+  const auto list = gbnf("root ::= item (\",\" item) *\nitem ::= [a-z] +  # letters\n");
+  EXPECT_TRUE(matches(list, "ab,c,def"));
+  EXPECT_FALSE(matches(list, "ab,"));
+  EXPECT_TRUE(matches(gbnf("root ::= \"a\" {2,3} \"b\" ?"), "aaa"));
 }
 
 std::string repeated(const std::string& s, int times) {

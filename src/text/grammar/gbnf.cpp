@@ -147,6 +147,7 @@ class GbnfParser {
   // once more, and "a" followed by thousands of them would overflow the stack).
   Expr term() {
     Expr e = atom();
+    skip_space();  // llama.cpp's parser takes "x *" as "x*"
     if (at_end()) return e;
     const char c = peek();
     if (c == '*' || c == '+' || c == '?') {
@@ -280,7 +281,8 @@ class GbnfParser {
       case 'U':
         return code_point(8);
       default:
-        if (is_name_char(e)) refuse(std::string("the escape \\") + e + " is not known");
+        // '-' too is a name's character, and llama.cpp's own converters write "\-" in classes.
+        if (is_name_char(e) && e != '-') refuse(std::string("the escape \\") + e + " is not known");
         --pos_;
         uint32_t c = 0;
         if (!next_code_point(text_, pos_, c)) refuse("the grammar is not UTF-8");

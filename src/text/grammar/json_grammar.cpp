@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "text/grammar/number_range.h"
 #include "text/grammar/regex.h"
@@ -150,9 +151,11 @@ std::string decode_pointer_token(const std::string& token) {
   return out;
 }
 
-const std::set<std::string> kAnnotations = {"title",    "description", "default",  "examples",
-                                            "$schema",  "$id",         "$comment", "deprecated",
-                                            "readOnly", "writeOnly",   "$defs",    "definitions"};
+// discriminator: OpenAPI's (Pydantic writes it beside a tagged oneOf), naming
+// the property whose values tell the branches apart; it changes no match.
+const std::set<std::string> kAnnotations = {"title", "description", "default",      "examples", "$schema",
+                                            "$id",   "$comment",    "deprecated",   "readOnly", "writeOnly",
+                                            "$defs", "definitions", "discriminator"};
 const std::set<std::string> kObjectKeywords = {"properties", "required", "additionalProperties"};
 const std::set<std::string> kArrayKeywords = {"items", "minItems", "maxItems"};
 const std::set<std::string> kStringKeywords = {"minLength", "maxLength", "pattern", "format"};
@@ -221,7 +224,8 @@ class SchemaCompiler {
                                                    "allOf",
                                                    "$ref"};
     for (const auto& item : s.items())
-      if (!kAnnotations.count(item.key()) && !kHandled.count(item.key()))
+      if (!kAnnotations.count(item.key()) && !kHandled.count(item.key()) &&
+          !(item.key() == "uniqueItems" && item.value() == false))  // false: JSON Schema's default, asking nothing
         refuse(at + "/" + pointer_token(item.key()), "is a keyword qinfer does not follow (its output could break it)");
     for (const char* key : {"$ref", "anyOf", "oneOf", "allOf"})
       if (s.contains(key))
@@ -285,10 +289,15 @@ class SchemaCompiler {
   // enum / const: the values (compact JSON), of the "type" beside them if
   // there is one; other keywords beside them are not followed.
   Expr values(const ordered_json& s, const std::string& at) {
-    if (s.contains("enum") && s.contains("const")) refuse(at, "has both enum and const");
-    const char* key = s.contains("enum") ? "enum" : "const";
+    // Both (Pydantic writes a Literal so): the const, where the enum holds it.
+    if (s.contains("enum") && s.contains("const")) {
+      const auto in_enum = listed(ordered_json{{"enum", s["enum"]}});
+      if (!in_enum || !in_enum->count(canonical(s["const"])))
+        refuse(at + "/const", "is not among the enum's values beside it: no value matches");
+    }
+    const char* key = s.contains("const") ? "const" : "enum";
     for (const auto& item : s.items())
-      if (item.key() != key && item.key() != "type" && !kAnnotations.count(item.key()))
+      if (item.key() != key && item.key() != "type" && item.key() != "enum" && !kAnnotations.count(item.key()))
         refuse(at + "/" + pointer_token(item.key()), std::string("beside ") + key + " is not followed");
     std::set<std::string> allowed_types;
     if (s.contains("type")) {
@@ -299,7 +308,7 @@ class SchemaCompiler {
       }
     }
     std::vector<std::string> texts;
-    const ordered_json list = s.contains("enum") ? s["enum"] : ordered_json::array({s["const"]});
+    const ordered_json list = s.contains("const") ? ordered_json::array({s["const"]}) : s["enum"];
     if (!list.is_array() || list.empty()) refuse(at + "/enum", "must be a non-empty array");
     for (const auto& v : list) {
       check_exact(v, at + "/" + key);
@@ -329,13 +338,32 @@ class SchemaCompiler {
   // oneOf is a choice like anyOf, which is right only when no document can
   // match two branches: refused unless each pair differs in type, or in the
   // values of a property both require (a discriminator), or in their values.
+  // Branches that all list their values are checked through one set of them;
+  // others pair by pair, so at most kMaxPairedBranches of them (a hunt
+  // finding: 10,000 branches took a minute of the HTTP thread).
   void check_disjoint(const ordered_json& list, const std::string& at) {
     if (!list.is_array()) return;  // branches() names it
+    const auto overlap = [&](size_t i, size_t j) {
+      refuse(at, "has branches " + std::to_string(i) + " and " + std::to_string(j) +
+                     " that one document may both match (a oneOf match must be unique; anyOf allows it)");
+    };
+    std::vector<std::optional<std::set<std::string>>> values;
+    for (const auto& branch : list) values.push_back(listed(resolve(branch)));
+    if (std::all_of(values.begin(), values.end(), [](const auto& v) { return v.has_value(); })) {
+      std::unordered_map<std::string, size_t> owner;
+      for (size_t i = 0; i < values.size(); ++i)
+        for (const std::string& v : *values[i])
+          if (const auto [it, added] = owner.emplace(v, i); !added) overlap(it->second, i);
+      return;
+    }
+    constexpr size_t kMaxPairedBranches = 256;
+    if (list.size() > kMaxPairedBranches)
+      refuse(at, "has " + std::to_string(list.size()) + " branches: qinfer proves a oneOf's branches disjoint for " +
+                     std::to_string(kMaxPairedBranches) +
+                     " at most, unless each is a const or an enum (anyOf has no such limit)");
     for (size_t i = 0; i < list.size(); ++i)
       for (size_t j = i + 1; j < list.size(); ++j)
-        if (!disjoint(resolve(list[i]), resolve(list[j])))
-          refuse(at, "has branches " + std::to_string(i) + " and " + std::to_string(j) +
-                         " that one document may both match (a oneOf match must be unique; anyOf allows it)");
+        if (!disjoint(resolve(list[i]), resolve(list[j]))) overlap(i, j);
   }
   const ordered_json& resolve(const ordered_json& s) {
     if (s.is_object() && s.contains("$ref") && s["$ref"].is_string())
@@ -365,7 +393,7 @@ class SchemaCompiler {
       return std::nullopt;
     std::set<std::string> out;
     for (const auto& v : s.contains("const") ? ordered_json::array({s["const"]}) : s["enum"]) out.insert(canonical(v));
-    return out;
+    return out;  // with both, the const alone (values() refuses one not in the enum)
   }
   // Equal JSON values as JSON Schema compares them give equal texts: numbers
   // by value (1 and 1.0), object members in sorted order.
@@ -505,8 +533,26 @@ class SchemaCompiler {
   }
 
   Expr number(bool integer, const ordered_json& s, const std::string& at) {
-    const auto lower = bound(integer, true, s, at);
-    const auto upper = bound(integer, false, s, at);
+    auto lower = bound(integer, true, s, at);
+    auto upper = bound(integer, false, s, at);
+    // OpenAPI's formats: int32 and int64 bound an integer (int64 as the
+    // integers within +-10^18, all int64s, the widest bounds qinfer follows),
+    // float and double a number (how it is stored: it bounds nothing). A
+    // string's format says nothing about a number (a type list may hold both).
+    if (s.contains("format") && s["format"].is_string()) {
+      const std::string name = s["format"].get<std::string>();
+      const int64_t limit = !integer          ? 0
+                            : name == "int32" ? int64_t{1} << 31
+                            : name == "int64" ? 1'000'000'000'000'000'000
+                                              : 0;
+      if (!limit && !(!integer && (name == "float" || name == "double")) && !string_format(name))
+        refuse(at + "/format", "names a format qinfer does not follow for " +
+                                   std::string(integer ? "integers (it follows int32 and int64)"
+                                                       : "numbers (it follows float and double)") +
+                                   ": '" + excerpt(name) + "'");
+      if (limit && (!lower || lower->value < -limit)) lower = NumberBound{-limit, false};
+      if (limit && (!upper || upper->value > limit - 1)) upper = NumberBound{limit - 1, false};
+    }
     if (!lower && !upper) return integer ? json_.integer() : json_.number();
     try {
       return integer ? integers_between(lower, upper, kMaxIntegerDigits)
