@@ -402,6 +402,7 @@ ApiError as_response_request_error(const ApiError& e) {
     for (const std::string before : {"'", "your "})
       for (size_t at = 0; (at = message.find(before + chat, at)) != std::string::npos; at += before.size())
         message.replace(at + before.size(), name.size(), responses);
+    if (message.rfind(std::string(chat) + ": ", 0) == 0) message.replace(0, name.size(), responses);  // "field: why"
   }
   return ApiError(e.status, message, param, e.type);
 }

@@ -346,6 +346,9 @@ TEST(ResponsesApi, ErrorsNameTheResponsesFields) {
       {R"({"input": "x", "top_logprobs": 2.5})", "top_logprobs", "from 0 to 20"},
       {R"({"input": "x", "top_logprobs": true})", "top_logprobs", "from 0 to 20"},
       {R"({"input": "x", "max_tool_calls": 3})", "max_tool_calls", "not supported by this server"},
+      // A hunt finding: a schema's own error began "response_format: json_schema:".
+      {R"({"input": "x", "text": {"format": {"type": "json_schema", "name": "n", "schema": {"multipleOf": 2}}}})",
+       "text.format", "text.format: json_schema: /multipleOf"},
   };
   for (const Case& c : cases) {
     const ApiError e = error_of(c.body);
