@@ -18,7 +18,8 @@ StopMatcher::Result StopMatcher::push(std::string_view text, bool may_stop) {
   if (!may_stop) passed_ = pending_.size();
 
   // pending_ starts at the earliest place a stop string could still begin,
-  // so every match lies inside it; the first that ends after passed_.
+  // so every match lies inside it; the first that ends after passed_, the
+  // first in the list among those ending there (vLLM's tie-break).
   size_t stop_start = std::string::npos, stop_end = std::string::npos;
   const std::string* matched = nullptr;
   for (const std::string& stop : stops_) {
@@ -26,7 +27,7 @@ StopMatcher::Result StopMatcher::push(std::string_view text, bool may_stop) {
     size_t start = pending_.find(stop, from);
     if (start == std::string::npos) continue;
     size_t end = start + stop.size();
-    if (end < stop_end || (end == stop_end && start < stop_start)) {
+    if (end < stop_end) {
       stop_start = start;
       stop_end = end;
       matched = &stop;

@@ -21,7 +21,8 @@ class StopMatcher {
   };
 
   // Feeds newly decoded text. Generation stops at the first position where
-  // any stop string ends (if several end there, at the longest), whatever
+  // any stop string ends (if several end there, at the first of them in
+  // the list, as vLLM breaks the tie), whatever
   // the split of the text into pieces. After a stop, returns nothing more.
   // With `may_stop` false no stop string may end in this text (vLLM's
   // min_tokens: one ending in the first tokens' text does not count, and

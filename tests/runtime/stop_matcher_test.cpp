@@ -37,18 +37,16 @@ std::vector<std::string> bytes_of(const std::string& text) {
 }
 
 // Independent definition: the text before the stop string that ends first
-// (the longest if several end at the same byte), or all of it.
-std::string reference_output(const std::string& text, const std::vector<std::string>& stops, bool* stopped) {
-  for (size_t end = 1; end <= text.size(); ++end) {
-    const std::string* longest = nullptr;
+// after byte `passed` (the first in the list if several end at the same
+// byte, as vLLM breaks ties), or all of it.
+std::string reference_output(const std::string& text, const std::vector<std::string>& stops, bool* stopped,
+                             size_t passed = 0) {
+  for (size_t end = passed + 1; end <= text.size(); ++end)
     for (const std::string& s : stops)
-      if (s.size() <= end && text.compare(end - s.size(), s.size(), s) == 0 && (!longest || s.size() > longest->size()))
-        longest = &s;
-    if (longest) {
-      *stopped = true;
-      return text.substr(0, end - longest->size());
-    }
-  }
+      if (s.size() <= end && text.compare(end - s.size(), s.size(), s) == 0) {
+        *stopped = true;
+        return text.substr(0, end - s.size());
+      }
   *stopped = false;
   return text;
 }
@@ -117,9 +115,11 @@ TEST(StopMatcher, OverlappingCandidates) {
   // The stop that ends first wins even if another began earlier.
   EXPECT_EQ(stream({"abcd", "bc"}, {"abcd"}).text, "a");
   EXPECT_EQ(stream({"abcd", "bc"}, {"ab", "cd"}).text, "a");
-  // Both end at the same byte: the longer one is removed.
-  EXPECT_EQ(stream({"c", "abc"}, {"xabc"}).text, "x");
-  EXPECT_EQ(stream({"c", "abc"}, bytes_of("xabc")).text, "x");
+  // Both end at the same byte: the first listed is removed (a hunt finding: the longer one was; vLLM's
+  // tie-break is the list's order).
+  EXPECT_EQ(stream({"c", "abc"}, {"xabc"}).text, "xab");
+  EXPECT_EQ(stream({"c", "abc"}, bytes_of("xabc")).text, "xab");
+  EXPECT_EQ(stream({"abc", "c"}, bytes_of("xabc")).text, "x");
   // A held-back prefix of one stop turns out to be the start of another.
   Streamed out = stream({"abx", "bc"}, {"a", "b", "c"});
   EXPECT_EQ(out.text, "a");
@@ -195,20 +195,8 @@ TEST(StopMatcher, MayStopMatchesTheReferenceFromThatByteOn) {
     std::string text;
     for (size_t i = rng() % 12; i > 0; --i) text += "abcx"[rng() % 4];
     const size_t passed = text.empty() ? 0 : rng() % (text.size() + 1);
-    // Reference: the first stop string ending after byte `passed`.
-    std::string want = text;
     bool want_stopped = false;
-    for (size_t end = passed + 1; end <= text.size() && !want_stopped; ++end) {
-      const std::string* longest = nullptr;
-      for (const std::string& st : stops)
-        if (st.size() <= end && text.compare(end - st.size(), st.size(), st) == 0 &&
-            (!longest || st.size() > longest->size()))
-          longest = &st;
-      if (longest) {
-        want = text.substr(0, end - longest->size());
-        want_stopped = true;
-      }
-    }
+    const std::string want = reference_output(text, stops, &want_stopped, passed);
     StopMatcher m(stops);
     std::string got;
     bool stopped = false;
