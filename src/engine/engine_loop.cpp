@@ -150,6 +150,7 @@ EngineLoop::Reservation::~Reservation() {
   if (loop_ == nullptr || left_ == 0) return;
   std::lock_guard lock(loop_->mu_);
   loop_->reserved_ -= left_;
+  loop_->idle_.notify_all();  // a drain waits for reserved places too
 }
 
 std::optional<EngineLoop::Reservation> EngineLoop::reserve(int64_t places) {
@@ -207,7 +208,9 @@ void EngineLoop::drain(std::chrono::steady_clock::time_point deadline) {
   std::unique_lock lock(mu_);
   accepting_ = false;
   const auto idle = [&] { return !busy_ && incoming_.empty(); };
-  if (!idle_.wait_until(lock, deadline, idle)) {
+  // Until the deadline, for the places requests in flight reserved too: an n > 1 request's further choices come
+  // once its first has started, and may come after it ended.
+  if (!idle_.wait_until(lock, deadline, [&] { return idle() && reserved_ == 0; })) {
     cancel_all_ = true;
     wake_.notify_all();
     idle_.wait(lock, idle);

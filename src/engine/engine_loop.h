@@ -147,8 +147,9 @@ class EngineLoop {
   // an Error when the loop stops first.
   std::future<void> between_steps(std::function<void()> task, int32_t unused = -1);
 
-  // Refuses new requests, lets the running ones finish until `deadline`,
-  // cancels what is left, and returns once the engine is idle.
+  // Refuses new requests, lets the running ones (and those reserved places
+  // still bring) finish until `deadline`, cancels what is left, and returns
+  // once the engine is idle.
   void drain(std::chrono::steady_clock::time_point deadline);
 
  private:

@@ -119,6 +119,41 @@ TEST(EngineLoop, ADrainTakesFurtherChoicesOfARequestInFlight) {
   drain.join();
 }
 
+// A hunt's note: a drain returned once the engine was idle, though a request
+// in flight whose first choice had ended still held places for its others
+// (submitted then into a stopping server: errors for a graceful shutdown).
+// It waits for them, or for the reservation to go.
+TEST(EngineLoop, ADrainWaitsForThePlacesARequestInFlightReserved) {
+  auto model = Qwen3Model::load(test::data_path("models/tiny"));
+  ThreadPool pool(1);
+  for (const bool submitted : {true, false}) {
+    EngineLoop loop(*model, pool, {{4, 0, 16, 4}, 8});  // a drained loop takes no new reservation
+    std::optional<EngineLoop::Reservation> room = loop.reserve(2);
+    ASSERT_TRUE(room);
+    auto first = loop.submit({785, 6722, 315}, options(2, 0, 0), &*room);
+    RequestStream::State st;
+    drain_stream(*first, &st);
+    ASSERT_EQ(st, RequestStream::State::Finished);
+    std::atomic<bool> drained = false;
+    std::thread drain([&] {
+      loop.drain(std::chrono::steady_clock::now() + 30s);
+      drained = true;
+    });
+    std::this_thread::sleep_for(100ms);
+    EXPECT_FALSE(drained) << "a place is still reserved";
+    if (submitted) {
+      auto second = loop.submit({785, 6722, 315}, options(2, 0, 0), &*room);
+      ASSERT_NE(second, nullptr);
+      drain_stream(*second, &st);
+      EXPECT_EQ(st, RequestStream::State::Finished);
+    } else {
+      room.reset();  // the request gave up its other choices (its client left)
+    }
+    drain.join();
+    EXPECT_TRUE(drained);
+  }
+}
+
 // A hunt finding: an n > 1 request submitted its first choice, waited for
 // it to start, then found no room for the second (503 after a second): the
 // first had held a place all along, and a request that would have fit was
