@@ -175,7 +175,7 @@ int64_t Engine::add(std::span<const int32_t> prompt, const GenerationOptions& op
     for (int32_t t : options.prediction->ids())
       if (t < 0 || t >= model_.config().vocab_size)
         fail("the prediction's token id ", t, " is outside the vocabulary [0, ", model_.config().vocab_size, ")");
-  Request& r = queue(prompt, context_ - 1, {options.adapter, options.cache_salt, options.priority});
+  Request& r = queue(prompt, context_ - 1, prompt_only_options(options));
   r.options = options;
   if (options.thinking.tokens >= 0) r.thinking.emplace(options.thinking);
   if (options.prediction)

@@ -26,10 +26,6 @@ GenerationOptions generation_options(const PromptOnlyOptions& prompt_only) {
   return options;
 }
 
-PromptOnlyOptions prompt_only_options(const GenerationOptions& options) {
-  return {options.adapter, options.cache_salt, options.priority};
-}
-
 }  // namespace
 
 RequestStream::State RequestStream::wait(std::vector<int32_t>& tokens, std::chrono::milliseconds timeout,

@@ -74,6 +74,11 @@ struct PromptOnlyOptions {
   int32_t priority = 0;
 };
 
+// A generation request's, as the engine queues every request.
+inline PromptOnlyOptions prompt_only_options(const GenerationOptions& options) {
+  return {options.adapter, options.cache_salt, options.priority};
+}
+
 // Error: the model's logits were unusable (NaN); GenerationResult::error says where.
 enum class StopReason { Eos, MaxTokens, ContextFull, Callback, Error };
 // The finish reason every frontend reports, in OpenAI's words: "stop" (an eos

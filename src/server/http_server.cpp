@@ -298,8 +298,6 @@ bool HttpServer::Impl::read_body(const httplib::Request& req, httplib::Response&
   return false;
 }
 
-// Random, as vLLM's: ids stay unique across restarts and replicas, and say
-// nothing of how many requests came before.
 // vLLM's X-Request-Id: the header's name for the request, echoed in the
 // answer's headers ("" without one); 400 for one unfit for logs and headers.
 std::string HttpServer::Impl::echo_request_id(const httplib::Request& req, httplib::Response& res) {
@@ -312,7 +310,8 @@ std::string HttpServer::Impl::echo_request_id(const httplib::Request& req, httpl
 }
 
 // An answer's id: `prefix` and the X-Request-Id header's name, else `named`
-// (a body's request_id), else a random one.
+// (a body's request_id), else a random one (as vLLM's: unique across
+// restarts and replicas, saying nothing of how many requests came before).
 std::string HttpServer::Impl::answer_id(const httplib::Request& req, httplib::Response& res, const char* prefix,
                                         std::string named) {
   if (std::string header = echo_request_id(req, res); !header.empty()) named = std::move(header);
@@ -469,19 +468,20 @@ PromptOnlyBatch::Submit HttpServer::Impl::rerank_scoring(std::shared_ptr<const R
 void HttpServer::Impl::rerank(const httplib::Request& req, httplib::Response& res) {
   auto request =
       std::make_shared<const RerankRequest>(parse_rerank_request(parse_json_body(req.body), *model, loop->capacity()));
+  const std::string id = answer_id(req, res, "rerank-");  // its header checked before the request's fields
   answer_prompt_only(req, res, request->inputs, "documents", rerank_scoring(request->prompt, request->run),
-                     [request, id = answer_id(req, res, "rerank-"), name = served_name(*model, request->run.adapter)](
-                         const Outputs& outputs) { return rerank_response(*request, outputs, id, name); });
+                     [request, id, name = served_name(*model, request->run.adapter)](const Outputs& outputs) {
+                       return rerank_response(*request, outputs, id, name);
+                     });
 }
 
 void HttpServer::Impl::classify(const httplib::Request& req, httplib::Response& res) {
   auto request = std::make_shared<const ClassifyRequest>(
       parse_classify_request(parse_json_body(req.body), *model, loop->capacity()));
+  const std::string id = answer_id(req, res, "classify-");
   answer_prompt_only(req, res, request->inputs, "input", embed(request->run),
-                     [request, &qwen = *model->bundle.model, id = answer_id(req, res, "classify-"),
-                      name = served_name(*model, request->run.adapter)](const Outputs& outputs) {
-                       return classify_response(*request, outputs, qwen, id, name);
-                     });
+                     [request, &qwen = *model->bundle.model, id, name = served_name(*model, request->run.adapter)](
+                         const Outputs& outputs) { return classify_response(*request, outputs, qwen, id, name); });
 }
 
 // The adapter a LoRA update names, once updates are allowed.
@@ -538,10 +538,12 @@ void HttpServer::Impl::unload_lora_adapter(const httplib::Request& req, httplib:
 void HttpServer::Impl::score(const httplib::Request& req, httplib::Response& res) {
   auto request =
       std::make_shared<const ScoreRequest>(parse_score_request(parse_json_body(req.body), *model, loop->capacity()));
+  const std::string id = answer_id(req, res, "score-");
   answer_prompt_only(req, res, request->inputs, "text_2",
                      request->prompt ? rerank_scoring(request->prompt, request->run) : embed(request->run),
-                     [request, id = answer_id(req, res, "score-"), name = served_name(*model, request->run.adapter)](
-                         const Outputs& outputs) { return score_response(*request, outputs, id, name); });
+                     [request, id, name = served_name(*model, request->run.adapter)](const Outputs& outputs) {
+                       return score_response(*request, outputs, id, name);
+                     });
 }
 
 void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response& res, Api api) {

@@ -287,12 +287,13 @@ CompletionRequest common_fields(const ordered_json& body, const ServedModel& mod
 }
 
 // The prompts cut to truncate_prompt_tokens, then checked against the context:
-// -1 leaves the room max_tokens asks for (one token when not given).
+// -1 leaves the room max_tokens asks for (completions' default 16 too; one
+// token for chat's, the rest of the context).
 void truncate_and_check_length(CompletionRequest& r, const ordered_json& body, const ServedModel& model,
                                const char* what) {
   const bool explicit_length = given(body, "max_tokens") || given(body, "max_completion_tokens");
-  truncate_prompts(body, r.prompts, model.context,
-                   std::max<int64_t>(1, model.context - (explicit_length ? r.options.max_new_tokens : 1)));
+  const int64_t room = explicit_length || !r.chat ? r.options.max_new_tokens : 1;
+  truncate_prompts(body, r.prompts, model.context, std::max<int64_t>(1, model.context - room));
   for (const auto& p : r.prompts) {
     const int64_t len = static_cast<int64_t>(p.size());
     if (len == 0) bad(r.chat ? "messages" : "prompt", "the prompt is empty: at least one token is needed");
@@ -302,9 +303,6 @@ void truncate_and_check_length(CompletionRequest& r, const ordered_json& body, c
                                    " tokens. However, your " + what + " resulted in " + std::to_string(len) +
                                    " tokens.",
                                r.chat ? "messages" : "prompt");
-    if (r.options.min_tokens > model.context - len)  // the rest when max_tokens is unset, as vLLM counts it
-      bad("min_tokens", "'min_tokens' (" + std::to_string(r.options.min_tokens) + ") must be at most the " +
-                            std::to_string(model.context - len) + " tokens the context has left after the " + what);
     if (explicit_length && len + r.options.max_new_tokens > model.context)
       throw ContextLengthError(400,
                                "This model's maximum context length is " + std::to_string(model.context) +
@@ -312,6 +310,9 @@ void truncate_and_check_length(CompletionRequest& r, const ordered_json& body, c
                                    " tokens (" + std::to_string(len) + " in the " + what + ", " +
                                    std::to_string(r.options.max_new_tokens) + " in the completion).",
                                given(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens");
+    if (r.options.min_tokens > model.context - len)  // the rest when max_tokens is unset, as vLLM counts it
+      bad("min_tokens", "'min_tokens' (" + std::to_string(r.options.min_tokens) + ") must be at most the " +
+                            std::to_string(model.context - len) + " tokens the context has left after the " + what);
   }
 }
 

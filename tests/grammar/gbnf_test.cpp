@@ -154,6 +154,8 @@ TEST(Gbnf, WhatItCannotReadIsRefusedWithWhereItIs) {
       {"root ::= \"a\"{}", "a count was expected"},
       {"root ::= \"a\"{99999}", "above 10000"},
       {"root ::= * \"a\"", "nothing to repeat"},
+      // Blanks may come before a quantifier, a line break not (llama.cpp's parser: it ends the rule there).
+      {"root ::= x\nx ::= \"b\"\n*", "'*' with nothing to repeat (line 3, column 1)"},
       {"root ::= \"a\" @", "unexpected '@'"},
       {"root ::= root \"a\"", "rule root is left-recursive (line 1, column 1)"},
       // A README hunt's finding: these two named the rule but not where it is.

@@ -402,7 +402,10 @@ TEST_F(OpenAiRequest, TruncatePromptTokensKeepsEachPromptsLastTokens) {
             (Prompts{{3, 4, 5}, {6, 7}}));
   EXPECT_EQ(prompts(R"({"prompt": [1, 2, 3], "truncate_prompt_tokens": null})"), (Prompts{{1, 2, 3}}));
   const std::string ten = R"({"prompt": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], "truncate_prompt_tokens": -1)";
-  EXPECT_EQ(prompts(ten + "}", 8), (Prompts{{4, 5, 6, 7, 8, 9, 10}}));
+  // Unset, completions' max_tokens is 16 (a review finding: -1 left one token's room, and the answer was cut
+  // there, or a min_tokens refused).
+  EXPECT_EQ(prompts(ten + "}", 20), (Prompts{{7, 8, 9, 10}}));
+  EXPECT_EQ(prompts(ten + R"(, "min_tokens": 16})", 20), (Prompts{{7, 8, 9, 10}}));
   EXPECT_EQ(prompts(ten + R"(, "max_tokens": 5})", 8), (Prompts{{8, 9, 10}}));
   EXPECT_EQ(prompts(ten + R"(, "max_completion_tokens": 2})", 8), (Prompts{{5, 6, 7, 8, 9, 10}}));
   // Text is cut after encoding ("hello world" is 14990, 1879); a chat prompt after rendering.
@@ -416,6 +419,12 @@ TEST_F(OpenAiRequest, TruncatePromptTokensKeepsEachPromptsLastTokens) {
   const std::vector<int32_t> whole = chat("");
   ASSERT_GT(whole.size(), 4u);
   EXPECT_EQ(chat(R"(, "truncate_prompt_tokens": 4)"), std::vector<int32_t>(whole.end() - 4, whole.end()));
+  const auto cut_chat = parse_chat_request(
+      ordered_json::parse(R"({"messages": [{"role": "user", "content": "hi"}], "truncate_prompt_tokens": -1})"),
+      served(static_cast<int64_t>(whole.size()) - 2));
+  EXPECT_EQ(cut_chat.prompts[0],
+            std::vector<int32_t>(whole.end() - static_cast<std::ptrdiff_t>(whole.size()) + 3, whole.end()))
+      << "chat's unset max_tokens: one token's room";
   // Wrong values name the field; k over the context too (as vLLM refuses it).
   for (const char* value : {"0", "-2", "65", "2.5", "\"3\"", "true"}) {
     const ApiError e = error_of(std::string(R"({"prompt": [1, 2], "truncate_prompt_tokens": )") + value + "}", false);
@@ -427,6 +436,11 @@ TEST_F(OpenAiRequest, TruncatePromptTokensKeepsEachPromptsLastTokens) {
   // A prompt cut to k still has to leave the room max_tokens asks for.
   EXPECT_EQ(error_of(R"({"prompt": [1, 2, 3], "truncate_prompt_tokens": 2, "max_tokens": 63})", false).param,
             "max_tokens");
+  // A review finding: a min_tokens beside a max_tokens the context cannot hold named min_tokens, not the
+  // context's length as without it.
+  const ApiError both = error_of(R"({"prompt": [1, 2, 3], "max_tokens": 63, "min_tokens": 62})", false);
+  EXPECT_EQ(both.param, "max_tokens");
+  EXPECT_NE(std::string(both.what()).find("maximum context length"), std::string::npos) << both.what();
 }
 
 // The Responses API's truncation "auto": the fewest earliest messages after

@@ -147,7 +147,7 @@ class GbnfParser {
   // once more, and "a" followed by thousands of them would overflow the stack).
   Expr term() {
     Expr e = atom();
-    skip_space();  // llama.cpp's parser takes "x *" as "x*"
+    while (!at_end() && (peek() == ' ' || peek() == '\t')) ++pos_;  // llama.cpp's parser takes "x *" as "x*"
     if (at_end()) return e;
     const char c = peek();
     if (c == '*' || c == '+' || c == '?') {

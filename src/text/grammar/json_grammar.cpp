@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "text/grammar/number_range.h"
@@ -338,21 +339,22 @@ class SchemaCompiler {
   // oneOf is a choice like anyOf, which is right only when no document can
   // match two branches: refused unless each pair differs in type, or in the
   // values of a property both require (a discriminator), or in their values.
-  // Branches that all list their values are checked through one set of them;
-  // others pair by pair, so at most kMaxPairedBranches of them (a hunt
-  // finding: 10,000 branches took a minute of the HTTP thread).
+  // Each branch is summed up once; branches that all list their values are
+  // checked through one set of them, others pair by pair, within a bound on
+  // the work (hunt and review findings: 10,000 const branches, or 64 objects
+  // of 300 required properties, took seconds to minutes of the HTTP thread).
   void check_disjoint(const ordered_json& list, const std::string& at) {
     if (!list.is_array()) return;  // branches() names it
     const auto overlap = [&](size_t i, size_t j) {
       refuse(at, "has branches " + std::to_string(i) + " and " + std::to_string(j) +
                      " that one document may both match (a oneOf match must be unique; anyOf allows it)");
     };
-    std::vector<std::optional<std::set<std::string>>> values;
-    for (const auto& branch : list) values.push_back(listed(resolve(branch)));
-    if (std::all_of(values.begin(), values.end(), [](const auto& v) { return v.has_value(); })) {
+    std::vector<Branch> branches;
+    for (const auto& branch : list) branches.push_back(summary(resolve(branch)));
+    if (std::all_of(branches.begin(), branches.end(), [](const Branch& b) { return b.values.has_value(); })) {
       std::unordered_map<std::string, size_t> owner;
-      for (size_t i = 0; i < values.size(); ++i)
-        for (const std::string& v : *values[i])
+      for (size_t i = 0; i < branches.size(); ++i)
+        for (const std::string& v : *branches[i].values)
           if (const auto [it, added] = owner.emplace(v, i); !added) overlap(it->second, i);
       return;
     }
@@ -360,10 +362,37 @@ class SchemaCompiler {
     if (list.size() > kMaxPairedBranches)
       refuse(at, "has " + std::to_string(list.size()) + " branches: qinfer proves a oneOf's branches disjoint for " +
                      std::to_string(kMaxPairedBranches) +
-                     " at most, unless each is a const or an enum (anyOf has no such limit)");
-    for (size_t i = 0; i < list.size(); ++i)
-      for (size_t j = i + 1; j < list.size(); ++j)
-        if (!disjoint(resolve(list[i]), resolve(list[j]))) overlap(i, j);
+                     " at most, unless every one is a const or an enum (anyOf has no such limit)");
+    constexpr size_t kMaxWork = size_t{1} << 22;  // values looked up, over all pairs
+    size_t work = 0;
+    for (size_t i = 0; i < branches.size(); ++i)
+      for (size_t j = i + 1; j < branches.size(); ++j) {
+        if (!disjoint(branches[i], branches[j], work)) overlap(i, j);
+        if (work > kMaxWork)
+          refuse(at, "has branches too many, or with too many required properties, to prove disjoint: use anyOf");
+      }
+  }
+  // What tells a oneOf branch apart: its types, its values where it lists
+  // them, and, for an object (nothing else), the listed values of each
+  // property it requires (a discriminator's).
+  struct Branch {
+    std::set<std::string> types;
+    std::optional<std::set<std::string>> values;
+    bool object_only = false;
+    std::map<std::string, std::set<std::string>> tags;
+  };
+  Branch summary(const ordered_json& s) {
+    Branch b{types(s), listed(s), false, {}};
+    if (!s.is_object() || !s.contains("properties") || !s["properties"].is_object() ||
+        types_or_object(s) != std::set<std::string>{"object"})
+      return b;
+    b.object_only = true;
+    if (!s.contains("required") || !s["required"].is_array()) return b;
+    for (const auto& name : s["required"])
+      if (name.is_string() && s["properties"].contains(name.get<std::string>()))
+        if (auto values = listed(resolve(s["properties"][name.get<std::string>()])))
+          b.tags.emplace(name.get<std::string>(), std::move(*values));
+    return b;
   }
   const ordered_json& resolve(const ordered_json& s) {
     if (s.is_object() && s.contains("$ref") && s["$ref"].is_string())
@@ -398,7 +427,12 @@ class SchemaCompiler {
   // Equal JSON values as JSON Schema compares them give equal texts: numbers
   // by value (1 and 1.0), object members in sorted order.
   static std::string canonical(const ordered_json& v) {
-    if (v.is_number()) return nlohmann::json(v.get<double>() + 0.0).dump();  // + 0.0: -0 is 0
+    if (v.is_number_integer()) return v.dump();  // exactly: beyond 2^53 a double would merge neighbours
+    if (v.is_number()) {
+      const double d = v.get<double>() + 0.0;  // + 0.0: -0 is 0
+      if (d == std::floor(d) && std::fabs(d) < 9.2e18) return std::to_string(static_cast<int64_t>(d));  // 1.0 is 1
+      return nlohmann::json(d).dump();
+    }
     if (v.is_object()) {
       std::string out = "{";
       const nlohmann::json sorted = v;  // std::map: members by key
@@ -419,28 +453,25 @@ class SchemaCompiler {
     return types(s);
   }
   static bool disjoint_sets(const std::set<std::string>& a, const std::set<std::string>& b) {
-    for (const std::string& x : a)
-      if (b.count(x)) return false;
+    const auto& [fewer, more] = a.size() <= b.size() ? std::tie(a, b) : std::tie(b, a);
+    for (const std::string& x : fewer)
+      if (more.count(x)) return false;
     return true;
   }
-  bool disjoint(const ordered_json& a, const ordered_json& b) {
-    if (disjoint_sets(types(a), types(b))) return true;
-    if (auto va = listed(a), vb = listed(b); va && vb) return disjoint_sets(*va, *vb);
+  bool disjoint(const Branch& a, const Branch& b, size_t& work) {
+    if (disjoint_sets(a.types, b.types)) return true;
+    if (a.values && b.values) {
+      work += std::min(a.values->size(), b.values->size());
+      return disjoint_sets(*a.values, *b.values);
+    }
     // A discriminator separates objects only: both must be nothing else.
-    const std::set<std::string> object_only = {"object"};
-    if (!a.is_object() || !b.is_object() || !a.contains("properties") || !b.contains("properties") ||
-        types_or_object(a) != object_only || types_or_object(b) != object_only)
-      return false;
-    const auto required = [](const ordered_json& s, const std::string& name) {
-      if (!s.contains("required") || !s["required"].is_array()) return false;
-      for (const auto& r : s["required"])
-        if (r == name) return true;
-      return false;
-    };
-    for (const auto& p : a["properties"].items()) {
-      if (!b["properties"].contains(p.key()) || !required(a, p.key()) || !required(b, p.key())) continue;
-      auto va = listed(resolve(p.value())), vb = listed(resolve(b["properties"][p.key()]));
-      if (va && vb && disjoint_sets(*va, *vb)) return true;
+    if (!a.object_only || !b.object_only) return false;
+    const Branch& fewer = a.tags.size() <= b.tags.size() ? a : b;
+    const Branch& more = &fewer == &a ? b : a;
+    for (const auto& [name, values] : fewer.tags) {
+      const auto other = more.tags.find(name);
+      work += 1 + (other == more.tags.end() ? 0 : std::min(values.size(), other->second.size()));
+      if (other != more.tags.end() && disjoint_sets(values, other->second)) return true;
     }
     return false;
   }
@@ -536,7 +567,7 @@ class SchemaCompiler {
     auto lower = bound(integer, true, s, at);
     auto upper = bound(integer, false, s, at);
     // OpenAPI's formats: int32 and int64 bound an integer (int64 as the
-    // integers within +-10^18, all int64s, the widest bounds qinfer follows),
+    // integers within +-10^18, the widest bounds qinfer follows: int64s all),
     // float and double a number (how it is stored: it bounds nothing). A
     // string's format says nothing about a number (a type list may hold both).
     if (s.contains("format") && s["format"].is_string()) {
