@@ -593,8 +593,14 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
         ResponseContext{id, static_cast<int64_t>(std::time(nullptr)), served_name(*model, request->options.adapter),
                         body, as_written(request->options.sampling.temperature),
                         as_written(request->options.sampling.top_p), request->options.logprobs >= 0});
-  auto in_api = [response_context](ordered_json answer) {
-    return response_context && !answer.contains("error") ? response_of_chat_answer(*response_context, answer) : answer;
+  // The answer in the API's form; `begun`: its 200 went out (a Responses
+  // error then is a failed Response, which the SDK returns, not an error
+  // object it would not raise).
+  auto in_api = [response_context](ordered_json answer, bool begun) {
+    if (!response_context) return answer;
+    if (!answer.contains("error")) return response_of_chat_answer(*response_context, answer);
+    const ApiError error = response_error_of(answer);
+    return begun ? failed_response(*response_context, error) : error.to_json();
   };
   // Counted from before its choices start until the last copy of `log` (held
   // by what writes the answer out) is gone.
@@ -626,7 +632,7 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
   if (!request->stream) {
     // Done within the status wait: sent whole, with its status.
     if (run->run_until(run->start() + options.status_wait)) {
-      const ordered_json answer = in_api(run->run_to_end(options.space_interval, [] { return true; }));
+      const ordered_json answer = in_api(run->run_to_end(options.space_interval, [] { return true; }), false);
       log();
       res.status = run->status();
       send_whole(answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
@@ -639,8 +645,8 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
     // compressor would hold the spaces back.
     provide_as_made(req, res, "application/json; charset=utf-8",
                     [interval = options.space_interval, run, request, log, in_api](size_t, httplib::DataSink& sink) {
-                      const ordered_json answer =
-                          in_api(run->run_to_end(interval, [&] { return sink.is_writable() && sink.write(" ", 1); }));
+                      const ordered_json answer = in_api(
+                          run->run_to_end(interval, [&] { return sink.is_writable() && sink.write(" ", 1); }), true);
                       const std::string text = answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
                       sink.write(text.data(), text.size());
                       log();

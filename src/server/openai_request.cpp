@@ -237,8 +237,8 @@ void check_field_names(const ordered_json& body, bool chat) {
     if (given(body, key) && !harmless)
       bad(key, std::string("'") + key + "' = " + input_excerpt(body[key].dump()) + " is not supported by this server");
   };
-  for (const char* key : {"functions", "function_call", "audio", "web_search_options", "verbosity"})
-    refuse_unless(key, false);
+  for (const char* key : {"functions", "function_call", "audio", "web_search_options"}) refuse_unless(key, false);
+  refuse_unless("verbosity", body.value("verbosity", ordered_json()) == "medium");  // OpenAI's default: asks nothing
   refuse_unless("modalities", body.value("modalities", ordered_json()) == ordered_json::array({"text"}));
   refuse_unless("suffix", body.value("suffix", ordered_json()) == "");
   // vLLM's beam search, at the values that leave it off.
@@ -776,8 +776,12 @@ CompletionRequest parse_chat_request_fitting(const ordered_json& body, const Ser
   auto without = [&](size_t dropped) -> std::optional<CompletionRequest> {
     ordered_json cut = body;
     ordered_json& list = cut["messages"];
-    list.erase(list.begin() + static_cast<std::ptrdiff_t>(first),
-               list.begin() + static_cast<std::ptrdiff_t>(first + dropped));
+    auto at = list.erase(list.begin() + static_cast<std::ptrdiff_t>(first),
+                         list.begin() + static_cast<std::ptrdiff_t>(first + dropped));
+    // With their calls gone, the tool results after them go too (a hunt finding: the model saw an answer to
+    // no call, which the Responses API refuses as input).
+    if (dropped > 0)
+      while (std::next(at) != list.end() && at->is_object() && at->value("role", "") == "tool") at = list.erase(at);
     try {
       return parse_chat_request(cut, model);
     } catch (const ContextLengthError&) {

@@ -84,6 +84,7 @@ ordered_json chat_messages_of_input(const ordered_json& body) {
                                  "'; expected one of user, assistant, system, developer");
       if (!item.contains("content")) bad(param + ".content", "'" + param + ".content' is missing");
       ordered_json content = text_content(item["content"], param + ".content");
+      if (role != "assistant") reasoning.clear();  // a reasoning item without its reply: of no later turn (a hunt)
       messages.push_back(role == "assistant" ? assistant_message(std::move(content))
                                              : ordered_json{{"role", role}, {"content", std::move(content)}});
     } else if (type == "function_call") {
@@ -104,6 +105,7 @@ ordered_json chat_messages_of_input(const ordered_json& body) {
       if (!call_ids.count(call_id))
         bad(param + ".call_id",
             "No tool call found for function call output with call_id " + input_excerpt(call_id) + ".");
+      reasoning.clear();
       messages.push_back(
           {{"role", "tool"}, {"tool_call_id", call_id}, {"content", text_content(item["output"], param + ".output")}});
     } else if (type == "reasoning") {
@@ -259,6 +261,7 @@ const std::set<std::string_view> kPassed = {"model",
                                             "service_tier",
                                             "safety_identifier",
                                             "prompt_cache_key",
+                                            "prompt_cache_retention",
                                             "chat_template_kwargs",  // vLLM's, as on chat
                                             "request_id"};
 const std::set<std::string_view> kTranslated = {
@@ -344,8 +347,17 @@ ordered_json chat_body_of_response_request(const ordered_json& body) {
               (responses_name(key) ? std::string(" (this API's is ") + responses_name(key) + ")" : std::string()));
     }
   }
-  if (given(body, "metadata") && !body["metadata"].is_object())
-    bad("metadata", "'metadata' must be an object of strings");
+  // OpenAI's limits, which vLLM checks too (a hunt finding: any value was taken, and echoed as given).
+  if (given(body, "metadata")) {
+    const ordered_json& metadata = body["metadata"];
+    if (!metadata.is_object() || metadata.size() > 16)
+      bad("metadata", "'metadata' must be an object of at most 16 strings");
+    for (const auto& item : metadata.items())
+      if (item.key().size() > 64 || !item.value().is_string() ||
+          item.value().get_ref<const std::string&>().size() > 512)
+        bad("metadata", "'metadata' keys are at most 64 characters and its values strings of at most 512");
+  }
+  if (given(body, "user") && !body["user"].is_string()) bad("user", "'user' must be a string");
   chat["messages"] = chat_messages_of_input(body);
   if (given(body, "tools")) chat["tools"] = chat_tools(body["tools"]);
   if (given(body, "tool_choice")) chat["tool_choice"] = chat_tool_choice(body["tool_choice"]);
@@ -405,6 +417,19 @@ ApiError as_response_request_error(const ApiError& e) {
     if (message.rfind(std::string(chat) + ": ", 0) == 0) message.replace(0, name.size(), responses);  // "field: why"
   }
   return ApiError(e.status, message, param, e.type);
+}
+
+ApiError response_error_of(const ordered_json& answer) {
+  const ordered_json& e = answer["error"];
+  return as_response_request_error(ApiError(e["code"].get<int>(), e["message"].get<std::string>(),
+                                            e["param"].is_string() ? e["param"].get<std::string>() : "",
+                                            e["type"].get<std::string>()));
+}
+
+ordered_json failed_response(const ResponseContext& context, const ApiError& error, ordered_json output) {
+  // ResponseError's codes: a request the model cannot go on with, or the server's failure.
+  const char* code = error.status >= 500 ? "server_error" : "invalid_prompt";
+  return envelope(context, "failed", std::move(output), nullptr, {{"code", code}, {"message", error.what()}});
 }
 
 ordered_json response_of_chat_answer(const ResponseContext& c, const ordered_json& answer) {
@@ -531,18 +556,12 @@ std::string ResponseEvents::on(const ordered_json& chunk) {
     out += event({{"type", "response.in_progress"}, {"response", response}});
   }
   if (chunk.contains("error")) {  // the engine failed the answer after it began
-    const ordered_json& e = chunk["error"];
-    const ApiError error = as_response_request_error(
-        ApiError(e["code"].get<int>(), e["message"].get<std::string>(),
-                 e["param"].is_string() ? e["param"].get<std::string>() : "", e["type"].get<std::string>()));
+    const ApiError error = response_error_of(chunk);
     const ordered_json param = error.param.empty() ? ordered_json() : ordered_json(error.param);
     finish_reason_ = "error";
     out += close_open_item();
     out += event({{"type", "error"}, {"code", error.type}, {"message", error.what()}, {"param", param}});
-    // ResponseError's codes: a request the model cannot go on with, or the server's failure.
-    const char* code = error.status >= 500 ? "server_error" : "invalid_prompt";
-    ordered_json failed = envelope(context_, "failed", output_, nullptr, {{"code", code}, {"message", error.what()}});
-    out += event({{"type", "response.failed"}, {"response", std::move(failed)}});
+    out += event({{"type", "response.failed"}, {"response", failed_response(context_, error, output_)}});
     return out;
   }
   for (const ordered_json& choice : chunk["choices"]) {

@@ -44,6 +44,12 @@ struct ResponseContext {
 
 // The Response object of a whole chat answer (a "chat.completion" object).
 nlohmann::ordered_json response_of_chat_answer(const ResponseContext& context, const nlohmann::ordered_json& answer);
+// A chat answer's error object ({"error": {...}}) as the Responses request's.
+ApiError response_error_of(const nlohmann::ordered_json& answer);
+// A Response with status "failed" for an error found once the answer had
+// begun (its 200 sent), with the output items made before it.
+nlohmann::ordered_json failed_response(const ResponseContext& context, const ApiError& error,
+                                       nlohmann::ordered_json output = nlohmann::ordered_json::array());
 
 // A stream's chat chunks (and the error object that may end it) as
 // Responses events: response.created, output items opened, their text

@@ -1544,6 +1544,13 @@ TEST(HttpServer, AFailureAfterTheAnswerBeganIsAnErrorObjectNotATruncatedAnswer) 
       for (const ordered_json& c : e["choices"]) EXPECT_TRUE(c["finish_reason"].is_null()) << res->body;
     }
   }
+  // The Responses API's: a Response whose status is "failed", as its stream's response.failed (a hunt finding:
+  // the chat error object, which the SDK returns as a Response of no status or output).
+  const ordered_json failed = f.post("/v1/responses", {{"input", "Hello"}, {"max_output_tokens", 4}}, 200);
+  EXPECT_EQ(failed["object"], "response") << failed;
+  EXPECT_EQ(failed["status"], "failed") << failed;
+  EXPECT_EQ(failed["error"]["code"], "server_error") << failed;
+  EXPECT_NE(failed["error"]["message"].get<std::string>().find("NaN values"), std::string::npos) << failed;
 }
 
 // A re-hunt finding: a JSON answer whose engine failure came after the first

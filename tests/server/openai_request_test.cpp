@@ -469,6 +469,20 @@ TEST_F(OpenAiRequest, AConversationTooLongLosesItsEarliestMessagesAfterTheSystem
   } catch (const ContextLengthError& e) {
     EXPECT_EQ(e.param, "messages");  // it fills the context whole
   }
+  // A hunt finding: a call dropped, its tool result stayed, an answer to no call.
+  const std::string big = R"({\"x\": \"z)" + std::string(200, 'z') + R"(\"})";
+  const ordered_json with_call = ordered_json::parse(R"({"max_tokens": 8, "messages": [
+      {"role": "user", "content": "q"},
+      {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "f", "arguments": ")" + big +
+                                                     R"("}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+      {"role": "user", "content": "next"}]})");
+  ordered_json last_only = with_call;
+  last_only["messages"] = ordered_json::array({with_call["messages"][3]});
+  const int64_t fits_last = static_cast<int64_t>(parse_chat_request(last_only, served(1000)).prompts[0].size()) + 20;
+  EXPECT_EQ(parse_chat_request_fitting(with_call, served(fits_last)).prompts[0],
+            parse_chat_request(last_only, served(fits_last)).prompts[0]);
 }
 
 TEST_F(OpenAiRequest, EachBadFieldIsA400NamingIt) {

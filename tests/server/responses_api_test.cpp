@@ -120,6 +120,27 @@ TEST(ResponsesApi, WhatAStatelessServerCannotDoIsA400NamingIt) {
   EXPECT_EQ(error_param(R"({"input": "x", "store": false, "include": ["reasoning.encrypted_content"],
                             "stream": true, "stream_options": {"include_obfuscation": false}})"),
             "(accepted)");
+  // Hunt findings: prompt_cache_retention (a label, as on chat) and the default verbosity were refused;
+  // metadata values of any type, and a user of any type, were taken and echoed back as given.
+  EXPECT_EQ(error_param(R"({"input": "x", "prompt_cache_retention": "24h", "text": {"verbosity": "medium"}})"),
+            "(accepted)");
+  EXPECT_EQ(error_param(R"({"input": "x", "metadata": {"a": 1}})"), "metadata");
+  EXPECT_EQ(error_param(R"({"input": "x", "user": 5})"), "user");
+  ordered_json seventeen = ordered_json::object();
+  for (int i = 0; i < 17; ++i) seventeen["k" + std::to_string(i)] = "v";
+  EXPECT_EQ(error_param(ordered_json({{"input", "x"}, {"metadata", seventeen}}).dump().c_str()), "metadata");
+}
+
+// A hunt finding: a reasoning item with no reply after it became the
+// reasoning of a later turn's assistant message.
+TEST(ResponsesApi, AReasoningItemWithoutItsReplyIsOfNoLaterTurn) {
+  const ordered_json chat = chat_body_of_response_request(ordered_json::parse(R"({"input": [
+      {"role": "user", "content": "q"},
+      {"type": "reasoning", "content": [{"type": "reasoning_text", "text": "stale"}]},
+      {"role": "user", "content": "q2"},
+      {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}]})"));
+  ASSERT_EQ(chat["messages"].size(), 3u);
+  EXPECT_FALSE(chat["messages"][2].contains("reasoning_content")) << chat.dump();
 }
 
 // What serve --ignore-unknown-fields drops from a Responses request: the
