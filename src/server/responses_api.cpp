@@ -411,7 +411,7 @@ ApiError as_response_request_error(const ApiError& e) {
       param = responses + param.substr(name.size());
       renamed = true;
     }
-    for (const std::string before : {"'", "your "})
+    for (const std::string before : {"'", "your ", "in the ", "supplied: "})
       for (size_t at = 0; (at = message.find(before + chat, at)) != std::string::npos; at += before.size())
         message.replace(at + before.size(), name.size(), responses);
     if (message.rfind(std::string(chat) + ": ", 0) == 0) message.replace(0, name.size(), responses);  // "field: why"

@@ -370,6 +370,10 @@ TEST(ResponsesApi, ErrorsNameTheResponsesFields) {
       // A hunt finding: a schema's own error began "response_format: json_schema:".
       {R"({"input": "x", "text": {"format": {"type": "json_schema", "name": "n", "schema": {"multipleOf": 2}}}})",
        "text.format", "text.format: json_schema: /multipleOf"},
+      {R"({"input": "x", "text": {"format": {"type": "json_schema", "name": "n", "schema": {}, "foo": 1}}})",
+       "text.format", "supplied: text.format.foo"},
+      {R"({"input": ")" + std::string(100, 'x') + " " + std::string(100, 'y') + R"(", "max_output_tokens": 60})",
+       "max_output_tokens", "in the input,"},
   };
   for (const Case& c : cases) {
     const ApiError e = error_of(c.body);
