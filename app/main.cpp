@@ -164,7 +164,12 @@ int main(int argc, char** argv) {
     return kExitFailure;
   } catch (const std::filesystem::filesystem_error& e) {  // a path we create or copy: the OS says what is wrong
     std::fflush(stdout);
-    std::fprintf(stderr, "qinfer: error: %s: %s\n", e.path1().c_str(), e.code().message().c_str());
+    // A copy names both (a hunt finding: a full disk at the destination read as the source's error).
+    if (e.path2().empty())
+      std::fprintf(stderr, "qinfer: error: %s: %s\n", e.path1().c_str(), e.code().message().c_str());
+    else
+      std::fprintf(stderr, "qinfer: error: %s -> %s: %s\n", e.path1().c_str(), e.path2().c_str(),
+                   e.code().message().c_str());
     return kExitFailure;
   } catch (const std::exception& e) {
     std::fflush(stdout);

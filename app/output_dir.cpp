@@ -40,7 +40,13 @@ OutputDir::OutputDir(std::string path, bool force) : path_(std::move(path)) {
   namespace fs = std::filesystem;
   if (path_.empty()) usage_fail("the output directory is empty (\"\"): give the directory to write");
   std::error_code ec;
-  created_ = !fs::exists(path_, ec) && !ec;
+  // The entry itself: a link to nowhere is not "absent" (a hunt finding: it was taken as a directory the command
+  // created, and removed with the failure).
+  const fs::file_status entry = fs::symlink_status(path_, ec);
+  if (fs::is_symlink(entry) && !fs::exists(path_, ec))
+    fail(path_, ": is a symbolic link to nothing (", fs::read_symlink(path_, ec).string(),
+         "): give a directory, or a link to one");
+  created_ = entry.type() == fs::file_type::not_found;
   if (created_) return;
   if (!fs::is_directory(path_, ec)) fail(path_, ": exists and is not a directory");
   if (!force && !fs::is_empty(path_, ec))

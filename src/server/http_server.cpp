@@ -468,7 +468,7 @@ PromptOnlyBatch::Submit HttpServer::Impl::rerank_scoring(std::shared_ptr<const R
 void HttpServer::Impl::rerank(const httplib::Request& req, httplib::Response& res) {
   auto request =
       std::make_shared<const RerankRequest>(parse_rerank_request(parse_json_body(req.body), *model, loop->capacity()));
-  const std::string id = answer_id(req, res, "rerank-");  // its header checked before the request's fields
+  const std::string id = answer_id(req, res, "rerank-");  // before anything is submitted
   answer_prompt_only(req, res, request->inputs, "documents", rerank_scoring(request->prompt, request->run),
                      [request, id, name = served_name(*model, request->run.adapter)](const Outputs& outputs) {
                        return rerank_response(*request, outputs, id, name);

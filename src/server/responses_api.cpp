@@ -14,6 +14,12 @@ using nlohmann::ordered_json;
 
 namespace {
 
+// Characters as OpenAI counts them: code points (every byte but UTF-8's continuation bytes starts one).
+size_t characters(std::string_view text) {
+  return static_cast<size_t>(
+      std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
 const std::string& string_field(const ordered_json& item, const char* key, const std::string& param) {
   if (!item.contains(key) || !item[key].is_string())
     bad(param + "." + key, "'" + param + "." + key + "' must be a string");
@@ -353,8 +359,8 @@ ordered_json chat_body_of_response_request(const ordered_json& body) {
     if (!metadata.is_object() || metadata.size() > 16)
       bad("metadata", "'metadata' must be an object of at most 16 strings");
     for (const auto& item : metadata.items())
-      if (item.key().size() > 64 || !item.value().is_string() ||
-          item.value().get_ref<const std::string&>().size() > 512)
+      if (characters(item.key()) > 64 || !item.value().is_string() ||
+          characters(item.value().get_ref<const std::string&>()) > 512)
         bad("metadata", "'metadata' keys are at most 64 characters and its values strings of at most 512");
   }
   if (given(body, "user") && !body["user"].is_string()) bad("user", "'user' must be a string");
@@ -411,7 +417,7 @@ ApiError as_response_request_error(const ApiError& e) {
       param = responses + param.substr(name.size());
       renamed = true;
     }
-    for (const std::string before : {"'", "your ", "in the ", "supplied: "})
+    for (const std::string before : {"'", "your "})
       for (size_t at = 0; (at = message.find(before + chat, at)) != std::string::npos; at += before.size())
         message.replace(at + before.size(), name.size(), responses);
     if (message.rfind(std::string(chat) + ": ", 0) == 0) message.replace(0, name.size(), responses);  // "field: why"

@@ -155,6 +155,13 @@ TEST(QuantizeCli, ExistingOutputNeedsForceAndQuantizedInputIsRefused) {
       << r.output;
   r = run_command(qinfer_binary() + " make-test-model --preset tiny --dtype bf16 --force --out " + out + " 2>&1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
+  // A hunt finding: a link to nowhere was taken for a directory to create, and removed with the failure.
+  const std::string dangling = dir.file("dangling");
+  std::filesystem::create_symlink(dir.file("nowhere"), dangling);
+  r = run_command(qinfer_binary() + " make-test-model --preset tiny --out " + dangling + " 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find(dangling + ": is a symbolic link to nothing"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::is_symlink(dangling)) << "the user's link stays";
 
   const std::string q = dir.file("q");
   const std::string quantize =

@@ -127,6 +127,7 @@ factor ::= [0-9]+ | "(" root ")")g");
   EXPECT_TRUE(matches(list, "ab,c,def"));
   EXPECT_FALSE(matches(list, "ab,"));
   EXPECT_TRUE(matches(gbnf("root ::= \"a\" {2,3} \"b\" ?"), "aaa"));
+  EXPECT_TRUE(matches(gbnf("root ::= (\"a\"\n  * # any\n)"), "aaa"));  // in a group, as llama.cpp (a review)
 }
 
 std::string repeated(const std::string& s, int times) {

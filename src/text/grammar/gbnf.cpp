@@ -147,7 +147,12 @@ class GbnfParser {
   // once more, and "a" followed by thousands of them would overflow the stack).
   Expr term() {
     Expr e = atom();
-    while (!at_end() && (peek() == ' ' || peek() == '\t')) ++pos_;  // llama.cpp's parser takes "x *" as "x*"
+    // llama.cpp's parser takes "x *" as "x*": blanks, and inside a group line breaks and comments too (at the
+    // top level a line break ends the rule there).
+    if (depth_ > 1)
+      skip_space();
+    else
+      while (!at_end() && (peek() == ' ' || peek() == '\t')) ++pos_;
     if (at_end()) return e;
     const char c = peek();
     if (c == '*' || c == '+' || c == '?') {

@@ -369,7 +369,9 @@ class SchemaCompiler {
       for (size_t j = i + 1; j < branches.size(); ++j) {
         if (!disjoint(branches[i], branches[j], work)) overlap(i, j);
         if (work > kMaxWork)
-          refuse(at, "has branches too many, or with too many required properties, to prove disjoint: use anyOf");
+          refuse(at,
+                 "has too many branches, or branches with too many required properties, to prove them disjoint: "
+                 "use anyOf");
       }
   }
   // What tells a oneOf branch apart: its types, its values where it lists
