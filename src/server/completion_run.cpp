@@ -431,8 +431,10 @@ ordered_json CompletionRun::logprobs_json(const std::vector<TokenLogprobs>& lps,
   };
   if (request_.chat) {  // {"content": [{token, logprob, bytes, top_logprobs: [...]}]}
     auto entry = [&](int32_t id, float lp) {
-      const std::string p = request_.tokens_as_ids ? name(id) : piece(id);  // bytes: the token's own
-      return ordered_json{{"token", name(id)}, {"logprob", lp}, {"bytes", std::vector<uint8_t>(p.begin(), p.end())}};
+      const std::string token = name(id);
+      const std::string bytes = request_.tokens_as_ids ? token : piece(id);  // of what the token names
+      return ordered_json{
+          {"token", token}, {"logprob", lp}, {"bytes", std::vector<uint8_t>(bytes.begin(), bytes.end())}};
     };
     ordered_json content = ordered_json::array();
     for (size_t i = 0; i < lps.size(); ++i) {
@@ -467,9 +469,9 @@ ordered_json CompletionRun::logprobs_json(const std::vector<TokenLogprobs>& lps,
       top.push_back(std::move(alternatives));
     }
     offsets.push_back(text_offset);
-    // In characters, as Python counts the text: every byte but UTF-8's continuation bytes starts one.
+    // In characters, as Python counts the text.
     if (!request_.text.skip_special_tokens || !tok.is_special(l.id))
-      for (const char b : piece(l.id)) text_offset += (static_cast<uint8_t>(b) & 0xC0) != 0x80;
+      text_offset += static_cast<int64_t>(utf8::code_points(tok.token_bytes(l.id)));
   }
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
 }

@@ -7,18 +7,13 @@
 
 #include "server/api_error.h"
 #include "server/openai_request.h"
+#include "util/utf8.h"
 
 namespace qinfer::server {
 
 using nlohmann::ordered_json;
 
 namespace {
-
-// Characters as OpenAI counts them: code points (every byte but UTF-8's continuation bytes starts one).
-size_t characters(std::string_view text) {
-  return static_cast<size_t>(
-      std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-}
 
 const std::string& string_field(const ordered_json& item, const char* key, const std::string& param) {
   if (!item.contains(key) || !item[key].is_string())
@@ -359,8 +354,8 @@ ordered_json chat_body_of_response_request(const ordered_json& body) {
     if (!metadata.is_object() || metadata.size() > 16)
       bad("metadata", "'metadata' must be an object of at most 16 strings");
     for (const auto& item : metadata.items())
-      if (characters(item.key()) > 64 || !item.value().is_string() ||
-          characters(item.value().get_ref<const std::string&>()) > 512)
+      if (utf8::code_points(item.key()) > 64 || !item.value().is_string() ||
+          utf8::code_points(item.value().get_ref<const std::string&>()) > 512)
         bad("metadata", "'metadata' keys are at most 64 characters and its values strings of at most 512");
   }
   if (given(body, "user") && !body["user"].is_string()) bad("user", "'user' must be a string");

@@ -34,6 +34,14 @@ size_t first_invalid(std::string_view s);
 // Error "<what> is not valid UTF-8 (byte offset N)" unless `s` is valid.
 void require_valid(std::string_view s, const std::string& what);
 
+// Characters as Python counts them in decoded text: every byte but UTF-8's
+// continuation bytes starts one.
+inline size_t code_points(std::string_view s) {
+  size_t n = 0;
+  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
 // Appends `bytes` decoded like String::from_utf8_lossy.
 void append_lossy(std::string& out, std::string_view bytes);
 

@@ -292,8 +292,10 @@ class SchemaCompiler {
   Expr values(const ordered_json& s, const std::string& at) {
     // Both (Pydantic writes a Literal so): the const, where the enum holds it.
     if (s.contains("enum") && s.contains("const")) {
-      const auto in_enum = listed(ordered_json{{"enum", s["enum"]}});
-      if (!in_enum || !in_enum->count(canonical(s["const"])))
+      const ordered_json& list = s["enum"];
+      const std::string value = canonical(s["const"]);
+      if (!list.is_array() ||
+          std::none_of(list.begin(), list.end(), [&](const ordered_json& v) { return canonical(v) == value; }))
         refuse(at + "/const", "is not among the enum's values beside it: no value matches");
     }
     const char* key = s.contains("const") ? "const" : "enum";

@@ -74,11 +74,7 @@ std::string encode_utf8(std::u32string_view s) {
   return out;
 }
 
-size_t count_code_points(std::string_view s) {
-  size_t n = 0;
-  for (char ch : s) n += (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
-  return n;
-}
+size_t count_code_points(std::string_view s) { return utf8::code_points(s); }
 
 std::string py_strip(std::string_view s, const std::optional<std::string>& chars, bool left, bool right) {
   // Works on the bytes at both ends only: stripping a long message must not
