@@ -115,7 +115,7 @@ void add_make_test_model_command(CLI::App& app) {
       TestLoraAdapter adapter;
       adapter.lora.r = *a->lora_rank;
       adapter.lora.lora_alpha = 2.0 * static_cast<double>(*a->lora_rank);
-      write_test_lora_adapter(a->out, config, adapter, a->seed);
+      write_test_lora_adapter(out.staging(), config, adapter, a->seed);
       out.keep();
       std::printf("wrote %s (a LoRA adapter of rank %lld for %s, seed %llu; random weights)\n", a->out.c_str(),
                   static_cast<long long>(*a->lora_rank), a->preset.c_str(), static_cast<unsigned long long>(a->seed));
@@ -142,14 +142,14 @@ void add_make_test_model_command(CLI::App& app) {
     if (a->script && published) usage_fail("--script writes exact weights: --dtype bf16, f16 or f32");
     OutputDir out(a->out, a->force);
     if (chain.empty()) {
-      write_test_model(a->out, config, t, a->seed, a->embedding ? Qwen3Layout{"", false} : Qwen3Layout{});
-      if (published) rewrite_checkpoint_as(a->out, *published);
+      write_test_model(out.staging(), config, t, a->seed, a->embedding ? Qwen3Layout{"", false} : Qwen3Layout{});
+      if (published) rewrite_checkpoint_as(out.staging(), *published);
     } else {
-      write_scripted_test_model(a->out, config, t, chain);
+      write_scripted_test_model(out.staging(), config, t, chain);
     }
-    write_file(replaced_file(a->out, "tokenizer.json"),
+    write_file(out.staging() + "/tokenizer.json",
                a->embedding ? embedding_tokenizer_json() : std::string(embedded_tokenizer_json()));
-    write_file(replaced_file(a->out, "tokenizer_config.json"), embedded_tokenizer_config_json());
+    write_file(out.staging() + "/tokenizer_config.json", embedded_tokenizer_config_json());
     out.keep();
     if (chain.empty()) {
       std::printf("wrote %s (%s, %s, seed %llu; random weights)\n", a->out.c_str(), a->preset.c_str(), a->dtype.c_str(),

@@ -1,47 +1,40 @@
 // Commands that write a checkpoint directory (make-test-model, quantize).
 #pragma once
-#include <cstdint>
-#include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace qinfer::cli {
 
 // The directory a command writes a checkpoint into. Refuses a path that is a
 // file, or a directory that already holds files unless force (a checkpoint
-// of gigabytes is not to be replaced silently). A directory the command
-// created is removed again unless the command keeps it: a failure (a full
-// disk) would leave a partial checkpoint that fails to load and blocks the
-// rerun.
+// of gigabytes is not to be replaced silently).
+//
+// The command writes into staging(), a directory inside the output, and
+// keep() moves the files into place once all are written: a failure midway
+// (a full disk) or an interrupt leaves the checkpoint that was there whole
+// (renames within one file system do not fail for space), and a created
+// output directory is removed again. A staging directory an interrupted run
+// left behind is cleared by the next run into the same directory.
 class OutputDir {
  public:
-  OutputDir(std::string path, bool force);
+  // reads_from: the checkpoint the command reads (quantize's model), which
+  // the output must not replace.
+  OutputDir(std::string path, bool force, const std::string& reads_from = "");
   ~OutputDir();
   OutputDir(const OutputDir&) = delete;
   OutputDir& operator=(const OutputDir&) = delete;
-  // The checkpoint is whole. In a directory that held one (--force), the
-  // files of that one the command did not write again (weights, JSON,
-  // chat_template.jinja) are removed: they would be read with the new one
-  // (a stale template, index or generation_config.json). Others (a README)
-  // stay.
+  const std::string& staging() const { return staging_; }
+  // The checkpoint is whole: its files replace those of the same names. In a
+  // directory that held one (--force), the earlier one's files not written
+  // again (weights, JSON, chat_template.jinja) are removed: they would be
+  // read with the new one (a stale template, index or
+  // generation_config.json). Others (a README) stay.
   void keep();
 
  private:
-  // A directory entry itself (a link, not what it names): its inode and when that last changed. A file written
-  // again is a new inode (replaced_file), and one that reuses the number has a new change time. Timestamps alone
-  // would not do: the kernel stamps files with a coarse clock, so a file written just after a reading of a fine
-  // one can look older.
-  struct Identity {
-    uint64_t device, inode;
-    int64_t changed_s, changed_ns;
-    bool operator==(const Identity&) const = default;
-  };
-  static std::optional<Identity> identity(const std::string& path);
-
-  std::string path_;
-  bool created_ = false, keep_ = false;
-  std::vector<std::pair<std::string, Identity>> earlier_;  // the checkpoint files that were there
+  std::string path_, staging_;
+  bool created_ = false, kept_ = false;
+  std::vector<std::string> earlier_;  // names of the checkpoint files that were there
 };
 
 }  // namespace qinfer::cli

@@ -40,13 +40,13 @@ void add_quantize_command(CLI::App& app) {
     if (const auto stored = stored_quant_format(dir + "/config.json"))
       fail(dir, " is already quantized (", *stored == QuantFormat::Q8 ? "q8" : "q4",
            "): quantize the original float checkpoint instead");
-    OutputDir out(a->out, a->force);
+    OutputDir out(a->out, a->force, dir);
     Timer t;
     LoadOptions options;
     options.weights = parse_weight_format(a->to);
     options.threads = thread_count(a->threads);
     const auto model = Qwen3Model::load(dir, options);
-    model->save(dir, a->out);
+    model->save(dir, out.staging());
     out.keep();
     std::printf("wrote %s (%s, %.0f MiB of weights, %.1f s)\n", a->out.c_str(), a->to.c_str(),
                 static_cast<double>(model->weight_bytes()) / 1048576.0, t.seconds());

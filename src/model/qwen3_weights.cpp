@@ -521,19 +521,6 @@ KvCache Qwen3Model::make_cache() const {
 
 void Qwen3Model::save(const std::string& source_dir, const std::string& out_dir) const {
   namespace fs = std::filesystem;
-  if (fs::exists(out_dir) && fs::equivalent(source_dir, out_dir))
-    fail(out_dir, ": the output directory is the model's own directory (its weights are mapped from there)");
-  // The model's files may be links into the output directory (a directory of
-  // links, a Hugging Face snapshot into its blobs/): writing there would
-  // replace what the model is read from.
-  if (fs::exists(out_dir))
-    for (const auto& entry : fs::directory_iterator(source_dir)) {
-      std::error_code ec;
-      const fs::path target = fs::canonical(entry.path(), ec);
-      if (!ec && fs::equivalent(target.parent_path(), out_dir, ec))
-        fail(out_dir, ": the model's files are there (", entry.path().string(), " is ", target.string(),
-             "): the output would replace them");
-    }
   fs::create_directories(out_dir);
   // Written from the model's own memory, a matrix at a time: a second copy
   // of a 17 GB model would not fit where the model does.

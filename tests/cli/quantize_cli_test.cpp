@@ -220,6 +220,10 @@ TEST(QuantizeCli, AnOutputThatHoldsTheModelsLinkedFilesIsRefused) {
   const auto r = run_command(qinfer_binary() + " quantize -m " + view + " --to q8 -o " + orig + " --force 2>&1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find(orig + ": the model's files are there"), std::string::npos) << r.output;
+  const auto self = run_command(qinfer_binary() + " quantize -m " + orig + " --to q8 -o " + orig + " --force 2>&1");
+  EXPECT_EQ(self.exit_code, 1) << self.output;
+  EXPECT_NE(self.output.find(orig + ": the output directory is the model's own directory"), std::string::npos)
+      << self.output;
   for (const auto& f : fs::directory_iterator(data_path("models/tiny"))) {
     const std::string name = f.path().filename().string();
     ASSERT_TRUE(fs::exists(orig + "/" + name)) << name;
@@ -246,10 +250,35 @@ TEST(QuantizeCli, AWriteThatFailsLeavesNoPartialCheckpoint) {
     EXPECT_FALSE(std::filesystem::exists(out)) << r.output;
     EXPECT_EQ(run_command(command + " 2>&1").exit_code, 0) << "the rerun writes it whole";
   }
-  // In a directory that existed (--force), the files it wrote before stay, not a partial one.
+  // In a directory that held a checkpoint (--force), that one stays whole: the new one is written beside it and
+  // moved into place only once whole (it was replaced file by file, leaving neither).
   const auto r = run_command(limited + qinfer_binary() + " make-test-model --preset tiny --dtype bf16 --force --out " +
                              dir.file("q") + "\" 2>&1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(std::filesystem::exists(dir.file("q")));
-  EXPECT_FALSE(std::filesystem::exists(dir.file("q") + "/model.safetensors")) << r.output;
+  EXPECT_EQ(generate(dir.file("q"), "")["ids"], generate(data_path("models/tiny"), "--weights q8")["ids"]);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("q") + "/qinfer-incomplete-checkpoint"));
+}
+
+// What an interrupt (Ctrl-C) leaves: the files written so far in the staging directory, none in place. The next
+// run into the directory clears it, --force or not; a staging directory holding anything else is the user's.
+TEST(QuantizeCli, ARunAfterAnInterruptedOneClearsWhatItLeft) {
+  namespace fs = std::filesystem;
+  qinfer::test::ScratchDir dir("interrupted");
+  const std::string out = dir.file("m"), staging = out + "/qinfer-incomplete-checkpoint";
+  fs::create_directories(staging);
+  std::ofstream(staging + "/model.safetensors") << "half a checkpoint";
+  const std::string make = qinfer_binary() + " make-test-model --preset tiny --dtype bf16 --out " + out + " 2>&1";
+  auto r = run_command(make);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(fs::exists(staging));
+  EXPECT_EQ(generate(out, "")["ids"].size(), 8u) << "the new checkpoint loads";
+
+  fs::create_directories(staging);
+  std::ofstream(staging + "/notes.txt") << "the user's";
+  r = run_command(make + " --force");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(staging + ": holds notes.txt, which an interrupted run of this command would not have"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::exists(staging + "/notes.txt"));
 }
