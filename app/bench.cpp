@@ -67,7 +67,8 @@ struct Stats {
 };
 Stats stats(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  return {v[v.size() / 2], v.front(), v.back()};
+  const size_t n = v.size();
+  return {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v.front(), v.back()};
 }
 
 std::vector<int32_t> bench_prompt(int64_t n) {

@@ -74,8 +74,8 @@ void run_bench_batch(const BenchBatchArgs& a) {
         prompt.push_back(static_cast<int32_t>((t * 7919 + s * 104729 + 17) % model->config().vocab_size));
       engine.add(prompt, g);
     }
-    // Steps that run only decode rows (one token per sequence) count as
-    // decode; the others (prompts, alone or with decodes) as prefill.
+    // Steps that run only decode rows count as decode; the others (prompts,
+    // alone or with decodes) as prefill.
     double prefill_s = 0, decode_s = 0;
     int64_t prefilled = 0, decoded = 0;
     for (;;) {
@@ -83,7 +83,7 @@ void run_bench_batch(const BenchBatchArgs& a) {
       if (!engine.step()) break;
       const double dt = step_timer.seconds();
       const auto st = engine.last_step();
-      if (st.tokens == st.seqs) {
+      if (st.prompt_tokens == 0) {
         decode_s += dt;
         decoded += st.seqs;
       } else {

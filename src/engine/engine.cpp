@@ -264,7 +264,9 @@ bool Engine::step() {
   Step step = scheduler_.schedule();
   if (step.seqs.empty()) fail("engine: the scheduler found nothing to run although requests wait");
   if (draft_model_) draft_by_model(step);
-  last_step_ = {step.tokens(), static_cast<int64_t>(step.seqs.size())};
+  last_step_ = {step.tokens(), static_cast<int64_t>(step.seqs.size()), 0};
+  for (const ScheduledSeq& s : step.seqs)
+    last_step_.prompt_tokens += std::clamp<int64_t>(s.seq->prompt_len - s.seq->computed, 0, s.tokens);
   runner_.run(step);
   postprocess(step);
   scheduler_.complete(step);

@@ -127,8 +127,9 @@ class Engine {
   void erase(int64_t handle);
 
   // What the latest step() ran: tokens and sequences (equal: a pure decode step).
+  // The last step's rows; of its tokens, those of prompts (a one-token prompt's step is prefill all the same).
   struct StepStats {
-    int64_t tokens = 0, seqs = 0;
+    int64_t tokens = 0, seqs = 0, prompt_tokens = 0;
   };
   StepStats last_step() const { return last_step_; }
   // Drafts run so far, their ids, and of those the ones the model confirmed;

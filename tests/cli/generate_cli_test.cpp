@@ -141,9 +141,13 @@ TEST(BenchCli, JsonReportsSpeedAndRoofline) {
   auto made = run_command(qinfer_binary() + " make-test-model --preset tiny --lora 4 --out " + dir.path() + " 2>&1");
   ASSERT_EQ(made.exit_code, 0) << made.output;
   const auto adapted = run_command(qinfer_binary() + " bench -m " + data_path("models/tiny") +
-                                   " -p 8 -n 4 --reps 1 -t 2 --json" + " --lora " + dir.path());
+                                   " -p 8 -n 4 --reps 2 -t 2 --json" + " --lora " + dir.path());
   ASSERT_EQ(adapted.exit_code, 0) << adapted.output;
   const json a = json::parse(adapted.output);
+  // The median of an even number of repetitions is the mean of the middle two (it was the larger).
+  for (const std::string rate : {"pp_tok_s", "tg_tok_s"})
+    EXPECT_DOUBLE_EQ(a[rate].get<double>(), (a[rate + "_min"].get<double>() + a[rate + "_max"].get<double>()) / 2)
+        << rate;
   EXPECT_EQ(a["lora"], json::array({dir.path()}));
   EXPECT_GT(a["decode_gb_per_token"].get<double>(), j["decode_gb_per_token"].get<double>());
 }
@@ -165,6 +169,11 @@ TEST(BenchBatchCli, JsonReportsEachLevelWithItsKvPoolAndPeakRss) {
   // Three sequences need about three times the blocks of one.
   EXPECT_GT(j["levels"][1]["kv_blocks"].get<int>(), 2 * j["levels"][0]["kv_blocks"].get<int>());
   EXPECT_GT(j["levels"][1]["kv_pool_mib"].get<double>(), 2 * j["levels"][0]["kv_pool_mib"].get<double>());
+  // A hunt finding: one-token prompts' step has as many tokens as rows, and was counted as decode (prefill 0).
+  const auto one = run_command(qinfer_binary() + " bench-batch -m " + data_path("models/tiny") +
+                               " --parallel 2 -p 1 -n 3 -t 1 --json");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_GT(json::parse(one.output)["levels"][0]["prefill_tok_s"].get<double>(), 0) << one.output;
 }
 
 TEST(MakeTestModelCli, WritesALoadableCheckpoint) {
