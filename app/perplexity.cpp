@@ -68,6 +68,10 @@ void run_perplexity(const PerplexityArgs& a) {
     fail("--file ", a.file, " has ", n_tokens, " tokens; a chunk takes --ctx ", a.ctx,
          ": give a longer text or a smaller --ctx");
   const int64_t n_chunks = a.chunks > 0 ? std::min(a.chunks, n_tokens / a.ctx) : n_tokens / a.ctx;
+  // One scored token has no standard error (it printed "+/- 0"; llama-perplexity refuses the count).
+  if (const int64_t scored = n_chunks * (a.ctx - 1 - a.ctx / 2); scored < 2)
+    fail(n_chunks, " chunk(s) of --ctx ", a.ctx, " score ", scored,
+         " token; the estimate's standard error needs 2: give a longer text, a larger --ctx or more --chunks");
 
   ThreadPool pool(load_options.threads);
   // A prompt of ctx tokens and no token after it: a context of ctx + 1.

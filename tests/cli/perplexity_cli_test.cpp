@@ -112,6 +112,9 @@ TEST(PerplexityCli, BadFlagsAndShortTextsAreNamed) {
       {"-f " + dir.file("long.txt") + " --ctx 64 --kv-blocks 4", 1,
        "the KV pool (--kv-blocks/--kv-mem) holds 64 positions; a chunk of --ctx 64 needs 65"},
       {"-f " + dir.file("short.txt") + " --chunks -1", 2, "--chunks must be positive"},
+      // A hunt finding: one scored token printed a standard error of 0.
+      {"-f " + dir.file("long.txt") + " --ctx 4 --chunks 1", 1,
+       "1 chunk(s) of --ctx 4 score 1 token; the estimate's standard error needs 2"},
       {"-f " + dir.file("missing.txt"), 1, "--file: "},
       {"-f " + dir.file("empty.txt"), 1, "empty.txt: the text is empty"},
       {"-f ''", 2, "--file is empty"},
