@@ -140,20 +140,31 @@ EngineLoop::~EngineLoop() {
 }
 
 EngineLoop::Reservation::Reservation(Reservation&& other) noexcept
-    : loop_(std::exchange(other.loop_, nullptr)), left_(std::exchange(other.left_, 0)) {}
+    : loop_(std::exchange(other.loop_, nullptr)), left_(std::exchange(other.left_, 0)), adapter_(other.adapter_) {}
 
 EngineLoop::Reservation::~Reservation() {
   if (loop_ == nullptr || left_ == 0) return;
   std::lock_guard lock(loop_->mu_);
-  loop_->reserved_ -= left_;
+  release(left_);
   loop_->idle_.notify_all();  // a drain waits for reserved places too
 }
 
-std::optional<EngineLoop::Reservation> EngineLoop::reserve(int64_t places) {
+void EngineLoop::Reservation::release(int64_t places) {
+  left_ -= places;
+  loop_->reserved_ -= places;
+  if (left_ == 0 && adapter_ >= 0) {
+    std::vector<int32_t>& pinned = loop_->reserved_adapters_;
+    pinned.erase(std::find(pinned.begin(), pinned.end(), adapter_));
+    loop_->wake_.notify_all();  // a task may wait for the adapter
+  }
+}
+
+std::optional<EngineLoop::Reservation> EngineLoop::reserve(int64_t places, int32_t adapter) {
   std::lock_guard lock(mu_);
   if (stopping_ || !accepting_ || places > max_running_ + max_waiting_ - unfinished_ - reserved_) return std::nullopt;
   reserved_ += places;
-  return Reservation(this, places);
+  if (places > 0 && adapter >= 0) reserved_adapters_.push_back(adapter);
+  return Reservation(this, places, adapter);
 }
 
 std::shared_ptr<RequestStream> EngineLoop::submit(std::vector<int32_t> prompt, const GenerationOptions& options,
@@ -179,8 +190,7 @@ std::shared_ptr<RequestStream> EngineLoop::queue(Incoming in, Reservation* reser
     if (stopping_) return nullptr;
     if (reservation != nullptr) {  // its place was counted when it was reserved
       if (reservation->loop_ != this || reservation->left_ == 0) return nullptr;
-      --reservation->left_;
-      --reserved_;
+      reservation->release(1);
     } else if (!accepting_ || unfinished_ + reserved_ >= max_running_ + max_waiting_) {
       return nullptr;
     }
@@ -228,9 +238,11 @@ std::future<void> EngineLoop::between_steps(std::function<void()> task, int32_t 
   return ran;
 }
 
-// The tasks whose adapter no request holds: the engine's sequences, and
-// those not yet taken in (a request queued after this look finds the
-// adapter gone when admitted, and is refused).
+// The tasks whose adapter no request holds: the engine's sequences, those
+// not yet taken in, and the places reserved for requests yet to come (an
+// n > 1 request's further choices: a hunt finding, they were refused when the
+// first ended before they came). A request queued after this look without a
+// reservation finds the adapter gone when admitted, and is refused.
 void EngineLoop::run_due_tasks() {
   std::vector<int32_t> used;
   for (const Sequence* s : engine_.scheduler().running_seqs()) add_adapter(used, s->adapter);
@@ -239,6 +251,7 @@ void EngineLoop::run_due_tasks() {
   {
     std::lock_guard lock(mu_);
     for (const Incoming& in : incoming_) add_adapter(used, in.options.adapter);
+    for (const int32_t adapter : reserved_adapters_) add_adapter(used, adapter);
     const auto waits = [&](const Task& t) {
       return t.unused >= 0 && std::binary_search(used.begin(), used.end(), t.unused);
     };
@@ -261,7 +274,14 @@ void EngineLoop::run() {
       std::unique_lock lock(mu_);
       busy_ = !live_.empty();
       if (!busy_) idle_.notify_all();
-      wake_.wait(lock, [&] { return stopping_ || !incoming_.empty() || !live_.empty() || !tasks_.empty(); });
+      // Idle, a task waits only for a reservation to let its adapter go (else it would spin here).
+      const auto task_due = [&](const Task& t) {
+        return t.unused < 0 ||
+               std::find(reserved_adapters_.begin(), reserved_adapters_.end(), t.unused) == reserved_adapters_.end();
+      };
+      wake_.wait(lock, [&] {
+        return stopping_ || !incoming_.empty() || !live_.empty() || std::any_of(tasks_.begin(), tasks_.end(), task_due);
+      });
       if (stopping_) break;
       incoming.swap(incoming_);
       stats_.waiting += static_cast<int64_t>(incoming.size());  // counted until the step's snapshot

@@ -92,7 +92,9 @@ class EngineLoop {
   // refused whole, as vLLM admits one request: the further choices of an
   // n > 1 request, submitted once the first has started, find their room,
   // also while the loop drains. Each submit through it takes one place;
-  // what is left when it goes gives its places back.
+  // what is left when it goes gives its places back. While it has places
+  // left, the named LoRA adapter its requests run with (-1: none) stays
+  // loaded, as for the requests submitted: an unload waits for them all.
   class Reservation {
    public:
     Reservation(Reservation&& other) noexcept;
@@ -101,13 +103,15 @@ class EngineLoop {
 
    private:
     friend class EngineLoop;
-    Reservation(EngineLoop* loop, int64_t places) : loop_(loop), left_(places) {}
+    Reservation(EngineLoop* loop, int64_t places, int32_t adapter) : loop_(loop), left_(places), adapter_(adapter) {}
+    void release(int64_t places);  // under loop_->mu_
     EngineLoop* loop_;
     int64_t left_;
+    int32_t adapter_;
   };
   // Room for `places` requests; empty when the queue has not that much (or
   // the loop stopped or drains).
-  std::optional<Reservation> reserve(int64_t places);
+  std::optional<Reservation> reserve(int64_t places, int32_t adapter = -1);
 
   // Queues a request; nullptr when the queue is full (or the loop stopped,
   // or drains), or `reservation`, if given, has no place left. A prompt the
@@ -189,6 +193,7 @@ class EngineLoop {
   // Submitted and not yet finished, and places reserved for requests yet to
   // be submitted: what the queue limit counts.
   int64_t unfinished_ = 0, reserved_ = 0;
+  std::vector<int32_t> reserved_adapters_;  // of the reservations with places left, one entry each (-1 not kept)
   bool accepting_ = true, cancel_all_ = false, stopping_ = false, busy_ = false;
   Stats stats_;
   std::vector<Live> live_;  // engine thread only

@@ -92,7 +92,7 @@ CompletionRun::CompletionRun(const CompletionRequest& request, const ServedModel
                        " at once (running and waiting)",
                    request.n > 1 ? "n" : "prompt");
   std::optional<engine::EngineLoop::Reservation> room =
-      loop.reserve(static_cast<int64_t>(request.prompts.size()) * request.n);
+      loop.reserve(static_cast<int64_t>(request.prompts.size()) * request.n, request.options.adapter);
   if (!room) throw ApiError(503, kBusy);
   for (size_t p = 0; p < request.prompts.size(); ++p)
     for (int i = 0; i < request.n; ++i) {

@@ -218,7 +218,7 @@ struct HttpServer::Impl {
                               const httplib::ContentProviderWithoutLength& provider);
   using Outputs = std::vector<std::vector<float>>;
   void answer_prompt_only(const httplib::Request& req, httplib::Response& res,
-                          const std::vector<std::vector<int32_t>>& inputs, const char* field,
+                          const std::vector<std::vector<int32_t>>& inputs, const char* field, int32_t adapter,
                           const PromptOnlyBatch::Submit& submit, std::function<ordered_json(const Outputs&)> answer);
   void check_priority(int32_t priority) const;
   PromptOnlyBatch::Submit embed(const PromptOnlyOptions& run) const;
@@ -362,7 +362,7 @@ void HttpServer::Impl::provide_as_made(const httplib::Request& req, httplib::Res
 // error object as the body.
 void HttpServer::Impl::answer_prompt_only(const httplib::Request& req, httplib::Response& res,
                                           const std::vector<std::vector<int32_t>>& inputs, const char* field,
-                                          const PromptOnlyBatch::Submit& submit,
+                                          int32_t adapter, const PromptOnlyBatch::Submit& submit,
                                           std::function<ordered_json(const Outputs&)> answer) {
   using Clock = std::chrono::steady_clock;
   // An input too long for the context is known now: a 400 before anything runs (vLLM checks it as it parses), not
@@ -374,7 +374,8 @@ void HttpServer::Impl::answer_prompt_only(const httplib::Request& req, httplib::
                          std::to_string(inputs[k].size()) + " tokens but the context length is " +
                          std::to_string(loop->context()) + " tokens",
                      field);
-  std::optional<engine::EngineLoop::Reservation> reservation = loop->reserve(static_cast<int64_t>(inputs.size()));
+  std::optional<engine::EngineLoop::Reservation> reservation =
+      loop->reserve(static_cast<int64_t>(inputs.size()), adapter);
   if (!reservation) throw ApiError(503, kBusy);
   auto batch = std::make_shared<PromptOnlyBatch>(inputs, field, std::move(*reservation), submit);
   // The request in /metrics once it ends: "stop", "error", or "abort" when
@@ -448,7 +449,7 @@ void HttpServer::Impl::embeddings(const httplib::Request& req, httplib::Response
   auto request = std::make_shared<const EmbeddingRequest>(
       parse_embedding_request(parse_json_body(req.body), *model, loop->capacity()));
   echo_request_id(req, res);  // OpenAI's embeddings answer has no id to name
-  answer_prompt_only(req, res, request->inputs, "input", embed(request->run),
+  answer_prompt_only(req, res, request->inputs, "input", request->run.adapter, embed(request->run),
                      [request, name = served_name(*model, request->run.adapter)](const Outputs& outputs) {
                        return embedding_response(*request, outputs, name);
                      });
@@ -469,7 +470,8 @@ void HttpServer::Impl::rerank(const httplib::Request& req, httplib::Response& re
   auto request =
       std::make_shared<const RerankRequest>(parse_rerank_request(parse_json_body(req.body), *model, loop->capacity()));
   const std::string id = answer_id(req, res, "rerank-");  // before anything is submitted
-  answer_prompt_only(req, res, request->inputs, "documents", rerank_scoring(request->prompt, request->run),
+  answer_prompt_only(req, res, request->inputs, "documents", request->run.adapter,
+                     rerank_scoring(request->prompt, request->run),
                      [request, id, name = served_name(*model, request->run.adapter)](const Outputs& outputs) {
                        return rerank_response(*request, outputs, id, name);
                      });
@@ -479,7 +481,7 @@ void HttpServer::Impl::classify(const httplib::Request& req, httplib::Response& 
   auto request = std::make_shared<const ClassifyRequest>(
       parse_classify_request(parse_json_body(req.body), *model, loop->capacity()));
   const std::string id = answer_id(req, res, "classify-");
-  answer_prompt_only(req, res, request->inputs, "input", embed(request->run),
+  answer_prompt_only(req, res, request->inputs, "input", request->run.adapter, embed(request->run),
                      [request, &qwen = *model->bundle.model, id, name = served_name(*model, request->run.adapter)](
                          const Outputs& outputs) { return classify_response(*request, outputs, qwen, id, name); });
 }
@@ -539,7 +541,7 @@ void HttpServer::Impl::score(const httplib::Request& req, httplib::Response& res
   auto request =
       std::make_shared<const ScoreRequest>(parse_score_request(parse_json_body(req.body), *model, loop->capacity()));
   const std::string id = answer_id(req, res, "score-");
-  answer_prompt_only(req, res, request->inputs, "text_2",
+  answer_prompt_only(req, res, request->inputs, "text_2", request->run.adapter,
                      request->prompt ? rerank_scoring(request->prompt, request->run) : embed(request->run),
                      [request, id, name = served_name(*model, request->run.adapter)](const Outputs& outputs) {
                        return score_response(*request, outputs, id, name);

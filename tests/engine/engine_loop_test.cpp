@@ -386,3 +386,37 @@ TEST(EngineLoop, TasksBetweenStepsWaitForTheirAdapterToBeUnused) {
   auto failing = loop.between_steps([] { throw qinfer::Error("no such adapter"); });
   EXPECT_THROW(failing.get(), qinfer::Error);
 }
+
+// A hunt finding: an n > 1 request submits its further choices once its first
+// has started; an unload whose adapter the first alone held ran when it ended,
+// and the others were refused ("was unloaded", a 400 for a request accepted
+// before the unload). Its reservation holds the adapter too.
+TEST(EngineLoop, AnUnloadWaitsForThePlacesReservedForItsAdaptersRequests) {
+  const std::string tiny = test::data_path("models/tiny");
+  test::ScratchDir dir("loop-reserved-adapter");
+  write_test_lora_adapter(dir.file("a"), load_qwen3_config(tiny + "/config.json"), {}, 5);
+  LoadOptions named;
+  named.lora_modules = {{"a", dir.file("a")}};
+  auto model = Qwen3Model::load(tiny, named);
+  ThreadPool pool(1);
+  EngineLoop loop(*model, pool, {{4, 0, 16, 4}, 8});
+  GenerationOptions with_a = options(3, 0, 0);
+  with_a.adapter = 0;
+  std::optional<EngineLoop::Reservation> room = loop.reserve(2, 0);
+  ASSERT_TRUE(room);
+  const std::vector<int32_t> first_ids = drain_stream(*loop.submit({785, 6722, 315}, with_a, &*room));
+  ASSERT_EQ(first_ids.size(), 3u);
+  auto drop = loop.between_steps([&] { model->drop_adapter(0); }, 0);
+  EXPECT_EQ(drop.wait_for(300ms), std::future_status::timeout) << "it ran while a place was reserved for the adapter";
+  RequestStream::State st{};
+  EXPECT_EQ(drain_stream(*loop.submit({785, 6722, 315}, with_a, &*room), &st), first_ids);
+  EXPECT_EQ(st, RequestStream::State::Finished);
+  ASSERT_EQ(drop.wait_for(10s), std::future_status::ready);
+  drop.get();
+  // A reservation that goes unused lets it go too.
+  std::optional<EngineLoop::Reservation> unused = loop.reserve(3, 0);
+  auto second_drop = loop.between_steps([] {}, 0);
+  EXPECT_EQ(second_drop.wait_for(300ms), std::future_status::timeout);
+  unused.reset();
+  EXPECT_EQ(second_drop.wait_for(10s), std::future_status::ready);
+}
