@@ -128,13 +128,16 @@ Step Scheduler::schedule() {
     step.seqs.push_back({seq, tokens});
     budget.spend(*seq, tokens);
   }
-  // Drafts last, whole or not at all, from the budget and blocks left: a
-  // draft never delays another sequence or preempts one.
+  // Drafts last, from the budget and blocks left: a draft never delays
+  // another sequence or preempts one. One longer than the budget left is cut
+  // to it (a hunt finding: dropped whole, a --draft at or above
+  // --max-batch-tokens never drafted); one that needs blocks none has free
+  // runs not at all.
   for (ScheduledSeq& s : step.seqs) {
     Sequence& seq = *s.seq;
-    const int64_t drafted = static_cast<int64_t>(seq.draft.size());
-    if (drafted > 0 && s.tokens == seq.pending() && drafted <= budget.tokens &&
-        blocks_.reserve(seq, seq.computed + s.tokens + drafted)) {
+    const int64_t drafted = std::min(static_cast<int64_t>(seq.draft.size()), budget.tokens);
+    if (drafted > 0 && s.tokens == seq.pending() && blocks_.reserve(seq, seq.computed + s.tokens + drafted)) {
+      seq.draft.resize(static_cast<size_t>(drafted));
       s.tokens += drafted;
       s.drafted = drafted;
       budget.tokens -= drafted;
