@@ -140,6 +140,33 @@ TEST(Speculation, ConfirmedDraftsGiveSeveralTokensAStepAndTheSameIds) {
   }
 }
 
+// A hunt finding: confirmed draft ids after the one that ended the answer (a
+// stop string, here the callback) counted as accepted: more than the answer
+// had.
+TEST(Speculation, OnlyConfirmedIdsTheAnswerKeptCountAsAccepted) {
+  test::ScratchDir dir("speculation-stopped");
+  std::vector<int32_t> chain;
+  for (int32_t k = 0; k < 20; ++k) chain.push_back(100 + 37 * k);
+  chain.push_back(kEos);
+  write_chain_model(dir.path(), chain);
+  auto model = Qwen3Model::load(dir.path());
+  ThreadPool pool(1);
+  Engine engine(*model, pool, with_drafts({16, 0, 512, 1}, {4, 1, 4}));
+  std::vector<int32_t> prompt(chain.begin(), chain.begin() + 10);
+  prompt.insert(prompt.end(), chain.begin(), chain.begin() + 3);  // the chain again: drafts by prompt lookup
+  GenerationOptions o;
+  o.max_new_tokens = 20;
+  o.eos_ids = {kEos};
+  o.sampling.temperature = 0;
+  int tokens = 0;
+  const int64_t h = engine.add(prompt, o, [&](int32_t, const TokenLogprobs*) { return ++tokens < 3; });
+  while (engine.step()) {
+  }
+  EXPECT_EQ(engine.result(h).ids, std::vector<int32_t>(chain.begin() + 3, chain.begin() + 6));
+  EXPECT_GT(engine.draft_stats().drafted, 0);
+  EXPECT_LE(engine.draft_stats().accepted, 2) << "the first id came from the prompt's step";
+}
+
 // Random weights rarely confirm a draft: every rejected one must leave the
 // request exactly as it was (its keys/values past the confirmed ids are
 // overwritten, its sampler and penalties see only confirmed ids). A
