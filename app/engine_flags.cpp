@@ -56,10 +56,11 @@ void DraftFlags::add_options(CLI::App* cmd) {
                       "Speculative decoding: draft up to N tokens a step from earlier text (prompt lookup) and verify "
                       "them in one forward; the output stays the same (0: off)")
           ->capture_default_str();
-  cmd->add_option("--draft-model", model,
-                  "Speculative decoding by this smaller model of the same tokenizer (a checkpoint directory or hub "
-                  "id, such as Qwen/Qwen3-0.6B for a larger Qwen3): it drafts --draft tokens a step (default " +
-                      std::to_string(kModelDraftTokens) + ") instead of prompt lookup; the output stays the same");
+  model_flag =
+      cmd->add_option("--draft-model", model,
+                      "Speculative decoding by this smaller model of the same tokenizer (a checkpoint directory or hub "
+                      "id, such as Qwen/Qwen3-0.6B for a larger Qwen3): it drafts --draft tokens a step (default " +
+                          std::to_string(kModelDraftTokens) + ") instead of prompt lookup; the output stays the same");
   p_min_flag = cmd->add_option("--draft-p-min", p_min,
                                "A --draft-model draft ends at a token the draft model gives less than this probability")
                    ->capture_default_str();
@@ -71,21 +72,25 @@ void DraftFlags::add_options(CLI::App* cmd) {
 }
 
 void DraftFlags::validate() const {
+  const auto given = [](const CLI::Option* flag) { return flag && flag->count() > 0; };
+  // A hunt finding: an empty one ran without drafts, silently.
+  if (model.empty() && given(model_flag)) usage_fail("--draft-model is empty: give the draft model's directory");
+  if (!(p_min >= 0 && p_min <= 1)) usage_fail("--draft-p-min must be a probability between 0 and 1, got ", p_min);
+  if (!model.empty() && tokens == 0 && given(tokens_flag))
+    usage_fail("--draft 0 turns speculative decoding off: leave --draft-model out too");
+  if (model.empty() && given(p_min_flag))
+    usage_fail("--draft-p-min applies to the drafts of a --draft-model; none was given");
+  // Before the n-gram lengths are checked (which named "--draft 0" with a draft model).
+  for (const CLI::Option* ngram : {min_ngram_flag, max_ngram_flag}) {
+    if (!model.empty() && given(ngram))
+      usage_fail(ngram->get_name(), " applies to prompt lookup, which --draft-model replaces");
+    if (tokens == 0 && given(ngram))
+      usage_fail(ngram->get_name(), " applies to prompt lookup's drafts, which are off: give --draft N too");
+  }
   try {
     engine::validate(engine::NgramDraftOptions{tokens, min_ngram, max_ngram});
   } catch (const Error& e) {
     usage_fail("--draft ", tokens, " --draft-min-ngram ", min_ngram, " --draft-max-ngram ", max_ngram, ": ", e.what());
-  }
-  if (!(p_min >= 0 && p_min <= 1)) usage_fail("--draft-p-min must be a probability between 0 and 1, got ", p_min);
-  if (!model.empty() && tokens == 0 && tokens_flag && tokens_flag->count() > 0)
-    usage_fail("--draft 0 turns speculative decoding off: leave --draft-model out too");
-  if (model.empty() && p_min_flag && p_min_flag->count() > 0)
-    usage_fail("--draft-p-min applies to the drafts of a --draft-model; none was given");
-  for (const CLI::Option* ngram : {min_ngram_flag, max_ngram_flag}) {
-    if (!model.empty() && ngram && ngram->count() > 0)
-      usage_fail(ngram->get_name(), " applies to prompt lookup, which --draft-model replaces");
-    if (tokens == 0 && ngram && ngram->count() > 0)
-      usage_fail(ngram->get_name(), " applies to prompt lookup's drafts, which are off: give --draft N too");
   }
 }
 
@@ -98,7 +103,11 @@ void DraftFlags::load_model(ModelBundle& bundle, LoadOptions options) const {
   if (model.empty()) return;
   options.lora_adapters.clear();
   options.lora_modules.clear();
-  load_draft_model(bundle, model, options);
+  try {
+    load_draft_model(bundle, model, options);
+  } catch (const Error& e) {
+    fail("--draft-model ", model, ": ", e.what());  // the message names a file, not which model it belongs to
+  }
 }
 
 void DraftFlags::apply(engine::EngineOptions& o, const ModelBundle& bundle) const {

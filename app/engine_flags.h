@@ -38,7 +38,8 @@ struct DraftFlags {
   std::string model;  // --draft-model
   float p_min = engine::EngineOptions{}.draft_p_min;
   // Whether they were given.
-  const CLI::Option *tokens_flag = nullptr, *p_min_flag = nullptr, *min_ngram_flag = nullptr, *max_ngram_flag = nullptr;
+  const CLI::Option *tokens_flag = nullptr, *model_flag = nullptr, *p_min_flag = nullptr, *min_ngram_flag = nullptr,
+                    *max_ngram_flag = nullptr;
 
   void add_options(CLI::App* cmd);
   // Error naming the flag for a value out of its range (before the model loads).

@@ -577,6 +577,15 @@ TEST(GenerateCli, DraftsFromThePromptGiveTheSameTextAndAreReported) {
     EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.output;
     EXPECT_NE(r.output.find("--draft"), std::string::npos) << bad << ": " << r.output;
   }
+  // Hunt findings: an empty --draft-model ran without drafts; an n-gram length with a draft model was checked as
+  // prompt lookup's ("--draft 0 ...") before being named as not applying.
+  for (const auto& [bad, message] :
+       {std::pair{"--draft-model ''", "--draft-model is empty"},
+        std::pair{"--draft-model . --draft-min-ngram 5", "--draft-min-ngram applies to prompt lookup, which"}}) {
+    r = run_command(base + " " + bad + " 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << bad << ": " << r.output;
+  }
 }
 
 // --draft-model through generate and batch: a draft model that agrees with
@@ -631,7 +640,8 @@ TEST(GenerateCli, ADraftModelGivesTheSameTextAndIsReported) {
       << r.output;
   r = run_command(base + " --draft-model " + dir.file("none") + " 2>&1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find(dir.file("none")), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--draft-model " + dir.file("none") + ": "), std::string::npos)
+      << "which model failed to load: " << r.output;
 }
 
 // A draft model whose logits are all NaN (corrupt weights) drafts nothing:
