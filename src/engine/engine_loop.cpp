@@ -87,12 +87,28 @@ bool RequestStream::cancelled() const {
 }
 
 void RequestStream::push(int32_t id, const TokenLogprobs* logprobs) {
+  const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(mu_);
     pending_.push_back(id);
     if (logprobs) pending_logprobs_.push_back(*logprobs);
+    if (!first_token_)
+      first_token_ = now;
+    else
+      token_gaps_.push_back(std::chrono::duration<double>(now - last_token_).count());
+    last_token_ = now;
   }
   cv_.notify_all();
+}
+
+std::optional<std::chrono::steady_clock::time_point> RequestStream::first_token_time() const {
+  std::lock_guard lock(mu_);
+  return first_token_;
+}
+
+std::vector<double> RequestStream::take_token_gaps() {
+  std::lock_guard lock(mu_);
+  return std::exchange(token_gaps_, {});
 }
 
 std::vector<float> RequestStream::output() const {

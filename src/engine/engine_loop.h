@@ -50,6 +50,12 @@ class RequestStream {
   // Stops generation at the next step (a stop string seen, a client gone).
   void cancel();
   bool cancelled() const;
+  // When the engine gave the first token (none yet: empty), and the seconds
+  // between each later token and the one before it, each given once: the
+  // latencies as generated, not as a consumer that polls now and then sees
+  // them (it would see several tokens at once).
+  std::optional<std::chrono::steady_clock::time_point> first_token_time() const;
+  std::vector<double> take_token_gaps();
 
  private:
   friend class EngineLoop;
@@ -67,6 +73,9 @@ class RequestStream {
   std::vector<int32_t> pending_;
   std::vector<TokenLogprobs> pending_logprobs_;
   std::vector<TokenLogprobs> prompt_logprobs_;
+  std::optional<std::chrono::steady_clock::time_point> first_token_;
+  std::chrono::steady_clock::time_point last_token_;
+  std::vector<double> token_gaps_;
   State state_ = State::Running;
   GenerationResult result_;
   std::vector<float> output_;

@@ -44,7 +44,6 @@ struct CompletionRun::Choice {
   ordered_json stop_reason;  // vLLM's: the stop string or stop id that ended it, else null
   ChatDelta total;           // everything sent
   GenerationResult result;
-  Clock::time_point last_token;
 };
 
 namespace {
@@ -161,9 +160,8 @@ struct CompletionRun::Split {
 };
 
 ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size_t max_tokens) {
-  const size_t had = c.ids.size();
   const auto state = c.stream->wait(c.ids, c.ids.empty() ? timeout : 0ms, &c.received_logprobs);
-  note_arrivals(c, had);
+  note_arrivals(c);
   ChatDelta d;
   if (request_.echo && !c.echoed &&
       (request_.chat || !c.ids.empty() || state == engine::RequestStream::State::Finished))
@@ -189,15 +187,12 @@ ChatDelta CompletionRun::poll(Choice& c, std::chrono::milliseconds timeout, size
   return d;
 }
 
-void CompletionRun::note_arrivals(Choice& c, size_t had) {
-  const auto now = Clock::now();
-  if (!c.ids.empty() && c.last_token == Clock::time_point{}) {  // the first tokens (some came in the constructor)
-    if (summary_.ttft_s < 0) summary_.ttft_s = seconds_between(start_, now);
-    c.last_token = now;
-  } else if (const size_t arrived = c.ids.size() - had; arrived > 0) {
-    for (size_t k = 0; k < arrived; ++k) metrics_.record_inter_token(seconds_between(c.last_token, now) / arrived);
-    c.last_token = now;
-  }
+// As the engine gave the tokens (a hunt finding: timed here, the tokens that came together with the first, or in
+// one wait, were left out of the inter-token latencies or shared one).
+void CompletionRun::note_arrivals(Choice& c) {
+  if (summary_.ttft_s < 0)
+    if (const auto first = c.stream->first_token_time()) summary_.ttft_s = seconds_between(start_, *first);
+  for (const double gap : c.stream->take_token_gaps()) metrics_.record_inter_token(gap);
 }
 
 void CompletionRun::echo_prompt(Choice& c, ChatDelta& d) {

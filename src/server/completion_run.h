@@ -67,7 +67,7 @@ class CompletionRun {
   ChatDelta poll(Choice& c, std::chrono::milliseconds timeout, size_t max_tokens);
   enum class Part;
   struct Split;                               // where one token's text went in the reply's split
-  void note_arrivals(Choice& c, size_t had);  // time to first token, inter-token times
+  void note_arrivals(Choice& c);              // time to first token, inter-token times
   void echo_prompt(Choice& c, ChatDelta& d);  // echo: the prompt's text (and logprobs) before the reply's
   Split split(Choice& c, ChatDelta& d) const;
   void settle(Choice& c, const ChatDelta& d, const Split& s) const;
