@@ -227,7 +227,7 @@ void run_batch(BatchArgs& a) {
   const std::string drafts = a.draft.summary(engine.draft_stats());
   std::fprintf(stderr,
                "[%zu requests (%lld refused), %lld prompt + %lld generated tokens in %.2f s: %.1f tok/s; "
-               "peak %lld of %d KV blocks of %d positions; prefix cache %lld of %lld blocks; %lld preemptions%s]\n",
+               "peak %lld of %d KV blocks of %d positions; prefix cache %lld of %lld tokens; %lld preemptions%s]\n",
                jobs.size(), static_cast<long long>(refused), static_cast<long long>(prompt_tokens),
                static_cast<long long>(generated), seconds, seconds > 0 ? (prompt_tokens + generated) / seconds : 0.0,
                static_cast<long long>(engine.blocks().peak_used_blocks()), engine.blocks().n_blocks(),

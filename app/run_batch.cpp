@@ -261,7 +261,7 @@ void run_run_batch(RunBatchArgs& a) {
   http_options.space_interval = std::chrono::hours(24 * 365);
   server::HttpServer http(http_options);
   http.bind();
-  http.set_ready(*loaded.served, *loaded.loop, a.engine.block_size);
+  http.set_ready(*loaded.served, *loaded.loop);
   sink.open();  // last before the threads: nothing that can fail is left
   std::thread serving([&] { http.serve(); });
 

@@ -133,7 +133,7 @@ void run_serve(ServeArgs& a) {
   engine::EngineLoop* loop = loaded_engine.loop.get();
   const server::ServedModel* served = loaded_engine.served.get();
   const auto stats = loop->stats();
-  http.set_ready(*served, *loop, a.engine.block_size);
+  http.set_ready(*served, *loop);
   engine::EngineOptions pool_options;  // what a block takes: the model's keys/values and its draft model's
   pool_options.block_size = a.engine.block_size;
   pool_options.draft_model = bundle->draft_model.get();

@@ -78,7 +78,8 @@ BlockManager::Lookup BlockManager::match_prefix(Sequence& seq) {
   uint64_t parent = static_cast<uint64_t>(seq.adapter + 1);
   if (seq.cache_salt) parent ^= std::hash<std::string>{}(*seq.cache_salt);
   int32_t parent_block = -1;
-  lookup.queries = usable;  // a miss counts every block it leaves to compute (vLLM counts all prompt tokens)
+  // Every token, as vLLM counts a query: a hit rate of full blocks only read higher than vLLM's for the same work.
+  lookup.tokens = static_cast<int64_t>(seq.ids.size());
   for (int64_t i = 0; i < usable; ++i) {
     const int32_t* ids = &seq.ids[static_cast<size_t>(i * block_size_)];
     const uint64_t h = chain_hash(parent, ids);
@@ -89,7 +90,7 @@ BlockManager::Lookup BlockManager::match_prefix(Sequence& seq) {
     if (!c.same_kind(seq) || c.parent != parent_block || c.parent_generation != generation(parent_block) ||
         !std::equal(c.ids.begin(), c.ids.end(), ids))
       break;
-    ++lookup.hits;
+    ++lookup.found_blocks;
     if (in_lru_[static_cast<size_t>(b)]) {
       lru_.erase(lru_pos_[static_cast<size_t>(b)]);
       in_lru_[static_cast<size_t>(b)] = false;

@@ -42,17 +42,17 @@ class BlockManager {
   // that match its ids (never all of them: the last id is computed again so
   // the step yields its logits; none when it wants every prompt position's),
   // and `computed`/`cached` to their length.
-  // Returns the blocks it could take (its full blocks but the last id's)
-  // and those found, for record_lookup().
+  // Returns the tokens looked up (all of the sequence's, as vLLM counts a
+  // query) and the blocks found, for record_lookup().
   struct Lookup {
-    int64_t queries = 0, hits = 0;
+    int64_t tokens = 0, found_blocks = 0;
   };
   Lookup match_prefix(Sequence& seq);
   // Counts a lookup whose sequence was admitted (a retried admission is not
   // counted twice).
   void record_lookup(const Lookup& l) {
-    queries_ += l.queries;
-    hits_ += l.hits;
+    queries_ += l.tokens;
+    hits_ += l.found_blocks * block_size_;
   }
   // Grows seq.blocks to cover `positions` positions; false (and no change)
   // when the free blocks do not suffice.
@@ -67,7 +67,7 @@ class BlockManager {
   // (block -1, none: 0).
   uint64_t generation(int32_t block) const { return block < 0 ? 0 : generation_[static_cast<size_t>(block)]; }
 
-  int64_t prefix_queries() const { return queries_; }  // blocks looked up
+  int64_t prefix_queries() const { return queries_; }  // tokens looked up
   int64_t prefix_hits() const { return hits_; }        // of them, found cached
 
  private:

@@ -141,7 +141,7 @@ class EngineLoop {
   struct Stats {
     int64_t running = 0, waiting = 0;              // waiting: queued, and places reserved for requests yet to come
     int32_t kv_blocks_used = 0, kv_blocks = 0;     // used = held by live sequences
-    int64_t prefix_queries = 0, prefix_hits = 0;   // blocks looked up / found cached
+    int64_t prefix_queries = 0, prefix_hits = 0;   // tokens looked up / found cached
     int64_t preemptions = 0;                       // sequences sent back to wait for KV blocks
     int64_t draft_tokens = 0, draft_accepted = 0;  // speculative decoding: draft ids run, and confirmed
     // The named LoRA adapters (their indexes, ascending) of the running

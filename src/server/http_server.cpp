@@ -204,7 +204,6 @@ struct HttpServer::Impl {
   std::atomic<bool> stopping{false};
   const ServedModel* model = nullptr;
   engine::EngineLoop* loop = nullptr;
-  int32_t block_size = 16;
   int64_t ready_at = 0;         // when set_ready() came: the model's "created"
   std::atomic<int> answers{0};  // completion answers not yet all written
   std::unique_ptr<Metrics> metrics;
@@ -687,8 +686,7 @@ void HttpServer::Impl::routes() {
     send_json(res, {{"status", "ok"}});
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics->render(loop->stats(), block_size, model->bundle.model->adapter_names()),
-                    "text/plain; version=0.0.4");
+    res.set_content(metrics->render(loop->stats(), model->bundle.model->adapter_names()), "text/plain; version=0.0.4");
   });
   // The base model, then each named LoRA adapter with the model it adapts
   // as its parent (vLLM's listing). Read after ready, which set_ready() sets last.
@@ -985,10 +983,9 @@ void HttpServer::stop() {
 
 int HttpServer::answers_being_written() const { return impl_->answers.load(); }
 
-void HttpServer::set_ready(const ServedModel& model, engine::EngineLoop& loop, int32_t block_size) {
+void HttpServer::set_ready(const ServedModel& model, engine::EngineLoop& loop) {
   impl_->model = &model;
   impl_->loop = &loop;
-  impl_->block_size = block_size;
   impl_->ready_at = static_cast<int64_t>(std::time(nullptr));
   impl_->metrics = std::make_unique<Metrics>(model.name);
   impl_->ready = true;

@@ -67,7 +67,7 @@ class HttpServer {
   int answers_being_written() const;
 
   // The model is loaded: requests are served from now on.
-  void set_ready(const ServedModel& model, engine::EngineLoop& loop, int32_t block_size);
+  void set_ready(const ServedModel& model, engine::EngineLoop& loop);
 
  private:
   struct Impl;

@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 
@@ -11,6 +12,17 @@ std::string format_number(double x) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", x);
   return buf;
+}
+
+// A bucket's bound as Prometheus' Python client writes it (Python's repr: the shortest text that reads back,
+// "1.0" for a whole number): dashboards select buckets by that text (le="0.1"); "%.17g" wrote
+// 0.10000000000000001.
+std::string bucket_bound(double x) {
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, x);
+  std::string s(buf, end);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
 }
 
 void line(std::string& out, const std::string& name, const std::string& labels, double value) {
@@ -45,7 +57,7 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
   uint64_t cumulative = 0;
   for (size_t i = 0; i < bounds_.size(); ++i) {
     cumulative += counts_[i];
-    line(out, name + "_bucket", labels + ",le=\"" + format_number(bounds_[i]) + "\"", static_cast<double>(cumulative));
+    line(out, name + "_bucket", labels + ",le=\"" + bucket_bound(bounds_[i]) + "\"", static_cast<double>(cumulative));
   }
   line(out, name + "_bucket", labels + ",le=\"+Inf\"", static_cast<double>(count_));
   line(out, name + "_sum", labels, sum_);
@@ -68,6 +80,9 @@ std::string escaped_label(const std::string& value) {
 
 Metrics::Metrics(std::string model_name)
     : labels_("model_name=\"" + escaped_label(model_name) + "\""),
+      // As vLLM, the reasons a request usually ends are there from the start: a rate over a series that
+      // appears with its first 1 misses that one.
+      finished_{{"stop", 0}, {"length", 0}, {"abort", 0}},
       ttft_(kTtftBounds),
       itl_(kItlBounds),
       e2e_(kE2eBounds) {}
@@ -92,7 +107,7 @@ void Metrics::record_inter_token(double seconds) {
   itl_.observe(seconds);
 }
 
-std::string Metrics::render(const engine::EngineLoop::Stats& stats, int32_t block_size,
+std::string Metrics::render(const engine::EngineLoop::Stats& stats,
                             const std::vector<Qwen3Model::AdapterName>& adapters) const {
   std::string out;
   auto gauge = [&](const char* name, const char* help, double v) {
@@ -107,10 +122,9 @@ std::string Metrics::render(const engine::EngineLoop::Stats& stats, int32_t bloc
   gauge("qinfer:num_requests_waiting", "Requests waiting to be scheduled.", static_cast<double>(stats.waiting));
   gauge("qinfer:kv_cache_usage_perc", "Fraction of KV blocks held by live requests (1 = all).",
         stats.kv_blocks > 0 ? static_cast<double>(stats.kv_blocks_used) / stats.kv_blocks : 0.0);
-  counter("qinfer:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache (in full blocks).",
-          static_cast<double>(stats.prefix_queries * block_size));
-  counter("qinfer:prefix_cache_hits_total", "Of them, tokens found cached.",
-          static_cast<double>(stats.prefix_hits * block_size));
+  counter("qinfer:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.",
+          static_cast<double>(stats.prefix_queries));
+  counter("qinfer:prefix_cache_hits_total", "Of them, tokens found cached.", static_cast<double>(stats.prefix_hits));
   counter("qinfer:num_preemptions_total", "Sequences sent back to wait because the KV pool was full.",
           static_cast<double>(stats.preemptions));
   counter("qinfer:spec_decode_num_draft_tokens_total",

@@ -36,9 +36,9 @@ class Metrics {
                       const std::string& finish_reason);
   void record_inter_token(double seconds);
 
-  // The whole exposition; engine gauges from `stats`, prefix counters in
-  // tokens; `adapters` name Stats' adapter indexes (Qwen3Model::adapter_names()).
-  std::string render(const engine::EngineLoop::Stats& stats, int32_t block_size,
+  // The whole exposition; engine gauges from `stats`; `adapters` name Stats'
+  // adapter indexes (Qwen3Model::adapter_names()).
+  std::string render(const engine::EngineLoop::Stats& stats,
                      const std::vector<Qwen3Model::AdapterName>& adapters = {}) const;
 
  private:

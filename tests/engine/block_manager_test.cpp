@@ -61,8 +61,8 @@ TEST(BlockManager, ASharedPrefixReusesFullBlocksOnly) {
   Sequence b = seq_of(range_ids(0, 9));
   b.ids.push_back(77);  // same first 9 ids
   const BlockManager::Lookup lookup = bm.match_prefix(b);
-  EXPECT_EQ(lookup.queries, 2);
-  EXPECT_EQ(lookup.hits, 2);
+  EXPECT_EQ(lookup.tokens, 10);
+  EXPECT_EQ(lookup.found_blocks, 2);
   EXPECT_EQ(bm.prefix_queries(), 0);  // counted only once recorded (the sequence admitted)
   bm.record_lookup(lookup);
   EXPECT_EQ(b.cached, 8);
@@ -70,8 +70,9 @@ TEST(BlockManager, ASharedPrefixReusesFullBlocksOnly) {
   ASSERT_EQ(b.blocks.size(), 2u);
   EXPECT_EQ(b.blocks[0], a.blocks[0]);
   EXPECT_EQ(b.blocks[1], a.blocks[1]);
-  EXPECT_EQ(bm.prefix_queries(), 2);
-  EXPECT_EQ(bm.prefix_hits(), 2);
+  // In tokens, as vLLM counts them: all 10 looked up, 8 found.
+  EXPECT_EQ(bm.prefix_queries(), 10);
+  EXPECT_EQ(bm.prefix_hits(), 8);
   // A prompt of exactly two blocks keeps its last token to compute: one block from the cache.
   Sequence c = seq_of(range_ids(0, 8));
   bm.match_prefix(c);
@@ -83,10 +84,10 @@ TEST(BlockManager, ASharedPrefixReusesFullBlocksOnly) {
   Sequence d = seq_of(other);
   const BlockManager::Lookup missed = bm.match_prefix(d);
   EXPECT_EQ(d.cached, 0);
-  // A hunt finding: a miss counted one block whatever the prompt's length, so the hit rate looked higher
-  // than it was; it counts both full blocks it left to compute, as vLLM counts every prompt token.
-  EXPECT_EQ(missed.queries, 2);
-  EXPECT_EQ(missed.hits, 0);
+  // Hunt findings: a miss counted one block whatever the prompt's length, so the hit rate looked higher
+  // than it was; then full blocks only (128 of 174 tokens), where vLLM counts every prompt token.
+  EXPECT_EQ(missed.tokens, 9);
+  EXPECT_EQ(missed.found_blocks, 0);
 }
 
 TEST(BlockManager, FreedCachedBlocksStayReusableUntilReclaimedOldestFirst) {
@@ -137,17 +138,17 @@ TEST(BlockManager, AHashCollisionNeverSharesBlocksComputedAfterOtherTokens) {
   bm.match_prefix(first);
   compute_all(bm, first);
   Sequence attacker = seq_of({2, 1, 3, 4, 5, 6, 9}, 2);
-  EXPECT_EQ(bm.match_prefix(attacker).hits, 0) << "[2,1] collides with [1,2], but its ids differ";
+  EXPECT_EQ(bm.match_prefix(attacker).found_blocks, 0) << "[2,1] collides with [1,2], but its ids differ";
   compute_all(bm, attacker);
   bm.release(attacker);
   Sequence victim = seq_of({1, 2, 3, 4, 5, 6, 9}, 3);
-  EXPECT_EQ(bm.match_prefix(victim).hits, 2) << "[1,2] [3,4] are first's; [5,6] came after [2,1,3,4]";
+  EXPECT_EQ(bm.match_prefix(victim).found_blocks, 2) << "[1,2] [3,4] are first's; [5,6] came after [2,1,3,4]";
   EXPECT_EQ(victim.blocks, (std::vector<int32_t>{first.blocks[0], first.blocks[1]}));
   // The same holds once a block is handed out again: blocks computed after its old contents are not its children.
   bm.release(victim);
   bm.release(first);
   Sequence again = seq_of({2, 1, 3, 4, 5, 6, 9}, 4);
-  EXPECT_EQ(bm.match_prefix(again).hits, 0);
+  EXPECT_EQ(bm.match_prefix(again).found_blocks, 0);
 }
 
 // A re-hunt finding of the exact chain: two sequences that computed the same
@@ -167,11 +168,11 @@ TEST(BlockManager, SequencesThatComputedAPrefixAtOnceKeepCachingWhatFollowsIt) {
   bm.seal(a);
   bm.seal(b);
   Sequence c = seq_of({1, 2, 5, 6, 7, 8, 9}, 3);
-  EXPECT_EQ(bm.match_prefix(c).hits, 2) << "[1,2] from a, [5,6] from b";
+  EXPECT_EQ(bm.match_prefix(c).found_blocks, 2) << "[1,2] from a, [5,6] from b";
   EXPECT_EQ(c.blocks, (std::vector<int32_t>{a.blocks[0], b.blocks[1]}));
   compute_all(bm, c);
   Sequence d = seq_of({1, 2, 5, 6, 7, 8, 9}, 4);
-  EXPECT_EQ(bm.match_prefix(d).hits, 3);
+  EXPECT_EQ(bm.match_prefix(d).found_blocks, 3);
 }
 
 // The same re-hunt finding, as a resent prompt meets it: its last full block
@@ -184,12 +185,12 @@ TEST(BlockManager, AResentPromptsReplyIsFoundByTheNextTurn) {
   compute_all(bm, first);
   bm.release(first);
   Sequence again = seq_of({1, 2, 3, 4}, 2);
-  EXPECT_EQ(bm.match_prefix(again).hits, 1);
+  EXPECT_EQ(bm.match_prefix(again).found_blocks, 1);
   again.ids.insert(again.ids.end(), {5, 6, 9});  // its reply
   compute_all(bm, again);
   bm.release(again);
   Sequence next = seq_of({1, 2, 3, 4, 5, 6, 7}, 3);
-  EXPECT_EQ(bm.match_prefix(next).hits, 3);
+  EXPECT_EQ(bm.match_prefix(next).found_blocks, 3);
 }
 
 // Keys and values computed under one LoRA adapter are that adapter's: the
@@ -208,13 +209,13 @@ TEST(BlockManager, BlocksAreCachedForTheAdapterThatComputedThem) {
     for (const int32_t other : {-1, 1}) {
       Sequence s = seq_of(range_ids(0, 7), 2);
       s.adapter = other;
-      EXPECT_EQ(bm.match_prefix(s).hits, 0) << "adapter " << other << " found adapter 0's blocks";
+      EXPECT_EQ(bm.match_prefix(s).found_blocks, 0) << "adapter " << other << " found adapter 0's blocks";
       compute_all(bm, s);
       bm.release(s);
     }
     Sequence again = seq_of(range_ids(0, 7), 3);
     again.adapter = 0;
-    EXPECT_EQ(bm.match_prefix(again).hits, hash == fnv1a_chain_hash ? 3 : 1)
+    EXPECT_EQ(bm.match_prefix(again).found_blocks, hash == fnv1a_chain_hash ? 3 : 1)
         << "adapter 0 finds its own (with one key for all, its first block holds it)";
   }
 }
@@ -235,13 +236,14 @@ TEST(BlockManager, BlocksAreCachedForTheSaltThatComputedThem) {
     for (const char* other : {static_cast<const char*>(nullptr), "tenant-b", "tenant-", ""}) {
       Sequence s = seq_of(range_ids(0, 7), id++);
       if (other) s.cache_salt = std::make_shared<const std::string>(other);
-      EXPECT_EQ(bm.match_prefix(s).hits, 0) << "salt '" << (other ? other : "(none)") << "' found tenant-a's blocks";
+      EXPECT_EQ(bm.match_prefix(s).found_blocks, 0)
+          << "salt '" << (other ? other : "(none)") << "' found tenant-a's blocks";
       compute_all(bm, s);
       bm.release(s);
     }
     Sequence again = seq_of(range_ids(0, 7), id++);
     again.cache_salt = std::make_shared<const std::string>("tenant-a");
-    EXPECT_EQ(bm.match_prefix(again).hits, hash == fnv1a_chain_hash ? 3 : 1)
+    EXPECT_EQ(bm.match_prefix(again).found_blocks, hash == fnv1a_chain_hash ? 3 : 1)
         << "an equal salt finds its blocks (with one key for all, its first block holds it)";
   }
 }

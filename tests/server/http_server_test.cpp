@@ -50,7 +50,7 @@ struct Fixture {
                      runtime_lora_updating, priority_scheduling)) {
     http.bind();
     serving = std::thread([this] { http.serve(); });
-    http.set_ready(served, loop, lo.engine.block_size);
+    http.set_ready(served, loop);
   }
   ~Fixture() {
     http.stop();
