@@ -149,7 +149,7 @@ void run_serve(ServeArgs& a) {
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
-  std::fprintf(stderr, "qinfer serve: %s: finishing in-flight requests (at most %.0f s; again to exit now)\n",
+  std::fprintf(stderr, "qinfer serve: %s: finishing in-flight requests (at most %g s; again to exit now)\n",
                sig == SIGINT ? "SIGINT" : "SIGTERM", a.shutdown_timeout);
   http.stop();  // no new connections; the answers being written go on
   std::atomic<bool> drained{false}, closed{false};
@@ -211,7 +211,8 @@ void add_serve_command(CLI::App& app) {
                 "named)");
   cmd->add_option("--host", a->http.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", a->http.port, "Port (0: any free port)")->capture_default_str();
-  cmd->add_option("--api-key", a->http.api_key, "Require 'Authorization: Bearer KEY' (/health stays open)")
+  cmd->add_option("--api-key", a->http.api_key,
+                  "Require 'Authorization: Bearer KEY' or 'X-Api-Key: KEY' (/health and /metrics stay open)")
       ->each([a](const std::string&) { a->api_key_given = true; });
   cmd->add_flag(
       "--ignore-unknown-fields", a->http.ignore_unknown_fields,

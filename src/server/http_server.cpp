@@ -861,7 +861,9 @@ void HttpServer::Impl::routes() {
       return refuse({ApiError(403, "requests from the web pages of " + input_excerpt(req.get_header_value("Origin")) +
                                        " are refused: start the server with --allowed-origins naming it to allow "
                                        "them")});
-    if (req.path == "/health" || req.method == "OPTIONS") return httplib::Server::HandlerResponse::Unhandled;
+    // Open, and so their redirects (a hunt finding: "/metrics/" with --api-key was a 401, not the 308).
+    if (req.path == "/health" || req.path == "/health/" || req.path == "/metrics/" || req.method == "OPTIONS")
+      return httplib::Server::HandlerResponse::Unhandled;
     if (req.path == "/metrics") {
       if (ready) return httplib::Server::HandlerResponse::Unhandled;
       return refuse({ApiError(503, "the model is still loading")});

@@ -65,6 +65,28 @@ TEST(TemplateCli, ExtraMembersBecomeTemplateVariables) {
   EXPECT_EQ(r.output, "<s>hi x");
 }
 
+// A hunt finding: a server request's chat_template_kwargs became one variable of that name, and its
+// enable_thinking was silently not applied. Its entries are the template's variables, as the server passes them.
+TEST(TemplateCli, ChatTemplateKwargsAreTheTemplatesVariables) {
+  const ordered_json cases = chat_cases();
+  for (const auto& c : cases) {
+    if (c["name"] != "tool calls, enable_thinking=false") continue;
+    ordered_json request = request_of(c);
+    request.erase("enable_thinking");
+    request["chat_template_kwargs"] = {{"enable_thinking", false}};
+    const auto r = run_template(data_path("models/tiny"), request.dump());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output, c["rendered"].get<std::string>());
+    request["chat_template_kwargs"] = {{"messages", ordered_json::array()}};
+    const auto refused = run_template(data_path("models/tiny"), request.dump(), " 2>&1");
+    EXPECT_EQ(refused.exit_code, 1);
+    EXPECT_NE(refused.output.find("\"chat_template_kwargs\" may not set \"messages\""), std::string::npos)
+        << refused.output;
+    return;
+  }
+  FAIL() << "no such case";
+}
+
 TEST(TemplateCli, ChatTemplateJinjaFileTakesPrecedence) {
   qinfer::test::ScratchDir dir("template-jinja");
   std::ofstream(dir.file("tokenizer_config.json")) << R"({"chat_template": "from config", "eos_token": "</s>"})";

@@ -585,7 +585,14 @@ TEST(HttpServer, ApiKeyGuardsAllButHealthAndMetrics) {
   auto c = f.client();
   EXPECT_EQ(c.Get("/health")->status, 200);
   EXPECT_EQ(c.Get("/metrics")->status, 200);
+  // A hunt finding: their trailing-slash forms were a 401, not the redirect the routes get without a key.
+  for (const char* open : {"/health/", "/metrics/"}) {
+    const auto res = c.Get(open);
+    EXPECT_EQ(res->status, 308) << open << " " << res->body;
+    EXPECT_EQ(res->get_header_value("Location"), std::string(open).substr(0, std::strlen(open) - 1));
+  }
   EXPECT_EQ(c.Get("/v1/models")->status, 401);
+  EXPECT_EQ(c.Get("/v1/models/")->status, 401) << "no route's redirect tells what is behind the key";
   EXPECT_EQ(c.Post("/tokenize", R"({"prompt": "x"})", "application/json")->status, 401);
   httplib::Headers wrong = {{"Authorization", "Bearer nope"}};
   EXPECT_EQ(c.Get("/v1/models", wrong)->status, 401);
