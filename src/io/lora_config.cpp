@@ -59,6 +59,12 @@ LoraConfig read_lora_config(const std::string& path) {
     if (is_set(j, key))
       fail(path, ": '", key, "' is set; qinfer runs plain LoRA (no DoRA, no trained biases or ",
            "replaced modules, no layer replication)");
+  // A hunt finding: an activated LoRA (PEFT 0.17) applies only to the tokens after its invocation sequence, and
+  // ran on every token.
+  if (is_set(j, "alora_invocation_tokens"))
+    fail(path,
+         ": 'alora_invocation_tokens' is set: an activated LoRA applies only after its invocation tokens, "
+         "which qinfer does not track; it runs plain LoRA");
   // "all" and "lora_only" train the biases of the adapted layers: Qwen3's
   // have none, so PEFT saves none and the adapter is a plain one (a bias
   // tensor in the file is refused with the other tensors qinfer does not apply).

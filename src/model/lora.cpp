@@ -46,17 +46,24 @@ LoraDelta delta(const TensorView& a, const TensorView& b, double scale, const st
              " (lora_alpha / r in adapter_config.json) is beyond float's range");
       b_t[j * out + o] = static_cast<float>(scaled);
     }
-  std::vector<uint16_t> b_bf16(b_t.size());
-  for (size_t i = 0; i < b_t.size(); ++i) {
+  const bool all_bf16 = std::all_of(b_t.begin(), b_t.end(), [](float v) {
     uint32_t bits;
-    std::memcpy(&bits, &b_t[i], sizeof(bits));
-    if (bits & 0xffffu) {  // not a bf16: B stays in f32
-      d.b_f32 = std::move(b_t);
-      return d;
+    std::memcpy(&bits, &v, sizeof(bits));
+    return (bits & 0xffffu) == 0;
+  });
+  OwnedBytes& b_buf = owned.emplace_back(b_t.size() * (all_bf16 ? sizeof(uint16_t) : sizeof(float)));
+  if (all_bf16) {
+    auto* b_bf16 = reinterpret_cast<uint16_t*>(b_buf.data());
+    for (size_t i = 0; i < b_t.size(); ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &b_t[i], sizeof(bits));
+      b_bf16[i] = static_cast<uint16_t>(bits >> 16);
     }
-    b_bf16[i] = static_cast<uint16_t>(bits >> 16);
+  } else {
+    std::memcpy(b_buf.data(), b_t.data(), b_t.size() * sizeof(float));
   }
-  d.b_bf16 = std::move(b_bf16);
+  d.b_data = b_buf.data();
+  d.b_format = all_bf16 ? WeightFormat::BF16 : WeightFormat::F32;
   return d;
 }
 
@@ -78,6 +85,7 @@ std::array<LoraProjection, 7> lora_projections(const Qwen3Config& c) {
 
 std::vector<LoraLayer> read_lora_adapter(const std::string& dir, const Qwen3Config& c, const std::string& prefix,
                                          std::vector<OwnedBytes>& owned, ThreadPool& pool) {
+  if (dir.empty()) fail("the LoRA adapter's directory is empty (\"\"): give the directory");  // not "/..."
   const std::string file = dir + "/adapter_model.safetensors";
   if (!file_exists(file)) {
     if (file_exists(dir + "/adapter_model.bin"))
@@ -163,10 +171,13 @@ void add_lora(const float* x, int64_t n, std::span<const int32_t> row_adapter,
         const size_t nc = std::min(kColumns, out - c0);
         const float* ax_row = s.ax.data() + u.ax + i * r;
         float* y = u.y + i * out + c0;
-        if (u.d->b_bf16.empty())
-          for (size_t j = 0; j < r; ++j) simd::axpy(ax_row[j], &u.d->b_f32[j * out + c0], y, nc);
-        else
-          for (size_t j = 0; j < r; ++j) simd::axpy_bf16(ax_row[j], &u.d->b_bf16[j * out + c0], y, nc);
+        if (u.d->b_format == WeightFormat::F32) {
+          const auto* b = static_cast<const float*>(u.d->b_data);
+          for (size_t j = 0; j < r; ++j) simd::axpy(ax_row[j], &b[j * out + c0], y, nc);
+        } else {
+          const auto* b = static_cast<const uint16_t*>(u.d->b_data);
+          for (size_t j = 0; j < r; ++j) simd::axpy_bf16(ax_row[j], &b[j * out + c0], y, nc);
+        }
       }
     }
   });

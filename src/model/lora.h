@@ -27,17 +27,17 @@ struct LoraDelta {
   // the scaling is exact for powers of two, the usual alpha = r or 2r).
   // In bf16 where every such value is one exactly (a bf16 adapter with a
   // power-of-two scaling): the same products from half the bytes a decode
-  // step reads; in f32 otherwise. One of the two is empty.
-  std::vector<float> b_f32;
-  std::vector<uint16_t> b_bf16;
+  // step reads; in f32 otherwise. Held, as A's panels, in the adapter's
+  // OwnedBytes: unloaded, its pages go back to the system at once (from a
+  // std::vector on the thread that read it, glibc kept them in that thread's
+  // arena: RSS grew with every load and unload).
+  const void* b_data = nullptr;
+  WeightFormat b_format = WeightFormat::F32;
   int64_t out = 0;
   int32_t adapter = -1;  // the named adapter whose rows take it (BatchSeq::adapter); -1: every row
 
   // B as a [r, out] matrix, in the format it is kept in.
-  WeightMatrix b() const {
-    return b_bf16.empty() ? WeightMatrix{WeightFormat::F32, b_f32.data(), a.rows, out}
-                          : WeightMatrix{WeightFormat::BF16, b_bf16.data(), a.rows, out};
-  }
+  WeightMatrix b() const { return WeightMatrix{b_format, b_data, a.rows, out}; }
 };
 
 struct NamedLoraAdapter {

@@ -131,8 +131,12 @@ class Qwen3Model {
     std::vector<OwnedBytes> owned;
   };
   ReadAdapter read_adapter(const std::string& dir) const;  // Error naming the file at fault
-  // Its index; Error when a listed adapter (or the model) already has the name.
-  int32_t add_adapter(const std::string& name, ReadAdapter adapter);
+  // Its index; Error when a listed adapter (or the model) already has the
+  // name, unless `replaced` is given: a listed adapter of that name is then
+  // unlisted in the same breath (no request finds neither) and its index
+  // set there, for drop_adapter once its requests are done (vLLM's
+  // load_inplace).
+  int32_t add_adapter(const std::string& name, ReadAdapter adapter, std::optional<int32_t>* replaced = nullptr);
   // Its name no longer finds it: the index it had, nullopt when no listed adapter has `name`.
   std::optional<int32_t> unlist_adapter(const std::string& name);
   // Frees its updates: no sequence may use it any more (check_adapter refuses it).

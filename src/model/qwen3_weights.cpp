@@ -473,13 +473,18 @@ Qwen3Model::ReadAdapter Qwen3Model::read_adapter(const std::string& dir) const {
   return read;
 }
 
-int32_t Qwen3Model::add_adapter(const std::string& name, ReadAdapter adapter) {
+int32_t Qwen3Model::add_adapter(const std::string& name, ReadAdapter adapter, std::optional<int32_t>* replaced) {
   if (name.empty()) fail("a LoRA adapter needs a name");
   int32_t index = 0;
   {
     std::lock_guard lock(adapter_names_mu_);
-    for (const AdapterName& a : adapter_names_)
-      if (a.listed && a.name == name) fail("a LoRA adapter named '", name, "' is already loaded");
+    for (size_t i = 0; i < adapter_names_.size(); ++i) {
+      AdapterName& a = adapter_names_[i];
+      if (!a.listed || a.name != name) continue;
+      if (!replaced) fail("a LoRA adapter named '", name, "' is already loaded");
+      a.listed = false;
+      *replaced = static_cast<int32_t>(i);
+    }
     index = static_cast<int32_t>(adapter_names_.size());
     adapter_names_.push_back({name, true});
   }

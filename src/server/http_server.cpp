@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <mutex>
@@ -500,26 +501,39 @@ std::string HttpServer::Impl::lora_name(const ordered_json& body) const {
 void HttpServer::Impl::load_lora_adapter(const httplib::Request& req, httplib::Response& res) {
   const ordered_json body = parse_json_body(req.body);
   const std::string name = lora_name(body);
-  check_known_fields(body, {"lora_name", "lora_path"});
+  // vLLM's request: load_inplace replaces an adapter of the name (its running requests finish with the old one).
+  check_known_fields(body, {"lora_name", "lora_path", "load_inplace"});
   if (!given(body, "lora_path") || !body["lora_path"].is_string())
     bad("lora_path", "'lora_path' must be the adapter's directory on the server");
+  if (given(body, "load_inplace") && !body["load_inplace"].is_boolean())
+    bad("load_inplace", "'load_inplace' must be true or false");
+  const bool in_place = given(body, "load_inplace") && body["load_inplace"].get<bool>();
+  const std::string path = body["lora_path"].get<std::string>();
   Qwen3Model& qwen = *model->bundle.model;
   const auto taken = [&] {
     return ApiError(400, "The lora adapter '" + input_excerpt(name) + "' has already been loaded.", "lora_name");
   };
-  if (name == model->name || qwen.find_adapter(name)) throw taken();
+  if (name == model->name || (!in_place && qwen.find_adapter(name))) throw taken();
+  // As vLLM: no adapter there is a 404, one that cannot be read a 400.
+  if (std::error_code ec; path.empty() || !std::filesystem::is_directory(path, ec))
+    throw ApiError(404, "No adapter found for " + input_excerpt(path) + ": not a directory on the server", "lora_path");
   auto read = std::make_shared<Qwen3Model::ReadAdapter>();
   try {
-    *read = qwen.read_adapter(body["lora_path"].get<std::string>());
+    *read = qwen.read_adapter(path);
   } catch (const Error& e) {
     bad("lora_path", e.what());
   }
+  auto replaced = std::make_shared<std::optional<int32_t>>();
   try {
-    loop->between_steps([&qwen, name, read] { qwen.add_adapter(name, std::move(*read)); }).get();
+    loop->between_steps([&qwen, name, read, replaced, in_place] {
+          qwen.add_adapter(name, std::move(*read), in_place ? replaced.get() : nullptr);
+        })
+        .get();
   } catch (const Error&) {
     if (qwen.find_adapter(name)) throw taken();  // another request added it meanwhile
     throw;
   }
+  if (*replaced) loop->between_steps([&qwen, i = **replaced] { qwen.drop_adapter(i); }, **replaced);
   res.set_content("Success: LoRA adapter '" + name + "' added successfully.", "text/plain; charset=utf-8");
 }
 
@@ -528,7 +542,7 @@ void HttpServer::Impl::load_lora_adapter(const httplib::Request& req, httplib::R
 void HttpServer::Impl::unload_lora_adapter(const httplib::Request& req, httplib::Response& res) {
   const ordered_json body = parse_json_body(req.body);
   const std::string name = lora_name(body);
-  check_known_fields(body, {"lora_name"});
+  check_known_fields(body, {"lora_name", "lora_int_id"});  // vLLM's request has the id too, unused there as here
   Qwen3Model& qwen = *model->bundle.model;
   const std::optional<int32_t> index = qwen.unlist_adapter(name);
   if (!index) throw ApiError(404, "The lora adapter '" + input_excerpt(name) + "' cannot be found.", "lora_name");

@@ -184,7 +184,9 @@ TEST(Lora, NamedAdaptersGoToTheSequencesThatNameThem) {
   }
   for (const auto& [modules, message] : std::vector<std::pair<std::vector<NamedLoraAdapter>, std::string>>{
            {{{"", dir.file("a")}}, "a LoRA adapter needs a name"},
-           {{{"x", dir.file("a")}, {"x", dir.file("b")}}, "a LoRA adapter named 'x' is already loaded"}}) {
+           {{{"x", dir.file("a")}, {"x", dir.file("b")}}, "a LoRA adapter named 'x' is already loaded"},
+           // A hunt finding: "" read /adapter_model.safetensors, the file system's root.
+           {{{"x", ""}}, "the LoRA adapter's directory is empty"}}) {
     LoadOptions o;
     o.lora_modules = modules;
     try {
@@ -211,7 +213,23 @@ TEST(Lora, AdaptersAddedAndDroppedAtRunTime) {
   auto model = Qwen3Model::load(tiny);
   const size_t base_bytes = model->weight_bytes();
   const std::vector<float> base = all_logits(*model, kPrompt);
-  EXPECT_EQ(model->add_adapter("alpha", model->read_adapter(dir.file("a"))), 0);
+  // A hunt finding: B was in std::vectors, kept by glibc in the reading (HTTP) thread's arena when freed, so a
+  // server's RSS grew with every load and unload. All of an adapter's bytes are in its own pages.
+  Qwen3Model::ReadAdapter read = model->read_adapter(dir.file("a"));
+  const auto owned = [&](const void* p) {
+    return std::any_of(read.owned.begin(), read.owned.end(), [&](const OwnedBytes& o) {
+      return p >= static_cast<const void*>(o.data()) && p < static_cast<const void*>(o.data() + o.size());
+    });
+  };
+  int deltas = 0;
+  for (const LoraLayer& layer : read.layers)
+    for (const LoraProjection& p : lora_projections(config))
+      for (const LoraDelta& d : layer.*p.deltas) {
+        EXPECT_TRUE(owned(d.a.data) && owned(d.b_data)) << p.module;
+        ++deltas;
+      }
+  EXPECT_GT(deltas, 0);
+  EXPECT_EQ(model->add_adapter("alpha", std::move(read)), 0);
   EXPECT_GT(model->weight_bytes(), base_bytes);
   EXPECT_EQ(model->find_adapter("alpha"), 0);
   const int64_t n = static_cast<int64_t>(kPrompt.size());
@@ -359,6 +377,11 @@ TEST(Lora, AdaptersPeftWouldRunOtherwiseAreRefusedByName) {
       {"peft_type is 'IA3'",
        [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["peft_type"] = "IA3"; }); }},
       {"'use_dora' is set", [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["use_dora"] = true; }); }},
+      // A hunt finding: an activated LoRA ran on every token.
+      {"'alora_invocation_tokens' is set: an activated LoRA applies only after its invocation tokens",
+       [](const test::ScratchDir& d) {
+         edit_config(d, [](auto& j) { j["alora_invocation_tokens"] = {151644, 77091}; });
+       }},
       {"'modules_to_save' is set",
        [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["modules_to_save"] = {"lm_head"}; }); }},
       {"'bias' is \"some\"", [](const test::ScratchDir& d) { edit_config(d, [](auto& j) { j["bias"] = "some"; }); }},

@@ -1326,17 +1326,47 @@ TEST(HttpServer, AdaptersLoadAndUnloadWhileServing) {
       {{{"lora_path", dir.file("a")}}, "lora_name"},
       {{{"lora_name", "x"}}, "lora_path"},
       {{{"lora_name", "x"}, {"lora_path", 5}}, "lora_path"},
-      {{{"lora_name", "x"}, {"lora_path", dir.file("missing")}}, "lora_path"},
+      {{{"lora_name", "x"}, {"lora_path", tiny}}, "lora_path"},  // no adapter in it
       {{{"lora_name", "x"}, {"lora_path", dir.file("a")}, {"lora_int_id", 3}}, "lora_int_id"},
+      {{{"lora_name", "x"}, {"lora_path", dir.file("a")}, {"load_inplace", "yes"}}, "load_inplace"},
   };
   for (const auto& [request, param] : bad_loads) {
     const ordered_json e = f.post("/v1/load_lora_adapter", request, 400);
     EXPECT_EQ(e["error"]["param"], param) << request.dump() << " -> " << e.dump();
   }
   EXPECT_NE(f.post("/v1/load_lora_adapter", bad_loads[6].first, 400)["error"]["message"].get<std::string>().find(
-                dir.file("missing")),
+                "adapter_model.safetensors"),
             std::string::npos)
-      << "the error names the directory";
+      << "the error names the file";
+  // A hunt finding: no directory there was a 400, where vLLM says 404 (no adapter found).
+  for (const std::string& missing : {dir.file("missing"), std::string()}) {
+    const ordered_json e = f.post("/v1/load_lora_adapter", {{"lora_name", "x"}, {"lora_path", missing}}, 404)["error"];
+    EXPECT_EQ(e["param"], "lora_path");
+    EXPECT_NE(e["message"].get<std::string>().find("No adapter found for " + missing), std::string::npos) << e;
+  }
+
+  // Hunt findings: vLLM's load_inplace (replace the adapter of that name) and unload's lora_int_id were 400s.
+  write_test_lora_adapter(dir.file("b"), load_qwen3_config(tiny + "/config.json"), {}, 22);
+  ordered_json replace = {{"lora_name", "tiny-sql"}, {"lora_path", dir.file("b")}, {"load_inplace", true}};
+  EXPECT_EQ(f.client().Post("/v1/load_lora_adapter", replace.dump(), "application/json")->status, 200);
+  replace["lora_name"] = "tiny-b";
+  replace["load_inplace"] = false;
+  EXPECT_EQ(f.client().Post("/v1/load_lora_adapter", replace.dump(), "application/json")->status, 200);
+  ordered_json with_b = body;
+  with_b["model"] = "tiny-b";
+  const ordered_json b_answer = f.post("/v1/completions", with_b)["choices"];
+  EXPECT_NE(b_answer, want);
+  EXPECT_EQ(f.post("/v1/completions", body)["choices"], b_answer) << "tiny-sql is b now";
+  EXPECT_EQ(ordered_json::parse(f.client().Get("/v1/models")->body)["data"].size(), 3u);
+  EXPECT_EQ(f.client()
+                .Post("/v1/unload_lora_adapter", R"({"lora_name": "tiny-b", "lora_int_id": null})", "application/json")
+                ->status,
+            200);
+  replace["lora_name"] = "tiny-sql";
+  replace["lora_path"] = dir.file("a");
+  replace["load_inplace"] = true;
+  EXPECT_EQ(f.client().Post("/v1/load_lora_adapter", replace.dump(), "application/json")->status, 200);
+  EXPECT_EQ(f.post("/v1/completions", body)["choices"], want) << "and a again";
 
   auto unloaded = f.client().Post("/v1/unload_lora_adapter", R"({"lora_name": "tiny-sql"})", "application/json");
   EXPECT_EQ(unloaded->status, 200);
