@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -278,7 +279,7 @@ void add_chat_command(CLI::App& app) {
   cmd->add_option("--thinking-budget", a->thinking_budget,
                   "At most N tokens of reasoning per reply: then </think> is forced and the answer follows "
                   "(vLLM's thinking_token_budget; -1: no budget)")
-      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 31));
+      ->check(CLI::Range(int64_t{-1}, int64_t{INT32_MAX}));  // the server's thinking_token_budget range
   cmd->add_flag("--print-prompt-ids", a->print_prompt_ids, "Print each turn's prompt ids as a JSON line on stderr");
   cmd->callback([a] { run_chat(*a); });
 }

@@ -144,7 +144,11 @@ LineReader::Status LineReader::read(const std::string& prompt, std::string& line
   int count = 0;
   const char* got = el_gets(el_, &count);
   if (interrupted_) return Status::Interrupted;
-  if (!got) return Status::Eof;
+  if (!got) {  // Ctrl-D: the line ends, as a shell's or Python's does (the shell's prompt came after ours)
+    std::fputc('\n', screen_);
+    std::fflush(screen_);
+    return Status::Eof;
+  }
   line.assign(got, static_cast<size_t>(count));
   if (!line.empty() && line.back() == '\n') line.pop_back();
   return Status::Line;

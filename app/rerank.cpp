@@ -33,6 +33,11 @@ void run_rerank(const RerankArgs& a) {
   const LoadOptions load_options = a.load.options();
   const ModelBundle bundle = load_model_bundle(a.model, load_options);
   const RerankPrompt prompt(bundle.require_tokenizer(), *bundle.model);
+  // The query is every document's: too long for the context, it is the command's error, not each document's.
+  const int64_t context = bundle.model->config().max_position_embeddings;
+  if (const size_t fixed = prompt.input_ids(a.instruct, a.query, "").size(); static_cast<int64_t>(fixed) >= context)
+    fail("with the query (-q) and the task (--instruct), the judging prompt takes ", fixed,
+         " tokens before any document: the model's context is ", context);
   PromptOnlyRun run;
   run.noun = "documents";
   run.ids_of = [&](const std::string& document) { return prompt.input_ids(a.instruct, a.query, document); };

@@ -890,7 +890,11 @@ void HttpServer::Impl::routes() {
     if (stopping) return refuse({ApiError(503, "the server is shutting down"), "", true});
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+  http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+    // A refused request's answer is named as any other (vLLM's middleware names every answer).
+    if (const std::string id = req.get_header_value("X-Request-Id");
+        is_request_id(id) && !res.has_header("X-Request-Id"))
+      res.set_header("X-Request-Id", id);
     try {
       std::rethrow_exception(ep);
     } catch (const ApiError& e) {

@@ -478,4 +478,6 @@ TEST(ChatCli, AThinkingBudgetCutsTheReasoningAndTheAnswerFollows) {
   EXPECT_EQ(r.output, "The answer is 4\n");
   r = run("--thinking-budget -2");
   EXPECT_NE(r.output.find("--thinking-budget: Value -2 not in range"), std::string::npos) << r.output;
+  r = run("--thinking-budget 2147483648");  // a hunt finding: 2^31 was taken, the server's limit is 2^31 - 1
+  EXPECT_NE(r.output.find("--thinking-budget: Value 2147483648 not in range"), std::string::npos) << r.output;
 }

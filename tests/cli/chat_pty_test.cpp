@@ -171,6 +171,9 @@ TEST(ChatPty, LineEditingHistoryAndCtrlCAtThePrompt) {
   ASSERT_TRUE(chat.at_prompt()) << chat.output();
   chat.type("\x04");  // Ctrl-D at an empty line quits
   EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
+  // A hunt finding: it quit on the prompt's line, where the shell's prompt then came.
+  ASSERT_FALSE(chat.output().empty());
+  EXPECT_EQ(chat.output().back(), '\n') << chat.output();
 
   const qinfer::Tokenizer tok = qinfer::Tokenizer::from_file(qinfer::test::data_path("tokenizer.json"));
   EXPECT_EQ(chat.user_messages(tok), (std::vector<std::string>{"ZaXbc", "ZaXbc", "ok"})) << chat.output();

@@ -80,6 +80,21 @@ TEST(RerankCli, AQueryIsRequired) {
       run_command(qinfer_binary() + " rerank -m " + data_path("models/tiny") + " -q \"$(printf '\\377')\" doc 2>&1");
   EXPECT_EQ(bad.exit_code, 1) << bad.output;
   EXPECT_NE(bad.output.find("the query (-q) is not valid UTF-8"), std::string::npos) << bad.output;
+  // A hunt's note: a query longer than the context failed every document in-band, with exit 0.
+  test::ScratchDir dir("rerank-long-query");
+  for (const auto& f : std::filesystem::directory_iterator(data_path("models/tiny")))
+    std::filesystem::copy_file(f.path(), dir.file(f.path().filename().string()));
+  json config = json::parse(std::ifstream(data_path("models/tiny/config.json")));
+  config["max_position_embeddings"] = 100;  // the judging prompt alone is 74 tokens
+  std::ofstream(dir.file("config.json"), std::ios::trunc) << config.dump();
+  std::string query;
+  for (int i = 0; i < 40; ++i) query += "word ";
+  const auto long_query = run_command(qinfer_binary() + " rerank -m " + dir.path() + " -q '" + query + "' a b 2>&1");
+  EXPECT_EQ(long_query.exit_code, 1) << long_query.output;
+  EXPECT_NE(long_query.output.find("with the query (-q) and the task (--instruct), the judging prompt takes"),
+            std::string::npos)
+      << long_query.output;
+  EXPECT_EQ(run_command(qinfer_binary() + " rerank -m " + dir.path() + " -q short a b 2>&1").exit_code, 0);
 }
 
 // A Qwen3ForSequenceClassification checkpoint scores the same prompt with the

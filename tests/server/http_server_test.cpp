@@ -1753,6 +1753,14 @@ TEST(HttpServer, PriorityOnlyWhereAllowedAndRequestIdNamesTheAnswer) {
   ASSERT_TRUE(bad_header);
   EXPECT_EQ(bad_header->status, 400);
   EXPECT_NE(bad_header->body.find("X-Request-Id"), std::string::npos) << bad_header->body;
+  EXPECT_FALSE(bad_header->has_header("X-Request-Id")) << "not one fit to echo";
+  // A refused request's answer names it too, as vLLM's middleware does every answer (a hunt's note: a 400 found
+  // while parsing had no header, so a log could not match it).
+  auto refused = f.client().Post("/v1/completions", {{"X-Request-Id", "lb-8"}},
+                                 ordered_json({{"prompt", "Hi"}, {"max_tokens", -3}}).dump(), "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400);
+  EXPECT_EQ(refused->get_header_value("X-Request-Id"), "lb-8");
   // The pooling endpoints too (a hunt's finding: they ignored it): echoed, and naming the answers that have an id.
   const std::tuple<const char*, ordered_json, const char*> pooling[] = {
       {"/v1/embeddings", {{"input", "x"}}, nullptr},
