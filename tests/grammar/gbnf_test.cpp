@@ -158,6 +158,9 @@ TEST(Gbnf, WhatItCannotReadIsRefusedWithWhereItIs) {
       // Blanks may come before a quantifier, a line break not (llama.cpp's parser: it ends the rule there).
       {"root ::= x\nx ::= \"b\"\n*", "'*' with nothing to repeat (line 3, column 1)"},
       {"root ::= \"a\" @", "unexpected '@'"},
+      // llama.cpp's newer token references: named as such, not as an unexpected '<' (the README hunt's note).
+      {"root ::= <think> \"a\"", "a token reference (<think>, <[id]>): qinfer's grammars match text only"},
+      {"root ::= !<[151668]> \"a\"", "a token reference (<think>, <[id]>): qinfer's grammars match text only"},
       {"root ::= root \"a\"", "rule root is left-recursive (line 1, column 1)"},
       // A README hunt's finding: these two named the rule but not where it is.
       {"root ::= x\nx ::= (\"b\"? x) \"a\"", "rule x is left-recursive (line 2, column 1)"},

@@ -233,6 +233,12 @@ class GbnfParser {
       return GrammarBuilder::ref(builder_.rule(name));
     }
     if (c == ')') refuse("a ')' without its '('");
+    // llama.cpp's token references (<think>, <[151668]>, negated with !): a token, not text, which the matcher
+    // does not see; write the token's text as a string instead.
+    if (c == '<' || (c == '!' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '<'))
+      refuse(
+          "a token reference (<think>, <[id]>): qinfer's grammars match text only; write the token's text as a "
+          "string (\"<think>\")");
     if (c == '*' || c == '+' || c == '?' || c == '{') refuse(std::string("'") + c + "' with nothing to repeat");
     refuse(std::string("unexpected '") + c + "'");
   }
