@@ -721,7 +721,15 @@ void HttpServer::Impl::routes() {
     send_json(res, {{"object", "list"}, {"data", data}});
   });
   http.Get(R"(/v1/models/(.+))", [this, model_object](const httplib::Request& req, httplib::Response& res) {
-    send_json(res, model_object(requested_adapter({{"model", req.matches[1].str()}}, *model)));
+    const std::string name = req.matches[1].str();
+    // A served name with a trailing slash: where it is, as the routes redirect (a name may hold slashes itself).
+    const auto served = [&](const std::string& n) { return n == model->name || model->bundle.model->find_adapter(n); };
+    if (name.size() > 1 && name.back() == '/' && !served(name) && served(name.substr(0, name.size() - 1))) {
+      res.status = 308;
+      res.set_header("Location", "/v1/models/" + name.substr(0, name.size() - 1));
+      return;
+    }
+    send_json(res, model_object(requested_adapter({{"model", name}}, *model)));
   });
   // CORS preflights (and plain OPTIONS): what each route allows. Browsers send
   // them without credentials, so they pass without the key.

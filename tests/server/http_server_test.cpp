@@ -661,6 +661,11 @@ TEST(HttpServer, CorsPreflightsModelRetrieveAndRandomIds) {
   EXPECT_GE(model["created"].get<int64_t>(), before);
   EXPECT_LE(model["created"].get<int64_t>(), static_cast<int64_t>(std::time(nullptr)));
   EXPECT_EQ(f.client().Get("/v1/models/other")->status, 404);
+  // A hunt's note: the served name with a trailing slash was a 404, where the routes redirect.
+  const auto slashed = f.client().Get("/v1/models/tiny/");
+  EXPECT_EQ(slashed->status, 308);
+  EXPECT_EQ(slashed->get_header_value("Location"), "/v1/models/tiny");
+  EXPECT_EQ(f.client().Get("/v1/models/other/")->status, 404);
   const ordered_json body = {{"messages", kMessages}, {"max_tokens", 1}};
   const std::string first = f.post("/v1/chat/completions", body)["id"],
                     second = f.post("/v1/chat/completions", body)["id"];
