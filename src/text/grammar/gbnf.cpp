@@ -12,24 +12,6 @@
 namespace qinfer::grammar {
 namespace {
 
-// The text `e` matches when it is a literal (single bytes in sequence, as
-// "..." gives them), else nullopt.
-std::optional<std::string> literal_text(const Expr& e) {
-  if (e.kind == Expr::Kind::Bytes) {
-    if (e.bytes.count() != 1) return std::nullopt;
-    for (size_t b = 0; b < 256; ++b)
-      if (e.bytes.test(b)) return std::string(1, static_cast<char>(b));
-  }
-  if (e.kind != Expr::Kind::Sequence) return std::nullopt;
-  std::string text;
-  for (const Expr& part : e.parts) {
-    std::optional<std::string> t = literal_text(part);
-    if (!t) return std::nullopt;
-    text += *t;
-  }
-  return text;
-}
-
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
 }
@@ -131,16 +113,9 @@ class GbnfParser {
       alts.push_back(sequence(std::move(terms)));
     } while (eat("|"));
     --depth_;
-    if (alts.size() == 1) return std::move(alts[0]);
-    // Alternatives that are all literals ("yes" | "no" | ...) as a trie: a
-    // long list then leaves one way to go per next byte, not one per string.
-    std::vector<std::string> texts;
-    for (const Expr& alt : alts) {
-      std::optional<std::string> t = literal_text(alt);
-      if (!t) return choice(std::move(alts));
-      texts.push_back(std::move(*t));
-    }
-    return builder_.literal_choice(std::move(texts), "literals");
+    // Alternatives that are all literals as a trie: a long list then leaves one way to go per next byte, not one
+    // per string.
+    return builder_.alternation(std::move(alts));
   }
 
   // An atom and its quantifier, if any: one (each would nest the expression

@@ -41,6 +41,28 @@ Expr sequence(std::vector<Expr> parts) {
   return e;
 }
 
+namespace {
+
+// The text `e` matches when it is a literal (single bytes in sequence, as
+// "..." gives them), else nullopt.
+std::optional<std::string> literal_text(const Expr& e) {
+  if (e.kind == Expr::Kind::Bytes) {
+    if (e.bytes.count() != 1) return std::nullopt;
+    for (size_t b = 0; b < 256; ++b)
+      if (e.bytes.test(b)) return std::string(1, static_cast<char>(b));
+  }
+  if (e.kind != Expr::Kind::Sequence) return std::nullopt;
+  std::string text;
+  for (const Expr& part : e.parts) {
+    std::optional<std::string> t = literal_text(part);
+    if (!t) return std::nullopt;
+    text += *t;
+  }
+  return text;
+}
+
+}  // namespace
+
 Expr choice(std::vector<Expr> parts) {
   Expr e;
   e.kind = Expr::Kind::Choice;
@@ -77,6 +99,17 @@ uint32_t GrammarBuilder::new_rule(std::string name) {
   defined_.push_back(false);
   alts_.emplace_back();
   return static_cast<uint32_t>(names_.size() - 1);
+}
+
+Expr GrammarBuilder::alternation(std::vector<Expr> alts) {
+  if (alts.size() == 1) return std::move(alts[0]);
+  std::vector<std::string> texts;
+  for (const Expr& alt : alts) {
+    std::optional<std::string> t = literal_text(alt);
+    if (!t) return choice(std::move(alts));
+    texts.push_back(std::move(*t));
+  }
+  return literal_choice(std::move(texts), "literals");
 }
 
 Expr GrammarBuilder::literal_choice(std::vector<std::string> texts, const std::string& hint) {

@@ -83,6 +83,9 @@ class GrammarBuilder {
   // (named `hint`), so that a long list leaves one way to go per byte, not
   // one per text.
   Expr literal_choice(std::vector<std::string> texts, const std::string& hint);
+  // One of `alts`: a choice, or where all are literals ("yes" | "no" | ...)
+  // their literal_choice.
+  Expr alternation(std::vector<Expr> alts);
   // Gives `rule` its expression; each rule is defined once.
   void define(int32_t rule, Expr expr);
   // Throws qinfer::Error naming an undefined or left-recursive rule, or a
