@@ -12,9 +12,13 @@ namespace qinfer::cli {
 // The command writes into staging(), a directory inside the output, and
 // keep() moves the files into place once all are written: a failure midway
 // (a full disk) or an interrupt leaves the checkpoint that was there whole
-// (renames within one file system do not fail for space), and a created
-// output directory is removed again. A staging directory an interrupted run
-// left behind is cleared by the next run into the same directory.
+// (renames within one file system do not fail for space; the two
+// checkpoints take their space together until then), and a created output
+// directory is removed again. The staging directory holds a marker file,
+// locked while the command runs: a staging directory an interrupted run left
+// behind (its marker unlocked) is cleared by the next run into the same
+// directory; one a running command holds, or one without the marker (the
+// user's), is refused, never removed.
 class OutputDir {
  public:
   // reads_from: the checkpoint the command reads (quantize's model), which
@@ -33,6 +37,7 @@ class OutputDir {
 
  private:
   std::string path_, staging_;
+  int marker_fd_ = -1;  // the staging directory's marker, locked (flock) for the command's run
   bool created_ = false, kept_ = false;
   std::vector<std::string> earlier_;  // names of the checkpoint files that were there
 };

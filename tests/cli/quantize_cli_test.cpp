@@ -1,6 +1,9 @@
 // `qinfer quantize` and the --weights/--kv options of generate and bench,
 // end to end through the built binary.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -259,26 +262,44 @@ TEST(QuantizeCli, AWriteThatFailsLeavesNoPartialCheckpoint) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("q") + "/qinfer-incomplete-checkpoint"));
 }
 
-// What an interrupt (Ctrl-C) leaves: the files written so far in the staging directory, none in place. The next
-// run into the directory clears it, --force or not; a staging directory holding anything else is the user's.
+// What an interrupt (Ctrl-C) leaves: the files written so far in the staging directory, with its marker, none in
+// place. The next run into the directory clears it, --force or not. Review findings: a staging directory without
+// the marker is not this command's (a model copied there was removed, then not found to quantize), and one whose
+// marker a running command holds locked is that run's (a second run removed the first's files).
 TEST(QuantizeCli, ARunAfterAnInterruptedOneClearsWhatItLeft) {
   namespace fs = std::filesystem;
   qinfer::test::ScratchDir dir("interrupted");
   const std::string out = dir.file("m"), staging = out + "/qinfer-incomplete-checkpoint";
   fs::create_directories(staging);
+  std::ofstream(staging + "/.qinfer-staging");
   std::ofstream(staging + "/model.safetensors") << "half a checkpoint";
+  std::ofstream(staging + "/README.md") << "copied from the model";
   const std::string make = qinfer_binary() + " make-test-model --preset tiny --dtype bf16 --out " + out + " 2>&1";
   auto r = run_command(make);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_FALSE(fs::exists(staging));
+  EXPECT_FALSE(fs::exists(out + "/.qinfer-staging"));
   EXPECT_EQ(generate(out, "")["ids"].size(), 8u) << "the new checkpoint loads";
 
+  // A model in the staging directory's place, quantized into the directory above it.
+  fs::copy(data_path("models/tiny"), staging);
+  r = run_command(qinfer_binary() + " quantize -m " + staging + " --to q8 -o " + out + " --force 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(staging + ": is not what an interrupted run of this command left"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(generate(staging, "")["ids"], generate(data_path("models/tiny"), "")["ids"]) << "the model is whole";
+  fs::remove_all(staging);
+
+  // A run in progress: its marker locked.
   fs::create_directories(staging);
-  std::ofstream(staging + "/notes.txt") << "the user's";
+  const int held = ::open((staging + "/.qinfer-staging").c_str(), O_CREAT | O_RDWR, 0644);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  std::ofstream(staging + "/model.safetensors") << "being written";
   r = run_command(make + " --force");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find(staging + ": holds notes.txt, which an interrupted run of this command would not have"),
-            std::string::npos)
+  EXPECT_NE(r.output.find(staging + ": another qinfer run is writing a checkpoint there now"), std::string::npos)
       << r.output;
-  EXPECT_TRUE(fs::exists(staging + "/notes.txt"));
+  EXPECT_TRUE(fs::exists(staging + "/model.safetensors"));
+  ::close(held);
 }
