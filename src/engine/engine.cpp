@@ -129,7 +129,8 @@ Engine::Engine(const Qwen3Model& model, ThreadPool& pool, const EngineOptions& o
 
 Engine::Request& Engine::queue(std::span<const int32_t> prompt, int64_t max_prompt, const PromptOnlyOptions& options) {
   if (prompt.empty()) fail("the prompt is empty: at least one token is needed");
-  model_.check_adapter(options.adapter);
+  const int32_t adapter = model_.current_adapter(options.adapter);
+  model_.check_adapter(adapter);
   if (static_cast<int64_t>(prompt.size()) > max_prompt)
     fail("the prompt has ", prompt.size(), " tokens but the context length is ", context_, " tokens",
          max_prompt < context_ ? ": nothing can be generated" : "");
@@ -141,7 +142,7 @@ Engine::Request& Engine::queue(std::span<const int32_t> prompt, int64_t max_prom
   r->seq.id = handle;
   r->seq.ids.assign(prompt.begin(), prompt.end());
   r->seq.prompt_len = static_cast<int64_t>(prompt.size());
-  r->seq.adapter = options.adapter;
+  r->seq.adapter = adapter;
   if (!options.cache_salt.empty()) r->seq.cache_salt = std::make_shared<const std::string>(options.cache_salt);
   r->seq.priority = options.priority;
   r->result.prompt_tokens = r->seq.prompt_len;

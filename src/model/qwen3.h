@@ -137,6 +137,12 @@ class Qwen3Model {
   // set there, for drop_adapter once its requests are done (vLLM's
   // load_inplace).
   int32_t add_adapter(const std::string& name, ReadAdapter adapter, std::optional<int32_t>* replaced = nullptr);
+  // The adapter a request that resolved its name to `adapter` runs with: that
+  // one, or, where a load_inplace replaced it and it was dropped before the
+  // request came in, its replacement (a review finding: such requests were
+  // refused as "unloaded" though the name was served all along). The engine
+  // thread's, as add_adapter.
+  int32_t current_adapter(int32_t adapter) const;
   // Its name no longer finds it: the index it had, nullopt when no listed adapter has `name`.
   std::optional<int32_t> unlist_adapter(const std::string& name);
   // Frees its updates: no sequence may use it any more (check_adapter refuses it).
@@ -170,6 +176,7 @@ class Qwen3Model {
     std::vector<OwnedBytes> owned;
   };
   std::vector<AdapterMemory> adapter_memory_;
+  std::vector<int32_t> replaced_by_;  // per named adapter: the one a load_inplace replaced it with (-1: none)
   void install_adapter(int32_t index, std::vector<LoraLayer>& layers);
 };
 

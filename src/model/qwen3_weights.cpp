@@ -475,22 +475,40 @@ Qwen3Model::ReadAdapter Qwen3Model::read_adapter(const std::string& dir) const {
 
 int32_t Qwen3Model::add_adapter(const std::string& name, ReadAdapter adapter, std::optional<int32_t>* replaced) {
   if (name.empty()) fail("a LoRA adapter needs a name");
+  // Names are added here only (an HTTP thread may unlist one meanwhile): the index is the next one, and the name
+  // is listed, and the one it replaces unlisted, once its updates are in (a review finding: an install that threw
+  // left the replaced adapter unlisted, and a name without updates).
+  const auto listed_as_name = [&]() -> std::optional<int32_t> {
+    for (size_t i = 0; i < adapter_names_.size(); ++i)
+      if (adapter_names_[i].listed && adapter_names_[i].name == name) return static_cast<int32_t>(i);
+    return std::nullopt;
+  };
   int32_t index = 0;
   {
     std::lock_guard lock(adapter_names_mu_);
-    for (size_t i = 0; i < adapter_names_.size(); ++i) {
-      AdapterName& a = adapter_names_[i];
-      if (!a.listed || a.name != name) continue;
-      if (!replaced) fail("a LoRA adapter named '", name, "' is already loaded");
-      a.listed = false;
-      *replaced = static_cast<int32_t>(i);
-    }
+    if (!replaced && listed_as_name()) fail("a LoRA adapter named '", name, "' is already loaded");
     index = static_cast<int32_t>(adapter_names_.size());
-    adapter_names_.push_back({name, true});
   }
   install_adapter(index, adapter.layers);
   adapter_memory_.push_back({true, std::move(adapter.owned)});
+  replaced_by_.push_back(-1);
+  std::lock_guard lock(adapter_names_mu_);
+  if (replaced) {
+    *replaced = listed_as_name();
+    if (*replaced) {
+      adapter_names_[static_cast<size_t>(**replaced)].listed = false;
+      replaced_by_[static_cast<size_t>(**replaced)] = index;
+    }
+  }
+  adapter_names_.push_back({name, true});
   return index;
+}
+
+int32_t Qwen3Model::current_adapter(int32_t adapter) const {
+  while (adapter >= 0 && static_cast<size_t>(adapter) < replaced_by_.size() &&
+         !adapter_memory_[static_cast<size_t>(adapter)].loaded && replaced_by_[static_cast<size_t>(adapter)] >= 0)
+    adapter = replaced_by_[static_cast<size_t>(adapter)];
+  return adapter;
 }
 
 std::optional<int32_t> Qwen3Model::unlist_adapter(const std::string& name) {

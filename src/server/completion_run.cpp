@@ -127,6 +127,8 @@ ApiError CompletionRun::failure_of(const engine::RequestStream& s) const {
   switch (s.failure()) {
     case engine::RequestStream::Failure::Refused: {
       const GenerationOptions& o = request_.options;
+      // Its adapter unloaded after the name was read: the model it named is gone, as vLLM's 404 says.
+      if (o.adapter >= 0 && why.find("was unloaded") != std::string::npos) return ApiError(404, why, "model");
       if (o.grammar && why.find("grammar") != std::string::npos) return ApiError(400, why, o.grammar->source);
       if (why.find("nothing can be drawn") != std::string::npos)
         return ApiError(400, why,

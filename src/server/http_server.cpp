@@ -530,7 +530,8 @@ void HttpServer::Impl::load_lora_adapter(const httplib::Request& req, httplib::R
         })
         .get();
   } catch (const Error&) {
-    if (qwen.find_adapter(name)) throw taken();  // another request added it meanwhile
+    if (stopping) throw ApiError(503, "the server is shutting down");
+    if (!in_place && qwen.find_adapter(name)) throw taken();  // another request added it meanwhile
     throw;
   }
   if (*replaced) loop->between_steps([&qwen, i = **replaced] { qwen.drop_adapter(i); }, **replaced);

@@ -41,6 +41,7 @@ bool PromptOnlyBatch::wait(std::chrono::steady_clock::time_point until, std::chr
       const std::string why = field_ + " " + std::to_string(outputs_.size()) + ": " + stream.error();
       switch (stream.failure()) {
         case engine::RequestStream::Failure::Refused:
+          if (why.find("was unloaded") != std::string::npos) throw ApiError(404, why, "model");  // as completions'
           throw ApiError(400, why, field_);
         case engine::RequestStream::Failure::ShutDown:
           throw ApiError(503, why);

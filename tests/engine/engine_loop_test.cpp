@@ -387,6 +387,42 @@ TEST(EngineLoop, TasksBetweenStepsWaitForTheirAdapterToBeUnused) {
   EXPECT_THROW(failing.get(), qinfer::Error);
 }
 
+// A review finding: with load_inplace, a request that read the name before the
+// replacement and came in after the replaced adapter was dropped was refused
+// ("was unloaded") though the name was served all along. It runs with the
+// name's adapter now; a plain unload still refuses it.
+TEST(EngineLoop, ARequestForAnAdapterReplacedInPlaceRunsWithTheReplacement) {
+  const std::string tiny = test::data_path("models/tiny");
+  test::ScratchDir dir("loop-replaced-adapter");
+  write_test_lora_adapter(dir.file("a"), load_qwen3_config(tiny + "/config.json"), {}, 5);
+  write_test_lora_adapter(dir.file("b"), load_qwen3_config(tiny + "/config.json"), {}, 6);
+  LoadOptions named;
+  named.lora_modules = {{"x", dir.file("a")}};
+  auto model = Qwen3Model::load(tiny, named);
+  ThreadPool pool(1);
+  EngineLoop loop(*model, pool, {{4, 0, 16, 4}, 8});
+  GenerationOptions with_x = options(4, 0, 0);
+  with_x.adapter = *model->find_adapter("x");  // resolved by the request before the replacement
+  std::optional<int32_t> replaced;
+  loop.between_steps([&] { model->add_adapter("x", model->read_adapter(dir.file("b")), &replaced); }).get();
+  ASSERT_EQ(replaced, with_x.adapter);
+  loop.between_steps([&] { model->drop_adapter(*replaced); }, *replaced).get();
+  GenerationOptions with_b = with_x;
+  with_b.adapter = *model->find_adapter("x");
+  ASSERT_NE(with_b.adapter, with_x.adapter);
+  RequestStream::State st{};
+  const std::vector<int32_t> got = drain_stream(*loop.submit({785, 6722, 315}, with_x), &st);
+  EXPECT_EQ(st, RequestStream::State::Finished);
+  EXPECT_EQ(got, drain_stream(*loop.submit({785, 6722, 315}, with_b)));
+  // Unloaded without a replacement: refused by name.
+  ASSERT_TRUE(model->unlist_adapter("x"));
+  loop.between_steps([&, b = with_b.adapter] { model->drop_adapter(b); }, with_b.adapter).get();
+  auto late = loop.submit({785, 6722, 315}, with_x);
+  drain_stream(*late, &st);
+  EXPECT_EQ(st, RequestStream::State::Failed);
+  EXPECT_NE(late->error().find("LoRA adapter 'x' was unloaded"), std::string::npos) << late->error();
+}
+
 // A hunt finding: an n > 1 request submits its further choices once its first
 // has started; an unload whose adapter the first alone held ran when it ended,
 // and the others were refused ("was unloaded", a 400 for a request accepted
