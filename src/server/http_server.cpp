@@ -176,6 +176,15 @@ std::string allowed_methods(const std::string& path) {
   return allowed;
 }
 
+// Every answer is named by the request's X-Request-Id, refusals included, as
+// vLLM's middleware names them (a hunt's note: a 400 found while parsing had
+// no header, so the log line could not be matched to it); an id unfit to echo
+// is not.
+void name_answer(const httplib::Request& req, httplib::Response& res) {
+  const std::string id = req.get_header_value("X-Request-Id");
+  if (is_request_id(id) && !res.has_header("X-Request-Id")) res.set_header("X-Request-Id", id);
+}
+
 // A float setting as its shortest decimal (0.95, not 0.949999988079071).
 double as_written(float x) {
   char text[32];
@@ -900,10 +909,7 @@ void HttpServer::Impl::routes() {
     return httplib::Server::HandlerResponse::Unhandled;
   });
   http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-    // A refused request's answer is named as any other (vLLM's middleware names every answer).
-    if (const std::string id = req.get_header_value("X-Request-Id");
-        is_request_id(id) && !res.has_header("X-Request-Id"))
-      res.set_header("X-Request-Id", id);
+    name_answer(req, res);
     try {
       std::rethrow_exception(ep);
     } catch (const ApiError& e) {
@@ -916,6 +922,7 @@ void HttpServer::Impl::routes() {
   });
   // Browsers let a page read an answer only with this header (CORS).
   http.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    name_answer(req, res);
     // Where the answer depends on the origin (a list of them), every answer
     // says so: a cache must not hand one origin's (or no origin's) to another.
     const auto& allowed = options.allowed_origins;

@@ -593,6 +593,7 @@ TEST(HttpServer, ApiKeyGuardsAllButHealthAndMetrics) {
   }
   EXPECT_EQ(c.Get("/v1/models")->status, 401);
   EXPECT_EQ(c.Get("/v1/models/")->status, 401) << "no route's redirect tells what is behind the key";
+  EXPECT_EQ(c.Get("/v1/models", {{"X-Request-Id", "k-1"}})->get_header_value("X-Request-Id"), "k-1") << "named too";
   EXPECT_EQ(c.Post("/tokenize", R"({"prompt": "x"})", "application/json")->status, 401);
   httplib::Headers wrong = {{"Authorization", "Bearer nope"}};
   EXPECT_EQ(c.Get("/v1/models", wrong)->status, 401);
@@ -1766,6 +1767,23 @@ TEST(HttpServer, PriorityOnlyWhereAllowedAndRequestIdNamesTheAnswer) {
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 400);
   EXPECT_EQ(refused->get_header_value("X-Request-Id"), "lb-8");
+  // The review's: the refusals before routing and the HTTP library's own too.
+  for (const auto& [method, path, status] :
+       {std::tuple{"GET", "/v1/nothing", 404}, std::tuple{"GET", "/v1/completions", 405},
+        std::tuple{"POST", "/v1/nothing", 404}}) {
+    httplib::Request req;
+    req.method = method;
+    req.path = path;
+    req.set_header("X-Request-Id", "lb-9");
+    if (std::string(method) == "POST") {
+      req.body = "{}";
+      req.set_header("Content-Type", "application/json");
+    }
+    auto res = f.client().send(req);
+    ASSERT_TRUE(res) << path;
+    EXPECT_EQ(res->status, status) << path;
+    EXPECT_EQ(res->get_header_value("X-Request-Id"), "lb-9") << method << " " << path;
+  }
   // The pooling endpoints too (a hunt's finding: they ignored it): echoed, and naming the answers that have an id.
   const std::tuple<const char*, ordered_json, const char*> pooling[] = {
       {"/v1/embeddings", {{"input", "x"}}, nullptr},
