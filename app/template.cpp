@@ -28,7 +28,8 @@ ChatTemplateInput parse_input(const std::string& text) {
   const ordered_json request = server::parse_json_body(text, "stdin");  // at most 128 levels deep: values are copied
   if (!request.contains("messages")) fail("stdin: missing \"messages\"");
   ChatTemplateInput in;
-  const auto take = [&](const std::string& key, const ordered_json& value) {
+  for (auto& [key, value] : request.items()) {
+    if (key == "chat_template_kwargs") continue;  // below
     if (key == "messages") {
       if (!value.is_array()) fail("stdin: \"messages\" must be an array");
       in.messages = value;
@@ -45,17 +46,15 @@ ChatTemplateInput parse_input(const std::string& text) {
     } else {
       in.extra_variables[key] = value;
     }
-  };
-  for (auto& [key, value] : request.items())
-    if (key != "chat_template_kwargs") take(key, value);
-  // A server request's kwargs, as the server passes them (a hunt finding: they became one variable of that name,
-  // and enable_thinking in them was silently not applied).
+  }
+  // A server request's kwargs, read as the server reads them (a hunt finding: they became one variable of that
+  // name, and enable_thinking in them was silently not applied).
   if (const auto kwargs = request.find("chat_template_kwargs"); kwargs != request.end()) {
     if (!kwargs->is_object()) fail("stdin: \"chat_template_kwargs\" must be an object");
-    for (auto& [key, value] : kwargs->items()) {
-      if (key == "messages" || key == "tools")
-        fail("stdin: \"chat_template_kwargs\" may not set \"", key, "\" (give it at the top level)");
-      take(key, value);
+    try {
+      server::read_chat_template_kwargs(*kwargs, in);
+    } catch (const Error& e) {
+      fail("stdin: ", e.what());
     }
   }
   return in;

@@ -80,8 +80,14 @@ TEST(TemplateCli, ChatTemplateKwargsAreTheTemplatesVariables) {
     request["chat_template_kwargs"] = {{"messages", ordered_json::array()}};
     const auto refused = run_template(data_path("models/tiny"), request.dump(), " 2>&1");
     EXPECT_EQ(refused.exit_code, 1);
-    EXPECT_NE(refused.output.find("\"chat_template_kwargs\" may not set \"messages\""), std::string::npos)
+    EXPECT_NE(refused.output.find("'chat_template_kwargs' may not set 'messages'"), std::string::npos)
         << refused.output;
+    // The review's: a null enable_thinking at the top level and false in the kwargs is false, as the server reads it.
+    request["enable_thinking"] = nullptr;
+    request["chat_template_kwargs"] = {{"enable_thinking", false}};
+    const auto both = run_template(data_path("models/tiny"), request.dump());
+    ASSERT_EQ(both.exit_code, 0) << both.output;
+    EXPECT_EQ(both.output, c["rendered"].get<std::string>());
     return;
   }
   FAIL() << "no such case";
