@@ -86,17 +86,20 @@ bool RequestStream::cancelled() const {
   return cancelled_;
 }
 
-void RequestStream::push(int32_t id, const TokenLogprobs* logprobs) {
+void RequestStream::push(int32_t id, const TokenLogprobs* logprobs, uint64_t step) {
   const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(mu_);
     pending_.push_back(id);
     if (logprobs) pending_logprobs_.push_back(*logprobs);
-    if (!first_token_)
-      first_token_ = now;
-    else
-      token_gaps_.push_back(std::chrono::duration<double>(now - last_token_).count());
-    last_token_ = now;
+    if (!first_token_ || step != last_step_) {
+      if (first_token_)
+        token_gaps_.push_back(std::chrono::duration<double>(now - last_token_).count());
+      else
+        first_token_ = now;
+      last_token_ = now;
+      last_step_ = step;
+    }
   }
   cv_.notify_all();
 }
@@ -311,6 +314,7 @@ void EngineLoop::run() {
     admit(incoming);
     cancel_abandoned();
     try {
+      ++steps_;
       engine_.step();
     } catch (const std::exception& e) {
       // Nothing a request sends reaches here (add() validated it); if the
@@ -337,8 +341,8 @@ void EngineLoop::admit(std::deque<Incoming>& incoming) {
               ? engine_.add_scoring(in.prompt, std::move(in.score_ids), prompt_only_options(in.options))
               : engine_.add(
                     in.prompt, in.options,
-                    [stream](int32_t id, const TokenLogprobs* logprobs) {
-                      stream->push(id, logprobs);
+                    [this, stream](int32_t id, const TokenLogprobs* logprobs) {
+                      stream->push(id, logprobs, steps_);
                       return !stream->cancelled();
                     },
                     [stream](std::span<const TokenLogprobs> logprobs) { stream->set_prompt_logprobs(logprobs); });

@@ -51,15 +51,16 @@ class RequestStream {
   void cancel();
   bool cancelled() const;
   // When the engine gave the first token (none yet: empty), and the seconds
-  // between each later token and the one before it, each given once: the
-  // latencies as generated, not as a consumer that polls now and then sees
-  // them (it would see several tokens at once).
+  // between each later step that gave tokens and the one before it, each
+  // given once: the latencies as generated, not as a consumer that polls now
+  // and then sees them (it would see several tokens at once). One per step,
+  // as vLLM records them: the tokens of a confirmed draft come together.
   std::optional<std::chrono::steady_clock::time_point> first_token_time() const;
   std::vector<double> take_token_gaps();
 
  private:
   friend class EngineLoop;
-  void push(int32_t id, const TokenLogprobs* logprobs);
+  void push(int32_t id, const TokenLogprobs* logprobs, uint64_t step);
   void set_prompt_logprobs(std::span<const TokenLogprobs> logprobs);
   void finish(const GenerationResult& result, std::span<const float> output = {});
   void fail(std::string message, Failure failure);
@@ -74,7 +75,8 @@ class RequestStream {
   std::vector<TokenLogprobs> pending_logprobs_;
   std::vector<TokenLogprobs> prompt_logprobs_;
   std::optional<std::chrono::steady_clock::time_point> first_token_;
-  std::chrono::steady_clock::time_point last_token_;
+  std::chrono::steady_clock::time_point last_token_;  // when the latest step's tokens came
+  uint64_t last_step_ = 0;
   std::vector<double> token_gaps_;
   State state_ = State::Running;
   GenerationResult result_;
@@ -202,6 +204,7 @@ class EngineLoop {
   // Submitted and not yet finished, and places reserved for requests yet to
   // be submitted: what the queue limit counts.
   int64_t unfinished_ = 0, reserved_ = 0;
+  uint64_t steps_ = 0;                      // engine thread only: the steps run, which name the tokens' step
   std::vector<int32_t> reserved_adapters_;  // of the reservations with places left, one entry each (-1 not kept)
   bool accepting_ = true, cancel_all_ = false, stopping_ = false, busy_ = false;
   Stats stats_;

@@ -1825,6 +1825,11 @@ TEST(HttpServer, MetricsCountDraftTokensAndTheirConfirmed) {
   EXPECT_GE(f.metric("qinfer:spec_decode_num_accepted_tokens_total"), 20);
   EXPECT_GE(f.metric("qinfer:spec_decode_num_draft_tokens_total"),
             f.metric("qinfer:spec_decode_num_accepted_tokens_total"));
+  // The review's: one inter-token latency per step that gave tokens, as vLLM records them, not per token (a
+  // confirmed draft's tokens came as near-zero gaps). 28 tokens in about 6 steps after the first.
+  const double gaps = f.metric("qinfer:inter_token_latency_seconds_count");
+  EXPECT_GT(gaps, 0);
+  EXPECT_LT(gaps, 27 - f.metric("qinfer:spec_decode_num_accepted_tokens_total") + 1);
 }
 
 // A hunt finding: a pool too small for the load preempted sequences (each
