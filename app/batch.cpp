@@ -176,16 +176,18 @@ void run_batch(BatchArgs& a) {
   const bool progress = ::isatty(STDERR_FILENO);
   // Each result is written once it and those before it are done (input order), so that what finished is out
   // whatever ends the run (Ctrl-C, a failure).
-  int64_t prompt_tokens = 0, generated = 0, refused = 0;
+  int64_t prompt_tokens = 0, generated = 0, refused = 0, failed = 0;
   auto write_result = [&](Job& job) {
     ordered_json out;
     if (job.handle < 0) {
       out = {{"error", job.error}};
       ++refused;
     } else if (const GenerationResult& r = engine.result(job.handle); r.reason == StopReason::Error) {
-      if (!r.refused) fail(r.error);  // corrupt weights: every request would be wrong
-      out = {{"error", "line " + std::to_string(job.line) + ": " + r.error}};  // its grammar or masks: its fault
-      ++refused;
+      // Its grammar or masks (its fault), or corrupt weights (NaN logits): in its place, the others written too (a
+      // hunt finding: the run stopped at the first, though a mixture's corrupt expert fails only the requests
+      // routed to it), and the exit status says so.
+      out = {{"error", "line " + std::to_string(job.line) + ": " + r.error}};
+      ++(r.refused ? refused : failed);
     } else {
       if (job.text) job.text->finish(/*ended_by_stop_id=*/r.reason == StopReason::Eos);
       out = {{"ids", r.ids}};
@@ -234,6 +236,7 @@ void run_batch(BatchArgs& a) {
                engine.blocks().block_size(), static_cast<long long>(engine.blocks().prefix_hits()),
                static_cast<long long>(engine.blocks().prefix_queries()),
                static_cast<long long>(engine.scheduler().preemptions()), drafts.c_str());
+  if (failed > 0) fail(failed, " of the requests failed running (their lines say why)");
 }
 
 }  // namespace

@@ -433,6 +433,34 @@ TEST(GenerateCli, NaNLogitsStopWithAnErrorNamingTheStep) {
   }
 }
 
+// A hunt finding: batch stopped at the first request whose logits were NaN,
+// losing the results after it, though a mixture's corrupt expert fails only
+// the requests routed to it. Each such line says why, every line is written,
+// and the exit status is 1.
+TEST(BatchCli, CorruptWeightsFailTheirLinesAndTheOthersAreWritten) {
+  qinfer::test::ScratchDir dir("nan-batch");
+  write_nan_model(dir.path(), 150000, 1);  // tied: id 150000's logit is NaN for every request
+  std::ofstream lines(dir.file("in.jsonl"));
+  for (int i = 0; i < 3; ++i) lines << json{{"prompt_ids", {785 + i}}, {"max_tokens", 2}}.dump() << "\n";
+  lines << "not json\n";
+  lines.close();
+  const auto r = run_command(qinfer_binary() + " batch -m " + dir.path() + " < " + dir.file("in.jsonl") + " 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  std::vector<json> out;
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] == '{') out.push_back(json::parse(line));
+  ASSERT_EQ(out.size(), 4u) << r.output;
+  for (int i = 0; i < 3; ++i)
+    EXPECT_NE(out[static_cast<size_t>(i)]["error"].get<std::string>().find("line " + std::to_string(i + 1) +
+                                                                           ": the model's logits"),
+              std::string::npos)
+        << out[static_cast<size_t>(i)];
+  EXPECT_NE(out[3]["error"].get<std::string>().find("line 4"), std::string::npos);
+  EXPECT_NE(r.output.find("qinfer: error: 3 of the requests failed running (their lines say why)"), std::string::npos)
+      << r.output;
+}
+
 TEST(GenerateCli, QuantizingNaNWeightsIsRefused) {
   qinfer::test::ScratchDir dir("nanq");
   write_nan_model(dir.path(), 150000, 3);
