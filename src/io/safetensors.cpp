@@ -175,7 +175,16 @@ Checkpoint Checkpoint::open(const std::string& dir) {
 
 const TensorView* Checkpoint::find(const std::string& name) const {
   auto it = index_.find(name);
-  return it == index_.end() ? nullptr : it->second;
+  if (it == index_.end()) return nullptr;
+  read_.insert(it->second);
+  return it->second;
+}
+
+std::vector<std::string> Checkpoint::unread() const {
+  std::vector<std::string> names;
+  for (const auto& [name, view] : index_)
+    if (!read_.count(view)) names.push_back(name);
+  return names;
 }
 
 const TensorView& Checkpoint::require(const std::string& name, const std::vector<int64_t>& shape) const {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,11 +47,15 @@ class Checkpoint {
   // The tensor, checked to have exactly `shape`; Error names tensor and shapes otherwise.
   const TensorView& require(const std::string& name, const std::vector<int64_t>& shape) const;
   size_t total_bytes() const;
+  // The tensors no find() or require() asked for, by name: what a loader
+  // left out (transformers warns of them: "weights ... were not used").
+  std::vector<std::string> unread() const;
 
  private:
   std::string dir_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const TensorView*> index_;
+  mutable std::set<const TensorView*> read_;  // found by find(), from the loading thread only
 };
 
 std::string shape_str(const std::vector<int64_t>& shape);

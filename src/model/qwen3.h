@@ -104,6 +104,10 @@ class Qwen3Model {
   bool has_classifier() const { return weights_.score.data != nullptr; }
   std::vector<float> classify(std::span<const float> hidden) const;
   DType kv_cache_dtype() const { return kv_cache_; }
+  // The checkpoint's tensors the model does not read (a hunt finding: a
+  // Qwen2-MoE's shared expert was dropped without a word; transformers warns
+  // "weights ... were not used"), by name.
+  const std::vector<std::string>& unused_tensors() const { return unused_tensors_; }
   // Every named adapter the model has had, by index (BatchSeq::adapter):
   // LoadOptions::lora_modules in order, then those add_adapter added.
   // `listed`: its name finds it (remove_adapter unlists it at once, and the
@@ -160,7 +164,8 @@ class Qwen3Model {
  private:
   Qwen3Config config_;
   Qwen3Layout layout_;
-  Checkpoint checkpoint_;          // owns the mappings the weights point into
+  Checkpoint checkpoint_;  // owns the mappings the weights point into
+  std::vector<std::string> unused_tensors_;
   std::vector<OwnedBytes> owned_;  // float matrices as panels, converted (Q8/Q4) matrices
   Qwen3Weights weights_;
   std::vector<float> rope_inv_freq_;

@@ -397,8 +397,14 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
       const std::string last_expert = layout.prefix + "layers." + std::to_string(l) + ".mlp.experts." +
                                       std::to_string(c.num_experts - 1) + ".down_proj.weight";
       if (!m->checkpoint_.find(last_expert) &&
-          !m->checkpoint_.find(last_expert.substr(0, last_expert.size() - 6) + "qweight"))
+          !m->checkpoint_.find(last_expert.substr(0, last_expert.size() - 6) + "qweight")) {
+        // A hunt finding: experts stacked in one tensor (as some exports write them) were blamed on num_experts.
+        const std::string fused = layout.prefix + "layers." + std::to_string(l) + ".mlp.experts.gate_up_proj";
+        if (m->checkpoint_.find(fused) || m->checkpoint_.find(fused + ".weight"))
+          fail(dir, ": the experts are stacked in one tensor (", fused,
+               "); qinfer reads them one per expert, as Qwen publishes them (mlp.experts.E.gate_proj.weight)");
         fail(dir, "/config.json: num_experts is ", c.num_experts, " but the checkpoint has no ", last_expert);
+      }
       SparseMlp& mlp = w.layers[l].sparse_mlp;
       mlp.experts.resize(static_cast<size_t>(c.num_experts));
       mlp.top_k = c.num_experts_per_tok;
@@ -412,6 +418,7 @@ std::unique_ptr<Qwen3Model> Qwen3Model::load(const std::string& dir, const LoadO
         b.matrix(name, x, rows, cols, q);
       },
       [&](const std::string& name, std::vector<float>& v, int64_t n) { b.vector(name, v, n); });
+  m->unused_tensors_ = m->checkpoint_.unread();
   if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;
   if (!options.lora_adapters.empty() || !options.lora_modules.empty())
     if (!b.pool) b.pool = std::make_unique<ThreadPool>(options.threads);

@@ -2,6 +2,8 @@
 
 #include "runtime/grammar_constraint.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "io/model_dir.h"
@@ -28,6 +30,14 @@ ModelBundle load_model_bundle(const std::string& model_arg, const LoadOptions& o
   ModelBundle b;
   b.dir = resolve_model_dir(model_arg);
   b.model = Qwen3Model::load(b.dir, options);
+  if (const std::vector<std::string>& unused = b.model->unused_tensors(); !unused.empty()) {
+    std::string names;
+    for (size_t i = 0; i < std::min<size_t>(unused.size(), 3); ++i) names += (i ? ", " : "") + unused[i];
+    std::fprintf(stderr,
+                 "qinfer: warning: %s: %zu tensors of the checkpoint are not used (%s%s): as Qwen3 or Qwen3-MoE "
+                 "reads it, the model may compute something else than the checkpoint's architecture\n",
+                 b.dir.c_str(), unused.size(), names.c_str(), unused.size() > 3 ? ", ..." : "");
+  }
   b.has_generation_config = file_exists(b.dir + "/generation_config.json");
   b.generation = load_generation_config(b.dir + "/generation_config.json");
   require_in_vocabulary(b.generation.eos_token_ids, b.model->config().vocab_size, "eos_token_id",
