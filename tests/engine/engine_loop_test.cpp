@@ -347,17 +347,27 @@ TEST(EngineLoop, AdaptersComingAndGoingNeverChangeARequestsIds) {
               refused.load());
 }
 
+namespace {
+
+// tiny with a random adapter written to dir/name and loaded under that name (--lora-modules): index 0.
+std::unique_ptr<Qwen3Model> tiny_with_named_adapter(const test::ScratchDir& dir, const std::string& name,
+                                                    uint64_t seed) {
+  const std::string tiny = test::data_path("models/tiny");
+  write_test_lora_adapter(dir.file(name), load_qwen3_config(tiny + "/config.json"), {}, seed);
+  LoadOptions named;
+  named.lora_modules = {{name, dir.file(name)}};
+  return Qwen3Model::load(tiny, named);
+}
+
+}  // namespace
+
 // A task between steps (how a served model's adapters come and go) runs at
 // the next step boundary; one that waits for an adapter to be unused runs
 // only once no request holds it, and a request that comes after it dropped
 // the adapter is refused by name. What a task throws reaches its caller.
 TEST(EngineLoop, TasksBetweenStepsWaitForTheirAdapterToBeUnused) {
-  const std::string tiny = test::data_path("models/tiny");
   test::ScratchDir dir("loop-tasks");
-  write_test_lora_adapter(dir.file("a"), load_qwen3_config(tiny + "/config.json"), {}, 5);
-  LoadOptions named;
-  named.lora_modules = {{"a", dir.file("a")}};
-  auto model = Qwen3Model::load(tiny, named);
+  auto model = tiny_with_named_adapter(dir, "a", 5);
   ThreadPool pool(1);
   EngineLoop loop(*model, pool, {{4, 0, 16, 1}, 8});
   GenerationOptions long_run = options(100000, 0, 0);
@@ -392,13 +402,9 @@ TEST(EngineLoop, TasksBetweenStepsWaitForTheirAdapterToBeUnused) {
 // ("was unloaded") though the name was served all along. It runs with the
 // name's adapter now; a plain unload still refuses it.
 TEST(EngineLoop, ARequestForAnAdapterReplacedInPlaceRunsWithTheReplacement) {
-  const std::string tiny = test::data_path("models/tiny");
   test::ScratchDir dir("loop-replaced-adapter");
-  write_test_lora_adapter(dir.file("a"), load_qwen3_config(tiny + "/config.json"), {}, 5);
-  write_test_lora_adapter(dir.file("b"), load_qwen3_config(tiny + "/config.json"), {}, 6);
-  LoadOptions named;
-  named.lora_modules = {{"x", dir.file("a")}};
-  auto model = Qwen3Model::load(tiny, named);
+  auto model = tiny_with_named_adapter(dir, "x", 5);
+  write_test_lora_adapter(dir.file("b"), model->config(), {}, 6);
   ThreadPool pool(1);
   EngineLoop loop(*model, pool, {{4, 0, 16, 4}, 8});
   GenerationOptions with_x = options(4, 0, 0);
@@ -428,12 +434,8 @@ TEST(EngineLoop, ARequestForAnAdapterReplacedInPlaceRunsWithTheReplacement) {
 // and the others were refused ("was unloaded", a 400 for a request accepted
 // before the unload). Its reservation holds the adapter too.
 TEST(EngineLoop, AnUnloadWaitsForThePlacesReservedForItsAdaptersRequests) {
-  const std::string tiny = test::data_path("models/tiny");
   test::ScratchDir dir("loop-reserved-adapter");
-  write_test_lora_adapter(dir.file("a"), load_qwen3_config(tiny + "/config.json"), {}, 5);
-  LoadOptions named;
-  named.lora_modules = {{"a", dir.file("a")}};
-  auto model = Qwen3Model::load(tiny, named);
+  auto model = tiny_with_named_adapter(dir, "a", 5);
   ThreadPool pool(1);
   EngineLoop loop(*model, pool, {{4, 0, 16, 4}, 8});
   GenerationOptions with_a = options(3, 0, 0);

@@ -76,6 +76,14 @@ Qwen3Config write_random_model(const std::string& dir, uint64_t seed) {
   return config;
 }
 
+// n ids spaced apart, then kEos: a chain for write_chain_model.
+std::vector<int32_t> chain_of(int32_t n) {
+  std::vector<int32_t> chain;
+  for (int32_t k = 0; k < n; ++k) chain.push_back(100 + 37 * k);
+  chain.push_back(kEos);
+  return chain;
+}
+
 // The tiny shapes with 2048 ids, weights that continue `chain` (ending in kEos).
 void write_chain_model(const std::string& dir, const std::vector<int32_t>& chain) {
   Qwen3Config config = test_model_preset("tiny");
@@ -91,9 +99,7 @@ void write_chain_model(const std::string& dir, const std::vector<int32_t>& chain
 // there: the drafts copied from the prompt are confirmed.
 TEST(Speculation, ConfirmedDraftsGiveSeveralTokensAStepAndTheSameIds) {
   test::ScratchDir dir("speculation-scripted");
-  std::vector<int32_t> chain;
-  for (int32_t k = 0; k < 40; ++k) chain.push_back(100 + 37 * k);
-  chain.push_back(kEos);
+  const std::vector<int32_t> chain = chain_of(40);
   write_chain_model(dir.path(), chain);
   auto model = Qwen3Model::load(dir.path());
   ThreadPool pool(2);
@@ -145,9 +151,7 @@ TEST(Speculation, ConfirmedDraftsGiveSeveralTokensAStepAndTheSameIds) {
 // had.
 TEST(Speculation, OnlyConfirmedIdsTheAnswerKeptCountAsAccepted) {
   test::ScratchDir dir("speculation-stopped");
-  std::vector<int32_t> chain;
-  for (int32_t k = 0; k < 20; ++k) chain.push_back(100 + 37 * k);
-  chain.push_back(kEos);
+  const std::vector<int32_t> chain = chain_of(20);
   write_chain_model(dir.path(), chain);
   auto model = Qwen3Model::load(dir.path());
   ThreadPool pool(1);
